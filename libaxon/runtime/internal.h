@@ -84,8 +84,10 @@ void axon_streams_shutdown(axon_device_t d);
  * marks and waits, callbacks, copies, which call the port themselves). */
 enum axon_cmd_route { AXON_ROUTE_PORT = 0, AXON_ROUTE_RUNTIME = 1 };
 
-/* Enqueue a command on s; l is validated by the caller. */
-axon_status_t axon_stream_submit(axon_stream_t s, const axon_launch_t *l, enum axon_cmd_route route);
+/* Enqueue a command on s; l is validated by the caller. *seq (if not NULL) gets the command's sequence number. */
+axon_status_t axon_stream_submit(axon_stream_t s, const axon_launch_t *l, enum axon_cmd_route route, uint64_t *seq);
+/* AXON_OK if s looks like a live stream handle, else AXON_ERROR_INVALID_ARG / MISUSE naming `fn`. */
+axon_status_t axon_stream_check(axon_stream_t s, const char *fn);
 
 /* Sequence numbers: each command gets the next number at enqueue; completed only grows. Lock-free reads. */
 uint64_t axon_stream_enqueued(axon_stream_t s);

@@ -81,6 +81,9 @@ enum axon_cpu_feature {
     AXON_CPU_F16C = 1u << 8,
 };
 
+/* Name of one feature bit ("avx512_bf16"), NULL if bit is not exactly one known feature. */
+AXON_API const char *axon_cpu_feature_name(unsigned bit);
+
 typedef struct axon_device_props {
     char name[64];               /* "axon:0 (cpu)" */
     char cpu_model[128];         /* from /proc/cpuinfo, "" if unknown */

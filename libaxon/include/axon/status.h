@@ -33,6 +33,14 @@ AXON_API const char *axon_last_error(void);
 /* This thread's status of its last failed call, AXON_OK if none or after axon_clear_error. */
 AXON_API axon_status_t axon_last_status(void);
 
+/* Set this thread's error to s with a printf-style message and return s. For code outside libaxon that runs inside
+ * commands (kernels, callbacks) and must say why it failed; the stream reports the message at its next sync. */
+AXON_API axon_status_t axon_set_error(axon_status_t s, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
 /* Forget this thread's last error. Cannot fail. */
 AXON_API void axon_clear_error(void);
 

@@ -3,8 +3,8 @@
  * A stream is an asynchronous FIFO command queue of one device. The host enqueues (launch, callback, copy, event
  * record or wait) and returns at once; a worker executes the commands in order. Different streams run concurrently.
  * Each device has a default stream (never destroyed) and any number of created ones. Priorities follow CUDA: a lower
- * number is a higher priority; AXON_STREAM_PRIORITY_HIGHEST..AXON_STREAM_PRIORITY_LOWEST. A higher-priority stream's
- * kernels get the device's helper threads first.
+ * number is a higher priority; AXON_STREAM_PRIORITY_HIGHEST..AXON_STREAM_PRIORITY_LOWEST. Priorities are kept and
+ * reported (frameworks ask for them); the CPU port runs all streams' commands fairly.
  *
  * Errors: a command that fails records its status and message on its stream; the next synchronization point of that
  * stream (axon_stream_sync, axon_stream_query, axon_event_sync of an event recorded on it, axon_device_synchronize)
