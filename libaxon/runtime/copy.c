@@ -41,8 +41,9 @@ static axon_status_t check_host_side(axon_stream_t s, const void *p, const char 
 static int pinned_range(axon_runtime_t rt, const void *p, size_t n) {
     void *base;
     size_t size;
+    if (!axon_host_is_pinned(rt, p)) return 0; /* the common pageable case, without formatting an error */
     if (axon_host_lookup(rt, p, &base, &size) != AXON_OK) {
-        axon_clear_error();
+        axon_clear_error(); /* freed meanwhile by another thread */
         return 0;
     }
     return (const char *)p + n <= (const char *)base + size;
