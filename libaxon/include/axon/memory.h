@@ -88,7 +88,7 @@ AXON_API axon_status_t axon_mem_stats(axon_device_t d, axon_mem_stats_t *out);
 /* Set every peak to its current value. */
 AXON_API axon_status_t axon_mem_reset_peak(axon_device_t d);
 
-/* Zero the allocated/freed totals and the retry, OOM and sync counters. */
+/* Zero the allocated/freed totals and the retry, OOM, sync and segment map/unmap counters (as CUDA does). */
 AXON_API axon_status_t axon_mem_reset_accumulated(axon_device_t d);
 
 /* Unmap every segment that holds no live or held-back block. */
