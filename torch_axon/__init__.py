@@ -1,18 +1,39 @@
 """torch_axon: the axon device for PyTorch, running on libaxon.
 
-For now only the runtime is exposed: runtime_info() tells what libaxon's process-wide runtime sees. Registering the
-device with PyTorch comes later.
+Importing torch_axon (which `import torch` does by itself once the package is installed, through the torch.backends
+entry point; TORCH_DEVICE_BACKEND_AUTOLOAD=0 turns that off) registers the PrivateUse1 backend as "axon": tensors and
+modules move with .to("axon"), torch.accelerator picks axon, and torch.axon offers torch.cuda's API.
 """
 
 __version__ = "0.1.0"
 
-import torch  # noqa: F401  (loads libtorch and libtorch_python, which _C links against)
+import torch
 
-from torch_axon import _C
+from torch_axon import _C  # its static initializers register the allocator, guard, hooks, kernels and fallback
+from torch_axon import device_module as _device_module
+
+_BACKEND = "axon"
+
+
+def _register() -> None:
+    # Each of these may run only once per process.
+    if torch._C._get_privateuse1_backend_name() != _BACKEND:
+        torch.utils.rename_privateuse1_backend(_BACKEND)
+    if not hasattr(torch, _BACKEND):
+        torch._register_device_module(_BACKEND, _device_module)
+    if not hasattr(torch.Tensor, "is_axon"):
+        torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True, for_storage=True)
+
+
+_register()
+
+
+def _autoload() -> None:
+    """The torch.backends entry point: importing this package has already registered the device."""
 
 
 def runtime_info() -> dict:
-    """What the default runtime sees, creating it from the AXON_* environment on the first call.
+    """What the default runtime sees, starting it from the AXON_* environment if needed.
 
     Returns {"version", "header_version", "device_count", "devices": [per-device dict]}; each device has name,
     cpu_model, port, threads, strict, total_memory, page_size, capability, cpu_features (names) and mem_get_info
@@ -22,4 +43,22 @@ def runtime_info() -> dict:
     return _C.runtime_info()
 
 
-__all__ = ["__version__", "runtime_info"]
+def fallback_stats() -> dict[str, int]:
+    """How often each op without a native axon kernel ran through the host fallback, by op name."""
+    return dict(_C._fallback_counts())
+
+
+def reset_fallback_stats() -> None:
+    _C._reset_fallback_counts()
+
+
+def set_strict(strict: bool) -> None:
+    """Refuse (True) or allow (False) the host fallback; AXON_STRICT=1 sets it at start-up."""
+    _C._set_strict_fallback(bool(strict))
+
+
+def is_strict() -> bool:
+    return _C._get_strict_fallback()
+
+
+__all__ = ["__version__", "runtime_info", "fallback_stats", "reset_fallback_stats", "set_strict", "is_strict"]

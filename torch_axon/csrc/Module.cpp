@@ -1,15 +1,20 @@
-// The Python module torch_axon._C: bindings over libaxon's C API. No algorithms here: each function reads libaxon and
-// translates the result into Python objects.
+// The Python module torch_axon._C: bindings over libaxon's C API and the glue's state, for the torch.axon module.
+// No algorithms here: each function reads or sets one thing and translates it into Python objects.
 #include <axon/axon.h>
 
+#include <ATen/core/Generator.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <torch/csrc/Exceptions.h>
-
-#include "AxonException.h"
+#include <torch/csrc/Generator.h>
 
 #include <string>
 #include <vector>
+
+#include "AxonException.h"
+#include "AxonFallback.h"
+#include "AxonFunctions.h"
+#include "AxonGenerator.h"
 
 namespace py = pybind11;
 
@@ -48,13 +53,14 @@ py::dict device_info(axon_device_t dev) {
   return d;
 }
 
+axon_runtime_t started_runtime() {
+  py::gil_scoped_release no_gil;  // creation starts worker threads and maps memory
+  return runtime();
+}
+
 // What the process-wide runtime sees; creates it (from the AXON_* environment) on the first call.
 py::dict runtime_info() {
-  axon_runtime_t rt = nullptr;
-  {
-    py::gil_scoped_release no_gil;  // creation starts worker threads and maps memory
-    AXON_CHECK(axon_runtime_default(&rt));
-  }
+  axon_runtime_t rt = started_runtime();
   py::dict info;
   info["version"] = std::string(axon_version());
   info["header_version"] = std::to_string(AXON_VERSION_MAJOR) + "." + std::to_string(AXON_VERSION_MINOR) + "." +
@@ -62,19 +68,80 @@ py::dict runtime_info() {
   const int n = axon_device_count(rt);
   info["device_count"] = n;
   py::list devices;
-  for (int i = 0; i < n; ++i) {
-    axon_device_t dev = nullptr;
-    AXON_CHECK(axon_device_get(rt, i, &dev));
-    devices.append(device_info(dev));
-  }
+  for (int i = 0; i < n; ++i) devices.append(device_info(device(static_cast<c10::DeviceIndex>(i))));
   info["devices"] = devices;
   return info;
 }
 
-// For tests of the error mapping: raises what AXON_CHECK raises for `status` (any nonzero value).
-void raise_status(int status) {
-  AXON_CHECK(static_cast<axon_status_t>(status));
+py::dict device_properties(int index) {
+  started_runtime();
+  return device_info(device(static_cast<c10::DeviceIndex>(index)));
 }
+
+// For tests of the error mapping: raises what AXON_CHECK raises for `status` (any nonzero value).
+void raise_status(int status) { AXON_CHECK(static_cast<axon_status_t>(status)); }
+
+void synchronize(int index) {
+  axon_device_t d = device(static_cast<c10::DeviceIndex>(index < 0 ? current_device() : index));
+  py::gil_scoped_release no_gil;
+  AXON_CHECK(axon_device_synchronize(d));
+}
+
+py::object default_generator_object(int index) {
+  const at::Generator& g = default_generator(static_cast<c10::DeviceIndex>(index));
+  return py::reinterpret_steal<py::object>(THPGenerator_initDefaultGenerator(g));
+}
+
+void set_memory_capacity(int index, size_t bytes) {
+  AXON_CHECK(axon_mem_set_capacity(device(static_cast<c10::DeviceIndex>(index)), bytes));
+}
+
+py::dict stat_dict(const axon_stat_t& s) {
+  py::dict d;
+  d["current"] = s.current;
+  d["peak"] = s.peak;
+  d["allocated"] = s.allocated;
+  d["freed"] = s.freed;
+  return d;
+}
+
+py::dict host_memory_stats() {
+  axon_host_stats_t s;
+  AXON_CHECK(axon_host_stats(started_runtime(), &s));
+  py::dict d;
+  d["allocation"] = stat_dict(s.allocation);
+  d["segment"] = stat_dict(s.segment);
+  d["allocated_bytes"] = stat_dict(s.allocated_bytes);
+  d["reserved_bytes"] = stat_dict(s.reserved_bytes);
+  d["num_host_alloc"] = s.num_host_alloc;
+  d["num_host_free"] = s.num_host_free;
+  return d;
+}
+
+void host_empty_cache() { AXON_CHECK(axon_host_empty_cache(started_runtime())); }
+
+void trace_enable(bool on) { AXON_CHECK(axon_trace_enable(started_runtime(), on ? 1 : 0)); }
+
+void trace_clear() { AXON_CHECK(axon_trace_clear(started_runtime())); }
+
+// Every kept record as (name, device, stream, start_ns, end_ns, bytes).
+py::list trace_records() {
+  axon_runtime_t rt = started_runtime();
+  py::list out;
+  axon_trace_record_t buf[256];
+  size_t first = 0, got = 0;
+  do {
+    AXON_CHECK(axon_trace_read(rt, first, 256, buf, &got));
+    for (size_t i = 0; i < got; ++i) {
+      const auto& r = buf[i];
+      out.append(py::make_tuple(std::string(r.name ? r.name : "?"), r.device, r.stream, r.start_ns, r.end_ns, r.bytes));
+    }
+    first += got;
+  } while (got == 256);
+  return out;
+}
+
+void trace_export_chrome(const std::string& path) { AXON_CHECK(axon_trace_export_chrome(started_runtime(), path.c_str())); }
 
 // c10 errors thrown by AXON_CHECK reach Python the way torch's own do: c10::OutOfMemoryError as
 // torch.OutOfMemoryError, c10::Error as RuntimeError. Local to this module, so torch's translators stay untouched.
@@ -90,9 +157,31 @@ void translate_c10_error(std::exception_ptr p) {
 }  // namespace torch_axon
 
 PYBIND11_MODULE(_C, m) {
-  m.doc() = "torch_axon's native part: bindings over libaxon";
-  py::register_local_exception_translator(&torch_axon::translate_c10_error);
-  m.def("runtime_info", &torch_axon::runtime_info,
+  using namespace torch_axon;
+  m.doc() = "torch_axon's native part: bindings over libaxon and the PyTorch glue";
+  py::register_local_exception_translator(&translate_c10_error);
+  m.def("runtime_info", &runtime_info,
         "What the default runtime sees: libaxon's version and, per device, its properties and memory info.");
-  m.def("_raise_status", &torch_axon::raise_status, "Raise what a libaxon call failing with this status raises.");
+  m.def("_raise_status", &raise_status, "Raise what a libaxon call failing with this status raises.");
+  m.def("_init", [] { started_runtime(); }, "Start the runtime (idempotent).");
+  m.def("_is_initialized", &is_initialized);
+  m.def("_in_bad_fork", &in_bad_fork);
+  m.def("_device_count", [] { return static_cast<int>(device_count()); });
+  m.def("_get_device", [] { return static_cast<int>(current_device()); });
+  m.def("_set_device", [](int i) { set_device(static_cast<c10::DeviceIndex>(i)); });
+  m.def("_synchronize", &synchronize, py::arg("device") = -1);
+  m.def("_device_properties", &device_properties);
+  m.def("_default_generator", &default_generator_object);
+  m.def("_set_memory_capacity", &set_memory_capacity);
+  m.def("_host_memory_stats", &host_memory_stats);
+  m.def("_host_empty_cache", &host_empty_cache);
+  m.def("_fallback_counts", &fallback_counts);
+  m.def("_reset_fallback_counts", &reset_fallback_counts);
+  m.def("_set_strict_fallback", &set_strict_fallback);
+  m.def("_get_strict_fallback", &get_strict_fallback);
+  m.def("_trace_enable", &trace_enable);
+  m.def("_trace_clear", &trace_clear);
+  m.def("_trace_records", &trace_records);
+  m.def("_trace_export_chrome", &trace_export_chrome);
+  m.attr("_stream_priority_range") = py::make_tuple(AXON_STREAM_PRIORITY_LOWEST, AXON_STREAM_PRIORITY_HIGHEST);
 }
