@@ -19,6 +19,11 @@ class Stream(torch.Stream):
         index = _get_device_index(device)
         return super().__new__(cls, device=torch.device("axon", index), priority=priority)
 
+    @property
+    def priority(self) -> int:
+        """The stream's priority (lower is higher), as given at creation."""
+        return _C._stream_priority(self.device_index, self.stream_id)
+
     @staticmethod
     def priority_range() -> tuple[int, int]:
         """(lowest, highest) priority, as torch.cuda.Stream.priority_range."""
@@ -42,19 +47,18 @@ def _wrap(s: torch.Stream) -> Stream:
     return Stream(stream_id=s.stream_id, device_index=s.device_index, device_type=s.device_type)
 
 
-class Event(torch.Event):
-    """A marker in a stream: record, query, synchronize, wait, and elapsed_time when created with enable_timing."""
+class Event:
+    """A marker in a stream: record, query, synchronize, wait, and elapsed_time when created with enable_timing.
 
-    def __new__(cls, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False):
+    Constructing one returns a torch.Event on axon: torch's Stream and Event methods accept only that exact type,
+    so torch.axon.Event is a constructor, not a subclass (isinstance(e, torch.Event) holds).
+    """
+
+    def __new__(cls, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False) -> torch.Event:
         if interprocess:
             raise ValueError("axon events cannot be shared between processes")
-        return super().__new__(cls, device="axon", enable_timing=enable_timing, blocking=blocking)
-
-    def record(self, stream: torch.Stream | None = None) -> None:
-        super().record(stream if stream is not None else current_stream())
-
-    def wait(self, stream: torch.Stream | None = None) -> None:
-        super().wait(stream if stream is not None else current_stream())
+        _lazy_init()
+        return torch.Event(device="axon", enable_timing=enable_timing, blocking=blocking)
 
 
 def current_stream(device=None) -> Stream:

@@ -1,7 +1,6 @@
 #include "AxonGenerator.h"
 
 #include <ATen/Functions.h>
-#include <ATen/core/GeneratorForPrivateuseone.h>
 #include <c10/core/TensorImpl.h>
 #include <c10/util/Exception.h>
 
@@ -106,9 +105,3 @@ at::Generator new_generator(c10::DeviceIndex index) {
 }
 
 }  // namespace torch_axon
-
-namespace {
-// torch.Generator(device="axon") goes through this registration (the macro needs a plain identifier).
-at::Generator make_axon_generator(c10::DeviceIndex index) { return torch_axon::new_generator(index); }
-}  // namespace
-REGISTER_GENERATOR_PRIVATEUSE1(make_axon_generator)

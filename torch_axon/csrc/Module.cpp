@@ -183,5 +183,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("_trace_clear", &trace_clear);
   m.def("_trace_records", &trace_records);
   m.def("_trace_export_chrome", &trace_export_chrome);
+  m.def("_stream_priority", [](int index, int64_t id) {
+    return axon_stream_priority(to_axon(c10::Stream(c10::Stream::UNSAFE, c10::Device(kAxon, static_cast<c10::DeviceIndex>(index)), id)));
+  });
   m.attr("_stream_priority_range") = py::make_tuple(AXON_STREAM_PRIORITY_LOWEST, AXON_STREAM_PRIORITY_HIGHEST);
 }
