@@ -1,7 +1,9 @@
 // The device allocator PyTorch uses for axon tensors: libaxon's caching allocator behind c10::DeviceAllocator, so that
 // torch.axon.memory_* and torch.accelerator.memory_* report libaxon's statistics. Allocations are made for the
 // current stream of the current device, as CUDA's are.
+#include <ATen/core/Tensor.h>
 #include <c10/core/CachingDeviceAllocator.h>
+#include <torch/library.h>
 #include <c10/util/Exception.h>
 
 #include <array>
@@ -111,6 +113,13 @@ struct AxonAllocator final : public c10::DeviceAllocator {
 };
 
 AxonAllocator g_allocator;
+
+// Tensor.record_stream(s): the tensor's block is not reused before s's work queued so far has completed.
+void record_stream(at::Tensor& self, c10::Stream stream) {
+  g_allocator.recordStream(self.storage().data_ptr(), stream);
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) { m.impl("record_stream", record_stream); }
 
 }  // namespace
 
