@@ -1,0 +1,74 @@
+/* What the kernel files share inside libaxon: the conversion table (convert.c), the strided iterator (iter.c), the
+ * common argument checks, and the copy body that fill reuses (copy.c). Never installed. */
+#ifndef AXON_KERNELS_IMPL_H
+#define AXON_KERNELS_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "axon/kernels.h"
+#include "axon/pool.h"
+#include "axon/tensor.h"
+
+/* Below this many elements a parallel-for chunk costs more in wake-ups than it saves. */
+#define AXON_KERNEL_GRAIN ((int64_t)1 << 15)
+
+/* ---- conversions (convert.c) ---- */
+
+/* Convert n elements: dst[i * dst_stride] = convert(src[i * src_stride]), strides in elements (may be 0 or negative
+ * for src; a 0 src stride broadcasts one element). dst and src must not overlap. */
+typedef void (*axon_convert_fn)(char *dst, int64_t dst_stride, const char *src, int64_t src_stride, int64_t n);
+
+/* The function for (src, dst). For src == dst it copies the bytes unchanged (NaN payloads, bool bytes). Both dtypes
+ * must be valid. */
+axon_convert_fn axon_convert_get(axon_dtype_t src, axon_dtype_t dst);
+
+/* ---- argument checks (tensor.c) ---- */
+
+/* axon_tensor_check, plus: data aligned for its dtype (kernels access elements through typed pointers), and no
+ * stride of 0 on a dimension of size > 1 ("dst has overlapping elements"). `what` prefixes messages ("fill: dst"). */
+axon_status_t axon_kernel_check_dst(const axon_tensor_t *t, const char *what);
+
+/* axon_tensor_check plus the alignment check, for tensors that are only read. */
+axon_status_t axon_kernel_check_src(const axon_tensor_t *t, const char *what);
+
+/* "[2, 3]" into buf (truncated to n bytes); returns buf. */
+const char *axon_shape_format(const axon_tensor_t *t, char *buf, size_t n);
+
+/* ---- strided iteration (iter.c) ---- */
+
+/* One or two tensors of the same shape, walked together. Dimensions are stored innermost first; dimensions of size 1
+ * are dropped and neighbours that are contiguous with each other in every tensor are merged. */
+typedef struct axon_iter {
+    int ndim;                             /* >= 1 after init (a scalar becomes one dimension of size 1) */
+    int ntensors;                         /* 1 or 2 */
+    int64_t numel;
+    int64_t sizes[AXON_MAX_DIMS];
+    int64_t strides[2][AXON_MAX_DIMS];    /* in elements */
+    char *data[2];
+    size_t esize[2];
+} axon_iter_t;
+
+/* Build an iterator over t[0..n) (n = 1 or 2, same sizes). With `reorder`, dimensions are sorted so that t[0] is
+ * walked in memory order and its negative strides are flipped (in every tensor), which changes only the order of
+ * the visit: use it for element-wise work. Without it the visit is t[0]'s logical row-major order, which the random
+ * kernels need. */
+void axon_iter_init(axon_iter_t *it, int n, const axon_tensor_t *const *t, int reorder);
+
+/* A run of n elements along the innermost dimension: ptr[k] is tensor k's first element, stride[k] its stride (in
+ * elements), `pos` the position of the first element in the visit order. */
+typedef void (*axon_run_fn)(void *ctx, char *const *ptr, const int64_t *stride, int64_t n, int64_t pos);
+
+/* Call fn for each run covering visit positions [begin, end), in order. */
+void axon_iter_runs(const axon_iter_t *it, int64_t begin, int64_t end, axon_run_fn fn, void *ctx);
+
+/* Pointer of tensor k's element at visit position pos. */
+char *axon_iter_at(const axon_iter_t *it, int k, int64_t pos);
+
+/* ---- the copy body (copy.c) ---- */
+
+/* dst = src with the copy rules, on the calling thread and pool. Descriptors must have passed the copy checks.
+ * Cannot fail. */
+void axon_copy_execute(const axon_tensor_t *dst, const axon_tensor_t *src, axon_pool_t pool);
+
+#endif
