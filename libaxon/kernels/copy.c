@@ -1,0 +1,144 @@
+/* axon_kernel_copy: dst = src for any strides and any dtype pair.
+ *
+ * The two descriptors are merged into one iterator walked in dst's memory order, with dimensions that are
+ * contiguous in both coalesced. What remains picks the path:
+ *   - one contiguous run, same dtype: memcpy in parallel chunks (the raw copy's contiguous branch);
+ *   - runs that are contiguous on both sides: the pair's typed conversion loop, which the compiler vectorizes;
+ *   - a transpose (src's fastest dimension is not dst's): square tiles, so that the strided side of each tile stays
+ *     in L1 instead of touching a new cache line per element;
+ *   - anything else: strided runs along dst's fastest dimension.
+ * Work is split over the device's pool in chunks of at least AXON_KERNEL_GRAIN elements (or whole tiles). */
+
+#include "internal.h"
+#include "kernels_impl.h"
+
+struct copy_args {
+    axon_tensor_t dst, src;
+};
+
+struct copy_job {
+    axon_iter_t it;
+    axon_convert_fn fn;
+    int64_t tile;                /* tiled path: tile edge in elements */
+    int64_t tiles0, tiles1;      /* tiles along dimensions 0 and 1 */
+};
+
+static int copy_same_view(const axon_tensor_t *a, const axon_tensor_t *b) {
+    if (a->data != b->data || a->dtype != b->dtype || a->ndim != b->ndim) return 0;
+    for (int i = 0; i < a->ndim; i++)
+        if (a->sizes[i] != b->sizes[i] || (a->sizes[i] > 1 && a->strides[i] != b->strides[i])) return 0;
+    return 1;
+}
+
+static void copy_run(void *ctx, char *const *ptr, const int64_t *stride, int64_t n, int64_t pos) {
+    (void)pos;
+    const struct copy_job *j = ctx;
+    j->fn(ptr[0], stride[0], ptr[1], stride[1], n);
+}
+
+static void copy_range(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    const struct copy_job *j = ctx;
+    axon_iter_runs(&j->it, begin, end, copy_run, (void *)j);
+}
+
+/* Each index is one tile: dimension 0 (dst's fastest) by dimension 1 (src's fastest), at one position of the outer
+ * dimensions. Rows of the tile run along dimension 0, so dst is written contiguously and the strided reads of src
+ * revisit the same few cache lines from row to row. */
+static void copy_tiles(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    const struct copy_job *j = ctx;
+    const axon_iter_t *it = &j->it;
+    const int64_t es0 = (int64_t)it->esize[0], es1 = (int64_t)it->esize[1];
+    for (int64_t u = begin; u < end; u++) {
+        int64_t t0 = u % j->tiles0, rest = u / j->tiles0;
+        int64_t t1 = rest % j->tiles1, outer = rest / j->tiles1;
+        int64_t off0 = 0, off1 = 0;
+        for (int d = 2; d < it->ndim; d++) {
+            int64_t i = outer % it->sizes[d];
+            outer /= it->sizes[d];
+            off0 += i * it->strides[0][d];
+            off1 += i * it->strides[1][d];
+        }
+        int64_t c0 = t0 * j->tile, cols = it->sizes[0] - c0 < j->tile ? it->sizes[0] - c0 : j->tile;
+        int64_t r0 = t1 * j->tile, r1 = it->sizes[1] - r0 < j->tile ? it->sizes[1] : r0 + j->tile;
+        for (int64_t r = r0; r < r1; r++) {
+            int64_t d = off0 + r * it->strides[0][1] + c0 * it->strides[0][0];
+            int64_t s = off1 + r * it->strides[1][1] + c0 * it->strides[1][0];
+            j->fn(it->data[0] + d * es0, it->strides[0][0], it->data[1] + s * es1, it->strides[1][0], cols);
+        }
+    }
+}
+
+static int64_t abs64(int64_t v) { return v < 0 ? -v : v; }
+
+/* Set up the tiled path if src's fastest dimension is not dimension 0 and dimension 0 strides src by at least a
+ * cache line. Moves that dimension to position 1. Returns 1 if tiling applies. */
+static int copy_plan_tiles(struct copy_job *j) {
+    axon_iter_t *it = &j->it;
+    if (it->ndim < 2 || it->strides[1][0] == 0) return 0;
+    int best = -1;
+    for (int d = 1; d < it->ndim; d++) {
+        int64_t s = abs64(it->strides[1][d]);
+        if (s != 0 && (best < 0 || s < abs64(it->strides[1][best]))) best = d;
+    }
+    if (best < 0 || abs64(it->strides[1][best]) >= abs64(it->strides[1][0])) return 0;
+    if (abs64(it->strides[1][0]) * (int64_t)it->esize[1] < 64 || it->sizes[0] < 8 || it->sizes[best] < 8) return 0;
+    /* Rotate `best` down to position 1; the outer dimensions keep their relative order. */
+    for (int d = best; d > 1; d--) {
+        int64_t t = it->sizes[d];
+        it->sizes[d] = it->sizes[d - 1];
+        it->sizes[d - 1] = t;
+        for (int k = 0; k < 2; k++) {
+            t = it->strides[k][d];
+            it->strides[k][d] = it->strides[k][d - 1];
+            it->strides[k][d - 1] = t;
+        }
+    }
+    /* 64 x 64 tiles of 4-byte elements: 16 KiB per side, so both sides fit in a 48 KiB L1 together. */
+    size_t es = it->esize[0] > it->esize[1] ? it->esize[0] : it->esize[1];
+    j->tile = es <= 4 ? 64 : 32;
+    j->tiles0 = (it->sizes[0] + j->tile - 1) / j->tile;
+    j->tiles1 = (it->sizes[1] + j->tile - 1) / j->tile;
+    return 1;
+}
+
+void axon_copy_execute(const axon_tensor_t *dst, const axon_tensor_t *src, axon_pool_t pool) {
+    if (axon_tensor_numel(dst) == 0 || copy_same_view(dst, src)) return;
+    struct copy_job j;
+    const axon_tensor_t *ts[2] = {dst, src};
+    axon_iter_init(&j.it, 2, ts, 1);
+    j.fn = axon_convert_get(src->dtype, dst->dtype);
+    if (copy_plan_tiles(&j)) {
+        int64_t units = j.tiles0 * j.tiles1 * (j.it.numel / (j.it.sizes[0] * j.it.sizes[1]));
+        int64_t grain = AXON_KERNEL_GRAIN / (j.tile * j.tile);
+        axon_parallel_for(pool, 0, units, grain < 1 ? 1 : grain, copy_tiles, &j);
+        return;
+    }
+    axon_parallel_for(pool, 0, j.it.numel, AXON_KERNEL_GRAIN, copy_range, &j);
+}
+
+static axon_status_t copy_kernel(const void *args, const axon_exec_t *ex) {
+    const struct copy_args *a = args;
+    axon_copy_execute(&a->dst, &a->src, ex->pool);
+    return AXON_OK;
+}
+
+axon_status_t axon_kernel_copy(axon_stream_t s, const axon_tensor_t *dst, const axon_tensor_t *src) {
+    axon_status_t st = axon_kernel_check_dst(dst, "copy: dst");
+    if (st != AXON_OK) return st;
+    if ((st = axon_kernel_check_src(src, "copy: src")) != AXON_OK) return st;
+    int same = dst->ndim == src->ndim;
+    for (int i = 0; same && i < dst->ndim; i++) same = dst->sizes[i] == src->sizes[i];
+    if (!same) {
+        char a[160], b[160];
+        return axon_fail(AXON_ERROR_INVALID_ARG, "copy: dst shape %s does not match src shape %s",
+                         axon_shape_format(dst, a, sizeof a), axon_shape_format(src, b, sizeof b));
+    }
+    int64_t n = axon_tensor_numel(dst);
+    if (n == 0) return AXON_OK;
+    struct copy_args a = {*dst, *src};
+    axon_launch_t l = {copy_kernel, &a, sizeof a, "tensor_copy",
+                       (uint64_t)n * (axon_dtype_size(dst->dtype) + axon_dtype_size(src->dtype))};
+    return axon_stream_launch(s, &l);
+}

@@ -1,0 +1,115 @@
+/* Strided iteration: turn up to two same-shaped descriptors into as few, as long innermost runs as possible, and
+ * visit any range of positions, so kernels split work into chunks with axon_parallel_for and still run plain loops. */
+#include <string.h>
+
+#include "internal.h"
+#include "kernels_impl.h"
+
+static int64_t abs64(int64_t v) { return v < 0 ? -v : v; }
+
+static void iter_swap_dims(axon_iter_t *it, int a, int b) {
+    int64_t t = it->sizes[a];
+    it->sizes[a] = it->sizes[b];
+    it->sizes[b] = t;
+    for (int k = 0; k < it->ntensors; k++) {
+        t = it->strides[k][a];
+        it->strides[k][a] = it->strides[k][b];
+        it->strides[k][b] = t;
+    }
+}
+
+/* Memory order of tensor 0: its smallest stride innermost; ties broken by the other tensor's strides. */
+static int iter_dim_before(const axon_iter_t *it, int a, int b) {
+    for (int k = 0; k < it->ntensors; k++) {
+        int64_t sa = abs64(it->strides[k][a]), sb = abs64(it->strides[k][b]);
+        if (sa != sb) return sa < sb;
+    }
+    return 0;
+}
+
+void axon_iter_init(axon_iter_t *it, int n, const axon_tensor_t *const *t, int reorder) {
+    AXON_ASSERT(n >= 1 && n <= 2);
+    memset(it, 0, sizeof *it);
+    it->ntensors = n;
+    for (int k = 0; k < n; k++) {
+        it->data[k] = t[k]->data;
+        it->esize[k] = axon_dtype_size(t[k]->dtype);
+    }
+    it->numel = axon_tensor_numel(t[0]);
+    int nd = 0;
+    for (int i = t[0]->ndim - 1; i >= 0; i--) {
+        if (t[0]->sizes[i] == 1) continue; /* any stride; irrelevant */
+        it->sizes[nd] = t[0]->sizes[i];
+        for (int k = 0; k < n; k++) it->strides[k][nd] = t[k]->strides[i];
+        nd++;
+    }
+    it->ndim = nd;
+    if (reorder) {
+        /* Walking a dimension backwards in every tensor at once visits the same pairs of elements. */
+        for (int d = 0; d < nd; d++) {
+            if (it->strides[0][d] >= 0) continue;
+            for (int k = 0; k < n; k++) {
+                it->data[k] += (it->sizes[d] - 1) * it->strides[k][d] * (int64_t)it->esize[k];
+                it->strides[k][d] = -it->strides[k][d];
+            }
+        }
+        for (int d = 1; d < nd; d++)
+            for (int e = d; e > 0 && iter_dim_before(it, e, e - 1); e--) iter_swap_dims(it, e, e - 1);
+    }
+    /* Merge dimension d into the run below it when, in every tensor, it steps exactly over that run. */
+    int out = 0;
+    for (int d = 1; d < nd; d++) {
+        int merge = 1;
+        for (int k = 0; k < n; k++) merge &= it->strides[k][d] == it->strides[k][out] * it->sizes[out];
+        if (merge) {
+            it->sizes[out] *= it->sizes[d];
+        } else {
+            out++;
+            it->sizes[out] = it->sizes[d];
+            for (int k = 0; k < n; k++) it->strides[k][out] = it->strides[k][d];
+        }
+    }
+    it->ndim = nd == 0 ? 1 : out + 1;
+    if (nd == 0) it->sizes[0] = 1; /* a scalar, or every size 1: one run of one element */
+}
+
+/* Byte offsets of tensor 0 and 1 at visit position pos; idx gets the multi-index when not NULL. */
+static void iter_decode(const axon_iter_t *it, int64_t pos, int64_t *off, int64_t *idx) {
+    off[0] = off[1] = 0;
+    for (int d = 0; d < it->ndim; d++) {
+        int64_t i = pos % it->sizes[d];
+        pos /= it->sizes[d];
+        if (idx) idx[d] = i;
+        for (int k = 0; k < it->ntensors; k++) off[k] += i * it->strides[k][d] * (int64_t)it->esize[k];
+    }
+}
+
+char *axon_iter_at(const axon_iter_t *it, int k, int64_t pos) {
+    int64_t off[2];
+    iter_decode(it, pos, off, NULL);
+    return it->data[k] + off[k];
+}
+
+void axon_iter_runs(const axon_iter_t *it, int64_t begin, int64_t end, axon_run_fn fn, void *ctx) {
+    if (begin >= end) return;
+    int64_t idx[AXON_MAX_DIMS], off[2];
+    iter_decode(it, begin, off, idx);
+    const int64_t inner[2] = {it->strides[0][0], it->strides[1][0]};
+    for (int64_t pos = begin;;) {
+        int64_t n = it->sizes[0] - idx[0];
+        if (n > end - pos) n = end - pos;
+        char *ptr[2] = {it->data[0] + off[0], it->ntensors > 1 ? it->data[1] + off[1] : NULL};
+        fn(ctx, ptr, inner, n, pos);
+        pos += n;
+        if (pos >= end) return;
+        /* The run ended at the end of dimension 0: rewind it and carry into the outer dimensions. */
+        for (int k = 0; k < it->ntensors; k++) off[k] -= idx[0] * it->strides[k][0] * (int64_t)it->esize[k];
+        idx[0] = 0;
+        for (int d = 1; d < it->ndim; d++) {
+            for (int k = 0; k < it->ntensors; k++) off[k] += it->strides[k][d] * (int64_t)it->esize[k];
+            if (++idx[d] < it->sizes[d]) break;
+            for (int k = 0; k < it->ntensors; k++) off[k] -= it->sizes[d] * it->strides[k][d] * (int64_t)it->esize[k];
+            idx[d] = 0;
+        }
+    }
+}
