@@ -1,0 +1,244 @@
+/* Random kernels on Philox4x32-10: uniform, normal, random_int and bernoulli.
+ *
+ * Element i of dst (logical row-major order) reads block i / epb of the stream (seed, offset), epb = 2 for 8-byte
+ * dtypes (64 bits per element) and 4 otherwise (kernels.h has the exact lane layout). Because a value depends only
+ * on i, chunks can go to any thread and dst can have any strides: the iterator walks dst in logical order and hands
+ * out runs with their logical position. Values are made in double or int64 in short stack batches, one Philox block
+ * at a time, then stored with the copy's conversion loops, so every dtype rounds by the copy rules. */
+#include <math.h>
+#include <stdio.h>
+
+#include "dtype.h"
+#include "internal.h"
+#include "kernels_impl.h"
+#include "philox.h"
+
+#define RNG_BATCH 256
+#define RNG_TWO_PI 6.283185307179586476925286766559
+
+enum rng_kind { RNG_UNIFORM, RNG_NORMAL, RNG_RANDOM_INT, RNG_BERNOULLI };
+
+static const char *const rng_names[] = {"uniform", "normal", "random_int", "bernoulli"};
+
+struct rng_args {
+    axon_tensor_t dst;
+    uint64_t seed, offset;
+    enum rng_kind kind;
+    int wide;                    /* 64 random bits per element, 2 elements per block */
+    double p0, p1;               /* uniform: from, to - from; normal: mean, std; bernoulli: p */
+    double limit;                /* uniform: the largest value of dst's dtype below `to` */
+    int64_t from;                /* random_int */
+    uint64_t range;              /* random_int; 0 = 2^64 */
+};
+
+struct rng_job {
+    const struct rng_args *a;
+    axon_iter_t it;
+};
+
+static int rng_wide(axon_dtype_t d) { return d == AXON_FLOAT64 || d == AXON_INT64; }
+
+uint64_t axon_philox_blocks(axon_dtype_t dtype, int64_t numel) {
+    if (numel <= 0) return 0;
+    uint64_t per = rng_wide(dtype) ? 2 : 4;
+    return ((uint64_t)numel + per - 1) / per;
+}
+
+static uint64_t rng_bits64(const uint32_t *x, int j) { return x[2 * j] | (uint64_t)x[2 * j + 1] << 32; }
+
+/* Two normals from u1 in (0, 1] and u2 in [0, 1). */
+static void rng_box_muller(double u1, double u2, double *z) {
+    double r = sqrt(-2.0 * log(u1)), t = RNG_TWO_PI * u2;
+    z[0] = r * cos(t);
+    z[1] = r * sin(t);
+}
+
+/* The values block b gives its 4 (or 2, when wide) elements: doubles in f or int64s in iv depending on the kind. */
+static void rng_block(const struct rng_args *a, uint64_t b, double *f, int64_t *iv) {
+    uint32_t x[4];
+    axon_philox_block(a->seed, a->offset, b, x);
+    const int n = a->wide ? 2 : 4;
+    switch (a->kind) {
+    case RNG_UNIFORM:
+        for (int j = 0; j < n; j++) {
+            double u = a->wide ? (double)(rng_bits64(x, j) >> 11) * 0x1p-53 : (double)(x[j] >> 8) * 0x1p-24;
+            double v = a->p0 + u * a->p1;
+            f[j] = v > a->limit ? a->limit : v; /* would round up to `to` */
+        }
+        break;
+    case RNG_NORMAL:
+        if (a->wide) {
+            rng_box_muller((double)((rng_bits64(x, 0) >> 11) + 1) * 0x1p-53,
+                           (double)(rng_bits64(x, 1) >> 11) * 0x1p-53, f);
+        } else {
+            rng_box_muller(((double)x[0] + 1.0) * 0x1p-32, (double)x[1] * 0x1p-32, f);
+            rng_box_muller(((double)x[2] + 1.0) * 0x1p-32, (double)x[3] * 0x1p-32, f + 2);
+        }
+        for (int j = 0; j < n; j++) f[j] = a->p0 + a->p1 * f[j];
+        break;
+    case RNG_RANDOM_INT:
+        for (int j = 0; j < n; j++) {
+            uint64_t r = a->wide ? rng_bits64(x, j) : x[j];
+            if (a->range != 0) r %= a->range;
+            iv[j] = (int64_t)((uint64_t)a->from + r); /* wraps like the int64 it documents */
+        }
+        break;
+    case RNG_BERNOULLI:
+        for (int j = 0; j < n; j++) {
+            double u = a->wide ? (double)(rng_bits64(x, j) >> 11) * 0x1p-53 : (double)x[j] * 0x1p-32;
+            iv[j] = u < a->p0;
+        }
+        break;
+    }
+}
+
+static void rng_run(void *ctx, char *const *ptr, const int64_t *stride, int64_t n, int64_t pos) {
+    const struct rng_args *a = ((const struct rng_job *)ctx)->a;
+    const int integer = a->kind == RNG_RANDOM_INT || a->kind == RNG_BERNOULLI;
+    const int64_t per = a->wide ? 2 : 4, es = (int64_t)axon_dtype_size(a->dst.dtype);
+    axon_convert_fn store = axon_convert_get(integer ? AXON_INT64 : AXON_FLOAT64, a->dst.dtype);
+    double fbuf[RNG_BATCH];
+    int64_t ibuf[RNG_BATCH];
+    for (int64_t done = 0; done < n;) {
+        int64_t m = n - done < RNG_BATCH ? n - done : RNG_BATCH;
+        for (int64_t k = 0, i = pos + done; k < m;) {
+            double fv[4];
+            int64_t iv[4];
+            rng_block(a, (uint64_t)(i / per), fv, iv);
+            for (int64_t j = i % per; j < per && k < m; j++, k++, i++) {
+                if (integer) ibuf[k] = iv[j];
+                else fbuf[k] = fv[j];
+            }
+        }
+        store(ptr[0] + done * stride[0] * es, stride[0], integer ? (const char *)ibuf : (const char *)fbuf, 1, m);
+        done += m;
+    }
+}
+
+static void rng_range(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    const struct rng_job *j = ctx;
+    axon_iter_runs(&j->it, begin, end, rng_run, ctx);
+}
+
+static axon_status_t rng_kernel(const void *args, const axon_exec_t *ex) {
+    struct rng_job j = {args, {0}};
+    const axon_tensor_t *t = &j.a->dst;
+    axon_iter_init(&j.it, 1, &t, 0);
+    axon_parallel_for(ex->pool, 0, j.it.numel, AXON_KERNEL_GRAIN, rng_range, &j);
+    return AXON_OK;
+}
+
+/* Check dst for kind (floating dtypes only, if asked) and fill the common fields of a. */
+static axon_status_t rng_prepare(struct rng_args *a, enum rng_kind kind, const axon_tensor_t *dst, uint64_t seed,
+                                 uint64_t offset, int floating_only) {
+    char what[32];
+    snprintf(what, sizeof what, "%s: dst", rng_names[kind]);
+    axon_status_t st = axon_kernel_check_dst(dst, what);
+    if (st != AXON_OK) return st;
+    if (floating_only && !axon_dtype_is_floating(dst->dtype))
+        return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: %s is not a floating dtype", rng_names[kind],
+                         axon_dtype_name(dst->dtype));
+    if (dst->dtype == AXON_COMPLEX64 || dst->dtype == AXON_COMPLEX128)
+        return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: complex dtype %s is not supported (fill its real view)",
+                         rng_names[kind], axon_dtype_name(dst->dtype));
+    memset(a, 0, sizeof *a);
+    a->dst = *dst;
+    a->seed = seed;
+    a->offset = offset;
+    a->kind = kind;
+    a->wide = rng_wide(dst->dtype);
+    return AXON_OK;
+}
+
+static axon_status_t rng_launch(axon_stream_t s, const struct rng_args *a) {
+    int64_t n = axon_tensor_numel(&a->dst);
+    if (n == 0) return AXON_OK;
+    axon_launch_t l = {rng_kernel, a, sizeof *a, rng_names[a->kind], (uint64_t)n * axon_dtype_size(a->dst.dtype)};
+    return axon_stream_launch(s, &l);
+}
+
+/* One element of dtype d, as a double, converted with the copy rules; and the element just below it. */
+static double rng_round(axon_dtype_t d, double v) {
+    union {
+        double f;
+        float f32;
+        uint16_t h;
+    } buf;
+    double out;
+    axon_convert_get(AXON_FLOAT64, d)((char *)&buf, 1, (const char *)&v, 1, 1);
+    axon_convert_get(d, AXON_FLOAT64)((char *)&out, 1, (const char *)&buf, 1, 1);
+    return out;
+}
+
+static double rng_below(axon_dtype_t d, double r) {
+    if (d == AXON_FLOAT64) return nextafter(r, -INFINITY);
+    if (d == AXON_FLOAT32) return nextafterf((float)r, -INFINITY);
+    uint16_t h;
+    double out;
+    axon_convert_get(AXON_FLOAT64, d)((char *)&h, 1, (const char *)&r, 1, 1);
+    /* Halves are sign-magnitude: one step toward -inf is magnitude - 1 when positive, + 1 when negative. */
+    if ((h & 0x7FFFu) == 0) h = 0x8001u;
+    else if (h & 0x8000u) h++;
+    else h--;
+    axon_convert_get(d, AXON_FLOAT64)((char *)&out, 1, (const char *)&h, 1, 1);
+    return out;
+}
+
+axon_status_t axon_kernel_uniform(axon_stream_t s, const axon_tensor_t *dst, uint64_t seed, uint64_t offset,
+                                  double from, double to) {
+    struct rng_args a;
+    axon_status_t st = rng_prepare(&a, RNG_UNIFORM, dst, seed, offset, 1);
+    if (st != AXON_OK) return st;
+    if (!(from <= to) || !isfinite(from) || !isfinite(to) || !isfinite(to - from))
+        return axon_fail(AXON_ERROR_INVALID_ARG, "uniform: needs finite from <= to with a finite to - from; got "
+                         "from=%g to=%g", from, to);
+    a.p0 = from;
+    a.p1 = to - from;
+    /* PyTorch promises [from, to): a draw close below `to` must not round up to it in a narrow dtype. */
+    double r = rng_round(dst->dtype, to);
+    a.limit = r < to ? r : rng_below(dst->dtype, r);
+    if (a.limit < from) a.limit = from; /* from == to, or no value of the dtype in between */
+    return rng_launch(s, &a);
+}
+
+axon_status_t axon_kernel_normal(axon_stream_t s, const axon_tensor_t *dst, uint64_t seed, uint64_t offset,
+                                 double mean, double std) {
+    struct rng_args a;
+    axon_status_t st = rng_prepare(&a, RNG_NORMAL, dst, seed, offset, 1);
+    if (st != AXON_OK) return st;
+    if (!isfinite(mean) || !isfinite(std) || std < 0)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "normal: needs finite mean and std >= 0; got mean=%g std=%g", mean,
+                         std);
+    a.p0 = mean;
+    a.p1 = std;
+    return rng_launch(s, &a);
+}
+
+axon_status_t axon_kernel_random_int(axon_stream_t s, const axon_tensor_t *dst, uint64_t seed, uint64_t offset,
+                                     int64_t from, uint64_t range) {
+    struct rng_args a;
+    axon_status_t st = rng_prepare(&a, RNG_RANDOM_INT, dst, seed, offset, 0);
+    if (st != AXON_OK) return st;
+    if (!a.wide && (range == 0 || range > ((uint64_t)1 << 32))) {
+        char text[32];
+        if (range == 0) snprintf(text, sizeof text, "2^64");
+        else snprintf(text, sizeof text, "%llu", (unsigned long long)range);
+        return axon_fail(AXON_ERROR_INVALID_ARG,
+                         "random_int: range %s needs 64 random bits, which only float64 and int64 get; dst is %s",
+                         text, axon_dtype_name(dst->dtype));
+    }
+    a.from = from;
+    a.range = range;
+    return rng_launch(s, &a);
+}
+
+axon_status_t axon_kernel_bernoulli(axon_stream_t s, const axon_tensor_t *dst, uint64_t seed, uint64_t offset,
+                                    double p) {
+    struct rng_args a;
+    axon_status_t st = rng_prepare(&a, RNG_BERNOULLI, dst, seed, offset, 0);
+    if (st != AXON_OK) return st;
+    if (!(p >= 0 && p <= 1)) return axon_fail(AXON_ERROR_INVALID_ARG, "bernoulli: p=%g is not in [0, 1]", p);
+    a.p0 = p;
+    return rng_launch(s, &a);
+}
