@@ -10,6 +10,8 @@
 #include "axon/stream.h"
 #include "axon/trace.h"
 #include "axon/hw.h"
+#include "axon/tensor.h"
+#include "axon/kernels.h"
 
 #define AXON_VERSION_MAJOR 0
 #define AXON_VERSION_MINOR 1
