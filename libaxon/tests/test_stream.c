@@ -73,15 +73,32 @@ static void test_commands_run_in_fifo_order(void) {
     axon_runtime_destroy(rt);
 }
 
+/* Holds its stream until the host opens the gate, then sets *done. */
+struct gate_args {
+    atomic_int *gate;
+    atomic_int *done;
+};
+
+static axon_status_t gate_kernel(const void *args, const axon_exec_t *ex) {
+    (void)ex;
+    const struct gate_args *a = args;
+    while (!atomic_load(a->gate)) sleep_ms(1);
+    atomic_store(a->done, 1);
+    return AXON_OK;
+}
+
 static void test_launch_returns_before_the_kernel_runs(void) {
     axon_runtime_t rt = check_runtime(1, 1 << 26, 1, NULL, NULL);
     REQUIRE(rt);
     axon_stream_t s;
     CHECK_OK(axon_stream_default(check_device(rt, 0), &s));
-    atomic_int done = 0;
-    CHECK_OK(launch_sleep(s, 100, &done));
+    atomic_int done = 0, gate = 0;
+    struct gate_args ga = {&gate, &done};
+    axon_launch_t l = {gate_kernel, &ga, sizeof ga, "gate", 0};
+    CHECK_OK(axon_stream_launch(s, &l)); /* returns although the kernel cannot finish yet */
     CHECK(atomic_load(&done) == 0);
     CHECK_STATUS(axon_stream_query(s), AXON_ERROR_NOT_READY);
+    atomic_store(&gate, 1);
     CHECK_OK(axon_stream_sync(s));
     CHECK(atomic_load(&done) == 1);
     CHECK_OK(axon_stream_query(s));
@@ -104,6 +121,23 @@ static void test_callback_runs_after_earlier_work(void) {
     axon_runtime_destroy(rt);
 }
 
+struct rendezvous_args {
+    atomic_int *mine;     /* set when this kernel starts */
+    atomic_int *other;    /* the other stream's kernel's flag */
+    atomic_int *met;      /* set to 1 if this kernel saw the other one running */
+};
+
+/* Announce itself, then wait (up to 10 s) for the kernel on the other stream: it can only be seen if both run at
+ * the same time, so the result proves concurrency without measuring time. */
+static axon_status_t rendezvous_kernel(const void *args, const axon_exec_t *ex) {
+    (void)ex;
+    const struct rendezvous_args *a = args;
+    atomic_store(a->mine, 1);
+    for (int i = 0; i < 10000 && !atomic_load(a->other); i++) sleep_ms(1);
+    atomic_store(a->met, atomic_load(a->other));
+    return AXON_OK;
+}
+
 static void test_streams_run_concurrently(void) {
     axon_runtime_t rt = check_runtime(1, 1 << 26, 2, NULL, NULL);
     REQUIRE(rt);
@@ -111,12 +145,14 @@ static void test_streams_run_concurrently(void) {
     axon_stream_t a, b;
     CHECK_OK(axon_stream_create(d, 0, &a));
     CHECK_OK(axon_stream_create(d, 0, &b));
-    uint64_t t0 = axon_clock_ns();
-    CHECK_OK(launch_sleep(a, 200, NULL));
-    CHECK_OK(launch_sleep(b, 200, NULL));
+    atomic_int flag_a = 0, flag_b = 0, met_a = 0, met_b = 0;
+    struct rendezvous_args ra = {&flag_a, &flag_b, &met_a}, rb = {&flag_b, &flag_a, &met_b};
+    axon_launch_t la = {rendezvous_kernel, &ra, sizeof ra, "rendezvous", 0};
+    axon_launch_t lb = {rendezvous_kernel, &rb, sizeof rb, "rendezvous", 0};
+    CHECK_OK(axon_stream_launch(a, &la));
+    CHECK_OK(axon_stream_launch(b, &lb));
     CHECK_OK(axon_device_synchronize(d));
-    double ms = (double)(axon_clock_ns() - t0) / 1e6;
-    CHECK(ms >= 199.0 && ms < 390.0); /* two 200 ms kernels overlapped */
+    CHECK(atomic_load(&met_a) == 1 && atomic_load(&met_b) == 1);
     axon_runtime_destroy(rt);
 }
 
