@@ -7,10 +7,16 @@ modules move with .to("axon"), torch.accelerator picks axon, and torch.axon offe
 
 __version__ = "0.1.0"
 
-import torch
 
-from torch_axon import _C  # its static initializers register the allocator, guard, hooks, kernels and fallback
-from torch_axon import device_module as _device_module
+def _autoload() -> None:
+    """The torch.backends entry point. Defined before `import torch`: when a user imports torch_axon first, torch's
+    own import autoloads this half-initialized module and calls this; the registration below then runs anyway."""
+
+
+import torch  # noqa: E402
+
+from torch_axon import _C  # noqa: E402  (its static initializers register the allocator, guard, hooks, kernels, fallback)
+from torch_axon import device_module as _device_module  # noqa: E402
 
 _BACKEND = "axon"
 
@@ -26,10 +32,6 @@ def _register() -> None:
 
 
 _register()
-
-
-def _autoload() -> None:
-    """The torch.backends entry point: importing this package has already registered the device."""
 
 
 def runtime_info() -> dict:
