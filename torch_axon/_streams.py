@@ -84,22 +84,28 @@ def set_stream(stream: torch.Stream) -> None:
 
 
 class StreamContext:
-    """Context manager that makes `stream` current on its device and restores the previous stream on exit."""
+    """Context manager that makes `stream` current (and its device, as torch.cuda.stream does) and restores, on exit,
+    the previous current stream of both the stream's device and the device that was current before."""
 
     def __init__(self, stream: torch.Stream | None):
         self.stream = stream
-        self.prev: torch.Stream | None = None
+        self.src_prev: torch.Stream | None = None  # the current stream of the device current at entry
+        self.dst_prev: torch.Stream | None = None  # the previous current stream of the stream's device
 
     def __enter__(self):
         if self.stream is None:
             return None
-        self.prev = torch.accelerator.current_stream(self.stream.device_index)
-        torch.accelerator.set_stream(self.stream)
+        _lazy_init()
+        self.src_prev = torch.accelerator.current_stream(torch.accelerator.current_device_index())
+        self.dst_prev = torch.accelerator.current_stream(self.stream.device_index)
+        torch.accelerator.set_stream(self.stream)  # also makes the stream's device current
         return self.stream
 
     def __exit__(self, *exc) -> bool:
         if self.stream is not None:
-            torch.accelerator.set_stream(self.prev)
+            if self.dst_prev.device_index != self.src_prev.device_index:
+                torch.accelerator.set_stream(self.dst_prev)
+            torch.accelerator.set_stream(self.src_prev)  # last: it restores the device current at entry
         return False
 
 

@@ -120,6 +120,7 @@ c10::Stream to_c10(axon_stream_t s) {
 }
 
 c10::Stream stream_from_pool(c10::DeviceIndex index, bool high_priority) {
+  index = resolve_device(index);
   axon_device_t d = device(index);
   StreamPool& pool = g_pools[index][high_priority ? 1 : 0];
   std::lock_guard<std::mutex> guard(pool.lock);

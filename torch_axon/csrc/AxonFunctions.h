@@ -36,6 +36,10 @@ axon_device_t device(c10::DeviceIndex index);
 c10::DeviceIndex current_device();
 void set_device(c10::DeviceIndex index);
 
+// `index`, or the current device when it is negative: a c10::Device without an index (torch.Stream(device="axon"))
+// means the current device, as in CUDA's guard.
+inline c10::DeviceIndex resolve_device(c10::DeviceIndex index) { return index < 0 ? current_device() : index; }
+
 // The calling thread's current stream on device `index` (-1: the current device); the default stream unless set.
 axon_stream_t current_stream(c10::DeviceIndex index = -1);
 c10::Stream current_c10_stream(c10::DeviceIndex index = -1);
@@ -45,7 +49,7 @@ void set_current_stream(const c10::Stream& s);
 axon_stream_t to_axon(const c10::Stream& s);
 c10::Stream to_c10(axon_stream_t s);
 
-// A stream from the per-device pool (round robin, created lazily), as CUDA's getStreamFromPool.
+// A stream from the per-device pool (round robin, created lazily), as CUDA's getStreamFromPool; -1: current device.
 c10::Stream stream_from_pool(c10::DeviceIndex index, bool high_priority);
 
 // The device index of an axon tensor's memory, from any interior pointer; -1 if it is not axon memory.

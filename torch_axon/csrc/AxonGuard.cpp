@@ -44,7 +44,7 @@ struct AxonGuardImpl final : public c10::impl::DeviceGuardImplInterface {
 
   c10::Stream getDefaultStream(c10::Device d) const override {
     axon_stream_t s = nullptr;
-    AXON_CHECK(axon_stream_default(device(d.index()), &s));
+    AXON_CHECK(axon_stream_default(device(resolve_device(d.index())), &s));
     return to_c10(s);
   }
 
@@ -54,9 +54,12 @@ struct AxonGuardImpl final : public c10::impl::DeviceGuardImplInterface {
 
   c10::Stream getNewStream(c10::Device d, int priority) const override {
     axon_stream_t s = nullptr;
-    AXON_CHECK(axon_stream_create(device(d.index()), priority, &s));
+    AXON_CHECK(axon_stream_create(device(resolve_device(d.index())), priority, &s));
     return to_c10(s);
   }
+
+  // The axon_stream_t itself (valid for the runtime's life: streams are retired, never freed).
+  void* getStreamNativeHandle(const c10::Stream s) const override { return to_axon(s); }
 
   c10::Stream exchangeStream(c10::Stream s) const override {
     const c10::Stream old = current_c10_stream(s.device_index());
