@@ -18,6 +18,9 @@ namespace {
 // Frees p on device I. The device is baked into the deleter so freeing needs no pointer lookup.
 template <int I>
 void free_on_device(void* p) {
+  // A child forked after the runtime started may drop tensors it inherited: their memory is its copy of the parent's
+  // and the runtime's threads are gone, so leave it (as CUDA's allocator does) rather than throw from a deleter.
+  if (in_bad_fork()) return;
   axon_device_t d = nullptr;
   if (axon_device_get(runtime(), I, &d) != AXON_OK || axon_mem_free(d, p) != AXON_OK) {
     TORCH_WARN("axon: freeing ", p, " on axon:", I, " failed: ", axon_last_error());
@@ -32,7 +35,7 @@ constexpr auto kDeleters = make_deleters(std::make_integer_sequence<int, AXON_MA
 
 // raw_deleter() has no device to go by: find it from the pointer.
 void free_anywhere(void* p) {
-  if (p == nullptr) return;
+  if (p == nullptr || in_bad_fork()) return;
   const c10::DeviceIndex index = device_of_pointer(p);
   if (index < 0) {
     TORCH_WARN("axon: raw free of ", p, ", which is not axon memory");

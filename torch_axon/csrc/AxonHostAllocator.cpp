@@ -12,7 +12,7 @@ namespace torch_axon {
 namespace {
 
 void free_pinned(void* p) {
-  if (p == nullptr) return;
+  if (p == nullptr || in_bad_fork()) return;  // inherited by a forked child: the parent's buffer, left alone
   if (axon_host_free(runtime(), p) != AXON_OK) TORCH_WARN("axon: freeing pinned ", p, " failed: ", axon_last_error());
 }
 
