@@ -1,5 +1,8 @@
 """Memory functions of torch.axon, with torch.cuda's names and meanings, over libaxon's caching allocator (reached
-through torch.accelerator, which asks the registered c10::DeviceAllocator)."""
+through torch.accelerator, which asks the registered c10::DeviceAllocator).
+
+As in torch.cuda, the statistics never start the runtime: before it starts they report nothing (zeros), so logging
+memory use before a fork leaves the fork safe. mem_get_info and set_per_process_memory_fraction do start it."""
 
 from __future__ import annotations
 
@@ -13,6 +16,10 @@ from torch_axon._device import _get_device_index, _lazy_init
 
 
 def _index(device) -> int:
+    return _get_device_index(device)
+
+
+def _started_index(device) -> int:
     _lazy_init()
     return _get_device_index(device)
 
@@ -71,14 +78,14 @@ def empty_cache() -> None:
 
 def mem_get_info(device=None) -> tuple[int, int]:
     """(free, total) bytes of the device: total is its capacity, free what is not reserved."""
-    return torch.accelerator.get_memory_info(_index(device))
+    return torch.accelerator.get_memory_info(_started_index(device))
 
 
 def set_per_process_memory_fraction(fraction: float, device=None) -> None:
     """Limit the device's capacity to `fraction` of its configured size (AXON_DEVICE_MEMORY)."""
-    if not 0 < fraction <= 1:
+    if not 0 <= fraction <= 1:
         raise ValueError(f"Invalid fraction value: {fraction}. Allowed range: 0~1")
-    index = _index(device)
+    index = _started_index(device)
     if index not in _configured_capacity:  # the fraction is always of the capacity the device started with
         _configured_capacity[index] = _C._device_properties(index)["total_memory"]
     _C._set_memory_capacity(index, max(1, int(_configured_capacity[index] * fraction)))
@@ -88,8 +95,16 @@ _configured_capacity: dict[int, int] = {}
 
 
 def host_memory_stats() -> dict[str, Any]:
-    """Statistics of the pinned host allocator."""
-    return _C._host_memory_stats()
+    """A flat, sorted dict of the pinned host allocator's statistics, named as torch.cuda.host_memory_stats names them
+    ("allocations.current", "allocated_bytes.peak", "active_requests.current", "active_bytes.current",
+    "num_host_alloc", "num_host_free")."""
+    flat = []
+    for key, value in _C._host_memory_stats().items():
+        if isinstance(value, dict):
+            flat.extend((f"{key}.{k}", v) for k, v in value.items())
+        else:
+            flat.append((key, value))
+    return collections.OrderedDict(sorted(flat))
 
 
 def _format_size(n: int) -> str:

@@ -2,6 +2,7 @@
 // memory and generators ask for. Each method answers from libaxon or the other glue pieces.
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <ATen/core/CachingHostAllocator.h>
+#include <c10/core/DeviceGuard.h>
 #include <c10/core/Storage.h>
 #include <c10/core/StorageImpl.h>
 #include <c10/util/Exception.h>
@@ -59,14 +60,12 @@ struct AxonHooks final : public at::PrivateUse1HooksInterface {
     TORCH_CHECK(storage.resizable(), "Trying to resize storage that is not resizable");
     c10::StorageImpl* impl = storage.unsafeGetStorageImpl();
     const c10::DeviceIndex index = storage.device().index();
-    const c10::DeviceIndex old_device = current_device();
-    if (index != old_device) set_device(index);
+    c10::DeviceGuard on_device(storage.device());  // the allocator allocates on the current device; restored on throw
     c10::DataPtr fresh = impl->allocator()->allocate(new_bytes);
     const size_t keep = std::min(new_bytes, impl->nbytes());
     if (keep > 0) {
       AXON_CHECK(axon_memcpy_async(fresh.get(), impl->data(), keep, AXON_COPY_DEVICE_TO_DEVICE, current_stream(index)));
     }
-    if (index != old_device) set_device(old_device);
     impl->set_data_ptr_noswap(std::move(fresh));  // the old block is freed in stream order, after the copy
     impl->set_nbytes(new_bytes);
   }

@@ -2,6 +2,7 @@
 // No algorithms here: each function reads or sets one thing and translates it into Python objects.
 #include <axon/axon.h>
 
+#include <ATen/core/CachingHostAllocator.h>
 #include <ATen/core/Generator.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -96,7 +97,7 @@ void set_memory_capacity(int index, size_t bytes) {
   AXON_CHECK(axon_mem_set_capacity(device(static_cast<c10::DeviceIndex>(index)), bytes));
 }
 
-py::dict stat_dict(const axon_stat_t& s) {
+py::dict stat_dict(const c10::CachingAllocator::Stat& s) {
   py::dict d;
   d["current"] = s.current;
   d["peak"] = s.peak;
@@ -105,14 +106,15 @@ py::dict stat_dict(const axon_stat_t& s) {
   return d;
 }
 
+// The pinned allocator's statistics as torch.cuda.host_memory_stats_as_nested_dict names them (through the registered
+// at::HostAllocator, which maps libaxon's counters; zeros before the runtime starts, without starting it).
 py::dict host_memory_stats() {
-  axon_host_stats_t s;
-  AXON_CHECK(axon_host_stats(started_runtime(), &s));
+  const at::HostStats s = host_allocator()->get_stats();
   py::dict d;
-  d["allocation"] = stat_dict(s.allocation);
-  d["segment"] = stat_dict(s.segment);
+  d["allocations"] = stat_dict(s.allocations);
   d["allocated_bytes"] = stat_dict(s.allocated_bytes);
-  d["reserved_bytes"] = stat_dict(s.reserved_bytes);
+  d["active_requests"] = stat_dict(s.active_requests);
+  d["active_bytes"] = stat_dict(s.active_bytes);
   d["num_host_alloc"] = s.num_host_alloc;
   d["num_host_free"] = s.num_host_free;
   return d;
