@@ -132,8 +132,9 @@ class _AxonDeviceProperties:
 def get_device_properties(device=None) -> _AxonDeviceProperties:
     _lazy_init()
     index = _get_device_index(device)
-    if not 0 <= index < device_count():
-        raise AssertionError("Invalid device id")
+    count = device_count()
+    if not 0 <= index < count:  # AssertionError, as torch.cuda raises
+        raise AssertionError(f"Invalid device id {index} for axon: there are {count} devices")
     return _AxonDeviceProperties(_C._device_properties(index))
 
 
