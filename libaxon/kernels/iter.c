@@ -1,5 +1,6 @@
-/* Strided iteration: turn up to two same-shaped descriptors into as few, as long innermost runs as possible, and
- * visit any range of positions, so kernels split work into chunks with axon_parallel_for and still run plain loops. */
+/* Strided iteration: turn up to AXON_ITER_MAX_TENSORS same-shaped descriptors into as few, as long innermost runs as
+ * possible, and visit any range of positions, so kernels split work into chunks with axon_parallel_for and still run
+ * plain loops. */
 #include <string.h>
 
 #include "internal.h"
@@ -28,7 +29,7 @@ static int iter_dim_before(const axon_iter_t *it, int a, int b) {
 }
 
 void axon_iter_init(axon_iter_t *it, int n, const axon_tensor_t *const *t, int reorder) {
-    AXON_ASSERT(n >= 1 && n <= 2);
+    AXON_ASSERT(n >= 1 && n <= AXON_ITER_MAX_TENSORS);
     memset(it, 0, sizeof *it);
     it->ntensors = n;
     for (int k = 0; k < n; k++) {
@@ -73,9 +74,9 @@ void axon_iter_init(axon_iter_t *it, int n, const axon_tensor_t *const *t, int r
     if (nd == 0) it->sizes[0] = 1; /* a scalar, or every size 1: one run of one element */
 }
 
-/* Byte offsets of tensor 0 and 1 at visit position pos; idx gets the multi-index when not NULL. */
+/* Byte offsets of every tensor at visit position pos; idx gets the multi-index when not NULL. */
 static void iter_decode(const axon_iter_t *it, int64_t pos, int64_t *off, int64_t *idx) {
-    off[0] = off[1] = 0;
+    for (int k = 0; k < it->ntensors; k++) off[k] = 0;
     for (int d = 0; d < it->ndim; d++) {
         int64_t i = pos % it->sizes[d];
         pos /= it->sizes[d];
@@ -85,20 +86,21 @@ static void iter_decode(const axon_iter_t *it, int64_t pos, int64_t *off, int64_
 }
 
 char *axon_iter_at(const axon_iter_t *it, int k, int64_t pos) {
-    int64_t off[2];
+    int64_t off[AXON_ITER_MAX_TENSORS];
     iter_decode(it, pos, off, NULL);
     return it->data[k] + off[k];
 }
 
 void axon_iter_runs(const axon_iter_t *it, int64_t begin, int64_t end, axon_run_fn fn, void *ctx) {
     if (begin >= end) return;
-    int64_t idx[AXON_MAX_DIMS], off[2];
+    int64_t idx[AXON_MAX_DIMS], off[AXON_ITER_MAX_TENSORS], inner[AXON_ITER_MAX_TENSORS];
     iter_decode(it, begin, off, idx);
-    const int64_t inner[2] = {it->strides[0][0], it->strides[1][0]};
+    for (int k = 0; k < AXON_ITER_MAX_TENSORS; k++) inner[k] = k < it->ntensors ? it->strides[k][0] : 0;
     for (int64_t pos = begin;;) {
         int64_t n = it->sizes[0] - idx[0];
         if (n > end - pos) n = end - pos;
-        char *ptr[2] = {it->data[0] + off[0], it->ntensors > 1 ? it->data[1] + off[1] : NULL};
+        char *ptr[AXON_ITER_MAX_TENSORS];
+        for (int k = 0; k < AXON_ITER_MAX_TENSORS; k++) ptr[k] = k < it->ntensors ? it->data[k] + off[k] : NULL;
         fn(ctx, ptr, inner, n, pos);
         pos += n;
         if (pos >= end) return;

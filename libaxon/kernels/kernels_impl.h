@@ -37,19 +37,22 @@ const char *axon_shape_format(const axon_tensor_t *t, char *buf, size_t n);
 
 /* ---- strided iteration (iter.c) ---- */
 
-/* One or two tensors of the same shape, walked together. Dimensions are stored innermost first; dimensions of size 1
- * are dropped and neighbours that are contiguous with each other in every tensor are merged. */
+/* Most tensors one iterator walks together: a ternary op's output and its three inputs. */
+#define AXON_ITER_MAX_TENSORS 4
+
+/* Up to AXON_ITER_MAX_TENSORS tensors of the same shape, walked together. Dimensions are stored innermost first;
+ * dimensions of size 1 are dropped and neighbours that are contiguous with each other in every tensor are merged. */
 typedef struct axon_iter {
     int ndim;                             /* >= 1 after init (a scalar becomes one dimension of size 1) */
-    int ntensors;                         /* 1 or 2 */
+    int ntensors;                         /* 1..AXON_ITER_MAX_TENSORS */
     int64_t numel;
     int64_t sizes[AXON_MAX_DIMS];
-    int64_t strides[2][AXON_MAX_DIMS];    /* in elements */
-    char *data[2];
-    size_t esize[2];
+    int64_t strides[AXON_ITER_MAX_TENSORS][AXON_MAX_DIMS];    /* in elements */
+    char *data[AXON_ITER_MAX_TENSORS];
+    size_t esize[AXON_ITER_MAX_TENSORS];
 } axon_iter_t;
 
-/* Build an iterator over t[0..n) (n = 1 or 2, same sizes). With `reorder`, dimensions are sorted so that t[0] is
+/* Build an iterator over t[0..n) (n = 1..AXON_ITER_MAX_TENSORS, same sizes). With `reorder`, dimensions are sorted so that t[0] is
  * walked in memory order and its negative strides are flipped (in every tensor), which changes only the order of
  * the visit: use it for element-wise work. Without it the visit is t[0]'s logical row-major order, which the random
  * kernels need. */
