@@ -12,6 +12,7 @@
 #include "axon/hw.h"
 #include "axon/tensor.h"
 #include "axon/kernels.h"
+#include "axon/pointwise.h"
 
 #define AXON_VERSION_MAJOR 0
 #define AXON_VERSION_MINOR 1

@@ -1,0 +1,202 @@
+/* Pointwise kernels: unary, binary and ternary element-wise ops on tensors of one shape.
+ *
+ * Life cycle: fill an axon_op_params_t from axon_op_params_default() when the op takes parameters or a number
+ * operand (NULL params means the defaults), then launch. Like every kernel (kernels.h), a launch checks its
+ * descriptors on the calling thread, enqueues one command on stream s and returns at once; a tensor with no
+ * elements enqueues nothing. Descriptors and params are copied at launch.
+ *
+ * Shapes: the caller broadcasts. Every tensor operand has out's ndim and sizes; its strides may be anything,
+ * 0 included (a broadcast dimension). out must not have a stride of 0 on a dimension of size > 1. An input may be the
+ * very same view as out (in-place); a contiguous input that partially overlaps a contiguous out is INVALID_ARG, other
+ * partial overlaps give an unspecified result (as in PyTorch, which checks only dense tensors).
+ *
+ * Number operands: an operand passed as a NULL tensor pointer takes params->operand[k] (k = 0, 1, 2 for a, b, c)
+ * instead, so `x + 2` needs no device memory. At least one input must be a tensor. A 0-stride tensor is the other way
+ * to broadcast one element; the two differ only for float16/bfloat16 compute (below).
+ *
+ * Compute dtype: inputs are converted to the compute dtype when loaded (kernels.h's copy rules), the op runs in it,
+ * and the result is converted to out's dtype when stored.
+ *   - Arithmetic ops (every op not listed next): out's dtype, so the caller passes out in the promoted dtype
+ *     (torch.result_type) and inputs of any dtype. params->compute overrides it, for PyTorch's `out=` of another
+ *     dtype (e.g. compute int32, out float32: integer arithmetic, then a cast).
+ *   - Ops with a bool result (comparisons, logical ops, ISNAN, ISINF, ISFINITE, LOGICAL_NOT): the inputs' dtype;
+ *     tensor inputs of different dtypes need params->compute (their common dtype). out is normally bool, but any
+ *     dtype is accepted (0 or 1 stored with the copy rules).
+ *   - WHERE: out's dtype for a and b; the condition is read as bool (nonzero is true) whatever its dtype.
+ * float16 and bfloat16 compute in float32 and round to nearest even once, on store. Their number operands and
+ * params stay float32 (PyTorch's "opmath" scalars: bf16 x * 1.00390625 is not x * bf16(1.00390625)), except for the
+ * bool-result ops, which compare against the number rounded to the compute dtype, as PyTorch does.
+ * Complex dtypes are not supported (UNSUPPORTED). Integer arithmetic wraps (two's complement, no undefined
+ * behaviour): INT_MIN / -1 is INT_MIN, where PyTorch's CPU kernel dies of SIGFPE.
+ *
+ * Errors at launch: INVALID_ARG for bad descriptors, mismatched shapes (the message names the op, the dtypes and
+ * both shapes), an out-of-range op, a missing number operand; UNSUPPORTED for an (op, compute dtype) pair the op
+ * does not define, e.g. BITWISE_AND on float or SIN on an integer compute dtype (the message names both).
+ * Errors while running: integer DIV_FLOOR, DIV_TRUNC, REMAINDER and FMOD by zero make the command fail with
+ * INVALID_ARG and "ZeroDivisionError" in its message, reported at the stream's next synchronization (PyTorch raises
+ * ZeroDivisionError there); out's contents are then unspecified. */
+#ifndef AXON_POINTWISE_H
+#define AXON_POINTWISE_H
+
+#include "axon/export.h"
+#include "axon/runtime.h"
+#include "axon/status.h"
+#include "axon/tensor.h"
+
+AXON_EXTERN_C_BEGIN
+
+/* Unary ops: out = f(a). Append only; the name table is checked against the count. Floating-only ops are
+ * UNSUPPORTED for integer and bool compute dtypes: pass a floating out (the integer input converts on load). */
+typedef enum axon_unary_op {
+    AXON_UNARY_NEG = 0,          /* ints and floats */
+    AXON_UNARY_ABS,              /* ints and floats; abs(INT_MIN) wraps to INT_MIN */
+    AXON_UNARY_SIGN,             /* all real dtypes; sign(NaN) = 0, as in PyTorch */
+    AXON_UNARY_RECIPROCAL,       /* floats */
+    AXON_UNARY_SQRT,
+    AXON_UNARY_RSQRT,
+    AXON_UNARY_EXP,
+    AXON_UNARY_EXP2,
+    AXON_UNARY_EXPM1,
+    AXON_UNARY_LOG,
+    AXON_UNARY_LOG2,
+    AXON_UNARY_LOG10,
+    AXON_UNARY_LOG1P,
+    AXON_UNARY_SIN,
+    AXON_UNARY_COS,
+    AXON_UNARY_TAN,
+    AXON_UNARY_ASIN,
+    AXON_UNARY_ACOS,
+    AXON_UNARY_ATAN,
+    AXON_UNARY_SINH,
+    AXON_UNARY_COSH,
+    AXON_UNARY_TANH,
+    AXON_UNARY_ASINH,
+    AXON_UNARY_ACOSH,
+    AXON_UNARY_ATANH,
+    AXON_UNARY_ERF,
+    AXON_UNARY_ERFC,
+    AXON_UNARY_SIGMOID,          /* 1 / (1 + exp(-x)) */
+    AXON_UNARY_RELU,             /* ints and floats; NaN stays NaN */
+    AXON_UNARY_GELU,             /* x/2 (1 + erf(x / sqrt 2)) */
+    AXON_UNARY_GELU_TANH,        /* x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+    AXON_UNARY_SILU,             /* x / (1 + exp(-x)) */
+    AXON_UNARY_MISH,             /* x tanh(log1p(exp(x))) */
+    AXON_UNARY_SOFTPLUS,         /* x beta > threshold ? x : log1p(exp(x beta)) / beta */
+    AXON_UNARY_HARDSIGMOID,      /* min(max(x + 3, 0), 6) / 6 */
+    AXON_UNARY_HARDSWISH,        /* x min(max(x + 3, 0), 6) / 6 */
+    AXON_UNARY_HARDTANH,         /* min(max(x, min_val), max_val); ints and floats, NaN stays NaN */
+    AXON_UNARY_LEAKY_RELU,       /* x > 0 ? x : x negative_slope */
+    AXON_UNARY_ELU,              /* x > 0 ? x scale : expm1(x input_scale) alpha scale (SELU, CELU: other params) */
+    AXON_UNARY_FLOOR,            /* floats; identity on ints */
+    AXON_UNARY_CEIL,
+    AXON_UNARY_ROUND,            /* half to even */
+    AXON_UNARY_TRUNC,
+    AXON_UNARY_FRAC,             /* x - trunc(x); floats */
+    AXON_UNARY_LOGICAL_NOT,      /* bool result */
+    AXON_UNARY_BITWISE_NOT,      /* ints and bool */
+    AXON_UNARY_ISNAN,            /* bool result; false for ints and bool */
+    AXON_UNARY_ISINF,
+    AXON_UNARY_ISFINITE,
+    AXON_UNARY_SQUARE,           /* ints and floats */
+    AXON_UNARY_COUNT
+} axon_unary_op_t;
+
+/* Binary ops: out = f(a, b). Append only. */
+typedef enum axon_binary_op {
+    AXON_BINARY_ADD = 0,         /* a + alpha b; bool: a | (alpha & b) */
+    AXON_BINARY_SUB,             /* a - alpha b; ints and floats */
+    AXON_BINARY_MUL,             /* bool: a & b */
+    AXON_BINARY_DIV,             /* true division; floats (pass a floating out for integer inputs) */
+    AXON_BINARY_DIV_FLOOR,       /* ints and floats; floats follow PyTorch's div_floor (x/0 = +-inf or NaN) */
+    AXON_BINARY_DIV_TRUNC,
+    AXON_BINARY_REMAINDER,       /* Python's %: the sign of the divisor */
+    AXON_BINARY_FMOD,            /* C's fmod: the sign of the dividend */
+    AXON_BINARY_POW,             /* ints: negative exponents give 0 except for bases 1 and -1, as in PyTorch */
+    AXON_BINARY_ATAN2,           /* floats */
+    AXON_BINARY_MAXIMUM,         /* all real dtypes; a NaN in either input gives NaN */
+    AXON_BINARY_MINIMUM,
+    AXON_BINARY_FMAX,            /* a NaN is ignored unless both are NaN */
+    AXON_BINARY_FMIN,
+    AXON_BINARY_EQ,              /* bool result; all real dtypes */
+    AXON_BINARY_NE,
+    AXON_BINARY_LT,
+    AXON_BINARY_LE,
+    AXON_BINARY_GT,
+    AXON_BINARY_GE,
+    AXON_BINARY_LOGICAL_AND,     /* bool result; nonzero (NaN included) is true */
+    AXON_BINARY_LOGICAL_OR,
+    AXON_BINARY_LOGICAL_XOR,
+    AXON_BINARY_BITWISE_AND,     /* ints and bool */
+    AXON_BINARY_BITWISE_OR,
+    AXON_BINARY_BITWISE_XOR,
+    AXON_BINARY_SHIFT_LEFT,      /* ints; a shift < 0 or >= the bit width gives 0 (PyTorch's rule) */
+    AXON_BINARY_SHIFT_RIGHT,     /* ints; arithmetic for signed; out-of-range shifts fill with the sign bit */
+    AXON_BINARY_HYPOT,           /* floats */
+    AXON_BINARY_COPYSIGN,        /* floats */
+    AXON_BINARY_XLOGY,           /* floats: NaN if b is NaN, else 0 if a == 0, else a log(b) */
+    AXON_BINARY_COUNT
+} axon_binary_op_t;
+
+/* Ternary ops: out = f(a, b, c). Append only. */
+typedef enum axon_ternary_op {
+    AXON_TERNARY_WHERE = 0,      /* a ? b : c; a is read as bool; all real dtypes */
+    AXON_TERNARY_LERP,           /* a + c (b - a), c the weight; floats; PyTorch's two-sided formula for |c| >= 0.5 */
+    AXON_TERNARY_ADDCMUL,        /* a + alpha b c; ints and floats */
+    AXON_TERNARY_ADDCDIV,        /* a + alpha b / c; floats */
+    AXON_TERNARY_CLAMP,          /* min(max(a, b), c); ints and floats; NaN in any input gives NaN. One-sided clamps
+                                    are MAXIMUM (clamp_min) and MINIMUM (clamp_max). */
+    AXON_TERNARY_COUNT
+} axon_ternary_op_t;
+
+/* Parameters and number operands. Start from axon_op_params_default(): zero is not a valid value for every field. */
+typedef struct axon_op_params {
+    axon_dtype_t compute;        /* AXON_DTYPE_COUNT: the rule above; else the compute dtype to use */
+    axon_scalar_t alpha;         /* ADD, SUB: b's multiplier; ADDCMUL, ADDCDIV: `value`. Default 1. Integer and
+                                    bool compute dtypes need an INT64 or BOOL alpha (PyTorch refuses a float one) */
+    double negative_slope;       /* LEAKY_RELU: 0.01 */
+    double elu_alpha, elu_scale, elu_input_scale;  /* ELU: 1, 1, 1 */
+    double beta, threshold;      /* SOFTPLUS: 1, 20 */
+    double min_val, max_val;     /* HARDTANH: -1, 1 (converted to integer compute dtypes with the copy rules) */
+    axon_scalar_t operand[3];    /* values of operands passed as NULL tensors; FLOAT64, INT64 or BOOL */
+} axon_op_params_t;
+
+static inline axon_op_params_t axon_op_params_default(void) {
+    axon_op_params_t p;
+    p.compute = AXON_DTYPE_COUNT;
+    p.alpha = axon_scalar_int(1);
+    p.negative_slope = 0.01;
+    p.elu_alpha = 1.0, p.elu_scale = 1.0, p.elu_input_scale = 1.0;
+    p.beta = 1.0, p.threshold = 20.0;
+    p.min_val = -1.0, p.max_val = 1.0;
+    for (int k = 0; k < 3; k++) p.operand[k] = axon_scalar_int(0);
+    return p;
+}
+
+/* Static lower-case names ("gelu_tanh", "div_floor"); "invalid" for values outside the enums. Never NULL. */
+AXON_API const char *axon_unary_op_name(axon_unary_op_t op);
+AXON_API const char *axon_binary_op_name(axon_binary_op_t op);
+AXON_API const char *axon_ternary_op_name(axon_ternary_op_t op);
+
+/* 1 if the op is defined for compute dtype d (the dtype the launch would pick or params->compute), else 0.
+ * Lets the glue choose a fallback without formatting an error. Cannot fail. */
+AXON_API int axon_unary_supports(axon_unary_op_t op, axon_dtype_t d);
+AXON_API int axon_binary_supports(axon_binary_op_t op, axon_dtype_t d);
+AXON_API int axon_ternary_supports(axon_ternary_op_t op, axon_dtype_t d);
+
+/* Enqueue out = op(a) on s. params may be NULL (defaults). Errors are listed above; nothing is enqueued on error. */
+AXON_API axon_status_t axon_kernel_unary(axon_stream_t s, axon_unary_op_t op, const axon_tensor_t *out,
+                                         const axon_tensor_t *a, const axon_op_params_t *params);
+
+/* Enqueue out = op(a, b) on s. a or b may be NULL to take params->operand[0] or [1]. */
+AXON_API axon_status_t axon_kernel_binary(axon_stream_t s, axon_binary_op_t op, const axon_tensor_t *out,
+                                          const axon_tensor_t *a, const axon_tensor_t *b,
+                                          const axon_op_params_t *params);
+
+/* Enqueue out = op(a, b, c) on s. Any one or two of a, b, c may be NULL to take params->operand[k]. */
+AXON_API axon_status_t axon_kernel_ternary(axon_stream_t s, axon_ternary_op_t op, const axon_tensor_t *out,
+                                           const axon_tensor_t *a, const axon_tensor_t *b, const axon_tensor_t *c,
+                                           const axon_op_params_t *params);
+
+AXON_EXTERN_C_END
+
+#endif

@@ -1,0 +1,315 @@
+/* The pointwise launches (axon/pointwise.h): op names, argument checks, and the host-side decisions (compute dtype,
+ * loop, parameters and numbers converted to the work type) that go into the argument block, so the executor
+ * (pointwise_exec.c) only runs what was decided here. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+#include "kernels_impl.h"
+#include "pointwise_impl.h"
+
+static const char *const unary_names[] = {
+    "neg",   "abs",   "sign",  "reciprocal", "sqrt",      "rsqrt",       "exp",         "exp2",       "expm1",
+    "log",   "log2",  "log10", "log1p",      "sin",       "cos",         "tan",         "asin",       "acos",
+    "atan",  "sinh",  "cosh",  "tanh",       "asinh",     "acosh",       "atanh",       "erf",        "erfc",
+    "sigmoid", "relu", "gelu", "gelu_tanh",  "silu",      "mish",        "softplus",    "hardsigmoid", "hardswish",
+    "hardtanh", "leaky_relu", "elu", "floor", "ceil",     "round",       "trunc",       "frac",       "logical_not",
+    "bitwise_not", "isnan", "isinf", "isfinite", "square",
+};
+_Static_assert(sizeof unary_names / sizeof unary_names[0] == AXON_UNARY_COUNT, "every axon_unary_op_t needs a name");
+
+static const char *const binary_names[] = {
+    "add",         "sub",        "mul",         "div",         "div_floor",   "div_trunc",  "remainder", "fmod",
+    "pow",         "atan2",      "maximum",     "minimum",     "fmax",        "fmin",       "eq",        "ne",
+    "lt",          "le",         "gt",          "ge",          "logical_and", "logical_or", "logical_xor",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "shift_left",  "shift_right", "hypot",      "copysign",  "xlogy",
+};
+_Static_assert(sizeof binary_names / sizeof binary_names[0] == AXON_BINARY_COUNT, "every axon_binary_op_t needs a name");
+
+static const char *const ternary_names[] = {"where", "lerp", "addcmul", "addcdiv", "clamp"};
+_Static_assert(sizeof ternary_names / sizeof ternary_names[0] == AXON_TERNARY_COUNT,
+               "every axon_ternary_op_t needs a name");
+
+const char *axon_unary_op_name(axon_unary_op_t op) {
+    return (unsigned)op < AXON_UNARY_COUNT ? unary_names[op] : "invalid";
+}
+
+const char *axon_binary_op_name(axon_binary_op_t op) {
+    return (unsigned)op < AXON_BINARY_COUNT ? binary_names[op] : "invalid";
+}
+
+const char *axon_ternary_op_name(axon_ternary_op_t op) {
+    return (unsigned)op < AXON_TERNARY_COUNT ? ternary_names[op] : "invalid";
+}
+
+int axon_unary_supports(axon_unary_op_t op, axon_dtype_t d) {
+    return (unsigned)op < AXON_UNARY_COUNT && (unsigned)d < AXON_DTYPE_COUNT && axon_pw_unary_loops[op][d] != NULL;
+}
+
+int axon_binary_supports(axon_binary_op_t op, axon_dtype_t d) {
+    return (unsigned)op < AXON_BINARY_COUNT && (unsigned)d < AXON_DTYPE_COUNT && axon_pw_binary_loops[op][d] != NULL;
+}
+
+int axon_ternary_supports(axon_ternary_op_t op, axon_dtype_t d) {
+    return (unsigned)op < AXON_TERNARY_COUNT && (unsigned)d < AXON_DTYPE_COUNT &&
+           axon_pw_ternary_loops[op][d] != NULL;
+}
+
+/* ---- what a launch is ---- */
+
+enum pw_flags {
+    PW_BOOL_RESULT = 1u << 0,    /* compute dtype from the inputs; the loop stores bool */
+    PW_COND_FIRST = 1u << 1,     /* operand a is a condition, loaded as bool (WHERE) */
+    PW_ALPHA = 1u << 2,          /* params->alpha goes to slot 0 */
+};
+
+typedef struct pw_op {
+    int arity;
+    int op;
+    const char *name;
+    const pw_loop_fn *loops;     /* the op's row of its table */
+    unsigned flags;
+} pw_op_t;
+
+static const char *const operand_names[3] = {"a", "b", "c"};
+
+static int pw_is_complex(axon_dtype_t d) { return d == AXON_COMPLEX64 || d == AXON_COMPLEX128; }
+
+/* "out float32 [2, 3], a int32 [2, 3], b 2.5" into buf, for messages. */
+static const char *pw_describe(char *buf, size_t n, const axon_tensor_t *out, const axon_tensor_t *const *ins,
+                               int arity, const axon_op_params_t *p) {
+    char shape[160];
+    size_t used = (size_t)snprintf(buf, n, "out %s %s", axon_dtype_name(out->dtype),
+                                   axon_shape_format(out, shape, sizeof shape));
+    for (int k = 0; k < arity && used < n; k++) {
+        if (ins[k]) {
+            used += (size_t)snprintf(buf + used, n - used, ", %s %s %s", operand_names[k],
+                                     axon_dtype_name(ins[k]->dtype), axon_shape_format(ins[k], shape, sizeof shape));
+        } else if (p->operand[k].dtype == AXON_FLOAT64) {
+            used += (size_t)snprintf(buf + used, n - used, ", %s %g", operand_names[k], p->operand[k].f);
+        } else {
+            used += (size_t)snprintf(buf + used, n - used, ", %s %" PRId64, operand_names[k], p->operand[k].i);
+        }
+    }
+    return buf;
+}
+
+/* 1 if two contiguous tensors share memory without being the same elements. Like PyTorch, only dense layouts are
+ * checked; in-place (same start, same element size) is allowed. */
+static int pw_partial_overlap(const axon_tensor_t *out, const axon_tensor_t *in) {
+    if (!axon_tensor_is_contiguous(out) || !axon_tensor_is_contiguous(in)) return 0;
+    size_t os = axon_dtype_size(out->dtype), is = axon_dtype_size(in->dtype);
+    uintptr_t o0 = (uintptr_t)out->data, o1 = o0 + (uintptr_t)axon_tensor_numel(out) * os;
+    uintptr_t i0 = (uintptr_t)in->data, i1 = i0 + (uintptr_t)axon_tensor_numel(in) * is;
+    if (o0 >= i1 || i0 >= o1) return 0;
+    return !(o0 == i0 && os == is);
+}
+
+static void pw_slot(pw_ctx_t *c, int k, double f, int64_t i) {
+    c->pf[k] = (float)f;
+    c->pd[k] = f;
+    c->pi[k] = i;
+}
+
+/* alpha in slot 0: a float for floating compute; integer and bool compute need an integer (PyTorch refuses a float
+ * alpha there), and bool keeps only alpha != 0. */
+static axon_status_t pw_alpha(const pw_op_t *op, axon_scalar_t v, axon_dtype_t compute, pw_ctx_t *c) {
+    if (v.dtype != AXON_FLOAT64 && v.dtype != AXON_INT64 && v.dtype != AXON_BOOL)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: alpha has dtype %s; expected float64, int64 or bool", op->name,
+                         axon_dtype_name(v.dtype));
+    if (axon_dtype_is_floating(compute)) {
+        pw_slot(c, 0, v.dtype == AXON_FLOAT64 ? v.f : (double)(v.dtype == AXON_BOOL ? v.i != 0 : v.i), 0);
+        return AXON_OK;
+    }
+    if (v.dtype == AXON_FLOAT64)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: alpha %g is a float, but the compute dtype %s is not floating",
+                         op->name, v.f, axon_dtype_name(compute));
+    int64_t i = compute == AXON_BOOL || v.dtype == AXON_BOOL ? v.i != 0 : v.i;
+    pw_slot(c, 0, (double)i, i);
+    return AXON_OK;
+}
+
+/* The unary ops' parameters into their slots (see the expressions in pointwise_unary.c). */
+static void pw_unary_params(axon_unary_op_t op, const axon_op_params_t *p, pw_ctx_t *c) {
+    switch (op) {
+    case AXON_UNARY_SOFTPLUS:
+        pw_slot(c, 0, p->beta, 0);
+        pw_slot(c, 1, p->threshold, 0);
+        break;
+    case AXON_UNARY_HARDTANH:
+        pw_slot(c, 0, p->min_val, axon_f64_to_i64(p->min_val));
+        pw_slot(c, 1, p->max_val, axon_f64_to_i64(p->max_val));
+        break;
+    case AXON_UNARY_LEAKY_RELU: pw_slot(c, 0, p->negative_slope, 0); break;
+    case AXON_UNARY_ELU:
+        pw_slot(c, 0, p->elu_alpha * p->elu_scale, 0);
+        c->pf[0] = (float)p->elu_alpha * (float)p->elu_scale; /* PyTorch multiplies them in the op's float type */
+        pw_slot(c, 1, p->elu_scale, 0);
+        pw_slot(c, 2, p->elu_input_scale, 0);
+        break;
+    default: break;
+    }
+}
+
+/* A number operand as the work value of its load dtype. Floating compute keeps the number in float32 (float64 for
+ * float64), PyTorch's opmath scalar; `round` (the bool-result ops) first rounds it to the compute dtype, as PyTorch
+ * does when it compares. Integer and bool compute take it with the copy rules. */
+static axon_status_t pw_number(const pw_op_t *op, int k, axon_scalar_t v, axon_dtype_t load, int round,
+                               pw_value_t *out) {
+    memset(out, 0, sizeof *out);
+    union {
+        double f;
+        int64_t i;
+        uint8_t b;
+    } src;
+    switch (v.dtype) {
+    case AXON_FLOAT64: src.f = v.f; break;
+    case AXON_INT64: src.i = v.i; break;
+    case AXON_BOOL: src.b = v.i != 0; break;
+    default:
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: number operand %s has dtype %s; expected float64, int64 or bool",
+                         op->name, operand_names[k], axon_dtype_name(v.dtype));
+    }
+    double f = v.dtype == AXON_FLOAT64 ? v.f : (double)(v.dtype == AXON_BOOL ? v.i != 0 : v.i);
+    if (load == AXON_FLOAT64) {
+        out->d = f;
+    } else if (load == AXON_FLOAT32 || (axon_dtype_is_floating(load) && !round)) {
+        out->f = v.dtype == AXON_INT64 ? (float)v.i : (float)f;
+    } else {
+        union {
+            unsigned char bytes[16];
+            double align;
+        } tmp;
+        axon_convert_get(v.dtype, load)((char *)tmp.bytes, 1, (const char *)&src, 1, 1);
+        axon_pw_widen(load, tmp.bytes, out);
+    }
+    return AXON_OK;
+}
+
+static axon_status_t pw_launch(axon_stream_t s, const pw_op_t *op, const axon_tensor_t *out,
+                               const axon_tensor_t *const *ins, const axon_op_params_t *params) {
+    const axon_op_params_t defaults = axon_op_params_default();
+    const axon_op_params_t *p = params ? params : &defaults;
+    char what[64], shape[160], shape2[160], desc[640];
+    snprintf(what, sizeof what, "%s: out", op->name);
+    axon_status_t st = axon_kernel_check_dst(out, what);
+    if (st != AXON_OK) return st;
+
+    int tensors = 0;
+    axon_dtype_t common = AXON_DTYPE_COUNT;
+    for (int k = 0; k < op->arity; k++) {
+        const axon_tensor_t *t = ins[k];
+        if (t == NULL) {
+            if (params == NULL)
+                return axon_fail(AXON_ERROR_INVALID_ARG, "%s: operand %s is NULL and params is NULL (no number to use)",
+                                 op->name, operand_names[k]);
+            continue;
+        }
+        snprintf(what, sizeof what, "%s: %s", op->name, operand_names[k]);
+        if ((st = axon_kernel_check_src(t, what)) != AXON_OK) return st;
+        int same = t->ndim == out->ndim;
+        for (int d = 0; same && d < out->ndim; d++) same = t->sizes[d] == out->sizes[d];
+        if (!same)
+            return axon_fail(AXON_ERROR_INVALID_ARG, "%s: %s shape %s (%s) does not match out shape %s (%s)", op->name,
+                             operand_names[k], axon_shape_format(t, shape, sizeof shape), axon_dtype_name(t->dtype),
+                             axon_shape_format(out, shape2, sizeof shape2), axon_dtype_name(out->dtype));
+        tensors++;
+        if (k == 0 && (op->flags & PW_COND_FIRST)) continue;
+        if (common == AXON_DTYPE_COUNT) common = t->dtype;
+        else if (common != t->dtype && (op->flags & PW_BOOL_RESULT) && p->compute == AXON_DTYPE_COUNT)
+            return axon_fail(AXON_ERROR_INVALID_ARG,
+                             "%s: inputs have dtypes %s and %s; set params->compute to their common dtype", op->name,
+                             axon_dtype_name(common), axon_dtype_name(t->dtype));
+    }
+    if (tensors == 0)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: every operand is a number; at least one must be a tensor",
+                         op->name);
+    if (p->compute != AXON_DTYPE_COUNT && (unsigned)p->compute >= AXON_DTYPE_COUNT)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: params->compute is %d, not a dtype", op->name, (int)p->compute);
+
+    axon_dtype_t compute = p->compute != AXON_DTYPE_COUNT ? p->compute
+                           : (op->flags & PW_BOOL_RESULT) && common != AXON_DTYPE_COUNT ? common
+                                                                                       : out->dtype;
+    int complex = pw_is_complex(out->dtype) || pw_is_complex(compute);
+    for (int k = 0; k < op->arity; k++) complex |= ins[k] && pw_is_complex(ins[k]->dtype);
+    if (complex)
+        return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: complex dtypes are not supported (%s)", op->name,
+                         pw_describe(desc, sizeof desc, out, ins, op->arity, p));
+    if (op->loops[compute] == NULL)
+        return axon_fail(AXON_ERROR_UNSUPPORTED, "%s is not defined for compute dtype %s (%s)", op->name,
+                         axon_dtype_name(compute), pw_describe(desc, sizeof desc, out, ins, op->arity, p));
+    for (int k = 0; k < op->arity; k++)
+        if (ins[k] && pw_partial_overlap(out, ins[k]))
+            return axon_fail(AXON_ERROR_INVALID_ARG, "%s: out partially overlaps input %s (%s)", op->name,
+                             operand_names[k], pw_describe(desc, sizeof desc, out, ins, op->arity, p));
+
+    pw_args_t a;
+    memset(&a, 0, sizeof a);
+    a.loop = op->loops[compute];
+    a.name = op->name;
+    a.arity = op->arity;
+    a.compute = compute;
+    a.result = op->flags & PW_BOOL_RESULT ? AXON_BOOL : compute;
+    a.out = *out;
+    if ((op->flags & PW_ALPHA) && (st = pw_alpha(op, p->alpha, compute, &a.ctx)) != AXON_OK) return st;
+    if (op->arity == 1) pw_unary_params((axon_unary_op_t)op->op, p, &a.ctx);
+    uint64_t bytes = axon_dtype_size(out->dtype);
+    for (int k = 0; k < op->arity; k++) {
+        a.load[k] = k == 0 && (op->flags & PW_COND_FIRST) ? AXON_BOOL : compute;
+        if (ins[k]) {
+            a.in[k] = *ins[k];
+            bytes += axon_dtype_size(ins[k]->dtype);
+            continue;
+        }
+        a.scalar |= 1u << k;
+        st = pw_number(op, k, p->operand[k], a.load[k], (op->flags & PW_BOOL_RESULT) != 0, &a.value[k]);
+        if (st != AXON_OK) return st;
+    }
+    int64_t n = axon_tensor_numel(out);
+    if (n == 0) return AXON_OK;
+    axon_launch_t l = {axon_pw_kernel, &a, sizeof a, op->name, (uint64_t)n * bytes};
+    return axon_stream_launch(s, &l);
+}
+
+/* ---- the public entry points ---- */
+
+axon_status_t axon_kernel_unary(axon_stream_t s, axon_unary_op_t op, const axon_tensor_t *out,
+                                const axon_tensor_t *a, const axon_op_params_t *params) {
+    if ((unsigned)op >= AXON_UNARY_COUNT)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "unary: op %d is not an axon_unary_op_t", (int)op);
+    int bool_result = op == AXON_UNARY_LOGICAL_NOT || op == AXON_UNARY_ISNAN || op == AXON_UNARY_ISINF ||
+                      op == AXON_UNARY_ISFINITE;
+    const pw_op_t d = {1, (int)op, unary_names[op], axon_pw_unary_loops[op], bool_result ? PW_BOOL_RESULT : 0u};
+    const axon_tensor_t *ins[3] = {a, NULL, NULL};
+    if (a == NULL)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: a is NULL (a unary op needs a tensor input)", d.name);
+    return pw_launch(s, &d, out, ins, params);
+}
+
+axon_status_t axon_kernel_binary(axon_stream_t s, axon_binary_op_t op, const axon_tensor_t *out,
+                                 const axon_tensor_t *a, const axon_tensor_t *b, const axon_op_params_t *params) {
+    if ((unsigned)op >= AXON_BINARY_COUNT)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "binary: op %d is not an axon_binary_op_t", (int)op);
+    unsigned flags = 0;
+    if (op == AXON_BINARY_ADD || op == AXON_BINARY_SUB) flags |= PW_ALPHA;
+    if ((op >= AXON_BINARY_EQ && op <= AXON_BINARY_GE) ||
+        (op >= AXON_BINARY_LOGICAL_AND && op <= AXON_BINARY_LOGICAL_XOR))
+        flags |= PW_BOOL_RESULT;
+    const pw_op_t d = {2, (int)op, binary_names[op], axon_pw_binary_loops[op], flags};
+    const axon_tensor_t *ins[3] = {a, b, NULL};
+    return pw_launch(s, &d, out, ins, params);
+}
+
+axon_status_t axon_kernel_ternary(axon_stream_t s, axon_ternary_op_t op, const axon_tensor_t *out,
+                                  const axon_tensor_t *a, const axon_tensor_t *b, const axon_tensor_t *c,
+                                  const axon_op_params_t *params) {
+    if ((unsigned)op >= AXON_TERNARY_COUNT)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "ternary: op %d is not an axon_ternary_op_t", (int)op);
+    unsigned flags = op == AXON_TERNARY_WHERE ? PW_COND_FIRST
+                     : op == AXON_TERNARY_ADDCMUL || op == AXON_TERNARY_ADDCDIV ? PW_ALPHA
+                                                                                 : 0u;
+    const pw_op_t d = {3, (int)op, ternary_names[op], axon_pw_ternary_loops[op], flags};
+    const axon_tensor_t *ins[3] = {a, b, c};
+    return pw_launch(s, &d, out, ins, params);
+}

@@ -1,0 +1,214 @@
+/* Binary pointwise loops and their table: one function per (op, compute dtype), each with four versions of its loop
+ * (both operands arrays, a a number, b a number, both numbers), so `x * 2` and `x + bias_row` run the same
+ * vectorized body with one operand held in a register instead of re-read from a broadcast buffer.
+ *
+ * Expressions see x and y (work type W), W, U, p0..p2 and `bad`, which the integer division family sets when a
+ * divisor is 0; their helpers divide by 1 instead, so nothing traps, and the executor turns `bad` into
+ * ZeroDivisionError. */
+#include <tgmath.h>
+
+#include "pointwise_impl.h"
+
+/* The expressions are written once for signed and unsigned types, so `y < 0` is sometimes always false. */
+#pragma GCC diagnostic ignored "-Wtype-limits"
+
+#define PW_BINARY_FN(op, EXPR, RT, RST, DE, dn, T, WT, UT)                                                          \
+    static int pw_binary_##op##_##dn(char *o, const char *const *in, unsigned sm, int64_t n, const pw_ctx_t *ctx) { \
+        typedef WT W;                                                                                            \
+        typedef UT U;                                                                                            \
+        PW_PARAMS(ctx);                                                                                          \
+        int bad = 0;                                                                                             \
+        RT *restrict out = (RT *)o;                                                                              \
+        const T *restrict a = (const T *)in[0], *restrict b = (const T *)in[1];                                  \
+        if (sm == 0) {                                                                                           \
+            for (int64_t i = 0; i < n; i++) {                                                                    \
+                const W x = PW_LD_##dn(a[i]), y = PW_LD_##dn(b[i]);                                              \
+                out[i] = RST(EXPR);                                                                              \
+            }                                                                                                    \
+        } else if (sm == 1) {                                                                                    \
+            const W x = *(const W *)in[0];                                                                       \
+            for (int64_t i = 0; i < n; i++) {                                                                    \
+                const W y = PW_LD_##dn(b[i]);                                                                    \
+                out[i] = RST(EXPR);                                                                              \
+            }                                                                                                    \
+        } else if (sm == 2) {                                                                                    \
+            const W y = *(const W *)in[1];                                                                       \
+            for (int64_t i = 0; i < n; i++) {                                                                    \
+                const W x = PW_LD_##dn(a[i]);                                                                    \
+                out[i] = RST(EXPR);                                                                              \
+            }                                                                                                    \
+        } else {                                                                                                 \
+            const W x = *(const W *)in[0], y = *(const W *)in[1];                                                \
+            const RT v = RST(EXPR);                                                                              \
+            for (int64_t i = 0; i < n; i++) out[i] = v;                                                          \
+        }                                                                                                        \
+        return bad;                                                                                              \
+    }
+
+#define PW_B2(op, EXPR, DE, dn, T, WT, UT) PW_BINARY_FN(op, EXPR, T, PW_ST_##dn, DE, dn, T, WT, UT)
+#define PW_B2B(op, EXPR, DE, dn, T, WT, UT) PW_BINARY_FN(op, EXPR, uint8_t, PW_ST_BOOL, DE, dn, T, WT, UT)
+#define PW_ENTRY(op, DE, dn, T, WT, UT) [DE] = pw_binary_##op##_##dn,
+
+/* ---- float helpers (PyTorch's c10 formulas, so results match bit for bit) ---- */
+
+#define PW_FLOAT_HELPERS(sn, T)                                                                                   \
+    /* div_floor_floating: the quotient of the exact remainder, corrected to the floor; x/0 is IEEE's answer. */ \
+    static inline T pw_div_floor_##sn(T a, T b) {                                                                 \
+        if (b == 0) return a / b;                                                                                 \
+        T mod = fmod(a, b), div = (a - mod) / b;                                                                  \
+        if (mod != 0 && (b < 0) != (mod < 0)) div -= 1;                                                           \
+        if (div == 0) return copysign((T)0, a / b);                                                               \
+        T fl = floor(div);                                                                                        \
+        return div - fl > (T)0.5 ? fl + 1 : fl;                                                                   \
+    }                                                                                                             \
+    static inline T pw_remainder_##sn(T a, T b) {                                                                 \
+        T mod = fmod(a, b);                                                                                       \
+        return mod != 0 && (b < 0) != (mod < 0) ? mod + b : mod;                                                  \
+    }                                                                                                             \
+    static inline T pw_xlogy_##sn(T x, T y) { return y != y ? (T)NAN : x == 0 ? (T)0 : x * log(y); }
+
+PW_FLOAT_HELPERS(f32, float)
+PW_FLOAT_HELPERS(f64, double)
+#define PW_FGEN(f, x) _Generic((x), float: f##_f32, double: f##_f64)
+
+/* ---- integer helpers: divide by 1 where the divisor is 0, and handle -1 apart (INT_MIN / -1 traps on x86) ---- */
+
+#define PW_INT_HELPERS(unused, DE, dn, T, WT, UT)                                                                 \
+    static inline T pw_div_trunc_##dn(T a, T b) { return b == -1 ? (T)(0u - (UT)a) : (T)(a / (b == 0 ? 1 : b)); } \
+    static inline T pw_div_floor_##dn(T a, T b) {                                                                 \
+        if (b == -1) return (T)(0u - (UT)a);                                                                      \
+        T d = b == 0 ? 1 : b, q = (T)(a / d), r = (T)(a % d);                                                     \
+        return (T)(q - (r != 0 && (r < 0) != (d < 0)));                                                          \
+    }                                                                                                             \
+    static inline T pw_remainder_##dn(T a, T b) {                                                                 \
+        if (b == -1) return 0;                                                                                    \
+        T d = b == 0 ? 1 : b, r = (T)(a % d);                                                                     \
+        return (T)(r != 0 && (r < 0) != (d < 0) ? r + d : r);                                                     \
+    }                                                                                                             \
+    static inline T pw_fmod_##dn(T a, T b) { return b == -1 ? 0 : (T)(a % (b == 0 ? 1 : b)); }                      \
+    /* PyTorch's powi: negative exponents give 0 except for bases 1 and -1; otherwise square-and-multiply, which   \
+     * wraps like repeated multiplication. */                                                                     \
+    static inline T pw_pow_##dn(T a, T b) {                                                                       \
+        if (b < 0) return a == 1 ? (T)1 : a == -1 ? (T)((b & 1) ? -1 : 1) : (T)0;                                  \
+        UT r = 1, base = (UT)a;                                                                                   \
+        for (UT e = (UT)b; e != 0; e >>= 1) {                                                                     \
+            if (e & 1) r *= base;                                                                                 \
+            base *= base;                                                                                         \
+        }                                                                                                         \
+        return (T)r;                                                                                              \
+    }                                                                                                             \
+    /* PyTorch's shifts: out-of-range left shifts give 0; right shifts fill with the sign (0 when unsigned). */    \
+    static inline T pw_shift_left_##dn(T a, T b) {                                                                \
+        return b < 0 || b >= (T)(8 * sizeof(T)) ? (T)0 : (T)((UT)a << b);                                         \
+    }                                                                                                             \
+    static inline T pw_shift_right_##dn(T a, T b) {                                                               \
+        const int top = (int)(8 * sizeof(T)) - ((T)-1 < 0);                                                       \
+        return b < 0 || b >= top ? (T)(a >> top) : (T)(a >> b);                                                   \
+    }
+
+PW_INTS(PW_INT_HELPERS, _)
+#define PW_IGEN(f, x) \
+    _Generic((x), int8_t: f##_i8, uint8_t: f##_u8, int16_t: f##_i16, int32_t: f##_i32, int64_t: f##_i64)
+
+/* ---- floats ---- */
+
+PW_FLOATS(PW_B2, add, (x + p0 * y)) /* p0 alpha */
+PW_FLOATS(PW_B2, sub, (x - p0 * y))
+PW_FLOATS(PW_B2, mul, (x * y))
+PW_FLOATS(PW_B2, div, (x / y))
+PW_FLOATS(PW_B2, div_floor, (PW_FGEN(pw_div_floor, x)(x, y)))
+PW_FLOATS(PW_B2, div_trunc, (PW_TRUNC(x / y)))
+PW_FLOATS(PW_B2, remainder, (PW_FGEN(pw_remainder, x)(x, y)))
+PW_FLOATS(PW_B2, fmod, (fmod(x, y)))
+PW_FLOATS(PW_B2, pow, (pow(x, y)))
+PW_FLOATS(PW_B2, atan2, (atan2(x, y)))
+PW_FLOATS(PW_B2, maximum, (x != x || y != y ? (W)NAN : PW_MAX_STD(x, y)))
+PW_FLOATS(PW_B2, minimum, (x != x || y != y ? (W)NAN : PW_MIN_STD(x, y)))
+PW_FLOATS(PW_B2, fmax, (x != x ? y : y != y ? x : PW_MAX_STD(x, y)))
+PW_FLOATS(PW_B2, fmin, (x != x ? y : y != y ? x : PW_MIN_STD(x, y)))
+PW_FLOATS(PW_B2, hypot, (hypot(x, y)))
+PW_FLOATS(PW_B2, copysign, (copysign(x, y)))
+PW_FLOATS(PW_B2, xlogy, (PW_FGEN(pw_xlogy, x)(x, y)))
+
+/* ---- integers ---- */
+
+PW_INTS(PW_B2, add, ((W)((U)x + (U)p0 * (U)y)))
+PW_INTS(PW_B2, sub, ((W)((U)x - (U)p0 * (U)y)))
+PW_INTS(PW_B2, mul, ((W)((U)x * (U)y)))
+PW_INTS(PW_B2, div_floor, (bad |= y == 0, PW_IGEN(pw_div_floor, x)(x, y)))
+PW_INTS(PW_B2, div_trunc, (bad |= y == 0, PW_IGEN(pw_div_trunc, x)(x, y)))
+PW_INTS(PW_B2, remainder, (bad |= y == 0, PW_IGEN(pw_remainder, x)(x, y)))
+PW_INTS(PW_B2, fmod, (bad |= y == 0, PW_IGEN(pw_fmod, x)(x, y)))
+PW_INTS(PW_B2, pow, (PW_IGEN(pw_pow, x)(x, y)))
+PW_INTS(PW_B2, maximum, (PW_MAX_STD(x, y)))
+PW_INTS(PW_B2, minimum, (PW_MIN_STD(x, y)))
+PW_INTS(PW_B2, bitwise_and, ((W)(x & y)))
+PW_INTS(PW_B2, bitwise_or, ((W)(x | y)))
+PW_INTS(PW_B2, bitwise_xor, ((W)(x ^ y)))
+PW_INTS(PW_B2, shift_left, (PW_IGEN(pw_shift_left, x)(x, y)))
+PW_INTS(PW_B2, shift_right, (PW_IGEN(pw_shift_right, x)(x, y)))
+
+/* ---- bool (x, y are 0 or 1) ---- */
+
+PW_BOOLS(PW_B2, add, (x | (p0 & y))) /* p0: alpha != 0 */
+PW_BOOLS(PW_B2, mul, (x & y))
+PW_BOOLS(PW_B2, maximum, (x | y))
+PW_BOOLS(PW_B2, minimum, (x & y))
+PW_BOOLS(PW_B2, bitwise_and, (x & y))
+PW_BOOLS(PW_B2, bitwise_or, (x | y))
+PW_BOOLS(PW_B2, bitwise_xor, (x ^ y))
+
+/* ---- bool results, every real dtype; `&` and `!=` rather than && and ||, which would branch ---- */
+
+#define PW_B2B_ALL(op, EXPR) PW_FLOATS(PW_B2B, op, EXPR) PW_INTS(PW_B2B, op, EXPR) PW_BOOLS(PW_B2B, op, EXPR)
+PW_B2B_ALL(eq, (x == y))
+PW_B2B_ALL(ne, (x != y))
+PW_B2B_ALL(lt, (x < y))
+PW_B2B_ALL(le, (x <= y))
+PW_B2B_ALL(gt, (x > y))
+PW_B2B_ALL(ge, (x >= y))
+PW_B2B_ALL(logical_and, ((x != 0) & (y != 0)))
+PW_B2B_ALL(logical_or, ((x != 0) | (y != 0)))
+PW_B2B_ALL(logical_xor, ((x != 0) != (y != 0)))
+
+/* ---- the table ---- */
+
+#define PW_F(op) PW_FLOATS(PW_ENTRY, op)
+#define PW_I(op) PW_INTS(PW_ENTRY, op)
+#define PW_B(op) PW_BOOLS(PW_ENTRY, op)
+#define PW_ALL(op) PW_F(op) PW_I(op) PW_B(op)
+
+const pw_loop_fn axon_pw_binary_loops[AXON_BINARY_COUNT][AXON_DTYPE_COUNT] = {
+    [AXON_BINARY_ADD] = {PW_ALL(add)},
+    [AXON_BINARY_SUB] = {PW_F(sub) PW_I(sub)},
+    [AXON_BINARY_MUL] = {PW_ALL(mul)},
+    [AXON_BINARY_DIV] = {PW_F(div)},
+    [AXON_BINARY_DIV_FLOOR] = {PW_F(div_floor) PW_I(div_floor)},
+    [AXON_BINARY_DIV_TRUNC] = {PW_F(div_trunc) PW_I(div_trunc)},
+    [AXON_BINARY_REMAINDER] = {PW_F(remainder) PW_I(remainder)},
+    [AXON_BINARY_FMOD] = {PW_F(fmod) PW_I(fmod)},
+    [AXON_BINARY_POW] = {PW_F(pow) PW_I(pow)},
+    [AXON_BINARY_ATAN2] = {PW_F(atan2)},
+    [AXON_BINARY_MAXIMUM] = {PW_ALL(maximum)},
+    [AXON_BINARY_MINIMUM] = {PW_ALL(minimum)},
+    /* On integers and bool nothing is NaN: fmax is maximum. */
+    [AXON_BINARY_FMAX] = {PW_F(fmax) PW_I(maximum) PW_B(maximum)},
+    [AXON_BINARY_FMIN] = {PW_F(fmin) PW_I(minimum) PW_B(minimum)},
+    [AXON_BINARY_EQ] = {PW_ALL(eq)},
+    [AXON_BINARY_NE] = {PW_ALL(ne)},
+    [AXON_BINARY_LT] = {PW_ALL(lt)},
+    [AXON_BINARY_LE] = {PW_ALL(le)},
+    [AXON_BINARY_GT] = {PW_ALL(gt)},
+    [AXON_BINARY_GE] = {PW_ALL(ge)},
+    [AXON_BINARY_LOGICAL_AND] = {PW_ALL(logical_and)},
+    [AXON_BINARY_LOGICAL_OR] = {PW_ALL(logical_or)},
+    [AXON_BINARY_LOGICAL_XOR] = {PW_ALL(logical_xor)},
+    [AXON_BINARY_BITWISE_AND] = {PW_I(bitwise_and) PW_B(bitwise_and)},
+    [AXON_BINARY_BITWISE_OR] = {PW_I(bitwise_or) PW_B(bitwise_or)},
+    [AXON_BINARY_BITWISE_XOR] = {PW_I(bitwise_xor) PW_B(bitwise_xor)},
+    [AXON_BINARY_SHIFT_LEFT] = {PW_I(shift_left)},
+    [AXON_BINARY_SHIFT_RIGHT] = {PW_I(shift_right)},
+    [AXON_BINARY_HYPOT] = {PW_F(hypot)},
+    [AXON_BINARY_COPYSIGN] = {PW_F(copysign)},
+    [AXON_BINARY_XLOGY] = {PW_F(xlogy)},
+};

@@ -1,0 +1,149 @@
+/* The pointwise executor: runs one launch's loop over its operands' memory.
+ *
+ * The operands go into one iterator walked in out's memory order, which drops size-1 dimensions and merges the ones
+ * that are contiguous in every tensor, so a contiguous or scalar-broadcast op is one run per chunk. For each run the
+ * executor decides, per operand, how the loop sees it:
+ *   - a number (params), or a tensor with stride 0 in the run: one work value, the loop's "number" version;
+ *   - stride 1 and already the load dtype: the memory itself;
+ *   - anything else (strided, or another dtype): converted into a stack buffer, PW_BLOCK elements at a time, with
+ *     the copy kernel's conversion loops (kernels.h's rules).
+ * out is written directly when it has stride 1 and the result dtype, else through a buffer and a conversion.
+ * The fast path (every operand direct) is thus just the loop over the whole run. Work is split with
+ * axon_parallel_for in chunks of at least AXON_KERNEL_GRAIN elements: below that the op runs on the stream's thread
+ * alone, which keeps small ops at launch-latency cost. */
+#include <stdatomic.h>
+#include <string.h>
+
+#include "internal.h"
+#include "kernels_impl.h"
+#include "pointwise_impl.h"
+
+/* 512 elements: four buffers of at most 8-byte elements fill 16 KiB, half of L1, and a block is long enough that
+ * the per-block bookkeeping is lost in the loop. */
+#define PW_BLOCK 512
+
+struct pw_job {
+    const pw_args_t *a;
+    axon_iter_t it;
+    int slot[3];                 /* iterator tensor of operand k; -1 for a number */
+    axon_convert_fn load_fn[3];  /* operand k's dtype -> its load dtype */
+    axon_convert_fn store_fn;    /* result dtype -> out's dtype */
+    size_t in_size[3], load_size[3], out_size, result_size;
+    atomic_int bad;              /* some chunk saw an integer division by zero */
+};
+
+/* Per parallel-for chunk, on its thread's stack. */
+struct pw_chunk {
+    struct pw_job *j;
+    int bad;
+    _Alignas(16) unsigned char buf[4][PW_BLOCK * 8]; /* operands 0..2, then out */
+};
+
+void axon_pw_widen(axon_dtype_t d, const void *storage, pw_value_t *out) {
+    memset(out, 0, sizeof *out);
+    switch (d) {
+    case AXON_FLOAT16: out->f = axon_f16_to_f32(*(const uint16_t *)storage); break;
+    case AXON_BFLOAT16: out->f = axon_bf16_to_f32(*(const uint16_t *)storage); break;
+    case AXON_BOOL: out->bytes[0] = *(const uint8_t *)storage != 0; break;
+    default: memcpy(out->bytes, storage, axon_dtype_size(d)); break;
+    }
+}
+
+/* Operand k's element at p, converted to its load dtype and widened: what the loop's number versions take. */
+static void pw_hold(const struct pw_job *j, int k, const char *p, pw_value_t *v) {
+    union {
+        unsigned char bytes[16];
+        double align;
+    } tmp;
+    j->load_fn[k]((char *)tmp.bytes, 1, p, 0, 1);
+    axon_pw_widen(j->a->load[k], tmp.bytes, v);
+}
+
+static void pw_run(void *ctx, char *const *ptr, const int64_t *stride, int64_t n, int64_t pos) {
+    (void)pos;
+    struct pw_chunk *c = ctx;
+    const struct pw_job *j = c->j;
+    const pw_args_t *a = j->a;
+    const char *in[3] = {NULL, NULL, NULL};
+    pw_value_t held[3];
+    unsigned sm = a->scalar;
+    int buffered = 0; /* bit k: operand k goes through buffer k */
+    for (int k = 0; k < a->arity; k++) {
+        int t = j->slot[k];
+        if (t < 0) {
+            in[k] = (const char *)a->value[k].bytes;
+        } else if (stride[t] == 0 && a->arity > 1) {
+            /* Unary loops have no number version; a broadcast unary input is rare and takes the buffer. */
+            pw_hold(j, k, ptr[t], &held[k]);
+            in[k] = (const char *)held[k].bytes;
+            sm |= 1u << k;
+        } else if (stride[t] == 1 && a->in[k].dtype == a->load[k]) {
+            in[k] = ptr[t];
+        } else {
+            buffered |= 1 << k;
+        }
+    }
+    int out_direct = stride[0] == 1 && a->out.dtype == a->result;
+    if (!buffered && out_direct) {
+        c->bad |= a->loop(ptr[0], in, sm, n, &a->ctx);
+        return;
+    }
+    for (int64_t off = 0; off < n; off += PW_BLOCK) {
+        int64_t m = n - off < PW_BLOCK ? n - off : PW_BLOCK;
+        const char *bin[3] = {NULL, NULL, NULL};
+        for (int k = 0; k < a->arity; k++) {
+            int t = j->slot[k];
+            if (buffered >> k & 1) {
+                j->load_fn[k]((char *)c->buf[k], 1, ptr[t] + off * stride[t] * (int64_t)j->in_size[k], stride[t], m);
+                bin[k] = (const char *)c->buf[k];
+            } else if (sm >> k & 1) {
+                bin[k] = in[k];
+            } else {
+                bin[k] = in[k] + off * (int64_t)j->load_size[k];
+            }
+        }
+        char *o = out_direct ? ptr[0] + off * (int64_t)j->result_size : (char *)c->buf[3];
+        c->bad |= a->loop(o, bin, sm, m, &a->ctx);
+        if (!out_direct)
+            j->store_fn(ptr[0] + off * stride[0] * (int64_t)j->out_size, stride[0], (const char *)c->buf[3], 1, m);
+    }
+}
+
+static void pw_range(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    struct pw_chunk c;
+    c.j = ctx;
+    c.bad = 0;
+    axon_iter_runs(&c.j->it, begin, end, pw_run, &c);
+    if (c.bad) atomic_store_explicit(&c.j->bad, 1, memory_order_relaxed);
+}
+
+axon_status_t axon_pw_kernel(const void *args, const axon_exec_t *ex) {
+    const pw_args_t *a = args;
+    struct pw_job j;
+    memset(&j, 0, sizeof j);
+    j.a = a;
+    const axon_tensor_t *ts[AXON_ITER_MAX_TENSORS] = {&a->out};
+    int n = 1;
+    for (int k = 0; k < a->arity; k++) {
+        j.load_size[k] = axon_dtype_size(a->load[k]);
+        if (a->scalar >> k & 1) {
+            j.slot[k] = -1;
+            continue;
+        }
+        j.slot[k] = n;
+        ts[n++] = &a->in[k];
+        j.in_size[k] = axon_dtype_size(a->in[k].dtype);
+        j.load_fn[k] = axon_convert_get(a->in[k].dtype, a->load[k]);
+    }
+    j.out_size = axon_dtype_size(a->out.dtype);
+    j.result_size = axon_dtype_size(a->result);
+    j.store_fn = axon_convert_get(a->result, a->out.dtype);
+    axon_iter_init(&j.it, n, ts, 1);
+    atomic_init(&j.bad, 0);
+    axon_parallel_for(ex->pool, 0, j.it.numel, AXON_KERNEL_GRAIN, pw_range, &j);
+    if (atomic_load(&j.bad))
+        return axon_fail(AXON_ERROR_INVALID_ARG, "ZeroDivisionError: integer %s by zero (%s)", a->name,
+                         axon_dtype_name(a->compute));
+    return AXON_OK;
+}

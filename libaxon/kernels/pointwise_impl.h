@@ -1,0 +1,164 @@
+/* What the pointwise files share: the loop signature, the per-dtype traits the loops are generated from, and the
+ * scalar helpers the op expressions use. Never installed.
+ *
+ * One loop function exists per (op, compute dtype): a plain typed loop over contiguous elements that the compiler
+ * vectorizes. The executor (pointwise_exec.c) picks it once per kernel and feeds it runs of memory directly when the
+ * operands allow, or blocks converted into stack buffers when they do not, so no loop ever switches on a dtype or an
+ * op inside its body. */
+#ifndef AXON_KERNELS_POINTWISE_IMPL_H
+#define AXON_KERNELS_POINTWISE_IMPL_H
+
+#include <math.h>
+#include <stdint.h>
+
+#include "axon/pointwise.h"
+#include "axon/stream.h"
+#include "dtype.h"
+
+/* Op parameters converted at launch for every work type, so a loop reads its own with one load. Slot meanings per op
+ * are set in pointwise.c (pw_params_for). */
+typedef struct pw_ctx {
+    float pf[3];
+    double pd[3];
+    int64_t pi[3];
+} pw_ctx_t;
+
+/* A loop over n elements. out holds n elements of the op's result dtype (the compute dtype, or bool for the
+ * comparison-like ops). in[k] holds n elements of operand k's load dtype (the compute dtype; bool for WHERE's
+ * condition), or, when bit k of `scalar` is set, points at ONE value of the work type (float for float16 and
+ * bfloat16, else the storage type; bool as 0/1). Every element is at stride 1. out may be the very same array as an
+ * input. Returns nonzero if an integer division by zero was seen (the result is then unspecified). */
+typedef int (*pw_loop_fn)(char *out, const char *const *in, unsigned scalar, int64_t n, const pw_ctx_t *ctx);
+
+/* The loop tables (pointwise_unary.c, _binary.c, _ternary.c): NULL where the op is not defined for the dtype. */
+extern const pw_loop_fn axon_pw_unary_loops[AXON_UNARY_COUNT][AXON_DTYPE_COUNT];
+extern const pw_loop_fn axon_pw_binary_loops[AXON_BINARY_COUNT][AXON_DTYPE_COUNT];
+extern const pw_loop_fn axon_pw_ternary_loops[AXON_TERNARY_COUNT][AXON_DTYPE_COUNT];
+
+/* One value of a work type: float (float32, float16, bfloat16), double, an integer's storage, or bool as 0/1. */
+typedef union pw_value {
+    float f;
+    double d;
+    int64_t i;
+    unsigned char bytes[8];
+} pw_value_t;
+
+/* A launch's argument block, copied into the stream: everything the executor needs, decided on the host. */
+typedef struct pw_args {
+    pw_loop_fn loop;
+    const char *name;            /* static op name, for the division-by-zero message */
+    int arity;                   /* 1, 2 or 3 */
+    unsigned scalar;             /* bit k: operand k is the number value[k], in[k] is unused */
+    axon_dtype_t compute;        /* the dtype the op computes in */
+    axon_dtype_t result;         /* what the loop stores: compute, or bool for the bool-result ops */
+    axon_dtype_t load[3];        /* what operand k is converted to before the loop: compute, or bool (WHERE) */
+    axon_tensor_t out;
+    axon_tensor_t in[3];
+    pw_value_t value[3];
+    pw_ctx_t ctx;
+} pw_args_t;
+
+/* The kernel all pointwise launches enqueue (pointwise_exec.c). */
+axon_status_t axon_pw_kernel(const void *args, const axon_exec_t *ex);
+
+/* One element of dtype d (already in d's storage) as its work value. Bool becomes 0 or 1. */
+void axon_pw_widen(axon_dtype_t d, const void *storage, pw_value_t *out);
+
+/* ---- dtype traits ----
+ * X(..., dtype enum, short name, storage T, work type W, unsigned type U). W is what an op computes in; U is the
+ * unsigned type integer + - * and shifts go through, so that overflow wraps instead of being undefined (U is at least
+ * as wide as int, so small types do not promote back to signed int). */
+#define PW_FLOATS(X, ...)                                       \
+    X(__VA_ARGS__, AXON_FLOAT32, f32, float, float, uint32_t)   \
+    X(__VA_ARGS__, AXON_FLOAT64, f64, double, double, uint64_t) \
+    X(__VA_ARGS__, AXON_FLOAT16, f16, uint16_t, float, uint32_t) \
+    X(__VA_ARGS__, AXON_BFLOAT16, bf16, uint16_t, float, uint32_t)
+#define PW_INTS(X, ...)                                          \
+    X(__VA_ARGS__, AXON_INT8, i8, int8_t, int8_t, uint32_t)      \
+    X(__VA_ARGS__, AXON_UINT8, u8, uint8_t, uint8_t, uint32_t)   \
+    X(__VA_ARGS__, AXON_INT16, i16, int16_t, int16_t, uint32_t)  \
+    X(__VA_ARGS__, AXON_INT32, i32, int32_t, int32_t, uint32_t)  \
+    X(__VA_ARGS__, AXON_INT64, i64, int64_t, int64_t, uint64_t)
+#define PW_BOOLS(X, ...) X(__VA_ARGS__, AXON_BOOL, b8, uint8_t, uint8_t, uint32_t)
+
+/* Storage -> work value, and work value -> storage (round to nearest even for the halves; low bits for ints). */
+#define PW_LD_f32(x) (x)
+#define PW_LD_f64(x) (x)
+#define PW_LD_f16(x) axon_f16_to_f32(x)
+#define PW_LD_bf16(x) axon_bf16_to_f32(x)
+#define PW_LD_i8(x) (x)
+#define PW_LD_u8(x) (x)
+#define PW_LD_i16(x) (x)
+#define PW_LD_i32(x) (x)
+#define PW_LD_i64(x) (x)
+#define PW_LD_b8(x) ((uint8_t)((x) != 0)) /* any nonzero byte reads as true */
+#define PW_ST_f32(v) ((float)(v))
+#define PW_ST_f64(v) ((double)(v))
+#define PW_ST_f16(v) axon_f32_to_f16(v)
+#define PW_ST_bf16(v) axon_f32_to_bf16(v)
+#define PW_ST_i8(v) ((int8_t)(v))
+#define PW_ST_u8(v) ((uint8_t)(v))
+#define PW_ST_i16(v) ((int16_t)(v))
+#define PW_ST_i32(v) ((int32_t)(v))
+#define PW_ST_i64(v) ((int64_t)(v))
+#define PW_ST_b8(v) ((uint8_t)((v) != 0))
+#define PW_ST_BOOL(v) ((uint8_t)((v) != 0)) /* results of the bool-result ops */
+
+/* Parameter slot k in the loop's work type W (a block-scope typedef in every generated loop). */
+#define PW_P(ctx, k) _Generic((W)0, float: (ctx)->pf[k], double: (ctx)->pd[k], default: (W)(ctx)->pi[k])
+
+/* Declares p0..p2 in every loop; (void) keeps -Wunused quiet in loops that take no parameters. */
+#define PW_PARAMS(ctx)                                                              \
+    const W p0 = PW_P(ctx, 0), p1 = PW_P(ctx, 1), p2 = PW_P(ctx, 2);                \
+    (void)p0, (void)p1, (void)p2, (void)sizeof(U)
+
+/* std::max / std::min exactly: a NaN in the first argument comes back, one in the second is dropped. PyTorch's
+ * clamp and hard* activations are written with them, so NaN inputs propagate the same way here. */
+#define PW_MAX_STD(a, b) ((a) < (b) ? (b) : (a))
+#define PW_MIN_STD(a, b) ((b) < (a) ? (b) : (a))
+
+/* ---- rounding without SSE4.1 ----
+ * The library is built for baseline x86-64, where floorf and friends are library calls that stop vectorization.
+ * Adding and subtracting 2^23 (2^52) rounds a magnitude below it to an integer in the current mode (nearest even);
+ * larger magnitudes, infinities and NaN are already integral and pass through. floor, ceil and trunc correct that by
+ * one, and every result takes x's sign, which also gives -0.0 where C's functions do (ceil(-0.5) = -0.0). */
+static inline float pw_rint_f32(float x) {
+    float a = fabsf(x), r = a < 0x1p23f ? (a + 0x1p23f) - 0x1p23f : a;
+    return copysignf(r, x);
+}
+static inline double pw_rint_f64(double x) {
+    double a = fabs(x), r = a < 0x1p52 ? (a + 0x1p52) - 0x1p52 : a;
+    return copysign(r, x);
+}
+static inline float pw_floor_f32(float x) {
+    float r = pw_rint_f32(x);
+    return copysignf(r > x ? r - 1.0f : r, x);
+}
+static inline double pw_floor_f64(double x) {
+    double r = pw_rint_f64(x);
+    return copysign(r > x ? r - 1.0 : r, x);
+}
+static inline float pw_ceil_f32(float x) {
+    float r = pw_rint_f32(x);
+    return copysignf(r < x ? r + 1.0f : r, x);
+}
+static inline double pw_ceil_f64(double x) {
+    double r = pw_rint_f64(x);
+    return copysign(r < x ? r + 1.0 : r, x);
+}
+static inline float pw_trunc_f32(float x) {
+    float r = pw_rint_f32(x);
+    return copysignf(fabsf(r) > fabsf(x) ? fabsf(r) - 1.0f : fabsf(r), x);
+}
+static inline double pw_trunc_f64(double x) {
+    double r = pw_rint_f64(x);
+    return copysign(fabs(r) > fabs(x) ? fabs(r) - 1.0 : fabs(r), x);
+}
+
+/* Type-generic spellings for the op expressions, which are written once for float and double. */
+#define PW_RINT(x) _Generic((x), float: pw_rint_f32, double: pw_rint_f64)(x)
+#define PW_FLOOR(x) _Generic((x), float: pw_floor_f32, double: pw_floor_f64)(x)
+#define PW_CEIL(x) _Generic((x), float: pw_ceil_f32, double: pw_ceil_f64)(x)
+#define PW_TRUNC(x) _Generic((x), float: pw_trunc_f32, double: pw_trunc_f64)(x)
+
+#endif

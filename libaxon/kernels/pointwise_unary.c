@@ -1,0 +1,170 @@
+/* Unary pointwise loops: one function per (op, compute dtype), generated from one expression per op and dtype class,
+ * and the table the executor looks them up in. An op is defined for a dtype exactly when its table entry is set.
+ *
+ * Expressions see x (the element as work type W), W itself, U (the unsigned arithmetic type) and the parameters
+ * p0..p2. Float expressions are written once for float and double through <tgmath.h>; float16 and bfloat16 use the
+ * float versions, so they compute in float32 and round once on store. Integer arithmetic goes through U so that it
+ * wraps instead of being undefined. */
+#include <tgmath.h>
+
+#include "pointwise_impl.h"
+
+/* The expressions are written once for signed and unsigned types, so `x < 0` is sometimes always false. */
+#pragma GCC diagnostic ignored "-Wtype-limits"
+
+/* out[i] = ST(EXPR(x = LD(a[i]))). RT/RST: result storage type and store, for the ops with a bool result. */
+#define PW_UNARY_FN(op, EXPR, RT, RST, DE, dn, T, WT, UT)                                                         \
+    static int pw_unary_##op##_##dn(char *o, const char *const *in, unsigned sm, int64_t n, const pw_ctx_t *ctx) { \
+        typedef WT W;                                                                                           \
+        typedef UT U;                                                                                           \
+        PW_PARAMS(ctx);                                                                                         \
+        (void)sm;                                                                                               \
+        RT *restrict out = (RT *)o;                                                                             \
+        const T *restrict a = (const T *)in[0];                                                                 \
+        for (int64_t i = 0; i < n; i++) {                                                                       \
+            const W x = PW_LD_##dn(a[i]);                                                                       \
+            (void)x;                                                                                            \
+            out[i] = RST(EXPR);                                                                                 \
+        }                                                                                                       \
+        return 0;                                                                                               \
+    }
+
+/* Result in the compute dtype, or bool. The dtype traits come last, from PW_FLOATS / PW_INTS / PW_BOOLS. */
+#define PW_U(op, EXPR, DE, dn, T, WT, UT) PW_UNARY_FN(op, EXPR, T, PW_ST_##dn, DE, dn, T, WT, UT)
+#define PW_UB(op, EXPR, DE, dn, T, WT, UT) PW_UNARY_FN(op, EXPR, uint8_t, PW_ST_BOOL, DE, dn, T, WT, UT)
+#define PW_ENTRY(op, DE, dn, T, WT, UT) [DE] = pw_unary_##op##_##dn,
+
+/* ---- floats ---- */
+
+PW_FLOATS(PW_U, neg, (-x))
+PW_FLOATS(PW_U, abs, (fabs(x)))
+PW_FLOATS(PW_U, sign, ((W)((x > 0) - (x < 0)))) /* NaN gives 0, as in PyTorch */
+PW_FLOATS(PW_U, reciprocal, ((W)1 / x))
+PW_FLOATS(PW_U, sqrt, (sqrt(x)))
+PW_FLOATS(PW_U, rsqrt, ((W)1 / sqrt(x)))
+PW_FLOATS(PW_U, exp, (exp(x)))
+PW_FLOATS(PW_U, exp2, (exp2(x)))
+PW_FLOATS(PW_U, expm1, (expm1(x)))
+PW_FLOATS(PW_U, log, (log(x)))
+PW_FLOATS(PW_U, log2, (log2(x)))
+PW_FLOATS(PW_U, log10, (log10(x)))
+PW_FLOATS(PW_U, log1p, (log1p(x)))
+PW_FLOATS(PW_U, sin, (sin(x)))
+PW_FLOATS(PW_U, cos, (cos(x)))
+PW_FLOATS(PW_U, tan, (tan(x)))
+PW_FLOATS(PW_U, asin, (asin(x)))
+PW_FLOATS(PW_U, acos, (acos(x)))
+PW_FLOATS(PW_U, atan, (atan(x)))
+PW_FLOATS(PW_U, sinh, (sinh(x)))
+PW_FLOATS(PW_U, cosh, (cosh(x)))
+PW_FLOATS(PW_U, tanh, (tanh(x)))
+PW_FLOATS(PW_U, asinh, (asinh(x)))
+PW_FLOATS(PW_U, acosh, (acosh(x)))
+PW_FLOATS(PW_U, atanh, (atanh(x)))
+PW_FLOATS(PW_U, erf, (erf(x)))
+PW_FLOATS(PW_U, erfc, (erfc(x)))
+PW_FLOATS(PW_U, sigmoid, ((W)1 / ((W)1 + exp(-x))))
+PW_FLOATS(PW_U, relu, (x < 0 ? (W)0 : x)) /* not x > 0 ? x : 0, which would turn NaN into 0 */
+/* The activations follow PyTorch's CPU formulas term by term, so float32 results round the same way. */
+PW_FLOATS(PW_U, gelu, (x * (W)0.5 * ((W)1 + erf(x * (W)0.70710678118654752440))))
+PW_FLOATS(PW_U, gelu_tanh,
+          ((W)0.5 * x * ((W)1 + tanh((W)0.79788456080286535588 * (x + (W)0.044715 * (x * x * x))))))
+PW_FLOATS(PW_U, silu, (x / ((W)1 + exp(-x))))
+PW_FLOATS(PW_U, mish, (x * tanh(log1p(exp(x)))))
+PW_FLOATS(PW_U, softplus, (x * p0 > p1 ? x : log1p(exp(x * p0)) / p0)) /* p0 beta, p1 threshold */
+PW_FLOATS(PW_U, hardsigmoid, (PW_MIN_STD(PW_MAX_STD(x + (W)3, (W)0), (W)6) / (W)6))
+PW_FLOATS(PW_U, hardswish, (x * PW_MIN_STD(PW_MAX_STD(x + (W)3, (W)0), (W)6) / (W)6))
+PW_FLOATS(PW_U, hardtanh, (PW_MIN_STD(PW_MAX_STD(x, p0), p1))) /* p0 min_val, p1 max_val */
+PW_FLOATS(PW_U, leaky_relu, (x > 0 ? x : x * p0))
+PW_FLOATS(PW_U, elu, (x <= 0 ? expm1(x * p2) * p0 : x * p1)) /* p0 alpha*scale, p1 scale, p2 input_scale */
+PW_FLOATS(PW_U, floor, (PW_FLOOR(x)))
+PW_FLOATS(PW_U, ceil, (PW_CEIL(x)))
+PW_FLOATS(PW_U, round, (PW_RINT(x)))
+PW_FLOATS(PW_U, trunc, (PW_TRUNC(x)))
+PW_FLOATS(PW_U, frac, (x - PW_TRUNC(x)))
+PW_FLOATS(PW_UB, logical_not, (x == 0))
+PW_FLOATS(PW_UB, isnan, (x != x))
+PW_FLOATS(PW_UB, isinf, (fabs(x) == (W)INFINITY))
+PW_FLOATS(PW_UB, isfinite, (fabs(x) < (W)INFINITY))
+PW_FLOATS(PW_U, square, (x * x))
+
+/* ---- integers ---- */
+
+PW_INTS(PW_U, neg, ((W)(0u - (U)x)))
+PW_INTS(PW_U, abs, (x < 0 ? (W)(0u - (U)x) : x)) /* abs(INT_MIN) wraps to INT_MIN */
+PW_INTS(PW_U, sign, ((W)((x > 0) - (x < 0))))
+PW_INTS(PW_U, relu, (x < 0 ? (W)0 : x))
+PW_INTS(PW_U, hardtanh, (PW_MIN_STD(PW_MAX_STD(x, p0), p1)))
+PW_INTS(PW_U, identity, (x)) /* floor, ceil, round and trunc of an integer */
+PW_INTS(PW_UB, logical_not, (x == 0))
+PW_INTS(PW_U, bitwise_not, ((W)~x))
+PW_INTS(PW_UB, never, (0)) /* isnan, isinf */
+PW_INTS(PW_UB, always, (1)) /* isfinite */
+PW_INTS(PW_U, square, ((W)((U)x * (U)x)))
+
+/* ---- bool ---- */
+
+PW_BOOLS(PW_U, sign, (x))
+PW_BOOLS(PW_UB, logical_not, (!x))
+PW_BOOLS(PW_U, bitwise_not, (!x))
+PW_BOOLS(PW_UB, never, (0))
+PW_BOOLS(PW_UB, always, (1))
+
+/* ---- the table ---- */
+
+#define PW_F(op) PW_FLOATS(PW_ENTRY, op)
+#define PW_I(op) PW_INTS(PW_ENTRY, op)
+#define PW_B(op) PW_BOOLS(PW_ENTRY, op)
+
+const pw_loop_fn axon_pw_unary_loops[AXON_UNARY_COUNT][AXON_DTYPE_COUNT] = {
+    [AXON_UNARY_NEG] = {PW_F(neg) PW_I(neg)},
+    [AXON_UNARY_ABS] = {PW_F(abs) PW_I(abs)},
+    [AXON_UNARY_SIGN] = {PW_F(sign) PW_I(sign) PW_B(sign)},
+    [AXON_UNARY_RECIPROCAL] = {PW_F(reciprocal)},
+    [AXON_UNARY_SQRT] = {PW_F(sqrt)},
+    [AXON_UNARY_RSQRT] = {PW_F(rsqrt)},
+    [AXON_UNARY_EXP] = {PW_F(exp)},
+    [AXON_UNARY_EXP2] = {PW_F(exp2)},
+    [AXON_UNARY_EXPM1] = {PW_F(expm1)},
+    [AXON_UNARY_LOG] = {PW_F(log)},
+    [AXON_UNARY_LOG2] = {PW_F(log2)},
+    [AXON_UNARY_LOG10] = {PW_F(log10)},
+    [AXON_UNARY_LOG1P] = {PW_F(log1p)},
+    [AXON_UNARY_SIN] = {PW_F(sin)},
+    [AXON_UNARY_COS] = {PW_F(cos)},
+    [AXON_UNARY_TAN] = {PW_F(tan)},
+    [AXON_UNARY_ASIN] = {PW_F(asin)},
+    [AXON_UNARY_ACOS] = {PW_F(acos)},
+    [AXON_UNARY_ATAN] = {PW_F(atan)},
+    [AXON_UNARY_SINH] = {PW_F(sinh)},
+    [AXON_UNARY_COSH] = {PW_F(cosh)},
+    [AXON_UNARY_TANH] = {PW_F(tanh)},
+    [AXON_UNARY_ASINH] = {PW_F(asinh)},
+    [AXON_UNARY_ACOSH] = {PW_F(acosh)},
+    [AXON_UNARY_ATANH] = {PW_F(atanh)},
+    [AXON_UNARY_ERF] = {PW_F(erf)},
+    [AXON_UNARY_ERFC] = {PW_F(erfc)},
+    [AXON_UNARY_SIGMOID] = {PW_F(sigmoid)},
+    [AXON_UNARY_RELU] = {PW_F(relu) PW_I(relu)},
+    [AXON_UNARY_GELU] = {PW_F(gelu)},
+    [AXON_UNARY_GELU_TANH] = {PW_F(gelu_tanh)},
+    [AXON_UNARY_SILU] = {PW_F(silu)},
+    [AXON_UNARY_MISH] = {PW_F(mish)},
+    [AXON_UNARY_SOFTPLUS] = {PW_F(softplus)},
+    [AXON_UNARY_HARDSIGMOID] = {PW_F(hardsigmoid)},
+    [AXON_UNARY_HARDSWISH] = {PW_F(hardswish)},
+    [AXON_UNARY_HARDTANH] = {PW_F(hardtanh) PW_I(hardtanh)},
+    [AXON_UNARY_LEAKY_RELU] = {PW_F(leaky_relu)},
+    [AXON_UNARY_ELU] = {PW_F(elu)},
+    [AXON_UNARY_FLOOR] = {PW_F(floor) PW_I(identity)},
+    [AXON_UNARY_CEIL] = {PW_F(ceil) PW_I(identity)},
+    [AXON_UNARY_ROUND] = {PW_F(round) PW_I(identity)},
+    [AXON_UNARY_TRUNC] = {PW_F(trunc) PW_I(identity)},
+    [AXON_UNARY_FRAC] = {PW_F(frac)},
+    [AXON_UNARY_LOGICAL_NOT] = {PW_F(logical_not) PW_I(logical_not) PW_B(logical_not)},
+    [AXON_UNARY_BITWISE_NOT] = {PW_I(bitwise_not) PW_B(bitwise_not)},
+    [AXON_UNARY_ISNAN] = {PW_F(isnan) PW_I(never) PW_B(never)},
+    [AXON_UNARY_ISINF] = {PW_F(isinf) PW_I(never) PW_B(never)},
+    [AXON_UNARY_ISFINITE] = {PW_F(isfinite) PW_I(always) PW_B(always)},
+    [AXON_UNARY_SQUARE] = {PW_F(square) PW_I(square)},
+};
