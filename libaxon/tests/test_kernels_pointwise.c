@@ -1,0 +1,613 @@
+/* Pointwise ops against a straightforward reference: every (op, dtype) pair, supported or not.
+ *
+ * Each supported pair runs on N elements: every pair (and, for ternary ops, triple) of special values (zeros of both
+ * signs, +-inf, NaN, integer limits, halves, near-overflow arguments) followed by pseudo-random values. The reference
+ * computes in long double (floats, with libm's long double functions) or in 128-bit integers (ints), then rounds or
+ * wraps to the dtype. Tolerances, against the reference rounded to the dtype:
+ *   EXACT   equal (NaN matches NaN): selections, rounding, sign ops, comparisons, bitwise and all integer ops;
+ *   ROUND1  one rounding: equal for float32; one ulp for float16/bfloat16, which compute in float32 and round
+ *           again, and for float64, whose long double reference can round twice;
+ *   ARITH   a few roundings: 2 ulps (1 for halves) plus 4 eps of the work type times the size of the terms, which
+ *           bounds the cancellation in a + alpha b, lerp, addcmul, addcdiv, remainder, div_floor;
+ *   TRANS   libm functions: 4 ulps or 1e-6 relative for float32 (1e-13 for float64); one ulp for halves;
+ *   ACT     composite activations: TRANS, or 8 eps of the work type times max(1, |x|), since 1 + erf(x) and similar
+ *           lose all relative precision where the result is tiny (PyTorch computes them the same way).
+ * Unsupported pairs must fail at launch with UNSUPPORTED, naming the op and the dtype. */
+#include <float.h>
+#include <inttypes.h>
+
+#include "kernels_check.h"
+#include "pointwise_ref.h"
+
+enum tol { EXACT, ROUND1, ARITH, TRANS, ACT };
+
+#define N 1000
+#define NDT AXON_DTYPE_COUNT
+
+/* Dtype sets, the test's own statement of which pairs exist. */
+#define F ((1u << AXON_FLOAT32) | (1u << AXON_FLOAT64) | (1u << AXON_FLOAT16) | (1u << AXON_BFLOAT16))
+#define I ((1u << AXON_INT8) | (1u << AXON_UINT8) | (1u << AXON_INT16) | (1u << AXON_INT32) | (1u << AXON_INT64))
+#define B (1u << AXON_BOOL)
+
+typedef struct op_case {
+    int op;
+    unsigned dtypes;
+    enum tol tol;
+    int bool_result;
+} op_case_t;
+
+static const op_case_t unary_cases[] = {
+    {AXON_UNARY_NEG, F | I, EXACT, 0},        {AXON_UNARY_ABS, F | I, EXACT, 0},
+    {AXON_UNARY_SIGN, F | I | B, EXACT, 0},   {AXON_UNARY_RECIPROCAL, F, ROUND1, 0},
+    {AXON_UNARY_SQRT, F, ROUND1, 0},          {AXON_UNARY_RSQRT, F, TRANS, 0},
+    {AXON_UNARY_EXP, F, TRANS, 0},            {AXON_UNARY_EXP2, F, TRANS, 0},
+    {AXON_UNARY_EXPM1, F, TRANS, 0},          {AXON_UNARY_LOG, F, TRANS, 0},
+    {AXON_UNARY_LOG2, F, TRANS, 0},           {AXON_UNARY_LOG10, F, TRANS, 0},
+    {AXON_UNARY_LOG1P, F, TRANS, 0},          {AXON_UNARY_SIN, F, TRANS, 0},
+    {AXON_UNARY_COS, F, TRANS, 0},            {AXON_UNARY_TAN, F, TRANS, 0},
+    {AXON_UNARY_ASIN, F, TRANS, 0},           {AXON_UNARY_ACOS, F, TRANS, 0},
+    {AXON_UNARY_ATAN, F, TRANS, 0},           {AXON_UNARY_SINH, F, TRANS, 0},
+    {AXON_UNARY_COSH, F, TRANS, 0},           {AXON_UNARY_TANH, F, TRANS, 0},
+    {AXON_UNARY_ASINH, F, TRANS, 0},          {AXON_UNARY_ACOSH, F, TRANS, 0},
+    {AXON_UNARY_ATANH, F, TRANS, 0},          {AXON_UNARY_ERF, F, TRANS, 0},
+    {AXON_UNARY_ERFC, F, TRANS, 0},           {AXON_UNARY_SIGMOID, F, ACT, 0},
+    {AXON_UNARY_RELU, F | I, EXACT, 0},       {AXON_UNARY_GELU, F, ACT, 0},
+    {AXON_UNARY_GELU_TANH, F, ACT, 0},        {AXON_UNARY_SILU, F, ACT, 0},
+    {AXON_UNARY_MISH, F, ACT, 0},             {AXON_UNARY_SOFTPLUS, F, ACT, 0},
+    {AXON_UNARY_HARDSIGMOID, F, ACT, 0},      {AXON_UNARY_HARDSWISH, F, ACT, 0},
+    {AXON_UNARY_HARDTANH, F | I, EXACT, 0},   {AXON_UNARY_LEAKY_RELU, F, ACT, 0},
+    {AXON_UNARY_ELU, F, ACT, 0},              {AXON_UNARY_FLOOR, F | I, EXACT, 0},
+    {AXON_UNARY_CEIL, F | I, EXACT, 0},       {AXON_UNARY_ROUND, F | I, EXACT, 0},
+    {AXON_UNARY_TRUNC, F | I, EXACT, 0},      {AXON_UNARY_FRAC, F, EXACT, 0},
+    {AXON_UNARY_LOGICAL_NOT, F | I | B, EXACT, 1}, {AXON_UNARY_BITWISE_NOT, I | B, EXACT, 0},
+    {AXON_UNARY_ISNAN, F | I | B, EXACT, 1},  {AXON_UNARY_ISINF, F | I | B, EXACT, 1},
+    {AXON_UNARY_ISFINITE, F | I | B, EXACT, 1}, {AXON_UNARY_SQUARE, F | I, ROUND1, 0},
+};
+_Static_assert(sizeof unary_cases / sizeof unary_cases[0] == AXON_UNARY_COUNT, "a case for every unary op");
+
+static const op_case_t binary_cases[] = {
+    {AXON_BINARY_ADD, F | I | B, ROUND1, 0},  {AXON_BINARY_SUB, F | I, ROUND1, 0},
+    {AXON_BINARY_MUL, F | I | B, ROUND1, 0},  {AXON_BINARY_DIV, F, ROUND1, 0},
+    {AXON_BINARY_DIV_FLOOR, F | I, ARITH, 0}, {AXON_BINARY_DIV_TRUNC, F | I, EXACT, 0},
+    {AXON_BINARY_REMAINDER, F | I, ARITH, 0}, {AXON_BINARY_FMOD, F | I, EXACT, 0},
+    {AXON_BINARY_POW, F | I, TRANS, 0},       {AXON_BINARY_ATAN2, F, TRANS, 0},
+    {AXON_BINARY_MAXIMUM, F | I | B, EXACT, 0}, {AXON_BINARY_MINIMUM, F | I | B, EXACT, 0},
+    {AXON_BINARY_FMAX, F | I | B, EXACT, 0},  {AXON_BINARY_FMIN, F | I | B, EXACT, 0},
+    {AXON_BINARY_EQ, F | I | B, EXACT, 1},    {AXON_BINARY_NE, F | I | B, EXACT, 1},
+    {AXON_BINARY_LT, F | I | B, EXACT, 1},    {AXON_BINARY_LE, F | I | B, EXACT, 1},
+    {AXON_BINARY_GT, F | I | B, EXACT, 1},    {AXON_BINARY_GE, F | I | B, EXACT, 1},
+    {AXON_BINARY_LOGICAL_AND, F | I | B, EXACT, 1}, {AXON_BINARY_LOGICAL_OR, F | I | B, EXACT, 1},
+    {AXON_BINARY_LOGICAL_XOR, F | I | B, EXACT, 1}, {AXON_BINARY_BITWISE_AND, I | B, EXACT, 0},
+    {AXON_BINARY_BITWISE_OR, I | B, EXACT, 0}, {AXON_BINARY_BITWISE_XOR, I | B, EXACT, 0},
+    {AXON_BINARY_SHIFT_LEFT, I, EXACT, 0},    {AXON_BINARY_SHIFT_RIGHT, I, EXACT, 0},
+    {AXON_BINARY_HYPOT, F, TRANS, 0},         {AXON_BINARY_COPYSIGN, F, EXACT, 0},
+    {AXON_BINARY_XLOGY, F, TRANS, 0},
+};
+_Static_assert(sizeof binary_cases / sizeof binary_cases[0] == AXON_BINARY_COUNT, "a case for every binary op");
+
+static const op_case_t ternary_cases[] = {
+    {AXON_TERNARY_WHERE, F | I | B, EXACT, 0}, {AXON_TERNARY_LERP, F, ARITH, 0},
+    {AXON_TERNARY_ADDCMUL, F | I, ARITH, 0},   {AXON_TERNARY_ADDCDIV, F, ARITH, 0},
+    {AXON_TERNARY_CLAMP, F | I, EXACT, 0},
+};
+_Static_assert(sizeof ternary_cases / sizeof ternary_cases[0] == AXON_TERNARY_COUNT, "a case for every ternary op");
+
+/* ---- inputs ---- */
+
+static const double float_specials[] = {
+    0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, -2.5, 2.5, 3.0, -3.0, 0.25, 1e-3, -0.7, 0.7, 100.0, -100.0,
+    1e4, 1e-30, -1e30, 88.5, -88.5, 700.0, 0.9999, INFINITY, -INFINITY, NAN,
+};
+#define NFS (int)(sizeof float_specials / sizeof float_specials[0])
+
+static const int64_t int_specials[] = {
+    0, 1, -1, 2, -2, 3, -3, 7, -7, 8, 9, 31, 63, 64, 100, -100, 127, -128, 255, 32767, -32768,
+    INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, 1000003,
+};
+#define NIS (int)(sizeof int_specials / sizeof int_specials[0])
+
+static uint64_t rng_state;
+
+static uint64_t rnd(void) { /* splitmix64 */
+    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static double rnd_unit(void) { return (double)(rnd() >> 11) * 0x1p-53; }
+
+/* Operand k's special-value index at element i: operand 0 cycles fastest, so the first S^arity elements hold every
+ * combination (up to N). Returns -1 past the specials. */
+static int special_index(int i, int k, int arity, int s) {
+    int combos = arity == 1 ? s : arity == 2 ? s * s : s * s * s;
+    if (i >= combos || i >= N - N / 4) return -1;
+    return k == 0 ? i % s : k == 1 ? (i / s) % s : (i / s / s) % s;
+}
+
+/* Fill buf with N elements of dtype d for operand k. `kind` narrows integers for ops that need it. */
+enum gen_kind { GEN_ANY, GEN_NONZERO, GEN_EXPONENT, GEN_SHIFT };
+
+static void make_operand(axon_dtype_t d, void *buf, int k, int arity, enum gen_kind kind) {
+    size_t es = axon_dtype_size(d);
+    for (int i = 0; i < N; i++) {
+        char *p = (char *)buf + (size_t)i * es;
+        if (d == AXON_BOOL) {
+            int s = special_index(i, k, arity, 3);
+            *(uint8_t *)p = (uint8_t)(s >= 0 ? (uint64_t)s : rnd() % 3);
+            continue; /* byte 2 must read as true */
+        }
+        if (ref_is_float(d)) {
+            int s = special_index(i, k, arity, NFS);
+            long double v;
+            if (s >= 0) {
+                v = float_specials[s];
+            } else {
+                switch (rnd() % 3) {
+                case 0: v = (rnd_unit() - 0.5) * 8; break;
+                case 1: v = (rnd_unit() - 0.5) * 60; break;
+                default: v = (rnd() & 1 ? -1 : 1) * pow(10.0, rnd_unit() * 12 - 6); break;
+                }
+            }
+            ref_store_f(d, p, v);
+            continue;
+        }
+        int s = special_index(i, k, arity, NIS);
+        int64_t v = s >= 0 ? int_specials[s] : rnd() & 1 ? (int64_t)rnd() : (int64_t)(rnd() % 101) - 50;
+        v = ref_wrap(d, v);
+        if (kind == GEN_NONZERO && v == 0) v = 1;
+        if (kind == GEN_EXPONENT) v = ref_wrap(d, (int64_t)((uint64_t)v % 44) - 3 + (d == AXON_UINT8 ? 3 : 0));
+        if (kind == GEN_SHIFT) v = ref_wrap(d, (int64_t)((uint64_t)v % 70) - 3 + (d == AXON_UINT8 ? 3 : 0));
+        ref_store_i(d, p, v);
+    }
+}
+
+/* ---- float references ---- */
+
+static long double ref_relu(long double x) { return isnan(x) ? x : x < 0 ? 0 : x; }
+
+static long double ref_clamp(long double x, long double lo, long double hi) {
+    if (isnan(x) || isnan(lo) || isnan(hi)) return NAN;
+    return x < lo ? (lo > hi ? hi : lo) : x > hi ? hi : x;
+}
+
+static long double unary_ref_f(int op, long double x, const axon_op_params_t *p) {
+    const long double pi = 3.141592653589793238462643383279503L;
+    switch (op) {
+    case AXON_UNARY_NEG: return -x;
+    case AXON_UNARY_ABS: return fabsl(x);
+    case AXON_UNARY_SIGN: return x > 0 ? 1 : x < 0 ? -1 : 0;
+    case AXON_UNARY_RECIPROCAL: return 1 / x;
+    case AXON_UNARY_SQRT: return sqrtl(x);
+    case AXON_UNARY_RSQRT: return 1 / sqrtl(x);
+    case AXON_UNARY_EXP: return expl(x);
+    case AXON_UNARY_EXP2: return exp2l(x);
+    case AXON_UNARY_EXPM1: return expm1l(x);
+    case AXON_UNARY_LOG: return logl(x);
+    case AXON_UNARY_LOG2: return log2l(x);
+    case AXON_UNARY_LOG10: return log10l(x);
+    case AXON_UNARY_LOG1P: return log1pl(x);
+    case AXON_UNARY_SIN: return sinl(x);
+    case AXON_UNARY_COS: return cosl(x);
+    case AXON_UNARY_TAN: return tanl(x);
+    case AXON_UNARY_ASIN: return asinl(x);
+    case AXON_UNARY_ACOS: return acosl(x);
+    case AXON_UNARY_ATAN: return atanl(x);
+    case AXON_UNARY_SINH: return sinhl(x);
+    case AXON_UNARY_COSH: return coshl(x);
+    case AXON_UNARY_TANH: return tanhl(x);
+    case AXON_UNARY_ASINH: return asinhl(x);
+    case AXON_UNARY_ACOSH: return acoshl(x);
+    case AXON_UNARY_ATANH: return atanhl(x);
+    case AXON_UNARY_ERF: return erfl(x);
+    case AXON_UNARY_ERFC: return erfcl(x);
+    case AXON_UNARY_SIGMOID: return 1 / (1 + expl(-x));
+    case AXON_UNARY_RELU: return ref_relu(x);
+    case AXON_UNARY_GELU: return x / 2 * (1 + erfl(x / sqrtl(2)));
+    case AXON_UNARY_GELU_TANH: return x / 2 * (1 + tanhl(sqrtl(2 / pi) * (x + 0.044715L * x * x * x)));
+    case AXON_UNARY_SILU: return x / (1 + expl(-x));
+    case AXON_UNARY_MISH: return x * tanhl(log1pl(expl(x)));
+    case AXON_UNARY_SOFTPLUS: return x * p->beta > p->threshold ? x : log1pl(expl(x * p->beta)) / p->beta;
+    case AXON_UNARY_HARDSIGMOID: return ref_clamp(x + 3, 0, 6) / 6;
+    case AXON_UNARY_HARDSWISH: return x * ref_clamp(x + 3, 0, 6) / 6;
+    case AXON_UNARY_HARDTANH: return ref_clamp(x, p->min_val, p->max_val);
+    case AXON_UNARY_LEAKY_RELU: return x > 0 ? x : x * p->negative_slope;
+    case AXON_UNARY_ELU:
+        return x > 0 ? x * p->elu_scale : expm1l(x * p->elu_input_scale) * p->elu_alpha * p->elu_scale;
+    case AXON_UNARY_FLOOR: return floorl(x);
+    case AXON_UNARY_CEIL: return ceill(x);
+    case AXON_UNARY_ROUND: return nearbyintl(x);
+    case AXON_UNARY_TRUNC: return truncl(x);
+    case AXON_UNARY_FRAC: return x - truncl(x);
+    case AXON_UNARY_LOGICAL_NOT: return x == 0;
+    case AXON_UNARY_ISNAN: return isnan(x) != 0;
+    case AXON_UNARY_ISINF: return isinf(x) != 0;
+    case AXON_UNARY_ISFINITE: return isfinite(x) != 0;
+    case AXON_UNARY_SQUARE: return x * x;
+    default: return NAN;
+    }
+}
+
+/* Floor division like Python: the exact remainder fixes the quotient. */
+static long double ref_div_floor(long double a, long double b) {
+    if (b == 0) return a / b;
+    long double mod = fmodl(a, b), q = nearbyintl((a - mod) / b);
+    if (mod != 0 && (b < 0) != (mod < 0)) q -= 1;
+    return q == 0 ? copysignl(0, a / b) : q;
+}
+
+/* `work` rounds to the type the kernel computes in (float32 for halves): div_trunc truncates a rounded quotient. */
+static long double binary_ref_f(int op, long double x, long double y, const axon_op_params_t *p, axon_dtype_t work,
+                                long double *scale) {
+    long double alpha = p->alpha.dtype == AXON_FLOAT64 ? p->alpha.f : (long double)p->alpha.i;
+    *scale = fmaxl(fabsl(x), fabsl(y));
+    switch (op) {
+    case AXON_BINARY_ADD: *scale = fabsl(x) + fabsl(alpha * y); return x + alpha * y;
+    case AXON_BINARY_SUB: *scale = fabsl(x) + fabsl(alpha * y); return x - alpha * y;
+    case AXON_BINARY_MUL: return x * y;
+    case AXON_BINARY_DIV: return x / y;
+    case AXON_BINARY_DIV_FLOOR: *scale = 0; return ref_div_floor(x, y);
+    case AXON_BINARY_DIV_TRUNC: return truncl(ref_round(work, x / y));
+    case AXON_BINARY_REMAINDER: {
+        *scale = fabsl(y);
+        long double m = fmodl(x, y);
+        return m != 0 && (y < 0) != (m < 0) ? m + y : m;
+    }
+    case AXON_BINARY_FMOD: return fmodl(x, y);
+    case AXON_BINARY_POW: return powl(x, y);
+    case AXON_BINARY_ATAN2: return atan2l(x, y);
+    case AXON_BINARY_MAXIMUM: return isnan(x) || isnan(y) ? NAN : fmaxl(x, y);
+    case AXON_BINARY_MINIMUM: return isnan(x) || isnan(y) ? NAN : fminl(x, y);
+    case AXON_BINARY_FMAX: return fmaxl(x, y);
+    case AXON_BINARY_FMIN: return fminl(x, y);
+    case AXON_BINARY_EQ: return x == y;
+    case AXON_BINARY_NE: return x != y;
+    case AXON_BINARY_LT: return x < y;
+    case AXON_BINARY_LE: return x <= y;
+    case AXON_BINARY_GT: return x > y;
+    case AXON_BINARY_GE: return x >= y;
+    case AXON_BINARY_LOGICAL_AND: return x != 0 && y != 0;
+    case AXON_BINARY_LOGICAL_OR: return x != 0 || y != 0;
+    case AXON_BINARY_LOGICAL_XOR: return (x != 0) != (y != 0);
+    case AXON_BINARY_HYPOT: return hypotl(x, y);
+    case AXON_BINARY_COPYSIGN: return copysignl(x, y);
+    case AXON_BINARY_XLOGY: return isnan(y) ? NAN : x == 0 ? 0 : x * logl(y);
+    default: return NAN;
+    }
+}
+
+static long double ternary_ref_f(int op, long double x, long double y, long double z, const axon_op_params_t *p,
+                                 long double *scale) {
+    long double v = p->alpha.dtype == AXON_FLOAT64 ? p->alpha.f : (long double)p->alpha.i;
+    switch (op) {
+    case AXON_TERNARY_WHERE: return x != 0 ? y : z;
+    case AXON_TERNARY_LERP: /* PyTorch's two-sided formula, which also decides where infinities give NaN */
+        *scale = fabsl(x) + fabsl(y) + fabsl(z * (y - x));
+        return fabsl(z) < 0.5L ? x + z * (y - x) : y - (y - x) * (1 - z);
+    case AXON_TERNARY_ADDCMUL: *scale = fabsl(x) + fabsl(v * y * z); return x + v * y * z;
+    case AXON_TERNARY_ADDCDIV: *scale = fabsl(x) + fabsl(v * y / z); return x + v * y / z;
+    case AXON_TERNARY_CLAMP: return ref_clamp(x, y, z);
+    default: return NAN;
+    }
+}
+
+/* ---- integer references, in 128 bits (wrapped to the dtype by the caller) ---- */
+
+typedef __int128 i128;
+typedef unsigned __int128 u128;
+
+static i128 unary_ref_i(int op, i128 x, axon_dtype_t d, const axon_op_params_t *p) {
+    int is_bool = d == AXON_BOOL;
+    switch (op) {
+    case AXON_UNARY_NEG: return -x;
+    case AXON_UNARY_ABS: return x < 0 ? -x : x;
+    case AXON_UNARY_SIGN: return (x > 0) - (x < 0);
+    case AXON_UNARY_RELU: return x < 0 ? 0 : x;
+    case AXON_UNARY_HARDTANH: {
+        i128 lo = ref_wrap(d, (int64_t)p->min_val), hi = ref_wrap(d, (int64_t)p->max_val);
+        return x < lo ? (lo > hi ? hi : lo) : x > hi ? hi : x;
+    }
+    case AXON_UNARY_FLOOR:
+    case AXON_UNARY_CEIL:
+    case AXON_UNARY_ROUND:
+    case AXON_UNARY_TRUNC: return x;
+    case AXON_UNARY_LOGICAL_NOT: return x == 0;
+    case AXON_UNARY_BITWISE_NOT: return is_bool ? !x : ~x;
+    case AXON_UNARY_ISNAN:
+    case AXON_UNARY_ISINF: return 0;
+    case AXON_UNARY_ISFINITE: return 1;
+    case AXON_UNARY_SQUARE: return (i128)((u128)x * (u128)x);
+    default: return 0;
+    }
+}
+
+static i128 binary_ref_i(int op, i128 x, i128 y, axon_dtype_t d, const axon_op_params_t *p) {
+    int bits = ref_bits(d), is_signed = d != AXON_UINT8 && d != AXON_BOOL;
+    i128 alpha = p->alpha.i;
+    if (d == AXON_BOOL) {
+        switch (op) {
+        case AXON_BINARY_ADD: return x | (alpha != 0 && y);
+        case AXON_BINARY_MUL:
+        case AXON_BINARY_MINIMUM:
+        case AXON_BINARY_FMIN:
+        case AXON_BINARY_BITWISE_AND: return x & y;
+        case AXON_BINARY_MAXIMUM:
+        case AXON_BINARY_FMAX:
+        case AXON_BINARY_BITWISE_OR: return x | y;
+        case AXON_BINARY_BITWISE_XOR: return x ^ y;
+        default: break; /* comparisons and logical ops: as for integers */
+        }
+    }
+    switch (op) {
+    case AXON_BINARY_ADD: return (i128)((u128)x + (u128)alpha * (u128)y);
+    case AXON_BINARY_SUB: return (i128)((u128)x - (u128)alpha * (u128)y);
+    case AXON_BINARY_MUL: return (i128)((u128)x * (u128)y);
+    case AXON_BINARY_DIV_FLOOR: return x / y - (x % y != 0 && (x < 0) != (y < 0));
+    case AXON_BINARY_DIV_TRUNC: return x / y;
+    case AXON_BINARY_REMAINDER: return x % y != 0 && (x % y < 0) != (y < 0) ? x % y + y : x % y;
+    case AXON_BINARY_FMOD: return x % y;
+    case AXON_BINARY_POW: {
+        if (y < 0) return x == 1 ? 1 : x == -1 ? ((y & 1) ? -1 : 1) : 0;
+        u128 r = 1;
+        for (i128 e = 0; e < y; e++) r *= (u128)x;
+        return (i128)r;
+    }
+    case AXON_BINARY_MAXIMUM:
+    case AXON_BINARY_FMAX: return x > y ? x : y;
+    case AXON_BINARY_MINIMUM:
+    case AXON_BINARY_FMIN: return x < y ? x : y;
+    case AXON_BINARY_EQ: return x == y;
+    case AXON_BINARY_NE: return x != y;
+    case AXON_BINARY_LT: return x < y;
+    case AXON_BINARY_LE: return x <= y;
+    case AXON_BINARY_GT: return x > y;
+    case AXON_BINARY_GE: return x >= y;
+    case AXON_BINARY_LOGICAL_AND: return x != 0 && y != 0;
+    case AXON_BINARY_LOGICAL_OR: return x != 0 || y != 0;
+    case AXON_BINARY_LOGICAL_XOR: return (x != 0) != (y != 0);
+    case AXON_BINARY_BITWISE_AND: return x & y;
+    case AXON_BINARY_BITWISE_OR: return x | y;
+    case AXON_BINARY_BITWISE_XOR: return x ^ y;
+    case AXON_BINARY_SHIFT_LEFT: return y < 0 || y >= bits ? 0 : (i128)((u128)x << (int)y);
+    case AXON_BINARY_SHIFT_RIGHT: {
+        int top = bits - is_signed;
+        return y < 0 || y >= top ? x >> top : x >> (int)y;
+    }
+    default: return 0;
+    }
+}
+
+static i128 ternary_ref_i(int op, i128 x, i128 y, i128 z, const axon_op_params_t *p) {
+    switch (op) {
+    case AXON_TERNARY_WHERE: return x != 0 ? y : z;
+    case AXON_TERNARY_ADDCMUL: return (i128)((u128)x + (u128)p->alpha.i * (u128)y * (u128)z);
+    case AXON_TERNARY_CLAMP: return x < y ? (y > z ? z : y) : x > z ? z : x;
+    default: return 0;
+    }
+}
+
+/* ---- comparing ---- */
+
+static int close_enough(axon_dtype_t d, enum tol tol, long double got, long double exact, long double scale,
+                        long double x) {
+    long double want = ref_round(d, exact);
+    if (isnan(want) || isnan(got)) return isnan(want) && isnan(got);
+    if (got == want) return 1;
+    if (tol == EXACT || isinf(want) || isinf(got)) return 0;
+    long double diff = fabsl(got - want), ulp = ref_ulp(d, want);
+    long double eps = d == AXON_FLOAT64 ? 0x1p-53L : 0x1p-24L;
+    int half = ref_is_half(d);
+    switch (tol) {
+    case ROUND1: /* long double keeps only 11 bits more than double: the float64 reference may round twice */
+        return (half || d == AXON_FLOAT64) && diff <= ulp;
+    case ARITH: return diff <= ulp * (half ? 1 : 2) + 4 * eps * scale;
+    case TRANS:
+    case ACT:
+        if (diff <= ulp * (half ? 1 : 4)) return 1;
+        if (!half && diff <= (d == AXON_FLOAT64 ? 1e-13L : 1e-6L) * fabsl(want)) return 1;
+        return tol == ACT && diff <= ulp + 8 * eps * fmaxl(1, fabsl(x));
+    default: return 0;
+    }
+}
+
+/* ---- running one (op, dtype) ---- */
+
+/* Run the op on host inputs through device memory; out gets N elements of out_dt. Returns the launch status. */
+static axon_status_t run_op(const kc_dev_t *k, int arity, int op, axon_dtype_t out_dt, void *out,
+                            const axon_dtype_t *in_dt, void *const *in, const axon_op_params_t *p) {
+    int64_t n = N;
+    void *dev_in[3] = {NULL, NULL, NULL};
+    axon_tensor_t t[3];
+    for (int j = 0; j < arity; j++) {
+        dev_in[j] = kc_upload(k, in[j], N * axon_dtype_size(in_dt[j]));
+        t[j] = kc_tensor(dev_in[j], in_dt[j], 1, &n, NULL);
+    }
+    void *dev_out = kc_upload(k, NULL, N * axon_dtype_size(out_dt));
+    axon_tensor_t to = kc_tensor(dev_out, out_dt, 1, &n, NULL);
+    axon_status_t st = arity == 1   ? axon_kernel_unary(k->s, (axon_unary_op_t)op, &to, &t[0], p)
+                       : arity == 2 ? axon_kernel_binary(k->s, (axon_binary_op_t)op, &to, &t[0], &t[1], p)
+                                    : axon_kernel_ternary(k->s, (axon_ternary_op_t)op, &to, &t[0], &t[1], &t[2], p);
+    if (st == AXON_OK && !kc_download(k, out, dev_out, N * axon_dtype_size(out_dt))) st = AXON_ERROR_INTERNAL;
+    for (int j = 0; j < arity; j++) axon_mem_free(k->dev, dev_in[j]);
+    axon_mem_free(k->dev, dev_out);
+    return st;
+}
+
+static const char *op_name(int arity, int op) {
+    return arity == 1   ? axon_unary_op_name((axon_unary_op_t)op)
+           : arity == 2 ? axon_binary_op_name((axon_binary_op_t)op)
+                        : axon_ternary_op_name((axon_ternary_op_t)op);
+}
+
+static int op_supports(int arity, int op, axon_dtype_t d) {
+    return arity == 1   ? axon_unary_supports((axon_unary_op_t)op, d)
+           : arity == 2 ? axon_binary_supports((axon_binary_op_t)op, d)
+                        : axon_ternary_supports((axon_ternary_op_t)op, d);
+}
+
+static enum gen_kind operand_kind(int arity, int op, int j, axon_dtype_t d) {
+    if (!axon_dtype_is_integer(d) || j != 1 || arity != 2) return GEN_ANY;
+    switch (op) {
+    case AXON_BINARY_DIV_FLOOR:
+    case AXON_BINARY_DIV_TRUNC:
+    case AXON_BINARY_REMAINDER:
+    case AXON_BINARY_FMOD: return GEN_NONZERO; /* division by zero has its own test */
+    case AXON_BINARY_POW: return GEN_EXPONENT;
+    case AXON_BINARY_SHIFT_LEFT:
+    case AXON_BINARY_SHIFT_RIGHT: return GEN_SHIFT;
+    default: return GEN_ANY;
+    }
+}
+
+/* Check one supported (op, dtype) on N elements; returns the number of wrong elements (prints the first few). */
+static int check_pair(const kc_dev_t *k, int arity, const op_case_t *c, axon_dtype_t d, const axon_op_params_t *p) {
+    axon_dtype_t in_dt[3] = {d, d, d};
+    if (arity == 3 && c->op == AXON_TERNARY_WHERE) in_dt[0] = AXON_BOOL;
+    axon_dtype_t out_dt = c->bool_result ? AXON_BOOL : d;
+    unsigned char in_buf[3][N * 8], out_buf[N * 8];
+    void *in[3] = {in_buf[0], in_buf[1], in_buf[2]};
+    for (int j = 0; j < arity; j++) make_operand(in_dt[j], in[j], j, arity, operand_kind(arity, c->op, j, d));
+    axon_status_t st = run_op(k, arity, c->op, out_dt, out_buf, in_dt, in, p);
+    if (st != AXON_OK) {
+        fprintf(stderr, "  %s %s: %s (%s)\n", op_name(arity, c->op), axon_dtype_name(d), axon_status_name(st),
+                axon_last_error());
+        return N;
+    }
+    axon_dtype_t work = ref_is_half(d) ? AXON_FLOAT32 : d;
+    int bad = 0;
+    for (int i = 0; i < N; i++) {
+        const void *g = out_buf + (size_t)i * axon_dtype_size(out_dt);
+        const void *e[3];
+        for (int j = 0; j < arity; j++) e[j] = (const char *)in[j] + (size_t)i * axon_dtype_size(in_dt[j]);
+        int ok;
+        char desc[160];
+        if (ref_is_float(d)) {
+            long double x = arity == 3 && in_dt[0] == AXON_BOOL ? (long double)ref_load_i(AXON_BOOL, e[0])
+                                                                : ref_load_f(d, e[0]);
+            long double y = arity > 1 ? ref_load_f(d, e[1]) : 0, z = arity > 2 ? ref_load_f(d, e[2]) : 0;
+            long double scale = fabsl(x), want = arity == 1   ? unary_ref_f(c->op, x, p)
+                                                : arity == 2 ? binary_ref_f(c->op, x, y, p, work, &scale)
+                                                             : ternary_ref_f(c->op, x, y, z, p, &scale);
+            long double got = c->bool_result ? (long double)ref_load_i(AXON_BOOL, g) : ref_load_f(d, g);
+            ok = c->bool_result ? got == want : close_enough(d, c->tol, got, want, scale, x);
+            snprintf(desc, sizeof desc, "x=%.9Lg y=%.9Lg z=%.9Lg: got %.9Lg, want %.9Lg", x, y, z, got,
+                     c->bool_result ? want : ref_round(d, want));
+        } else {
+            i128 x = ref_load_i(in_dt[0], e[0]), y = arity > 1 ? ref_load_i(d, e[1]) : 0;
+            i128 z = arity > 2 ? ref_load_i(d, e[2]) : 0;
+            i128 want = arity == 1   ? unary_ref_i(c->op, x, d, p)
+                        : arity == 2 ? binary_ref_i(c->op, x, y, d, p)
+                                     : ternary_ref_i(c->op, x, y, z, p);
+            int64_t w = ref_wrap(out_dt, (int64_t)(uint64_t)(u128)want), got = ref_load_i(out_dt, g);
+            ok = got == w;
+            snprintf(desc, sizeof desc, "x=%" PRId64 " y=%" PRId64 " z=%" PRId64 ": got %" PRId64 ", want %" PRId64,
+                     (int64_t)x, (int64_t)y, (int64_t)z, got, w);
+        }
+        if (!ok && bad++ < 3)
+            fprintf(stderr, "  %s %s element %d: %s\n", op_name(arity, c->op), axon_dtype_name(d), i, desc);
+    }
+    return bad;
+}
+
+/* Every pair: supported ones against the reference, the others refused at launch with a message. */
+static void check_family(int arity, const op_case_t *cases, int ncases, const axon_op_params_t *p) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    rng_state = 12345;
+    for (int c = 0; c < ncases; c++) {
+        for (int d = 0; d < NDT; d++) {
+            int want = (cases[c].dtypes >> d) & 1;
+            const char *name = op_name(arity, cases[c].op);
+            if (op_supports(arity, cases[c].op, (axon_dtype_t)d) != want) {
+                fprintf(stderr, "  %s %s: supports() says %d, expected %d\n", name, axon_dtype_name((axon_dtype_t)d),
+                        !want, want);
+                check_failures_in_test++;
+                continue;
+            }
+            if (want) {
+                if (check_pair(&k, arity, &cases[c], (axon_dtype_t)d, p) != 0) check_failures_in_test++;
+                continue;
+            }
+            axon_dtype_t in_dt[3] = {(axon_dtype_t)d, (axon_dtype_t)d, (axon_dtype_t)d};
+            unsigned char zeros[3][N * 16], out[N * 16];
+            memset(zeros, 0, sizeof zeros);
+            void *in[3] = {zeros[0], zeros[1], zeros[2]};
+            axon_clear_error();
+            axon_status_t st = run_op(&k, arity, cases[c].op, (axon_dtype_t)d, out, in_dt, in, p);
+            if (st != AXON_ERROR_UNSUPPORTED || !strstr(axon_last_error(), name) ||
+                !strstr(axon_last_error(), axon_dtype_name((axon_dtype_t)d))) {
+                fprintf(stderr, "  %s %s: launch gave %s (%s), expected UNSUPPORTED naming both\n", name,
+                        axon_dtype_name((axon_dtype_t)d), axon_status_name(st), axon_last_error());
+                check_failures_in_test++;
+            }
+        }
+    }
+    CHECK_OK(axon_stream_sync(k.s));
+    axon_runtime_destroy(k.rt);
+}
+
+static void test_every_unary_op_matches_the_reference(void) {
+    axon_op_params_t p = axon_op_params_default();
+    check_family(1, unary_cases, AXON_UNARY_COUNT, &p);
+}
+
+static void test_unary_ops_with_non_default_params(void) {
+    axon_op_params_t p = axon_op_params_default();
+    p.negative_slope = 0.2, p.elu_alpha = 1.6732632423543772, p.elu_scale = 1.0507009873554805; /* SELU */
+    p.elu_input_scale = 0.5, p.beta = 2.0, p.threshold = 5.0, p.min_val = -5.0, p.max_val = 7.0;
+    const op_case_t cases[] = {
+        {AXON_UNARY_LEAKY_RELU, F, ACT, 0}, {AXON_UNARY_ELU, F, ACT, 0},
+        {AXON_UNARY_SOFTPLUS, F, ACT, 0},   {AXON_UNARY_HARDTANH, F | I, EXACT, 0},
+    };
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+        for (int d = 0; d < NDT; d++)
+            if ((cases[c].dtypes >> d) & 1 && check_pair(&k, 1, &cases[c], (axon_dtype_t)d, &p) != 0)
+                check_failures_in_test++;
+    axon_runtime_destroy(k.rt);
+}
+
+static void test_every_binary_op_matches_the_reference(void) {
+    axon_op_params_t p = axon_op_params_default();
+    check_family(2, binary_cases, AXON_BINARY_COUNT, &p);
+}
+
+static void test_add_and_sub_scale_b_by_alpha(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    const op_case_t cases[] = {{AXON_BINARY_ADD, F | I | B, ARITH, 0}, {AXON_BINARY_SUB, F | I, ARITH, 0}};
+    axon_op_params_t pf = axon_op_params_default(), pi = axon_op_params_default();
+    pf.alpha = axon_scalar_float(-0.3);
+    pi.alpha = axon_scalar_int(3);
+    for (int c = 0; c < 2; c++)
+        for (int d = 0; d < NDT; d++) {
+            if (!((cases[c].dtypes >> d) & 1)) continue;
+            const axon_op_params_t *p = ref_is_float((axon_dtype_t)d) ? &pf : &pi;
+            if (check_pair(&k, 2, &cases[c], (axon_dtype_t)d, p) != 0) check_failures_in_test++;
+        }
+    axon_runtime_destroy(k.rt);
+}
+
+static void test_every_ternary_op_matches_the_reference(void) {
+    axon_op_params_t p = axon_op_params_default();
+    check_family(3, ternary_cases, AXON_TERNARY_COUNT, &p);
+    p.alpha = axon_scalar_int(-2); /* addcmul / addcdiv `value`; an integer works for every dtype */
+    const op_case_t cases[] = {{AXON_TERNARY_ADDCMUL, F | I, ARITH, 0}, {AXON_TERNARY_ADDCDIV, F, ARITH, 0}};
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    for (int c = 0; c < 2; c++)
+        for (int d = 0; d < NDT; d++)
+            if ((cases[c].dtypes >> d) & 1 && check_pair(&k, 3, &cases[c], (axon_dtype_t)d, &p) != 0)
+                check_failures_in_test++;
+    axon_runtime_destroy(k.rt);
+}
+
+int main(void) {
+    RUN(test_every_unary_op_matches_the_reference);
+    RUN(test_unary_ops_with_non_default_params);
+    RUN(test_every_binary_op_matches_the_reference);
+    RUN(test_add_and_sub_scale_b_by_alpha);
+    RUN(test_every_ternary_op_matches_the_reference);
+    return check_report();
+}
