@@ -2,11 +2,15 @@
 // (uniform_, normal_, random_, bernoulli_). The numbers come from libaxon's kernels; this file picks the generator
 // and claims its Philox blocks, so the same seed gives the same numbers whatever the thread count.
 #include <ATen/ATen.h>
+#include <ATen/Dispatch_v2.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/core/DistributionsHelper.h>
 #include <ATen/core/GeneratorForPrivateuseone.h>
+#include <ATen/native/DistributionTemplates.h>
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
+#include <cstring>
 #include <limits>
 #include <mutex>
 
@@ -18,10 +22,38 @@
 namespace torch_axon {
 namespace {
 
+// libaxon's fill of t with a value's bytes; one launch per index of the first dimension while t does not fit a
+// descriptor.
+void enqueue_fill(axon_stream_t stream, const at::Tensor& t, const axon_scalar_t& bytes) {
+  for (int64_t i = 0; i < t.dim(); ++i) {
+    // An expanded dimension is one location: fill it once (CPU and CUDA allow filling such a tensor).
+    if (t.stride(i) == 0 && t.size(i) > 1) return enqueue_fill(stream, t.narrow(i, 0, 1), bytes);
+  }
+  if (!fits(t)) {
+    for (int64_t i = 0; i < t.size(0); ++i) enqueue_fill(stream, t.select(0, i), bytes);
+    return;
+  }
+  const axon_tensor_t d = describe_bytes(t, "fill_");
+  AXON_CHECK(axon_kernel_fill(stream, &d, bytes));
+}
+
+// The value is converted to self's dtype on the host with c10's checked conversion (a value the dtype cannot hold is
+// an error), as CUDA's fill does; libaxon stores the resulting bytes. So every dtype can be filled, float8 and uint16
+// included, with exactly the value CPU and CUDA store.
 at::Tensor& fill_scalar(at::Tensor& self, const c10::Scalar& value) {
-  if (self.numel() == 0) return self;
-  const axon_tensor_t d = describe(self, "fill_");
-  AXON_CHECK(axon_kernel_fill(current_stream(self.device().index()), &d, to_axon_scalar(value)));
+  axon_scalar_t bytes{};
+  AT_DISPATCH_V2(self.scalar_type(), "fill_", AT_WRAP([&] {
+    const scalar_t v = value.to<scalar_t>();
+    if constexpr (sizeof(scalar_t) == 16) {
+      bytes = to_axon_scalar(c10::Scalar(v));  // a complex<double>: exact in libaxon's scalar
+    } else {
+      int64_t raw = 0;  // the element's bytes, as the low bytes of an integer that libaxon narrows by keeping them
+      std::memcpy(&raw, &v, sizeof(scalar_t));
+      bytes = axon_scalar_int(raw);
+    }
+  }), AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), c10::kHalf, c10::kBFloat16, c10::kBool, c10::kComplexHalf,
+      AT_EXPAND(AT_FLOAT8_TYPES), AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES));
+  if (self.numel() > 0) enqueue_fill(current_stream(self.device().index()), self, bytes);
   return self;
 }
 
@@ -48,22 +80,37 @@ Draw claim(const at::Tensor& t, std::optional<at::Generator> gen) {
   return {g->current_seed(), g->claim_blocks(blocks)};
 }
 
+// Launches one random kernel for self: launch(stream, descriptor, draw) with the blocks claimed for self. A tensor
+// whose layout does not fit a descriptor gets its numbers in a contiguous temporary first (the same numbers: they
+// follow the elements' logical order), then copied in.
+template <typename Launch>
+at::Tensor& draw_into(at::Tensor& self, std::optional<at::Generator> gen, const char* op, const Launch& launch) {
+  if (self.numel() == 0) return self;
+  at::assert_no_internal_overlap(self);  // as TensorIterator checks for CPU and CUDA
+  if (!fits(self)) {
+    at::Tensor dense = at::empty(self.sizes(), self.options());
+    draw_into(dense, gen, op, launch);
+    self.copy_(dense);
+    return self;
+  }
+  const axon_tensor_t d = describe(self, op);
+  const Draw r = claim(self, gen);
+  AXON_CHECK(launch(current_stream(self.device().index()), &d, r));
+  return self;
+}
+
 at::Tensor& uniform(at::Tensor& self, double from, double to, std::optional<at::Generator> gen) {
   TORCH_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from, " > to=", to);
-  if (self.numel() == 0) return self;
-  const axon_tensor_t d = describe(self, "uniform_");
-  const Draw r = claim(self, gen);
-  AXON_CHECK(axon_kernel_uniform(current_stream(self.device().index()), &d, r.seed, r.block_offset, from, to));
-  return self;
+  return draw_into(self, gen, "uniform_", [&](axon_stream_t s, const axon_tensor_t* d, const Draw& r) {
+    return axon_kernel_uniform(s, d, r.seed, r.block_offset, from, to);
+  });
 }
 
 at::Tensor& normal(at::Tensor& self, double mean, double std, std::optional<at::Generator> gen) {
   TORCH_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
-  if (self.numel() == 0) return self;
-  const axon_tensor_t d = describe(self, "normal_");
-  const Draw r = claim(self, gen);
-  AXON_CHECK(axon_kernel_normal(current_stream(self.device().index()), &d, r.seed, r.block_offset, mean, std));
-  return self;
+  return draw_into(self, gen, "normal_", [&](axon_stream_t s, const axon_tensor_t* d, const Draw& r) {
+    return axon_kernel_normal(s, d, r.seed, r.block_offset, mean, std);
+  });
 }
 
 // The largest value random_ may produce without a bound: 2^digits for floating types (every integer up to it is
@@ -85,39 +132,46 @@ uint64_t unbounded_max(c10::ScalarType t) {
 }
 
 at::Tensor& random_range(at::Tensor& self, int64_t from, uint64_t range, std::optional<at::Generator> gen) {
-  if (self.numel() == 0) return self;
-  const axon_tensor_t d = describe(self, "random_");
-  const Draw r = claim(self, gen);
-  AXON_CHECK(axon_kernel_random_int(current_stream(self.device().index()), &d, r.seed, r.block_offset, from, range));
-  return self;
+  return draw_into(self, gen, "random_", [&](axon_stream_t s, const axon_tensor_t* d, const Draw& r) {
+    return axon_kernel_random_int(s, d, r.seed, r.block_offset, from, range);
+  });
 }
+
+// PyTorch's random_(from, to) front end, shared by CPU and CUDA (bounds checks naming the dtype, from/to moved to
+// values the floating-point dtype can hold), calls this with the final range.
+template <typename RNG>
+struct RandomFromToKernel {
+  void operator()(at::TensorIteratorBase& iter, uint64_t range, int64_t from, std::optional<at::Generator> gen) {
+    at::Tensor self = iter.tensor(0);
+    random_range(self, from, range, gen);
+  }
+  // [int64 min, int64 max]: all 2^64 values (range 0).
+  void operator()(at::TensorIteratorBase& iter, std::optional<at::Generator> gen) {
+    at::Tensor self = iter.tensor(0);
+    random_range(self, std::numeric_limits<int64_t>::lowest(), 0, gen);
+  }
+};
 
 at::Tensor& random_from_to(at::Tensor& self, int64_t from, std::optional<int64_t> to,
                            std::optional<at::Generator> gen) {
-  if (to.has_value()) {
-    TORCH_CHECK(from < *to, "random_ expects 'from' to be less than 'to', but got from=", from, " >= to=", *to);
-    return random_range(self, from, static_cast<uint64_t>(*to) - static_cast<uint64_t>(from), gen);
-  }
-  const uint64_t max = unbounded_max(self.scalar_type());
-  TORCH_CHECK(from >= 0 && static_cast<uint64_t>(from) <= max, "random_ expects 'from' in [0, ", max, "], got ", from);
-  return random_range(self, from, max - static_cast<uint64_t>(from) + 1, gen);
+  return at::native::templates::random_from_to_impl<RandomFromToKernel, AxonGeneratorImpl*>(self, from, to, gen);
 }
 
 at::Tensor& random_to(at::Tensor& self, int64_t to, std::optional<at::Generator> gen) {
   return random_from_to(self, 0, to, gen);
 }
 
+// [0, 2^digits] for floating dtypes, [0, max] for integers, as PyTorch's random_().
 at::Tensor& random_plain(at::Tensor& self, std::optional<at::Generator> gen) {
-  return random_from_to(self, 0, std::nullopt, gen);
+  if (self.numel() == 0) return self;
+  return random_range(self, 0, unbounded_max(self.scalar_type()) + 1, gen);
 }
 
 at::Tensor& bernoulli_float(at::Tensor& self, double p, std::optional<at::Generator> gen) {
   TORCH_CHECK(0 <= p && p <= 1, "bernoulli_ expects p to be in [0, 1], but got p=", p);
-  if (self.numel() == 0) return self;
-  const axon_tensor_t d = describe(self, "bernoulli_");
-  const Draw r = claim(self, gen);
-  AXON_CHECK(axon_kernel_bernoulli(current_stream(self.device().index()), &d, r.seed, r.block_offset, p));
-  return self;
+  return draw_into(self, gen, "bernoulli_", [&](axon_stream_t s, const axon_tensor_t* d, const Draw& r) {
+    return axon_kernel_bernoulli(s, d, r.seed, r.block_offset, p);
+  });
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {

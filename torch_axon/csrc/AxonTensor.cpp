@@ -22,20 +22,110 @@ std::optional<axon_dtype_t> axon_dtype_of(c10::ScalarType t) {
   }
 }
 
-axon_tensor_t describe(const at::TensorBase& t, const char* op) {
-  const auto dtype = axon_dtype_of(t.scalar_type());
-  TORCH_CHECK(dtype.has_value(), op, ": dtype ", t.scalar_type(), " is not supported by axon kernels");
-  TORCH_CHECK(t.dim() <= AXON_MAX_DIMS, op, ": tensors of more than ", AXON_MAX_DIMS, " dimensions are not supported (got ",
-              t.dim(), ")");
-  axon_tensor_t d{};
-  d.data = t.numel() > 0 ? const_cast<void*>(t.const_data_ptr()) : nullptr;
-  d.dtype = *dtype;
-  d.ndim = static_cast<int>(t.dim());
-  for (int i = 0; i < d.ndim; ++i) {
-    d.sizes[i] = t.size(i);
-    d.strides[i] = t.stride(i);
+namespace {
+
+std::optional<axon_dtype_t> axon_dtype_of_size(size_t itemsize) {
+  switch (itemsize) {
+    case 1: return AXON_UINT8;
+    case 2: return AXON_INT16;
+    case 4: return AXON_INT32;
+    case 8: return AXON_INT64;
+    case 16: return AXON_COMPLEX128;
+    default: return std::nullopt;
   }
+}
+
+std::optional<axon_dtype_t> dtype_for(const at::TensorBase& t, bool bytes) {
+  return bytes ? axon_dtype_of_size(t.dtype().itemsize()) : axon_dtype_of(t.scalar_type());
+}
+
+// Fills in the descriptors of n tensors of one shape; returns their number of dimensions, or -1 (descriptors
+// unusable) if more than AXON_MAX_DIMS are needed. Up to AXON_MAX_DIMS dimensions are taken as they are; beyond,
+// size-1 dimensions are dropped and a dimension is merged into the one before it where, in every tensor, the outer
+// stride is the inner stride times the inner size (the element order stays row-major).
+int describe_all(const at::TensorBase* const* t, axon_tensor_t* const* d, int n, bool bytes, const char* op) {
+  for (int k = 0; k < n; ++k) {
+    const auto dtype = dtype_for(*t[k], bytes);
+    TORCH_CHECK(dtype.has_value(), op, ": dtype ", t[k]->scalar_type(), " is not supported by axon kernels");
+    *d[k] = axon_tensor_t{};
+    d[k]->data = t[k]->numel() > 0 ? const_cast<void*>(t[k]->const_data_ptr()) : nullptr;
+    d[k]->dtype = *dtype;
+  }
+  const int64_t dims = t[0]->dim();
+  int nd = 0;
+  if (dims <= AXON_MAX_DIMS) {
+    nd = static_cast<int>(dims);
+    for (int k = 0; k < n; ++k) {
+      for (int i = 0; i < nd; ++i) {
+        d[k]->sizes[i] = t[k]->size(i);
+        d[k]->strides[i] = t[k]->stride(i);
+      }
+    }
+  } else if (t[0]->numel() == 0) {
+    nd = 1;  // no elements: any shape with none will do (sizes[0] == 0)
+  } else {
+    for (int64_t i = 0; i < dims; ++i) {
+      const int64_t size = t[0]->size(i);
+      if (size == 1) continue;
+      bool merge = nd > 0;
+      for (int k = 0; k < n && merge; ++k) merge = d[k]->strides[nd - 1] == t[k]->stride(i) * size;
+      if (!merge) {
+        if (nd == AXON_MAX_DIMS) return -1;
+        for (int k = 0; k < n; ++k) d[k]->sizes[nd] = 1;
+        ++nd;
+      }
+      for (int k = 0; k < n; ++k) {
+        d[k]->sizes[nd - 1] *= size;
+        d[k]->strides[nd - 1] = t[k]->stride(i);
+      }
+    }
+  }
+  for (int k = 0; k < n; ++k) d[k]->ndim = nd;  // 0 if every size is 1: one element
+  return nd;
+}
+
+void check_fits(int nd, const at::TensorBase& t, const char* op) {
+  TORCH_CHECK(nd >= 0, op, ": tensors of more than ", AXON_MAX_DIMS,
+              " dimensions are supported only where their strides let dimensions merge (got ", t.sizes(),
+              " with strides ", t.strides(), ")");
+}
+
+axon_tensor_t describe_one(const at::TensorBase& t, bool bytes, const char* op) {
+  const at::TensorBase* ts[] = {&t};
+  axon_tensor_t d;
+  axon_tensor_t* ds[] = {&d};
+  check_fits(describe_all(ts, ds, 1, bytes, op), t, op);
   return d;
+}
+
+}  // namespace
+
+axon_tensor_t describe(const at::TensorBase& t, const char* op) { return describe_one(t, /*bytes=*/false, op); }
+
+axon_tensor_t describe_bytes(const at::TensorBase& t, const char* op) { return describe_one(t, /*bytes=*/true, op); }
+
+void describe_pair(const at::TensorBase& dst, const at::TensorBase& src, bool bytes, const char* op,
+                   axon_tensor_t* dst_desc, axon_tensor_t* src_desc) {
+  TORCH_CHECK(dst.sizes() == src.sizes(), op, ": shapes differ: ", dst.sizes(), " and ", src.sizes());
+  const at::TensorBase* ts[] = {&dst, &src};
+  axon_tensor_t* ds[] = {dst_desc, src_desc};
+  check_fits(describe_all(ts, ds, 2, bytes, op), src, op);
+}
+
+bool fits(const at::TensorBase& t) {
+  if (t.dim() <= AXON_MAX_DIMS) return true;
+  const at::TensorBase* ts[] = {&t};
+  axon_tensor_t d;
+  axon_tensor_t* ds[] = {&d};
+  return describe_all(ts, ds, 1, /*bytes=*/true, "fits") >= 0;
+}
+
+bool fits_pair(const at::TensorBase& dst, const at::TensorBase& src) {
+  if (dst.dim() <= AXON_MAX_DIMS) return true;
+  const at::TensorBase* ts[] = {&dst, &src};
+  axon_tensor_t d, s;
+  axon_tensor_t* ds[] = {&d, &s};
+  return describe_all(ts, ds, 2, /*bytes=*/true, "fits") >= 0;
 }
 
 axon_scalar_t to_axon_scalar(const c10::Scalar& s) {

@@ -16,9 +16,26 @@ std::optional<axon_dtype_t> axon_dtype_of(c10::ScalarType t);
 // True if libaxon's kernels can take tensors of this dtype.
 inline bool kernels_support(c10::ScalarType t) { return axon_dtype_of(t).has_value(); }
 
-// The descriptor of t (data pointer with the storage offset applied, sizes, strides in elements). Throws naming `op`
-// if t's dtype is not supported or it has more than AXON_MAX_DIMS dimensions.
+// The descriptor of t (data pointer with the storage offset applied, sizes, strides in elements). A tensor of more
+// than AXON_MAX_DIMS dimensions is described with its size-1 dimensions dropped and adjacent dimensions merged where
+// its strides allow: the same elements in the same row-major order. Throws naming `op` if t's dtype is not supported
+// or it still has too many dimensions.
 axon_tensor_t describe(const at::TensorBase& t, const char* op);
+
+// The descriptor of t's bytes: as describe(), but with the libaxon dtype of t's element size (uint8, int16, int32,
+// int64, complex128), for kernels that only move bytes (same-dtype copies, fills with a converted value). Works for
+// dtypes libaxon does not know (float8, uint16, complex32, ...).
+axon_tensor_t describe_bytes(const at::TensorBase& t, const char* op);
+
+// Descriptors of two tensors of the same shape for one element-wise kernel (dst, src of a copy): as describe() (or
+// describe_bytes() if `bytes`), with dimensions merged only where both tensors' strides allow.
+void describe_pair(const at::TensorBase& dst, const at::TensorBase& src, bool bytes, const char* op,
+                   axon_tensor_t* dst_desc, axon_tensor_t* src_desc);
+
+// Whether describe(t) (describe_pair(dst, src)) fits in AXON_MAX_DIMS dimensions. Where it does not, callers split the
+// work along the first dimension (or go through a contiguous temporary) rather than fail.
+bool fits(const at::TensorBase& t);
+bool fits_pair(const at::TensorBase& dst, const at::TensorBase& src);
 
 // A scalar in libaxon's form, keeping integers exact.
 axon_scalar_t to_axon_scalar(const c10::Scalar& s);

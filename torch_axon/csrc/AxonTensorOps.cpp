@@ -83,7 +83,7 @@ at::Tensor& set_tensor(at::Tensor& self, const at::Tensor& source) {
 
 at::Tensor& set_empty(at::Tensor& self) {
   c10::Storage empty(c10::Storage::use_byte_size_t(), 0, device_allocator(), /*resizable=*/true);
-  return set_storage_offset(self, std::move(empty), 0, {0}, {});
+  return set_storage_offset(self, std::move(empty), 0, {0}, {1});
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
