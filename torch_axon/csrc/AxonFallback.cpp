@@ -6,7 +6,13 @@
 // that alias an argument come back as views of the original axon tensor; only freshly allocated results are copied
 // to the device. Every use is counted per op (torch_axon.fallback_stats()), warned about once per op, and with
 // AXON_STRICT=1 refused with an error naming the op.
+//
+// Random ops draw from the axon generator even here: the CPU kernel gets a CPU generator seeded from one Philox block
+// of the axon generator (the one passed, else the device's default), which advances by that block. So
+// torch.axon.manual_seed and generator= arguments make fallback random ops reproducible, as on CUDA.
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/core/PhiloxRNGEngine.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/util/Exception.h>
@@ -16,6 +22,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -23,6 +30,7 @@
 #include "AxonException.h"
 #include "AxonFallback.h"
 #include "AxonFunctions.h"
+#include "AxonGenerator.h"
 
 namespace torch_axon {
 
@@ -41,10 +49,13 @@ bool strict_fallback() {
   return g_strict == 1;
 }
 
-// Count one use of `name`; true if it is the first.
+std::set<std::string> g_warned;  // ops warned about: once per process, whatever reset_fallback_counts does
+
+// Count one use of `name`; true if it is the first in this process (the one to warn about).
 bool count_use(const std::string& name) {
   std::lock_guard<std::mutex> lock(g_stats_lock);
-  return g_counts[name]++ == 0;
+  ++g_counts[name];
+  return g_warned.insert(name).second;
 }
 
 // A CPU tensor over the same bytes as axon tensor t. Its storage is resizable with the CPU allocator, so a CPU
@@ -76,11 +87,17 @@ class Fallback {
     const auto& schema = op_.schema();
     const size_t nargs = schema.arguments().size();
     const size_t first_arg = stack->size() - nargs;
+    std::vector<size_t> generator_args;
     for (size_t i = 0; i < nargs; ++i) {
+      if (is_generator_argument(schema.arguments()[i])) {
+        generator_args.push_back(first_arg + i);
+        continue;
+      }
       (*stack)[first_arg + i] = to_host((*stack)[first_arg + i], schema.arguments()[i].name());
     }
     TORCH_CHECK(device_index_ >= 0 || axon_device_arg_, name(), ": the host fallback found no axon argument");
     if (device_index_ < 0) device_index_ = current_device();
+    for (size_t i : generator_args) (*stack)[i] = host_generator((*stack)[i]);
     // Stream order: the CPU kernel must see every earlier kernel's writes.
     AXON_CHECK(axon_stream_sync(current_stream(device_index_)));
     op_.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
@@ -116,11 +133,31 @@ class Fallback {
       if (device_index_ < 0) device_index_ = v.toDevice().has_index() ? v.toDevice().index() : current_device();
       return c10::IValue(c10::Device(c10::kCPU));
     }
-    if (v.isGenerator() && v.toGenerator().device().type() == kAxon) {
-      // CPU kernels draw only from CPU generators: a fallback random op uses the CPU default generator.
-      return c10::IValue();
-    }
     return v;
+  }
+
+  static bool is_generator_argument(const c10::Argument& arg) {
+    const c10::TypePtr& type = arg.type();
+    if (type->kind() == c10::TypeKind::GeneratorType) return true;
+    const auto* optional = type->castRaw<c10::OptionalType>();
+    return optional != nullptr && optional->getElementType()->kind() == c10::TypeKind::GeneratorType;
+  }
+
+  // The CPU generator the kernel draws from, seeded from the next Philox block of the axon generator `v` (None: the
+  // device's default).
+  c10::IValue host_generator(const c10::IValue& v) {
+    std::optional<at::Generator> given;
+    if (v.isGenerator()) given = v.toGenerator();
+    auto* g = at::get_generator_or_default<AxonGeneratorImpl>(given, default_generator(device_index_));
+    uint64_t seed = 0, block = 0;
+    {
+      std::lock_guard<std::mutex> lock(g->mutex_);
+      seed = g->current_seed();
+      block = g->claim_blocks(1);
+    }
+    at::Philox4_32 philox(seed, /*subsequence=*/0, /*offset=*/block);
+    const uint64_t lo = philox(), hi = philox();
+    return c10::IValue(at::make_generator<at::CPUGeneratorImpl>(lo | (hi << 32)));
   }
 
   at::Tensor tensor_to_host(const at::Tensor& t, const std::string& arg_name, bool in_list) {
@@ -235,3 +272,11 @@ bool get_strict_fallback() { return strict_fallback(); }
 }  // namespace torch_axon
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) { m.fallback(torch::CppFunction::makeFromBoxedFunction<&torch_axon::axon_fallback>()); }
+
+// Convolutions have device-independent kernels that hand any backend other than PyTorch's own to
+// convolution_overrideable, whose default only throws; those would win over the fallback. Registered for axon, the
+// two ops reach the fallback, which runs the CPU convolution (forward and backward) instead.
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("convolution", torch::CppFunction::makeFromBoxedFunction<&torch_axon::axon_fallback>());
+  m.impl("convolution_backward", torch::CppFunction::makeFromBoxedFunction<&torch_axon::axon_fallback>());
+}
