@@ -5,12 +5,55 @@
  * p0..p2. Float expressions are written once for float and double through <tgmath.h>; float16 and bfloat16 use the
  * float versions, so they compute in float32 and round once on store. Integer arithmetic goes through U so that it
  * wraps instead of being undefined. */
+#include <string.h>
 #include <tgmath.h>
 
 #include "pointwise_impl.h"
 
 /* The expressions are written once for signed and unsigned types, so `x < 0` is sometimes always false. */
 #pragma GCC diagnostic ignored "-Wtype-limits"
+
+#ifdef AXON_HAVE_LIBMVEC
+/* glibc's libmvec (2.35 and later) has 4-lane SSE versions of these float functions. Declaring them `simd` lets GCC
+ * vectorize the loops that call them, which glibc's <math.h> does only under -ffast-math. Measured on this machine,
+ * per element: erf 9.2 -> 0.8 ns, tanh 9.0 -> 1.1, tan 9.0 -> 1.0, atan 4.5 -> 0.9, sin and cos 2.9 -> 0.9,
+ * asinh 7.5 -> 3.4, all within 2.4 ulp and with the same special values. The other functions' 4-lane versions were
+ * no faster than the scalar ones (they loop inside), so they are left alone. CMake defines AXON_HAVE_LIBMVEC only
+ * when every symbol is there, and links libmvec. */
+#define PW_SIMD __attribute__((simd("notinbranch")))
+float erff(float) PW_SIMD;
+float tanhf(float) PW_SIMD;
+float tanf(float) PW_SIMD;
+float atanf(float) PW_SIMD;
+float sinf(float) PW_SIMD;
+float cosf(float) PW_SIMD;
+float asinhf(float) PW_SIMD;
+
+/* A vectorized loop calls the 4-lane function in its body but the scalar one for a short trip and for the last
+ * n % 4 elements, and the two may differ by an ulp or two. Then an element's value would depend on where a chunk,
+ * run or block boundary falls: on the thread count and the layout. So these loops run their body only on multiples
+ * of PW_SIMD_PAD elements (no vector factor GCC uses at SSE width leaves a tail then) and push the last few elements
+ * through a zero-padded block of that size. The body is not inlined, so both calls run the same code. */
+#define PW_SIMD_PAD 16
+#define PW_UNARY_SIMD_FN(op, EXPR, DE, dn, T, WT, UT)                                                             \
+    __attribute__((noinline)) PW_UNARY_FN(op##_body, EXPR, T, PW_ST_##dn, DE, dn, T, WT, UT)                    \
+    static int pw_unary_##op##_##dn(char *o, const char *const *in, unsigned sm, int64_t n, const pw_ctx_t *ctx) { \
+        const int64_t bulk = n & ~(int64_t)(PW_SIMD_PAD - 1);                                                   \
+        if (bulk > 0) pw_unary_##op##_body_##dn(o, in, sm, bulk, ctx);                                          \
+        if (n > bulk) {                                                                                         \
+            T pad_in[PW_SIMD_PAD], pad_out[PW_SIMD_PAD];                                                        \
+            memset(pad_in, 0, sizeof pad_in);                                                                   \
+            memcpy(pad_in, in[0] + bulk * (int64_t)sizeof(T), (size_t)(n - bulk) * sizeof(T));                  \
+            const char *pin[1] = {(const char *)pad_in};                                                        \
+            pw_unary_##op##_body_##dn((char *)pad_out, pin, sm, PW_SIMD_PAD, ctx);                              \
+            memcpy(o + bulk * (int64_t)sizeof(T), pad_out, (size_t)(n - bulk) * sizeof(T));                     \
+        }                                                                                                       \
+        return 0;                                                                                               \
+    }
+#define PW_US(op, EXPR, DE, dn, T, WT, UT) PW_UNARY_SIMD_FN(op, EXPR, DE, dn, T, WT, UT)
+#else
+#define PW_US(op, EXPR, DE, dn, T, WT, UT) PW_U(op, EXPR, DE, dn, T, WT, UT)
+#endif
 
 /* out[i] = ST(EXPR(x = LD(a[i]))). RT/RST: result storage type and store, for the ops with a bool result. */
 #define PW_UNARY_FN(op, EXPR, RT, RST, DE, dn, T, WT, UT)                                                         \
@@ -49,25 +92,25 @@ PW_FLOATS(PW_U, log, (log(x)))
 PW_FLOATS(PW_U, log2, (log2(x)))
 PW_FLOATS(PW_U, log10, (log10(x)))
 PW_FLOATS(PW_U, log1p, (log1p(x)))
-PW_FLOATS(PW_U, sin, (sin(x)))
-PW_FLOATS(PW_U, cos, (cos(x)))
-PW_FLOATS(PW_U, tan, (tan(x)))
+PW_FLOATS(PW_US, sin, (sin(x)))
+PW_FLOATS(PW_US, cos, (cos(x)))
+PW_FLOATS(PW_US, tan, (tan(x)))
 PW_FLOATS(PW_U, asin, (asin(x)))
 PW_FLOATS(PW_U, acos, (acos(x)))
-PW_FLOATS(PW_U, atan, (atan(x)))
+PW_FLOATS(PW_US, atan, (atan(x)))
 PW_FLOATS(PW_U, sinh, (sinh(x)))
 PW_FLOATS(PW_U, cosh, (cosh(x)))
-PW_FLOATS(PW_U, tanh, (tanh(x)))
-PW_FLOATS(PW_U, asinh, (asinh(x)))
+PW_FLOATS(PW_US, tanh, (tanh(x)))
+PW_FLOATS(PW_US, asinh, (asinh(x)))
 PW_FLOATS(PW_U, acosh, (acosh(x)))
 PW_FLOATS(PW_U, atanh, (atanh(x)))
-PW_FLOATS(PW_U, erf, (erf(x)))
+PW_FLOATS(PW_US, erf, (erf(x)))
 PW_FLOATS(PW_U, erfc, (erfc(x)))
 PW_FLOATS(PW_U, sigmoid, ((W)1 / ((W)1 + exp(-x))))
 PW_FLOATS(PW_U, relu, (x < 0 ? (W)0 : x)) /* not x > 0 ? x : 0, which would turn NaN into 0 */
 /* The activations follow PyTorch's CPU formulas term by term, so float32 results round the same way. */
-PW_FLOATS(PW_U, gelu, (x * (W)0.5 * ((W)1 + erf(x * (W)0.70710678118654752440))))
-PW_FLOATS(PW_U, gelu_tanh,
+PW_FLOATS(PW_US, gelu, (x * (W)0.5 * ((W)1 + erf(x * (W)0.70710678118654752440))))
+PW_FLOATS(PW_US, gelu_tanh,
           ((W)0.5 * x * ((W)1 + tanh((W)0.79788456080286535588 * (x + (W)0.044715 * (x * x * x))))))
 PW_FLOATS(PW_U, silu, (x / ((W)1 + exp(-x))))
 PW_FLOATS(PW_U, mish, (x * tanh(log1p(exp(x)))))

@@ -162,6 +162,56 @@ static void test_in_place_ops_write_their_input(void) {
     axon_runtime_destroy(k.rt);
 }
 
+/* An element's value depends on its input only, not on where it falls in a run: vectorized loops may call vector
+ * versions of libm functions (libmvec) that differ from the scalar ones in the last bit, so every position must take
+ * the same path. Checked on windows starting at offsets 0..16 and on single elements. */
+static void test_values_do_not_depend_on_the_position(void) {
+    kc_dev_t k = kc_open(1);
+    REQUIRE(k.rt);
+    enum { M = 203 };
+    const axon_unary_op_t ops[] = {AXON_UNARY_ERF, AXON_UNARY_TANH, AXON_UNARY_SIN, AXON_UNARY_COS,
+                                   AXON_UNARY_TAN, AXON_UNARY_ATAN, AXON_UNARY_ASINH, AXON_UNARY_GELU,
+                                   AXON_UNARY_GELU_TANH, AXON_UNARY_EXP, AXON_UNARY_SIGMOID};
+    const axon_dtype_t dts[] = {AXON_FLOAT32, AXON_BFLOAT16, AXON_FLOAT16};
+    float xs[M];
+    for (int i = 0; i < M; i++) xs[i] = (float)(i * 37 % M) * 0.05f - 5.0f;
+    for (size_t t = 0; t < sizeof dts / sizeof dts[0]; t++) {
+        axon_dtype_t d = dts[t];
+        size_t es = axon_dtype_size(d);
+        unsigned char host[M * 4], ref[M * 4], got[M * 4];
+        for (int i = 0; i < M; i++) ref_store_f(d, host + i * es, xs[i]);
+        axon_tensor_t x = dev_vec(&k, d, host, M), out = dev_vec(&k, d, NULL, M);
+        for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+            CHECK_OK(axon_kernel_unary(k.s, ops[o], &out, &x, NULL));
+            CHECK(fetch(&k, &out, ref));
+            int bad = 0;
+            for (int64_t off = 1; off <= 16; off++) { /* the window [off, M) */
+                axon_tensor_t xv = x, ov = out;
+                xv.data = (char *)x.data + off * (int64_t)es, ov.data = (char *)out.data + off * (int64_t)es;
+                xv.sizes[0] = ov.sizes[0] = M - off;
+                CHECK_OK(axon_kernel_unary(k.s, ops[o], &ov, &xv, NULL));
+                CHECK(fetch(&k, &out, got));
+                bad |= memcmp(got + off * es, ref + off * es, (M - off) * es) != 0;
+            }
+            for (int64_t i = 0; i < M; i += 7) { /* one element at a time */
+                axon_tensor_t xv = x, ov = out;
+                xv.data = (char *)x.data + i * (int64_t)es, ov.data = (char *)out.data + i * (int64_t)es;
+                xv.sizes[0] = ov.sizes[0] = 1;
+                CHECK_OK(axon_kernel_unary(k.s, ops[o], &ov, &xv, NULL));
+            }
+            CHECK(fetch(&k, &out, got));
+            bad |= memcmp(got, ref, M * es) != 0;
+            if (bad) {
+                fprintf(stderr, "  %s %s: value depends on the position\n", axon_unary_op_name(ops[o]),
+                        axon_dtype_name(d));
+                check_failures_in_test++;
+            }
+        }
+        vec_free(&k, &x), vec_free(&k, &out);
+    }
+    axon_runtime_destroy(k.rt);
+}
+
 /* ---- number operands ---- */
 
 static void test_number_operands(void) {
@@ -604,6 +654,7 @@ int main(void) {
     RUN(test_broadcast_transposed_and_reversed_operands);
     RUN(test_strided_views_equal_contiguous_copies);
     RUN(test_in_place_ops_write_their_input);
+    RUN(test_values_do_not_depend_on_the_position);
     RUN(test_number_operands);
     RUN(test_bfloat16_numbers_follow_pytorch);
     RUN(test_inputs_convert_to_the_compute_dtype_on_load);
