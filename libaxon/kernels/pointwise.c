@@ -187,13 +187,23 @@ static axon_status_t pw_number(const pw_op_t *op, int k, axon_scalar_t v, axon_d
     return AXON_OK;
 }
 
+/* Check a descriptor; the message prefix ("add: b") is formatted only if the check fails, since this runs on every
+ * launch of the hottest path and snprintf costs more than the checks. */
+static axon_status_t pw_check(const axon_tensor_t *t, int is_out, const pw_op_t *op, const char *role) {
+    axon_status_t st = is_out ? axon_kernel_check_dst(t, role) : axon_kernel_check_src(t, role);
+    if (st == AXON_OK) return st;
+    char what[64];
+    snprintf(what, sizeof what, "%s: %s", op->name, role);
+    return is_out ? axon_kernel_check_dst(t, what) : axon_kernel_check_src(t, what);
+}
+
 static axon_status_t pw_launch(axon_stream_t s, const pw_op_t *op, const axon_tensor_t *out,
                                const axon_tensor_t *const *ins, const axon_op_params_t *params) {
-    const axon_op_params_t defaults = axon_op_params_default();
-    const axon_op_params_t *p = params ? params : &defaults;
-    char what[64], shape[160], shape2[160], desc[640];
-    snprintf(what, sizeof what, "%s: out", op->name);
-    axon_status_t st = axon_kernel_check_dst(out, what);
+    axon_op_params_t defaults;
+    const axon_op_params_t *p = params;
+    if (p == NULL) defaults = axon_op_params_default(), p = &defaults;
+    char shape[160], shape2[160], desc[640];
+    axon_status_t st = pw_check(out, 1, op, "out");
     if (st != AXON_OK) return st;
 
     int tensors = 0;
@@ -206,8 +216,7 @@ static axon_status_t pw_launch(axon_stream_t s, const pw_op_t *op, const axon_te
                                  op->name, operand_names[k]);
             continue;
         }
-        snprintf(what, sizeof what, "%s: %s", op->name, operand_names[k]);
-        if ((st = axon_kernel_check_src(t, what)) != AXON_OK) return st;
+        if ((st = pw_check(t, 0, op, operand_names[k])) != AXON_OK) return st;
         int same = t->ndim == out->ndim;
         for (int d = 0; same && d < out->ndim; d++) same = t->sizes[d] == out->sizes[d];
         if (!same)
