@@ -252,6 +252,8 @@ void axon_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 
 }  // namespace
 
+void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) { axon_fallback(op, stack); }
+
 std::map<std::string, int64_t> fallback_counts() {
   std::lock_guard<std::mutex> lock(g_stats_lock);
   return g_counts;

@@ -1,0 +1,586 @@
+// Pointwise ATen ops on libaxon's pointwise kernels (libaxon/include/axon/pointwise.h).
+//
+// Each op builds the TensorIterator its CPU kernel would build (the same broadcasting, type promotion, output resize,
+// overlap checks and error messages), then hands the iterator's coalesced shape and strides to one libaxon launch
+// on the current stream. A 0-dim CPU tensor operand (a Python number) goes to the kernel by value. What libaxon does
+// not cover (complex dtypes, an (op, dtype) pair it does not define, more than AXON_MAX_DIMS dimensions) runs through
+// the host fallback instead, so every op keeps working.
+//
+// Registering the structured ops' `.out` overloads is enough: PyTorch routes their functional and in-place forms
+// through them.
+#include <ATen/ATen.h>
+#include <ATen/Operators.h>
+#include <ATen/ScalarOps.h>
+#include <ATen/TensorIterator.h>
+#include <ATen/native/CPUFallback.h>
+#include <ATen/native/TypeProperties.h>
+#include <axon/pointwise.h>
+#include <c10/util/Exception.h>
+#include <torch/library.h>
+
+#include <array>
+#include <optional>
+#include <string_view>
+
+#include "AxonException.h"
+#include "AxonFallback.h"
+#include "AxonFunctions.h"
+#include "AxonTensor.h"
+
+namespace torch_axon {
+namespace {
+
+// A number operand's value in the kind libaxon expects for the compute dtype.
+axon_scalar_t scalar_operand(at::TensorIteratorBase& iter, int arg, c10::ScalarType compute) {
+  if (compute == c10::ScalarType::Bool) return axon_scalar_bool(iter.original_scalar_value<bool>(arg));
+  if (c10::isIntegralType(compute, /*includeBool=*/false)) return axon_scalar_int(iter.original_scalar_value<int64_t>(arg));
+  return axon_scalar_float(iter.original_scalar_value<double>(arg));
+}
+
+// The operands of a built iterator as libaxon descriptors; number operands become params.operand values.
+struct Operands {
+  axon_tensor_t out{};
+  std::array<axon_tensor_t, 3> in{};
+  std::array<const axon_tensor_t*, 3> in_ptr{};
+};
+
+// Fills `ops` from iter; false when libaxon cannot take this iterator (dtype or rank), so the caller falls back.
+// The iterator's inputs fill the kernel's operand slots in order, skipping the slots in `numbers` (operands the
+// caller already put into params.operand).
+bool describe_iter(at::TensorIteratorBase& iter, c10::ScalarType compute, axon_op_params_t& params, Operands& ops,
+                   unsigned numbers = 0) {
+  if (iter.ndim() > AXON_MAX_DIMS || !kernels_support(compute)) return false;
+  std::array<int, 3> slot{};
+  for (int k = 0, next = 0; k < 3; ++k) {
+    while (next < 3 && (numbers & (1u << next))) ops.in_ptr[next++] = nullptr;
+    slot[k] = next++;
+  }
+  for (int arg = 0; arg < iter.ntensors(); ++arg) {
+    const auto dtype = axon_dtype_of(iter.dtype(arg));
+    if (!dtype.has_value()) return false;
+    const bool is_output = arg < iter.noutputs();
+    if (!is_output && iter.is_cpu_scalar(arg)) {
+      const int k = slot[arg - iter.noutputs()];
+      params.operand[k] = scalar_operand(iter, arg, compute);
+      ops.in_ptr[k] = nullptr;
+      continue;
+    }
+    axon_tensor_t d{};
+    d.data = iter.data_ptr(arg);
+    d.dtype = *dtype;
+    d.ndim = iter.ndim();
+    const auto strides = iter.strides(arg);
+    const int64_t elem = iter.element_size(arg);
+    for (int i = 0; i < d.ndim; ++i) {
+      d.sizes[i] = iter.shape()[i];
+      d.strides[i] = strides[i] / elem;
+    }
+    if (is_output) {
+      ops.out = d;
+    } else {
+      const int k = slot[arg - iter.noutputs()];
+      ops.in[k] = d;
+      ops.in_ptr[k] = &ops.in[k];
+    }
+  }
+  return true;
+}
+
+axon_stream_t stream_of(at::TensorIteratorBase& iter) { return current_stream(iter.device(0).index()); }
+
+bool run_unary(at::TensorIteratorBase& iter, axon_unary_op_t op, axon_op_params_t params, c10::ScalarType compute) {
+  Operands ops;
+  const auto cd = axon_dtype_of(compute);
+  if (!cd || !axon_unary_supports(op, *cd) || !describe_iter(iter, compute, params, ops)) return false;
+  params.compute = *cd;  // the iterator's common dtype, also when out= has another dtype
+  if (iter.numel() > 0) AXON_CHECK(axon_kernel_unary(stream_of(iter), op, &ops.out, ops.in_ptr[0], &params));
+  iter.cast_outputs();
+  return true;
+}
+
+bool run_binary(at::TensorIteratorBase& iter, axon_binary_op_t op, axon_op_params_t params, c10::ScalarType compute) {
+  Operands ops;
+  const auto cd = axon_dtype_of(compute);
+  if (!cd || !axon_binary_supports(op, *cd) || !describe_iter(iter, compute, params, ops)) return false;
+  params.compute = *cd;  // the iterator's common dtype, also when out= has another dtype
+  if (ops.in_ptr[0] == nullptr && ops.in_ptr[1] == nullptr) return false;  // two numbers: let the host do it
+  if (iter.numel() > 0) {
+    AXON_CHECK(axon_kernel_binary(stream_of(iter), op, &ops.out, ops.in_ptr[0], ops.in_ptr[1], &params));
+  }
+  iter.cast_outputs();
+  return true;
+}
+
+bool run_ternary(at::TensorIteratorBase& iter, axon_ternary_op_t op, axon_op_params_t params, c10::ScalarType compute,
+                 unsigned numbers = 0) {
+  Operands ops;
+  const auto cd = axon_dtype_of(compute);
+  if (!cd || !axon_ternary_supports(op, *cd) || !describe_iter(iter, compute, params, ops, numbers)) return false;
+  params.compute = *cd;  // the iterator's common dtype, also when out= has another dtype
+  if (!ops.in_ptr[0] && !ops.in_ptr[1] && !ops.in_ptr[2]) return false;
+  if (iter.numel() > 0) {
+    AXON_CHECK(axon_kernel_ternary(stream_of(iter), op, &ops.out, ops.in_ptr[0], ops.in_ptr[1], ops.in_ptr[2],
+                                   &params));
+  }
+  iter.cast_outputs();
+  return true;
+}
+
+// The host fallback for an op whose native path declined, with the op's own unboxed signature.
+template <class Op, class... Args>
+decltype(auto) fall_back(Args&&... args) {
+  return at::native::call_fallback_fn<&host_fallback, Op>::call(std::forward<Args>(args)...);
+}
+
+// For out= ops: PyTorch's rule that the result type must be castable to out's dtype.
+void check_castable(c10::ScalarType result, const at::Tensor& out) {
+  TORCH_CHECK(c10::canCast(result, out.scalar_type()), "result type ", result, " can't be cast to the desired output type ",
+              out.scalar_type());
+}
+
+// ---- unary ----
+
+template <axon_unary_op_t OP, bool FLOAT_OP, class AtenOp>
+at::Tensor& unary_out(const at::Tensor& self, at::Tensor& out) {
+  at::TensorIterator iter = FLOAT_OP ? at::TensorIterator::unary_float_op(out, self) : at::TensorIterator::unary_op(out, self);
+  if (run_unary(iter, OP, axon_op_params_default(), iter.common_dtype())) return out;
+  return fall_back<AtenOp>(self, out);
+}
+
+// Unary ops whose result is bool (or any dtype given by out): computed in the input's dtype.
+template <axon_unary_op_t OP, class AtenOp>
+at::Tensor& unary_predicate_out(const at::Tensor& self, at::Tensor& out) {
+  at::TensorIterator iter = at::TensorIteratorConfig()
+                                .check_all_same_dtype(false)
+                                .add_output(out)
+                                .add_const_input(self)
+                                .build();
+  axon_op_params_t p = axon_op_params_default();
+  if (const auto d = axon_dtype_of(self.scalar_type())) p.compute = *d;
+  if (run_unary(iter, OP, p, self.scalar_type())) return out;
+  return fall_back<AtenOp>(self, out);
+}
+
+at::Tensor& gelu_out(const at::Tensor& self, c10::string_view approximate, at::Tensor& out) {
+  at::TensorIterator iter = at::TensorIterator::unary_op(out, self);
+  const axon_unary_op_t op = approximate == "tanh" ? AXON_UNARY_GELU_TANH : AXON_UNARY_GELU;
+  TORCH_CHECK(approximate == "tanh" || approximate == "none", "approximate argument must be either none or tanh.");
+  if (run_unary(iter, op, axon_op_params_default(), iter.common_dtype())) return out;
+  return fall_back<ATEN_OP2(gelu, out)>(self, approximate, out);
+}
+
+at::Tensor& softplus_out(const at::Tensor& self, const c10::Scalar& beta, const c10::Scalar& threshold, at::Tensor& out) {
+  at::TensorIterator iter = at::TensorIterator::unary_op(out, self);
+  axon_op_params_t p = axon_op_params_default();
+  p.beta = beta.toDouble();
+  p.threshold = threshold.toDouble();
+  if (run_unary(iter, AXON_UNARY_SOFTPLUS, p, iter.common_dtype())) return out;
+  return fall_back<ATEN_OP2(softplus, out)>(self, beta, threshold, out);
+}
+
+at::Tensor& hardtanh_out(const at::Tensor& self, const c10::Scalar& min_val, const c10::Scalar& max_val, at::Tensor& out) {
+  at::TensorIterator iter = at::TensorIterator::unary_op(out, self);
+  axon_op_params_t p = axon_op_params_default();
+  p.min_val = min_val.toDouble();
+  p.max_val = max_val.toDouble();
+  if (run_unary(iter, AXON_UNARY_HARDTANH, p, iter.common_dtype())) return out;
+  return fall_back<ATEN_OP2(hardtanh, out)>(self, min_val, max_val, out);
+}
+
+at::Tensor& leaky_relu_out(const at::Tensor& self, const c10::Scalar& slope, at::Tensor& out) {
+  at::TensorIterator iter = at::TensorIterator::unary_op(out, self);
+  axon_op_params_t p = axon_op_params_default();
+  p.negative_slope = slope.toDouble();
+  if (run_unary(iter, AXON_UNARY_LEAKY_RELU, p, iter.common_dtype())) return out;
+  return fall_back<ATEN_OP2(leaky_relu, out)>(self, slope, out);
+}
+
+at::Tensor& elu_out(const at::Tensor& self, const c10::Scalar& alpha, const c10::Scalar& scale,
+                    const c10::Scalar& input_scale, at::Tensor& out) {
+  at::TensorIterator iter = at::TensorIterator::unary_op(out, self);
+  axon_op_params_t p = axon_op_params_default();
+  p.elu_alpha = alpha.toDouble();
+  p.elu_scale = scale.toDouble();
+  p.elu_input_scale = input_scale.toDouble();
+  if (run_unary(iter, AXON_UNARY_ELU, p, iter.common_dtype())) return out;
+  return fall_back<ATEN_OP2(elu, out)>(self, alpha, scale, input_scale, out);
+}
+
+// hardtanh's functional and in-place forms have their own kernels (not routed through hardtanh.out).
+at::Tensor hardtanh(const at::Tensor& self, const c10::Scalar& min_val, const c10::Scalar& max_val) {
+  at::Tensor out = at::empty_like(self);
+  return hardtanh_out(self, min_val, max_val, out);
+}
+
+at::Tensor& hardtanh_(at::Tensor& self, const c10::Scalar& min_val, const c10::Scalar& max_val) {
+  return hardtanh_out(self, min_val, max_val, self);
+}
+
+// hardswish likewise.
+at::Tensor hardswish(const at::Tensor& self) {
+  at::Tensor out = at::empty_like(self);
+  return unary_out<AXON_UNARY_HARDSWISH, false, ATEN_OP2(hardswish, out)>(self, out);
+}
+
+at::Tensor& hardswish_(at::Tensor& self) {
+  return unary_out<AXON_UNARY_HARDSWISH, false, ATEN_OP2(hardswish, out)>(self, self);
+}
+
+// relu has no out= overload: its functional and in-place forms are the backend's kernels.
+at::Tensor relu(const at::Tensor& self) {
+  at::Tensor out = at::empty_like(self);
+  at::TensorIterator iter = at::TensorIterator::unary_op(out, self);
+  if (run_unary(iter, AXON_UNARY_RELU, axon_op_params_default(), iter.common_dtype())) return out;
+  return fall_back<ATEN_OP(relu)>(self);
+}
+
+at::Tensor& relu_(at::Tensor& self) {
+  at::TensorIterator iter = at::TensorIterator::unary_op(self, self);
+  if (run_unary(iter, AXON_UNARY_RELU, axon_op_params_default(), iter.common_dtype())) return self;
+  return fall_back<ATEN_OP(relu_)>(self);
+}
+
+// ---- binary ----
+
+template <axon_binary_op_t OP, bool FLOAT_OP, class AtenOp>
+at::Tensor& binary_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
+  at::TensorIterator iter = FLOAT_OP ? at::TensorIterator::binary_float_op(out, self, other)
+                                     : at::TensorIterator::borrowing_binary_op(out, self, other);
+  if (run_binary(iter, OP, axon_op_params_default(), iter.common_dtype())) return out;
+  return fall_back<AtenOp>(self, other, out);
+}
+
+template <axon_binary_op_t OP, class AtenOp>
+at::Tensor& add_sub_out(const at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha, at::Tensor& out) {
+  if (OP == AXON_BINARY_SUB) {
+    TORCH_CHECK(self.scalar_type() != c10::kBool || other.scalar_type() != c10::kBool,
+                "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` "
+                "operator instead.");
+  }
+  at::TensorIterator iter = at::TensorIterator::borrowing_binary_op(out, self, other);
+  axon_op_params_t p = axon_op_params_default();
+  p.alpha = to_axon_scalar(alpha);
+  if (run_binary(iter, OP, p, iter.common_dtype())) return out;
+  return fall_back<AtenOp>(self, other, alpha, out);
+}
+
+// floor_divide keeps its own overloads (it predates div's rounding modes); it rounds toward negative infinity.
+at::Tensor& floor_divide_into(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
+  at::TensorIterator iter = at::TensorIterator::borrowing_binary_op(out, self, other);
+  if (run_binary(iter, AXON_BINARY_DIV_FLOOR, axon_op_params_default(), iter.common_dtype())) return out;
+  return fall_back<ATEN_OP2(floor_divide, out)>(self, other, out);
+}
+
+at::Tensor floor_divide(const at::Tensor& self, const at::Tensor& other) {
+  at::Tensor out = at::empty({0}, self.options().dtype(at::result_type(self, other)));
+  return floor_divide_into(self, other, out);
+}
+
+at::Tensor& floor_divide_(at::Tensor& self, const at::Tensor& other) { return floor_divide_into(self, other, self); }
+
+at::Tensor& div_mode_out(const at::Tensor& self, const at::Tensor& other, std::optional<c10::string_view> mode,
+                         at::Tensor& out) {
+  if (!mode.has_value()) return binary_out<AXON_BINARY_DIV, true, ATEN_OP2(div, out)>(self, other, out);
+  TORCH_CHECK(*mode == "trunc" || *mode == "floor", "div expected rounding_mode to be one of None, 'trunc', or 'floor' "
+              "but found '", *mode, "'");
+  at::TensorIterator iter = at::TensorIterator::borrowing_binary_op(out, self, other);
+  const axon_binary_op_t op = *mode == "trunc" ? AXON_BINARY_DIV_TRUNC : AXON_BINARY_DIV_FLOOR;
+  if (run_binary(iter, op, axon_op_params_default(), iter.common_dtype())) return out;
+  return fall_back<ATEN_OP2(div, out_mode)>(self, other, mode, out);
+}
+
+// Comparisons and logical ops: computed in the inputs' common dtype, stored into out's dtype (normally bool).
+template <axon_binary_op_t OP, class AtenOp>
+at::Tensor& compare_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
+  at::TensorIterator iter = at::TensorIterator::comparison_op(out, self, other);
+  axon_op_params_t p = axon_op_params_default();
+  const c10::ScalarType compute = iter.common_dtype();
+  if (const auto d = axon_dtype_of(compute)) p.compute = *d;
+  if (run_binary(iter, OP, p, compute)) return out;
+  return fall_back<AtenOp>(self, other, out);
+}
+
+template <axon_binary_op_t OP, class AtenOp>
+at::Tensor& compare_scalar_out(const at::Tensor& self, const c10::Scalar& other, at::Tensor& out) {
+  const at::Tensor wrapped = at::native::wrapped_scalar_tensor(other);
+  at::TensorIterator iter = at::TensorIterator::comparison_op(out, self, wrapped);
+  axon_op_params_t p = axon_op_params_default();
+  const c10::ScalarType compute = iter.common_dtype();
+  if (const auto d = axon_dtype_of(compute)) p.compute = *d;
+  if (run_binary(iter, OP, p, compute)) return out;
+  return fall_back<AtenOp>(self, other, out);
+}
+
+at::Tensor& pow_tensor_scalar_out(const at::Tensor& self, const c10::Scalar& exponent, at::Tensor& out) {
+  const at::Tensor wrapped = at::native::wrapped_scalar_tensor(exponent);
+  at::TensorIterator iter = at::TensorIterator::borrowing_binary_op(out, self, wrapped);
+  if (run_binary(iter, AXON_BINARY_POW, axon_op_params_default(), iter.common_dtype())) return out;
+  return fall_back<ATEN_OP2(pow, Tensor_Scalar_out)>(self, exponent, out);
+}
+
+at::Tensor& pow_scalar_out(const c10::Scalar& self, const at::Tensor& exponent, at::Tensor& out) {
+  const at::Tensor wrapped = at::native::wrapped_scalar_tensor(self);
+  at::TensorIterator iter = at::TensorIterator::borrowing_binary_op(out, wrapped, exponent);
+  if (run_binary(iter, AXON_BINARY_POW, axon_op_params_default(), iter.common_dtype())) return out;
+  return fall_back<ATEN_OP2(pow, Scalar_out)>(self, exponent, out);
+}
+
+// ---- ternary ----
+
+// An iterator over three inputs promoted to their common dtype, as the CPU kernels of these ops build it.
+at::TensorIterator ternary_iter(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, const at::Tensor& c,
+                                bool promote_integer_to_float = false) {
+  return at::TensorIteratorConfig()
+      .set_check_mem_overlap(true)
+      .add_output(out)
+      .add_const_input(a)
+      .add_const_input(b)
+      .add_const_input(c)
+      .allow_cpu_scalars(true)
+      .promote_inputs_to_common_dtype(true)
+      .cast_common_dtype_to_outputs(true)
+      .enforce_safe_casting_to_output(true)
+      .promote_integer_inputs_to_float(promote_integer_to_float)
+      .build();
+}
+
+at::Tensor& addcmul_out(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const c10::Scalar& value,
+                        at::Tensor& out) {
+  at::TensorIterator iter = ternary_iter(out, self, t1, t2);
+  axon_op_params_t p = axon_op_params_default();
+  p.alpha = to_axon_scalar(value);
+  if (run_ternary(iter, AXON_TERNARY_ADDCMUL, p, iter.common_dtype())) return out;
+  return fall_back<ATEN_OP2(addcmul, out)>(self, t1, t2, value, out);
+}
+
+at::Tensor& addcdiv_out(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const c10::Scalar& value,
+                        at::Tensor& out) {
+  TORCH_CHECK(!(c10::isIntegralType(t1.scalar_type(), true) && c10::isIntegralType(t2.scalar_type(), true)),
+              "Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform a "
+              "true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as "
+              "(input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as (input + "
+              "value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter "
+              "implementation: (input + value * tensor1 / tensor2), for all dtypes.");
+  at::TensorIterator iter = ternary_iter(out, self, t1, t2);
+  axon_op_params_t p = axon_op_params_default();
+  p.alpha = to_axon_scalar(value);
+  if (run_ternary(iter, AXON_TERNARY_ADDCDIV, p, iter.common_dtype())) return out;
+  return fall_back<ATEN_OP2(addcdiv, out)>(self, t1, t2, value, out);
+}
+
+at::Tensor& lerp_scalar_out(const at::Tensor& self, const at::Tensor& end, const c10::Scalar& weight, at::Tensor& out) {
+  const at::Tensor w = at::native::wrapped_scalar_tensor(weight);
+  at::TensorIterator iter = ternary_iter(out, self, end, w);
+  if (run_ternary(iter, AXON_TERNARY_LERP, axon_op_params_default(), iter.common_dtype())) return out;
+  return fall_back<ATEN_OP2(lerp, Scalar_out)>(self, end, weight, out);
+}
+
+at::Tensor& lerp_tensor_out(const at::Tensor& self, const at::Tensor& end, const at::Tensor& weight, at::Tensor& out) {
+  at::TensorIterator iter = ternary_iter(out, self, end, weight);
+  if (run_ternary(iter, AXON_TERNARY_LERP, axon_op_params_default(), iter.common_dtype())) return out;
+  return fall_back<ATEN_OP2(lerp, Tensor_out)>(self, end, weight, out);
+}
+
+bool is_cpu_scalar(const at::Tensor& t) { return t.is_cpu() && t.dim() == 0; }
+
+at::Tensor& where_out(const at::Tensor& cond, const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
+  const c10::ScalarType result = at::result_type(self, other);
+  check_castable(result, out);
+  if (is_cpu_scalar(self) && is_cpu_scalar(other)) {  // torch.where(c, 1.0, 0.0): both values go by value
+    at::TensorIterator iter = at::TensorIteratorConfig()
+                                  .set_check_mem_overlap(true)
+                                  .check_all_same_dtype(false)
+                                  .add_output(out)
+                                  .add_const_input(cond)
+                                  .build();
+    axon_op_params_t p = axon_op_params_default();
+    if (const auto d = axon_dtype_of(result)) p.compute = *d;
+    p.operand[1] = to_axon_scalar(self.item());
+    p.operand[2] = to_axon_scalar(other.item());
+    if (run_ternary(iter, AXON_TERNARY_WHERE, p, result, /*numbers=*/0b110)) return out;
+    return fall_back<ATEN_OP2(where, self_out)>(cond, self, other, out);
+  }
+  // The condition keeps its dtype (read as bool); self and other meet in the result type.
+  at::TensorIterator iter = at::TensorIteratorConfig()
+                                .set_check_mem_overlap(true)
+                                .check_all_same_dtype(false)
+                                .add_output(out)
+                                .add_const_input(cond)
+                                .add_const_input(self)
+                                .add_const_input(other)
+                                .allow_cpu_scalars(true)
+                                .build();
+  axon_op_params_t p = axon_op_params_default();
+  if (const auto d = axon_dtype_of(result)) p.compute = *d;
+  if (run_ternary(iter, AXON_TERNARY_WHERE, p, result)) return out;
+  return fall_back<ATEN_OP2(where, self_out)>(cond, self, other, out);
+}
+
+at::Tensor where_self(const at::Tensor& cond, const at::Tensor& self, const at::Tensor& other) {
+  const c10::ScalarType result = at::result_type(self, other);
+  const auto shape = at::infer_size(at::infer_size(cond.sizes(), self.sizes()), other.sizes());
+  at::Tensor out = at::empty(shape, self.options().dtype(result));
+  return where_out(cond, self, other, out);
+}
+
+at::Tensor& clamp_out(const at::Tensor& self, const std::optional<c10::Scalar>& min,
+                      const std::optional<c10::Scalar>& max, at::Tensor& out) {
+  TORCH_CHECK(min.has_value() || max.has_value(), "torch.clamp: At least one of 'min' or 'max' must not be None");
+  if (min.has_value() && max.has_value()) {
+    // Two numbers: a TensorIterator takes at most one CPU scalar on a device, so they go to the kernel as values.
+    at::native::ResultTypeState state{};
+    state = at::native::update_result_type_state(self, state);
+    state = at::native::update_result_type_state(*min, state);
+    state = at::native::update_result_type_state(*max, state);
+    const c10::ScalarType result = at::native::result_type(state);
+    check_castable(result, out);
+    at::TensorIterator iter = at::TensorIteratorConfig()
+                                  .set_check_mem_overlap(true)
+                                  .check_all_same_dtype(false)
+                                  .add_output(out)
+                                  .add_const_input(self)
+                                  .build();
+    axon_op_params_t p = axon_op_params_default();
+    p.operand[1] = to_axon_scalar(*min);
+    p.operand[2] = to_axon_scalar(*max);
+    if (run_ternary(iter, AXON_TERNARY_CLAMP, p, result, /*numbers=*/0b110)) return out;
+  } else {
+    const at::Tensor bound = at::native::wrapped_scalar_tensor(min.has_value() ? *min : *max);
+    at::TensorIterator iter = at::TensorIterator::borrowing_binary_op(out, self, bound);
+    const axon_binary_op_t op = min.has_value() ? AXON_BINARY_MAXIMUM : AXON_BINARY_MINIMUM;
+    if (run_binary(iter, op, axon_op_params_default(), iter.common_dtype())) return out;
+  }
+  return fall_back<ATEN_OP2(clamp, out)>(self, min, max, out);
+}
+
+at::Tensor& clamp_tensor_out(const at::Tensor& self, const std::optional<at::Tensor>& min,
+                             const std::optional<at::Tensor>& max, at::Tensor& out) {
+  TORCH_CHECK(min.has_value() || max.has_value(), "torch.clamp: At least one of 'min' or 'max' must not be None");
+  if (min.has_value() && max.has_value()) {
+    at::TensorIterator iter = ternary_iter(out, self, *min, *max);
+    if (run_ternary(iter, AXON_TERNARY_CLAMP, axon_op_params_default(), iter.common_dtype())) return out;
+  } else {
+    at::TensorIterator iter = at::TensorIterator::borrowing_binary_op(out, self, min.has_value() ? *min : *max);
+    const axon_binary_op_t op = min.has_value() ? AXON_BINARY_MAXIMUM : AXON_BINARY_MINIMUM;
+    if (run_binary(iter, op, axon_op_params_default(), iter.common_dtype())) return out;
+  }
+  return fall_back<ATEN_OP2(clamp, Tensor_out)>(self, min, max, out);
+}
+
+at::Tensor& clamp_min_out(const at::Tensor& self, const c10::Scalar& min, at::Tensor& out) {
+  return clamp_out(self, min, std::nullopt, out);
+}
+
+at::Tensor& clamp_max_out(const at::Tensor& self, const c10::Scalar& max, at::Tensor& out) {
+  return clamp_out(self, std::nullopt, max, out);
+}
+
+#define AXON_UNARY(name, OP, FLOAT) m.impl(#name ".out", TORCH_FN((unary_out<OP, FLOAT, ATEN_OP2(name, out)>)));
+#define AXON_BINARY(name, overload, OP, FLOAT) \
+  m.impl(#name "." #overload, TORCH_FN((binary_out<OP, FLOAT, ATEN_OP2(name, overload)>)));
+#define AXON_COMPARE(name, OP)                                                               \
+  m.impl(#name ".Tensor_out", TORCH_FN((compare_out<OP, ATEN_OP2(name, Tensor_out)>)));      \
+  m.impl(#name ".Scalar_out", TORCH_FN((compare_scalar_out<OP, ATEN_OP2(name, Scalar_out)>)));
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  AXON_UNARY(neg, AXON_UNARY_NEG, false)
+  AXON_UNARY(abs, AXON_UNARY_ABS, false)
+  AXON_UNARY(sign, AXON_UNARY_SIGN, false)
+  AXON_UNARY(reciprocal, AXON_UNARY_RECIPROCAL, true)
+  AXON_UNARY(sqrt, AXON_UNARY_SQRT, true)
+  AXON_UNARY(rsqrt, AXON_UNARY_RSQRT, true)
+  AXON_UNARY(exp, AXON_UNARY_EXP, true)
+  AXON_UNARY(exp2, AXON_UNARY_EXP2, true)
+  AXON_UNARY(expm1, AXON_UNARY_EXPM1, true)
+  AXON_UNARY(log, AXON_UNARY_LOG, true)
+  AXON_UNARY(log2, AXON_UNARY_LOG2, true)
+  AXON_UNARY(log10, AXON_UNARY_LOG10, true)
+  AXON_UNARY(log1p, AXON_UNARY_LOG1P, true)
+  AXON_UNARY(sin, AXON_UNARY_SIN, true)
+  AXON_UNARY(cos, AXON_UNARY_COS, true)
+  AXON_UNARY(tan, AXON_UNARY_TAN, true)
+  AXON_UNARY(asin, AXON_UNARY_ASIN, true)
+  AXON_UNARY(acos, AXON_UNARY_ACOS, true)
+  AXON_UNARY(atan, AXON_UNARY_ATAN, true)
+  AXON_UNARY(sinh, AXON_UNARY_SINH, true)
+  AXON_UNARY(cosh, AXON_UNARY_COSH, true)
+  AXON_UNARY(tanh, AXON_UNARY_TANH, true)
+  AXON_UNARY(asinh, AXON_UNARY_ASINH, true)
+  AXON_UNARY(acosh, AXON_UNARY_ACOSH, true)
+  AXON_UNARY(atanh, AXON_UNARY_ATANH, true)
+  AXON_UNARY(erf, AXON_UNARY_ERF, true)
+  AXON_UNARY(erfc, AXON_UNARY_ERFC, true)
+  AXON_UNARY(sigmoid, AXON_UNARY_SIGMOID, true)
+  AXON_UNARY(silu, AXON_UNARY_SILU, false)
+  AXON_UNARY(mish, AXON_UNARY_MISH, false)
+  AXON_UNARY(hardsigmoid, AXON_UNARY_HARDSIGMOID, false)
+  AXON_UNARY(hardswish, AXON_UNARY_HARDSWISH, false)
+  AXON_UNARY(floor, AXON_UNARY_FLOOR, false)
+  AXON_UNARY(ceil, AXON_UNARY_CEIL, false)
+  AXON_UNARY(round, AXON_UNARY_ROUND, false)
+  AXON_UNARY(trunc, AXON_UNARY_TRUNC, false)
+  AXON_UNARY(frac, AXON_UNARY_FRAC, false)
+  AXON_UNARY(bitwise_not, AXON_UNARY_BITWISE_NOT, false)
+  m.impl("logical_not.out", TORCH_FN((unary_predicate_out<AXON_UNARY_LOGICAL_NOT, ATEN_OP2(logical_not, out)>)));
+  m.impl("gelu.out", TORCH_FN(gelu_out));
+  m.impl("softplus.out", TORCH_FN(softplus_out));
+  m.impl("hardtanh.out", TORCH_FN(hardtanh_out));
+  m.impl("leaky_relu.out", TORCH_FN(leaky_relu_out));
+  m.impl("elu.out", TORCH_FN(elu_out));
+  m.impl("hardtanh", TORCH_FN(hardtanh));
+  m.impl("hardswish", TORCH_FN(hardswish));
+  m.impl("hardswish_", TORCH_FN(hardswish_));
+  m.impl("hardtanh_", TORCH_FN(hardtanh_));
+  m.impl("relu", TORCH_FN(relu));
+  m.impl("relu_", TORCH_FN(relu_));
+
+  m.impl("add.out", TORCH_FN((add_sub_out<AXON_BINARY_ADD, ATEN_OP2(add, out)>)));
+  m.impl("sub.out", TORCH_FN((add_sub_out<AXON_BINARY_SUB, ATEN_OP2(sub, out)>)));
+  AXON_BINARY(mul, out, AXON_BINARY_MUL, false)
+  AXON_BINARY(div, out, AXON_BINARY_DIV, true)
+  m.impl("div.out_mode", TORCH_FN(div_mode_out));
+  m.impl("floor_divide", TORCH_FN(floor_divide));
+  m.impl("floor_divide_.Tensor", TORCH_FN(floor_divide_));
+  m.impl("floor_divide.out", TORCH_FN(floor_divide_into));
+  AXON_BINARY(remainder, Tensor_out, AXON_BINARY_REMAINDER, false)
+  AXON_BINARY(fmod, Tensor_out, AXON_BINARY_FMOD, false)
+  AXON_BINARY(pow, Tensor_Tensor_out, AXON_BINARY_POW, false)
+  m.impl("pow.Tensor_Scalar_out", TORCH_FN(pow_tensor_scalar_out));
+  m.impl("pow.Scalar_out", TORCH_FN(pow_scalar_out));
+  AXON_BINARY(atan2, out, AXON_BINARY_ATAN2, true)
+  AXON_BINARY(maximum, out, AXON_BINARY_MAXIMUM, false)
+  AXON_BINARY(minimum, out, AXON_BINARY_MINIMUM, false)
+  AXON_BINARY(fmax, out, AXON_BINARY_FMAX, false)
+  AXON_BINARY(fmin, out, AXON_BINARY_FMIN, false)
+  AXON_BINARY(hypot, out, AXON_BINARY_HYPOT, true)
+  AXON_BINARY(copysign, out, AXON_BINARY_COPYSIGN, true)
+  AXON_BINARY(xlogy, OutTensor, AXON_BINARY_XLOGY, true)
+  AXON_BINARY(bitwise_and, Tensor_out, AXON_BINARY_BITWISE_AND, false)
+  AXON_BINARY(bitwise_or, Tensor_out, AXON_BINARY_BITWISE_OR, false)
+  AXON_BINARY(bitwise_xor, Tensor_out, AXON_BINARY_BITWISE_XOR, false)
+  AXON_BINARY(bitwise_left_shift, Tensor_out, AXON_BINARY_SHIFT_LEFT, false)
+  AXON_BINARY(bitwise_right_shift, Tensor_out, AXON_BINARY_SHIFT_RIGHT, false)
+  AXON_COMPARE(eq, AXON_BINARY_EQ)
+  AXON_COMPARE(ne, AXON_BINARY_NE)
+  AXON_COMPARE(lt, AXON_BINARY_LT)
+  AXON_COMPARE(le, AXON_BINARY_LE)
+  AXON_COMPARE(gt, AXON_BINARY_GT)
+  AXON_COMPARE(ge, AXON_BINARY_GE)
+  m.impl("logical_and.out", TORCH_FN((compare_out<AXON_BINARY_LOGICAL_AND, ATEN_OP2(logical_and, out)>)));
+  m.impl("logical_or.out", TORCH_FN((compare_out<AXON_BINARY_LOGICAL_OR, ATEN_OP2(logical_or, out)>)));
+  m.impl("logical_xor.out", TORCH_FN((compare_out<AXON_BINARY_LOGICAL_XOR, ATEN_OP2(logical_xor, out)>)));
+
+  m.impl("addcmul.out", TORCH_FN(addcmul_out));
+  m.impl("addcdiv.out", TORCH_FN(addcdiv_out));
+  m.impl("lerp.Scalar_out", TORCH_FN(lerp_scalar_out));
+  m.impl("lerp.Tensor_out", TORCH_FN(lerp_tensor_out));
+  m.impl("where.self_out", TORCH_FN(where_out));
+  m.impl("where.self", TORCH_FN(where_self));
+  m.impl("clamp.out", TORCH_FN(clamp_out));
+  m.impl("clamp.Tensor_out", TORCH_FN(clamp_tensor_out));
+  m.impl("clamp_min.out", TORCH_FN(clamp_min_out));
+  m.impl("clamp_max.out", TORCH_FN(clamp_max_out));
+}
+
+}  // namespace
+}  // namespace torch_axon
