@@ -247,9 +247,6 @@ def test_converting_copies_of_arbitrary_values_match_cpu(src_dtype, dst_dtype):
     assert_same_values(x.to("axon").to("cpu", dst_dtype), x.to(dst_dtype))
 
 
-@pytest.mark.xfail(reason="libaxon/kernels (dtype.h AXON_TO for f16/bf16 from f64) rounds float64 directly to "
-                          "float16/bfloat16, while PyTorch (CPU and CUDA: c10::Half/BFloat16 take a float) rounds "
-                          "to float32 first; the two differ on values near a tie", strict=True)
 def test_float64_to_bfloat16_and_float16_rounds_through_float32_as_pytorch_does():
     x = torch.tensor([1.0 + 2**-8 + 2**-30, 1.0 + 2**-11 + 2**-40, -(1.0 + 2**-8 + 2**-30)], dtype=torch.float64)
     for dtype in (torch.bfloat16, torch.float16):

@@ -97,38 +97,11 @@ static inline uint16_t axon_f32_to_f16(float f) {
     return (uint16_t)(sign | h);
 }
 
-/* Round the magnitude of a double (bits a, sign cleared) to nearest even in a binary format with `eb` exponent bits
- * and `mb` mantissa bits; returns the magnitude bits. Rounding directly from the double avoids the double rounding
- * of going through float32. Scalar code: float64 -> half conversions are rare enough not to need vectorizing. */
-static inline uint32_t axon_f64_round_bits(uint64_t a, int eb, int mb) {
-    const int bias = (1 << (eb - 1)) - 1;
-    const uint64_t inf = (uint64_t)((1u << eb) - 1) << mb;
-    if (a > 0x7FF0000000000000ull) /* NaN: quiet, top payload bits kept */
-        return (uint32_t)(inf | (1ull << (mb - 1)) | ((a >> (52 - mb)) & ((1ull << mb) - 1)));
-    int e = (int)(a >> 52) - 1023;
-    uint64_t m = a & ((1ull << 52) - 1);
-    if (e == -1023) e = -1022; /* double subnormal: no implicit bit */
-    else m |= 1ull << 52;
-    int normal = e >= 1 - bias;
-    int shift = 52 - mb + (normal ? 0 : 1 - bias - e);
-    if (shift >= 64) return 0;
-    uint64_t kept = m >> shift, rest = m & ((1ull << shift) - 1), half = 1ull << (shift - 1);
-    kept += rest > half || (rest == half && (kept & 1));
-    /* For normals kept includes the implicit bit; adding it to the exponent field lets a rounding carry bump the
-     * exponent. A subnormal that rounds up to 2^mb becomes the smallest normal the same way. */
-    uint64_t r = normal ? ((uint64_t)(e + bias) << mb) + kept - (1ull << mb) : kept;
-    return (uint32_t)(r > inf ? inf : r);
-}
+/* float64 -> float16/bfloat16 goes through float32, rounding twice, because that is what PyTorch does (c10::Half and
+ * c10::BFloat16 are built from a float): results then match PyTorch's casts bit for bit, ties included. */
+static inline uint16_t axon_f64_to_f16(double f) { return axon_f32_to_f16((float)f); }
 
-static inline uint16_t axon_f64_to_f16(double f) {
-    uint64_t u = axon_f64_bits(f);
-    return (uint16_t)(((u >> 48) & 0x8000u) | axon_f64_round_bits(u & 0x7FFFFFFFFFFFFFFFull, 5, 10));
-}
-
-static inline uint16_t axon_f64_to_bf16(double f) {
-    uint64_t u = axon_f64_bits(f);
-    return (uint16_t)(((u >> 48) & 0x8000u) | axon_f64_round_bits(u & 0x7FFFFFFFFFFFFFFFull, 8, 7));
-}
+static inline uint16_t axon_f64_to_bf16(double f) { return axon_f32_to_bf16((float)f); }
 
 /* ---- floating -> integer ----
  * Truncation toward zero when in range; out of range and NaN give the minimum, as x86's cvttss2si does (and so as

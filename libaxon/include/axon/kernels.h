@@ -13,9 +13,8 @@
  *     minimum; int8/int16 take the low bits of the int32 result; uint8 the low bits of the int64 result (PyTorch
  *     goes through int64 for uint8). Integer -> narrower integer keeps the low bits.
  *   - anything -> bool is "!= 0" (NaN is true; a complex value is true if either part is nonzero).
- *   - float32 and float64 -> float16 / bfloat16 round to nearest even, directly from the source (a float64 is not
- *     rounded to float32 first, which PyTorch does, so a float64 that lands on a tie in float32 can differ from
- *     PyTorch by one ulp); overflow gives infinity, NaN stays NaN. Integers go through float32, as in PyTorch.
+ *   - -> float16 / bfloat16 round to nearest even through float32, as PyTorch does (a float64 rounds twice, so
+ *     results match PyTorch's casts bit for bit); overflow gives infinity, NaN stays NaN.
  *   - complex -> real takes the real part; real -> complex sets the imaginary part to 0.
  * src and dst must not overlap, unless they are the very same view.
  *
