@@ -1,0 +1,64 @@
+/* Matrix multiplication: out = alpha * (a @ b) + beta * out + bias_scale * bias, for mm, bmm, addmm and linear.
+ *
+ * Life cycle: fill an axon_gemm_params_t from axon_gemm_params_default() (NULL params means the defaults), then
+ * launch. Like every kernel (kernels.h), a launch checks its descriptors on the calling thread, enqueues one command
+ * on stream s and returns at once; descriptors (bias included) are copied at launch, the memory they point at must
+ * stay alive until the command has run.
+ *
+ * Shapes: 2-D a (m, k), b (k, n), out (m, n); or 3-D a (bsz, m, k), b (bsz, k, n), out (bsz, m, n). Strides may be
+ * anything, 0 included for a and b (a batch stride of 0 broadcasts one matrix over the batch). A row-major or
+ * column-major matrix (one stride 1, the other at least the row length; a transposed view is one) goes to the
+ * library as it is, with a transpose flag; any other layout is first copied into a contiguous host scratch buffer
+ * that the command mallocs on the stream's worker and frees before it ends (never device memory). out must not have
+ * a stride of 0 on a dimension of size > 1, and must not overlap a, b or bias. bias, if given, is 1-D of size n (any
+ * stride) and is added to every row of every batch.
+ *
+ * Semantics: beta == 0 means out is not read (NaN or garbage in out is ignored, as in BLAS). k == 0 gives
+ * out = beta * out + bias_scale * bias. An out with no elements enqueues nothing.
+ *
+ * Dtypes: a, b, out and bias share one dtype.
+ *   - float32 and float64: the BLAS library libaxon was built with (OpenBLAS, AXON_HAVE_OPENBLAS), called
+ *     single-threaded from each participant of the device's worker pool on its own block of out; without it a
+ *     portable blocked C GEMM. Sums may be ordered differently for another thread count, so results with 1 and 2
+ *     threads agree within rounding, not bit for bit.
+ *   - bfloat16 and float16: converted to float32 scratch, multiplied in float32, rounded once on store (PyTorch also
+ *     accumulates these in float32). Correct but slower than a native bf16 kernel.
+ *   - int8, uint8, int16, int32, int64: a plain loop accumulating in int64 and wrapping to out's dtype, as PyTorch's
+ *     CPU mm does; alpha, beta and bias_scale must then be whole numbers.
+ *   - bool and complex: UNSUPPORTED.
+ *
+ * Errors at launch: INVALID_ARG for bad descriptors, a mismatched shape (the message names every shape), mixed
+ * dtypes, a bias of the wrong shape, non-integral scalars for an integer dtype; UNSUPPORTED for bool, complex, or a
+ * dimension above 2^31 - 1. Errors while running: OUT_OF_MEMORY if the host scratch cannot be allocated (out is
+ * then unchanged). */
+#ifndef AXON_GEMM_H
+#define AXON_GEMM_H
+
+#include "axon/export.h"
+#include "axon/runtime.h"
+#include "axon/status.h"
+#include "axon/tensor.h"
+
+AXON_EXTERN_C_BEGIN
+
+typedef struct axon_gemm_params {
+    double alpha;                /* scales a @ b; default 1 */
+    double beta;                 /* scales out; default 0, and 0 means out is not read */
+    const axon_tensor_t *bias;   /* NULL = no bias; else 1-D of size n, copied at launch */
+    double bias_scale;           /* scales bias; default 1 (addmm's beta when its input is a broadcast vector) */
+} axon_gemm_params_t;
+
+/* alpha 1, beta 0, no bias, bias_scale 1. Cannot fail. */
+static inline axon_gemm_params_t axon_gemm_params_default(void) {
+    axon_gemm_params_t p = {1.0, 0.0, NULL, 1.0};
+    return p;
+}
+
+/* out = alpha * (a @ b) + beta * out + bias_scale * bias on stream s; p NULL = the defaults. Enqueues one command
+ * and returns; see above for shapes, dtypes and errors. Nothing is enqueued when it fails. */
+AXON_API axon_status_t axon_kernel_matmul(axon_stream_t s, const axon_tensor_t *out, const axon_tensor_t *a,
+                                          const axon_tensor_t *b, const axon_gemm_params_t *p);
+
+AXON_EXTERN_C_END
+
+#endif

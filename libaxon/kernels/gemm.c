@@ -1,0 +1,341 @@
+/* axon_kernel_matmul: checks and launch, then the plan the command runs on the stream's worker.
+ *
+ * The plan brings every operand to a form a BLAS call takes: a 3-D (batch, rows, cols) view in the compute dtype
+ * (float32 for float32/16/bf16, float64, int64 for the integer dtypes) whose matrices are row- or column-major. What
+ * already is one is used in place, with a transpose flag; anything else (another dtype, a broadcast or negative
+ * stride, a gap-free but permuted layout) is copied into a malloc'ed host scratch buffer by the copy kernel's body.
+ * A column-major out is computed as out^T = b^T @ a^T, so it needs no scratch either.
+ *
+ * The work is then cut into blocks of out (whole matrices when the batch alone spreads evenly over the pool,
+ * otherwise strips along the longer of m and n) and each pool participant multiplies its blocks with a
+ * single-threaded library call. Before its call a block gets out = beta * out + bias_scale * bias when there is a
+ * bias, so the library can finish with beta = 1 and the bias costs one pass over a block that is in cache. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "axon/gemm.h"
+#include "gemm_impl.h"
+#include "internal.h"
+#include "kernels_impl.h"
+
+struct gemm_args {
+    axon_tensor_t out, a, b, bias; /* out, a, b as 3-D views (a 2-D operand gets a batch of 1) */
+    int has_bias;
+    double alpha, beta, bias_scale;
+};
+
+/* One operand ready for the library: matrices row-major (trans 0) or column-major (trans 1) with row stride ld. */
+typedef struct gemm_mat {
+    char *data;
+    int64_t sb;                  /* batch stride in elements; 0 when one matrix serves the whole batch */
+    int trans;
+    int64_t ld;
+} gemm_mat_t;
+
+struct gemm_job {
+    axon_dtype_t cdt;            /* compute dtype: FLOAT32, FLOAT64 or INT64 */
+    size_t es;
+    int64_t m, n, k;             /* of the product the library computes (swapped for a column-major out) */
+    gemm_mat_t a, b;
+    char *c;
+    int64_t csb, ldc;
+    const char *bias;            /* NULL = none; in cdt */
+    int64_t bias_stride;
+    int bias_on_rows;            /* 1 when out was swapped: the bias index is then the row */
+    double alpha, beta, bias_scale;
+    int64_t bm, bn, nbm, nbn;    /* each matrix of out is cut into nbm x nbn blocks of (at most) bm x bn */
+    atomic_int failed;           /* a library call could not allocate */
+};
+
+static int64_t gemm_min(int64_t x, int64_t y) { return x < y ? x : y; }
+
+/* Row-major (trans 0) or column-major (trans 1) with ld fitting BLAS's int: 1, else 0 (copy it). A stride of a
+ * dimension of size 1 is never used, so such a dimension takes whatever stride makes the layout valid. */
+static int gemm_layout(int64_t r, int64_t c, int64_t s0, int64_t s1, int *trans, int64_t *ld) {
+    if ((c == 1 || s1 == 1) && (r == 1 || s0 >= c)) {
+        *trans = 0;
+        *ld = r == 1 ? c : s0;
+    } else if ((r == 1 || s0 == 1) && (c == 1 || s1 >= r)) {
+        *trans = 1;
+        *ld = c == 1 ? r : s1;
+    } else {
+        return 0;
+    }
+    return *ld <= INT32_MAX;
+}
+
+static axon_tensor_t gemm_contiguous(void *data, axon_dtype_t dt, int ndim, const int64_t *sizes) {
+    axon_tensor_t t;
+    memset(&t, 0, sizeof t);
+    t.data = data;
+    t.dtype = dt;
+    t.ndim = ndim;
+    for (int64_t i = ndim - 1, step = 1; i >= 0; i--) {
+        t.sizes[i] = sizes[i];
+        t.strides[i] = step;
+        step *= sizes[i];
+    }
+    return t;
+}
+
+/* Fill m from the 3-D view t, copying t into a new scratch buffer (*scratch, which the caller frees) if needed.
+ * OUT_OF_MEMORY if that buffer cannot be had. */
+static axon_status_t gemm_prepare(gemm_mat_t *m, const axon_tensor_t *t, axon_dtype_t cdt, axon_pool_t pool,
+                                  void **scratch) {
+    int64_t bsz = t->sizes[0], r = t->sizes[1], c = t->sizes[2];
+    if (t->dtype == cdt && gemm_layout(r, c, t->strides[1], t->strides[2], &m->trans, &m->ld)) {
+        m->data = t->data;
+        m->sb = bsz == 1 ? 0 : t->strides[0];
+        return AXON_OK;
+    }
+    int64_t nb = bsz == 1 || t->strides[0] == 0 ? 1 : bsz; /* a broadcast batch is copied once */
+    int64_t sizes[3] = {nb, r, c};
+    size_t es = axon_dtype_size(cdt);
+    if ((*scratch = malloc((size_t)(nb * r * c) * es)) == NULL)
+        return axon_fail(AXON_ERROR_OUT_OF_MEMORY, "matmul: %" PRId64 " x %" PRId64 " x %" PRId64
+                         " %s scratch for an operand", nb, r, c, axon_dtype_name(cdt));
+    axon_tensor_t dst = gemm_contiguous(*scratch, cdt, 3, sizes), src = *t;
+    src.sizes[0] = nb;
+    axon_copy_execute(&dst, &src, pool);
+    m->data = *scratch;
+    m->sb = nb == 1 ? 0 : r * c;
+    m->trans = 0;
+    m->ld = c;
+    return AXON_OK;
+}
+
+/* Block C (mi x nj at c, row stride ldc) = beta * C + bias_scale * bias (no bias: beta * C); beta 0 does not read
+ * C. Runs before the library call when there is a bias, and instead of it when k == 0. */
+#define GEMM_PREPASS(T, NAME)                                                                                      \
+    static void NAME(const struct gemm_job *j, T *c, int64_t i0, int64_t mi, int64_t j0, int64_t nj) {             \
+        const T *bias = (const T *)j->bias;                                                                         \
+        T beta = (T)j->beta, bs = (T)j->bias_scale;                                                                 \
+        for (int64_t i = 0; i < mi; i++) {                                                                          \
+            T *row = c + i * j->ldc;                                                                                \
+            for (int64_t q = 0; q < nj; q++) {                                                                      \
+                T bv = bias ? bs * bias[(j->bias_on_rows ? i0 + i : j0 + q) * j->bias_stride] : 0;                   \
+                row[q] = (beta == 0 ? 0 : beta * row[q]) + bv;                                                      \
+            }                                                                                                       \
+        }                                                                                                           \
+    }
+GEMM_PREPASS(float, gemm_prepass_f32)
+GEMM_PREPASS(double, gemm_prepass_f64)
+
+/* Integers wrap: through uint64_t, so an overflow is not undefined. */
+static void gemm_prepass_i64(const struct gemm_job *j, int64_t *c, int64_t i0, int64_t mi, int64_t j0, int64_t nj) {
+    const int64_t *bias = (const int64_t *)j->bias;
+    uint64_t beta = (uint64_t)(int64_t)j->beta, bs = (uint64_t)(int64_t)j->bias_scale;
+    for (int64_t i = 0; i < mi; i++) {
+        int64_t *row = c + i * j->ldc;
+        for (int64_t q = 0; q < nj; q++) {
+            uint64_t bv = bias ? bs * (uint64_t)bias[(j->bias_on_rows ? i0 + i : j0 + q) * j->bias_stride] : 0;
+            row[q] = (int64_t)((beta == 0 ? 0 : beta * (uint64_t)row[q]) + bv);
+        }
+    }
+}
+
+/* Each index is one block of out: batch, then block row, then block column. */
+static void gemm_blocks(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    struct gemm_job *j = ctx;
+    const int64_t es = (int64_t)j->es, per = j->nbm * j->nbn;
+    for (int64_t u = begin; u < end; u++) {
+        int64_t z = u / per, bi = u % per / j->nbn, bj = u % j->nbn;
+        int64_t i0 = bi * j->bm, mi = gemm_min(j->bm, j->m - i0), j0 = bj * j->bn, nj = gemm_min(j->bn, j->n - j0);
+        char *c = j->c + (z * j->csb + i0 * j->ldc + j0) * es;
+        /* Row block i0 of op(A): rows of A, or columns when A is stored transposed; likewise columns of op(B). */
+        const char *a = j->a.data + (z * j->a.sb + (j->a.trans ? i0 : i0 * j->a.ld)) * es;
+        const char *b = j->b.data + (z * j->b.sb + (j->b.trans ? j0 * j->b.ld : j0)) * es;
+        double beta = j->beta;
+        if (j->bias || j->k == 0) {
+            if (j->cdt == AXON_FLOAT32) gemm_prepass_f32(j, (float *)c, i0, mi, j0, nj);
+            else if (j->cdt == AXON_FLOAT64) gemm_prepass_f64(j, (double *)c, i0, mi, j0, nj);
+            else gemm_prepass_i64(j, (int64_t *)c, i0, mi, j0, nj);
+            beta = 1;
+            if (j->k == 0) continue;
+        }
+        int rc = 0;
+        if (j->cdt == AXON_FLOAT32)
+            rc = axon_gemm_f32(j->a.trans, j->b.trans, mi, nj, j->k, (float)j->alpha, (const float *)a, j->a.ld,
+                               (const float *)b, j->b.ld, (float)beta, (float *)c, j->ldc);
+        else if (j->cdt == AXON_FLOAT64)
+            rc = axon_gemm_f64(j->a.trans, j->b.trans, mi, nj, j->k, j->alpha, (const double *)a, j->a.ld,
+                               (const double *)b, j->b.ld, beta, (double *)c, j->ldc);
+        else
+            axon_gemm_i64(j->a.trans, j->b.trans, mi, nj, j->k, (int64_t)j->alpha, (const int64_t *)a, j->a.ld,
+                          (const int64_t *)b, j->b.ld, (int64_t)beta, (int64_t *)c, j->ldc);
+        if (rc != 0) atomic_store(&j->failed, 1);
+    }
+}
+
+/* Cut out into blocks: whole matrices when the batch divides evenly over the pool, else strips of the longer side
+ * (multiples of 16 rows or columns, so each library call keeps full vector tiles). Products under ~1 MFLOP run as
+ * one block on the worker: waking the pool would cost more. Returns the number of blocks; *grain for the loop. */
+static int64_t gemm_split(struct gemm_job *j, int64_t bsz, int nparts, int64_t *grain) {
+    j->bm = j->m, j->bn = j->n, j->nbm = j->nbn = 1;
+    double flop = 2.0 * (double)bsz * (double)j->m * (double)j->n * (double)(j->k > 0 ? j->k : 1);
+    if (nparts > 1 && bsz % nparts != 0 && flop >= 1e6) {
+        int64_t *len = j->m >= j->n ? &j->bm : &j->bn, *cnt = j->m >= j->n ? &j->nbm : &j->nbn, full = *len;
+        int64_t piece = (full + nparts - 1) / nparts;
+        piece = (piece + 15) / 16 * 16;
+        *len = piece;
+        *cnt = (full + piece - 1) / piece;
+    }
+    int64_t blocks = bsz * j->nbm * j->nbn;
+    *grain = flop < 1e6 ? blocks : 1;
+    return blocks;
+}
+
+static axon_dtype_t gemm_compute_dtype(axon_dtype_t d) {
+    if (d == AXON_FLOAT64) return AXON_FLOAT64;
+    return axon_dtype_is_floating(d) ? AXON_FLOAT32 : AXON_INT64;
+}
+
+static axon_status_t gemm_kernel(const void *args, const axon_exec_t *ex) {
+    const struct gemm_args *g = args;
+    axon_dtype_t cdt = gemm_compute_dtype(g->out.dtype);
+    const int64_t bsz = g->out.sizes[0], m = g->out.sizes[1], n = g->out.sizes[2], k = g->a.sizes[2];
+    void *sa = NULL, *sb = NULL, *sc = NULL, *sbias = NULL;
+    axon_status_t st = AXON_OK;
+    struct gemm_job j;
+    memset(&j, 0, sizeof j);
+    atomic_init(&j.failed, 0);
+    j.cdt = cdt;
+    j.es = axon_dtype_size(cdt);
+    j.alpha = g->alpha, j.beta = g->beta, j.bias_scale = g->bias_scale;
+    gemm_mat_t a = {0}, b = {0};
+    if (k > 0) { /* with k == 0 the operands are never read */
+        if ((st = gemm_prepare(&a, &g->a, cdt, ex->pool, &sa)) != AXON_OK) goto done;
+        if ((st = gemm_prepare(&b, &g->b, cdt, ex->pool, &sb)) != AXON_OK) goto done;
+    }
+    int ctrans = 0;
+    int64_t ldc = 0;
+    if (g->out.dtype == cdt && gemm_layout(m, n, g->out.strides[1], g->out.strides[2], &ctrans, &ldc)) {
+        j.c = g->out.data;
+        j.csb = g->out.strides[0];
+    } else {
+        if ((sc = malloc((size_t)(bsz * m * n) * j.es)) == NULL) {
+            st = axon_fail(AXON_ERROR_OUT_OF_MEMORY, "matmul: %" PRId64 " x %" PRId64 " x %" PRId64
+                           " %s scratch for out", bsz, m, n, axon_dtype_name(cdt));
+            goto done;
+        }
+        axon_tensor_t t = gemm_contiguous(sc, cdt, 3, g->out.sizes);
+        if (g->beta != 0) axon_copy_execute(&t, &g->out, ex->pool);
+        j.c = sc, j.csb = m * n, ldc = n, ctrans = 0;
+    }
+    if (g->has_bias) {
+        j.bias = g->bias.data;
+        j.bias_stride = g->bias.strides[0];
+        if (g->bias.dtype != cdt) {
+            if ((sbias = malloc((size_t)n * j.es)) == NULL) {
+                st = axon_fail(AXON_ERROR_OUT_OF_MEMORY, "matmul: %" PRId64 " %s bias scratch", n,
+                               axon_dtype_name(cdt));
+                goto done;
+            }
+            axon_tensor_t t = gemm_contiguous(sbias, cdt, 1, &n);
+            axon_copy_execute(&t, &g->bias, ex->pool);
+            j.bias = sbias, j.bias_stride = 1;
+        }
+    }
+    j.ldc = ldc;
+    j.k = k;
+    if (!ctrans) {
+        j.m = m, j.n = n, j.a = a, j.b = b;
+    } else { /* out^T = b^T @ a^T: swap the operands and flip their transposes */
+        j.m = n, j.n = m, j.a = b, j.b = a;
+        j.a.trans ^= 1, j.b.trans ^= 1;
+        j.bias_on_rows = 1;
+    }
+    int64_t grain, blocks = gemm_split(&j, bsz, axon_pool_size(ex->pool), &grain);
+    axon_parallel_for(ex->pool, 0, blocks, grain, gemm_blocks, &j);
+    if (atomic_load(&j.failed)) {
+        st = axon_fail(AXON_ERROR_OUT_OF_MEMORY, "matmul: packing buffers of the portable GEMM");
+        goto done;
+    }
+    if (sc) {
+        axon_tensor_t t = gemm_contiguous(sc, cdt, 3, g->out.sizes);
+        axon_copy_execute(&g->out, &t, ex->pool);
+    }
+done:
+    free(sa);
+    free(sb);
+    free(sc);
+    free(sbias);
+    return st;
+}
+
+/* The batch of a 2-D view is 1 with stride 0. */
+static axon_tensor_t gemm_view3(const axon_tensor_t *t) {
+    axon_tensor_t v = *t;
+    if (t->ndim == 2) {
+        v.ndim = 3;
+        v.sizes[0] = 1, v.sizes[1] = t->sizes[0], v.sizes[2] = t->sizes[1];
+        v.strides[0] = 0, v.strides[1] = t->strides[0], v.strides[2] = t->strides[1];
+    }
+    return v;
+}
+
+static axon_status_t gemm_check_scalar(double v, const char *name, axon_dtype_t dt) {
+    if (axon_dtype_is_integer(dt) && !(v == floor(v) && fabs(v) < 0x1p63))
+        return axon_fail(AXON_ERROR_INVALID_ARG, "matmul: %s %g is not a whole number, as %s needs", name, v,
+                         axon_dtype_name(dt));
+    return AXON_OK;
+}
+
+axon_status_t axon_kernel_matmul(axon_stream_t s, const axon_tensor_t *out, const axon_tensor_t *a,
+                                 const axon_tensor_t *b, const axon_gemm_params_t *p) {
+    axon_status_t st;
+    if ((st = axon_kernel_check_dst(out, "matmul: out")) != AXON_OK) return st;
+    if ((st = axon_kernel_check_src(a, "matmul: a")) != AXON_OK) return st;
+    if ((st = axon_kernel_check_src(b, "matmul: b")) != AXON_OK) return st;
+    axon_gemm_params_t prm = p ? *p : axon_gemm_params_default();
+    if (prm.bias && (st = axon_kernel_check_src(prm.bias, "matmul: bias")) != AXON_OK) return st;
+    if (a->dtype != out->dtype || b->dtype != out->dtype || (prm.bias && prm.bias->dtype != out->dtype))
+        return axon_fail(AXON_ERROR_INVALID_ARG, "matmul: dtypes differ: out %s, a %s, b %s%s%s",
+                         axon_dtype_name(out->dtype), axon_dtype_name(a->dtype), axon_dtype_name(b->dtype),
+                         prm.bias ? ", bias " : "", prm.bias ? axon_dtype_name(prm.bias->dtype) : "");
+    axon_dtype_t dt = out->dtype;
+    if (!axon_dtype_is_floating(dt) && !axon_dtype_is_integer(dt))
+        return axon_fail(AXON_ERROR_UNSUPPORTED, "matmul: dtype %s is not supported", axon_dtype_name(dt));
+    char so[160], sa[160], sb[160];
+    int nd = out->ndim;
+    int ok = (nd == 2 || nd == 3) && a->ndim == nd && b->ndim == nd;
+    if (ok) {
+        int o = nd - 2; /* index of the first matrix dimension */
+        ok = a->sizes[o + 1] == b->sizes[o] && out->sizes[o] == a->sizes[o] && out->sizes[o + 1] == b->sizes[o + 1];
+        if (nd == 3) ok = ok && a->sizes[0] == out->sizes[0] && b->sizes[0] == out->sizes[0];
+    }
+    if (!ok)
+        return axon_fail(AXON_ERROR_INVALID_ARG,
+                         "matmul: shapes do not match: a %s @ b %s -> out %s (need (m, k) @ (k, n) -> (m, n), "
+                         "or the same with one leading batch dimension on all three)",
+                         axon_shape_format(a, sa, sizeof sa), axon_shape_format(b, sb, sizeof sb),
+                         axon_shape_format(out, so, sizeof so));
+    struct gemm_args g;
+    memset(&g, 0, sizeof g);
+    g.out = gemm_view3(out), g.a = gemm_view3(a), g.b = gemm_view3(b);
+    const int64_t m = g.out.sizes[1], n = g.out.sizes[2], k = g.a.sizes[2];
+    if (prm.bias) {
+        if (prm.bias->ndim != 1 || prm.bias->sizes[0] != n)
+            return axon_fail(AXON_ERROR_INVALID_ARG, "matmul: bias shape %s is not [%" PRId64 "] for out %s",
+                             axon_shape_format(prm.bias, sa, sizeof sa), n, axon_shape_format(out, so, sizeof so));
+        g.bias = *prm.bias;
+        g.has_bias = 1;
+    }
+    if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX)
+        return axon_fail(AXON_ERROR_UNSUPPORTED, "matmul: a %s @ b %s: dimensions above 2^31 - 1",
+                         axon_shape_format(a, sa, sizeof sa), axon_shape_format(b, sb, sizeof sb));
+    if ((st = gemm_check_scalar(prm.alpha, "alpha", dt)) != AXON_OK) return st;
+    if ((st = gemm_check_scalar(prm.beta, "beta", dt)) != AXON_OK) return st;
+    if ((st = gemm_check_scalar(prm.bias_scale, "bias_scale", dt)) != AXON_OK) return st;
+    g.alpha = prm.alpha, g.beta = prm.beta, g.bias_scale = prm.bias_scale;
+    int64_t numel = axon_tensor_numel(out);
+    if (numel == 0) return AXON_OK;
+    uint64_t bytes = (uint64_t)(axon_tensor_numel(a) + axon_tensor_numel(b) + numel * (prm.beta != 0 ? 2 : 1)) *
+                     axon_dtype_size(dt);
+    axon_launch_t l = {gemm_kernel, &g, sizeof g, "matmul", bytes};
+    return axon_stream_launch(s, &l);
+}

@@ -1,0 +1,53 @@
+/* The GEMM library behind axon_gemm_f32/f64: OpenBLAS when CMake found it (AXON_HAVE_OPENBLAS), else the portable
+ * blocked code.
+ *
+ * OpenBLAS runs single-threaded here. libaxon already splits each GEMM over the device's worker pool (gemm.c), so
+ * OpenBLAS's own thread pool would only add a second set of threads competing for the same cores; it is also
+ * process-wide, so it could not honour two devices with different thread counts. openblas_set_num_threads(1) is set
+ * once, before the first call; OpenBLAS's single-threaded path is safe to call from several threads at once. */
+#include <pthread.h>
+
+#include "gemm_impl.h"
+
+#ifdef AXON_HAVE_OPENBLAS
+#include <cblas.h>
+
+void openblas_set_num_threads(int num_threads); /* declared by cblas.h in some packagings only */
+
+static pthread_once_t gemm_once = PTHREAD_ONCE_INIT;
+
+static void gemm_init(void) { openblas_set_num_threads(1); }
+
+const char *axon_gemm_backend_name(void) { return "openblas"; }
+
+int axon_gemm_f32(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                  const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+    pthread_once(&gemm_once, gemm_init);
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n,
+                (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+    return 0;
+}
+
+int axon_gemm_f64(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha, const double *a, int64_t lda,
+                  const double *b, int64_t ldb, double beta, double *c, int64_t ldc) {
+    pthread_once(&gemm_once, gemm_init);
+    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n,
+                (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+    return 0;
+}
+
+#else
+
+const char *axon_gemm_backend_name(void) { return "portable"; }
+
+int axon_gemm_f32(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                  const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+    return axon_gemm_portable_f32(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+int axon_gemm_f64(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha, const double *a, int64_t lda,
+                  const double *b, int64_t ldb, double beta, double *c, int64_t ldc) {
+    return axon_gemm_portable_f64(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+#endif

@@ -1,0 +1,34 @@
+/* What the GEMM files share inside libaxon (gemm.c plans and launches; gemm_backend.c and gemm_portable.c multiply
+ * one block on one thread). Never installed. */
+#ifndef AXON_GEMM_IMPL_H
+#define AXON_GEMM_IMPL_H
+
+#include <stdint.h>
+
+/* Every backend function computes, on the calling thread and without threads of its own,
+ *     C = alpha * op(A) @ op(B) + beta * C
+ * with C m x n row-major (row stride ldc), op(A) m x k and op(B) k x n. A is stored row-major with row stride lda:
+ * as m x k when ta == 0, as k x m (op = transpose) when ta == 1; likewise B with tb. beta == 0 never reads C (NaN in C
+ * is overwritten). m, n >= 1, k >= 0; leading dimensions >= 1 and at most INT32_MAX (BLAS takes int). */
+
+/* The build's library (OpenBLAS) or the portable code. 0 on success, -1 if the portable code could not allocate its
+ * packing buffers (C unchanged). */
+int axon_gemm_f32(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                   const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+int axon_gemm_f64(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha, const double *a, int64_t lda,
+                   const double *b, int64_t ldb, double beta, double *c, int64_t ldc);
+/* "openblas" or "portable", for benchmarks and tests. */
+const char *axon_gemm_backend_name(void);
+
+/* Portable blocked versions (gemm_portable.c), always built: the fallback where no library was found. They malloc
+ * their packing buffers; 0 on success, -1 if that fails (C unchanged). */
+int axon_gemm_portable_f32(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                           const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+int axon_gemm_portable_f64(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha, const double *a,
+                           int64_t lda, const double *b, int64_t ldb, double beta, double *c, int64_t ldc);
+
+/* Integer GEMM in int64 with two's complement wrap-around (no overflow UB): same contract, no library. */
+void axon_gemm_i64(int ta, int tb, int64_t m, int64_t n, int64_t k, int64_t alpha, const int64_t *a, int64_t lda,
+                   const int64_t *b, int64_t ldb, int64_t beta, int64_t *c, int64_t ldc);
+
+#endif
