@@ -13,6 +13,7 @@
 #include "axon/tensor.h"
 #include "axon/kernels.h"
 #include "axon/pointwise.h"
+#include "axon/reduce.h"
 #include "axon/gemm.h"
 
 #define AXON_VERSION_MAJOR 0

@@ -1,0 +1,177 @@
+/* axon_kernel_reduce's launch (axon/reduce.h): op names, argument checks, and the plan, decided on the host and
+ * copied into the argument block, so the executor (reduce_exec.c) only runs it.
+ *
+ * The plan depends only on shapes, strides and dtypes. That is what makes results identical for any thread count:
+ * chunk boundaries, and so the order in which partial results are merged, never move. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+#include "reduce_impl.h"
+
+static const char *const reduce_names[] = {
+    "sum", "prod", "mean", "amax", "amin", "any", "all", "norm", "var", "std", "logsumexp", "count_nonzero",
+};
+_Static_assert(sizeof reduce_names / sizeof reduce_names[0] == AXON_REDUCE_OP_COUNT,
+               "every axon_reduce_op_t needs a name");
+
+const char *axon_reduce_op_name(axon_reduce_op_t op) {
+    return (unsigned)op < AXON_REDUCE_OP_COUNT ? reduce_names[op] : "invalid";
+}
+
+static int rd_is_complex(axon_dtype_t d) { return d == AXON_COMPLEX64 || d == AXON_COMPLEX128; }
+
+/* The fold kind, finish and work type of op; 0 if the op has no identity for an empty reduction. */
+static int rd_describe(axon_reduce_op_t op, const axon_reduce_params_t *p, axon_dtype_t in, axon_dtype_t out,
+                       rd_op_t *d) {
+    memset(d, 0, sizeof *d);
+    d->work = rd_work_of(out);
+    d->p = p->p;
+    d->correction = p->correction;
+    d->fin = RD_FIN_NONE;
+    int has_identity = 1;
+    switch (op) {
+    case AXON_REDUCE_SUM: d->kind = RD_SUM; break;
+    case AXON_REDUCE_PROD: d->kind = RD_PROD; break;
+    case AXON_REDUCE_MEAN: d->kind = RD_SUM, d->fin = RD_FIN_MEAN; break;
+    case AXON_REDUCE_AMAX: d->kind = RD_MAX, has_identity = 0; break;
+    case AXON_REDUCE_AMIN: d->kind = RD_MIN, has_identity = 0; break;
+    /* The nonzero tests read in's values: a float 0.5 must not be truncated to an integer 0 first. They load in
+     * as bool (x != 0, NaN true) and count in int64, so a count never rounds. */
+    case AXON_REDUCE_ANY: d->kind = RD_NZ_MAX, d->work = RD_W_I64; break;
+    case AXON_REDUCE_ALL: d->kind = RD_NZ_MIN, d->work = RD_W_I64; break;
+    case AXON_REDUCE_COUNT_NONZERO: d->kind = RD_NZ_SUM, d->work = RD_W_I64; break;
+    case AXON_REDUCE_NORM:
+        if (p->p == 0) d->kind = RD_NZ_SUM;
+        else if (p->p == 1) d->kind = RD_ABS_SUM;
+        else if (p->p == 2) d->kind = RD_SQ_SUM, d->fin = RD_FIN_SQRT;
+        else if (p->p == INFINITY) d->kind = RD_ABS_MAX, has_identity = 0;
+        else if (p->p == -INFINITY) d->kind = RD_ABS_MIN, has_identity = 0;
+        else d->kind = RD_POW_SUM, d->fin = RD_FIN_ROOT;
+        break;
+    case AXON_REDUCE_VAR: d->kind = RD_VAR, d->fin = RD_FIN_VAR; break;
+    case AXON_REDUCE_STD: d->kind = RD_VAR, d->fin = RD_FIN_STD; break;
+    case AXON_REDUCE_LOGSUMEXP: d->kind = RD_LSE, d->fin = RD_FIN_LSE; break;
+    default: break;
+    }
+    (void)in;
+    return has_identity;
+}
+
+static int rd_needs_floating_out(axon_reduce_op_t op) {
+    return op == AXON_REDUCE_MEAN || op == AXON_REDUCE_NORM || op == AXON_REDUCE_VAR || op == AXON_REDUCE_STD ||
+           op == AXON_REDUCE_LOGSUMEXP;
+}
+
+static int64_t rd_abs(int64_t v) { return v < 0 ? -v : v; }
+static int64_t rd_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* Pick the path and its chunking. a->kept, a->red, a->count and a->nout are set. */
+static void rd_plan(rd_args_t *a) {
+    const axon_iter_t *k = &a->kept, *r = &a->red;
+    if (a->count == 0) {
+        a->path = RD_PATH_EMPTY;
+        return;
+    }
+    /* Fastest reduced and kept strides; a lone element has no stride that matters. */
+    int64_t rs = r->sizes[0] > 1 ? rd_abs(r->strides[0][0]) : INT64_MAX;
+    int64_t ks = k->sizes[0] > 1 ? rd_abs(k->strides[0][0]) : INT64_MAX;
+    if (rd_kind_is_simple(a->op.kind) && a->nout > 1 && a->count > 1 && ks < rs) {
+        a->path = RD_PATH_OUTER;
+        int64_t K = k->sizes[0];
+        a->lanes = K < RD_VEC ? K : RD_VEC;
+        a->items = (a->nout / K) * rd_ceil_div(K, a->lanes);
+        a->nchunks = 1;
+        a->chunk = a->count;
+        int64_t rows_min = RD_SPLIT_MIN / a->lanes;
+        rows_min = rd_ceil_div(rows_min < RD_ROW_BLOCK ? RD_ROW_BLOCK : rows_min, RD_ROW_BLOCK) * RD_ROW_BLOCK;
+        int64_t fit = RD_PARTIAL_BYTES / (a->items * a->lanes * (int64_t)a->w_esize);
+        if (a->items < 16 && a->count >= 2 * rows_min && fit >= 2) {
+            int64_t n = rd_ceil_div(a->count, rows_min);
+            if (n > fit) n = fit;
+            a->chunk = rd_ceil_div(rd_ceil_div(a->count, n), RD_ROW_BLOCK) * RD_ROW_BLOCK;
+            a->nchunks = rd_ceil_div(a->count, a->chunk);
+        }
+        return;
+    }
+    a->path = RD_PATH_INNER;
+    a->nchunks = 1;
+    a->chunk = a->count;
+    if (a->nout <= RD_MAX_PARTIALS / 4 && a->count >= 2 * RD_SPLIT_MIN) {
+        int64_t n = rd_ceil_div(a->count, RD_SPLIT_MIN), fit = RD_MAX_PARTIALS / a->nout;
+        if (n > fit) n = fit;
+        a->chunk = rd_ceil_div(rd_ceil_div(a->count, n), RD_BLOCK) * RD_BLOCK;
+        a->nchunks = rd_ceil_div(a->count, a->chunk);
+        if (a->nchunks > 1) a->path = RD_PATH_SPLIT;
+    }
+}
+
+axon_status_t axon_kernel_reduce(axon_stream_t s, axon_reduce_op_t op, const axon_tensor_t *out,
+                                 const axon_tensor_t *in, const axon_reduce_params_t *params) {
+    if ((unsigned)op >= AXON_REDUCE_OP_COUNT)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "reduce: op %d is out of range [0, %d)", (int)op,
+                         AXON_REDUCE_OP_COUNT);
+    const char *name = reduce_names[op];
+    char what[64], sa[160], sb[160];
+    axon_status_t st;
+    snprintf(what, sizeof what, "%s: out", name);
+    if ((st = axon_kernel_check_dst(out, what)) != AXON_OK) return st;
+    snprintf(what, sizeof what, "%s: in", name);
+    if ((st = axon_kernel_check_src(in, what)) != AXON_OK) return st;
+    if (rd_is_complex(in->dtype) || rd_is_complex(out->dtype))
+        return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: complex dtypes are not supported (in %s, out %s)", name,
+                         axon_dtype_name(in->dtype), axon_dtype_name(out->dtype));
+    if (rd_needs_floating_out(op) && !axon_dtype_is_floating(out->dtype))
+        return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: out must have a floating dtype, got %s (in %s)", name,
+                         axon_dtype_name(out->dtype), axon_dtype_name(in->dtype));
+    int ok = out->ndim == in->ndim;
+    for (int i = 0; ok && i < in->ndim; i++) ok = out->sizes[i] == in->sizes[i] || out->sizes[i] == 1;
+    if (!ok)
+        return axon_fail(AXON_ERROR_INVALID_ARG,
+                         "%s: out shape %s is not in shape %s with size 1 on the reduced dimensions", name,
+                         axon_shape_format(out, sa, sizeof sa), axon_shape_format(in, sb, sizeof sb));
+    axon_reduce_params_t p = params ? *params : axon_reduce_params_default();
+    if (op == AXON_REDUCE_NORM && isnan(p.p))
+        return axon_fail(AXON_ERROR_INVALID_ARG, "norm: p is NaN");
+    rd_args_t a;
+    memset(&a, 0, sizeof a);
+    int has_identity = rd_describe(op, &p, in->dtype, out->dtype, &a.op);
+    a.nout = axon_tensor_numel(out);
+    if (a.nout == 0) return AXON_OK;
+    /* in viewed two ways: over the kept dims (reduced sizes set to 1) and over the reduced dims (kept set to 1). */
+    axon_tensor_t kv = *in, rv = *in;
+    a.count = 1;
+    for (int i = 0; i < in->ndim; i++) {
+        int reduced = out->sizes[i] == 1 && in->sizes[i] != 1;
+        kv.sizes[i] = reduced ? 1 : in->sizes[i];
+        rv.sizes[i] = reduced ? in->sizes[i] : 1;
+        if (reduced) a.count *= in->sizes[i];
+    }
+    if (a.count == 0 && !has_identity)
+        return axon_fail(AXON_ERROR_INVALID_ARG,
+                         "%s: cannot reduce over zero elements (in %s, out %s): the operation has no identity", name,
+                         axon_shape_format(in, sa, sizeof sa), axon_shape_format(out, sb, sizeof sb));
+    const axon_tensor_t *kt[2] = {&kv, out}, *rt[1] = {&rv};
+    axon_iter_init(&a.kept, 2, kt, 1);
+    axon_iter_init(&a.red, 1, rt, 1);
+    a.red_shift = (int64_t)(a.red.data[0] - (char *)in->data);
+    a.name = name;
+    axon_dtype_t wd = axon_rd_work_ops[a.op.work].dtype;
+    int nonzero = a.op.kind == RD_NZ_MAX || a.op.kind == RD_NZ_MIN ||
+                  (a.op.kind == RD_NZ_SUM && op == AXON_REDUCE_COUNT_NONZERO);
+    if (nonzero && axon_dtype_is_floating(in->dtype)) {
+        a.pre = axon_convert_get(in->dtype, AXON_BOOL);
+        a.load = axon_convert_get(AXON_BOOL, wd);
+    } else if (in->dtype != wd) {
+        a.load = axon_convert_get(in->dtype, wd);
+    }
+    a.store = axon_convert_get(wd, out->dtype);
+    a.in_esize = axon_dtype_size(in->dtype);
+    a.w_esize = axon_dtype_size(wd);
+    a.out_esize = axon_dtype_size(out->dtype);
+    rd_plan(&a);
+    uint64_t bytes = (uint64_t)axon_tensor_numel(in) * a.in_esize + (uint64_t)a.nout * a.out_esize;
+    axon_launch_t l = {axon_rd_kernel, &a, sizeof a, name, bytes};
+    return axon_stream_launch(s, &l);
+}

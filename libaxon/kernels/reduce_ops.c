@@ -1,0 +1,261 @@
+/* The folds of every reduction kind, generated once per work type (float, double, int64).
+ *
+ * A fold keeps RD_LANES independent accumulators and walks its block RD_LANES elements at a time: that is the loop
+ * shape GCC vectorizes without reassociating floating adds (each lane is its own chain), and it also splits a float
+ * sum into short chains, so the block's error is that of RD_BLOCK / RD_LANES additions plus a 5-level tree.
+ * Max and min propagate NaN without a flag: `v > a | v != v` picks a NaN v, and a NaN a is never replaced because
+ * every comparison with it is false. Integer + and * go through uint64_t so that overflow wraps instead of being
+ * undefined. */
+#include <math.h>
+#include <string.h>
+
+#include "reduce_impl.h"
+
+#define RD_LANES 32
+
+/* Per work type: the type, its +, *, |x|, pow, exp, log, sqrt, and whether it is floating. */
+#define RD_ADD_f32(a, b) ((a) + (b))
+#define RD_ADD_f64(a, b) ((a) + (b))
+#define RD_ADD_i64(a, b) ((int64_t)((uint64_t)(a) + (uint64_t)(b)))
+#define RD_MUL_f32(a, b) ((a) * (b))
+#define RD_MUL_f64(a, b) ((a) * (b))
+#define RD_MUL_i64(a, b) ((int64_t)((uint64_t)(a) * (uint64_t)(b)))
+#define RD_ABS_f32(x) fabsf(x)
+#define RD_ABS_f64(x) fabs(x)
+#define RD_ABS_i64(x) ((x) < 0 ? (int64_t)(0 - (uint64_t)(x)) : (x))
+#define RD_POW_f32(x, p) powf(fabsf(x), (float)(p))
+#define RD_POW_f64(x, p) pow(fabs(x), (p))
+#define RD_POW_i64(x, p) ((int64_t)pow(fabs((double)(x)), (p)))
+#define RD_EXP_f32(x) expf(x)
+#define RD_EXP_f64(x) exp(x)
+#define RD_EXP_i64(x) ((int64_t)exp((double)(x)))
+#define RD_LOG_f32(x) logf(x)
+#define RD_LOG_f64(x) log(x)
+#define RD_LOG_i64(x) ((int64_t)log((double)(x)))
+#define RD_SQRT_f32(x) sqrtf(x)
+#define RD_SQRT_f64(x) sqrt(x)
+#define RD_SQRT_i64(x) ((int64_t)sqrt((double)(x)))
+#define RD_FIELD_f32 f
+#define RD_FIELD_f64 d
+#define RD_FIELD_i64 i
+#define RD_INF_f32 INFINITY
+#define RD_INF_f64 INFINITY
+#define RD_INF_i64 INT64_MAX
+#define RD_LOWEST_f32 (-INFINITY)
+#define RD_LOWEST_f64 (-INFINITY)
+#define RD_LOWEST_i64 INT64_MIN
+
+#define RD_MAXC(a, v) (((v) > (a)) | ((v) != (v)) ? (v) : (a))
+#define RD_MINC(a, v) (((v) < (a)) | ((v) != (v)) ? (v) : (a))
+
+/* One generator per work type S (f32, f64, i64) with C type W. */
+#define RD_DEFINE(S, W)                                                                                             \
+    static W rd_identity_##S(rd_kind_t k) {                                                                         \
+        switch (k) {                                                                                                \
+        case RD_PROD: case RD_NZ_MIN: return (W)1;                                                                  \
+        case RD_MAX: return RD_LOWEST_##S;                                                                          \
+        case RD_MIN: case RD_ABS_MIN: return (W)RD_INF_##S;                                                         \
+        default: return (W)0;                                                                                       \
+        }                                                                                                           \
+    }                                                                                                               \
+                                                                                                                    \
+    /* acc[l] = acc[l] COMB MAP(x[i + l]) over the block, then the lanes pairwise into acc[0]. */                   \
+    static W rd_lanes_##S(rd_kind_t k, double p, const W *restrict x, int64_t n) {                                  \
+        W acc[RD_LANES];                                                                                            \
+        const W id = rd_identity_##S(k);                                                                            \
+        for (int l = 0; l < RD_LANES; l++) acc[l] = id;                                                             \
+        int64_t i = 0, nv = n - n % RD_LANES;                                                                       \
+        (void)p;                                                                                                    \
+        /* the tail goes to lane 0 after the vector part, in a fixed order */                                       \
+        switch (k) {                                                                                                \
+        RD_LOOP(S, W, RD_SUM, RD_ADD_##S(a, v), v)                                                                  \
+        RD_LOOP(S, W, RD_PROD, RD_MUL_##S(a, v), v)                                                                 \
+        RD_LOOP(S, W, RD_MAX, RD_MAXC(a, v), v)                                                                     \
+        RD_LOOP(S, W, RD_MIN, RD_MINC(a, v), v)                                                                     \
+        RD_LOOP(S, W, RD_NZ_SUM, RD_ADD_##S(a, v), (W)(v != 0))                                                     \
+        RD_LOOP(S, W, RD_NZ_MAX, RD_MAXC(a, v), (W)(v != 0))                                                        \
+        RD_LOOP(S, W, RD_NZ_MIN, RD_MINC(a, v), (W)(v != 0))                                                        \
+        RD_LOOP(S, W, RD_ABS_SUM, RD_ADD_##S(a, v), RD_ABS_##S(v))                                                  \
+        RD_LOOP(S, W, RD_SQ_SUM, RD_ADD_##S(a, v), RD_MUL_##S(v, v))                                                \
+        RD_LOOP(S, W, RD_ABS_MAX, RD_MAXC(a, v), RD_ABS_##S(v))                                                     \
+        RD_LOOP(S, W, RD_ABS_MIN, RD_MINC(a, v), RD_ABS_##S(v))                                                     \
+        RD_LOOP(S, W, RD_POW_SUM, RD_ADD_##S(a, v), RD_POW_##S(v, p))                                               \
+        default: break;                                                                                             \
+        }                                                                                                           \
+        return acc[0];                                                                                              \
+    }                                                                                                               \
+                                                                                                                    \
+    static W rd_comb_##S(rd_kind_t k, W a, W v) {                                                                   \
+        switch (k) {                                                                                                \
+        case RD_PROD: return RD_MUL_##S(a, v);                                                                      \
+        case RD_MAX: case RD_NZ_MAX: case RD_ABS_MAX: return RD_MAXC(a, v);                                         \
+        case RD_MIN: case RD_NZ_MIN: case RD_ABS_MIN: return RD_MINC(a, v);                                         \
+        default: return RD_ADD_##S(a, v);                                                                          \
+        }                                                                                                           \
+    }                                                                                                               \
+                                                                                                                    \
+    static void rd_init_##S(const rd_op_t *op, rd_state_t *st) {                                                    \
+        memset(st, 0, sizeof *st);                                                                                  \
+        st->a.RD_FIELD_##S = rd_kind_is_simple(op->kind) ? rd_identity_##S(op->kind) : (W)0;                        \
+    }                                                                                                               \
+                                                                                                                    \
+    static void rd_fold_##S(const rd_op_t *op, rd_state_t *st, const void *xv, int64_t n) {                         \
+        const W *restrict x = xv;                                                                                   \
+        memset(st, 0, sizeof *st);                                                                                  \
+        if (op->kind == RD_VAR) {                                                                                   \
+            /* Two passes over a block that is in L1: the mean, then squared deviations from it. */                 \
+            W mean = rd_lanes_##S(RD_SUM, 0, x, n) / (W)n, acc[RD_LANES];                                           \
+            for (int l = 0; l < RD_LANES; l++) acc[l] = 0;                                                          \
+            int64_t i = 0, nv = n - n % RD_LANES;                                                                   \
+            for (; i < nv; i += RD_LANES)                                                                           \
+                for (int l = 0; l < RD_LANES; l++) acc[l] += (x[i + l] - mean) * (x[i + l] - mean);                 \
+            for (; i < n; i++) acc[0] += (x[i] - mean) * (x[i] - mean);                                             \
+            for (int w = RD_LANES / 2; w >= 1; w /= 2)                                                              \
+                for (int l = 0; l < w; l++) acc[l] += acc[l + w];                                                   \
+            st->n = n;                                                                                              \
+            st->a.RD_FIELD_##S = mean;                                                                              \
+            st->b.RD_FIELD_##S = acc[0];                                                                            \
+        } else if (op->kind == RD_LSE) {                                                                            \
+            /* Shift by the block's maximum when it is finite (0 otherwise: all -inf gives 0, +inf gives inf,  */   \
+            /* NaN gives NaN, which is what log(sum(exp)) means there). */                                          \
+            W m = rd_lanes_##S(RD_MAX, 0, x, n);                                                                    \
+            W c = (m - m == 0) ? m : (W)0, s = 0;                                                                   \
+            for (int64_t i = 0; i < n; i++) s += RD_EXP_##S(x[i] - c);                                              \
+            st->a.RD_FIELD_##S = c;                                                                                 \
+            st->b.RD_FIELD_##S = s;                                                                                 \
+        } else {                                                                                                    \
+            st->a.RD_FIELD_##S = rd_lanes_##S(op->kind, op->p, x, n);                                               \
+        }                                                                                                           \
+    }                                                                                                               \
+                                                                                                                    \
+    static void rd_merge_##S(const rd_op_t *op, rd_state_t *x, const rd_state_t *y) {                              \
+        if (op->kind == RD_VAR) {                                                                                   \
+            /* Chan, Golub and LeVeque's pairwise update. */                                                        \
+            if (y->n == 0) return;                                                                                  \
+            if (x->n == 0) {                                                                                        \
+                *x = *y;                                                                                            \
+                return;                                                                                             \
+            }                                                                                                       \
+            int64_t n = x->n + y->n;                                                                                \
+            W d = y->a.RD_FIELD_##S - x->a.RD_FIELD_##S, fb = (W)y->n / (W)n;                                       \
+            x->a.RD_FIELD_##S += d * fb;                                                                            \
+            x->b.RD_FIELD_##S += y->b.RD_FIELD_##S + d * d * (W)x->n * fb;                                          \
+            x->n = n;                                                                                               \
+        } else if (op->kind == RD_LSE) {                                                                            \
+            W c1 = x->a.RD_FIELD_##S, c2 = y->a.RD_FIELD_##S, c = c1 > c2 ? c1 : c2;                                \
+            x->b.RD_FIELD_##S = x->b.RD_FIELD_##S * RD_EXP_##S(c1 - c) + y->b.RD_FIELD_##S * RD_EXP_##S(c2 - c);    \
+            x->a.RD_FIELD_##S = c;                                                                                  \
+        } else {                                                                                                    \
+            x->a.RD_FIELD_##S = rd_comb_##S(op->kind, x->a.RD_FIELD_##S, y->a.RD_FIELD_##S);                        \
+        }                                                                                                           \
+    }                                                                                                               \
+                                                                                                                    \
+    static W rd_fin_##S(const rd_op_t *op, W v, int64_t count) {                                                    \
+        switch (op->fin) {                                                                                          \
+        case RD_FIN_MEAN: return v / (W)count;                                                                      \
+        case RD_FIN_SQRT: return RD_SQRT_##S(v);                                                                    \
+        case RD_FIN_ROOT: return (W)pow((double)v, 1.0 / op->p);                                                    \
+        default: return v;                                                                                          \
+        }                                                                                                           \
+    }                                                                                                               \
+                                                                                                                    \
+    static void rd_finish_##S(const rd_op_t *op, const rd_state_t *st, int64_t count, void *out) {                  \
+        W r;                                                                                                        \
+        if (op->fin == RD_FIN_VAR || op->fin == RD_FIN_STD) {                                                       \
+            double dof = (double)st->n - op->correction;                                                            \
+            r = st->b.RD_FIELD_##S / (W)(dof > 0 ? dof : 0);                                                        \
+            if (op->fin == RD_FIN_STD) r = RD_SQRT_##S(r);                                                          \
+        } else if (op->fin == RD_FIN_LSE) {                                                                         \
+            r = RD_LOG_##S(st->b.RD_FIELD_##S) + st->a.RD_FIELD_##S;                                                \
+        } else {                                                                                                    \
+            r = rd_fin_##S(op, st->a.RD_FIELD_##S, count);                                                          \
+        }                                                                                                           \
+        memcpy(out, &r, sizeof r);                                                                                  \
+    }                                                                                                               \
+                                                                                                                    \
+    static void rd_vinit_##S(const rd_op_t *op, void *accv, int64_t n) {                                            \
+        W *acc = accv, id = rd_identity_##S(op->kind);                                                              \
+        for (int64_t j = 0; j < n; j++) acc[j] = id;                                                                \
+    }                                                                                                               \
+                                                                                                                    \
+    static void rd_vfold_##S(const rd_op_t *op, void *accv, const void *rowv, int64_t n) {                          \
+        W *restrict acc = accv;                                                                                     \
+        const W *restrict x = rowv;                                                                                 \
+        const double p = op->p;                                                                                     \
+        (void)p;                                                                                                    \
+        switch (op->kind) {                                                                                         \
+        RD_VLOOP(W, RD_SUM, RD_ADD_##S(a, v), v)                                                                       \
+        RD_VLOOP(W, RD_PROD, RD_MUL_##S(a, v), v)                                                                      \
+        RD_VLOOP(W, RD_MAX, RD_MAXC(a, v), v)                                                                          \
+        RD_VLOOP(W, RD_MIN, RD_MINC(a, v), v)                                                                          \
+        RD_VLOOP(W, RD_NZ_SUM, RD_ADD_##S(a, v), (W)(v != 0))                                                          \
+        RD_VLOOP(W, RD_NZ_MAX, RD_MAXC(a, v), (W)(v != 0))                                                             \
+        RD_VLOOP(W, RD_NZ_MIN, RD_MINC(a, v), (W)(v != 0))                                                             \
+        RD_VLOOP(W, RD_ABS_SUM, RD_ADD_##S(a, v), RD_ABS_##S(v))                                                       \
+        RD_VLOOP(W, RD_SQ_SUM, RD_ADD_##S(a, v), RD_MUL_##S(v, v))                                                     \
+        RD_VLOOP(W, RD_ABS_MAX, RD_MAXC(a, v), RD_ABS_##S(v))                                                          \
+        RD_VLOOP(W, RD_ABS_MIN, RD_MINC(a, v), RD_ABS_##S(v))                                                          \
+        RD_VLOOP(W, RD_POW_SUM, RD_ADD_##S(a, v), RD_POW_##S(v, p))                                                    \
+        default: break;                                                                                             \
+        }                                                                                                           \
+    }                                                                                                               \
+                                                                                                                    \
+    static void rd_vmerge_##S(const rd_op_t *op, void *av, const void *bv, int64_t n) {                             \
+        W *restrict a = av;                                                                                         \
+        const W *restrict b = bv;                                                                                   \
+        for (int64_t j = 0; j < n; j++) a[j] = rd_comb_##S(op->kind, a[j], b[j]);                                   \
+    }                                                                                                               \
+                                                                                                                    \
+    static void rd_vfinish_##S(const rd_op_t *op, void *accv, int64_t n, int64_t count) {                           \
+        W *acc = accv;                                                                                              \
+        if (op->fin == RD_FIN_NONE) return;                                                                         \
+        for (int64_t j = 0; j < n; j++) acc[j] = rd_fin_##S(op, acc[j], count);                                     \
+    }
+
+/* One case of rd_lanes: the lane loop, the tail into lane 0, then the lanes pairwise. MAP reads v = x[...] and
+ * names the mapped value v again; COMB reads a and v. */
+#define RD_LOOP(S, W, K, COMB, MAP)                                             \
+    case K:                                                                     \
+        for (; i < nv; i += RD_LANES)                                           \
+            for (int l = 0; l < RD_LANES; l++) {                                \
+                W v = x[i + l];                                                 \
+                v = MAP;                                                        \
+                W a = acc[l];                                                   \
+                acc[l] = COMB;                                                  \
+            }                                                                   \
+        for (; i < n; i++) {                                                    \
+            W v = x[i];                                                         \
+            v = MAP;                                                            \
+            W a = acc[0];                                                       \
+            acc[0] = COMB;                                                      \
+        }                                                                       \
+        for (int w = RD_LANES / 2; w >= 1; w /= 2)                              \
+            for (int l = 0; l < w; l++) {                                       \
+                W a = acc[l], v = acc[l + w];                                   \
+                acc[l] = COMB;                                                  \
+            }                                                                   \
+        break;
+
+#define RD_VLOOP(W, K, COMB, MAP)                                                  \
+    case K:                                                                     \
+        for (int64_t j = 0; j < n; j++) {                                       \
+            W v = x[j];                                        \
+            v = MAP;                                                            \
+            W a = acc[j];                                      \
+            acc[j] = COMB;                                                      \
+        }                                                                       \
+        break;
+
+RD_DEFINE(f32, float)
+RD_DEFINE(f64, double)
+RD_DEFINE(i64, int64_t)
+
+#define RD_OPS(S, D)                                                                                            \
+    {D, rd_init_##S, rd_fold_##S, rd_merge_##S, rd_finish_##S, rd_vinit_##S, rd_vfold_##S, rd_vmerge_##S,        \
+     rd_vfinish_##S}
+
+const rd_work_ops_t axon_rd_work_ops[RD_W_COUNT] = {
+    RD_OPS(f32, AXON_FLOAT32),
+    RD_OPS(f64, AXON_FLOAT64),
+    RD_OPS(i64, AXON_INT64),
+};

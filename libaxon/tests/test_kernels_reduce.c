@@ -1,0 +1,309 @@
+/* axon_kernel_reduce: every op and dtype against a long double reference, over inner, outer, middle, several and all
+ * dimensions, on transposed, sliced and reversed views, on shapes that take the split and outer paths; float32
+ * accuracy over 1M elements; empty reductions; NaN propagation; var/std corrections.
+ * Tolerances (rr_tol): relative 1e-12 for float64, 2e-6 for float32, 2^-10 for float16, 2^-7 for bfloat16, of
+ * max(|result|, sum of |terms|); integer and bool results exact. */
+#include "reduce_ref.h"
+
+static const axon_dtype_t all_dtypes[] = {AXON_FLOAT32, AXON_FLOAT64, AXON_BFLOAT16, AXON_FLOAT16, AXON_INT32,
+                                          AXON_INT64,   AXON_INT8,    AXON_UINT8,    AXON_BOOL};
+#define NDTYPES (int)(sizeof all_dtypes / sizeof all_dtypes[0])
+
+/* The out dtype PyTorch would give op on in dtype d. */
+static axon_dtype_t out_dtype_for(axon_reduce_op_t op, axon_dtype_t d) {
+    switch (op) {
+    case AXON_REDUCE_SUM:
+    case AXON_REDUCE_PROD: return rr_is_float(d) ? d : AXON_INT64;
+    case AXON_REDUCE_AMAX:
+    case AXON_REDUCE_AMIN: return d;
+    case AXON_REDUCE_ANY:
+    case AXON_REDUCE_ALL: return AXON_BOOL;
+    case AXON_REDUCE_COUNT_NONZERO: return AXON_INT64;
+    default: return rr_is_float(d) ? d : AXON_FLOAT32;
+    }
+}
+
+typedef struct layout {
+    const char *label;
+    int nd;
+    int64_t sizes[3], strides[3], off;
+} layout_t;
+
+/* Views over a 378-element buffer holding a [6, 7, 9] tensor. */
+static const layout_t layouts[] = {
+    {"contiguous", 3, {6, 7, 9}, {63, 9, 1}, 0},
+    {"transposed", 3, {9, 7, 6}, {1, 9, 63}, 0},
+    {"sliced", 3, {6, 7, 4}, {63, 9, 2}, 1},
+    {"reversed", 3, {6, 7, 9}, {63, 9, -1}, 8},
+};
+
+/* Run op over the dims in mask of the view (sizes, strides, off) of host buffer h (hn elements, dtype d) into a
+ * contiguous out of dtype od; compare every output with the reference. Returns the number of mismatches. */
+static int run_case(const kc_dev_t *k, axon_reduce_op_t op, const axon_reduce_params_t *p, axon_dtype_t d,
+                    axon_dtype_t od, const void *h, int64_t hn, int nd, const int64_t *sizes, const int64_t *strides,
+                    int64_t off, unsigned mask, const char *label) {
+    char *dev = rr_upload(k, d, h, hn);
+    axon_tensor_t in = kc_tensor(dev + off * (int64_t)axon_dtype_size(d), d, nd, sizes, strides);
+    int64_t osz[AXON_MAX_DIMS], nout = 1, count = 1, numel = 1;
+    for (int i = 0; i < nd; i++) {
+        osz[i] = (mask >> i) & 1 ? 1 : sizes[i];
+        nout *= osz[i];
+        count *= (mask >> i) & 1 ? sizes[i] : 1;
+        numel *= sizes[i];
+    }
+    void *dout = rr_upload(k, od, NULL, nout);
+    axon_tensor_t out = kc_tensor(dout, od, nd, osz, NULL);
+    int bad = 0;
+    axon_status_t st = axon_kernel_reduce(k->s, op, &out, &in, p);
+    if (st != AXON_OK) {
+        fprintf(stderr, "  %s %s %s->%s: %s\n", label, axon_reduce_op_name(op), axon_dtype_name(d),
+                axon_dtype_name(od), axon_last_error());
+        bad = 1;
+    }
+    void *got = malloc((size_t)nout * axon_dtype_size(od));
+    if (!bad && !kc_download(k, got, dout, (size_t)nout * axon_dtype_size(od))) bad = 1;
+    /* Gather each output's values in visit order. */
+    long double *vals = malloc(sizeof(long double) * (size_t)(numel > 0 ? numel : 1));
+    int64_t *fill = calloc((size_t)nout, sizeof(int64_t));
+    for (int64_t e = 0; e < numel; e++) {
+        int64_t rem = e, src = off, o = 0, ostep = 1;
+        for (int i = nd - 1; i >= 0; i--) {
+            int64_t idx = rem % sizes[i];
+            rem /= sizes[i];
+            src += idx * strides[i];
+            if (!((mask >> i) & 1)) o += idx * ostep;
+            ostep *= osz[i];
+        }
+        vals[o * count + fill[o]++] = rr_get(d, h, src);
+    }
+    for (int64_t o = 0; o < nout && !bad; o++) {
+        long double scale, want = rr_reduce(op, p, od, vals + o * count, count, &scale);
+        long double g = rr_get(od, got, o);
+        if (!rr_close(od, g, want, scale)) {
+            fprintf(stderr, "  %s mask %u %s(p=%g, c=%g) %s->%s: out[%lld] = %.10Lg, want %.10Lg\n", label, mask,
+                    axon_reduce_op_name(op), p ? p->p : 2.0, p ? p->correction : 1.0, axon_dtype_name(d),
+                    axon_dtype_name(od), (long long)o, g, want);
+            bad++;
+        }
+    }
+    free(vals);
+    free(fill);
+    free(got);
+    axon_mem_free(k->dev, dev);
+    axon_mem_free(k->dev, dout);
+    return bad;
+}
+
+/* Run every params variant of op (norm orders, var corrections). */
+static int run_variants(const kc_dev_t *k, axon_reduce_op_t op, axon_dtype_t d, const void *h, int64_t hn,
+                        const layout_t *l, unsigned mask) {
+    static const double orders[] = {0, 1, 2, 3, 0.5, INFINITY, -INFINITY};
+    axon_reduce_params_t p = axon_reduce_params_default();
+    axon_dtype_t od = out_dtype_for(op, d);
+    int bad = 0;
+    if (op == AXON_REDUCE_NORM) {
+        for (size_t i = 0; i < sizeof orders / sizeof orders[0]; i++) {
+            p.p = orders[i];
+            bad += run_case(k, op, &p, d, od, h, hn, l->nd, l->sizes, l->strides, l->off, mask, l->label);
+        }
+    } else if (op == AXON_REDUCE_VAR || op == AXON_REDUCE_STD) {
+        for (int c = 0; c < 2; c++) {
+            p.correction = c;
+            bad += run_case(k, op, &p, d, od, h, hn, l->nd, l->sizes, l->strides, l->off, mask, l->label);
+        }
+    } else {
+        bad += run_case(k, op, NULL, d, od, h, hn, l->nd, l->sizes, l->strides, l->off, mask, l->label);
+    }
+    return bad;
+}
+
+static void test_every_op_and_dtype_over_every_layout_matches_reference(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    static const unsigned masks[] = {4, 1, 2, 5, 3, 7, 0};
+    for (int di = 0; di < NDTYPES; di++) {
+        axon_dtype_t d = all_dtypes[di];
+        void *h = rr_fill(d, 378, 0), *h1 = rr_fill(d, 378, 1);
+        for (int op = 0; op < AXON_REDUCE_OP_COUNT; op++)
+            for (size_t li = 0; li < sizeof layouts / sizeof layouts[0]; li++)
+                for (size_t mi = 0; mi < sizeof masks / sizeof masks[0]; mi++) {
+                    /* views other than the contiguous one get fewer masks: inner, outer, several */
+                    if (li > 0 && mi >= 4) continue;
+                    int bad = run_variants(&k, (axon_reduce_op_t)op, d, op == AXON_REDUCE_PROD ? h1 : h, 378,
+                                           &layouts[li], masks[mi]);
+                    if (bad) check_failures_in_test++;
+                }
+        free(h);
+        free(h1);
+    }
+    axon_runtime_destroy(k.rt);
+}
+
+/* Shapes large enough for the split path (few outputs), the outer path with row chunks (few lanes, many rows) and
+ * with many lane blocks, in float32, bfloat16 and int32. */
+static void test_split_and_outer_paths_match_reference(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    static const struct {
+        int64_t sizes[2];
+        unsigned mask;
+    } shapes[] = {{{3, 70001}, 2}, {{1, 200003}, 3}, {{20011, 5}, 1}, {{40, 300}, 1}, {{3000, 129}, 1}};
+    static const axon_reduce_op_t ops[] = {AXON_REDUCE_SUM,  AXON_REDUCE_MEAN, AXON_REDUCE_AMAX,
+                                           AXON_REDUCE_NORM, AXON_REDUCE_VAR,  AXON_REDUCE_LOGSUMEXP,
+                                           AXON_REDUCE_ALL,  AXON_REDUCE_COUNT_NONZERO};
+    static const axon_dtype_t dts[] = {AXON_FLOAT32, AXON_BFLOAT16, AXON_INT32};
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+        for (size_t di = 0; di < sizeof dts / sizeof dts[0]; di++) {
+            int64_t n = shapes[si].sizes[0] * shapes[si].sizes[1];
+            void *h = rr_fill(dts[di], n, 0);
+            layout_t l = {"large", 2, {shapes[si].sizes[0], shapes[si].sizes[1]}, {shapes[si].sizes[1], 1}, 0};
+            for (size_t oi = 0; oi < sizeof ops / sizeof ops[0]; oi++)
+                if (run_variants(&k, ops[oi], dts[di], h, n, &l, shapes[si].mask)) check_failures_in_test++;
+            free(h);
+        }
+    axon_runtime_destroy(k.rt);
+}
+
+/* float32 sums of 1M values stay within 1e-5 of the float64 reference, relative to the sum of |x|, for a full
+ * reduction, a column reduction (outer path) and positive values (where sequential float32 drifts most). */
+static void test_float32_sum_of_1m_elements_is_accurate(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    const int64_t n = 1 << 20;
+    float *h = malloc(sizeof(float) * (size_t)n);
+    for (int pos = 0; pos < 2; pos++) {
+        double exact = 0, mag = 0;
+        for (int64_t i = 0; i < n; i++) {
+            h[i] = (float)(rr_rand() % 100000) / 99991.0f - (pos ? 0.0f : 0.5f);
+            exact += h[i], mag += fabs(h[i]);
+        }
+        float *dev = rr_upload(&k, AXON_FLOAT32, h, n), *dout = rr_upload(&k, AXON_FLOAT32, NULL, 16);
+        const int64_t full[1] = {n}, one[1] = {1}, cols[2] = {n / 16, 16}, orow[2] = {1, 16};
+        axon_tensor_t in = kc_tensor(dev, AXON_FLOAT32, 1, full, NULL), out = kc_tensor(dout, AXON_FLOAT32, 1, one, NULL);
+        float got[16];
+        CHECK_OK(axon_kernel_reduce(k.s, AXON_REDUCE_SUM, &out, &in, NULL));
+        CHECK(kc_download(&k, got, dout, sizeof(float)));
+        CHECK(fabs(got[0] - exact) <= 1e-5 * mag);
+        if (fabs(got[0] - exact) > 1e-6 * mag) fprintf(stderr, "  full: rel err %g\n", fabs(got[0] - exact) / mag);
+        in = kc_tensor(dev, AXON_FLOAT32, 2, cols, NULL);
+        out = kc_tensor(dout, AXON_FLOAT32, 2, orow, NULL);
+        CHECK_OK(axon_kernel_reduce(k.s, AXON_REDUCE_SUM, &out, &in, NULL));
+        CHECK(kc_download(&k, got, dout, sizeof got));
+        for (int c = 0; c < 16; c++) {
+            double e = 0, m = 0;
+            for (int64_t r = 0; r < n / 16; r++) e += h[r * 16 + c], m += fabs(h[r * 16 + c]);
+            CHECK(fabs(got[c] - e) <= 1e-5 * m);
+        }
+        axon_mem_free(k.dev, dev);
+        axon_mem_free(k.dev, dout);
+    }
+    free(h);
+    axon_runtime_destroy(k.rt);
+}
+
+/* Reductions over zero elements: the identity where there is one, INVALID_ARG naming the op where not. */
+static void test_empty_reductions_give_identities_or_name_the_op(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    float *dout = rr_upload(&k, AXON_FLOAT32, NULL, 3);
+    float dummy[1];
+    const int64_t isz[2] = {0, 3}, osz[2] = {1, 3};
+    axon_tensor_t in = kc_tensor(dummy, AXON_FLOAT32, 2, isz, NULL), out = kc_tensor(dout, AXON_FLOAT32, 2, osz, NULL);
+    static const struct {
+        axon_reduce_op_t op;
+        double want;
+    } cases[] = {{AXON_REDUCE_SUM, 0},      {AXON_REDUCE_PROD, 1},          {AXON_REDUCE_MEAN, NAN},
+                 {AXON_REDUCE_ANY, 0},      {AXON_REDUCE_ALL, 1},           {AXON_REDUCE_NORM, 0},
+                 {AXON_REDUCE_VAR, NAN},    {AXON_REDUCE_LOGSUMEXP, -INFINITY}, {AXON_REDUCE_COUNT_NONZERO, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        float got[3] = {7, 7, 7};
+        CHECK_OK(axon_kernel_reduce(k.s, cases[i].op, &out, &in, NULL));
+        CHECK(kc_download(&k, got, dout, sizeof got));
+        for (int j = 0; j < 3; j++)
+            if (!(isnan(cases[i].want) ? isnan(got[j]) : got[j] == cases[i].want)) {
+                fprintf(stderr, "  empty %s: got %g\n", axon_reduce_op_name(cases[i].op), got[j]);
+                check_failures_in_test++;
+            }
+    }
+    CHECK_STATUS(axon_kernel_reduce(k.s, AXON_REDUCE_AMAX, &out, &in, NULL), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("amax");
+    CHECK_STATUS(axon_kernel_reduce(k.s, AXON_REDUCE_AMIN, &out, &in, NULL), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("amin");
+    axon_reduce_params_t p = axon_reduce_params_default();
+    p.p = INFINITY;
+    CHECK_STATUS(axon_kernel_reduce(k.s, AXON_REDUCE_NORM, &out, &in, &p), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("norm");
+    /* no outputs: nothing to do, even for amax */
+    const int64_t z[2] = {0, 3};
+    axon_tensor_t out0 = kc_tensor(dout, AXON_FLOAT32, 2, z, NULL);
+    CHECK_OK(axon_kernel_reduce(k.s, AXON_REDUCE_AMAX, &out0, &in, NULL));
+    CHECK_OK(axon_stream_sync(k.s));
+    axon_mem_free(k.dev, dout);
+    axon_runtime_destroy(k.rt);
+}
+
+/* A NaN anywhere makes amax, amin, sum, norm-inf and logsumexp NaN, in every path (inner, split, outer); any()
+ * counts NaN as true. */
+static void test_nan_propagates_through_every_path(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    static const struct {
+        int64_t sizes[2];
+        unsigned mask;
+    } shapes[] = {{{4, 100}, 2}, {{2, 100000}, 2}, {{1000, 4}, 1}, {{100, 300}, 1}};
+    static const axon_reduce_op_t ops[] = {AXON_REDUCE_AMAX, AXON_REDUCE_AMIN, AXON_REDUCE_SUM,
+                                           AXON_REDUCE_LOGSUMEXP, AXON_REDUCE_NORM, AXON_REDUCE_ANY};
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        int64_t n = shapes[si].sizes[0] * shapes[si].sizes[1];
+        float *h = rr_fill(AXON_FLOAT32, n, 0);
+        for (int64_t i = 0; i < n; i++) h[i] = 0.0f; /* any() must see only the NaN as true */
+        int64_t at = n - 3 < 17 ? 0 : n - 3;         /* late, so it lands after the first block and chunk */
+        h[at] = NAN;
+        for (size_t oi = 0; oi < sizeof ops / sizeof ops[0]; oi++) {
+            axon_reduce_params_t p = axon_reduce_params_default();
+            if (ops[oi] == AXON_REDUCE_NORM) p.p = INFINITY;
+            layout_t l = {"nan", 2, {shapes[si].sizes[0], shapes[si].sizes[1]}, {shapes[si].sizes[1], 1}, 0};
+            axon_dtype_t od = ops[oi] == AXON_REDUCE_ANY ? AXON_BOOL : AXON_FLOAT32;
+            if (run_case(&k, ops[oi], &p, AXON_FLOAT32, od, h, n, 2, l.sizes, l.strides, 0, shapes[si].mask, "nan"))
+                check_failures_in_test++;
+        }
+        free(h);
+    }
+    axon_runtime_destroy(k.rt);
+}
+
+/* var/std with correction 0 and 1 on known values; one element with correction 1 is NaN (PyTorch: nan). */
+static void test_var_and_std_follow_the_correction(void) {
+    kc_dev_t k = kc_open(1);
+    REQUIRE(k.rt);
+    double h[4] = {1, 2, 3, 4};
+    double *dev = rr_upload(&k, AXON_FLOAT64, h, 4), *dout = rr_upload(&k, AXON_FLOAT64, NULL, 1);
+    const int64_t n4[1] = {4}, n1[1] = {1};
+    axon_tensor_t in = kc_tensor(dev, AXON_FLOAT64, 1, n4, NULL), out = kc_tensor(dout, AXON_FLOAT64, 1, n1, NULL);
+    axon_reduce_params_t p = axon_reduce_params_default();
+    double got;
+    CHECK_OK(axon_kernel_reduce(k.s, AXON_REDUCE_VAR, &out, &in, &p));
+    CHECK(kc_download(&k, &got, dout, 8) && fabs(got - 5.0 / 3.0) < 1e-15);
+    p.correction = 0;
+    CHECK_OK(axon_kernel_reduce(k.s, AXON_REDUCE_VAR, &out, &in, &p));
+    CHECK(kc_download(&k, &got, dout, 8) && got == 1.25);
+    CHECK_OK(axon_kernel_reduce(k.s, AXON_REDUCE_STD, &out, &in, &p));
+    CHECK(kc_download(&k, &got, dout, 8) && fabs(got - sqrt(1.25)) < 1e-15);
+    p.correction = 1;
+    in = kc_tensor(dev, AXON_FLOAT64, 1, n1, NULL);
+    CHECK_OK(axon_kernel_reduce(k.s, AXON_REDUCE_VAR, &out, &in, &p));
+    CHECK(kc_download(&k, &got, dout, 8) && isnan(got));
+    axon_mem_free(k.dev, dev);
+    axon_mem_free(k.dev, dout);
+    axon_runtime_destroy(k.rt);
+}
+
+int main(void) {
+    RUN(test_every_op_and_dtype_over_every_layout_matches_reference);
+    RUN(test_split_and_outer_paths_match_reference);
+    RUN(test_float32_sum_of_1m_elements_is_accurate);
+    RUN(test_empty_reductions_give_identities_or_name_the_op);
+    RUN(test_nan_propagates_through_every_path);
+    RUN(test_var_and_std_follow_the_correction);
+    return check_report();
+}
