@@ -1,0 +1,297 @@
+/* Reductions along one dimension that keep position information: max/min with indices (axon_kernel_arg_reduce) and
+ * cumulative sums and products (axon_kernel_cumulative).
+ *
+ * Both walk "lines" along dim. The other dimensions go into one iterator walked in in's memory order; a run of it
+ * is a set of neighbouring lines. When dim is not in's fastest dimension (argmax over dim 0 of a row-major matrix),
+ * lines of a run are processed RD_VEC at a time, lane-wise, reading each row of the block contiguously; otherwise
+ * each line is scanned on its own from blocks converted into an L1 buffer. Values are compared and accumulated in
+ * double (exact for every float dtype's values, and float64 accumulation for the scans) or int64. Each line is one
+ * thread's sequential work, so results never depend on the thread count. */
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+#include "reduce_impl.h"
+
+static const char *const arg_names[] = {"max", "min", "argmax", "argmin"};
+_Static_assert(sizeof arg_names / sizeof arg_names[0] == AXON_ARG_REDUCE_OP_COUNT,
+               "every axon_arg_reduce_op_t needs a name");
+static const char *const cum_names[] = {"cumsum", "cumprod"};
+_Static_assert(sizeof cum_names / sizeof cum_names[0] == AXON_CUMULATIVE_OP_COUNT,
+               "every axon_cumulative_op_t needs a name");
+
+const char *axon_arg_reduce_op_name(axon_arg_reduce_op_t op) {
+    return (unsigned)op < AXON_ARG_REDUCE_OP_COUNT ? arg_names[op] : "invalid";
+}
+
+const char *axon_cumulative_op_name(axon_cumulative_op_t op) {
+    return (unsigned)op < AXON_CUMULATIVE_OP_COUNT ? cum_names[op] : "invalid";
+}
+
+typedef struct rdim_args {
+    int scan;                    /* 1: cumulative; 0: arg reduction */
+    int is_max, is_prod;
+    int is_int;                  /* work type int64, else double */
+    int lanes;                   /* lane-wise: lines of a run are neighbours in memory */
+    axon_iter_t kept;            /* tensor 0 in, 1 indices or out, 2 values (when present) */
+    int64_t len;                 /* size along dim */
+    int64_t dstride[3];          /* strides along dim, in elements */
+    size_t es[3];
+    axon_convert_fn load;        /* in -> work type */
+    axon_convert_fn store;       /* work type -> out or values; NULL when there are no values */
+} rdim_args_t;
+
+/* x beats best: greater (smaller), or the first NaN. */
+#define RDIM_BEATS(mx, x, best) ((mx) ? ((x) > (best)) : ((x) < (best))) | (((x) != (x)) & ((best) == (best)))
+
+#define RDIM_DEFINE(S, W)                                                                                         \
+    /* One line of arg reduction: best value and index over x[0..n) continuing from (best, bi) at offset t0. */   \
+    static void rdim_arg_line_##S(int mx, const W *x, int64_t n, int64_t t0, W *best, int64_t *bi) {             \
+        for (int64_t i = 0; i < n; i++)                                                                           \
+            if (RDIM_BEATS(mx, x[i], *best)) *best = x[i], *bi = t0 + i;                                          \
+    }                                                                                                             \
+    static void rdim_arg_lanes_##S(int mx, const W *x, int64_t m, int64_t t, W *best, int64_t *bi) {             \
+        for (int64_t j = 0; j < m; j++) {                                                                         \
+            int b = RDIM_BEATS(mx, x[j], best[j]);                                                                \
+            best[j] = b ? x[j] : best[j];                                                                         \
+            bi[j] = b ? t : bi[j];                                                                                \
+        }                                                                                                         \
+    }                                                                                                             \
+    static void rdim_scan_##S(int prod, W *acc, W *x, int64_t n) {                                               \
+        W a = *acc;                                                                                               \
+        for (int64_t i = 0; i < n; i++) x[i] = a = prod ? RDIM_MUL_##S(a, x[i]) : RDIM_ADD_##S(a, x[i]);          \
+        *acc = a;                                                                                                 \
+    }                                                                                                             \
+    static void rdim_scan_lanes_##S(int prod, W *acc, const W *x, int64_t m) {                                   \
+        if (prod)                                                                                                 \
+            for (int64_t j = 0; j < m; j++) acc[j] = RDIM_MUL_##S(acc[j], x[j]);                                  \
+        else                                                                                                      \
+            for (int64_t j = 0; j < m; j++) acc[j] = RDIM_ADD_##S(acc[j], x[j]);                                  \
+    }
+
+#define RDIM_ADD_f64(a, b) ((a) + (b))
+#define RDIM_MUL_f64(a, b) ((a) * (b))
+#define RDIM_ADD_i64(a, b) ((int64_t)((uint64_t)(a) + (uint64_t)(b)))
+#define RDIM_MUL_i64(a, b) ((int64_t)((uint64_t)(a) * (uint64_t)(b)))
+
+RDIM_DEFINE(f64, double)
+RDIM_DEFINE(i64, int64_t)
+
+typedef union rdim_buf {
+    double d[RD_BLOCK];
+    int64_t i[RD_BLOCK];
+} rdim_buf_t;
+
+/* One line: p[k] points at tensor k's element 0 of the line. */
+static void rdim_line(const rdim_args_t *a, char *const *p) {
+    rdim_buf_t buf;
+    union {
+        double d;
+        int64_t i;
+    } acc = {0}, best = {0};
+    if (a->scan && a->is_prod) {
+        if (a->is_int) acc.i = 1;
+        else acc.d = 1.0;
+    }
+    int64_t bi = 0;
+    for (int64_t t0 = 0; t0 < a->len; t0 += RD_BLOCK) {
+        int64_t m = a->len - t0 < RD_BLOCK ? a->len - t0 : RD_BLOCK;
+        a->load((char *)&buf, 1, p[0] + t0 * a->dstride[0] * (int64_t)a->es[0], a->dstride[0], m);
+        if (a->scan) {
+            if (a->is_int) rdim_scan_i64(a->is_prod, &acc.i, buf.i, m);
+            else rdim_scan_f64(a->is_prod, &acc.d, buf.d, m);
+            a->store(p[1] + t0 * a->dstride[1] * (int64_t)a->es[1], a->dstride[1], (const char *)&buf, 1, m);
+            continue;
+        }
+        if (t0 == 0 && a->is_int) best.i = buf.i[0];
+        else if (t0 == 0) best.d = buf.d[0];
+        if (a->is_int) rdim_arg_line_i64(a->is_max, buf.i, m, t0, &best.i, &bi);
+        else rdim_arg_line_f64(a->is_max, buf.d, m, t0, &best.d, &bi);
+    }
+    if (a->scan) return;
+    memcpy(p[1], &bi, sizeof bi);
+    if (a->store) a->store(p[2], 1, (const char *)&best, 1, 1);
+}
+
+/* m neighbouring lines, lane-wise; p[k] points at line 0's element 0, s[k] steps between lines. */
+static void rdim_lanes(const rdim_args_t *a, char *const *p, const int64_t *s, int64_t m) {
+    _Alignas(64) rdim_buf_t acc;
+    _Alignas(64) rdim_buf_t x;
+    int64_t bi[RD_VEC];
+    AXON_ASSERT(m <= RD_VEC);
+    for (int64_t j = 0; j < m; j++) {
+        if (a->is_int) acc.i[j] = a->scan && a->is_prod;
+        else acc.d[j] = a->scan && a->is_prod ? 1.0 : 0.0;
+        bi[j] = 0;
+    }
+    for (int64_t t = 0; t < a->len; t++) {
+        const char *row = p[0] + t * a->dstride[0] * (int64_t)a->es[0];
+        if (a->scan) {
+            a->load((char *)&x, 1, row, s[0], m);
+            if (a->is_int) rdim_scan_lanes_i64(a->is_prod, acc.i, x.i, m);
+            else rdim_scan_lanes_f64(a->is_prod, acc.d, x.d, m);
+            a->store(p[1] + t * a->dstride[1] * (int64_t)a->es[1], s[1], (const char *)&acc, 1, m);
+        } else if (t == 0) {
+            a->load((char *)&acc, 1, row, s[0], m);
+        } else {
+            a->load((char *)&x, 1, row, s[0], m);
+            if (a->is_int) rdim_arg_lanes_i64(a->is_max, x.i, m, t, acc.i, bi);
+            else rdim_arg_lanes_f64(a->is_max, x.d, m, t, acc.d, bi);
+        }
+    }
+    if (a->scan) return;
+    for (int64_t j = 0; j < m; j++) memcpy(p[1] + j * s[1] * 8, &bi[j], 8);
+    if (a->store) a->store(p[2], s[2], (const char *)&acc, 1, m);
+}
+
+static void rdim_run(void *ctx, char *const *ptr, const int64_t *stride, int64_t n, int64_t pos) {
+    (void)pos;
+    const rdim_args_t *a = ctx;
+    const int nt = a->kept.ntensors;
+    char *p[3] = {NULL, NULL, NULL};
+    for (int64_t j0 = 0; j0 < n;) {
+        int64_t m = a->lanes ? (n - j0 < RD_VEC ? n - j0 : RD_VEC) : 1;
+        for (int k = 0; k < nt; k++) p[k] = ptr[k] + j0 * stride[k] * (int64_t)a->es[k];
+        if (a->lanes) rdim_lanes(a, p, stride, m);
+        else rdim_line(a, p);
+        j0 += m;
+    }
+}
+
+static void rdim_range(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    const rdim_args_t *a = ctx;
+    axon_iter_runs(&a->kept, begin, end, rdim_run, ctx);
+}
+
+static axon_status_t rdim_kernel(const void *args, const axon_exec_t *ex) {
+    const rdim_args_t *a = args;
+    int64_t grain = AXON_KERNEL_GRAIN / (a->len > 0 ? a->len : 1);
+    axon_parallel_for(ex->pool, 0, a->kept.numel, grain < 1 ? 1 : grain, rdim_range, (void *)a);
+    return AXON_OK;
+}
+
+static int rdim_same_shape(const axon_tensor_t *x, const axon_tensor_t *y) {
+    if (x->ndim != y->ndim) return 0;
+    for (int i = 0; i < x->ndim; i++)
+        if (x->sizes[i] != y->sizes[i]) return 0;
+    return 1;
+}
+
+static int64_t rdim_abs(int64_t v) { return v < 0 ? -v : v; }
+
+/* Fill the iterator, strides along dim and the mode from n tensors (t[0] = in) whose views drop dim. */
+static void rdim_setup(rdim_args_t *a, int n, const axon_tensor_t *const *t, int dim) {
+    axon_tensor_t v[3];
+    const axon_tensor_t *vp[3];
+    for (int k = 0; k < n; k++) {
+        v[k] = *t[k];
+        v[k].sizes[dim] = 1;
+        a->dstride[k] = t[k]->ndim ? t[k]->strides[dim] : 0;
+        a->es[k] = axon_dtype_size(t[k]->dtype);
+        vp[k] = &v[k];
+    }
+    a->len = t[0]->ndim ? t[0]->sizes[dim] : 1;
+    axon_iter_init(&a->kept, n, vp, 1);
+    a->lanes = a->kept.sizes[0] > 1 && a->len > 1 && rdim_abs(a->kept.strides[0][0]) < rdim_abs(a->dstride[0]);
+}
+
+/* Common checks; *dim is normalized. */
+static axon_status_t rdim_check_dim(const char *name, const axon_tensor_t *in, int *dim) {
+    int nd = in->ndim ? in->ndim : 1;
+    if (*dim < -nd || *dim >= nd)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: dim %d is out of range for a %d-d tensor", name, *dim,
+                         in->ndim);
+    if (*dim < 0) *dim += nd;
+    if (in->dtype == AXON_COMPLEX64 || in->dtype == AXON_COMPLEX128)
+        return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: complex dtypes are not supported (in %s)", name,
+                         axon_dtype_name(in->dtype));
+    return AXON_OK;
+}
+
+axon_status_t axon_kernel_arg_reduce(axon_stream_t s, axon_arg_reduce_op_t op, const axon_tensor_t *out_values,
+                                     const axon_tensor_t *out_indices, const axon_tensor_t *in, int dim) {
+    if ((unsigned)op >= AXON_ARG_REDUCE_OP_COUNT)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "arg_reduce: op %d is out of range [0, %d)", (int)op,
+                         AXON_ARG_REDUCE_OP_COUNT);
+    const char *name = arg_names[op];
+    char what[64], sa[160], sb[160];
+    axon_status_t st;
+    snprintf(what, sizeof what, "%s: in", name);
+    if ((st = axon_kernel_check_src(in, what)) != AXON_OK) return st;
+    snprintf(what, sizeof what, "%s: out_indices", name);
+    if ((st = axon_kernel_check_dst(out_indices, what)) != AXON_OK) return st;
+    if (out_values && op >= AXON_ARG_REDUCE_ARGMAX)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: out_values must be NULL (only max and min return values)",
+                         name);
+    if (out_values) {
+        snprintf(what, sizeof what, "%s: out_values", name);
+        if ((st = axon_kernel_check_dst(out_values, what)) != AXON_OK) return st;
+        if (out_values->dtype == AXON_COMPLEX64 || out_values->dtype == AXON_COMPLEX128)
+            return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: complex out_values are not supported", name);
+    }
+    if ((st = rdim_check_dim(name, in, &dim)) != AXON_OK) return st;
+    if (out_indices->dtype != AXON_INT64)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: out_indices must be int64, got %s", name,
+                         axon_dtype_name(out_indices->dtype));
+    axon_tensor_t want = *in;
+    if (in->ndim) want.sizes[dim] = 1;
+    const axon_tensor_t *outs[2] = {out_indices, out_values};
+    for (int k = 0; k < 2; k++)
+        if (outs[k] && !rdim_same_shape(outs[k], &want))
+            return axon_fail(AXON_ERROR_INVALID_ARG, "%s: %s shape %s is not in shape %s with size 1 at dim %d",
+                             name, k ? "out_values" : "out_indices", axon_shape_format(outs[k], sa, sizeof sa),
+                             axon_shape_format(in, sb, sizeof sb), dim);
+    if (axon_tensor_numel(out_indices) == 0) return AXON_OK;
+    if (in->ndim && in->sizes[dim] == 0)
+        return axon_fail(AXON_ERROR_INVALID_ARG,
+                         "%s: cannot reduce over dim %d of size 0 (in %s): the operation has no identity", name, dim,
+                         axon_shape_format(in, sa, sizeof sa));
+    rdim_args_t a;
+    memset(&a, 0, sizeof a);
+    a.is_max = op == AXON_ARG_REDUCE_MAX || op == AXON_ARG_REDUCE_ARGMAX;
+    a.is_int = !axon_dtype_is_floating(in->dtype);
+    axon_dtype_t wd = a.is_int ? AXON_INT64 : AXON_FLOAT64;
+    a.load = axon_convert_get(in->dtype, wd);
+    if (out_values) a.store = axon_convert_get(wd, out_values->dtype);
+    const axon_tensor_t *ts[3] = {in, out_indices, out_values};
+    rdim_setup(&a, out_values ? 3 : 2, ts, dim);
+    axon_launch_t l = {rdim_kernel, &a, sizeof a, name,
+                       (uint64_t)axon_tensor_numel(in) * a.es[0] + (uint64_t)axon_tensor_numel(out_indices) * 8};
+    return axon_stream_launch(s, &l);
+}
+
+axon_status_t axon_kernel_cumulative(axon_stream_t s, axon_cumulative_op_t op, const axon_tensor_t *out,
+                                     const axon_tensor_t *in, int dim) {
+    if ((unsigned)op >= AXON_CUMULATIVE_OP_COUNT)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "cumulative: op %d is out of range [0, %d)", (int)op,
+                         AXON_CUMULATIVE_OP_COUNT);
+    const char *name = cum_names[op];
+    char what[64], sa[160], sb[160];
+    axon_status_t st;
+    snprintf(what, sizeof what, "%s: out", name);
+    if ((st = axon_kernel_check_dst(out, what)) != AXON_OK) return st;
+    snprintf(what, sizeof what, "%s: in", name);
+    if ((st = axon_kernel_check_src(in, what)) != AXON_OK) return st;
+    if ((st = rdim_check_dim(name, in, &dim)) != AXON_OK) return st;
+    if (out->dtype == AXON_COMPLEX64 || out->dtype == AXON_COMPLEX128)
+        return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: complex dtypes are not supported (out %s)", name,
+                         axon_dtype_name(out->dtype));
+    if (!rdim_same_shape(out, in))
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: out shape %s does not match in shape %s", name,
+                         axon_shape_format(out, sa, sizeof sa), axon_shape_format(in, sb, sizeof sb));
+    if (axon_tensor_numel(in) == 0) return AXON_OK;
+    rdim_args_t a;
+    memset(&a, 0, sizeof a);
+    a.scan = 1;
+    a.is_prod = op == AXON_CUMULATIVE_PROD;
+    a.is_int = !axon_dtype_is_floating(out->dtype);
+    axon_dtype_t wd = a.is_int ? AXON_INT64 : AXON_FLOAT64;
+    a.load = axon_convert_get(in->dtype, wd);
+    a.store = axon_convert_get(wd, out->dtype);
+    const axon_tensor_t *ts[2] = {in, out};
+    rdim_setup(&a, 2, ts, dim);
+    axon_launch_t l = {rdim_kernel, &a, sizeof a, name,
+                       (uint64_t)axon_tensor_numel(in) * (a.es[0] + a.es[1])};
+    return axon_stream_launch(s, &l);
+}

@@ -1,0 +1,248 @@
+/* axon_kernel_arg_reduce and axon_kernel_cumulative against references (inner and outer dims, views, ties, NaN,
+ * in-place scans); every reduction bitwise identical with 1 and 2 threads on more than 1M elements; bad input
+ * refused at launch with messages. */
+#include "reduce_ref.h"
+
+static const axon_dtype_t dim_dtypes[] = {AXON_FLOAT32, AXON_FLOAT64, AXON_BFLOAT16, AXON_FLOAT16,
+                                          AXON_INT32,   AXON_INT64,   AXON_INT8,     AXON_UINT8, AXON_BOOL};
+
+/* A [R, C] view (strides st) of host buffer h: arg reduce along dim; compare indices and values. */
+static int check_arg(const kc_dev_t *k, axon_arg_reduce_op_t op, axon_dtype_t d, const void *h, int64_t hn,
+                     const int64_t *sz, const int64_t *st, int dim) {
+    char *dev = rr_upload(k, d, h, hn);
+    axon_tensor_t in = kc_tensor(dev, d, 2, sz, st);
+    int64_t osz[2] = {sz[0], sz[1]};
+    osz[dim] = 1;
+    int64_t nout = osz[0] * osz[1];
+    int64_t *di = rr_upload(k, AXON_INT64, NULL, nout);
+    void *dv = rr_upload(k, d, NULL, nout);
+    axon_tensor_t ti = kc_tensor(di, AXON_INT64, 2, osz, NULL), tv = kc_tensor(dv, d, 2, osz, NULL);
+    int with_values = op < AXON_ARG_REDUCE_ARGMAX;
+    int bad = 0;
+    if (axon_kernel_arg_reduce(k->s, op, with_values ? &tv : NULL, &ti, &in, dim) != AXON_OK) {
+        fprintf(stderr, "  %s: %s\n", axon_arg_reduce_op_name(op), axon_last_error());
+        bad = 1;
+    }
+    int64_t *gi = malloc(sizeof(int64_t) * (size_t)nout);
+    void *gv = malloc((size_t)nout * axon_dtype_size(d));
+    if (!bad && !(kc_download(k, gi, di, sizeof(int64_t) * (size_t)nout) &&
+                  kc_download(k, gv, dv, (size_t)nout * axon_dtype_size(d))))
+        bad = 1;
+    int mx = op == AXON_ARG_REDUCE_MAX || op == AXON_ARG_REDUCE_ARGMAX;
+    for (int64_t o = 0; o < nout && !bad; o++) {
+        int64_t i0 = dim == 0 ? 0 : o, j0 = dim == 0 ? o : 0, best = 0;
+        long double bv = 0;
+        for (int64_t t = 0; t < sz[dim]; t++) {
+            int64_t i = dim == 0 ? t : i0, j = dim == 0 ? j0 : t;
+            long double v = rr_get(d, h, i * st[0] + j * st[1]);
+            if (t == 0 || (!isnan(bv) && (isnan(v) || (mx ? v > bv : v < bv)))) bv = v, best = t;
+        }
+        long double gvv = rr_get(d, gv, o);
+        if (gi[o] != best || (with_values && !(isnan(bv) ? isnan(gvv) : gvv == bv))) {
+            fprintf(stderr, "  %s %s dim %d: out %lld index %lld value %Lg, want %lld %Lg\n", axon_arg_reduce_op_name(op),
+                    axon_dtype_name(d), dim, (long long)o, (long long)gi[o], gvv, (long long)best, bv);
+            bad = 1;
+        }
+    }
+    free(gi);
+    free(gv);
+    axon_mem_free(k->dev, dev);
+    axon_mem_free(k->dev, di);
+    axon_mem_free(k->dev, dv);
+    return bad;
+}
+
+static void test_arg_reduce_matches_reference_with_first_ties_and_nan(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    const int64_t sz[2] = {37, 300}, rowmajor[2] = {300, 1}, tsz[2] = {300, 37}, colmajor[2] = {1, 300};
+    for (size_t di = 0; di < sizeof dim_dtypes / sizeof dim_dtypes[0]; di++) {
+        axon_dtype_t d = dim_dtypes[di];
+        void *h = rr_fill(d, 37 * 300, 0); /* few distinct values: many ties */
+        for (int op = 0; op < AXON_ARG_REDUCE_OP_COUNT; op++)
+            for (int dim = 0; dim < 2; dim++) {
+                if (check_arg(&k, (axon_arg_reduce_op_t)op, d, h, 37 * 300, sz, rowmajor, dim))
+                    check_failures_in_test++;
+                if (check_arg(&k, (axon_arg_reduce_op_t)op, d, h, 37 * 300, tsz, colmajor, dim))
+                    check_failures_in_test++;
+            }
+        if (rr_is_float(d)) { /* two NaNs in a row and a column: the first one wins */
+            rr_set(d, h, 5 * 300 + 7, NAN);
+            rr_set(d, h, 5 * 300 + 100, NAN);
+            rr_set(d, h, 20 * 300 + 7, NAN);
+            for (int op = 0; op < AXON_ARG_REDUCE_OP_COUNT; op++)
+                for (int dim = 0; dim < 2; dim++)
+                    if (check_arg(&k, (axon_arg_reduce_op_t)op, d, h, 37 * 300, sz, rowmajor, dim))
+                        check_failures_in_test++;
+        }
+        free(h);
+    }
+    axon_runtime_destroy(k.rt);
+}
+
+/* cumsum / cumprod along each dim of row-major and transposed views, out of the PyTorch dtype; and in place. */
+static void test_cumulative_matches_reference_and_runs_in_place(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    const int64_t sz[2] = {23, 301}, rowmajor[2] = {301, 1}, tsz[2] = {301, 23}, colmajor[2] = {1, 301};
+    for (size_t di = 0; di < sizeof dim_dtypes / sizeof dim_dtypes[0]; di++) {
+        axon_dtype_t d = dim_dtypes[di], od = rr_is_float(d) ? d : AXON_INT64;
+        for (int op = 0; op < AXON_CUMULATIVE_OP_COUNT; op++) {
+            void *h = rr_fill(d, 23 * 301, op == AXON_CUMULATIVE_PROD);
+            char *dev = rr_upload(&k, d, h, 23 * 301);
+            void *dout = rr_upload(&k, od, NULL, 23 * 301);
+            void *got = malloc(23 * 301 * axon_dtype_size(od));
+            for (int v = 0; v < 2; v++)
+                for (int dim = 0; dim < 2; dim++) {
+                    const int64_t *s = v ? tsz : sz, *st = v ? colmajor : rowmajor;
+                    axon_tensor_t in = kc_tensor(dev, d, 2, s, st), out = kc_tensor(dout, od, 2, s, NULL);
+                    CHECK_OK(axon_kernel_cumulative(k.s, (axon_cumulative_op_t)op, &out, &in, dim - 2));
+                    CHECK(kc_download(&k, got, dout, 23 * 301 * axon_dtype_size(od)));
+                    int bad = 0;
+                    for (int64_t i = 0; i < s[0] && !bad; i++)
+                        for (int64_t j = 0; j < s[1] && !bad; j++) {
+                            long double acc = op == AXON_CUMULATIVE_PROD, scale = 0;
+                            uint64_t iacc = op == AXON_CUMULATIVE_PROD;
+                            for (int64_t t = 0; t <= (dim ? j : i); t++) {
+                                long double x = rr_get(d, h, (dim ? i : t) * st[0] + (dim ? t : j) * st[1]);
+                                if (op == AXON_CUMULATIVE_PROD) acc *= x, iacc *= (uint64_t)(int64_t)x;
+                                else acc += x, iacc += (uint64_t)(int64_t)x, scale += fabsl(x);
+                            }
+                            if (!rr_is_float(od)) acc = (long double)(int64_t)iacc;
+                            long double g = rr_get(od, got, i * s[1] + j);
+                            if (!rr_close(od, g, acc, op == AXON_CUMULATIVE_PROD ? fabsl(acc) : scale)) {
+                                fprintf(stderr, "  %s %s view %d dim %d (%lld, %lld): %Lg want %Lg\n",
+                                        axon_cumulative_op_name(op), axon_dtype_name(d), v, dim, (long long)i,
+                                        (long long)j, g, acc);
+                                bad = 1;
+                            }
+                        }
+                    if (bad) check_failures_in_test++;
+                }
+            /* in place: out is the very same view as in */
+            if (d == od) {
+                const int64_t n1[1] = {23 * 301};
+                axon_tensor_t io = kc_tensor(dev, d, 1, n1, NULL), ref = kc_tensor(dout, od, 1, n1, NULL);
+                void *want = malloc(23 * 301 * axon_dtype_size(d));
+                CHECK_OK(axon_kernel_cumulative(k.s, (axon_cumulative_op_t)op, &ref, &io, 0));
+                CHECK_OK(axon_kernel_cumulative(k.s, (axon_cumulative_op_t)op, &io, &io, 0));
+                CHECK(kc_download(&k, want, dout, 23 * 301 * axon_dtype_size(d)));
+                CHECK(kc_download(&k, got, dev, 23 * 301 * axon_dtype_size(d)));
+                CHECK(memcmp(want, got, 23 * 301 * axon_dtype_size(d)) == 0);
+                free(want);
+            }
+            free(got);
+            free(h);
+            axon_mem_free(k.dev, dev);
+            axon_mem_free(k.dev, dout);
+        }
+    }
+    axon_runtime_destroy(k.rt);
+}
+
+/* Run every kind of kernel on a 1025 x 1031 float32 matrix (> 1M elements) with 1 and with 2 threads: full,
+ * row-wise and column-wise reductions, var, logsumexp, norm, argmax, cumsum give the same bits. */
+static void run_all(int threads, const float *h, int64_t R, int64_t C, unsigned char *res, size_t *used) {
+    kc_dev_t k = kc_open(threads);
+    if (!k.rt) return;
+    float *dev = rr_upload(&k, AXON_FLOAT32, h, R * C);
+    float *dout = rr_upload(&k, AXON_FLOAT32, NULL, R * C);
+    const int64_t sz[2] = {R, C}, full[2] = {1, 1}, rows[2] = {R, 1}, cols[2] = {1, C};
+    const int64_t *outs[3] = {full, rows, cols};
+    axon_tensor_t in = kc_tensor(dev, AXON_FLOAT32, 2, sz, NULL);
+    static const axon_reduce_op_t ops[] = {AXON_REDUCE_SUM, AXON_REDUCE_VAR, AXON_REDUCE_LOGSUMEXP, AXON_REDUCE_NORM,
+                                           AXON_REDUCE_MEAN};
+    *used = 0;
+    for (size_t oi = 0; oi < sizeof ops / sizeof ops[0]; oi++)
+        for (int s = 0; s < 3; s++) {
+            axon_tensor_t out = kc_tensor(dout, AXON_FLOAT32, 2, outs[s], NULL);
+            int64_t n = outs[s][0] * outs[s][1];
+            axon_kernel_reduce(k.s, ops[oi], &out, &in, NULL);
+            kc_download(&k, res + *used, dout, sizeof(float) * (size_t)n);
+            *used += sizeof(float) * (size_t)n;
+        }
+    axon_tensor_t out = kc_tensor(dout, AXON_FLOAT32, 2, sz, NULL);
+    axon_kernel_cumulative(k.s, AXON_CUMULATIVE_SUM, &out, &in, 0);
+    kc_download(&k, res + *used, dout, sizeof(float) * (size_t)(R * C));
+    *used += sizeof(float) * (size_t)(R * C);
+    axon_mem_free(k.dev, dev);
+    axon_mem_free(k.dev, dout);
+    axon_runtime_destroy(k.rt);
+}
+
+static void test_results_are_identical_with_1_and_2_threads(void) {
+    const int64_t R = 1025, C = 1031;
+    float *h = malloc(sizeof(float) * (size_t)(R * C));
+    for (int64_t i = 0; i < R * C; i++) h[i] = (float)(rr_rand() % 100003) / 1000.0f - 50.0f;
+    size_t cap = sizeof(float) * (size_t)(16 * (R + C + 1) + R * C), n1 = 0, n2 = 0;
+    unsigned char *r1 = calloc(cap, 1), *r2 = calloc(cap, 1);
+    run_all(1, h, R, C, r1, &n1);
+    run_all(2, h, R, C, r2, &n2);
+    CHECK(n1 > 0 && n1 == n2);
+    CHECK_EQ_I64(kc_first_diff(r1, r2, n1), -1);
+    free(r1);
+    free(r2);
+    free(h);
+}
+
+static void test_bad_input_is_refused_at_launch_with_messages(void) {
+    kc_dev_t k = kc_open(1);
+    REQUIRE(k.rt);
+    float *dev = rr_upload(&k, AXON_FLOAT32, NULL, 64);
+    const int64_t sz[2] = {4, 8}, o1[2] = {4, 1}, bad[2] = {3, 1}, o3[3] = {4, 1, 1};
+    axon_tensor_t in = kc_tensor(dev, AXON_FLOAT32, 2, sz, NULL), out = kc_tensor(dev + 32, AXON_FLOAT32, 2, o1, NULL);
+    axon_tensor_t wrong = kc_tensor(dev + 32, AXON_FLOAT32, 2, bad, NULL);
+    CHECK_STATUS(axon_kernel_reduce(k.s, AXON_REDUCE_OP_COUNT, &out, &in, NULL), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("out of range");
+    CHECK_STATUS(axon_kernel_reduce(k.s, AXON_REDUCE_SUM, &wrong, &in, NULL), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("[3, 1]");
+    CHECK_MSG("[4, 8]");
+    axon_tensor_t nd3 = kc_tensor(dev + 32, AXON_FLOAT32, 3, o3, NULL);
+    CHECK_STATUS(axon_kernel_reduce(k.s, AXON_REDUCE_SUM, &nd3, &in, NULL), AXON_ERROR_INVALID_ARG);
+    CHECK_STATUS(axon_kernel_reduce(k.s, AXON_REDUCE_SUM, &out, NULL, NULL), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("sum: in");
+    axon_tensor_t iout = kc_tensor(dev + 32, AXON_INT32, 2, o1, NULL);
+    CHECK_STATUS(axon_kernel_reduce(k.s, AXON_REDUCE_MEAN, &iout, &in, NULL), AXON_ERROR_UNSUPPORTED);
+    CHECK_MSG("mean");
+    axon_tensor_t cin = kc_tensor(dev, AXON_COMPLEX64, 2, sz, NULL);
+    CHECK_STATUS(axon_kernel_reduce(k.s, AXON_REDUCE_SUM, &out, &cin, NULL), AXON_ERROR_UNSUPPORTED);
+    axon_reduce_params_t p = axon_reduce_params_default();
+    p.p = NAN;
+    CHECK_STATUS(axon_kernel_reduce(k.s, AXON_REDUCE_NORM, &out, &in, &p), AXON_ERROR_INVALID_ARG);
+    /* arg reductions */
+    axon_tensor_t idx = kc_tensor(dev + 32, AXON_INT64, 2, o1, NULL), fidx = kc_tensor(dev + 32, AXON_FLOAT32, 2, o1, NULL);
+    CHECK_STATUS(axon_kernel_arg_reduce(k.s, AXON_ARG_REDUCE_ARGMAX, NULL, &idx, &in, 2), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("dim 2");
+    CHECK_STATUS(axon_kernel_arg_reduce(k.s, AXON_ARG_REDUCE_ARGMAX, NULL, &fidx, &in, 1), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("int64");
+    CHECK_STATUS(axon_kernel_arg_reduce(k.s, AXON_ARG_REDUCE_ARGMAX, &out, &idx, &in, 1), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("out_values");
+    CHECK_STATUS(axon_kernel_arg_reduce(k.s, AXON_ARG_REDUCE_MAX, &out, &idx, &in, 0), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("shape");
+    const int64_t e[2] = {4, 0};
+    axon_tensor_t ein = kc_tensor(dev, AXON_FLOAT32, 2, e, NULL);
+    CHECK_STATUS(axon_kernel_arg_reduce(k.s, AXON_ARG_REDUCE_ARGMIN, NULL, &idx, &ein, -1), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("argmin");
+    CHECK_STATUS(axon_kernel_arg_reduce(k.s, AXON_ARG_REDUCE_OP_COUNT, NULL, &idx, &in, 1), AXON_ERROR_INVALID_ARG);
+    /* scans */
+    CHECK_STATUS(axon_kernel_cumulative(k.s, AXON_CUMULATIVE_SUM, &out, &in, 1), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("cumsum");
+    CHECK_STATUS(axon_kernel_cumulative(k.s, AXON_CUMULATIVE_PROD, &in, &in, -3), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("dim -3");
+    CHECK_STATUS(axon_kernel_cumulative(k.s, AXON_CUMULATIVE_OP_COUNT, &in, &in, 0), AXON_ERROR_INVALID_ARG);
+    CHECK(strcmp(axon_reduce_op_name(AXON_REDUCE_LOGSUMEXP), "logsumexp") == 0);
+    CHECK(strcmp(axon_reduce_op_name(AXON_REDUCE_OP_COUNT), "invalid") == 0);
+    CHECK(strcmp(axon_arg_reduce_op_name(AXON_ARG_REDUCE_ARGMIN), "argmin") == 0);
+    CHECK(strcmp(axon_cumulative_op_name(AXON_CUMULATIVE_PROD), "cumprod") == 0);
+    CHECK_OK(axon_stream_sync(k.s));
+    axon_mem_free(k.dev, dev);
+    axon_runtime_destroy(k.rt);
+}
+
+int main(void) {
+    RUN(test_arg_reduce_matches_reference_with_first_ties_and_nan);
+    RUN(test_cumulative_matches_reference_and_runs_in_place);
+    RUN(test_results_are_identical_with_1_and_2_threads);
+    RUN(test_bad_input_is_refused_at_launch_with_messages);
+    return check_report();
+}
