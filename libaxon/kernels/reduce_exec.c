@@ -189,7 +189,7 @@ static void rd_run_split(const rd_args_t *a, axon_pool_t pool) {
 
 /* ---- OUTER: rows folded lane-wise ---- */
 
-#define RD_VLEVELS 24
+#define RD_VLEVELS 12   /* 12 levels of 64-row blocks: pairwise up to 256K rows, then sequential on top */
 
 typedef struct rd_rows {
     const rd_args_t *a;
