@@ -85,7 +85,7 @@ PW_FLOATS(PW_U, sign, ((W)((x > 0) - (x < 0)))) /* NaN gives 0, as in PyTorch */
 PW_FLOATS(PW_U, reciprocal, ((W)1 / x))
 PW_FLOATS(PW_U, sqrt, (sqrt(x)))
 PW_FLOATS(PW_U, rsqrt, ((W)1 / sqrt(x)))
-PW_FLOATS(PW_U, exp, (exp(x)))
+PW_FLOATS(PW_U, exp, (PW_EXP(x)))
 PW_FLOATS(PW_U, exp2, (exp2(x)))
 PW_FLOATS(PW_U, expm1, (expm1(x)))
 PW_FLOATS(PW_U, log, (log(x)))
@@ -106,13 +106,13 @@ PW_FLOATS(PW_U, acosh, (acosh(x)))
 PW_FLOATS(PW_U, atanh, (atanh(x)))
 PW_FLOATS(PW_US, erf, (erf(x)))
 PW_FLOATS(PW_U, erfc, (erfc(x)))
-PW_FLOATS(PW_U, sigmoid, ((W)1 / ((W)1 + exp(-x))))
+PW_FLOATS(PW_U, sigmoid, ((W)1 / ((W)1 + PW_EXP(-x))))
 PW_FLOATS(PW_U, relu, (x < 0 ? (W)0 : x)) /* not x > 0 ? x : 0, which would turn NaN into 0 */
 /* The activations follow PyTorch's CPU formulas term by term, so float32 results round the same way. */
 PW_FLOATS(PW_US, gelu, (x * (W)0.5 * ((W)1 + erf(x * (W)0.70710678118654752440))))
 PW_FLOATS(PW_US, gelu_tanh,
           ((W)0.5 * x * ((W)1 + tanh((W)0.79788456080286535588 * (x + (W)0.044715 * (x * x * x))))))
-PW_FLOATS(PW_U, silu, (x / ((W)1 + exp(-x))))
+PW_FLOATS(PW_U, silu, (x / ((W)1 + PW_EXP(-x))))
 PW_FLOATS(PW_U, mish, (x * tanh(log1p(exp(x)))))
 PW_FLOATS(PW_U, softplus, (x * p0 > p1 ? x : log1p(exp(x * p0)) / p0)) /* p0 beta, p1 threshold */
 PW_FLOATS(PW_U, hardsigmoid, (PW_MIN_STD(PW_MAX_STD(x + (W)3, (W)0), (W)6) / (W)6))
