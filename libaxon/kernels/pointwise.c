@@ -25,7 +25,8 @@ static const char *const binary_names[] = {
     "lt",          "le",         "gt",          "ge",          "logical_and", "logical_or", "logical_xor",
     "bitwise_and", "bitwise_or", "bitwise_xor", "shift_left",  "shift_right", "hypot",      "copysign",  "xlogy",
 };
-_Static_assert(sizeof binary_names / sizeof binary_names[0] == AXON_BINARY_COUNT, "every axon_binary_op_t needs a name");
+_Static_assert(sizeof binary_names / sizeof binary_names[0] == AXON_BINARY_COUNT,
+               "every axon_binary_op_t needs a name");
 
 static const char *const ternary_names[] = {"where", "lerp", "addcmul", "addcdiv", "clamp"};
 _Static_assert(sizeof ternary_names / sizeof ternary_names[0] == AXON_TERNARY_COUNT,

@@ -68,8 +68,8 @@ static void test_broadcast_transposed_and_reversed_operands(void) {
                         const int64_t *bs = bcases[bc].b_strides;
                         float x = ha[j * R + i], y = hb[bcases[bc].b_off + i * bs[0] + j * bs[1]];
                         /* compute dtype = out's: a bfloat16 out rounds both inputs to bfloat16 on load */
-                        long double want = d == AXON_FLOAT32 ? (long double)x + 2.0L * y
-                                                             : (long double)bf16_val(bf16_of(x)) + 2.0L * bf16_val(bf16_of(y));
+                        long double xb = bf16_val(bf16_of(x)), yb = bf16_val(bf16_of(y));
+                        long double want = d == AXON_FLOAT32 ? (long double)x + 2.0L * y : xb + 2.0L * yb;
                         size_t e = (size_t)(out_tr ? j * R + i : i * C + j);
                         long double g = ref_load_f(d, got + e * axon_dtype_size(d));
                         if (g != ref_round(d, want)) {
@@ -100,7 +100,8 @@ static void test_strided_views_equal_contiguous_copies(void) {
     const int64_t sizes[2] = {R, C}, tr[2] = {1, R}, step[2] = {3 * C, 3}, bcol[2] = {1, 0};
     /* Contiguous copies of the views, made with the copy kernel. */
     float *cont = kc_upload(&k, NULL, sizeof(float) * 3 * R * C);
-    axon_tensor_t views[3] = {kc_tensor(dev, AXON_FLOAT32, 2, sizes, tr), kc_tensor(dev + 1, AXON_FLOAT32, 2, sizes, step),
+    axon_tensor_t views[3] = {kc_tensor(dev, AXON_FLOAT32, 2, sizes, tr),
+                              kc_tensor(dev + 1, AXON_FLOAT32, 2, sizes, step),
                               kc_tensor(dev + 2, AXON_FLOAT32, 2, sizes, bcol)};
     axon_tensor_t copies[3];
     for (int v = 0; v < 3; v++) {
@@ -428,7 +429,8 @@ static void test_integer_division_by_zero_fails_at_sync(void) {
         unsigned char *ha = malloc(M * es), *hb = malloc(M * es);
         for (int i = 0; i < M; i++) ref_store_i(dts[t], ha + i * es, i % 100 - 50), ref_store_i(dts[t], hb + i * es, 3);
         ref_store_i(dts[t], hb + (M - 7) * es, 0);
-        axon_tensor_t a = dev_vec(&k, dts[t], ha, n), b = dev_vec(&k, dts[t], hb, n), out = dev_vec(&k, dts[t], NULL, n);
+        axon_tensor_t a = dev_vec(&k, dts[t], ha, n), b = dev_vec(&k, dts[t], hb, n);
+        axon_tensor_t out = dev_vec(&k, dts[t], NULL, n);
         for (int o = 0; o < 4; o++) {
             CHECK_OK(axon_kernel_binary(k.s, ops[o], &out, &a, &b, NULL)); /* launch is fine: data is not read */
             CHECK_STATUS(axon_stream_sync(k.s), AXON_ERROR_INVALID_ARG);
