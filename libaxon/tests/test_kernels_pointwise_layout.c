@@ -12,7 +12,7 @@
 static uint16_t bf16_of(float f) { return ref_half_encode(f, 7, 127); }
 static float bf16_val(uint16_t h) { return (float)ref_half_decode(h, 7, 127); }
 
-/* A 1-d float32 tensor on the device holding n host values. */
+/* A 1-d tensor of dtype d on the device holding n host values (zeros if host is NULL). */
 static axon_tensor_t dev_vec(const kc_dev_t *k, axon_dtype_t d, const void *host, int64_t n) {
     void *p = kc_upload(k, host, (size_t)n * axon_dtype_size(d));
     return kc_tensor(p, d, 1, &n, NULL);
