@@ -97,7 +97,9 @@ def test_fill_value_rounds_float64_to_bfloat16_and_float16_as_cpu_does():
     ids=str,
 )
 def test_arange_matches_cpu(args, dtype):
+    torch_axon.reset_fallback_stats()
     assert_exact(torch.arange(*args, dtype=dtype, device="axon"), torch.arange(*args, dtype=dtype))
+    assert "aten::arange.start_out" not in torch_axon.fallback_stats()  # libaxon's arange kernel, not the host
 
 
 @pytest.mark.parametrize("n, m, dtype", [(3, None, torch.float32), (3, 5, torch.int32), (4, 2, torch.bool),

@@ -7,6 +7,7 @@
 #include <ATen/core/DistributionsHelper.h>
 #include <ATen/core/GeneratorForPrivateuseone.h>
 #include <ATen/native/DistributionTemplates.h>
+#include <ATen/native/RangeUtils.h>
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
@@ -174,7 +175,27 @@ at::Tensor& bernoulli_float(at::Tensor& self, double p, std::optional<at::Genera
   });
 }
 
+// arange(start, end, step, out=): PyTorch's own size rule (RangeUtils.h), then libaxon's kernel, which computes
+// start + i * step in double (int64 for integers) as the CPU kernel does.
+at::Tensor& arange_out(const c10::Scalar& start, const c10::Scalar& end, const c10::Scalar& step, at::Tensor& out) {
+  int64_t size = 0;
+  AT_DISPATCH_ALL_TYPES_AND2(at::kHalf, at::kBFloat16, out.scalar_type(), "arange_axon",
+                             [&] { size = at::native::compute_arange_size<scalar_t>(start, end, step); });
+  if (out.numel() != size) out.resize_({size});
+  if (size == 0) return out;
+  if (!out.is_contiguous()) {
+    at::Tensor tmp = at::empty({size}, out.options());
+    arange_out(start, end, step, tmp);
+    out.copy_(tmp);
+    return out;
+  }
+  const axon_tensor_t d = describe(out, "arange");
+  AXON_CHECK(axon_kernel_arange(current_stream(out.device().index()), &d, to_axon_scalar(start), to_axon_scalar(step)));
+  return out;
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("arange.start_out", arange_out);
   m.impl("fill_.Scalar", fill_scalar);
   m.impl("fill_.Tensor", fill_tensor);
   m.impl("zero_", zero);

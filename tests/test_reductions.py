@@ -1,0 +1,118 @@
+"""Native reductions, arg-reductions and scans (libaxon's reduce kernels): results against PyTorch CPU with
+per-dtype tolerances, and no host fallback."""
+
+import pytest
+import torch
+
+import torch_axon
+
+TOL = {torch.float32: (2e-5, 1e-5), torch.float64: (1e-12, 1e-12), torch.bfloat16: (2e-2, 2e-2),
+       torch.float16: (4e-3, 2e-3)}
+
+
+def sample(shape, dtype, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    if dtype == torch.bool:
+        return torch.rand(shape, generator=g) > 0.5
+    if dtype.is_floating_point:
+        return torch.randn(shape, generator=g, dtype=torch.float64).to(dtype)
+    return torch.randint(-4 if dtype != torch.uint8 else 0, 5, shape, generator=g).to(dtype)
+
+
+def same(result, expected):
+    result = result.cpu()
+    assert result.dtype == expected.dtype and result.shape == expected.shape
+    if expected.dtype in TOL:
+        rtol, atol = TOL[expected.dtype]
+        torch.testing.assert_close(result, expected, rtol=rtol, atol=atol, equal_nan=True)
+    else:
+        assert torch.equal(result, expected)
+
+
+def native(fn, x):
+    torch_axon.reset_fallback_stats()
+    r = fn(x.to("axon"))
+    assert torch_axon.fallback_stats() == {}, torch_axon.fallback_stats()
+    return r
+
+
+REDUCTIONS = {
+    "sum_all": lambda t: t.sum(), "sum_dim": lambda t: t.sum(1), "sum_dims_keep": lambda t: t.sum((0, 2), keepdim=True),
+    "amax": lambda t: t.amax(2), "amin_all": lambda t: t.amin(), "max_all": lambda t: t.max(), "min_all": lambda t: t.min(),
+    "prod": lambda t: t.prod(0), "cumsum": lambda t: t.cumsum(1), "cumprod": lambda t: t.cumprod(2),
+    "argmax": lambda t: t.argmax(1), "argmin_all": lambda t: t.argmin(), "any": lambda t: t.any(1),
+    "all_all": lambda t: t.all(), "count_nonzero": lambda t: torch.count_nonzero(t, 0),
+}
+FLOAT_ONLY = {
+    "mean": lambda t: t.mean(1), "mean_all": lambda t: t.mean(), "var": lambda t: t.var(2),
+    "std_pop": lambda t: t.std((0, 1), correction=0), "logsumexp": lambda t: t.logsumexp(1),
+    "norm2": lambda t: torch.linalg.vector_norm(t, dim=2), "norm1": lambda t: torch.linalg.vector_norm(t, 1),
+    "norm_inf": lambda t: torch.linalg.vector_norm(t, float("inf"), dim=0),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16, torch.int32,
+                                   torch.int64, torch.uint8], ids=str)
+@pytest.mark.parametrize("name", sorted(REDUCTIONS))
+def test_reductions_match_cpu(name, dtype):
+    if name == "cumprod" and dtype in (torch.bfloat16, torch.float16):
+        pytest.skip("reason: a running product of 9 bf16/f16 values is compared with a float32-accumulating CPU "
+                    "kernel; covered for float32/64")
+    x = sample((5, 6, 9), dtype)
+    same(native(REDUCTIONS[name], x), REDUCTIONS[name](x))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("name", sorted(FLOAT_ONLY))
+def test_floating_reductions_match_cpu(name, dtype):
+    x = sample((5, 6, 9), dtype, seed=1)
+    same(native(FLOAT_ONLY[name], x), FLOAT_ONLY[name](x))
+
+
+def test_max_and_min_along_a_dim_return_values_and_first_indices():
+    x = torch.tensor([[1.0, 3.0, 3.0, 0.0], [2.0, float("nan"), 5.0, float("nan")]])
+    for fn in (lambda t: t.max(1), lambda t: t.min(1, keepdim=True)):
+        (v, i), (ev, ei) = native(fn, x), fn(x)
+        same(v, ev)
+        same(i, ei)
+
+
+def test_reductions_of_non_contiguous_inputs_match_cpu():
+    x = sample((8, 10), torch.float32)
+    for fn in (lambda t: t.t().sum(0), lambda t: t[::2, 1::3].mean(1), lambda t: t.t().argmax(1)):
+        same(native(fn, x), fn(x))
+
+
+def test_a_large_float32_sum_stays_accurate():
+    x = torch.rand(1 << 20, dtype=torch.float64)
+    r = native(lambda t: t.float().sum(), x).cpu().double()
+    assert abs(r.item() - x.sum().item()) / x.sum().item() < 1e-5
+
+
+def test_integer_and_bool_sums_promote_to_int64_like_cpu():
+    for dtype in (torch.int8, torch.int32, torch.bool):
+        x = sample((4, 7), dtype)
+        same(native(lambda t: t.sum(1), x), x.sum(1))
+
+
+def test_out_variants_resize_and_keep_their_dtype():
+    x = sample((3, 4), torch.float32)
+    out = torch.empty(0, dtype=torch.float64, device="axon")
+    torch.sum(x.to("axon"), 1, out=out)
+    same(out, torch.sum(x, 1, out=torch.empty(0, dtype=torch.float64)))  # computed in float64, as on CPU
+
+
+def test_empty_reductions_follow_pytorch():
+    e = torch.empty(0, 3)
+    same(native(lambda t: t.sum(0), e), e.sum(0))
+    same(native(lambda t: t.prod(0), e), e.prod(0))
+    with pytest.raises(IndexError, match="amax"):  # the same error as on CPU
+        torch.empty(0, 3, device="axon").amax(0)
+    with pytest.raises(RuntimeError):
+        torch.empty(0, device="axon").max()
+
+
+def test_softmax_style_composites_run_on_native_reductions():
+    x = sample((4, 10), torch.float32)
+    fn = lambda t: (t - t.amax(1, keepdim=True)).exp() / (t - t.amax(1, keepdim=True)).exp().sum(1, keepdim=True)  # noqa: E731
+    same(native(fn, x), fn(x))

@@ -1,0 +1,332 @@
+// Reductions, arg-reductions and scans on libaxon's reduce kernels (libaxon/include/axon/reduce.h).
+//
+// libaxon takes the output in keepdim form (the input's rank, size 1 on reduced dims), so each op resizes `out` as
+// PyTorch would, views it in keepdim form (or computes into a keepdim temporary when out's layout cannot be viewed
+// that way) and launches one kernel. Output dtypes come from the caller as in PyTorch: the structured ops' meta
+// functions pick them for the functional forms; out= keeps out's dtype. Cases libaxon does not cover (complex, more
+// than AXON_MAX_DIMS dimensions, dtypes it lacks) run through the host fallback.
+#include <ATen/ATen.h>
+#include <ATen/Operators.h>
+#include <ATen/WrapDimUtils.h>
+#include <ATen/native/CPUFallback.h>
+#include <ATen/native/Resize.h>
+#include <axon/reduce.h>
+#include <c10/util/Exception.h>
+#include <torch/library.h>
+
+#include <bitset>
+#include <cmath>
+#include <optional>
+#include <vector>
+
+#include "AxonException.h"
+#include "AxonFallback.h"
+#include "AxonFunctions.h"
+#include "AxonTensor.h"
+
+namespace torch_axon {
+namespace {
+
+template <class Op, class... Args>
+decltype(auto) fall_back(Args&&... args) {
+  return at::native::call_fallback_fn<&host_fallback, Op>::call(std::forward<Args>(args)...);
+}
+
+constexpr size_t kMaxDims = 64;
+
+// The reduced dims as a mask; an absent or empty list means every dim, as in PyTorch.
+std::bitset<kMaxDims> reduced_dims(const at::Tensor& self, at::OptionalIntArrayRef dim) {
+  std::bitset<kMaxDims> mask;
+  const int64_t ndim = self.dim();
+  if (!dim.has_value() || dim->empty()) {
+    for (int64_t d = 0; d < ndim; ++d) mask.set(d);
+    return mask;
+  }
+  for (int64_t d : *dim) {
+    const int64_t w = at::maybe_wrap_dim(d, std::max<int64_t>(ndim, 1));
+    TORCH_CHECK(!mask.test(w), "dim ", w, " appears multiple times in the list of dims");
+    mask.set(w);
+  }
+  return mask;
+}
+
+std::vector<int64_t> keepdim_shape(const at::Tensor& self, const std::bitset<kMaxDims>& mask) {
+  std::vector<int64_t> shape(self.sizes().begin(), self.sizes().end());
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (mask.test(d)) shape[d] = 1;
+  return shape;
+}
+
+std::vector<int64_t> result_shape(const at::Tensor& self, const std::bitset<kMaxDims>& mask, bool keepdim) {
+  if (keepdim) return keepdim_shape(self, mask);
+  std::vector<int64_t> shape;
+  for (int64_t d = 0; d < self.dim(); ++d)
+    if (!mask.test(d)) shape.push_back(self.size(d));
+  return shape;
+}
+
+bool libaxon_can_take(const at::Tensor& self, const at::Tensor& out) {
+  return self.dim() <= AXON_MAX_DIMS && kernels_support(self.scalar_type()) && kernels_support(out.scalar_type());
+}
+
+// Runs `launch(out_keepdim)` with out viewed in keepdim form; out has already been resized to its result shape.
+template <class Launch>
+void into_keepdim(const at::Tensor& self, const std::bitset<kMaxDims>& mask, at::Tensor& out, Launch launch) {
+  const auto shape = keepdim_shape(self, mask);
+  if (out.is_contiguous()) {
+    launch(out.view(shape));
+    return;
+  }
+  at::Tensor tmp = at::empty(shape, out.options());
+  launch(tmp);
+  out.copy_(tmp.view(out.sizes()));
+}
+
+// One reduction: resize out, then launch op over the masked dims.
+void reduce(axon_reduce_op_t op, const at::Tensor& self, const std::bitset<kMaxDims>& mask, bool keepdim,
+            at::Tensor& out, const axon_reduce_params_t& params, const char* name) {
+  at::native::resize_output(out, result_shape(self, mask, keepdim));
+  into_keepdim(self, mask, out, [&](const at::Tensor& o) {
+    const axon_tensor_t in = describe(self, name), od = describe(o, name);
+    AXON_CHECK(axon_kernel_reduce(current_stream(self.device().index()), op, &od, &in, &params));
+  });
+}
+
+at::Tensor& sum_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                    std::optional<c10::ScalarType> dtype, at::Tensor& out) {
+  if (!libaxon_can_take(self, out)) return fall_back<ATEN_OP2(sum, IntList_out)>(self, dim, keepdim, dtype, out);
+  reduce(AXON_REDUCE_SUM, self, reduced_dims(self, dim), keepdim, out, axon_reduce_params_default(), "sum");
+  return out;
+}
+
+at::Tensor& mean_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                     std::optional<c10::ScalarType> dtype, at::Tensor& out) {
+  TORCH_CHECK(at::isFloatingType(out.scalar_type()) || at::isComplexType(out.scalar_type()),
+              "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. "
+              "Got: ", self.scalar_type());
+  if (!libaxon_can_take(self, out)) return fall_back<ATEN_OP2(mean, out)>(self, dim, keepdim, dtype, out);
+  reduce(AXON_REDUCE_MEAN, self, reduced_dims(self, dim), keepdim, out, axon_reduce_params_default(), "mean");
+  return out;
+}
+
+at::Tensor& prod_int_out(const at::Tensor& self, int64_t dim, bool keepdim, std::optional<c10::ScalarType> dtype,
+                         at::Tensor& out) {
+  if (!libaxon_can_take(self, out)) return fall_back<ATEN_OP2(prod, int_out)>(self, dim, keepdim, dtype, out);
+  const int64_t d[1] = {dim};
+  reduce(AXON_REDUCE_PROD, self, reduced_dims(self, at::IntArrayRef(d)), keepdim, out, axon_reduce_params_default(),
+         "prod");
+  return out;
+}
+
+template <axon_reduce_op_t OP, class AtenOp>
+at::Tensor& amax_amin_out(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, at::Tensor& out) {
+  TORCH_CHECK(self.scalar_type() == out.scalar_type(), OP == AXON_REDUCE_AMAX ? "amax" : "amin",
+              "(): Expected out tensor to have dtype ", self.scalar_type(), ", but got ", out.scalar_type(),
+              " instead");
+  if (!libaxon_can_take(self, out)) return fall_back<AtenOp>(self, dim, keepdim, out);
+  const auto mask = reduced_dims(self, dim);
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    TORCH_CHECK(!mask.test(d) || self.size(d) != 0, OP == AXON_REDUCE_AMAX ? "amax" : "amin",
+                "(): Expected reduction dim ", d, " to have non-zero size.");
+  }
+  reduce(OP, self, mask, keepdim, out, axon_reduce_params_default(), OP == AXON_REDUCE_AMAX ? "amax" : "amin");
+  return out;
+}
+
+// max() and min() over every element: the functional forms have their own kernels.
+template <axon_reduce_op_t OP, class AtenOp>
+at::Tensor max_min_all(const at::Tensor& self) {
+  TORCH_CHECK(self.numel() > 0, OP == AXON_REDUCE_AMAX ? "max" : "min",
+              "(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the "
+              "'dim' argument.");
+  if (!kernels_support(self.scalar_type()) || self.dim() > AXON_MAX_DIMS) return fall_back<AtenOp>(self);
+  at::Tensor out = at::empty({}, self.options());
+  reduce(OP, self, reduced_dims(self, std::nullopt), false, out, axon_reduce_params_default(), "max");
+  return out;
+}
+
+template <axon_reduce_op_t OP, class AtenOp>
+at::Tensor& any_all_dims_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, at::Tensor& out) {
+  if (!libaxon_can_take(self, out)) return fall_back<AtenOp>(self, dim, keepdim, out);
+  reduce(OP, self, reduced_dims(self, dim), keepdim, out, axon_reduce_params_default(),
+         OP == AXON_REDUCE_ANY ? "any" : "all");
+  return out;
+}
+
+template <axon_reduce_op_t OP, class AtenOp>
+at::Tensor& any_all_dim_out(const at::Tensor& self, int64_t dim, bool keepdim, at::Tensor& out) {
+  if (!libaxon_can_take(self, out)) return fall_back<AtenOp>(self, dim, keepdim, out);
+  const int64_t d[1] = {dim};
+  reduce(OP, self, reduced_dims(self, at::IntArrayRef(d)), keepdim, out, axon_reduce_params_default(),
+         OP == AXON_REDUCE_ANY ? "any" : "all");
+  return out;
+}
+
+template <axon_reduce_op_t OP, class AtenOp>
+at::Tensor& any_all_all_out(const at::Tensor& self, at::Tensor& out) {
+  if (!libaxon_can_take(self, out)) return fall_back<AtenOp>(self, out);
+  reduce(OP, self, reduced_dims(self, std::nullopt), false, out, axon_reduce_params_default(),
+         OP == AXON_REDUCE_ANY ? "any" : "all");
+  return out;
+}
+
+template <axon_reduce_op_t OP, class AtenOp>
+at::Tensor& var_std_out(const at::Tensor& self, at::OptionalIntArrayRef dim, const std::optional<c10::Scalar>& correction,
+                        bool keepdim, at::Tensor& out) {
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()) || at::isComplexType(self.scalar_type()),
+              OP == AXON_REDUCE_VAR ? "var" : "std", " only supports floating point and complex dtypes");
+  if (!libaxon_can_take(self, out)) return fall_back<AtenOp>(self, dim, correction, keepdim, out);
+  axon_reduce_params_t p = axon_reduce_params_default();
+  p.correction = correction.has_value() ? correction->toDouble() : 1.0;
+  reduce(OP, self, reduced_dims(self, dim), keepdim, out, p, OP == AXON_REDUCE_VAR ? "var" : "std");
+  return out;
+}
+
+// var and std also have functional kernels of their own (not routed through .correction_out).
+template <axon_reduce_op_t OP, class AtenOp, class AtenOutOp>
+at::Tensor var_std(const at::Tensor& self, at::OptionalIntArrayRef dim, const std::optional<c10::Scalar>& correction,
+                   bool keepdim) {
+  const c10::ScalarType dtype = at::isComplexType(self.scalar_type()) ? c10::toRealValueType(self.scalar_type())
+                                                                       : self.scalar_type();
+  if (!kernels_support(self.scalar_type()) || self.dim() > AXON_MAX_DIMS) return fall_back<AtenOp>(self, dim, correction, keepdim);
+  at::Tensor out = at::empty({0}, self.options().dtype(dtype));
+  return var_std_out<OP, AtenOutOp>(self, dim, correction, keepdim, out);
+}
+
+at::Tensor& logsumexp_out(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, at::Tensor& out) {
+  if (!libaxon_can_take(self, out) || !at::isFloatingType(out.scalar_type())) {
+    return fall_back<ATEN_OP2(logsumexp, out)>(self, dim, keepdim, out);
+  }
+  reduce(AXON_REDUCE_LOGSUMEXP, self, reduced_dims(self, dim), keepdim, out, axon_reduce_params_default(),
+         "logsumexp");
+  return out;
+}
+
+at::Tensor& vector_norm_out(const at::Tensor& self, const c10::Scalar& ord, at::OptionalIntArrayRef dim, bool keepdim,
+                            std::optional<c10::ScalarType> dtype, at::Tensor& out) {
+  if (!libaxon_can_take(self, out) || !at::isFloatingType(out.scalar_type())) {
+    return fall_back<ATEN_OP2(linalg_vector_norm, out)>(self, ord, dim, keepdim, dtype, out);
+  }
+  axon_reduce_params_t p = axon_reduce_params_default();
+  p.p = ord.toDouble();
+  const auto mask = reduced_dims(self, dim);
+  if (self.numel() == 0 && std::isinf(p.p)) {  // PyTorch's error for an empty inf-norm
+    for (int64_t d = 0; d < self.dim(); ++d) {
+      TORCH_CHECK(!mask.test(d) || self.size(d) != 0, "linalg.vector_norm cannot compute the ", ord,
+                  " norm on the empty tensor because the operation does not have an identity");
+    }
+  }
+  reduce(AXON_REDUCE_NORM, self, mask, keepdim, out, p, "linalg_vector_norm");
+  return out;
+}
+
+at::Tensor count_nonzero_dims(const at::Tensor& self, at::IntArrayRef dims) {
+  if (!kernels_support(self.scalar_type()) || self.dim() > AXON_MAX_DIMS) {
+    return fall_back<ATEN_OP2(count_nonzero, dim_IntList)>(self, dims);
+  }
+  at::Tensor out = at::empty({0}, self.options().dtype(at::kLong));
+  reduce(AXON_REDUCE_COUNT_NONZERO, self, reduced_dims(self, dims), false, out, axon_reduce_params_default(),
+         "count_nonzero");
+  return out;
+}
+
+// ---- along one dim: max/min with indices, argmax/argmin ----
+
+template <axon_arg_reduce_op_t OP, class AtenOp>
+std::tuple<at::Tensor&, at::Tensor&> max_min_dim_out(const at::Tensor& self, int64_t dim, bool keepdim,
+                                                    at::Tensor& values, at::Tensor& indices) {
+  if (!libaxon_can_take(self, values) || self.dim() == 0) return fall_back<AtenOp>(self, dim, keepdim, values, indices);
+  const int64_t d = at::maybe_wrap_dim(dim, self.dim());
+  TORCH_CHECK(self.size(d) != 0, OP == AXON_ARG_REDUCE_MAX ? "max" : "min", "(): Expected reduction dim ", d,
+              " to have non-zero size.");
+  const int64_t dims[1] = {d};
+  const auto mask = reduced_dims(self, at::IntArrayRef(dims));
+  const auto shape = result_shape(self, mask, keepdim), kshape = keepdim_shape(self, mask);
+  at::native::resize_output(values, shape);
+  at::native::resize_output(indices, shape);
+  at::Tensor v = values.is_contiguous() ? values.view(kshape) : at::empty(kshape, values.options());
+  at::Tensor i = indices.is_contiguous() ? indices.view(kshape) : at::empty(kshape, indices.options());
+  const axon_tensor_t in = describe(self, "max.dim"), vd = describe(v, "max.dim"), id = describe(i, "max.dim");
+  AXON_CHECK(axon_kernel_arg_reduce(current_stream(self.device().index()), OP, &vd, &id, &in, static_cast<int>(d)));
+  if (!values.is_contiguous()) values.copy_(v.view(shape));
+  if (!indices.is_contiguous()) indices.copy_(i.view(shape));
+  return {values, indices};
+}
+
+template <axon_arg_reduce_op_t OP, class AtenOp>
+at::Tensor& argmax_argmin_out(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim, at::Tensor& out) {
+  if (!kernels_support(self.scalar_type()) || self.dim() > AXON_MAX_DIMS) return fall_back<AtenOp>(self, dim, keepdim, out);
+  // Without a dim, PyTorch takes the index into the flattened tensor.
+  const at::Tensor in_t = dim.has_value() ? self : self.reshape({-1});
+  const int64_t d = dim.has_value() ? at::maybe_wrap_dim(*dim, std::max<int64_t>(self.dim(), 1)) : 0;
+  TORCH_CHECK(in_t.numel() > 0 && (in_t.dim() == 0 || in_t.size(d) != 0),
+              OP == AXON_ARG_REDUCE_ARGMAX ? "argmax" : "argmin",
+              "(): Expected reduction dim to have non-zero size.");
+  if (in_t.dim() == 0) {  // a scalar's index is 0
+    at::native::resize_output(out, {});
+    out.zero_();
+    return out;
+  }
+  const int64_t dims[1] = {d};
+  const auto mask = reduced_dims(in_t, at::IntArrayRef(dims));
+  const auto shape = dim.has_value() ? result_shape(in_t, mask, keepdim)
+                                     : (keepdim ? std::vector<int64_t>(self.dim(), 1) : std::vector<int64_t>{});
+  at::native::resize_output(out, shape);
+  const auto kshape = keepdim_shape(in_t, mask);
+  at::Tensor o = out.is_contiguous() ? out.view(kshape) : at::empty(kshape, out.options());
+  const axon_tensor_t in = describe(in_t, "argmax"), od = describe(o, "argmax");
+  AXON_CHECK(axon_kernel_arg_reduce(current_stream(self.device().index()), OP, nullptr, &od, &in, static_cast<int>(d)));
+  if (!out.is_contiguous()) out.copy_(o.view(shape));
+  return out;
+}
+
+// ---- scans ----
+
+template <axon_cumulative_op_t OP, class AtenOp>
+at::Tensor& cumulative_out(const at::Tensor& self, int64_t dim, std::optional<c10::ScalarType> dtype, at::Tensor& out) {
+  if (!libaxon_can_take(self, out)) return fall_back<AtenOp>(self, dim, dtype, out);
+  at::native::resize_output(out, self.sizes());
+  if (self.numel() == 0) return out;
+  if (self.dim() == 0) {
+    out.copy_(self);
+    return out;
+  }
+  const int64_t d = at::maybe_wrap_dim(dim, self.dim());
+  at::Tensor o = out.is_contiguous() ? out : at::empty(self.sizes(), out.options());
+  const axon_tensor_t in = describe(self, "cumsum"), od = describe(o, "cumsum");
+  AXON_CHECK(axon_kernel_cumulative(current_stream(self.device().index()), OP, &od, &in, static_cast<int>(d)));
+  if (!out.is_contiguous()) out.copy_(o);
+  return out;
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("sum.IntList_out", TORCH_FN(sum_out));
+  m.impl("mean.out", TORCH_FN(mean_out));
+  m.impl("prod.int_out", TORCH_FN(prod_int_out));
+  m.impl("amax.out", TORCH_FN((amax_amin_out<AXON_REDUCE_AMAX, ATEN_OP2(amax, out)>)));
+  m.impl("amin.out", TORCH_FN((amax_amin_out<AXON_REDUCE_AMIN, ATEN_OP2(amin, out)>)));
+  m.impl("max", TORCH_FN((max_min_all<AXON_REDUCE_AMAX, ATEN_OP(max)>)));
+  m.impl("min", TORCH_FN((max_min_all<AXON_REDUCE_AMIN, ATEN_OP(min)>)));
+  m.impl("any.dims_out", TORCH_FN((any_all_dims_out<AXON_REDUCE_ANY, ATEN_OP2(any, dims_out)>)));
+  m.impl("all.dims_out", TORCH_FN((any_all_dims_out<AXON_REDUCE_ALL, ATEN_OP2(all, dims_out)>)));
+  m.impl("any.out", TORCH_FN((any_all_dim_out<AXON_REDUCE_ANY, ATEN_OP2(any, out)>)));
+  m.impl("all.out", TORCH_FN((any_all_dim_out<AXON_REDUCE_ALL, ATEN_OP2(all, out)>)));
+  m.impl("any.all_out", TORCH_FN((any_all_all_out<AXON_REDUCE_ANY, ATEN_OP2(any, all_out)>)));
+  m.impl("all.all_out", TORCH_FN((any_all_all_out<AXON_REDUCE_ALL, ATEN_OP2(all, all_out)>)));
+  m.impl("var.correction_out", TORCH_FN((var_std_out<AXON_REDUCE_VAR, ATEN_OP2(var, correction_out)>)));
+  m.impl("std.correction_out", TORCH_FN((var_std_out<AXON_REDUCE_STD, ATEN_OP2(std, correction_out)>)));
+  m.impl("var.correction", TORCH_FN((var_std<AXON_REDUCE_VAR, ATEN_OP2(var, correction), ATEN_OP2(var, correction_out)>)));
+  m.impl("std.correction", TORCH_FN((var_std<AXON_REDUCE_STD, ATEN_OP2(std, correction), ATEN_OP2(std, correction_out)>)));
+  m.impl("logsumexp.out", TORCH_FN(logsumexp_out));
+  m.impl("linalg_vector_norm.out", TORCH_FN(vector_norm_out));
+  m.impl("count_nonzero.dim_IntList", TORCH_FN(count_nonzero_dims));
+  m.impl("max.dim_max", TORCH_FN((max_min_dim_out<AXON_ARG_REDUCE_MAX, ATEN_OP2(max, dim_max)>)));
+  m.impl("min.dim_min", TORCH_FN((max_min_dim_out<AXON_ARG_REDUCE_MIN, ATEN_OP2(min, dim_min)>)));
+  m.impl("argmax.out", TORCH_FN((argmax_argmin_out<AXON_ARG_REDUCE_ARGMAX, ATEN_OP2(argmax, out)>)));
+  m.impl("argmin.out", TORCH_FN((argmax_argmin_out<AXON_ARG_REDUCE_ARGMIN, ATEN_OP2(argmin, out)>)));
+  m.impl("cumsum.out", TORCH_FN((cumulative_out<AXON_CUMULATIVE_SUM, ATEN_OP2(cumsum, out)>)));
+  m.impl("cumprod.out", TORCH_FN((cumulative_out<AXON_CUMULATIVE_PROD, ATEN_OP2(cumprod, out)>)));
+}
+
+}  // namespace
+}  // namespace torch_axon
