@@ -1,0 +1,97 @@
+"""Native matrix products (libaxon's GEMM): mm, bmm, addmm, baddbmm and what reaches them (matmul, linear, their
+gradients), against PyTorch CPU with per-dtype tolerances, and no host fallback."""
+
+import pytest
+import torch
+
+import torch_axon
+
+TOL = {torch.float32: (1e-4, 1e-4), torch.float64: (1e-10, 1e-10), torch.bfloat16: (3e-2, 3e-1),
+       torch.float16: (3e-3, 3e-2)}
+FLOATS = list(TOL)
+
+
+def rand(*shape, dtype=torch.float32, seed=0):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64).to(dtype)
+
+
+def same(result, expected):
+    result = result.cpu()
+    assert result.dtype == expected.dtype and result.shape == expected.shape
+    if expected.dtype in TOL:
+        rtol, atol = TOL[expected.dtype]
+        torch.testing.assert_close(result, expected, rtol=rtol, atol=atol)
+    else:
+        assert torch.equal(result, expected)
+
+
+def native(fn, *args):
+    torch_axon.reset_fallback_stats()
+    r = fn(*[a.to("axon") for a in args])
+    assert torch_axon.fallback_stats() == {}, torch_axon.fallback_stats()
+    return r
+
+
+CASES = {
+    "mm": (lambda a, b: a @ b, [(33, 17), (17, 29)]),
+    "mm_transposed": (lambda a, b: b.t() @ a.t(), [(33, 17), (17, 29)]),
+    "mm_strided": (lambda a, b: a[::2, 1:] @ b[1:, ::3], [(20, 9), (9, 12)]),
+    "bmm": (lambda a, b: a @ b, [(4, 8, 5), (4, 5, 6)]),
+    "matmul_broadcast": (lambda a, b: a @ b, [(3, 4, 8, 5), (5, 6)]),
+    "addmm_bias": (lambda c, a, b: torch.addmm(c, a, b, beta=0.5, alpha=2.0), [(29,), (33, 17), (17, 29)]),
+    "addmm_full": (lambda c, a, b: torch.addmm(c, a, b), [(33, 29), (33, 17), (17, 29)]),
+    "baddbmm": (lambda c, a, b: torch.baddbmm(c, a, b, beta=2.0), [(4, 8, 6), (4, 8, 5), (4, 5, 6)]),
+    "linear": (lambda x, w, b: torch.nn.functional.linear(x, w, b), [(7, 16), (4, 16), (4,)]),
+}
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_matrix_products_match_cpu(name, dtype):
+    fn, shapes = CASES[name]
+    args = [rand(*s, dtype=dtype, seed=i) for i, s in enumerate(shapes)]
+    same(native(fn, *args), fn(*args))
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.int8], ids=str)
+def test_integer_matrix_products_are_exact(dtype):
+    a = torch.randint(-5, 5, (6, 7)).to(dtype)
+    b = torch.randint(-5, 5, (7, 3)).to(dtype)
+    same(native(torch.mm, a, b), a @ b)
+
+
+def test_beta_zero_ignores_nan_in_the_input_like_cpu():
+    c = torch.full((3, 4), float("nan"))
+    a, b = rand(3, 2), rand(2, 4, seed=1)
+    same(native(lambda x, y, z: torch.addmm(x, y, z, beta=0), c, a, b), torch.addmm(c, a, b, beta=0))
+
+
+def test_in_place_addmm_accumulates_into_its_input():
+    c, a, b = rand(5, 6), rand(5, 3, seed=1), rand(3, 6, seed=2)
+    ca = c.to("axon")
+    ca.addmm_(a.to("axon"), b.to("axon"), beta=0.5)
+    same(ca, c.clone().addmm_(a, b, beta=0.5))
+
+
+def test_mismatched_shapes_and_dtypes_raise_cpu_messages():
+    a = torch.ones(2, 3, device="axon")
+    with pytest.raises(RuntimeError, match=r"mat1 and mat2 shapes cannot be multiplied \(2x3 and 2x3\)"):
+        a @ a
+    with pytest.raises(RuntimeError, match="same dtype"):
+        a @ torch.ones(3, 2, dtype=torch.float64, device="axon")
+
+
+def test_linear_forward_and_backward_match_cpu_without_fallback():
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(16, 4)
+    la = torch.nn.Linear(16, 4).to("axon")
+    la.load_state_dict(lin.state_dict())
+    x = rand(8, 16)
+    xa, xc = x.to("axon").requires_grad_(), x.clone().requires_grad_()
+    torch_axon.reset_fallback_stats()
+    la(xa).pow(2).sum().backward()
+    assert torch_axon.fallback_stats() == {}, torch_axon.fallback_stats()
+    lin(xc).pow(2).sum().backward()
+    same(xa.grad, xc.grad)
+    same(la.weight.grad, lin.weight.grad)
+    same(la.bias.grad, lin.bias.grad)

@@ -1,0 +1,132 @@
+// Matrix products on libaxon's GEMM kernel (libaxon/include/axon/gemm.h): mm, bmm, addmm and baddbmm, which
+// matmul, linear and the autograd formulas of both reach. The checks and messages are PyTorch's; addmm's input, when
+// it is a row vector broadcast over the rows (linear's bias), goes to the kernel as its bias instead of being copied
+// into out first. What libaxon does not cover (bool, complex) runs through the host fallback.
+#include <ATen/ATen.h>
+#include <ATen/Operators.h>
+#include <ATen/native/CPUFallback.h>
+#include <ATen/native/Resize.h>
+#include <axon/gemm.h>
+#include <c10/util/Exception.h>
+#include <torch/library.h>
+
+#include "AxonException.h"
+#include "AxonFallback.h"
+#include "AxonFunctions.h"
+#include "AxonTensor.h"
+
+namespace torch_axon {
+namespace {
+
+template <class Op, class... Args>
+decltype(auto) fall_back(Args&&... args) {
+  return at::native::call_fallback_fn<&host_fallback, Op>::call(std::forward<Args>(args)...);
+}
+
+bool gemm_dtype(c10::ScalarType t) {
+  return kernels_support(t) && t != c10::kBool && !c10::isComplexType(t);
+}
+
+void check_operands(const char* op, const at::Tensor& a, const at::Tensor& b, int64_t dims, const at::Tensor& out) {
+  TORCH_CHECK(a.dim() == dims, op, ": self must be a ", dims, "D tensor");
+  TORCH_CHECK(b.dim() == dims, op, ": mat2 must be a ", dims, "D tensor");
+  TORCH_CHECK(a.scalar_type() == b.scalar_type(), "expected m1 and m2 to have the same dtype, but got: ",
+              a.scalar_type(), " != ", b.scalar_type());
+  TORCH_CHECK(out.scalar_type() == a.scalar_type(), op, ": expected out to have dtype ", a.scalar_type(),
+              ", but got ", out.scalar_type());
+  if (dims == 2) {
+    TORCH_CHECK(a.size(1) == b.size(0), "mat1 and mat2 shapes cannot be multiplied (", a.size(0), "x", a.size(1),
+                " and ", b.size(0), "x", b.size(1), ")");
+  } else {
+    TORCH_CHECK(a.size(0) == b.size(0), "batch1 and batch2 must have same number of batches, got ", a.size(0),
+                " and ", b.size(0));
+    TORCH_CHECK(a.size(2) == b.size(1), "Expected size for first two dimensions of batch2 tensor to be: [", a.size(0),
+                ", ", a.size(2), "] but got: [", b.size(0), ", ", b.size(1), "].");
+  }
+}
+
+std::vector<int64_t> product_shape(const at::Tensor& a, const at::Tensor& b) {
+  if (a.dim() == 2) return {a.size(0), b.size(1)};
+  return {a.size(0), a.size(1), b.size(2)};
+}
+
+void launch(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b, const axon_gemm_params_t& p,
+            const char* name) {
+  const axon_tensor_t od = describe(out, name), ad = describe(a, name), bd = describe(b, name);
+  AXON_CHECK(axon_kernel_matmul(current_stream(out.device().index()), &od, &ad, &bd, &p));
+}
+
+at::Tensor& mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
+  check_operands("mm", self, mat2, 2, out);
+  if (!gemm_dtype(self.scalar_type())) return fall_back<ATEN_OP2(mm, out)>(self, mat2, out);
+  at::native::resize_output(out, product_shape(self, mat2));
+  launch(out, self, mat2, axon_gemm_params_default(), "mm");
+  return out;
+}
+
+at::Tensor& bmm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
+  check_operands("bmm", self, mat2, 3, out);
+  if (!gemm_dtype(self.scalar_type())) return fall_back<ATEN_OP2(bmm, out)>(self, mat2, out);
+  at::native::resize_output(out, product_shape(self, mat2));
+  launch(out, self, mat2, axon_gemm_params_default(), "bmm");
+  return out;
+}
+
+// out = beta * input + alpha * (a @ b), input broadcast to the product's shape.
+void add_product(const at::Tensor& input, const at::Tensor& a, const at::Tensor& b, const c10::Scalar& beta,
+                 const c10::Scalar& alpha, at::Tensor& out, const char* name) {
+  const auto shape = product_shape(a, b);
+  const bool out_is_input = out.is_same(input);
+  if (!out_is_input) at::native::resize_output(out, shape);
+  TORCH_CHECK(out.sizes() == at::IntArrayRef(shape), name, ": the result of shape ", at::IntArrayRef(shape),
+              " does not fit the in-place input of shape ", out.sizes());
+  axon_gemm_params_t p = axon_gemm_params_default();
+  p.alpha = alpha.toDouble();
+  const double beta_v = beta.toDouble();
+  const int64_t n = shape.back();
+  // A row vector broadcast over rows (linear's bias) becomes the kernel's bias: no copy into out first.
+  const bool row_bias = !out_is_input && beta_v != 0.0 && input.numel() == n &&
+                        (input.dim() == 1 || (input.dim() >= 1 && input.size(-1) == n));
+  axon_tensor_t bias{};
+  if (row_bias) {
+    bias = describe(input.reshape({n}), name);
+    p.bias = &bias;
+    p.bias_scale = beta_v;
+  } else if (beta_v != 0.0) {
+    if (!out_is_input) out.copy_(input.expand(shape));
+    p.beta = beta_v;
+  }
+  launch(out, a, b, p, name);
+}
+
+at::Tensor& addmm_out(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2, const c10::Scalar& beta,
+                      const c10::Scalar& alpha, at::Tensor& out) {
+  check_operands("addmm", mat1, mat2, 2, out);
+  TORCH_CHECK(self.scalar_type() == mat1.scalar_type(), "self and mat2 must have the same dtype, but got ",
+              self.scalar_type(), " and ", mat1.scalar_type());
+  if (!gemm_dtype(mat1.scalar_type())) return fall_back<ATEN_OP2(addmm, out)>(self, mat1, mat2, beta, alpha, out);
+  add_product(self, mat1, mat2, beta, alpha, out, "addmm");
+  return out;
+}
+
+at::Tensor& baddbmm_out(const at::Tensor& self, const at::Tensor& batch1, const at::Tensor& batch2,
+                        const c10::Scalar& beta, const c10::Scalar& alpha, at::Tensor& out) {
+  check_operands("baddbmm", batch1, batch2, 3, out);
+  TORCH_CHECK(self.scalar_type() == batch1.scalar_type(), "self and batch1 must have the same dtype, but got ",
+              self.scalar_type(), " and ", batch1.scalar_type());
+  if (!gemm_dtype(batch1.scalar_type())) {
+    return fall_back<ATEN_OP2(baddbmm, out)>(self, batch1, batch2, beta, alpha, out);
+  }
+  add_product(self, batch1, batch2, beta, alpha, out, "baddbmm");
+  return out;
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("mm.out", TORCH_FN(mm_out));
+  m.impl("bmm.out", TORCH_FN(bmm_out));
+  m.impl("addmm.out", TORCH_FN(addmm_out));
+  m.impl("baddbmm.out", TORCH_FN(baddbmm_out));
+}
+
+}  // namespace
+}  // namespace torch_axon
