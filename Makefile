@@ -21,6 +21,7 @@ BUILD := build
 ASAN_BUILD := build-asan
 VENV_STAMP := $(VENV)/.axon-venv.stamp
 INSTALL_STAMP := $(VENV)/.axon-install.stamp
+APT_STAMP := $(VENV)/.axon-apt.stamp
 
 # What the editable install compiles or packages: a change to any of these re-runs `make install`. The list itself is
 # kept in a file that is rewritten only when a file appears or disappears, so that deletions count too.
@@ -81,7 +82,13 @@ apt:
 	fi
 
 # Ninja re-runs CMake by itself when a CMakeLists.txt (or a globbed directory) changes, so configure only once.
-build-c:
+# The Debian packages are optional (OpenBLAS for GEMM, ccache): try once before the first build, and build without
+# them if apt cannot install them.
+$(APT_STAMP): Makefile
+	@$(MAKE) --no-print-directory apt || echo "warning: optional Debian packages not installed; building without them"
+	@mkdir -p $(VENV) && touch $@
+
+build-c: $(APT_STAMP)
 	@test -f $(BUILD)/build.ninja || cmake -S . -B $(BUILD) -G Ninja
 	cmake --build $(BUILD)
 
@@ -89,7 +96,7 @@ test-c: build-c
 	ctest --test-dir $(BUILD) --output-on-failure --no-tests=error -j2
 
 # LeakSanitizer works here (it needs ptrace-like access to the process, which some containers deny): leaks fail.
-asan:
+asan: $(APT_STAMP)
 	@test -f $(ASAN_BUILD)/build.ninja || cmake -S . -B $(ASAN_BUILD) -G Ninja -DAXON_SANITIZE=ON \
 	  -DCMAKE_BUILD_TYPE=RelWithDebInfo
 	cmake --build $(ASAN_BUILD)
@@ -99,7 +106,7 @@ asan:
 
 install: $(INSTALL_STAMP)
 
-$(INSTALL_STAMP): $(INSTALL_SOURCES) $(INSTALL_LIST) | $(VENV_STAMP)
+$(INSTALL_STAMP): $(INSTALL_SOURCES) $(INSTALL_LIST) | $(VENV_STAMP) $(APT_STAMP)
 	$(PY) -m pip install --disable-pip-version-check --no-build-isolation --no-deps -e .
 	@touch $@
 
