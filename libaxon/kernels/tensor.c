@@ -101,7 +101,9 @@ axon_status_t axon_kernel_check_dst(const axon_tensor_t *t, const char *what) {
     axon_status_t st = axon_kernel_check_src(t, what);
     if (st != AXON_OK) return st;
     /* Only zero strides are caught, as PyTorch's cheap internal-overlap test does; other self-overlapping layouts
-     * (which PyTorch cannot create without as_strided) get an unspecified result. */
+     * (which PyTorch cannot create without as_strided) get an unspecified result. A tensor with no elements has
+     * nothing to overlap. */
+    if (axon_tensor_numel(t) == 0) return AXON_OK;
     for (int i = 0; i < t->ndim; i++)
         if (t->strides[i] == 0 && t->sizes[i] > 1)
             return axon_fail(AXON_ERROR_INVALID_ARG,
