@@ -1,0 +1,277 @@
+/* Layer norm and RMS norm over the trailing `normalized` elements, forward and backward (axon/norm.h).
+ *
+ * Rows are contiguous runs of n = normalized elements. The forward and grad_input run one row per step, rows in
+ * parallel; each row is re-read chunk by chunk (converted into float64 on the stack: kernels never allocate), once
+ * per pass, so row length is unbounded. The variance is two-pass (mean first, then the squared deviations) rather
+ * than sum(x^2) - mean^2, which cancels catastrophically for rows with a large mean. grad_weight and grad_bias are
+ * sums over rows: they run as a second parallel loop over blocks of columns, each block summing every row in row
+ * order, so no partial sums need merging and the result is the same for any thread count. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "axon/norm.h"
+#include "axon/stream.h"
+#include "internal.h"
+#include "kernels_impl.h"
+
+#define LN_CHUNK 1024
+
+typedef struct ln_args {
+    int rms;
+    int64_t rows, n;
+    double eps;
+    /* Forward: out, in, w, b, mean, rstd. Backward: gi, go, in, w, mean, rstd, gw, gb. NULL = absent. */
+    char *out, *mean, *rstd, *gw, *gb;
+    const char *in, *go, *w, *b;
+    size_t es_out, es_mean, es_rstd, es_gw, es_gb, es_in, es_go, es_w, es_b;
+    axon_convert_fn ld_in, ld_go, ld_w, ld_b, ld_mean, ld_rstd;
+    axon_convert_fn st_out, st_mean, st_rstd, st_gw, st_gb;
+} ln_args_t;
+
+static int64_t ln_min(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* buf[0..m) = tensor p (converted by ld) at elements [j, j + m); ones when p is NULL (no weight). */
+static void ln_load(axon_convert_fn ld, double *buf, const char *p, size_t es, int64_t j, int64_t m) {
+    if (p) ld((char *)buf, 1, p + j * (int64_t)es, 1, m);
+    else for (int64_t i = 0; i < m; i++) buf[i] = 1.0;
+}
+
+static double ln_scalar(axon_convert_fn ld, const char *p, size_t es, int64_t i) {
+    double v;
+    ld((char *)&v, 1, p + i * (int64_t)es, 1, 1);
+    return v;
+}
+
+static void ln_forward_row(const ln_args_t *a, int64_t r) {
+    double x[LN_CHUNK], w[LN_CHUNK], b[LN_CHUNK];
+    const char *px = a->in + r * a->n * (int64_t)a->es_in;
+    double mean = 0.0, ss = 0.0;
+    if (!a->rms) {
+        for (int64_t j = 0; j < a->n; j += LN_CHUNK) {
+            int64_t m = ln_min(LN_CHUNK, a->n - j);
+            ln_load(a->ld_in, x, px, a->es_in, j, m);
+            for (int64_t i = 0; i < m; i++) mean += x[i];
+        }
+        mean /= (double)a->n;
+    }
+    for (int64_t j = 0; j < a->n; j += LN_CHUNK) {
+        int64_t m = ln_min(LN_CHUNK, a->n - j);
+        ln_load(a->ld_in, x, px, a->es_in, j, m);
+        for (int64_t i = 0; i < m; i++) ss += (x[i] - mean) * (x[i] - mean);
+    }
+    double rstd = 1.0 / sqrt(ss / (double)a->n + a->eps);
+    for (int64_t j = 0; j < a->n; j += LN_CHUNK) {
+        int64_t m = ln_min(LN_CHUNK, a->n - j);
+        ln_load(a->ld_in, x, px, a->es_in, j, m);
+        ln_load(a->ld_w, w, a->w, a->es_w, j, m);
+        if (a->b) ln_load(a->ld_b, b, a->b, a->es_b, j, m);
+        else memset(b, 0, sizeof(double) * (size_t)m);
+        for (int64_t i = 0; i < m; i++) x[i] = (x[i] - mean) * rstd * w[i] + b[i];
+        a->st_out(a->out + (r * a->n + j) * (int64_t)a->es_out, 1, (const char *)x, 1, m);
+    }
+    if (a->mean) a->st_mean(a->mean + r * (int64_t)a->es_mean, 1, (const char *)&mean, 1, 1);
+    if (a->rstd) a->st_rstd(a->rstd + r * (int64_t)a->es_rstd, 1, (const char *)&rstd, 1, 1);
+}
+
+/* grad_in = rstd * (g*w - mean(g*w) - xhat * mean(g*w*xhat)), xhat = (x - mean) * rstd; RMS norm drops the
+ * mean(g*w) term (its mean is not subtracted in the forward). */
+static void ln_backward_row(const ln_args_t *a, int64_t r) {
+    double x[LN_CHUNK], g[LN_CHUNK], w[LN_CHUNK];
+    const int64_t base = r * a->n;
+    double mean = a->rms ? 0.0 : ln_scalar(a->ld_mean, a->mean, a->es_mean, r);
+    double rstd = ln_scalar(a->ld_rstd, a->rstd, a->es_rstd, r);
+    double s1 = 0.0, s2 = 0.0;
+    for (int pass = 0; pass < 2; pass++) {
+        double c1 = s1 / (double)a->n, c2 = s2 / (double)a->n;
+        for (int64_t j = 0; j < a->n; j += LN_CHUNK) {
+            int64_t m = ln_min(LN_CHUNK, a->n - j);
+            ln_load(a->ld_in, x, a->in, a->es_in, base + j, m);
+            ln_load(a->ld_go, g, a->go, a->es_go, base + j, m);
+            ln_load(a->ld_w, w, a->w, a->es_w, j, m);
+            for (int64_t i = 0; i < m; i++) {
+                double gw = g[i] * w[i], xh = (x[i] - mean) * rstd;
+                if (pass == 0) s1 += gw, s2 += gw * xh;
+                else x[i] = rstd * (gw - c1 - xh * c2);
+            }
+            if (pass == 1) a->st_out(a->out + (base + j) * (int64_t)a->es_out, 1, (const char *)x, 1, m);
+        }
+        if (a->rms) s1 = 0.0;
+    }
+}
+
+static void ln_forward_range(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    for (int64_t r = begin; r < end; r++) ln_forward_row(ctx, r);
+}
+
+static void ln_backward_range(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    for (int64_t r = begin; r < end; r++) ln_backward_row(ctx, r);
+}
+
+/* Columns [begin, end) of grad_weight (sum over rows of g * xhat) and grad_bias (sum of g), in blocks. */
+static void ln_columns_range(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    const ln_args_t *a = ctx;
+    double x[LN_CHUNK], g[LN_CHUNK], sw[LN_CHUNK], sb[LN_CHUNK];
+    for (int64_t c0 = begin; c0 < end; c0 += LN_CHUNK) {
+        int64_t m = ln_min(LN_CHUNK, end - c0);
+        memset(sw, 0, sizeof(double) * (size_t)m);
+        memset(sb, 0, sizeof(double) * (size_t)m);
+        for (int64_t r = 0; r < a->rows; r++) {
+            ln_load(a->ld_go, g, a->go, a->es_go, r * a->n + c0, m);
+            if (a->gb)
+                for (int64_t i = 0; i < m; i++) sb[i] += g[i];
+            if (!a->gw) continue;
+            double mean = a->rms ? 0.0 : ln_scalar(a->ld_mean, a->mean, a->es_mean, r);
+            double rstd = ln_scalar(a->ld_rstd, a->rstd, a->es_rstd, r);
+            ln_load(a->ld_in, x, a->in, a->es_in, r * a->n + c0, m);
+            for (int64_t i = 0; i < m; i++) sw[i] += g[i] * (x[i] - mean) * rstd;
+        }
+        if (a->gw) a->st_gw(a->gw + c0 * (int64_t)a->es_gw, 1, (const char *)sw, 1, m);
+        if (a->gb) a->st_gb(a->gb + c0 * (int64_t)a->es_gb, 1, (const char *)sb, 1, m);
+    }
+}
+
+static axon_status_t ln_kernel(const void *args, const axon_exec_t *ex) {
+    const ln_args_t *a = args;
+    int64_t grain = AXON_KERNEL_GRAIN / a->n;
+    grain = grain < 1 ? 1 : grain;
+    if (a->go == NULL) {
+        axon_parallel_for(ex->pool, 0, a->rows, grain, ln_forward_range, (void *)a);
+        return AXON_OK;
+    }
+    if (a->out) axon_parallel_for(ex->pool, 0, a->rows, grain, ln_backward_range, (void *)a);
+    if (a->gw || a->gb) {
+        /* A column block is a multiple of 64 so that blocks do not share cache lines of grad_weight. */
+        int64_t cgrain = AXON_KERNEL_GRAIN / (a->rows > 0 ? a->rows : 1);
+        cgrain = (cgrain + 63) / 64 * 64;
+        axon_parallel_for(ex->pool, 0, a->n, cgrain, ln_columns_range, (void *)a);
+    }
+    return AXON_OK;
+}
+
+static int ln_float(axon_dtype_t d) {
+    return d == AXON_FLOAT32 || d == AXON_FLOAT64 || d == AXON_FLOAT16 || d == AXON_BFLOAT16;
+}
+
+/* Check an optional tensor t: well-formed, float, contiguous, and `numel` elements (or in's shape if shape). */
+static axon_status_t ln_check(const char *name, const char *role, const axon_tensor_t *t, int64_t numel,
+                              const axon_tensor_t *shape, int dst) {
+    if (t == NULL) return AXON_OK;
+    char what[64], sa[160], sb[160];
+    snprintf(what, sizeof what, "%s: %s", name, role);
+    axon_status_t st = dst ? axon_kernel_check_dst(t, what) : axon_kernel_check_src(t, what);
+    if (st != AXON_OK) return st;
+    if (!ln_float(t->dtype))
+        return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: %s dtype %s is not float32, float64, float16 or bfloat16",
+                         name, role, axon_dtype_name(t->dtype));
+    if (!axon_tensor_is_contiguous(t))
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: %s must be contiguous (shape %s)", name, role,
+                         axon_shape_format(t, sa, sizeof sa));
+    if (shape) {
+        int same = shape->ndim == t->ndim;
+        for (int i = 0; same && i < t->ndim; i++) same = shape->sizes[i] == t->sizes[i];
+        if (!same)
+            return axon_fail(AXON_ERROR_INVALID_ARG, "%s: %s shape %s does not match in shape %s", name, role,
+                             axon_shape_format(t, sa, sizeof sa), axon_shape_format(shape, sb, sizeof sb));
+    } else if (axon_tensor_numel(t) != numel) {
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: %s has %lld elements (shape %s), expected %lld", name, role,
+                         (long long)axon_tensor_numel(t), axon_shape_format(t, sa, sizeof sa), (long long)numel);
+    }
+    return AXON_OK;
+}
+
+static size_t ln_es(const axon_tensor_t *t) { return t ? axon_dtype_size(t->dtype) : 0; }
+static void *ln_data(const axon_tensor_t *t) { return t ? t->data : NULL; }
+static axon_convert_fn ln_ld(const axon_tensor_t *t) { return t ? axon_convert_get(t->dtype, AXON_FLOAT64) : NULL; }
+static axon_convert_fn ln_st(const axon_tensor_t *t) { return t ? axon_convert_get(AXON_FLOAT64, t->dtype) : NULL; }
+
+/* Shared launch: t[] = {out/grad_in, mean, rstd, in, weight, bias, grad_out, grad_weight, grad_bias}. */
+enum { LN_OUT, LN_MEAN, LN_RSTD, LN_IN, LN_W, LN_B, LN_GO, LN_GW, LN_GB, LN_NT };
+
+static axon_status_t ln_launch(axon_stream_t s, const char *name, int rms, int backward,
+                               const axon_tensor_t *const *t, int64_t n, double eps) {
+    static const char *const roles[LN_NT] = {"out",  "mean", "rstd",     "in",       "weight",
+                                             "bias", "grad_out", "grad_weight", "grad_bias"};
+    axon_status_t st;
+    const char *out_role = backward ? "grad_in" : roles[LN_OUT];
+    if (t[LN_IN] == NULL) return axon_fail(AXON_ERROR_INVALID_ARG, "%s: in is NULL", name);
+    if ((st = ln_check(name, "in", t[LN_IN], 0, t[LN_IN], 0)) != AXON_OK) return st;
+    if (n < 1) return axon_fail(AXON_ERROR_INVALID_ARG, "%s: normalized must be >= 1, got %lld", name, (long long)n);
+    int64_t numel = axon_tensor_numel(t[LN_IN]);
+    if (numel % n != 0)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: normalized %lld does not divide in's %lld elements", name,
+                         (long long)n, (long long)numel);
+    if (!(eps >= 0.0)) return axon_fail(AXON_ERROR_INVALID_ARG, "%s: eps must be >= 0, got %g", name, eps);
+    int64_t rows = numel / n;
+    for (int k = 0; k < LN_NT; k++) {
+        if (k == LN_IN) continue;
+        int shaped = k == LN_OUT || k == LN_GO;
+        int dst = k == LN_OUT || k == LN_GW || k == LN_GB || (!backward && (k == LN_MEAN || k == LN_RSTD));
+        int64_t want = (k == LN_MEAN || k == LN_RSTD) ? rows : n;
+        if ((st = ln_check(name, k == LN_OUT ? out_role : roles[k], t[k], want, shaped ? t[LN_IN] : NULL, dst)) !=
+            AXON_OK)
+            return st;
+    }
+    if (backward) {
+        if (t[LN_GO] == NULL) return axon_fail(AXON_ERROR_INVALID_ARG, "%s: grad_out is NULL", name);
+        if (t[LN_RSTD] == NULL || (!rms && t[LN_MEAN] == NULL))
+            return axon_fail(AXON_ERROR_INVALID_ARG, "%s: the forward's %s is NULL", name,
+                             t[LN_RSTD] ? "mean" : "rstd");
+        if (!t[LN_OUT] && !t[LN_GW] && !t[LN_GB]) return AXON_OK;
+    } else if (t[LN_OUT] == NULL) {
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: out is NULL", name);
+    }
+    if (rows == 0 && !(backward && (t[LN_GW] || t[LN_GB]))) return AXON_OK;
+    ln_args_t a;
+    memset(&a, 0, sizeof a);
+    a.rms = rms;
+    a.rows = rows;
+    a.n = n;
+    a.eps = eps;
+    a.out = ln_data(t[LN_OUT]), a.mean = ln_data(t[LN_MEAN]), a.rstd = ln_data(t[LN_RSTD]);
+    a.gw = ln_data(t[LN_GW]), a.gb = ln_data(t[LN_GB]);
+    a.in = ln_data(t[LN_IN]), a.go = ln_data(t[LN_GO]), a.w = ln_data(t[LN_W]), a.b = ln_data(t[LN_B]);
+    a.es_out = ln_es(t[LN_OUT]), a.es_mean = ln_es(t[LN_MEAN]), a.es_rstd = ln_es(t[LN_RSTD]);
+    a.es_gw = ln_es(t[LN_GW]), a.es_gb = ln_es(t[LN_GB]), a.es_in = ln_es(t[LN_IN]), a.es_go = ln_es(t[LN_GO]);
+    a.es_w = ln_es(t[LN_W]), a.es_b = ln_es(t[LN_B]);
+    a.ld_in = ln_ld(t[LN_IN]), a.ld_go = ln_ld(t[LN_GO]), a.ld_w = ln_ld(t[LN_W]), a.ld_b = ln_ld(t[LN_B]);
+    a.ld_mean = ln_ld(t[LN_MEAN]), a.ld_rstd = ln_ld(t[LN_RSTD]);
+    a.st_out = ln_st(t[LN_OUT]), a.st_gw = ln_st(t[LN_GW]), a.st_gb = ln_st(t[LN_GB]);
+    if (!backward) a.st_mean = ln_st(t[LN_MEAN]), a.st_rstd = ln_st(t[LN_RSTD]);
+    axon_launch_t l = {ln_kernel, &a, sizeof a, name, (uint64_t)numel * (a.es_in + a.es_out + a.es_go)};
+    return axon_stream_launch(s, &l);
+}
+
+axon_status_t axon_kernel_layer_norm(axon_stream_t s, const axon_tensor_t *out, const axon_tensor_t *mean,
+                                     const axon_tensor_t *rstd, const axon_tensor_t *in, const axon_tensor_t *weight,
+                                     const axon_tensor_t *bias, int64_t normalized, double eps) {
+    const axon_tensor_t *t[LN_NT] = {out, mean, rstd, in, weight, bias, NULL, NULL, NULL};
+    return ln_launch(s, "layer_norm", 0, 0, t, normalized, eps);
+}
+
+axon_status_t axon_kernel_layer_norm_backward(axon_stream_t s, const axon_tensor_t *grad_in,
+                                              const axon_tensor_t *grad_weight, const axon_tensor_t *grad_bias,
+                                              const axon_tensor_t *grad_out, const axon_tensor_t *in,
+                                              const axon_tensor_t *mean, const axon_tensor_t *rstd,
+                                              const axon_tensor_t *weight, int64_t normalized) {
+    const axon_tensor_t *t[LN_NT] = {grad_in, mean, rstd, in, weight, NULL, grad_out, grad_weight, grad_bias};
+    return ln_launch(s, "layer_norm_backward", 0, 1, t, normalized, 0.0);
+}
+
+axon_status_t axon_kernel_rms_norm(axon_stream_t s, const axon_tensor_t *out, const axon_tensor_t *rstd,
+                                   const axon_tensor_t *in, const axon_tensor_t *weight, int64_t normalized,
+                                   double eps) {
+    const axon_tensor_t *t[LN_NT] = {out, NULL, rstd, in, weight, NULL, NULL, NULL, NULL};
+    return ln_launch(s, "rms_norm", 1, 0, t, normalized, eps);
+}
+
+axon_status_t axon_kernel_rms_norm_backward(axon_stream_t s, const axon_tensor_t *grad_in,
+                                            const axon_tensor_t *grad_weight, const axon_tensor_t *grad_out,
+                                            const axon_tensor_t *in, const axon_tensor_t *rstd,
+                                            const axon_tensor_t *weight, int64_t normalized) {
+    const axon_tensor_t *t[LN_NT] = {grad_in, NULL, rstd, in, weight, NULL, grad_out, grad_weight, NULL};
+    return ln_launch(s, "rms_norm_backward", 1, 1, t, normalized, 0.0);
+}

@@ -1,0 +1,200 @@
+/* Softmax and log-softmax along one dimension, and their backward (axon/norm.h).
+ *
+ * A contiguous tensor along dim is [outer, len, inner]. A unit of work is one outer index and a block of up to
+ * SM_LANES neighbouring inner indices ("lanes"): element (j, lane) of the block is at j * inner + lane, so for each
+ * j the block's lanes are contiguous in memory. With inner == 1 (the last dim) a unit is one contiguous row. Values
+ * are converted into float64 chunks of SM_CHUNK elements on the stack (kernels never allocate), and every pass over
+ * a row re-reads it chunk by chunk: rows may be far longer than any buffer. Each unit is one thread's sequential
+ * work, so results do not depend on the thread count. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "axon/norm.h"
+#include "axon/stream.h"
+#include "internal.h"
+#include "kernels_impl.h"
+
+#define SM_LANES 64
+#define SM_CHUNK 1024
+
+typedef struct sm_args {
+    int backward, log;
+    int64_t outer, len, inner;
+    char *out;                   /* out, or grad_in */
+    const char *a;               /* in, or grad_out */
+    const char *b;               /* NULL, or the forward's output */
+    size_t es_out, es_a, es_b;
+    axon_convert_fn load_a, load_b, store;
+} sm_args_t;
+
+/* Load rows [j, j + n) of a block of m lanes at p (element size es) into buf[n][m]. */
+static void sm_load(axon_convert_fn load, double *buf, const char *p, size_t es, int64_t inner, int64_t j,
+                    int64_t n, int64_t m) {
+    if (m == 1) {
+        load((char *)buf, 1, p + j * inner * (int64_t)es, inner, n);
+        return;
+    }
+    for (int64_t r = 0; r < n; r++) load((char *)(buf + r * m), 1, p + (j + r) * inner * (int64_t)es, 1, m);
+}
+
+static void sm_store(axon_convert_fn store, char *p, size_t es, const double *buf, int64_t inner, int64_t j,
+                     int64_t n, int64_t m) {
+    if (m == 1) {
+        store(p + j * inner * (int64_t)es, inner, (const char *)buf, 1, n);
+        return;
+    }
+    for (int64_t r = 0; r < n; r++) store(p + (j + r) * inner * (int64_t)es, 1, (const char *)(buf + r * m), 1, m);
+}
+
+/* One unit: m lanes starting at element offset off. */
+static void sm_unit(const sm_args_t *a, int64_t off, int64_t m) {
+    double x[SM_CHUNK], y[SM_CHUNK], mx[SM_LANES], acc[SM_LANES];
+    const char *pa = a->a + off * (int64_t)a->es_a;
+    const char *pb = a->b ? a->b + off * (int64_t)a->es_b : NULL;
+    char *po = a->out + off * (int64_t)a->es_out;
+    const int64_t rows = SM_CHUNK / m;
+    for (int64_t l = 0; l < m; l++) mx[l] = -INFINITY, acc[l] = 0.0;
+    /* Forward: pass 1 finds each lane's maximum. Backward: pass 1 sums g * y (softmax) or g (log-softmax). */
+    for (int64_t j = 0; j < a->len; j += rows) {
+        int64_t n = a->len - j < rows ? a->len - j : rows;
+        sm_load(a->load_a, x, pa, a->es_a, a->inner, j, n, m);
+        if (!a->backward) {
+            /* NaN is skipped here; it still reaches the sum in pass 2, so its row becomes NaN as in PyTorch. */
+            for (int64_t r = 0; r < n; r++)
+                for (int64_t l = 0; l < m; l++) mx[l] = x[r * m + l] > mx[l] ? x[r * m + l] : mx[l];
+            continue;
+        }
+        if (a->log) {
+            for (int64_t r = 0; r < n; r++)
+                for (int64_t l = 0; l < m; l++) acc[l] += x[r * m + l];
+            continue;
+        }
+        sm_load(a->load_b, y, pb, a->es_b, a->inner, j, n, m);
+        for (int64_t r = 0; r < n; r++)
+            for (int64_t l = 0; l < m; l++) acc[l] += x[r * m + l] * y[r * m + l];
+    }
+    if (!a->backward) {
+        /* Pass 2: the sum of exp(x - max). An all -inf row gives -inf - -inf = NaN, PyTorch's answer. */
+        for (int64_t j = 0; j < a->len; j += rows) {
+            int64_t n = a->len - j < rows ? a->len - j : rows;
+            sm_load(a->load_a, x, pa, a->es_a, a->inner, j, n, m);
+            for (int64_t r = 0; r < n; r++)
+                for (int64_t l = 0; l < m; l++) acc[l] += exp(x[r * m + l] - mx[l]);
+        }
+        for (int64_t l = 0; l < m; l++) acc[l] = a->log ? log(acc[l]) : 1.0 / acc[l];
+    }
+    /* Last pass: write the result. */
+    for (int64_t j = 0; j < a->len; j += rows) {
+        int64_t n = a->len - j < rows ? a->len - j : rows;
+        sm_load(a->load_a, x, pa, a->es_a, a->inner, j, n, m);
+        if (a->backward) sm_load(a->load_b, y, pb, a->es_b, a->inner, j, n, m);
+        for (int64_t r = 0; r < n; r++) {
+            for (int64_t l = 0; l < m; l++) {
+                double v = x[r * m + l];
+                if (!a->backward) v = a->log ? v - mx[l] - acc[l] : exp(v - mx[l]) * acc[l];
+                else if (a->log) v = v - exp(y[r * m + l]) * acc[l];
+                else v = y[r * m + l] * (v - acc[l]);
+                x[r * m + l] = v;
+            }
+        }
+        sm_store(a->store, po, a->es_out, x, a->inner, j, n, m);
+    }
+}
+
+static void sm_range(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    const sm_args_t *a = ctx;
+    const int64_t nblk = (a->inner + SM_LANES - 1) / SM_LANES;
+    for (int64_t u = begin; u < end; u++) {
+        int64_t o = u / nblk, l0 = (u % nblk) * SM_LANES;
+        int64_t m = a->inner - l0 < SM_LANES ? a->inner - l0 : SM_LANES;
+        sm_unit(a, o * a->len * a->inner + l0, m);
+    }
+}
+
+static axon_status_t sm_kernel(const void *args, const axon_exec_t *ex) {
+    const sm_args_t *a = args;
+    const int64_t nblk = (a->inner + SM_LANES - 1) / SM_LANES;
+    int64_t work = a->len * (a->inner < SM_LANES ? a->inner : SM_LANES);
+    int64_t grain = AXON_KERNEL_GRAIN / (work > 0 ? work : 1);
+    axon_parallel_for(ex->pool, 0, a->outer * nblk, grain < 1 ? 1 : grain, sm_range, (void *)a);
+    return AXON_OK;
+}
+
+static int sm_float(axon_dtype_t d) {
+    return d == AXON_FLOAT32 || d == AXON_FLOAT64 || d == AXON_FLOAT16 || d == AXON_BFLOAT16;
+}
+
+/* Checks one tensor: well-formed, a float dtype, contiguous, and (if ref) ref's shape. */
+static axon_status_t sm_check(const char *name, const char *role, const axon_tensor_t *t, const axon_tensor_t *ref,
+                              int dst) {
+    char what[64], sa[160], sb[160];
+    snprintf(what, sizeof what, "%s: %s", name, role);
+    axon_status_t st = dst ? axon_kernel_check_dst(t, what) : axon_kernel_check_src(t, what);
+    if (st != AXON_OK) return st;
+    if (!sm_float(t->dtype))
+        return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: %s dtype %s is not float32, float64, float16 or bfloat16",
+                         name, role, axon_dtype_name(t->dtype));
+    if (!axon_tensor_is_contiguous(t))
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: %s must be contiguous (shape %s)", name, role,
+                         axon_shape_format(t, sa, sizeof sa));
+    if (ref) {
+        int same = ref->ndim == t->ndim;
+        for (int i = 0; same && i < t->ndim; i++) same = ref->sizes[i] == t->sizes[i];
+        if (!same)
+            return axon_fail(AXON_ERROR_INVALID_ARG, "%s: %s shape %s does not match %s", name, role,
+                             axon_shape_format(t, sa, sizeof sa), axon_shape_format(ref, sb, sizeof sb));
+    }
+    return AXON_OK;
+}
+
+static axon_status_t sm_launch(axon_stream_t s, const char *name, const axon_tensor_t *out, const axon_tensor_t *a,
+                               const axon_tensor_t *b, int dim, int is_log) {
+    axon_status_t st;
+    if ((st = sm_check(name, b ? "grad_out" : "in", a, NULL, 0)) != AXON_OK) return st;
+    if (b && (st = sm_check(name, "out", b, a, 0)) != AXON_OK) return st;
+    if ((st = sm_check(name, b ? "grad_in" : "out", out, a, 1)) != AXON_OK) return st;
+    int nd = a->ndim ? a->ndim : 1;
+    if (dim < -nd || dim >= nd)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: dim %d is out of range for a %d-d tensor", name, dim, a->ndim);
+    if (dim < 0) dim += nd;
+    if (axon_tensor_numel(a) == 0) return AXON_OK;
+    sm_args_t g;
+    memset(&g, 0, sizeof g);
+    g.backward = b != NULL;
+    g.log = is_log != 0;
+    g.outer = 1;
+    g.inner = 1;
+    g.len = a->ndim ? a->sizes[dim] : 1;
+    for (int i = 0; i < a->ndim; i++) {
+        if (i < dim) g.outer *= a->sizes[i];
+        if (i > dim) g.inner *= a->sizes[i];
+    }
+    g.out = out->data;
+    g.a = a->data;
+    g.b = b ? b->data : NULL;
+    g.es_out = axon_dtype_size(out->dtype);
+    g.es_a = axon_dtype_size(a->dtype);
+    g.es_b = b ? axon_dtype_size(b->dtype) : 0;
+    g.load_a = axon_convert_get(a->dtype, AXON_FLOAT64);
+    g.load_b = b ? axon_convert_get(b->dtype, AXON_FLOAT64) : NULL;
+    g.store = axon_convert_get(AXON_FLOAT64, out->dtype);
+    uint64_t n = (uint64_t)axon_tensor_numel(a);
+    axon_launch_t l = {sm_kernel, &g, sizeof g, name, n * (g.es_a + g.es_b + g.es_out)};
+    return axon_stream_launch(s, &l);
+}
+
+axon_status_t axon_kernel_softmax(axon_stream_t s, const axon_tensor_t *out, const axon_tensor_t *in, int dim,
+                                  int is_log) {
+    return sm_launch(s, is_log ? "log_softmax" : "softmax", out, in, NULL, dim, is_log);
+}
+
+axon_status_t axon_kernel_softmax_backward(axon_stream_t s, const axon_tensor_t *grad_in,
+                                           const axon_tensor_t *grad_out, const axon_tensor_t *out, int dim,
+                                           int is_log) {
+    if (out == NULL)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "softmax_backward: out (the forward's output) is NULL");
+    return sm_launch(s, is_log ? "log_softmax_backward" : "softmax_backward", grad_in, grad_out, out, dim,
+                     is_log);
+}
