@@ -15,6 +15,7 @@
 #include "axon/pointwise.h"
 #include "axon/reduce.h"
 #include "axon/gemm.h"
+#include "axon/index.h"
 #include "axon/norm.h"
 
 #define AXON_VERSION_MAJOR 0

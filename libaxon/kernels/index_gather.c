@@ -1,0 +1,335 @@
+/* Indexing ops that read through an index and write each output element once: index_select, gather, masked_fill
+ * and cat, plus the bounds check every indexing command runs before it writes (index_impl.h).
+ *
+ * index_select is a gather whose index is the 1-d index broadcast (0 strides) to out's shape, so both run one loop:
+ * out, index and `in` walked together in out's memory order, with in's stride at dim set to 0 so that its pointer
+ * names the start of the line that index picks from. Embedding lookups ([V, D] rows by [N] indices) then copy
+ * rows along D contiguously. cat is one element-wise copy per input into its slice of out, so it inherits the copy's
+ * conversions and layouts. */
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdio.h>
+
+#include "internal.h"
+#include "dtype.h"
+#include "index_impl.h"
+
+/* ---- shared checks ---- */
+
+axon_status_t axon_ix_check_index(const axon_tensor_t *index, const char *op) {
+    char what[64];
+    snprintf(what, sizeof what, "%s: index", op);
+    axon_status_t st = axon_kernel_check_src(index, what);
+    if (st != AXON_OK) return st;
+    if (index->dtype != AXON_INT64 && index->dtype != AXON_INT32)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s(): Expected dtype int32/int64 for index, got %s", op,
+                         axon_dtype_name(index->dtype));
+    return AXON_OK;
+}
+
+axon_status_t axon_ix_wrap_dim(const char *op, int ndim, int *dim) {
+    int n = ndim < 1 ? 1 : ndim;
+    if (*dim < -n || *dim >= n)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: dim %d is out of range for a tensor of %d dimensions", op, *dim,
+                         ndim);
+    if (*dim < 0) *dim += n;
+    return AXON_OK;
+}
+
+struct ix_scan {
+    axon_iter_t it;
+    int64_t size;
+    int is64;
+    _Atomic int64_t first;       /* smallest visit position of a bad index; INT64_MAX if none */
+};
+
+static void ix_scan_run(void *ctx, char *const *ptr, const int64_t *stride, int64_t n, int64_t pos) {
+    struct ix_scan *j = ctx;
+    const int64_t step = stride[0] * (int64_t)j->it.esize[0];
+    for (int64_t i = 0; i < n; i++) {
+        int64_t v = ix_load(ptr[0] + i * step, j->is64);
+        if (v < -j->size || v >= j->size) {
+            int64_t p = pos + i, cur = atomic_load(&j->first);
+            while (p < cur && !atomic_compare_exchange_weak(&j->first, &cur, p)) {
+            }
+            return;
+        }
+    }
+}
+
+static void ix_scan_range(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    struct ix_scan *j = ctx;
+    axon_iter_runs(&j->it, begin, end, ix_scan_run, j);
+}
+
+axon_status_t axon_ix_check_bounds(const axon_tensor_t *index, int64_t size, int dim, const char *op,
+                                   axon_pool_t pool) {
+    struct ix_scan j;
+    axon_iter_init(&j.it, 1, &index, 1);
+    if (j.it.numel == 0) return AXON_OK;
+    j.size = size;
+    j.is64 = index->dtype == AXON_INT64;
+    atomic_init(&j.first, INT64_MAX);
+    axon_parallel_for(pool, 0, j.it.numel, AXON_KERNEL_GRAIN, ix_scan_range, &j);
+    int64_t first = atomic_load(&j.first);
+    if (first == INT64_MAX) return AXON_OK;
+    int64_t v = ix_load(axon_iter_at(&j.it, 0, first), j.is64);
+    return axon_fail(AXON_ERROR_INVALID_ARG, "%s(): index %" PRId64 " is out of bounds for dimension %d with size %" PRId64,
+                     op, v, dim, size);
+}
+
+/* ---- gather and index_select ---- */
+
+struct gather_args {
+    axon_tensor_t out, in, index;    /* index: out's shape (broadcast for index_select) */
+    axon_tensor_t check;             /* the index as given, for the bounds check */
+    int dim;
+    int select;                      /* 1: index_select (names the op in messages) */
+};
+
+struct gather_job {
+    axon_iter_t it;                  /* out, index, in with 0 stride at dim */
+    int64_t size, dstride;           /* in's size and stride (elements) at dim */
+    int is64;
+};
+
+static void gather_run(void *ctx, char *const *ptr, const int64_t *stride, int64_t n, int64_t pos) {
+    (void)pos;
+    const struct gather_job *j = ctx;
+    const size_t es = j->it.esize[0];
+    const int64_t so = stride[0] * (int64_t)es, si = stride[1] * (int64_t)j->it.esize[1];
+    const int64_t sx = stride[2] * (int64_t)es, sd = j->dstride * (int64_t)es;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t v = ix_load(ptr[1] + i * si, j->is64);
+        v += v < 0 ? j->size : 0;
+        ix_move(ptr[0] + i * so, ptr[2] + i * sx + v * sd, es);
+    }
+}
+
+static void gather_range(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    struct gather_job *j = ctx;
+    axon_iter_runs(&j->it, begin, end, gather_run, j);
+}
+
+static axon_status_t gather_kernel(const void *args, const axon_exec_t *ex) {
+    const struct gather_args *a = args;
+    const char *op = a->select ? "index_select" : "gather";
+    axon_status_t st = axon_ix_check_bounds(&a->check, a->in.sizes[a->dim], a->dim, op, ex->pool);
+    if (st != AXON_OK) return st;
+    struct gather_job j;
+    axon_tensor_t in0 = a->in;
+    for (int d = 0; d < in0.ndim; d++) in0.sizes[d] = a->out.sizes[d];
+    in0.strides[a->dim] = 0;
+    const axon_tensor_t *ts[3] = {&a->out, &a->index, &in0};
+    axon_iter_init(&j.it, 3, ts, 1);
+    j.size = a->in.sizes[a->dim];
+    j.dstride = a->in.strides[a->dim];
+    j.is64 = a->index.dtype == AXON_INT64;
+    axon_parallel_for(ex->pool, 0, j.it.numel, AXON_KERNEL_GRAIN / 4, gather_range, &j);
+    return AXON_OK;
+}
+
+/* Checks common to gather and index_select; the index is already in out's shape. */
+static axon_status_t gather_launch(axon_stream_t s, struct gather_args *a, const char *op) {
+    char sa[160], sb[160];
+    if (a->out.dtype != a->in.dtype)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s(): out dtype %s does not match in dtype %s", op,
+                         axon_dtype_name(a->out.dtype), axon_dtype_name(a->in.dtype));
+    for (int d = 0; d < a->in.ndim; d++)
+        if (d != a->dim && a->index.sizes[d] > a->in.sizes[d])
+            return axon_fail(AXON_ERROR_INVALID_ARG, "%s(): index %s is larger than in %s apart from dimension %d",
+                             op, axon_shape_format(&a->index, sa, sizeof sa), axon_shape_format(&a->in, sb, sizeof sb),
+                             a->dim);
+    int64_t n = axon_tensor_numel(&a->out);
+    if (n == 0) return AXON_OK;
+    if (a->in.sizes[a->dim] == 0)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s(): cannot select from dimension %d of size 0", op, a->dim);
+    axon_launch_t l = {gather_kernel, a, sizeof *a, op, (uint64_t)n * 2 * axon_dtype_size(a->out.dtype)};
+    return axon_stream_launch(s, &l);
+}
+
+axon_status_t axon_kernel_gather(axon_stream_t s, const axon_tensor_t *out, const axon_tensor_t *in, int dim,
+                                 const axon_tensor_t *index) {
+    char sa[160], sb[160];
+    axon_status_t st;
+    if ((st = axon_kernel_check_dst(out, "gather: out")) != AXON_OK) return st;
+    if ((st = axon_kernel_check_src(in, "gather: in")) != AXON_OK) return st;
+    if ((st = axon_ix_check_index(index, "gather")) != AXON_OK) return st;
+    if (in->ndim < 1) return axon_fail(AXON_ERROR_INVALID_ARG, "gather: in must have at least one dimension");
+    if ((st = axon_ix_wrap_dim("gather", in->ndim, &dim)) != AXON_OK) return st;
+    int same = out->ndim == index->ndim && index->ndim == in->ndim;
+    for (int d = 0; same && d < out->ndim; d++) same = out->sizes[d] == index->sizes[d];
+    if (!same)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "gather(): out %s must have index's shape %s and in's ndim %d",
+                         axon_shape_format(out, sa, sizeof sa), axon_shape_format(index, sb, sizeof sb), in->ndim);
+    struct gather_args a;
+    memset(&a, 0, sizeof a);
+    a.out = *out, a.in = *in, a.index = *index, a.check = *index, a.dim = dim;
+    return gather_launch(s, &a, "gather");
+}
+
+axon_status_t axon_kernel_index_select(axon_stream_t s, const axon_tensor_t *out, const axon_tensor_t *in, int dim,
+                                       const axon_tensor_t *index) {
+    char sa[160], sb[160];
+    axon_status_t st;
+    if ((st = axon_kernel_check_dst(out, "index_select: out")) != AXON_OK) return st;
+    if ((st = axon_kernel_check_src(in, "index_select: in")) != AXON_OK) return st;
+    if ((st = axon_ix_check_index(index, "index_select")) != AXON_OK) return st;
+    if (in->ndim < 1) return axon_fail(AXON_ERROR_INVALID_ARG, "index_select: in must have at least one dimension");
+    if ((st = axon_ix_wrap_dim("index_select", in->ndim, &dim)) != AXON_OK) return st;
+    if (index->ndim > 1)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "index_select(): Index is supposed to be a vector, got %s",
+                         axon_shape_format(index, sa, sizeof sa));
+    int64_t n = axon_tensor_numel(index);
+    int same = out->ndim == in->ndim;
+    for (int d = 0; same && d < out->ndim; d++) same = out->sizes[d] == (d == dim ? n : in->sizes[d]);
+    if (!same)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "index_select(): out %s must be in %s with %" PRId64 " at dim %d",
+                         axon_shape_format(out, sa, sizeof sa), axon_shape_format(in, sb, sizeof sb), n, dim);
+    struct gather_args a;
+    memset(&a, 0, sizeof a);
+    a.out = *out, a.in = *in, a.check = *index, a.dim = dim, a.select = 1;
+    a.index = *out;
+    a.index.data = index->data;
+    a.index.dtype = index->dtype;
+    for (int d = 0; d < out->ndim; d++) a.index.strides[d] = d == dim && index->ndim ? index->strides[0] : 0;
+    return gather_launch(s, &a, "index_select");
+}
+
+/* ---- masked_fill ---- */
+
+struct mfill_args {
+    axon_tensor_t out, mask;
+    union {
+        unsigned char bytes[16];
+        double align;
+    } value;
+};
+
+struct mfill_job {
+    axon_iter_t it;
+    const unsigned char *value;
+};
+
+static void mfill_run(void *ctx, char *const *ptr, const int64_t *stride, int64_t n, int64_t pos) {
+    (void)pos;
+    const struct mfill_job *j = ctx;
+    const size_t es = j->it.esize[0];
+    const int64_t so = stride[0] * (int64_t)es, sm = stride[1];
+    for (int64_t i = 0; i < n; i++)
+        if (ptr[1][i * sm]) ix_move(ptr[0] + i * so, (const char *)j->value, es);
+}
+
+static void mfill_range(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    struct mfill_job *j = ctx;
+    axon_iter_runs(&j->it, begin, end, mfill_run, j);
+}
+
+static axon_status_t mfill_kernel(const void *args, const axon_exec_t *ex) {
+    const struct mfill_args *a = args;
+    struct mfill_job j;
+    const axon_tensor_t *ts[2] = {&a->out, &a->mask};
+    axon_iter_init(&j.it, 2, ts, 1);
+    j.value = a->value.bytes;
+    axon_parallel_for(ex->pool, 0, j.it.numel, AXON_KERNEL_GRAIN, mfill_range, &j);
+    return AXON_OK;
+}
+
+axon_status_t axon_kernel_masked_fill(axon_stream_t s, const axon_tensor_t *out, const axon_tensor_t *mask,
+                                      axon_scalar_t value) {
+    char sa[160], sb[160];
+    axon_status_t st;
+    if ((st = axon_kernel_check_dst(out, "masked_fill: out")) != AXON_OK) return st;
+    if ((st = axon_kernel_check_src(mask, "masked_fill: mask")) != AXON_OK) return st;
+    if (mask->dtype != AXON_BOOL && mask->dtype != AXON_UINT8)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "masked_fill: mask must be bool or uint8, got %s",
+                         axon_dtype_name(mask->dtype));
+    int same = out->ndim == mask->ndim;
+    for (int d = 0; same && d < out->ndim; d++) same = out->sizes[d] == mask->sizes[d];
+    if (!same)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "masked_fill: mask shape %s does not match out shape %s",
+                         axon_shape_format(mask, sa, sizeof sa), axon_shape_format(out, sb, sizeof sb));
+    struct mfill_args a;
+    memset(&a, 0, sizeof a);
+    a.out = *out, a.mask = *mask;
+    /* Convert once here, as fill does; the kernel then only moves bytes. */
+    union {
+        double f;
+        int64_t i;
+        uint8_t b;
+        axon_c128_t c;
+    } v;
+    switch (value.dtype) {
+    case AXON_FLOAT64: v.f = value.f; break;
+    case AXON_INT64: v.i = value.i; break;
+    case AXON_BOOL: v.b = value.i != 0; break;
+    case AXON_COMPLEX128: v.c.re = value.f, v.c.im = value.imag; break;
+    default:
+        return axon_fail(AXON_ERROR_INVALID_ARG, "masked_fill: scalar dtype %s is not float64, int64, bool or complex128",
+                         axon_dtype_name(value.dtype));
+    }
+    axon_convert_get(value.dtype, out->dtype)((char *)a.value.bytes, 1, (const char *)&v, 1, 1);
+    int64_t n = axon_tensor_numel(out);
+    if (n == 0) return AXON_OK;
+    axon_launch_t l = {mfill_kernel, &a, sizeof a, "masked_fill", (uint64_t)n * (axon_dtype_size(out->dtype) + 1)};
+    return axon_stream_launch(s, &l);
+}
+
+/* ---- cat ---- */
+
+struct cat_args {
+    axon_tensor_t out;
+    int dim, n;
+    axon_tensor_t in[AXON_CAT_MAX_INPUTS];   /* only the first n travel: the launch copies a prefix */
+};
+_Static_assert(sizeof(struct cat_args) <= AXON_LAUNCH_MAX_ARGS, "cat's inputs must fit one argument block");
+
+static axon_status_t cat_kernel(const void *args, const axon_exec_t *ex) {
+    const struct cat_args *a = args;
+    axon_tensor_t slice = a->out;
+    const size_t es = axon_dtype_size(a->out.dtype);
+    for (int k = 0; k < a->n; k++) {
+        slice.sizes[a->dim] = a->in[k].sizes[a->dim];
+        if (axon_tensor_numel(&slice)) axon_copy_execute(&slice, &a->in[k], ex->pool);
+        slice.data = (char *)slice.data + slice.sizes[a->dim] * slice.strides[a->dim] * (int64_t)es;
+    }
+    return AXON_OK;
+}
+
+axon_status_t axon_kernel_cat(axon_stream_t s, const axon_tensor_t *out, const axon_tensor_t *inputs, int n, int dim) {
+    char what[64], sa[160], sb[160];
+    axon_status_t st;
+    if ((st = axon_kernel_check_dst(out, "cat: out")) != AXON_OK) return st;
+    if (!inputs || n < 1 || n > AXON_CAT_MAX_INPUTS)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "cat: %d inputs (with inputs %s); one launch takes 1 to %d", n,
+                         inputs ? "given" : "NULL", AXON_CAT_MAX_INPUTS);
+    if (out->ndim < 1) return axon_fail(AXON_ERROR_INVALID_ARG, "cat: out must have at least one dimension");
+    if ((st = axon_ix_wrap_dim("cat", out->ndim, &dim)) != AXON_OK) return st;
+    struct cat_args a;
+    memset(&a, 0, sizeof a);
+    a.out = *out, a.dim = dim, a.n = n;
+    int64_t total = 0;
+    for (int k = 0; k < n; k++) {
+        const axon_tensor_t *t = &inputs[k];
+        snprintf(what, sizeof what, "cat: inputs[%d]", k);
+        if ((st = axon_kernel_check_src(t, what)) != AXON_OK) return st;
+        int same = t->ndim == out->ndim;
+        for (int d = 0; same && d < out->ndim; d++) same = d == dim || t->sizes[d] == out->sizes[d];
+        if (!same)
+            return axon_fail(AXON_ERROR_INVALID_ARG, "cat: inputs[%d] shape %s does not match out %s except at dim %d",
+                             k, axon_shape_format(t, sa, sizeof sa), axon_shape_format(out, sb, sizeof sb), dim);
+        total += t->sizes[dim];
+        a.in[k] = *t;
+    }
+    if (total != out->sizes[dim])
+        return axon_fail(AXON_ERROR_INVALID_ARG, "cat: inputs add up to %" PRId64 " at dim %d, out has %" PRId64,
+                         total, dim, out->sizes[dim]);
+    int64_t numel = axon_tensor_numel(out);
+    if (numel == 0) return AXON_OK;
+    axon_launch_t l = {cat_kernel, &a, offsetof(struct cat_args, in) + (size_t)n * sizeof(axon_tensor_t), "cat",
+                       (uint64_t)numel * 2 * axon_dtype_size(out->dtype)};
+    return axon_stream_launch(s, &l);
+}

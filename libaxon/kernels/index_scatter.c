@@ -1,0 +1,356 @@
+/* Indexing ops that may write one output element several times: scatter (plain and reducing), index_add and
+ * embedding backward.
+ *
+ * All three are one loop: for every position p of the index, out[p with coordinate dim replaced by index[p]] op=
+ * src[p]. index_add is that loop with its 1-d index broadcast (0 strides) to src's shape; embedding backward is
+ * index_add into a zeroed [V, D] weight gradient along dim 0, skipping padding_idx.
+ *
+ * Why it is race-free and deterministic without atomics or sorting: positions that differ in any coordinate other
+ * than dim write different output elements. So the work is split over "lines" (the positions of index with dim
+ * removed): each line belongs to one thread, which applies its updates in index order. Neighbouring lines are
+ * processed together, the dim loop outside and the lines inside, so that an embedding gradient reads and updates
+ * whole rows contiguously. */
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "internal.h"
+#include "dtype.h"
+#include "index_impl.h"
+
+static const char *const reduce_names[] = {"none", "sum", "prod", "amax", "amin"};
+_Static_assert(sizeof reduce_names / sizeof reduce_names[0] == AXON_SCATTER_REDUCE_COUNT,
+               "every axon_scatter_reduce_t needs a name");
+
+const char *axon_scatter_reduce_name(axon_scatter_reduce_t r) {
+    return (unsigned)r < AXON_SCATTER_REDUCE_COUNT ? reduce_names[r] : "invalid";
+}
+
+/* alpha in each compute type, converted once at launch. */
+typedef struct ix_alpha {
+    float f;
+    double d;
+    int64_t i;
+} ix_alpha_t;
+
+/* d = d op s (times alpha for sums), for one element of one dtype. */
+typedef void (*ix_combine_fn)(char *d, const char *s, const ix_alpha_t *al);
+
+#define IX_ADD_float(a, b) ((a) + (b))
+#define IX_ADD_double(a, b) ((a) + (b))
+#define IX_ADD_int64_t(a, b) ((int64_t)((uint64_t)(a) + (uint64_t)(b)))
+#define IX_MUL_float(a, b) ((a) * (b))
+#define IX_MUL_double(a, b) ((a) * (b))
+#define IX_MUL_int64_t(a, b) ((int64_t)((uint64_t)(a) * (uint64_t)(b)))
+/* max/min with NaN winning on either side, as PyTorch's scatter_reduce does. */
+#define IX_MAX(a, b) ((b) != (b) ? (b) : (a) < (b) ? (b) : (a))
+#define IX_MIN(a, b) ((b) != (b) ? (b) : (a) > (b) ? (b) : (a))
+
+#define IX_DEFINE(dn, T, W, AL)                                                                                   \
+    static void ix_sum_##dn(char *d, const char *s, const ix_alpha_t *al) {                                      \
+        T x, y;                                                                                                   \
+        memcpy(&x, d, sizeof x), memcpy(&y, s, sizeof y);                                                         \
+        W r = IX_ADD_##W((W)AXON_LOAD_##dn(x), IX_MUL_##W((W)AXON_LOAD_##dn(y), al->AL));                         \
+        x = AXON_TO(dn, r);                                                                                       \
+        memcpy(d, &x, sizeof x);                                                                                  \
+    }                                                                                                             \
+    static void ix_prod_##dn(char *d, const char *s, const ix_alpha_t *al) {                                     \
+        (void)al;                                                                                                 \
+        T x, y;                                                                                                   \
+        memcpy(&x, d, sizeof x), memcpy(&y, s, sizeof y);                                                         \
+        W r = IX_MUL_##W((W)AXON_LOAD_##dn(x), (W)AXON_LOAD_##dn(y));                                             \
+        x = AXON_TO(dn, r);                                                                                       \
+        memcpy(d, &x, sizeof x);                                                                                  \
+    }                                                                                                             \
+    static void ix_amax_##dn(char *d, const char *s, const ix_alpha_t *al) {                                     \
+        (void)al;                                                                                                 \
+        T x, y;                                                                                                   \
+        memcpy(&x, d, sizeof x), memcpy(&y, s, sizeof y);                                                         \
+        W a = (W)AXON_LOAD_##dn(x), b = (W)AXON_LOAD_##dn(y);                                                     \
+        W r = IX_MAX(a, b);                                                                                       \
+        x = AXON_TO(dn, r);                                                                                       \
+        memcpy(d, &x, sizeof x);                                                                                  \
+    }                                                                                                             \
+    static void ix_amin_##dn(char *d, const char *s, const ix_alpha_t *al) {                                     \
+        (void)al;                                                                                                 \
+        T x, y;                                                                                                   \
+        memcpy(&x, d, sizeof x), memcpy(&y, s, sizeof y);                                                         \
+        W a = (W)AXON_LOAD_##dn(x), b = (W)AXON_LOAD_##dn(y);                                                     \
+        W r = IX_MIN(a, b);                                                                                       \
+        x = AXON_TO(dn, r);                                                                                       \
+        memcpy(d, &x, sizeof x);                                                                                  \
+    }
+
+IX_DEFINE(f32, float, float, f)
+IX_DEFINE(f64, double, double, d)
+IX_DEFINE(f16, uint16_t, float, f)
+IX_DEFINE(bf16, uint16_t, float, f)
+IX_DEFINE(i8, int8_t, int64_t, i)
+IX_DEFINE(u8, uint8_t, int64_t, i)
+IX_DEFINE(i16, int16_t, int64_t, i)
+IX_DEFINE(i32, int32_t, int64_t, i)
+IX_DEFINE(i64, int64_t, int64_t, i)
+IX_DEFINE(b8, uint8_t, int64_t, i)
+
+#define IX_ROW(op) {ix_##op##_f32, ix_##op##_f64, ix_##op##_f16, ix_##op##_bf16, ix_##op##_i8, ix_##op##_u8, \
+                    ix_##op##_i16, ix_##op##_i32, ix_##op##_i64, ix_##op##_b8, NULL, NULL}
+
+/* Indexed by reduce - 1 and dtype; NULL for complex (UNSUPPORTED at launch). */
+static const ix_combine_fn ix_combine[AXON_SCATTER_REDUCE_COUNT - 1][AXON_DTYPE_COUNT] = {
+    IX_ROW(sum), IX_ROW(prod), IX_ROW(amax), IX_ROW(amin)};
+
+struct scatter_args {
+    axon_tensor_t out;
+    axon_tensor_t index;             /* the positions p: out's ndim, at most out's sizes apart from dim */
+    axon_tensor_t src;               /* index's sizes or larger; unused when !has_src */
+    axon_tensor_t check;             /* the index as the caller gave it, for the bounds check */
+    int dim;
+    int has_src;
+    int zero_first;                  /* embedding backward: out = 0 before the updates */
+    int has_skip;
+    int64_t skip;                    /* index value whose updates are dropped (padding_idx) */
+    axon_scatter_reduce_t reduce;
+    ix_alpha_t alpha;
+    const char *op;                  /* static string */
+    union {
+        unsigned char bytes[16];
+        double align;
+    } value;
+};
+
+struct scatter_job {
+    const struct scatter_args *a;
+    axon_iter_t lines;               /* out, index, src over index's shape without dim */
+    int64_t len;                     /* index's size at dim */
+    int64_t size;                    /* out's size at dim */
+    int64_t os, is, ss;              /* strides at dim in bytes */
+    ix_combine_fn fn;                /* NULL: plain store */
+    int is64;
+};
+
+static void scatter_run(void *ctx, char *const *ptr, const int64_t *stride, int64_t n, int64_t pos) {
+    (void)pos;
+    const struct scatter_job *j = ctx;
+    const struct scatter_args *a = j->a;
+    const size_t es = j->lines.esize[0];
+    const int64_t so = stride[0] * (int64_t)es, si = stride[1] * (int64_t)j->lines.esize[1];
+    const int64_t ss = stride[2] * (int64_t)j->lines.esize[2];
+    for (int64_t k = 0; k < j->len; k++) {
+        const char *ip = ptr[1] + k * j->is, *sp = ptr[2] + k * j->ss;
+        for (int64_t r = 0; r < n; r++) {
+            int64_t v = ix_load(ip + r * si, j->is64);
+            v += v < 0 ? j->size : 0;
+            if (a->has_skip && v == a->skip) continue;
+            char *d = ptr[0] + r * so + v * j->os;
+            if (j->fn)
+                j->fn(d, sp + r * ss, &a->alpha);
+            else
+                ix_move(d, sp + r * ss, es);
+        }
+    }
+}
+
+static void scatter_range(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    struct scatter_job *j = ctx;
+    axon_iter_runs(&j->lines, begin, end, scatter_run, j);
+}
+
+/* t restricted to `shape`'s sizes, without dimension dim. */
+static axon_tensor_t scatter_line_desc(const axon_tensor_t *t, const axon_tensor_t *shape, int dim) {
+    axon_tensor_t r = *t;
+    r.ndim = 0;
+    for (int d = 0; d < shape->ndim; d++) {
+        if (d == dim) continue;
+        r.sizes[r.ndim] = shape->sizes[d];
+        r.strides[r.ndim] = t->strides[d];
+        r.ndim++;
+    }
+    return r;
+}
+
+static axon_status_t scatter_kernel(const void *args, const axon_exec_t *ex) {
+    const struct scatter_args *a = args;
+    const int dim = a->dim;
+    axon_status_t st = axon_ix_check_bounds(&a->check, a->out.sizes[dim], dim, a->op, ex->pool);
+    if (st != AXON_OK) return st;
+    if (a->zero_first) {
+        static const double zeros[2] = {0.0, 0.0};
+        axon_tensor_t z = a->out;
+        z.data = (void *)zeros;
+        for (int d = 0; d < z.ndim; d++) z.strides[d] = 0;
+        axon_copy_execute(&a->out, &z, ex->pool);
+    }
+    axon_tensor_t src = a->src;
+    if (!a->has_src) {
+        src = a->index;
+        src.dtype = a->out.dtype;
+        src.data = (void *)a->value.bytes;
+        for (int d = 0; d < src.ndim; d++) src.strides[d] = 0;
+    }
+    struct scatter_job j;
+    j.a = a;
+    const axon_tensor_t o = scatter_line_desc(&a->out, &a->index, dim);
+    const axon_tensor_t i = scatter_line_desc(&a->index, &a->index, dim);
+    const axon_tensor_t s = scatter_line_desc(&src, &a->index, dim);
+    const axon_tensor_t *ts[3] = {&o, &i, &s};
+    axon_iter_init(&j.lines, 3, ts, 1);
+    const int64_t es = (int64_t)axon_dtype_size(a->out.dtype);
+    j.len = a->index.sizes[dim];
+    j.size = a->out.sizes[dim];
+    j.os = a->out.strides[dim] * es;
+    j.is = a->index.strides[dim] * (int64_t)axon_dtype_size(a->index.dtype);
+    j.ss = src.strides[dim] * es;
+    j.fn = a->reduce == AXON_SCATTER_NONE ? NULL : ix_combine[a->reduce - 1][a->out.dtype];
+    j.is64 = a->index.dtype == AXON_INT64;
+    /* A chunk of lines does len updates per line; keep chunks near the usual grain, and at least a cache line's
+     * worth of lines so that neighbouring threads do not share one. */
+    int64_t grain = AXON_KERNEL_GRAIN / (j.len > 0 ? j.len : 1);
+    axon_parallel_for(ex->pool, 0, j.lines.numel, grain < 16 ? 16 : grain, scatter_range, &j);
+    return AXON_OK;
+}
+
+/* Launch checks shared by the three ops; a->index, a->src, a->dim and a->reduce are set. */
+static axon_status_t scatter_launch(axon_stream_t s, struct scatter_args *a) {
+    char sa[160], sb[160];
+    const axon_tensor_t *out = &a->out, *index = &a->index;
+    if (out->ndim < 1 || index->ndim != out->ndim)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s(): index %s and out %s must have the same number (>= 1) of "
+                         "dimensions", a->op, axon_shape_format(index, sa, sizeof sa),
+                         axon_shape_format(out, sb, sizeof sb));
+    for (int d = 0; d < out->ndim; d++) {
+        if (d != a->dim && index->sizes[d] > out->sizes[d])
+            return axon_fail(AXON_ERROR_INVALID_ARG, "%s(): Expected index %s to be smaller than self %s apart from "
+                             "dimension %d", a->op, axon_shape_format(index, sa, sizeof sa),
+                             axon_shape_format(out, sb, sizeof sb), a->dim);
+        if (a->has_src && (a->src.ndim != out->ndim || a->src.sizes[d] < index->sizes[d]))
+            return axon_fail(AXON_ERROR_INVALID_ARG, "%s(): Expected index %s to be smaller than src %s", a->op,
+                             axon_shape_format(index, sa, sizeof sa), axon_shape_format(&a->src, sb, sizeof sb));
+    }
+    if (a->has_src && a->src.dtype != out->dtype)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s(): Expected self.dtype to be equal to src.dtype (%s vs %s)", a->op,
+                         axon_dtype_name(out->dtype), axon_dtype_name(a->src.dtype));
+    if ((unsigned)a->reduce >= AXON_SCATTER_REDUCE_COUNT)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: reduce %d is out of range", a->op, (int)a->reduce);
+    if (a->reduce != AXON_SCATTER_NONE && !ix_combine[a->reduce - 1][out->dtype])
+        return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: reduce %s is not supported for %s", a->op,
+                         reduce_names[a->reduce], axon_dtype_name(out->dtype));
+    int64_t n = axon_tensor_numel(index);
+    if (n == 0 && !a->zero_first) return AXON_OK;
+    axon_launch_t l = {scatter_kernel, a, sizeof *a, a->op, (uint64_t)n * 3 * axon_dtype_size(out->dtype)};
+    return axon_stream_launch(s, &l);
+}
+
+/* Common argument checks; fills a's out, src and op. */
+static axon_status_t scatter_begin(struct scatter_args *a, const char *op, const axon_tensor_t *out,
+                                   const axon_tensor_t *index, const axon_tensor_t *src, int *dim) {
+    char what[64];
+    axon_status_t st;
+    memset(a, 0, sizeof *a);
+    a->op = op;
+    snprintf(what, sizeof what, "%s: out", op);
+    if ((st = axon_kernel_check_dst(out, what)) != AXON_OK) return st;
+    if ((st = axon_ix_check_index(index, op)) != AXON_OK) return st;
+    if (src) {
+        snprintf(what, sizeof what, "%s: src", op);
+        if ((st = axon_kernel_check_src(src, what)) != AXON_OK) return st;
+        a->src = *src;
+        a->has_src = 1;
+    }
+    if ((st = axon_ix_wrap_dim(op, out->ndim, dim)) != AXON_OK) return st;
+    a->out = *out;
+    a->check = *index;
+    a->dim = *dim;
+    return AXON_OK;
+}
+
+static ix_alpha_t scatter_alpha(axon_scalar_t v) {
+    ix_alpha_t al;
+    double f = v.dtype == AXON_FLOAT64 || v.dtype == AXON_COMPLEX128 ? v.f : (double)v.i;
+    al.d = f;
+    al.f = (float)f;
+    al.i = v.dtype == AXON_FLOAT64 || v.dtype == AXON_COMPLEX128 ? axon_f64_to_i64(f) : v.i;
+    return al;
+}
+
+axon_status_t axon_kernel_scatter(axon_stream_t s, axon_scatter_reduce_t reduce, const axon_tensor_t *out, int dim,
+                                  const axon_tensor_t *index, const axon_tensor_t *src, axon_scalar_t value) {
+    struct scatter_args a;
+    axon_status_t st = scatter_begin(&a, "scatter", out, index, src, &dim);
+    if (st != AXON_OK) return st;
+    a.index = *index;
+    a.reduce = reduce;
+    a.alpha = scatter_alpha(axon_scalar_int(1));
+    if (!src) {
+        union {
+            double f;
+            int64_t i;
+            uint8_t b;
+            axon_c128_t c;
+        } v;
+        switch (value.dtype) {
+        case AXON_FLOAT64: v.f = value.f; break;
+        case AXON_INT64: v.i = value.i; break;
+        case AXON_BOOL: v.b = value.i != 0; break;
+        case AXON_COMPLEX128: v.c.re = value.f, v.c.im = value.imag; break;
+        default:
+            return axon_fail(AXON_ERROR_INVALID_ARG, "scatter: scalar dtype %s is not float64, int64, bool or "
+                             "complex128", axon_dtype_name(value.dtype));
+        }
+        axon_convert_get(value.dtype, out->dtype)((char *)a.value.bytes, 1, (const char *)&v, 1, 1);
+    }
+    return scatter_launch(s, &a);
+}
+
+/* index (0-d or 1-d) broadcast to `shape` along dim. */
+static axon_tensor_t scatter_broadcast_index(const axon_tensor_t *index, const axon_tensor_t *shape, int dim) {
+    axon_tensor_t r = *shape;
+    r.data = index->data;
+    r.dtype = index->dtype;
+    for (int d = 0; d < r.ndim; d++) r.strides[d] = d == dim && index->ndim ? index->strides[0] : 0;
+    return r;
+}
+
+axon_status_t axon_kernel_index_add(axon_stream_t s, const axon_tensor_t *out, int dim, const axon_tensor_t *index,
+                                    const axon_tensor_t *src, axon_scalar_t alpha) {
+    char sa[160], sb[160];
+    if (!src) return axon_fail(AXON_ERROR_INVALID_ARG, "index_add: src is NULL");
+    struct scatter_args a;
+    axon_status_t st = scatter_begin(&a, "index_add", out, index, src, &dim);
+    if (st != AXON_OK) return st;
+    int ok = index->ndim <= 1 && src->ndim == out->ndim && out->ndim >= 1 &&
+             axon_tensor_numel(index) == src->sizes[dim];
+    for (int d = 0; ok && d < out->ndim; d++) ok = d == dim || src->sizes[d] == out->sizes[d];
+    if (!ok)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "index_add(): src %s must match out %s apart from dim %d, where "
+                         "it has index's %" PRId64 " elements (index must be 0-d or 1-d)",
+                         axon_shape_format(src, sa, sizeof sa), axon_shape_format(out, sb, sizeof sb), dim,
+                         axon_tensor_numel(index));
+    a.index = scatter_broadcast_index(index, src, dim);
+    a.reduce = AXON_SCATTER_SUM;
+    a.alpha = scatter_alpha(alpha);
+    return scatter_launch(s, &a);
+}
+
+axon_status_t axon_kernel_embedding_backward(axon_stream_t s, const axon_tensor_t *grad_weight,
+                                             const axon_tensor_t *grad, const axon_tensor_t *indices,
+                                             int64_t padding_idx) {
+    char sa[160], sb[160], sc[160];
+    if (!grad) return axon_fail(AXON_ERROR_INVALID_ARG, "embedding_backward: grad is NULL");
+    struct scatter_args a;
+    int dim = 0;
+    axon_status_t st = scatter_begin(&a, "embedding_backward", grad_weight, indices, grad, &dim);
+    if (st != AXON_OK) return st;
+    if (grad_weight->ndim != 2 || grad->ndim != 2 || indices->ndim != 1 || grad->sizes[1] != grad_weight->sizes[1] ||
+        grad->sizes[0] != indices->sizes[0])
+        return axon_fail(AXON_ERROR_INVALID_ARG, "embedding_backward: grad_weight %s, grad %s and indices %s must be "
+                         "[V, D], [N, D] and [N]", axon_shape_format(grad_weight, sa, sizeof sa),
+                         axon_shape_format(grad, sb, sizeof sb), axon_shape_format(indices, sc, sizeof sc));
+    a.index = scatter_broadcast_index(indices, grad, 0);
+    a.reduce = AXON_SCATTER_SUM;
+    a.alpha = scatter_alpha(axon_scalar_int(1));
+    a.zero_first = 1;
+    a.has_skip = padding_idx >= 0;
+    a.skip = padding_idx;
+    if (axon_tensor_numel(grad_weight) == 0) return AXON_OK;
+    return scatter_launch(s, &a);
+}

@@ -1,0 +1,355 @@
+/* index.h's kernels against plain C references: index_select and gather for every dtype and strided inputs, scatter
+ * with each reduction, index_add with alpha, embedding backward with repeated indices and padding (bitwise equal to
+ * an in-order reference with 1 and 2 threads), masked_fill, cat of 1..N inputs with empty and strided ones, and
+ * out-of-range indices failing at sync with PyTorch's message and nothing written. Buffers are host memory (the
+ * kernels take it), so AddressSanitizer sees any access outside them. */
+#include <math.h>
+#include <stdint.h>
+
+#include "kernels_check.h"
+
+static axon_tensor_t T2(void *p, axon_dtype_t d, int64_t a, int64_t b) {
+    const int64_t sz[2] = {a, b};
+    return kc_tensor(p, d, 2, sz, NULL);
+}
+
+static axon_tensor_t T1(void *p, axon_dtype_t d, int64_t a) {
+    const int64_t sz[1] = {a};
+    return kc_tensor(p, d, 1, sz, NULL);
+}
+
+static uint32_t rng_state = 12345;
+static uint32_t rnd(void) {
+    rng_state = rng_state * 1664525u + 1013904223u;
+    return rng_state >> 8;
+}
+
+static void fill_bytes(void *p, size_t n) {
+    unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) b[i] = (unsigned char)rnd();
+}
+
+static const axon_dtype_t all_dtypes[] = {AXON_FLOAT32, AXON_FLOAT64, AXON_FLOAT16, AXON_BFLOAT16,
+                                          AXON_INT8,    AXON_UINT8,   AXON_INT16,   AXON_INT32,
+                                          AXON_INT64,   AXON_BOOL,    AXON_COMPLEX64, AXON_COMPLEX128};
+
+static void test_index_select_matches_reference_for_every_dtype_and_layout(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    const int64_t R = 6, C = 7;
+    const int64_t idx64[6] = {5, -1, 0, 2, 2, -6};
+    const int32_t idx32[6] = {5, -1, 0, 2, 2, -6};
+    for (size_t di = 0; di < sizeof all_dtypes / sizeof all_dtypes[0]; di++) {
+        axon_dtype_t d = all_dtypes[di];
+        size_t es = axon_dtype_size(d);
+        char in[64 * 16], out[64 * 16], want[64 * 16];
+        fill_bytes(in, sizeof in);
+        for (int tr = 0; tr < 2; tr++)          /* tr: in is a transposed view of a [C, R] buffer */
+            for (int dim = 0; dim < 2; dim++)
+                for (int i32 = 0; i32 < 2; i32++) {
+                    axon_tensor_t ti = T2(in, d, R, C);
+                    if (tr) ti.strides[0] = 1, ti.strides[1] = R;
+                    int64_t osz[2] = {R, C};
+                    osz[dim] = 6;
+                    axon_tensor_t to = T2(out, d, osz[0], osz[1]);
+                    axon_tensor_t tx = T1(i32 ? (void *)idx32 : (void *)idx64, i32 ? AXON_INT32 : AXON_INT64, 6);
+                    CHECK_OK(axon_kernel_index_select(k.s, &to, &ti, dim, &tx));
+                    CHECK_OK(axon_stream_sync(k.s));
+                    int64_t size = dim == 0 ? R : C;
+                    for (int64_t r = 0; r < osz[0]; r++)
+                        for (int64_t c = 0; c < osz[1]; c++) {
+                            int64_t rr = r, cc = c;
+                            int64_t *sel = dim == 0 ? &rr : &cc;
+                            *sel = idx64[*sel] < 0 ? idx64[*sel] + size : idx64[*sel];
+                            memcpy(want + (r * osz[1] + c) * es, in + (rr * ti.strides[0] + cc * ti.strides[1]) * es,
+                                   es);
+                        }
+                    int64_t diff = kc_first_diff(out, want, (size_t)(osz[0] * osz[1]) * es);
+                    if (diff >= 0)
+                        fprintf(stderr, "  %s tr %d dim %d i32 %d: byte %lld differs\n", axon_dtype_name(d), tr, dim,
+                                i32, (long long)diff);
+                    CHECK(diff < 0);
+                }
+    }
+    /* An empty index gives an empty out and enqueues nothing. */
+    float in[12] = {0}, out[1];
+    int64_t none[1];
+    axon_tensor_t ti = T2(in, AXON_FLOAT32, 3, 4), to = T2(out, AXON_FLOAT32, 0, 4), tx = T1(none, AXON_INT64, 0);
+    CHECK_OK(axon_kernel_index_select(k.s, &to, &ti, 0, &tx));
+    CHECK_OK(axon_stream_sync(k.s));
+    axon_runtime_destroy(k.rt);
+}
+
+static void test_gather_matches_reference_on_both_dims(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    float in[20];
+    for (int i = 0; i < 20; i++) in[i] = (float)i;
+    axon_tensor_t ti = T2(in, AXON_FLOAT32, 4, 5);
+    /* dim 1: index [4, 3]; dim 0: index [3, 5], both smaller than in elsewhere. */
+    int64_t i1[12], i0[15];
+    for (int i = 0; i < 12; i++) i1[i] = (int64_t)(rnd() % 10) - 5;
+    for (int i = 0; i < 15; i++) i0[i] = (int64_t)(rnd() % 8) - 4;
+    float o1[12], o0[15];
+    axon_tensor_t x1 = T2(i1, AXON_INT64, 4, 3), x0 = T2(i0, AXON_INT64, 3, 5);
+    axon_tensor_t t1 = T2(o1, AXON_FLOAT32, 4, 3), t0 = T2(o0, AXON_FLOAT32, 3, 5);
+    CHECK_OK(axon_kernel_gather(k.s, &t1, &ti, 1, &x1));
+    CHECK_OK(axon_kernel_gather(k.s, &t0, &ti, -2, &x0));
+    CHECK_OK(axon_stream_sync(k.s));
+    for (int r = 0; r < 4; r++)
+        for (int c = 0; c < 3; c++) {
+            int64_t v = i1[r * 3 + c];
+            CHECK(o1[r * 3 + c] == in[r * 5 + (v < 0 ? v + 5 : v)]);
+        }
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 5; c++) {
+            int64_t v = i0[r * 5 + c];
+            CHECK(o0[r * 5 + c] == in[(v < 0 ? v + 4 : v) * 5 + c]);
+        }
+    axon_runtime_destroy(k.rt);
+}
+
+/* Reference scatter along dim 0 of a [R, C] float out with index/src [N, C]: updates in index order. */
+static float ref_op(axon_scatter_reduce_t r, float a, float b) {
+    switch (r) {
+    case AXON_SCATTER_SUM: return a + b;
+    case AXON_SCATTER_PROD: return a * b;
+    case AXON_SCATTER_AMAX: return isnan(b) ? b : a < b ? b : a;
+    case AXON_SCATTER_AMIN: return isnan(b) ? b : a > b ? b : a;
+    default: return b;
+    }
+}
+
+static void test_scatter_matches_in_order_reference_for_each_reduction(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    enum { R = 5, C = 40, N = 64 };
+    static float base[R * C], src[N * C], out[R * C], want[R * C];
+    static int32_t idx[N * C];
+    for (int i = 0; i < R * C; i++) base[i] = (float)(rnd() % 100) / 8.0f - 6.0f;
+    for (int i = 0; i < N * C; i++) src[i] = (float)(rnd() % 100) / 16.0f - 3.0f, idx[i] = (int32_t)(rnd() % 10) - 5;
+    src[7] = NAN;
+    for (int r = 0; r < AXON_SCATTER_REDUCE_COUNT; r++)
+        for (int value_form = 0; value_form < 2; value_form++) {
+            memcpy(out, base, sizeof out);
+            memcpy(want, base, sizeof want);
+            for (int n = 0; n < N; n++)
+                for (int c = 0; c < C; c++) {
+                    int v = idx[n * C + c] < 0 ? idx[n * C + c] + R : idx[n * C + c];
+                    float s = value_form ? 1.5f : src[n * C + c];
+                    want[v * C + c] = ref_op((axon_scatter_reduce_t)r, want[v * C + c], s);
+                }
+            axon_tensor_t to = T2(out, AXON_FLOAT32, R, C), tx = T2(idx, AXON_INT32, N, C);
+            axon_tensor_t ts = T2(src, AXON_FLOAT32, N, C);
+            CHECK_OK(axon_kernel_scatter(k.s, (axon_scatter_reduce_t)r, &to, 0, &tx, value_form ? NULL : &ts,
+                                         axon_scalar_float(1.5)));
+            CHECK_OK(axon_stream_sync(k.s));
+            int bad = 0;
+            for (int i = 0; i < R * C; i++)
+                bad += !(out[i] == want[i] || (isnan(out[i]) && isnan(want[i])));
+            if (bad) fprintf(stderr, "  scatter %s value %d: %d elements differ\n",
+                             axon_scatter_reduce_name((axon_scatter_reduce_t)r), value_form, bad);
+            CHECK(bad == 0);
+        }
+    /* Integers along dim 1, with src larger than index. */
+    int32_t io[12] = {0}, is[4 * 5];
+    int64_t ix[4 * 2] = {0, 2, 1, 1, -1, 0, 2, 2};
+    for (int i = 0; i < 20; i++) is[i] = i + 1;
+    axon_tensor_t to = T2(io, AXON_INT32, 4, 3), tx = T2(ix, AXON_INT64, 4, 2), ts = T2(is, AXON_INT32, 4, 5);
+    CHECK_OK(axon_kernel_scatter(k.s, AXON_SCATTER_SUM, &to, 1, &tx, &ts, axon_scalar_int(0)));
+    CHECK_OK(axon_stream_sync(k.s));
+    const int32_t iw[12] = {1, 0, 2, 0, 13, 0, 12, 0, 11, 0, 0, 33};
+    CHECK(memcmp(io, iw, sizeof iw) == 0);
+    axon_runtime_destroy(k.rt);
+}
+
+static void test_index_add_scales_by_alpha_and_accumulates_repeats(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    double out[15] = {0}, src[12];
+    for (int i = 0; i < 12; i++) src[i] = i;
+    int64_t idx[4] = {1, 1, 4, -1};
+    axon_tensor_t to = T2(out, AXON_FLOAT64, 5, 3), ts = T2(src, AXON_FLOAT64, 4, 3), tx = T1(idx, AXON_INT64, 4);
+    CHECK_OK(axon_kernel_index_add(k.s, &to, 0, &tx, &ts, axon_scalar_float(2.0)));
+    CHECK_OK(axon_stream_sync(k.s));
+    const double want[15] = {0, 0, 0, 6, 10, 14, 0, 0, 0, 0, 0, 0, 30, 34, 38};
+    CHECK(memcmp(out, want, sizeof want) == 0);
+    /* int64 along dim 1, src transposed. */
+    int64_t io[6] = {0}, is[6] = {1, 2, 3, 4, 5, 6};
+    int32_t ix[3] = {2, 0, 2};
+    axon_tensor_t o2 = T2(io, AXON_INT64, 2, 3), s2 = T2(is, AXON_INT64, 2, 3), x2 = T1(ix, AXON_INT32, 3);
+    s2.strides[0] = 1, s2.strides[1] = 2; /* src[r][c] = is[r + 2c] */
+    CHECK_OK(axon_kernel_index_add(k.s, &o2, 1, &x2, &s2, axon_scalar_int(-1)));
+    CHECK_OK(axon_stream_sync(k.s));
+    const int64_t w2[6] = {-3, 0, -6, -4, 0, -8};
+    CHECK(memcmp(io, w2, sizeof w2) == 0);
+    axon_runtime_destroy(k.rt);
+}
+
+/* Embedding backward with N rows into V, repeated indices and a padding row, with `threads` workers. */
+static void embedding_backward_run(int threads, float *gw, const float *g, const int64_t *ix, int V, int D, int N) {
+    kc_dev_t k = kc_open(threads);
+    if (!k.rt) return;
+    for (int i = 0; i < V * D; i++) gw[i] = 99.0f; /* must be zeroed by the kernel */
+    axon_tensor_t tw = T2(gw, AXON_FLOAT32, V, D), tg = T2((void *)g, AXON_FLOAT32, N, D), tx = T1((void *)ix,
+                                                                                                      AXON_INT64, N);
+    CHECK_OK(axon_kernel_embedding_backward(k.s, &tw, &tg, &tx, 3));
+    CHECK_OK(axon_stream_sync(k.s));
+    axon_runtime_destroy(k.rt);
+}
+
+static void test_embedding_backward_is_deterministic_and_skips_padding(void) {
+    enum { V = 50, D = 37, N = 3000 };
+    float *g = malloc(sizeof(float) * N * D), *w1 = malloc(sizeof(float) * V * D), *w2 = malloc(sizeof(float) * V * D);
+    float *want = calloc(V * D, sizeof(float));
+    int64_t *ix = malloc(sizeof(int64_t) * N);
+    REQUIRE(g && w1 && w2 && want && ix);
+    for (int i = 0; i < N * D; i++) g[i] = (float)rnd() / (float)(1 << 24) - 0.5f;
+    for (int n = 0; n < N; n++) ix[n] = (int64_t)(rnd() % V) - (n % 7 == 0 ? V : 0);
+    for (int n = 0; n < N; n++) {
+        int64_t v = ix[n] < 0 ? ix[n] + V : ix[n];
+        if (v == 3) continue;
+        for (int d = 0; d < D; d++) want[v * D + d] += g[n * D + d];
+    }
+    embedding_backward_run(1, w1, g, ix, V, D, N);
+    embedding_backward_run(2, w2, g, ix, V, D, N);
+    CHECK(memcmp(w1, want, sizeof(float) * V * D) == 0);
+    CHECK(memcmp(w2, w1, sizeof(float) * V * D) == 0);
+    free(g), free(w1), free(w2), free(want), free(ix);
+}
+
+static void test_out_of_range_index_fails_at_sync_and_writes_nothing(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    float in[10] = {0}, out[6], src[6] = {1, 2, 3, 4, 5, 6};
+    int64_t bad[3] = {1, 7, 0}, neg[3] = {0, -6, 1};
+    axon_tensor_t ti = T2(in, AXON_FLOAT32, 5, 2), to = T2(out, AXON_FLOAT32, 3, 2), tb = T1(bad, AXON_INT64, 3);
+    for (int i = 0; i < 6; i++) out[i] = -1.0f;
+    CHECK_OK(axon_kernel_index_select(k.s, &to, &ti, 0, &tb));
+    CHECK_STATUS(axon_stream_sync(k.s), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("index_select(): index 7 is out of bounds for dimension 0 with size 5");
+    for (int i = 0; i < 6; i++) CHECK(out[i] == -1.0f);
+    CHECK_OK(axon_stream_sync(k.s)); /* reported once */
+
+    axon_tensor_t tn = T1(neg, AXON_INT64, 3), ts = T2(src, AXON_FLOAT32, 3, 2);
+    CHECK_OK(axon_kernel_index_add(k.s, &ti, 0, &tn, &ts, axon_scalar_int(1)));
+    CHECK_STATUS(axon_stream_sync(k.s), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("index -6 is out of bounds for dimension 0 with size 5");
+    for (int i = 0; i < 10; i++) CHECK(in[i] == 0.0f);
+
+    int64_t g2[6] = {0, 1, 1, 2, 0, 1};
+    axon_tensor_t tg = T2(g2, AXON_INT64, 3, 2);
+    CHECK_OK(axon_kernel_gather(k.s, &to, &ti, 1, &tg));
+    CHECK_STATUS(axon_stream_sync(k.s), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("gather(): index 2 is out of bounds for dimension 1 with size 2");
+    CHECK_OK(axon_kernel_scatter(k.s, AXON_SCATTER_NONE, &ti, 1, &tg, NULL, axon_scalar_float(5)));
+    CHECK_STATUS(axon_stream_sync(k.s), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("scatter(): index 2 is out of bounds for dimension 1 with size 2");
+    for (int i = 0; i < 10; i++) CHECK(in[i] == 0.0f);
+
+    float gw[10], gr[6] = {1, 1, 1, 1, 1, 1};
+    for (int i = 0; i < 10; i++) gw[i] = 42.0f;
+    axon_tensor_t tw = T2(gw, AXON_FLOAT32, 5, 2), tgr = T2(gr, AXON_FLOAT32, 3, 2);
+    CHECK_OK(axon_kernel_embedding_backward(k.s, &tw, &tgr, &tb, -1));
+    CHECK_STATUS(axon_stream_sync(k.s), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("out of bounds");
+    for (int i = 0; i < 10; i++) CHECK(gw[i] == 42.0f);
+    axon_runtime_destroy(k.rt);
+}
+
+static void test_masked_fill_broadcasts_the_mask(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    float out[20] = {0};
+    uint8_t mask[5] = {1, 0, 2, 0, 1};
+    axon_tensor_t to = T2(out, AXON_FLOAT32, 4, 5), tm = T2(mask, AXON_BOOL, 4, 5);
+    tm.strides[0] = 0;
+    CHECK_OK(axon_kernel_masked_fill(k.s, &to, &tm, axon_scalar_float(7.5)));
+    CHECK_OK(axon_stream_sync(k.s));
+    for (int i = 0; i < 20; i++) CHECK(out[i] == (mask[i % 5] ? 7.5f : 0.0f));
+    double cz[4] = {0}; /* complex64 [2]: the value keeps its imaginary part */
+    uint8_t m2[2] = {0, 1};
+    axon_tensor_t tc = T1(cz, AXON_COMPLEX64, 2), t2 = T1(m2, AXON_BOOL, 2);
+    CHECK_OK(axon_kernel_masked_fill(k.s, &tc, &t2, axon_scalar_complex(1.0, -2.0)));
+    CHECK_OK(axon_stream_sync(k.s));
+    float *cf = (float *)cz;
+    CHECK(cf[0] == 0 && cf[1] == 0 && cf[2] == 1.0f && cf[3] == -2.0f);
+    axon_runtime_destroy(k.rt);
+}
+
+static void test_cat_of_one_to_many_inputs_with_empty_strided_and_mixed_dtypes(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    /* dim 0: float32 [2, 3], int32 [0, 3], float64 [4, 3] as a transposed view. */
+    float a[6] = {1, 2, 3, 4, 5, 6}, out[18];
+    int32_t e[1];
+    double b[12];
+    for (int i = 0; i < 12; i++) b[i] = 10 + i;
+    axon_tensor_t in[3] = {T2(a, AXON_FLOAT32, 2, 3), T2(e, AXON_INT32, 0, 3), T2(b, AXON_FLOAT64, 4, 3)};
+    in[2].strides[0] = 1, in[2].strides[1] = 4; /* b viewed as [4, 3]: element (r, c) = b[r + 4c] */
+    axon_tensor_t to = T2(out, AXON_FLOAT32, 6, 3);
+    CHECK_OK(axon_kernel_cat(k.s, &to, in, 3, 0));
+    CHECK_OK(axon_stream_sync(k.s));
+    for (int i = 0; i < 6; i++) CHECK(out[i] == a[i]);
+    for (int r = 0; r < 4; r++)
+        for (int c = 0; c < 3; c++) CHECK(out[6 + r * 3 + c] == (float)b[r + 4 * c]);
+    /* dim 1 with 1..AXON_CAT_MAX_INPUTS inputs of width i % 3 (some empty). */
+    static int16_t src[AXON_CAT_MAX_INPUTS][2 * 2], big[2 * 2 * AXON_CAT_MAX_INPUTS];
+    axon_tensor_t ins[AXON_CAT_MAX_INPUTS];
+    for (int n = 1; n <= AXON_CAT_MAX_INPUTS; n++) {
+        int64_t w = 0;
+        for (int i = 0; i < n; i++) {
+            for (int j = 0; j < 4; j++) src[i][j] = (int16_t)(100 * i + j);
+            ins[i] = T2(src[i], AXON_INT16, 2, i % 3);
+            w += i % 3;
+        }
+        if (w == 0) continue;
+        axon_tensor_t tb = T2(big, AXON_INT16, 2, w);
+        CHECK_OK(axon_kernel_cat(k.s, &tb, ins, n, -1));
+        CHECK_OK(axon_stream_sync(k.s));
+        int64_t col = 0;
+        for (int i = 0; i < n; i++)
+            for (int c = 0; c < i % 3; c++, col++)
+                for (int r = 0; r < 2; r++) CHECK(big[r * w + col] == src[i][r * (i % 3) + c]);
+    }
+    CHECK_STATUS(axon_kernel_cat(k.s, &to, in, AXON_CAT_MAX_INPUTS + 1, 0), AXON_ERROR_INVALID_ARG);
+    CHECK_STATUS(axon_kernel_cat(k.s, &to, in, 2, 0), AXON_ERROR_INVALID_ARG); /* 2 rows for 6 */
+    CHECK_MSG("add up to 2");
+    in[1] = T2(e, AXON_INT32, 0, 2);
+    CHECK_STATUS(axon_kernel_cat(k.s, &to, in, 3, 0), AXON_ERROR_INVALID_ARG);
+    axon_runtime_destroy(k.rt);
+}
+
+static void test_bad_launch_arguments_are_refused(void) {
+    kc_dev_t k = kc_open(1);
+    REQUIRE(k.rt);
+    float in[6] = {0}, out[6];
+    float fidx[2] = {0, 1};
+    int64_t idx[2] = {0, 1};
+    axon_tensor_t ti = T2(in, AXON_FLOAT32, 3, 2), to = T2(out, AXON_FLOAT32, 2, 2);
+    axon_tensor_t tf = T1(fidx, AXON_FLOAT32, 2), tx = T1(idx, AXON_INT64, 2);
+    CHECK_STATUS(axon_kernel_index_select(k.s, &to, &ti, 0, &tf), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("int32/int64");
+    CHECK_STATUS(axon_kernel_index_select(k.s, &to, &ti, 2, &tx), AXON_ERROR_INVALID_ARG);
+    CHECK_STATUS(axon_kernel_index_select(k.s, &to, &ti, 1, &tx), AXON_ERROR_INVALID_ARG); /* out shape */
+    double c[8] = {0};
+    axon_tensor_t tc = T1(c, AXON_COMPLEX128, 4), tc2 = T1(c, AXON_COMPLEX128, 2);
+    CHECK_STATUS(axon_kernel_scatter(k.s, AXON_SCATTER_SUM, &tc, 0, &tx, &tc2, axon_scalar_int(0)),
+                 AXON_ERROR_UNSUPPORTED);
+    axon_tensor_t td = T2(in, AXON_FLOAT64, 3, 1);
+    CHECK_STATUS(axon_kernel_index_add(k.s, &ti, 0, &tx, &td, axon_scalar_int(1)), AXON_ERROR_INVALID_ARG);
+    axon_runtime_destroy(k.rt);
+}
+
+int main(void) {
+    RUN(test_index_select_matches_reference_for_every_dtype_and_layout);
+    RUN(test_gather_matches_reference_on_both_dims);
+    RUN(test_scatter_matches_in_order_reference_for_each_reduction);
+    RUN(test_index_add_scales_by_alpha_and_accumulates_repeats);
+    RUN(test_embedding_backward_is_deterministic_and_skips_padding);
+    RUN(test_out_of_range_index_fails_at_sync_and_writes_nothing);
+    RUN(test_masked_fill_broadcasts_the_mask);
+    RUN(test_cat_of_one_to_many_inputs_with_empty_strided_and_mixed_dtypes);
+    RUN(test_bad_launch_arguments_are_refused);
+    return check_report();
+}
