@@ -24,6 +24,9 @@ static const char *const binary_names[] = {
     "pow",         "atan2",      "maximum",     "minimum",     "fmax",        "fmin",       "eq",        "ne",
     "lt",          "le",         "gt",          "ge",          "logical_and", "logical_or", "logical_xor",
     "bitwise_and", "bitwise_or", "bitwise_xor", "shift_left",  "shift_right", "hypot",      "copysign",  "xlogy",
+    "gelu_backward", "gelu_tanh_backward", "silu_backward", "mish_backward", "sigmoid_backward", "tanh_backward",
+    "threshold_backward", "hardtanh_backward", "leaky_relu_backward", "elu_backward", "softplus_backward",
+    "hardswish_backward", "hardsigmoid_backward",
 };
 _Static_assert(sizeof binary_names / sizeof binary_names[0] == AXON_BINARY_COUNT,
                "every axon_binary_op_t needs a name");
@@ -153,6 +156,30 @@ static void pw_unary_params(axon_unary_op_t op, const axon_op_params_t *p, pw_ct
     }
 }
 
+/* The binary backward ops' parameters into their slots (see the expressions in pointwise_binary.c). */
+static void pw_binary_params(axon_binary_op_t op, const axon_op_params_t *p, pw_ctx_t *c) {
+    switch (op) {
+    case AXON_BINARY_THRESHOLD_BACKWARD: pw_slot(c, 0, p->threshold, 0); break;
+    case AXON_BINARY_SOFTPLUS_BACKWARD:
+        pw_slot(c, 0, p->beta, 0);
+        pw_slot(c, 1, p->threshold, 0);
+        break;
+    case AXON_BINARY_HARDTANH_BACKWARD:
+        pw_slot(c, 0, p->min_val, 0);
+        pw_slot(c, 1, p->max_val, 0);
+        break;
+    case AXON_BINARY_LEAKY_RELU_BACKWARD: pw_slot(c, 0, p->negative_slope, 0); break;
+    case AXON_BINARY_ELU_BACKWARD:
+        pw_slot(c, 0, p->elu_alpha * p->elu_scale, 0);
+        c->pf[0] = (float)p->elu_alpha * (float)p->elu_scale; /* as for ELU: the product in the op's float type */
+        pw_slot(c, 1, p->elu_scale, 0);
+        pw_slot(c, 2, p->elu_input_scale, 0);
+        c->pi[0] = p->elu_is_result != 0; /* floats read pf/pd only, so the integer slot is free for the flag */
+        break;
+    default: break;
+    }
+}
+
 /* A number operand as the work value of its load dtype. Floating compute keeps the number in float32 (float64 for
  * float64), PyTorch's opmath scalar; `round` (the bool-result ops) first rounds it to the compute dtype, as PyTorch
  * does when it compares. Integer and bool compute take it with the copy rules. */
@@ -264,6 +291,7 @@ static axon_status_t pw_launch(axon_stream_t s, const pw_op_t *op, const axon_te
     a.out = *out;
     if ((op->flags & PW_ALPHA) && (st = pw_alpha(op, p->alpha, compute, &a.ctx)) != AXON_OK) return st;
     if (op->arity == 1) pw_unary_params((axon_unary_op_t)op->op, p, &a.ctx);
+    if (op->arity == 2) pw_binary_params((axon_binary_op_t)op->op, p, &a.ctx);
     uint64_t bytes = axon_dtype_size(out->dtype);
     for (int k = 0; k < op->arity; k++) {
         a.load[k] = k == 0 && (op->flags & PW_COND_FIRST) ? AXON_BOOL : compute;

@@ -130,6 +130,54 @@ PW_FLOATS(PW_B2, hypot, (hypot(x, y)))
 PW_FLOATS(PW_B2, copysign, (copysign(x, y)))
 PW_FLOATS(PW_B2, xlogy, (PW_FGEN(pw_xlogy, x)(x, y)))
 
+/* ---- activation backward (x the gradient, y the forward's input or output) ----
+ * Written term by term as PyTorch's CPU kernels write them, so the roundings, NaNs and infinities match; the
+ * constants are theirs too (M_2_SQRTPI M_SQRT1_2 / 2 = 1/sqrt(2 pi), M_SQRT2 M_2_SQRTPI / 2 = sqrt(2/pi)). The
+ * float forms of exp go through PW_EXP, as the forward SILU and SIGMOID do, so forward and backward agree. */
+
+#define PW_BACKWARD_HELPERS(sn, T)                                                                                \
+    static inline T pw_sigmoid_##sn(T y) { return (T)1 / ((T)1 + PW_EXP(-y)); }                                    \
+    static inline T pw_gelu_tanh_bw_##sn(T g, T y) {                                                              \
+        const T k_beta = (T)0.79788456080286535588, k_kappa = (T)0.044715;                                        \
+        const T y_sq = y * y, y_cube = y_sq * y, inner = k_beta * (y + k_kappa * y_cube), t = tanh(inner);      \
+        const T left = (T)0.5 * y, right = (T)1 + t, left_d = (T)0.5 * right;                                     \
+        const T tanh_d = (T)1 - t * t, inner_d = k_beta * ((T)1 + (T)3 * k_kappa * y_sq);                         \
+        return g * (left_d + left * tanh_d * inner_d);                                                            \
+    }                                                                                                             \
+    static inline T pw_silu_bw_##sn(T g, T y) {                                                                   \
+        const T s = pw_sigmoid_##sn(y);                                                                           \
+        return g * s * ((T)1 + y * ((T)1 - s));                                                                   \
+    }                                                                                                             \
+    static inline T pw_mish_bw_##sn(T g, T y) {                                                                   \
+        const T s = pw_sigmoid_##sn(y), t = tanh(log1p(exp(y)));                                                  \
+        return g * (t + y * s * ((T)1 - t * t));                                                                  \
+    }                                                                                                             \
+    static inline T pw_softplus_bw_##sn(T g, T y, T beta, T threshold) {                                          \
+        const T z = PW_EXP(y * beta);                                                                             \
+        return y * beta > threshold ? g : g * z / (z + (T)1);                                                     \
+    }
+
+PW_BACKWARD_HELPERS(f32, float)
+PW_BACKWARD_HELPERS(f64, double)
+
+PW_FLOATS(PW_B2, gelu_backward,
+          (x * ((W)0.5 * ((W)1 + erf(y * (W)0.70710678118654752440)) +
+                y * ((W)0.39894228040143267794 * PW_EXP(y * y * (W)-0.5)))))
+PW_FLOATS(PW_B2, gelu_tanh_backward, (PW_FGEN(pw_gelu_tanh_bw, x)(x, y)))
+PW_FLOATS(PW_B2, silu_backward, (PW_FGEN(pw_silu_bw, x)(x, y)))
+PW_FLOATS(PW_B2, mish_backward, (PW_FGEN(pw_mish_bw, x)(x, y)))
+PW_FLOATS(PW_B2, sigmoid_backward, (x * ((W)1 - y) * y))
+PW_FLOATS(PW_B2, tanh_backward, (x * ((W)1 - y * y)))
+PW_FLOATS(PW_B2, threshold_backward, (y <= p0 ? (W)0 : x)) /* p0 threshold */
+PW_FLOATS(PW_B2, hardtanh_backward, (y <= p0 || y >= p1 ? (W)0 : x)) /* p0 min_val, p1 max_val */
+PW_FLOATS(PW_B2, leaky_relu_backward, (y > 0 ? x : x * p0))          /* p0 negative_slope */
+/* p0 alpha*scale, p1 scale, p2 input_scale; ctx->pi[0] says whether y is the output (loop-invariant). */
+PW_FLOATS(PW_B2, elu_backward,
+          (ctx->pi[0] ? (y <= 0 ? x * p2 * (y + p0) : x * p1) : (y <= 0 ? x * p2 * p0 * PW_EXP(y * p2) : x * p1)))
+PW_FLOATS(PW_B2, softplus_backward, (PW_FGEN(pw_softplus_bw, x)(x, y, p0, p1))) /* p0 beta, p1 threshold */
+PW_FLOATS(PW_B2, hardswish_backward, (y < (W)-3 ? (W)0 : y <= (W)3 ? x * (y / (W)3 + (W)0.5) : x))
+PW_FLOATS(PW_B2, hardsigmoid_backward, (y > (W)-3 && y < (W)3 ? x * (W)(1.0 / 6.0) : (W)0))
+
 /* ---- integers ---- */
 
 PW_INTS(PW_B2, add, ((W)((U)x + (U)p0 * (U)y)))
@@ -211,4 +259,17 @@ const pw_loop_fn axon_pw_binary_loops[AXON_BINARY_COUNT][AXON_DTYPE_COUNT] = {
     [AXON_BINARY_HYPOT] = {PW_F(hypot)},
     [AXON_BINARY_COPYSIGN] = {PW_F(copysign)},
     [AXON_BINARY_XLOGY] = {PW_F(xlogy)},
+    [AXON_BINARY_GELU_BACKWARD] = {PW_F(gelu_backward)},
+    [AXON_BINARY_GELU_TANH_BACKWARD] = {PW_F(gelu_tanh_backward)},
+    [AXON_BINARY_SILU_BACKWARD] = {PW_F(silu_backward)},
+    [AXON_BINARY_MISH_BACKWARD] = {PW_F(mish_backward)},
+    [AXON_BINARY_SIGMOID_BACKWARD] = {PW_F(sigmoid_backward)},
+    [AXON_BINARY_TANH_BACKWARD] = {PW_F(tanh_backward)},
+    [AXON_BINARY_THRESHOLD_BACKWARD] = {PW_F(threshold_backward)},
+    [AXON_BINARY_HARDTANH_BACKWARD] = {PW_F(hardtanh_backward)},
+    [AXON_BINARY_LEAKY_RELU_BACKWARD] = {PW_F(leaky_relu_backward)},
+    [AXON_BINARY_ELU_BACKWARD] = {PW_F(elu_backward)},
+    [AXON_BINARY_SOFTPLUS_BACKWARD] = {PW_F(softplus_backward)},
+    [AXON_BINARY_HARDSWISH_BACKWARD] = {PW_F(hardswish_backward)},
+    [AXON_BINARY_HARDSIGMOID_BACKWARD] = {PW_F(hardsigmoid_backward)},
 };

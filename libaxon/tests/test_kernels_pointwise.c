@@ -11,7 +11,9 @@
  *           bounds the cancellation in a + alpha b, lerp, addcmul, addcdiv, remainder, div_floor;
  *   TRANS   libm functions: 4 ulps or 1e-6 relative for float32 (1e-13 for float64); one ulp for halves;
  *   ACT     composite activations: TRANS, or 8 eps of the work type times max(1, |x|), since 1 + erf(x) and similar
- *           lose all relative precision where the result is tiny (PyTorch computes them the same way).
+ *           lose all relative precision where the result is tiny (PyTorch computes them the same way);
+ *   GRAD    activation backward ops: TRANS, or 8 eps of the work type times the size of the terms the reference
+ *           reports (|g| times the derivative's largest term), since 1 - tanh^2, 1 - s and similar cancel.
  * Unsupported pairs must fail at launch with UNSUPPORTED, naming the op and the dtype. */
 #include <float.h>
 #include <inttypes.h>
@@ -19,7 +21,7 @@
 #include "kernels_check.h"
 #include "pointwise_ref.h"
 
-enum tol { EXACT, ROUND1, ARITH, TRANS, ACT };
+enum tol { EXACT, ROUND1, ARITH, TRANS, ACT, GRAD };
 
 #define N 1000
 #define NDT AXON_DTYPE_COUNT
@@ -82,6 +84,13 @@ static const op_case_t binary_cases[] = {
     {AXON_BINARY_SHIFT_LEFT, I, EXACT, 0},    {AXON_BINARY_SHIFT_RIGHT, I, EXACT, 0},
     {AXON_BINARY_HYPOT, F, TRANS, 0},         {AXON_BINARY_COPYSIGN, F, EXACT, 0},
     {AXON_BINARY_XLOGY, F, TRANS, 0},
+    {AXON_BINARY_GELU_BACKWARD, F, GRAD, 0},    {AXON_BINARY_GELU_TANH_BACKWARD, F, GRAD, 0},
+    {AXON_BINARY_SILU_BACKWARD, F, GRAD, 0},    {AXON_BINARY_MISH_BACKWARD, F, GRAD, 0},
+    {AXON_BINARY_SIGMOID_BACKWARD, F, GRAD, 0}, {AXON_BINARY_TANH_BACKWARD, F, GRAD, 0},
+    {AXON_BINARY_THRESHOLD_BACKWARD, F, EXACT, 0}, {AXON_BINARY_HARDTANH_BACKWARD, F, EXACT, 0},
+    {AXON_BINARY_LEAKY_RELU_BACKWARD, F, ROUND1, 0}, {AXON_BINARY_ELU_BACKWARD, F, GRAD, 0},
+    {AXON_BINARY_SOFTPLUS_BACKWARD, F, GRAD, 0}, {AXON_BINARY_HARDSWISH_BACKWARD, F, GRAD, 0},
+    {AXON_BINARY_HARDSIGMOID_BACKWARD, F, ROUND1, 0},
 };
 _Static_assert(sizeof binary_cases / sizeof binary_cases[0] == AXON_BINARY_COUNT, "a case for every binary op");
 
@@ -236,6 +245,53 @@ static long double ref_div_floor(long double a, long double b) {
     return q == 0 ? copysignl(0, a / b) : q;
 }
 
+/* The activation backward ops (x the gradient, y the forward's input or output), in the same structure as PyTorch's
+ * CPU kernels. R() rounds the intermediates that can overflow or underflow to the work type, and the parameters to
+ * it (PyTorch's opmath scalars), so infinities, zeros and NaN arise where they do in float arithmetic; the libm parts
+ * stay long double. `scale` is the size of the largest term, for GRAD's cancellation allowance. */
+static long double backward_ref_f(int op, long double g, long double y, const axon_op_params_t *p, axon_dtype_t work,
+                                  long double *scale) {
+#define R(v) ref_round(work, (v))
+    const long double pi = 3.141592653589793238462643383279503L, ay = fmaxl(1, fabsl(y));
+    const long double s = 1 / (1 + R(expl(-y)));
+    *scale = fabsl(g) * ay;
+    switch (op) {
+    case AXON_BINARY_GELU_BACKWARD: {
+        long double cdf = (1 + R(erfl(y / sqrtl(2)))) / 2, pdf = R(expl(R(y * y) / -2)) / sqrtl(2 * pi);
+        return g * (cdf + y * pdf);
+    }
+    case AXON_BINARY_GELU_TANH_BACKWARD: {
+        long double kb = sqrtl(2 / pi), kk = 0.044715L, ysq = R(y * y), t = R(tanhl(R(kb * (y + kk * R(ysq * y)))));
+        *scale = fabsl(g) * ay * ay * ay;
+        return g * ((1 + t) / 2 + R(R(y / 2 * (1 - t * t)) * R(kb * (1 + 3 * kk * ysq))));
+    }
+    case AXON_BINARY_SILU_BACKWARD: return g * s * (1 + y * (1 - s));
+    case AXON_BINARY_MISH_BACKWARD: {
+        long double t = tanhl(log1pl(R(expl(y))));
+        return g * (t + y * s * (1 - t * t));
+    }
+    case AXON_BINARY_SIGMOID_BACKWARD: *scale = fabsl(g) * ay * ay; return R(g * (1 - y)) * y;
+    case AXON_BINARY_TANH_BACKWARD: *scale = fabsl(g) * ay * ay; return g * (1 - R(y * y));
+    case AXON_BINARY_THRESHOLD_BACKWARD: return y <= R(p->threshold) ? 0 : g;
+    case AXON_BINARY_HARDTANH_BACKWARD: return y <= R(p->min_val) || y >= R(p->max_val) ? 0 : g;
+    case AXON_BINARY_LEAKY_RELU_BACKWARD: return y > 0 ? g : g * R(p->negative_slope);
+    case AXON_BINARY_ELU_BACKWARD: {
+        long double a = R(R(p->elu_alpha) * R(p->elu_scale)), sc = R(p->elu_scale), is = R(p->elu_input_scale);
+        *scale = fabsl(g) * (fabsl(a) + fabsl(sc) + fabsl(is * y)) * fmaxl(1, fabsl(is));
+        if (p->elu_is_result) return y <= 0 ? R(g * is) * (y + a) : g * sc;
+        return y <= 0 ? R(R(g * is) * a) * R(expl(R(y * is))) : g * sc;
+    }
+    case AXON_BINARY_SOFTPLUS_BACKWARD: {
+        long double b = R(p->beta), z = R(expl(R(y * b)));
+        return R(y * b) > R(p->threshold) ? g : R(g * z) / (z + 1);
+    }
+    case AXON_BINARY_HARDSWISH_BACKWARD: return y < -3 ? 0 : y <= 3 ? g * (y / 3 + 0.5L) : g;
+    case AXON_BINARY_HARDSIGMOID_BACKWARD: return y > -3 && y < 3 ? g * R(1.0L / 6) : 0;
+    default: return NAN;
+    }
+#undef R
+}
+
 /* `work` rounds to the type the kernel computes in (float32 for halves): div_trunc truncates a rounded quotient. */
 static long double binary_ref_f(int op, long double x, long double y, const axon_op_params_t *p, axon_dtype_t work,
                                 long double *scale) {
@@ -272,7 +328,7 @@ static long double binary_ref_f(int op, long double x, long double y, const axon
     case AXON_BINARY_HYPOT: return hypotl(x, y);
     case AXON_BINARY_COPYSIGN: return copysignl(x, y);
     case AXON_BINARY_XLOGY: return isnan(y) ? NAN : x == 0 ? 0 : x * logl(y);
-    default: return NAN;
+    default: return backward_ref_f(op, x, y, p, work, scale);
     }
 }
 
@@ -406,6 +462,10 @@ static int close_enough(axon_dtype_t d, enum tol tol, long double got, long doub
         if (diff <= ulp * (half ? 1 : 4)) return 1;
         if (!half && diff <= (d == AXON_FLOAT64 ? 1e-13L : 1e-6L) * fabsl(want)) return 1;
         return tol == ACT && diff <= ulp + 8 * eps * fmaxl(1, fabsl(x));
+    case GRAD:
+        if (diff <= ulp * (half ? 1 : 4)) return 1;
+        if (!half && diff <= (d == AXON_FLOAT64 ? 1e-13L : 1e-6L) * fabsl(want)) return 1;
+        return diff <= ulp + 8 * eps * scale;
     default: return 0;
     }
 }
@@ -589,6 +649,27 @@ static void test_add_and_sub_scale_b_by_alpha(void) {
     axon_runtime_destroy(k.rt);
 }
 
+static void test_backward_ops_with_non_default_params(void) {
+    axon_op_params_t p = axon_op_params_default();
+    p.negative_slope = 0.2, p.elu_alpha = 1.6732632423543772, p.elu_scale = 1.0507009873554805; /* SELU */
+    p.elu_input_scale = 0.5, p.beta = 2.0, p.threshold = 0.0, p.min_val = -5.0, p.max_val = 7.0;
+    const op_case_t cases[] = {
+        {AXON_BINARY_LEAKY_RELU_BACKWARD, F, ROUND1, 0}, {AXON_BINARY_ELU_BACKWARD, F, GRAD, 0},
+        {AXON_BINARY_SOFTPLUS_BACKWARD, F, GRAD, 0},     {AXON_BINARY_HARDTANH_BACKWARD, F, EXACT, 0},
+        {AXON_BINARY_THRESHOLD_BACKWARD, F, EXACT, 0}, /* relu's: threshold 0 */
+    };
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    for (int is_result = 0; is_result < 2; is_result++) {
+        p.elu_is_result = is_result; /* ELU_BACKWARD from the output (elu_, the in-place forward) too */
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+            for (int d = 0; d < NDT; d++)
+                if ((cases[c].dtypes >> d) & 1 && check_pair(&k, 2, &cases[c], (axon_dtype_t)d, &p) != 0)
+                    check_failures_in_test++;
+    }
+    axon_runtime_destroy(k.rt);
+}
+
 static void test_every_ternary_op_matches_the_reference(void) {
     axon_op_params_t p = axon_op_params_default();
     check_family(3, ternary_cases, AXON_TERNARY_COUNT, &p);
@@ -608,6 +689,7 @@ int main(void) {
     RUN(test_unary_ops_with_non_default_params);
     RUN(test_every_binary_op_matches_the_reference);
     RUN(test_add_and_sub_scale_b_by_alpha);
+    RUN(test_backward_ops_with_non_default_params);
     RUN(test_every_ternary_op_matches_the_reference);
     return check_report();
 }
