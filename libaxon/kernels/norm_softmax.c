@@ -16,10 +16,12 @@
 #include "kernels_impl.h"
 
 #define SM_LANES 64
-#define SM_CHUNK 1024
+#define SM_CHUNK 4096           /* doubles: two buffers are 64 KiB of a worker's (8 MiB default) stack */
 
 typedef struct sm_args {
     int backward, log;
+    int f32_exp;                 /* no float64 tensor: exp in float32 (expf is several times faster than exp, and its
+                                    ~1 ulp float32 error is below what a float32 or half result can hold) */
     int64_t outer, len, inner;
     char *out;                   /* out, or grad_in */
     const char *a;               /* in, or grad_out */
@@ -27,6 +29,8 @@ typedef struct sm_args {
     size_t es_out, es_a, es_b;
     axon_convert_fn load_a, load_b, store;
 } sm_args_t;
+
+static double sm_exp(const sm_args_t *a, double v) { return a->f32_exp ? (double)expf((float)v) : exp(v); }
 
 /* Load rows [j, j + n) of a block of m lanes at p (element size es) into buf[n][m]. */
 static void sm_load(axon_convert_fn load, double *buf, const char *p, size_t es, int64_t inner, int64_t j,
@@ -47,9 +51,38 @@ static void sm_store(axon_convert_fn store, char *p, size_t es, const double *bu
     for (int64_t r = 0; r < n; r++) store(p + (j + r) * inner * (int64_t)es, 1, (const char *)(buf + r * m), 1, m);
 }
 
+/* Forward of a unit that fits in one chunk: loaded once, and softmax keeps exp(x - max) from the sum for the output,
+ * so each element costs one exp instead of two (exp dominates the time). */
+static void sm_unit_small(const sm_args_t *a, int64_t off, int64_t m, double *x) {
+    double mx[SM_LANES], acc[SM_LANES];
+    const int64_t n = a->len;
+    sm_load(a->load_a, x, a->a + off * (int64_t)a->es_a, a->es_a, a->inner, 0, n, m);
+    for (int64_t l = 0; l < m; l++) mx[l] = -INFINITY, acc[l] = 0.0;
+    for (int64_t r = 0; r < n; r++)
+        for (int64_t l = 0; l < m; l++) mx[l] = x[r * m + l] > mx[l] ? x[r * m + l] : mx[l];
+    if (a->log) {
+        for (int64_t r = 0; r < n; r++)
+            for (int64_t l = 0; l < m; l++) acc[l] += sm_exp(a, x[r * m + l] - mx[l]);
+        for (int64_t l = 0; l < m; l++) acc[l] = mx[l] + log(acc[l]);
+        for (int64_t r = 0; r < n; r++)
+            for (int64_t l = 0; l < m; l++) x[r * m + l] -= acc[l];
+    } else {
+        for (int64_t r = 0; r < n; r++)
+            for (int64_t l = 0; l < m; l++) acc[l] += x[r * m + l] = sm_exp(a, x[r * m + l] - mx[l]);
+        for (int64_t l = 0; l < m; l++) acc[l] = 1.0 / acc[l];
+        for (int64_t r = 0; r < n; r++)
+            for (int64_t l = 0; l < m; l++) x[r * m + l] *= acc[l];
+    }
+    sm_store(a->store, a->out + off * (int64_t)a->es_out, a->es_out, x, a->inner, 0, n, m);
+}
+
 /* One unit: m lanes starting at element offset off. */
 static void sm_unit(const sm_args_t *a, int64_t off, int64_t m) {
     double x[SM_CHUNK], y[SM_CHUNK], mx[SM_LANES], acc[SM_LANES];
+    if (!a->backward && a->len * m <= SM_CHUNK) {
+        sm_unit_small(a, off, m, x);
+        return;
+    }
     const char *pa = a->a + off * (int64_t)a->es_a;
     const char *pb = a->b ? a->b + off * (int64_t)a->es_b : NULL;
     char *po = a->out + off * (int64_t)a->es_out;
@@ -80,7 +113,7 @@ static void sm_unit(const sm_args_t *a, int64_t off, int64_t m) {
             int64_t n = a->len - j < rows ? a->len - j : rows;
             sm_load(a->load_a, x, pa, a->es_a, a->inner, j, n, m);
             for (int64_t r = 0; r < n; r++)
-                for (int64_t l = 0; l < m; l++) acc[l] += exp(x[r * m + l] - mx[l]);
+                for (int64_t l = 0; l < m; l++) acc[l] += sm_exp(a, x[r * m + l] - mx[l]);
         }
         for (int64_t l = 0; l < m; l++) acc[l] = a->log ? log(acc[l]) : 1.0 / acc[l];
     }
@@ -92,8 +125,8 @@ static void sm_unit(const sm_args_t *a, int64_t off, int64_t m) {
         for (int64_t r = 0; r < n; r++) {
             for (int64_t l = 0; l < m; l++) {
                 double v = x[r * m + l];
-                if (!a->backward) v = a->log ? v - mx[l] - acc[l] : exp(v - mx[l]) * acc[l];
-                else if (a->log) v = v - exp(y[r * m + l]) * acc[l];
+                if (!a->backward) v = a->log ? v - mx[l] - acc[l] : sm_exp(a, v - mx[l]) * acc[l];
+                else if (a->log) v = v - exp(y[r * m + l]) * acc[l]; /* float64: g - e * sum cancels */
                 else v = y[r * m + l] * (v - acc[l]);
                 x[r * m + l] = v;
             }
@@ -164,6 +197,7 @@ static axon_status_t sm_launch(axon_stream_t s, const char *name, const axon_ten
     memset(&g, 0, sizeof g);
     g.backward = b != NULL;
     g.log = is_log != 0;
+    g.f32_exp = out->dtype != AXON_FLOAT64 && a->dtype != AXON_FLOAT64 && (!b || b->dtype != AXON_FLOAT64);
     g.outer = 1;
     g.inner = 1;
     g.len = a->ndim ? a->sizes[dim] : 1;

@@ -10,7 +10,8 @@
  *
  * Dtypes: inputs and outputs are float32, float64, float16 or bfloat16 (tensors of one call may mix them; values
  * are converted on load and rounded once on store). Everything is computed in float64, whatever the dtypes: one
- * code path, and half and float32 results are then correctly rounded up to the last rounding of the exp/log.
+ * code path, rounded once on store. The one exception is the softmax forward's exp, taken in float32 when no tensor
+ * is float64 (several times faster, and within what a float32 or half result holds).
  * Statistics (mean, rstd) are float32 for float32/float16/bfloat16 inputs and float64 for float64, as PyTorch's
  * native_layer_norm returns them; the kernels accept either.
  *
