@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "axon/axon.h"
+#include "bench_common.h"
 
 #define PEAK_F32_PER_CORE 111.0
 #define PEAK_BF16_PER_CORE 226.0

@@ -16,15 +16,8 @@
 #include <string.h>
 
 #include "axon/axon.h"
+#include "bench_common.h"
 
-#define CHECKED(call)                                                                                \
-    do {                                                                                             \
-        axon_status_t st_ = (call);                                                                  \
-        if (st_ != AXON_OK) {                                                                        \
-            fprintf(stderr, "%s failed: %s: %s\n", #call, axon_status_name(st_), axon_last_error()); \
-            exit(1);                                                                                 \
-        }                                                                                            \
-    } while (0)
 
 /* ---- the plain loops ---- */
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "axon/axon.h"
+#include "bench_common.h"
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -29,14 +30,6 @@ static axon_status_t noop_kernel(const void *args, const axon_exec_t *ex) {
     return AXON_OK;
 }
 
-#define CHECKED(call)                                                                              \
-    do {                                                                                           \
-        axon_status_t st_ = (call);                                                                \
-        if (st_ != AXON_OK) {                                                                      \
-            fprintf(stderr, "%s failed: %s: %s\n", #call, axon_status_name(st_), axon_last_error()); \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
 
 int main(int argc, char **argv) {
     int threads = 2, quick = 0;

@@ -47,14 +47,6 @@ axon_status_t axon_vfail(axon_status_t s, const char *fmt, va_list ap) {
     return s;
 }
 
-axon_status_t axon_fail(axon_status_t s, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    axon_vfail(s, fmt, ap);
-    va_end(ap);
-    return s;
-}
-
 axon_status_t axon_set_error(axon_status_t s, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);

@@ -16,8 +16,8 @@
 /* ---- errors (error.c) ---- */
 
 /* Set this thread's error to s with a printf-style message and return s, so callers write
- * `return axon_fail(AXON_ERROR_INVALID_ARG, "stream is NULL");`. */
-axon_status_t axon_fail(axon_status_t s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+ * `return axon_fail(AXON_ERROR_INVALID_ARG, "stream is NULL");`. The public axon_set_error under its internal name. */
+#define axon_fail axon_set_error
 axon_status_t axon_vfail(axon_status_t s, const char *fmt, va_list ap);
 
 /* Checks our own invariants, in release builds too; user input is checked with statuses, never asserts. */
