@@ -38,7 +38,7 @@ axon_status_t axon_ix_wrap_dim(const char *op, int ndim, int *dim) {
 
 struct ix_scan {
     axon_iter_t it;
-    int64_t size;
+    int64_t size, lo;
     int is64;
     _Atomic int64_t first;       /* smallest visit position of a bad index; INT64_MAX if none */
 };
@@ -48,7 +48,7 @@ static void ix_scan_run(void *ctx, char *const *ptr, const int64_t *stride, int6
     const int64_t step = stride[0] * (int64_t)j->it.esize[0];
     for (int64_t i = 0; i < n; i++) {
         int64_t v = ix_load(ptr[0] + i * step, j->is64);
-        if (v < -j->size || v >= j->size) {
+        if (v < j->lo || v >= j->size) {
             int64_t p = pos + i, cur = atomic_load(&j->first);
             while (p < cur && !atomic_compare_exchange_weak(&j->first, &cur, p)) {
             }
@@ -63,12 +63,13 @@ static void ix_scan_range(void *ctx, int64_t begin, int64_t end, int slot) {
     axon_iter_runs(&j->it, begin, end, ix_scan_run, j);
 }
 
-axon_status_t axon_ix_check_bounds(const axon_tensor_t *index, int64_t size, int dim, const char *op,
+axon_status_t axon_ix_check_bounds(const axon_tensor_t *index, int64_t size, int wrap, int dim, const char *op,
                                    axon_pool_t pool) {
     struct ix_scan j;
     axon_iter_init(&j.it, 1, &index, 1);
     if (j.it.numel == 0) return AXON_OK;
     j.size = size;
+    j.lo = wrap ? -size : 0;
     j.is64 = index->dtype == AXON_INT64;
     atomic_init(&j.first, INT64_MAX);
     axon_parallel_for(pool, 0, j.it.numel, AXON_KERNEL_GRAIN, ix_scan_range, &j);
@@ -86,6 +87,7 @@ struct gather_args {
     axon_tensor_t check;             /* the index as given, for the bounds check */
     int dim;
     int select;                      /* 1: index_select (names the op in messages) */
+    int wrap;                        /* AXON_INDEX_WRAP */
 };
 
 struct gather_job {
@@ -116,7 +118,7 @@ static void gather_range(void *ctx, int64_t begin, int64_t end, int slot) {
 static axon_status_t gather_kernel(const void *args, const axon_exec_t *ex) {
     const struct gather_args *a = args;
     const char *op = a->select ? "index_select" : "gather";
-    axon_status_t st = axon_ix_check_bounds(&a->check, a->in.sizes[a->dim], a->dim, op, ex->pool);
+    axon_status_t st = axon_ix_check_bounds(&a->check, a->in.sizes[a->dim], a->wrap, a->dim, op, ex->pool);
     if (st != AXON_OK) return st;
     struct gather_job j;
     axon_tensor_t in0 = a->in;
@@ -151,7 +153,7 @@ static axon_status_t gather_launch(axon_stream_t s, struct gather_args *a, const
 }
 
 axon_status_t axon_kernel_gather(axon_stream_t s, const axon_tensor_t *out, const axon_tensor_t *in, int dim,
-                                 const axon_tensor_t *index) {
+                                 const axon_tensor_t *index, unsigned flags) {
     char sa[160], sb[160];
     axon_status_t st;
     if ((st = axon_kernel_check_dst(out, "gather: out")) != AXON_OK) return st;
@@ -166,12 +168,12 @@ axon_status_t axon_kernel_gather(axon_stream_t s, const axon_tensor_t *out, cons
                          axon_shape_format(out, sa, sizeof sa), axon_shape_format(index, sb, sizeof sb), in->ndim);
     struct gather_args a;
     memset(&a, 0, sizeof a);
-    a.out = *out, a.in = *in, a.index = *index, a.check = *index, a.dim = dim;
+    a.out = *out, a.in = *in, a.index = *index, a.check = *index, a.dim = dim, a.wrap = flags & AXON_INDEX_WRAP;
     return gather_launch(s, &a, "gather");
 }
 
 axon_status_t axon_kernel_index_select(axon_stream_t s, const axon_tensor_t *out, const axon_tensor_t *in, int dim,
-                                       const axon_tensor_t *index) {
+                                       const axon_tensor_t *index, unsigned flags) {
     char sa[160], sb[160];
     axon_status_t st;
     if ((st = axon_kernel_check_dst(out, "index_select: out")) != AXON_OK) return st;
@@ -191,6 +193,7 @@ axon_status_t axon_kernel_index_select(axon_stream_t s, const axon_tensor_t *out
     struct gather_args a;
     memset(&a, 0, sizeof a);
     a.out = *out, a.in = *in, a.check = *index, a.dim = dim, a.select = 1;
+    a.wrap = flags & AXON_INDEX_WRAP;
     a.index = *out;
     a.index.data = index->data;
     a.index.dtype = index->dtype;

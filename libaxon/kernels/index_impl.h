@@ -37,9 +37,9 @@ static inline void ix_move(char *d, const char *s, size_t es) {
 axon_status_t axon_ix_check_index(const axon_tensor_t *index, const char *op);
 axon_status_t axon_ix_wrap_dim(const char *op, int ndim, int *dim);
 
-/* Run time: scan index (on pool) for a value outside [-size, size). Returns AXON_OK, or fails with INVALID_ARG and
+/* Run time: scan index (on pool) for a value outside [-size, size) (wrap) or [0, size). Returns AXON_OK, or fails with INVALID_ARG and
  * PyTorch's message naming op, the first bad value (in index's memory order), dim and size. */
-axon_status_t axon_ix_check_bounds(const axon_tensor_t *index, int64_t size, int dim, const char *op,
+axon_status_t axon_ix_check_bounds(const axon_tensor_t *index, int64_t size, int wrap, int dim, const char *op,
                                    axon_pool_t pool);
 
 #endif

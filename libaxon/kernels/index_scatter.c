@@ -107,6 +107,7 @@ struct scatter_args {
     int has_src;
     int zero_first;                  /* embedding backward: out = 0 before the updates */
     int has_skip;
+    int wrap;                        /* AXON_INDEX_WRAP */
     int64_t skip;                    /* index value whose updates are dropped (padding_idx) */
     axon_scatter_reduce_t reduce;
     ix_alpha_t alpha;
@@ -171,7 +172,7 @@ static axon_tensor_t scatter_line_desc(const axon_tensor_t *t, const axon_tensor
 static axon_status_t scatter_kernel(const void *args, const axon_exec_t *ex) {
     const struct scatter_args *a = args;
     const int dim = a->dim;
-    axon_status_t st = axon_ix_check_bounds(&a->check, a->out.sizes[dim], dim, a->op, ex->pool);
+    axon_status_t st = axon_ix_check_bounds(&a->check, a->out.sizes[dim], a->wrap, dim, a->op, ex->pool);
     if (st != AXON_OK) return st;
     if (a->zero_first) {
         static const double zeros[2] = {0.0, 0.0};
@@ -273,12 +274,14 @@ static ix_alpha_t scatter_alpha(axon_scalar_t v) {
 }
 
 axon_status_t axon_kernel_scatter(axon_stream_t s, axon_scatter_reduce_t reduce, const axon_tensor_t *out, int dim,
-                                  const axon_tensor_t *index, const axon_tensor_t *src, axon_scalar_t value) {
+                                  const axon_tensor_t *index, const axon_tensor_t *src, axon_scalar_t value,
+                                  unsigned flags) {
     struct scatter_args a;
     axon_status_t st = scatter_begin(&a, "scatter", out, index, src, &dim);
     if (st != AXON_OK) return st;
     a.index = *index;
     a.reduce = reduce;
+    a.wrap = flags & AXON_INDEX_WRAP;
     a.alpha = scatter_alpha(axon_scalar_int(1));
     if (!src) {
         union {
@@ -311,7 +314,7 @@ static axon_tensor_t scatter_broadcast_index(const axon_tensor_t *index, const a
 }
 
 axon_status_t axon_kernel_index_add(axon_stream_t s, const axon_tensor_t *out, int dim, const axon_tensor_t *index,
-                                    const axon_tensor_t *src, axon_scalar_t alpha) {
+                                    const axon_tensor_t *src, axon_scalar_t alpha, unsigned flags) {
     char sa[160], sb[160];
     if (!src) return axon_fail(AXON_ERROR_INVALID_ARG, "index_add: src is NULL");
     struct scatter_args a;
@@ -328,6 +331,7 @@ axon_status_t axon_kernel_index_add(axon_stream_t s, const axon_tensor_t *out, i
     a.index = scatter_broadcast_index(index, src, dim);
     a.reduce = AXON_SCATTER_SUM;
     a.alpha = scatter_alpha(alpha);
+    a.wrap = flags & AXON_INDEX_WRAP;
     return scatter_launch(s, &a);
 }
 

@@ -6,8 +6,10 @@
  * there is nothing to do. Shapes are the caller's business in PyTorch's sense (it resizes outputs first); libaxon
  * checks that they agree and says which do not.
  *
- * Indices: int32 or int64, any strides. A negative index i counts from the end (i + size), as in PyTorch. Indices
- * are read only when the command runs, so an index out of [-size, size) is found there: every index is checked
+ * Indices: int32 or int64, any strides, in [0, size) as PyTorch's index_select, gather, scatter, index_add and
+ * embedding require. With AXON_INDEX_WRAP in `flags`, a negative index i counts from the end (i + size), as PyTorch's
+ * advanced indexing (x[idx]) does, and the valid range is [-size, size). Indices
+ * are read only when the command runs, so an index out of range is found there: every index is checked
  * before anything is written, so the command then fails with INVALID_ARG and the message
  * "<op>(): index 7 is out of bounds for dimension 0 with size 5" (reported at the stream's next synchronization,
  * stream.h) and leaves every output untouched. No out-of-bounds access happens.
@@ -42,18 +44,24 @@ typedef enum axon_scatter_reduce {
     AXON_SCATTER_REDUCE_COUNT
 } axon_scatter_reduce_t;
 
+/* Flags of the indexing launches. */
+enum axon_index_flags {
+    AXON_INDEX_DEFAULT = 0,
+    AXON_INDEX_WRAP = 1u << 0,   /* negative indices count from the end */
+};
+
 /* Static lower-case name ("sum", "amax"); "invalid" outside the enum. Never NULL. */
 AXON_API const char *axon_scatter_reduce_name(axon_scatter_reduce_t r);
 
 /* out = in.index_select(dim, index): index is 0-d or 1-d; in has ndim >= 1; out has in's shape with
  * index's numel at dim and in's dtype. INVALID_ARG for bad descriptors, a bad dim, shapes or dtypes. */
 AXON_API axon_status_t axon_kernel_index_select(axon_stream_t s, const axon_tensor_t *out, const axon_tensor_t *in,
-                                                int dim, const axon_tensor_t *index);
+                                                int dim, const axon_tensor_t *index, unsigned flags);
 
 /* out[p] = in[p with coordinate dim replaced by index[p]] for every position p of index: out has index's shape and
  * in's dtype; index has in's ndim (>= 1) and index.size(d) <= in.size(d) for d != dim. INVALID_ARG otherwise. */
 AXON_API axon_status_t axon_kernel_gather(axon_stream_t s, const axon_tensor_t *out, const axon_tensor_t *in, int dim,
-                                          const axon_tensor_t *index);
+                                          const axon_tensor_t *index, unsigned flags);
 
 /* In place: for every position p of index, out[p with coordinate dim replaced by index[p]] op= src[p] (or the
  * scalar value when src is NULL, converted to out's dtype with the copy rules). index has out's ndim (>= 1) and
@@ -61,17 +69,17 @@ AXON_API axon_status_t axon_kernel_gather(axon_stream_t s, const axon_tensor_t *
  * INVALID_ARG for bad descriptors, dims, shapes or dtypes; UNSUPPORTED for a reduction on complex out. */
 AXON_API axon_status_t axon_kernel_scatter(axon_stream_t s, axon_scatter_reduce_t reduce, const axon_tensor_t *out,
                                            int dim, const axon_tensor_t *index, const axon_tensor_t *src,
-                                           axon_scalar_t value);
+                                           axon_scalar_t value, unsigned flags);
 
 /* In place: out[..., index[i], ...] += alpha * src[..., i, ...] along dim. index is 0-d or 1-d with src.size(dim)
  * elements; src has out's dtype and ndim and out's sizes except at dim. alpha is converted to out's compute type
  * (float for float32/16/bf16, double, int64; for bool, alpha != 0). Errors as scatter. */
 AXON_API axon_status_t axon_kernel_index_add(axon_stream_t s, const axon_tensor_t *out, int dim,
                                              const axon_tensor_t *index, const axon_tensor_t *src,
-                                             axon_scalar_t alpha);
+                                             axon_scalar_t alpha, unsigned flags);
 
 /* grad_weight = 0, then grad_weight[indices[k], :] += grad[k, :] for every k with indices[k] != padding_idx
- * (padding_idx < 0: none; it is compared after negative indices wrap). grad_weight is [V, D], grad [N, D] of the same
+ * (padding_idx < 0: none); indices in [0, V). grad_weight is [V, D], grad [N, D] of the same
  * dtype, indices [N]. One thread owns each element and adds in k order: deterministic. Errors as scatter. */
 AXON_API axon_status_t axon_kernel_embedding_backward(axon_stream_t s, const axon_tensor_t *grad_weight,
                                                       const axon_tensor_t *grad, const axon_tensor_t *indices,
