@@ -1,0 +1,192 @@
+"""Indexing and concatenation on libaxon's index kernels: index_select, gather, scatter (src, value, reduce),
+scatter_add, scatter_reduce, index_add, nn.Embedding forward and backward, masked_fill and cat/stack, against PyTorch
+on CPU, with out-of-range indices reported at the next synchronization, and no host fallback for the bound ops."""
+
+import pytest
+import torch
+
+import torch_axon
+from axon_testing import KERNEL_DTYPES, TOLERANCES, dtype_id, sample
+
+REAL_DTYPES = [d for d in KERNEL_DTYPES if not d.is_complex]
+
+
+def same(result, expected):
+    result = result.cpu()
+    assert result.dtype == expected.dtype and result.shape == expected.shape
+    if expected.dtype in TOLERANCES:
+        rtol, atol = TOLERANCES[expected.dtype]
+        torch.testing.assert_close(result, expected, rtol=rtol, atol=atol, equal_nan=True)
+    else:
+        assert torch.equal(result, expected)
+
+
+def native(fn, *args):
+    """fn on axon copies of args, checked to run without the host fallback."""
+    torch_axon.reset_fallback_stats()
+    r = fn(*[a.to("axon") if isinstance(a, torch.Tensor) else a for a in args])
+    assert torch_axon.fallback_stats() == {}, torch_axon.fallback_stats()
+    return r
+
+
+def randidx(shape, high, seed=1, negative=False):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(-high if negative else 0, high, shape, generator=g)
+
+
+@pytest.mark.parametrize("dtype", KERNEL_DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_index_select_matches_cpu(dtype, dim):
+    x = sample(dtype, (4, 5, 6))
+    for idx in (randidx((7,), x.size(dim)), randidx((3,), x.size(dim)).int(), torch.tensor([], dtype=torch.long)):
+        same(native(lambda t, i: t.index_select(dim, i), x, idx), x.index_select(dim, idx))
+    xt = x.transpose(0, 2)  # strided input
+    idx = randidx((4,), xt.size(dim))
+    same(native(lambda t, i: t.transpose(0, 2).index_select(dim, i), x, idx), xt.index_select(dim, idx))
+
+
+@pytest.mark.parametrize("dtype", KERNEL_DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("dim", [0, 1])
+def test_gather_matches_cpu(dtype, dim):
+    x = sample(dtype, (4, 5))
+    idx = randidx((3, 4), x.size(dim))
+    same(native(lambda t, i: t.gather(dim, i), x, idx), x.gather(dim, idx))
+    idx = randidx((3, 4), x.t().size(dim))
+    same(native(lambda t, i: torch.gather(t.t(), dim, i), x, idx), torch.gather(x.t(), dim, idx))
+
+
+@pytest.mark.parametrize("dtype", KERNEL_DTYPES, ids=dtype_id)
+def test_scatter_src_and_value_match_cpu(dtype):
+    x, src = sample(dtype, (5, 6)), sample(dtype, (4, 6), seed=3)
+    # A permutation per column: no repeated targets, so the result does not depend on the order of writes.
+    idx = torch.stack([torch.randperm(5, generator=torch.Generator().manual_seed(c))[:4] for c in range(6)], 1)
+    same(native(lambda t, i, s: t.scatter(0, i, s), x, idx, src), x.scatter(0, idx, src))
+    same(native(lambda t, i: t.scatter(0, i, 1), x, idx), x.scatter(0, idx, 1))
+
+    def inplace(t, i, s):
+        t.scatter_(0, i, s)
+        return t
+
+    same(native(inplace, x, idx, src), inplace(x.clone(), idx, src))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.int32, torch.int64], ids=dtype_id)
+@pytest.mark.parametrize("reduce", ["sum", "prod", "amax", "amin"])
+def test_scatter_reduce_with_repeated_indices_matches_cpu(dtype, reduce):
+    x, src = sample(dtype, (4, 6)), sample(dtype, (9, 6), seed=5)
+    if dtype.is_floating_point:
+        x, src = x.clamp(-3, 3).nan_to_num(0), src.clamp(-2, 2).nan_to_num(1)
+    else:
+        x, src = x % 5, src % 3 + 1
+    idx = randidx((9, 6), 4, negative=False)
+    same(native(lambda t, i, s: t.scatter_reduce(0, i, s, reduce), x, idx, src), x.scatter_reduce(0, idx, src, reduce))
+
+
+@pytest.mark.parametrize("dtype", REAL_DTYPES, ids=dtype_id)
+def test_scatter_add_and_reduce_overloads_match_cpu(dtype):
+    x, src = sample(dtype, (3, 5)), sample(dtype, (3, 7), seed=2)
+    if dtype.is_floating_point:
+        x, src = x.nan_to_num(0, 0, 0), src.nan_to_num(0, 0, 0).clamp(-4, 4)
+    idx = randidx((3, 4), 5, negative=False)
+    same(native(lambda t, i, s: t.scatter_add(1, i, s), x, idx, src), x.scatter_add(1, idx, src))
+    same(native(lambda t, i, s: t.scatter(1, i, s, reduce="add"), x, idx, src), x.scatter(1, idx, src, reduce="add"))
+
+
+@pytest.mark.parametrize("dtype", REAL_DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("dim", [0, 1])
+def test_index_add_with_alpha_matches_cpu(dtype, dim):
+    x = sample(dtype, (5, 4))
+    n = 7
+    src = sample(dtype, (n, 4) if dim == 0 else (5, n), seed=4)
+    if dtype.is_floating_point:
+        x, src = x.nan_to_num(0, 0, 0).clamp(-8, 8), src.nan_to_num(0, 0, 0).clamp(-8, 8)
+    idx = randidx((n,), x.size(dim), negative=False)
+    alpha = True if dtype == torch.bool else 2
+    same(native(lambda t, i, s: t.index_add(dim, i, s, alpha=alpha), x, idx, src), x.index_add(dim, idx, src, alpha=alpha))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16], ids=dtype_id)
+@pytest.mark.parametrize("padding_idx", [None, 2])
+def test_embedding_forward_and_backward_match_cpu(dtype, padding_idx):
+    torch.manual_seed(0)
+    emb = torch.nn.Embedding(10, 6, padding_idx=padding_idx).to(dtype)
+    idx = torch.tensor([[1, 2, 2, 9], [0, 2, 1, 1], [9, 9, 9, 3]])
+    out = emb(idx)
+    out.backward(torch.ones_like(out) * torch.arange(4, dtype=dtype).view(1, 4, 1))
+    emb_a = torch.nn.Embedding(10, 6, padding_idx=padding_idx).to(dtype).to("axon")
+    with torch.no_grad():
+        emb_a.weight.copy_(emb.weight)
+    torch_axon.reset_fallback_stats()
+    out_a = emb_a(idx.to("axon"))
+    out_a.backward(torch.ones_like(out_a) * torch.arange(4, dtype=dtype, device="axon").view(1, 4, 1))
+    assert torch_axon.fallback_stats() == {}, torch_axon.fallback_stats()
+    same(out_a, out)
+    same(emb_a.weight.grad, emb.weight.grad)
+
+
+def test_embedding_backward_is_deterministic():
+    g = torch.Generator().manual_seed(0)
+    grad = torch.randn(4000, 16, generator=g).to("axon")
+    idx = torch.randint(0, 20, (4000,), generator=g).to("axon")
+    a = torch.ops.aten.embedding_dense_backward(grad, idx, 20, -1, False).cpu()
+    b = torch.ops.aten.embedding_dense_backward(grad, idx, 20, -1, False).cpu()
+    assert torch.equal(a, b)
+    torch.testing.assert_close(a, torch.ops.aten.embedding_dense_backward(grad.cpu(), idx.cpu(), 20, -1, False))
+
+
+@pytest.mark.parametrize("dtype", KERNEL_DTYPES, ids=dtype_id)
+def test_masked_fill_matches_cpu(dtype):
+    x = sample(dtype, (4, 5))
+    mask = torch.rand(5, generator=torch.Generator().manual_seed(0)) > 0.5  # broadcast over rows
+    value = True if dtype == torch.bool else 3
+    same(native(lambda t, m: t.masked_fill(m, value), x, mask), x.masked_fill(mask, value))
+    same(native(lambda t, m, v: t.masked_fill(m, v), x, mask, torch.tensor(value)), x.masked_fill(mask, value))
+
+
+def test_cat_and_stack_match_cpu_with_mixed_dtypes_and_empty_inputs():
+    a, b = sample(torch.float32, (2, 3)), sample(torch.int64, (4, 3), seed=1)
+    c = sample(torch.float64, (3, 1), seed=2).t()  # [1, 3], strided
+    e = torch.empty(0, 3, dtype=torch.float16)
+    legacy = torch.tensor([])
+    for dim in (0, -2):
+        same(native(lambda *t: torch.cat(t, dim), a, b, c, e, legacy), torch.cat([a, b, c, e, legacy], dim))
+    same(native(lambda *t: torch.cat(t, 1), a, a.int(), a.bool()), torch.cat([a, a.int(), a.bool()], 1))
+    same(native(lambda *t: torch.stack(t, 1), a, a * 2, a.double()), torch.stack([a, a * 2, a.double()], 1))
+    many = [sample(torch.bfloat16, (2, i % 3), seed=i) for i in range(60)]  # more inputs than one launch takes
+    same(native(lambda *t: torch.cat(t, 1), *many), torch.cat(many, 1))
+    same(native(lambda t: torch.cat([t]), a), torch.cat([a]))
+    out = torch.empty(0, device="axon", dtype=torch.float64)
+    torch.cat([a.to("axon"), b.to("axon")], out=out)
+    same(out, torch.cat([a, b], out=torch.empty(0, dtype=torch.float64)))
+
+
+def test_cat_checks_like_cpu():
+    a, b = torch.zeros(2, 3, device="axon"), torch.zeros(2, 4, device="axon")
+    with pytest.raises(RuntimeError, match="Sizes of tensors must match except in dimension 0"):
+        torch.cat([a, b])
+    with pytest.raises(RuntimeError, match="can't be cast to the desired output type"):
+        torch.cat([a, a], out=torch.empty(0, dtype=torch.long, device="axon"))
+    with pytest.raises(RuntimeError, match="zero-dimensional tensor"):
+        torch.cat([torch.zeros((), device="axon")])
+
+
+@pytest.mark.parametrize("op", ["index_select", "gather", "scatter", "index_add", "embedding", "embedding_backward"])
+def test_out_of_range_index_raises_out_of_bounds(op):
+    x = torch.zeros(5, 2, device="axon")
+    bad = torch.tensor([1, 7, 0], device="axon")
+    with pytest.raises((RuntimeError, IndexError), match="out of bounds"):
+        if op == "index_select":
+            r = x.index_select(0, bad)
+        elif op == "gather":
+            r = x.gather(0, bad.view(3, 1).expand(3, 2))
+        elif op == "scatter":
+            r = x.scatter(0, bad.view(3, 1).expand(3, 2), 1.0)
+        elif op == "index_add":
+            r = x.index_add(0, bad, torch.ones(3, 2, device="axon"))
+        elif op == "embedding":
+            r = torch.nn.functional.embedding(bad, x)
+        else:
+            r = torch.ops.aten.embedding_dense_backward(torch.ones(3, 2, device="axon"), bad, 5, -1, False)
+        r.cpu()
+    # The stream stays usable afterwards.
+    same(x.index_select(0, torch.tensor([4], device="axon")), torch.zeros(1, 2))

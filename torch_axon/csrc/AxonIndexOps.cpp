@@ -1,0 +1,364 @@
+// Indexing and concatenation on libaxon's index kernels (libaxon/include/axon/index.h): index_select, gather,
+// scatter (src, value, reduce and scatter_reduce with include_self), scatter_add, index_add, embedding's dense
+// backward, masked_fill_ and cat. Embedding's forward is composite over index_select.
+//
+// Each op makes PyTorch's checks (with its messages), resizes out, describes the tensors and launches one kernel.
+// Indices follow these ops' PyTorch rule, [0, size) (no negative wrap). Indices are read on the device, so an out-of-range index is reported at the next synchronization of the stream
+// (e.g. `.cpu()`), with PyTorch's "index 7 is out of bounds for dimension 0 with size 5", and nothing is written.
+// What libaxon does not cover (more than AXON_MAX_DIMS dimensions, 0-dim self, dtypes it lacks, scatter_reduce's
+// mean or include_self=False, embedding's scale_grad_by_freq) runs through the host fallback.
+#include <ATen/ATen.h>
+#include <ATen/MemoryOverlap.h>
+#include <ATen/Operators.h>
+#include <ATen/WrapDimUtils.h>
+#include <ATen/native/CPUFallback.h>
+#include <ATen/native/Resize.h>
+#include <ATen/native/TypeProperties.h>
+#include <axon/index.h>
+#include <c10/util/Exception.h>
+#include <torch/library.h>
+
+#include <string_view>
+#include <vector>
+
+#include "AxonException.h"
+#include "AxonFallback.h"
+#include "AxonFunctions.h"
+#include "AxonTensor.h"
+
+namespace torch_axon {
+namespace {
+
+template <class Op, class... Args>
+decltype(auto) fall_back(Args&&... args) {
+  return at::native::call_fallback_fn<&host_fallback, Op>::call(std::forward<Args>(args)...);
+}
+
+axon_stream_t stream_of(const at::Tensor& t) { return current_stream(t.device().index()); }
+
+bool fits_dims(const at::Tensor& t) { return t.dim() >= 1 && t.dim() <= AXON_MAX_DIMS; }
+
+bool is_index_dtype(const at::Tensor& index) {
+  return index.scalar_type() == at::kLong || index.scalar_type() == at::kInt;
+}
+
+// ---- index_select ----
+
+at::Tensor& index_select_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, at::Tensor& out) {
+  TORCH_CHECK_INDEX(index.dim() <= 1, "index_select(): Index is supposed to be a vector");
+  TORCH_CHECK(is_index_dtype(index), "index_select(): Expected dtype int32 or int64 for index");
+  TORCH_CHECK(self.scalar_type() == out.scalar_type(), "index_select(): self and result must have the same scalar "
+              "type");
+  if (!fits_dims(self)) return fall_back<ATEN_OP2(index_select, out)>(self, dim, index, out);
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  std::vector<int64_t> shape(self.sizes().begin(), self.sizes().end());
+  shape[dim] = index.numel();
+  at::native::resize_output(out, shape);
+  if (out.numel() == 0) return out;
+  TORCH_CHECK_INDEX(self.size(dim) > 0, "index_select(): self indexing axis dim should be positive");
+  const axon_tensor_t o = describe_bytes(out, "index_select"), s = describe_bytes(self, "index_select"),
+                      x = describe(index, "index_select");
+  AXON_CHECK(axon_kernel_index_select(stream_of(self), &o, &s, static_cast<int>(dim), &x, AXON_INDEX_DEFAULT));
+  return out;
+}
+
+at::Tensor index_select(const at::Tensor& self, int64_t dim, const at::Tensor& index) {
+  if (!fits_dims(self)) return fall_back<ATEN_OP(index_select)>(self, dim, index);
+  at::Tensor out = at::empty({0}, self.options());
+  return index_select_out(self, dim, index, out);
+}
+
+// ---- gather and scatter: PyTorch's scatter_gather_checks ----
+
+void check_gather_shapes(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor* src,
+                         const char* op) {
+  TORCH_CHECK(index.scalar_type() == at::kLong, op, "(): Expected dtype int64 for index");
+  TORCH_CHECK(index.dim() == self.dim(), "Index tensor must have the same number of dimensions as ",
+              src ? "self tensor" : "input tensor");
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    if (d != dim) {
+      TORCH_CHECK(index.size(d) <= self.size(d), "Expected index ", index.sizes(), " to be no larger than self ",
+                  self.sizes(), " apart from dimension ", dim);
+    }
+    if (src) {
+      TORCH_CHECK(index.size(d) <= src->size(d), "Expected index ", index.sizes(), " to be no larger than src ",
+                  src->sizes());
+    }
+  }
+  if (src) {
+    TORCH_CHECK(src->dim() == self.dim(), "Index tensor must have the same number of dimensions as src tensor");
+    TORCH_CHECK(src->scalar_type() == self.scalar_type(), op, "(): Expected self.dtype to be equal to src.dtype");
+  }
+}
+
+at::Tensor& gather_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse_grad,
+                       at::Tensor& out) {
+  if (!fits_dims(self) || index.dim() != self.dim()) {
+    return fall_back<ATEN_OP2(gather, out)>(self, dim, index, sparse_grad, out);
+  }
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  TORCH_CHECK(self.scalar_type() == out.scalar_type(), "gather(): Expected self.dtype to be equal to out.dtype");
+  if (index.numel() != 0) check_gather_shapes(self, dim, index, nullptr, "gather");
+  at::native::resize_output(out, index.sizes());
+  if (out.numel() == 0) return out;
+  const axon_tensor_t o = describe_bytes(out, "gather"), s = describe_bytes(self, "gather"),
+                      x = describe(index, "gather");
+  AXON_CHECK(axon_kernel_gather(stream_of(self), &o, &s, static_cast<int>(dim), &x, AXON_INDEX_DEFAULT));
+  return out;
+}
+
+std::optional<axon_scatter_reduce_t> scatter_reduce_of(std::string_view r) {
+  if (r == "add" || r == "sum") return AXON_SCATTER_SUM;
+  if (r == "multiply" || r == "prod") return AXON_SCATTER_PROD;
+  if (r == "amax") return AXON_SCATTER_AMAX;
+  if (r == "amin") return AXON_SCATTER_AMIN;
+  return std::nullopt;
+}
+
+bool scatter_supported(const at::Tensor& self, const at::Tensor& index, axon_scatter_reduce_t reduce) {
+  if (!fits_dims(self) || index.dim() != self.dim() || !kernels_support(self.scalar_type())) return false;
+  return reduce == AXON_SCATTER_NONE || !self.is_complex();
+}
+
+// out = self, then out[index] op= src (or value). The caller has checked scatter_supported.
+void scatter_into(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor* src,
+                  const c10::Scalar& value, axon_scatter_reduce_t reduce, at::Tensor& out) {
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  TORCH_CHECK(self.scalar_type() == out.scalar_type(), "scatter(): Expected self.dtype to be equal to out.dtype");
+  if (index.numel() != 0) check_gather_shapes(self, dim, index, src, "scatter");
+  if (!out.is_same(self)) {
+    at::native::resize_output(out, self.sizes());
+    out.copy_(self);
+  }
+  if (index.numel() == 0) return;
+  const axon_tensor_t o = describe(out, "scatter"), x = describe(index, "scatter");
+  axon_tensor_t s{};
+  if (src) s = describe(*src, "scatter");
+  AXON_CHECK(axon_kernel_scatter(stream_of(self), reduce, &o, static_cast<int>(dim), &x, src ? &s : nullptr,
+                                 to_axon_scalar(value), AXON_INDEX_DEFAULT));
+}
+
+at::Tensor& scatter_src_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
+                            at::Tensor& out) {
+  if (!scatter_supported(self, index, AXON_SCATTER_NONE) || src.dim() != self.dim()) {
+    return fall_back<ATEN_OP2(scatter, src_out)>(self, dim, index, src, out);
+  }
+  scatter_into(self, dim, index, &src, 0, AXON_SCATTER_NONE, out);
+  return out;
+}
+
+at::Tensor& scatter_value_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value,
+                              at::Tensor& out) {
+  if (!scatter_supported(self, index, AXON_SCATTER_NONE)) {
+    return fall_back<ATEN_OP2(scatter, value_out)>(self, dim, index, value, out);
+  }
+  scatter_into(self, dim, index, nullptr, value, AXON_SCATTER_NONE, out);
+  return out;
+}
+
+at::Tensor& scatter_reduce_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
+                               c10::string_view reduce, at::Tensor& out) {
+  const auto r = scatter_reduce_of(std::string_view(reduce.data(), reduce.size()));
+  if (!r || (reduce != "add" && reduce != "multiply") || !scatter_supported(self, index, *r) ||
+      src.dim() != self.dim()) {
+    return fall_back<ATEN_OP2(scatter, reduce_out)>(self, dim, index, src, reduce, out);
+  }
+  scatter_into(self, dim, index, &src, 0, *r, out);
+  return out;
+}
+
+at::Tensor& scatter_value_reduce_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                                     const at::Scalar& value, c10::string_view reduce, at::Tensor& out) {
+  const auto r = scatter_reduce_of(std::string_view(reduce.data(), reduce.size()));
+  if (!r || (reduce != "add" && reduce != "multiply") || !scatter_supported(self, index, *r)) {
+    return fall_back<ATEN_OP2(scatter, value_reduce_out)>(self, dim, index, value, reduce, out);
+  }
+  scatter_into(self, dim, index, nullptr, value, *r, out);
+  return out;
+}
+
+at::Tensor& scatter_add_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
+                            at::Tensor& out) {
+  if (!scatter_supported(self, index, AXON_SCATTER_SUM) || src.dim() != self.dim()) {
+    return fall_back<ATEN_OP2(scatter_add, out)>(self, dim, index, src, out);
+  }
+  scatter_into(self, dim, index, &src, 0, AXON_SCATTER_SUM, out);
+  return out;
+}
+
+at::Tensor& scatter_reduce_two_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                                   const at::Tensor& src, c10::string_view reduce, bool include_self,
+                                   at::Tensor& out) {
+  const auto r = scatter_reduce_of(std::string_view(reduce.data(), reduce.size()));
+  TORCH_CHECK(r || reduce == "mean", "reduce argument must be either sum, prod, mean, amax or amin, got ", reduce);
+  if (!r || reduce == "add" || reduce == "multiply" || !include_self || !scatter_supported(self, index, *r) ||
+      src.dim() != self.dim()) {
+    return fall_back<ATEN_OP2(scatter_reduce, two_out)>(self, dim, index, src, reduce, include_self, out);
+  }
+  scatter_into(self, dim, index, &src, 0, *r, out);
+  return out;
+}
+
+// ---- index_add ----
+
+at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+                          const at::Scalar& alpha, at::Tensor& out) {
+  if (!fits_dims(self) || source.dim() != self.dim() || !kernels_support(self.scalar_type()) || self.is_complex()) {
+    return fall_back<ATEN_OP2(index_add, out)>(self, dim, index, source, alpha, out);
+  }
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  TORCH_CHECK(index.dim() <= 1, "index_add_(): Index is supposed to be a vector");
+  TORCH_CHECK(is_index_dtype(index), "index_add_(): Expected dtype int32/int64 for index");
+  TORCH_CHECK(self.scalar_type() == source.scalar_type(), "index_add_(): self (", self.scalar_type(),
+              ") and source (", source.scalar_type(), ") must have the same scalar type");
+  TORCH_CHECK(index.numel() == source.size(dim), "index_add_(): Number of indices (", index.numel(),
+              ") should be equal to source.size(dim) (", source.size(dim), ")");
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    TORCH_CHECK(d == dim || self.size(d) == source.size(d), "index_add_(): self and source must have the same "
+                "size apart from dim ", dim, ", got ", self.sizes(), " and ", source.sizes());
+  }
+  if (!out.is_same(self)) {
+    at::native::resize_output(out, self.sizes());
+    out.copy_(self);
+  }
+  if (index.numel() == 0) return out;
+  const axon_tensor_t o = describe(out, "index_add"), x = describe(index, "index_add"),
+                      s = describe(source, "index_add");
+  AXON_CHECK(axon_kernel_index_add(stream_of(self), &o, static_cast<int>(dim), &x, &s, to_axon_scalar(alpha),
+                                   AXON_INDEX_DEFAULT));
+  return out;
+}
+
+// ---- embedding ----
+
+at::Tensor embedding_dense_backward(const at::Tensor& grad_output, const at::Tensor& indices, int64_t num_weights,
+                                    int64_t padding_idx, bool scale_grad_by_freq) {
+  const int64_t nw = num_weights;
+  const int64_t d = grad_output.size(-1);
+  if (scale_grad_by_freq || !is_index_dtype(indices) || !kernels_support(grad_output.scalar_type()) ||
+      grad_output.is_complex()) {
+    return fall_back<ATEN_OP(embedding_dense_backward)>(grad_output, indices, num_weights, padding_idx,
+                                                        scale_grad_by_freq);
+  }
+  at::Tensor grad_weight = at::empty({nw, d}, grad_output.options());
+  const at::Tensor idx = indices.reshape({-1});
+  const at::Tensor grad = grad_output.reshape({idx.numel(), d});
+  if (grad_weight.numel() == 0) return grad_weight;
+  const axon_tensor_t w = describe(grad_weight, "embedding_backward"), g = describe(grad, "embedding_backward"),
+                      x = describe(idx, "embedding_backward");
+  AXON_CHECK(axon_kernel_embedding_backward(stream_of(grad_output), &w, &g, &x, padding_idx));
+  return grad_weight;
+}
+
+// ---- masked_fill ----
+
+at::Tensor& masked_fill_scalar(at::Tensor& self, const at::Tensor& mask, const at::Scalar& value) {
+  if (self.dim() > AXON_MAX_DIMS || !kernels_support(self.scalar_type()) || mask.device() != self.device() ||
+      mask.dim() > self.dim()) {
+    return fall_back<ATEN_OP2(masked_fill_, Scalar)>(self, mask, value);
+  }
+  TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_fill_ only supports boolean masks, but got mask with dtype ",
+              mask.scalar_type());
+  at::assert_no_internal_overlap(self);
+  if (self.numel() == 0) return self;
+  // A 0-dim self is filled through a 1-element view; the mask broadcasts to self's shape (0 strides).
+  const at::Tensor s = self.dim() == 0 ? self.view({1}) : self;
+  const at::Tensor m = mask.expand(self.sizes()).expand(s.sizes());
+  const axon_tensor_t o = describe(s, "masked_fill_"), md = describe(m, "masked_fill_");
+  AXON_CHECK(axon_kernel_masked_fill(stream_of(self), &o, &md, to_axon_scalar(value)));
+  return self;
+}
+
+at::Tensor& masked_fill_tensor(at::Tensor& self, const at::Tensor& mask, const at::Tensor& value) {
+  TORCH_CHECK(value.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
+              value.dim(), " dimension(s).");
+  if (!value.is_cpu() && value.device() != self.device()) {
+    return fall_back<ATEN_OP2(masked_fill_, Tensor)>(self, mask, value);
+  }
+  return masked_fill_scalar(self, mask, value.item());
+}
+
+// ---- cat ----
+
+// PyTorch skips 1-d empty inputs of any size elsewhere (the legacy "cat with torch.tensor([])").
+bool cat_skips(const at::Tensor& t) { return t.dim() == 1 && t.numel() == 0; }
+
+at::Tensor& cat_out(const at::ITensorListRef& list, int64_t dim, at::Tensor& out) {
+  const auto tensors = list.materialize();
+  TORCH_CHECK(!tensors.empty(), "torch.cat(): expected a non-empty list of Tensors");
+  bool native = kernels_support(out.scalar_type());
+  const at::Tensor* ref = nullptr;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const at::Tensor& t = tensors[i];
+    TORCH_CHECK(t.dim() > 0, "zero-dimensional tensor (at position ", i, ") cannot be concatenated");
+    native = native && kernels_support(t.scalar_type()) && t.device() == out.device();
+    if (!cat_skips(t) && !ref) ref = &t;
+  }
+  if (!native || (ref && ref->dim() > AXON_MAX_DIMS)) return fall_back<ATEN_OP2(cat, out)>(list, dim, out);
+  const at::ScalarType result = at::native::result_type(list);
+  TORCH_CHECK(c10::canCast(result, out.scalar_type()), "torch.cat(): input types can't be cast to the desired output "
+              "type ", out.scalar_type());
+  if (!ref) {  // only legacy empty inputs: the result is the first of them, empty
+    at::native::resize_output(out, tensors[0].get().sizes());
+    return out;
+  }
+  dim = at::maybe_wrap_dim(dim, ref->dim());
+  std::vector<int64_t> shape(ref->sizes().begin(), ref->sizes().end());
+  shape[dim] = 0;
+  std::vector<axon_tensor_t> descs;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const at::Tensor& t = tensors[i];
+    if (cat_skips(t)) continue;
+    TORCH_CHECK(t.dim() == ref->dim(), "Tensors must have same number of dimensions: got ", ref->dim(), " and ",
+                t.dim());
+    for (int64_t d = 0; d < t.dim(); ++d) {
+      TORCH_CHECK(d == dim || t.size(d) == ref->size(d), "Sizes of tensors must match except in dimension ", dim,
+                  ". Expected size ", ref->size(d), " but got size ", t.size(d), " for tensor number ", i,
+                  " in the list.");
+    }
+    shape[dim] += t.size(dim);
+  }
+  at::native::resize_output(out, shape);
+  if (out.numel() == 0) return out;
+  for (const at::Tensor& t : tensors) {
+    if (cat_skips(t)) continue;
+    at::assert_no_partial_overlap(out, t);
+    descs.push_back(describe(t, "cat"));
+  }
+  // Groups of at most AXON_CAT_MAX_INPUTS inputs, each into its slice of out.
+  int64_t offset = 0;
+  size_t k = 0;
+  std::vector<int64_t> widths;
+  for (const at::Tensor& t : tensors)
+    if (!cat_skips(t)) widths.push_back(t.size(dim));
+  while (k < descs.size()) {
+    const size_t n = std::min<size_t>(AXON_CAT_MAX_INPUTS, descs.size() - k);
+    int64_t width = 0;
+    for (size_t i = k; i < k + n; ++i) width += widths[i];
+    const axon_tensor_t o = describe(out.narrow(dim, offset, width), "cat");
+    AXON_CHECK(axon_kernel_cat(stream_of(out), &o, descs.data() + k, static_cast<int>(n), static_cast<int>(dim)));
+    offset += width;
+    k += n;
+  }
+  return out;
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("index_select", TORCH_FN(index_select));
+  m.impl("index_select.out", TORCH_FN(index_select_out));
+  m.impl("gather.out", TORCH_FN(gather_out));
+  m.impl("scatter.src_out", TORCH_FN(scatter_src_out));
+  m.impl("scatter.value_out", TORCH_FN(scatter_value_out));
+  m.impl("scatter.reduce_out", TORCH_FN(scatter_reduce_out));
+  m.impl("scatter.value_reduce_out", TORCH_FN(scatter_value_reduce_out));
+  m.impl("scatter_add.out", TORCH_FN(scatter_add_out));
+  m.impl("scatter_reduce.two_out", TORCH_FN(scatter_reduce_two_out));
+  m.impl("index_add.out", TORCH_FN(index_add_out));
+  m.impl("embedding_dense_backward", TORCH_FN(embedding_dense_backward));
+  m.impl("masked_fill_.Scalar", TORCH_FN(masked_fill_scalar));
+  m.impl("masked_fill_.Tensor", TORCH_FN(masked_fill_tensor));
+  m.impl("cat.out", TORCH_FN(cat_out));
+}
+
+}  // namespace
+}  // namespace torch_axon
