@@ -70,7 +70,8 @@ def test_scatter_src_and_value_match_cpu(dtype):
     same(native(inplace, x, idx, src), inplace(x.clone(), idx, src))
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.int32, torch.int64], ids=dtype_id)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.int32, torch.int64],
+                         ids=dtype_id)
 @pytest.mark.parametrize("reduce", ["sum", "prod", "amax", "amin"])
 def test_scatter_reduce_with_repeated_indices_matches_cpu(dtype, reduce):
     x, src = sample(dtype, (4, 6)), sample(dtype, (9, 6), seed=5)
@@ -79,7 +80,8 @@ def test_scatter_reduce_with_repeated_indices_matches_cpu(dtype, reduce):
     else:
         x, src = x % 5, src % 3 + 1
     idx = randidx((9, 6), 4, negative=False)
-    same(native(lambda t, i, s: t.scatter_reduce(0, i, s, reduce), x, idx, src), x.scatter_reduce(0, idx, src, reduce))
+    same(native(lambda t, i, s: t.scatter_reduce(0, i, s, reduce), x, idx, src),
+         x.scatter_reduce(0, idx, src, reduce))
 
 
 @pytest.mark.parametrize("dtype", REAL_DTYPES, ids=dtype_id)
@@ -102,7 +104,8 @@ def test_index_add_with_alpha_matches_cpu(dtype, dim):
         x, src = x.nan_to_num(0, 0, 0).clamp(-8, 8), src.nan_to_num(0, 0, 0).clamp(-8, 8)
     idx = randidx((n,), x.size(dim), negative=False)
     alpha = True if dtype == torch.bool else 2
-    same(native(lambda t, i, s: t.index_add(dim, i, s, alpha=alpha), x, idx, src), x.index_add(dim, idx, src, alpha=alpha))
+    same(native(lambda t, i, s: t.index_add(dim, i, s, alpha=alpha), x, idx, src),
+         x.index_add(dim, idx, src, alpha=alpha))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16], ids=dtype_id)

@@ -76,8 +76,8 @@ axon_status_t axon_ix_check_bounds(const axon_tensor_t *index, int64_t size, int
     int64_t first = atomic_load(&j.first);
     if (first == INT64_MAX) return AXON_OK;
     int64_t v = ix_load(axon_iter_at(&j.it, 0, first), j.is64);
-    return axon_fail(AXON_ERROR_INVALID_ARG, "%s(): index %" PRId64 " is out of bounds for dimension %d with size %" PRId64,
-                     op, v, dim, size);
+    return axon_fail(AXON_ERROR_INVALID_ARG,
+                     "%s(): index %" PRId64 " is out of bounds for dimension %d with size %" PRId64, op, v, dim, size);
 }
 
 /* ---- gather and index_select ---- */
@@ -271,7 +271,8 @@ axon_status_t axon_kernel_masked_fill(axon_stream_t s, const axon_tensor_t *out,
     case AXON_BOOL: v.b = value.i != 0; break;
     case AXON_COMPLEX128: v.c.re = value.f, v.c.im = value.imag; break;
     default:
-        return axon_fail(AXON_ERROR_INVALID_ARG, "masked_fill: scalar dtype %s is not float64, int64, bool or complex128",
+        return axon_fail(AXON_ERROR_INVALID_ARG,
+                         "masked_fill: scalar dtype %s is not float64, int64, bool or complex128",
                          axon_dtype_name(value.dtype));
     }
     axon_convert_get(value.dtype, out->dtype)((char *)a.value.bytes, 1, (const char *)&v, 1, 1);

@@ -3,8 +3,9 @@
 // backward, masked_fill_ and cat. Embedding's forward is composite over index_select.
 //
 // Each op makes PyTorch's checks (with its messages), resizes out, describes the tensors and launches one kernel.
-// Indices follow these ops' PyTorch rule, [0, size) (no negative wrap). Indices are read on the device, so an out-of-range index is reported at the next synchronization of the stream
-// (e.g. `.cpu()`), with PyTorch's "index 7 is out of bounds for dimension 0 with size 5", and nothing is written.
+// Indices follow these ops' PyTorch rule, [0, size) (no negative wrap). They are read on the device, so an
+// out-of-range index is reported at the next synchronization of the stream (e.g. `.cpu()`), with PyTorch's
+// "index 7 is out of bounds for dimension 0 with size 5", and nothing is written.
 // What libaxon does not cover (more than AXON_MAX_DIMS dimensions, 0-dim self, dtypes it lacks, scatter_reduce's
 // mean or include_self=False, embedding's scale_grad_by_freq) runs through the host fallback.
 #include <ATen/ATen.h>
@@ -38,6 +39,10 @@ axon_stream_t stream_of(const at::Tensor& t) { return current_stream(t.device().
 
 bool fits_dims(const at::Tensor& t) { return t.dim() >= 1 && t.dim() <= AXON_MAX_DIMS; }
 
+// Tensors on another device (a CPU index) go to the host fallback, which raises PyTorch's device error or handles
+// them as PyTorch does; describing them would hand libaxon host pointers the op never meant to share.
+bool on_device_of(const at::Tensor& self, const at::Tensor& t) { return t.device() == self.device(); }
+
 bool is_index_dtype(const at::Tensor& index) {
   return index.scalar_type() == at::kLong || index.scalar_type() == at::kInt;
 }
@@ -49,7 +54,9 @@ at::Tensor& index_select_out(const at::Tensor& self, int64_t dim, const at::Tens
   TORCH_CHECK(is_index_dtype(index), "index_select(): Expected dtype int32 or int64 for index");
   TORCH_CHECK(self.scalar_type() == out.scalar_type(), "index_select(): self and result must have the same scalar "
               "type");
-  if (!fits_dims(self)) return fall_back<ATEN_OP2(index_select, out)>(self, dim, index, out);
+  if (!fits_dims(self) || !on_device_of(self, index) || !on_device_of(self, out)) {
+    return fall_back<ATEN_OP2(index_select, out)>(self, dim, index, out);
+  }
   dim = at::maybe_wrap_dim(dim, self.dim());
   std::vector<int64_t> shape(self.sizes().begin(), self.sizes().end());
   shape[dim] = index.numel();
@@ -63,7 +70,7 @@ at::Tensor& index_select_out(const at::Tensor& self, int64_t dim, const at::Tens
 }
 
 at::Tensor index_select(const at::Tensor& self, int64_t dim, const at::Tensor& index) {
-  if (!fits_dims(self)) return fall_back<ATEN_OP(index_select)>(self, dim, index);
+  if (!fits_dims(self) || !on_device_of(self, index)) return fall_back<ATEN_OP(index_select)>(self, dim, index);
   at::Tensor out = at::empty({0}, self.options());
   return index_select_out(self, dim, index, out);
 }
@@ -93,7 +100,7 @@ void check_gather_shapes(const at::Tensor& self, int64_t dim, const at::Tensor& 
 
 at::Tensor& gather_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse_grad,
                        at::Tensor& out) {
-  if (!fits_dims(self) || index.dim() != self.dim()) {
+  if (!fits_dims(self) || index.dim() != self.dim() || !on_device_of(self, index) || !on_device_of(self, out)) {
     return fall_back<ATEN_OP2(gather, out)>(self, dim, index, sparse_grad, out);
   }
   dim = at::maybe_wrap_dim(dim, self.dim());
@@ -115,8 +122,10 @@ std::optional<axon_scatter_reduce_t> scatter_reduce_of(std::string_view r) {
   return std::nullopt;
 }
 
-bool scatter_supported(const at::Tensor& self, const at::Tensor& index, axon_scatter_reduce_t reduce) {
+bool scatter_supported(const at::Tensor& self, const at::Tensor& index, axon_scatter_reduce_t reduce,
+                       const at::Tensor& out, const at::Tensor* src = nullptr) {
   if (!fits_dims(self) || index.dim() != self.dim() || !kernels_support(self.scalar_type())) return false;
+  if (!on_device_of(self, index) || !on_device_of(self, out) || (src && !on_device_of(self, *src))) return false;
   return reduce == AXON_SCATTER_NONE || !self.is_complex();
 }
 
@@ -140,7 +149,7 @@ void scatter_into(const at::Tensor& self, int64_t dim, const at::Tensor& index, 
 
 at::Tensor& scatter_src_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
                             at::Tensor& out) {
-  if (!scatter_supported(self, index, AXON_SCATTER_NONE) || src.dim() != self.dim()) {
+  if (!scatter_supported(self, index, AXON_SCATTER_NONE, out, &src) || src.dim() != self.dim()) {
     return fall_back<ATEN_OP2(scatter, src_out)>(self, dim, index, src, out);
   }
   scatter_into(self, dim, index, &src, 0, AXON_SCATTER_NONE, out);
@@ -149,7 +158,7 @@ at::Tensor& scatter_src_out(const at::Tensor& self, int64_t dim, const at::Tenso
 
 at::Tensor& scatter_value_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value,
                               at::Tensor& out) {
-  if (!scatter_supported(self, index, AXON_SCATTER_NONE)) {
+  if (!scatter_supported(self, index, AXON_SCATTER_NONE, out)) {
     return fall_back<ATEN_OP2(scatter, value_out)>(self, dim, index, value, out);
   }
   scatter_into(self, dim, index, nullptr, value, AXON_SCATTER_NONE, out);
@@ -159,7 +168,7 @@ at::Tensor& scatter_value_out(const at::Tensor& self, int64_t dim, const at::Ten
 at::Tensor& scatter_reduce_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
                                c10::string_view reduce, at::Tensor& out) {
   const auto r = scatter_reduce_of(std::string_view(reduce.data(), reduce.size()));
-  if (!r || (reduce != "add" && reduce != "multiply") || !scatter_supported(self, index, *r) ||
+  if (!r || (reduce != "add" && reduce != "multiply") || !scatter_supported(self, index, *r, out, &src) ||
       src.dim() != self.dim()) {
     return fall_back<ATEN_OP2(scatter, reduce_out)>(self, dim, index, src, reduce, out);
   }
@@ -170,7 +179,7 @@ at::Tensor& scatter_reduce_out(const at::Tensor& self, int64_t dim, const at::Te
 at::Tensor& scatter_value_reduce_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
                                      const at::Scalar& value, c10::string_view reduce, at::Tensor& out) {
   const auto r = scatter_reduce_of(std::string_view(reduce.data(), reduce.size()));
-  if (!r || (reduce != "add" && reduce != "multiply") || !scatter_supported(self, index, *r)) {
+  if (!r || (reduce != "add" && reduce != "multiply") || !scatter_supported(self, index, *r, out)) {
     return fall_back<ATEN_OP2(scatter, value_reduce_out)>(self, dim, index, value, reduce, out);
   }
   scatter_into(self, dim, index, nullptr, value, *r, out);
@@ -179,7 +188,7 @@ at::Tensor& scatter_value_reduce_out(const at::Tensor& self, int64_t dim, const 
 
 at::Tensor& scatter_add_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
                             at::Tensor& out) {
-  if (!scatter_supported(self, index, AXON_SCATTER_SUM) || src.dim() != self.dim()) {
+  if (!scatter_supported(self, index, AXON_SCATTER_SUM, out, &src) || src.dim() != self.dim()) {
     return fall_back<ATEN_OP2(scatter_add, out)>(self, dim, index, src, out);
   }
   scatter_into(self, dim, index, &src, 0, AXON_SCATTER_SUM, out);
@@ -191,8 +200,8 @@ at::Tensor& scatter_reduce_two_out(const at::Tensor& self, int64_t dim, const at
                                    at::Tensor& out) {
   const auto r = scatter_reduce_of(std::string_view(reduce.data(), reduce.size()));
   TORCH_CHECK(r || reduce == "mean", "reduce argument must be either sum, prod, mean, amax or amin, got ", reduce);
-  if (!r || reduce == "add" || reduce == "multiply" || !include_self || !scatter_supported(self, index, *r) ||
-      src.dim() != self.dim()) {
+  if (!r || reduce == "add" || reduce == "multiply" || !include_self ||
+      !scatter_supported(self, index, *r, out, &src) || src.dim() != self.dim()) {
     return fall_back<ATEN_OP2(scatter_reduce, two_out)>(self, dim, index, src, reduce, include_self, out);
   }
   scatter_into(self, dim, index, &src, 0, *r, out);
@@ -203,7 +212,8 @@ at::Tensor& scatter_reduce_two_out(const at::Tensor& self, int64_t dim, const at
 
 at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
                           const at::Scalar& alpha, at::Tensor& out) {
-  if (!fits_dims(self) || source.dim() != self.dim() || !kernels_support(self.scalar_type()) || self.is_complex()) {
+  if (!fits_dims(self) || source.dim() != self.dim() || !kernels_support(self.scalar_type()) || self.is_complex() ||
+      !on_device_of(self, index) || !on_device_of(self, source) || !on_device_of(self, out)) {
     return fall_back<ATEN_OP2(index_add, out)>(self, dim, index, source, alpha, out);
   }
   dim = at::maybe_wrap_dim(dim, self.dim());
@@ -236,7 +246,7 @@ at::Tensor embedding_dense_backward(const at::Tensor& grad_output, const at::Ten
   const int64_t nw = num_weights;
   const int64_t d = grad_output.size(-1);
   if (scale_grad_by_freq || !is_index_dtype(indices) || !kernels_support(grad_output.scalar_type()) ||
-      grad_output.is_complex()) {
+      grad_output.is_complex() || !on_device_of(grad_output, indices)) {
     return fall_back<ATEN_OP(embedding_dense_backward)>(grad_output, indices, num_weights, padding_idx,
                                                         scale_grad_by_freq);
   }

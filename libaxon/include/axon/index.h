@@ -8,9 +8,9 @@
  *
  * Indices: int32 or int64, any strides, in [0, size) as PyTorch's index_select, gather, scatter, index_add and
  * embedding require. With AXON_INDEX_WRAP in `flags`, a negative index i counts from the end (i + size), as PyTorch's
- * advanced indexing (x[idx]) does, and the valid range is [-size, size). Indices
- * are read only when the command runs, so an index out of range is found there: every index is checked
- * before anything is written, so the command then fails with INVALID_ARG and the message
+ * advanced indexing (x[idx]) does, and the valid range is [-size, size). Indices are read only when the command
+ * runs, so an index out of range is found there: every index is checked before anything is written, so the command
+ * then fails with INVALID_ARG and the message
  * "<op>(): index 7 is out of bounds for dimension 0 with size 5" (reported at the stream's next synchronization,
  * stream.h) and leaves every output untouched. No out-of-bounds access happens.
  *
