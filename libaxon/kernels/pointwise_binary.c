@@ -169,14 +169,17 @@ PW_FLOATS(PW_B2, mish_backward, (PW_FGEN(pw_mish_bw, x)(x, y)))
 PW_FLOATS(PW_B2, sigmoid_backward, (x * ((W)1 - y) * y))
 PW_FLOATS(PW_B2, tanh_backward, (x * ((W)1 - y * y)))
 PW_FLOATS(PW_B2, threshold_backward, (y <= p0 ? (W)0 : x)) /* p0 threshold */
-PW_FLOATS(PW_B2, hardtanh_backward, (y <= p0 || y >= p1 ? (W)0 : x)) /* p0 min_val, p1 max_val */
+/* hardtanh, elu and hardswish are written as PyTorch's vectorized CPU loops test (its scalar tail loops differ for
+ * NaN): a NaN input gives 0 for hardtanh and NaN for elu and hardswish, whatever its position in the tensor. */
+PW_FLOATS(PW_B2, hardtanh_backward, (y > p0 && y < p1 ? x : (W)0)) /* p0 min_val, p1 max_val */
 PW_FLOATS(PW_B2, leaky_relu_backward, (y > 0 ? x : x * p0))          /* p0 negative_slope */
 /* p0 alpha*scale, p1 scale, p2 input_scale; ctx->pi[0] says whether y is the output (loop-invariant). */
 PW_FLOATS(PW_B2, elu_backward,
-          (ctx->pi[0] ? (y <= 0 ? x * p2 * (y + p0) : x * p1) : (y <= 0 ? x * p2 * p0 * PW_EXP(y * p2) : x * p1)))
+          (ctx->pi[0] ? (y > 0 ? x * p1 : x * p2 * (y + p0)) : (y > 0 ? x * p1 : x * p2 * p0 * PW_EXP(y * p2))))
 PW_FLOATS(PW_B2, softplus_backward, (PW_FGEN(pw_softplus_bw, x)(x, y, p0, p1))) /* p0 beta, p1 threshold */
-PW_FLOATS(PW_B2, hardswish_backward, (y < (W)-3 ? (W)0 : y <= (W)3 ? x * (y / (W)3 + (W)0.5) : x))
-PW_FLOATS(PW_B2, hardsigmoid_backward, (y > (W)-3 && y < (W)3 ? x * (W)(1.0 / 6.0) : (W)0))
+PW_FLOATS(PW_B2, hardswish_backward, (y <= (W)-3 ? (W)0 : y >= (W)3 ? x : x * (y / (W)3 + (W)0.5))) /* NaN: NaN */
+/* 1/6 rounded to float even for float64: PyTorch's CPU kernel writes it as 1.0f / 6.0f. */
+PW_FLOATS(PW_B2, hardsigmoid_backward, (y > (W)-3 && y < (W)3 ? x * (W)(1.0f / 6.0f) : (W)0))
 
 /* ---- integers ---- */
 

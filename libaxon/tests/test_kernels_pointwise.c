@@ -273,20 +273,20 @@ static long double backward_ref_f(int op, long double g, long double y, const ax
     case AXON_BINARY_SIGMOID_BACKWARD: *scale = fabsl(g) * ay * ay; return R(g * (1 - y)) * y;
     case AXON_BINARY_TANH_BACKWARD: *scale = fabsl(g) * ay * ay; return g * (1 - R(y * y));
     case AXON_BINARY_THRESHOLD_BACKWARD: return y <= R(p->threshold) ? 0 : g;
-    case AXON_BINARY_HARDTANH_BACKWARD: return y <= R(p->min_val) || y >= R(p->max_val) ? 0 : g;
+    case AXON_BINARY_HARDTANH_BACKWARD: return y > R(p->min_val) && y < R(p->max_val) ? g : 0;
     case AXON_BINARY_LEAKY_RELU_BACKWARD: return y > 0 ? g : g * R(p->negative_slope);
     case AXON_BINARY_ELU_BACKWARD: {
         long double a = R(R(p->elu_alpha) * R(p->elu_scale)), sc = R(p->elu_scale), is = R(p->elu_input_scale);
         *scale = fabsl(g) * (fabsl(a) + fabsl(sc) + fabsl(is * y)) * fmaxl(1, fabsl(is));
-        if (p->elu_is_result) return y <= 0 ? R(g * is) * (y + a) : g * sc;
-        return y <= 0 ? R(R(g * is) * a) * R(expl(R(y * is))) : g * sc;
+        if (p->elu_is_result) return y > 0 ? g * sc : R(g * is) * (y + a);
+        return y > 0 ? g * sc : R(R(g * is) * a) * R(expl(R(y * is)));
     }
     case AXON_BINARY_SOFTPLUS_BACKWARD: {
         long double b = R(p->beta), z = R(expl(R(y * b)));
         return R(y * b) > R(p->threshold) ? g : R(g * z) / (z + 1);
     }
-    case AXON_BINARY_HARDSWISH_BACKWARD: return y < -3 ? 0 : y <= 3 ? g * (y / 3 + 0.5L) : g;
-    case AXON_BINARY_HARDSIGMOID_BACKWARD: return y > -3 && y < 3 ? g * R(1.0L / 6) : 0;
+    case AXON_BINARY_HARDSWISH_BACKWARD: return y <= -3 ? 0 : y >= 3 ? g : g * (y / 3 + 0.5L);
+    case AXON_BINARY_HARDSIGMOID_BACKWARD: return y > -3 && y < 3 ? g * (1.0f / 6.0f) : 0; /* PyTorch's float 1/6 */
     default: return NAN;
     }
 #undef R

@@ -137,21 +137,21 @@ typedef enum axon_binary_op {
     /* Activation backward ops: a is the incoming gradient g, b the forward's input x (or its output y where
      * noted); the result is the gradient with respect to the input. Floats only. Each follows PyTorch's CPU
      * formula term by term, so NaN, infinities and cancellation come out as they do there. */
-    AXON_BINARY_GELU_BACKWARD,        /* g (cdf + x pdf), cdf = (1 + erf(x/sqrt 2)) / 2, pdf = exp(-x^2/2) / sqrt(2pi) */
+    AXON_BINARY_GELU_BACKWARD,        /* g (cdf + x pdf), cdf = (1 + erf(x/sqrt 2))/2, pdf = exp(-x^2/2)/sqrt(2pi) */
     AXON_BINARY_GELU_TANH_BACKWARD,   /* g (d/dx of GELU_TANH), as left' + left tanh' inner' with left = x/2 */
     AXON_BINARY_SILU_BACKWARD,        /* g s (1 + x (1 - s)), s = sigmoid(x) */
     AXON_BINARY_MISH_BACKWARD,        /* g (t + x s (1 - t^2)), t = tanh(softplus(x)), s = sigmoid(x) */
     AXON_BINARY_SIGMOID_BACKWARD,     /* b is the output y: g (1 - y) y */
     AXON_BINARY_TANH_BACKWARD,        /* b is the output y: g (1 - y^2) */
     AXON_BINARY_THRESHOLD_BACKWARD,   /* x <= threshold ? 0 : g (relu's backward with threshold 0); NaN x passes g */
-    AXON_BINARY_HARDTANH_BACKWARD,    /* x <= min_val || x >= max_val ? 0 : g */
+    AXON_BINARY_HARDTANH_BACKWARD,    /* min_val < x < max_val ? g : 0 (NaN x gives 0) */
     AXON_BINARY_LEAKY_RELU_BACKWARD,  /* x > 0 ? g : g negative_slope (x may be the output: same sign) */
-    AXON_BINARY_ELU_BACKWARD,         /* elu_is_result == 0: x <= 0 ? g input_scale alpha scale exp(x input_scale)
-                                         : g scale; elu_is_result != 0, b is the output y:
-                                         y <= 0 ? g input_scale (y + alpha scale) : g scale */
+    AXON_BINARY_ELU_BACKWARD,         /* elu_is_result == 0: x > 0 ? g scale
+                                         : g input_scale alpha scale exp(x input_scale); elu_is_result != 0, b is
+                                         the output y: y > 0 ? g scale : g input_scale (y + alpha scale) */
     AXON_BINARY_SOFTPLUS_BACKWARD,    /* x beta > threshold ? g : g z / (z + 1), z = exp(x beta) */
-    AXON_BINARY_HARDSWISH_BACKWARD,   /* x < -3 ? 0 : x <= 3 ? g (x / 3 + 1/2) : g */
-    AXON_BINARY_HARDSIGMOID_BACKWARD, /* -3 < x < 3 ? g / 6 : 0 */
+    AXON_BINARY_HARDSWISH_BACKWARD,   /* x <= -3 ? 0 : x >= 3 ? g : g (x / 3 + 1/2) (NaN x gives NaN) */
+    AXON_BINARY_HARDSIGMOID_BACKWARD, /* -3 < x < 3 ? g (1/6 rounded to float) : 0 */
     AXON_BINARY_COUNT
 } axon_binary_op_t;
 
