@@ -202,3 +202,97 @@ def test_gradients_through_native_pointwise_ops_match_cpu():
     f(xa).backward()
     f(xc).backward()
     check_close(xa.grad, xc.grad)
+
+
+# ---- activation backward kernels ----
+
+ACTIVATIONS = {
+    "gelu": torch.nn.functional.gelu,
+    "gelu_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
+    "silu": torch.nn.functional.silu,
+    "mish": torch.nn.functional.mish,
+    "sigmoid": torch.sigmoid,
+    "tanh": torch.tanh,
+    "relu": torch.relu,
+    "relu6": torch.nn.functional.relu6,
+    "hardtanh": lambda x: torch.nn.functional.hardtanh(x, -1.5, 2.0),
+    "leaky_relu": lambda x: torch.nn.functional.leaky_relu(x, 0.2),
+    "elu": torch.nn.functional.elu,
+    "selu": torch.nn.functional.selu,
+    "celu": lambda x: torch.nn.functional.celu(x, 0.7),
+    "softplus": lambda x: torch.nn.functional.softplus(x, beta=2.0, threshold=3.0),
+    "hardswish": torch.nn.functional.hardswish,
+    "hardsigmoid": torch.nn.functional.hardsigmoid,
+    # In-place forwards: autograd differentiates from the output (elu/leaky_relu backward with is_result).
+    "relu_": lambda x: torch.nn.functional.relu(x * 1, inplace=True),
+    "elu_": lambda x: torch.nn.functional.elu(x * 1, inplace=True),
+    "leaky_relu_": lambda x: torch.nn.functional.leaky_relu(x * 1, 0.1, inplace=True),
+    "hardtanh_": lambda x: torch.nn.functional.hardtanh(x * 1, inplace=True),
+    "sigmoid_": lambda x: (x * 1).sigmoid_(),
+    "tanh_": lambda x: (x * 1).tanh_(),
+}
+# Backward compounds a forward rounding in bfloat16: a wider tolerance than the forward ops.
+GRAD_TOL = {torch.float32: (1e-5, 1e-6), torch.float64: (1e-12, 1e-12), torch.bfloat16: (3e-2, 2e-2)}
+
+
+@pytest.mark.parametrize("dtype", list(GRAD_TOL), ids=str)
+@pytest.mark.parametrize("name", sorted(ACTIVATIONS))
+def test_activation_gradients_match_cpu_without_fallback(name, dtype):
+    fn = ACTIVATIONS[name]
+    x = sample((6, 9), dtype)
+    x[0, :4] = torch.tensor([0.0, -3.0, 3.0, 1.0], dtype=dtype)  # the kinks and hardtanh/hardswish edges
+    g = sample((6, 9), dtype, seed=3)
+    xc = x.clone().requires_grad_()
+    fn(xc).backward(g)
+    xa = x.to("axon").requires_grad_()
+    ga = g.to("axon")
+    torch_axon.reset_fallback_stats()
+    fn(xa).backward(ga)
+    torch.axon.synchronize()
+    assert torch_axon.fallback_stats() == {}, f"fell back: {torch_axon.fallback_stats()}"
+    rtol, atol = GRAD_TOL[dtype]
+    torch.testing.assert_close(xa.grad.cpu(), xc.grad, rtol=rtol, atol=atol)
+
+
+BACKWARD_CALLS = {
+    "gelu_backward": lambda g, x: torch.ops.aten.gelu_backward(g, x),
+    "gelu_backward_tanh": lambda g, x: torch.ops.aten.gelu_backward(g, x, approximate="tanh"),
+    "silu_backward": torch.ops.aten.silu_backward,
+    "mish_backward": torch.ops.aten.mish_backward,
+    "sigmoid_backward": torch.ops.aten.sigmoid_backward,
+    "tanh_backward": torch.ops.aten.tanh_backward,
+    "threshold_backward": lambda g, x: torch.ops.aten.threshold_backward(g, x, 0.5),
+    "hardtanh_backward": lambda g, x: torch.ops.aten.hardtanh_backward(g, x, -1.0, 2.0),
+    "leaky_relu_backward": lambda g, x: torch.ops.aten.leaky_relu_backward(g, x, 0.3, False),
+    "elu_backward": lambda g, x: torch.ops.aten.elu_backward(g, 1.3, 1.1, 0.8, False, x),
+    "elu_backward_result": lambda g, x: torch.ops.aten.elu_backward(g, 1.3, 1.1, 0.8, True, x),
+    "softplus_backward": lambda g, x: torch.ops.aten.softplus_backward(g, x, 1.5, 4.0),
+    "hardswish_backward": torch.ops.aten.hardswish_backward,
+    "hardsigmoid_backward": torch.ops.aten.hardsigmoid_backward,
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+@pytest.mark.parametrize("name", sorted(BACKWARD_CALLS))
+def test_backward_ops_called_directly_match_cpu(name, dtype):
+    fn = BACKWARD_CALLS[name]
+    x = sample((5, 7), dtype)
+    x[0, :5] = torch.tensor([0.0, -3.0, 3.0, 0.5, float("nan")], dtype=dtype)
+    g = sample((5, 7), dtype, seed=5)
+    check_close(run_native(fn, g, x), fn(g, x))
+
+
+def test_backward_out_overloads_write_into_grad_input():
+    g, x = sample((4, 5), torch.float32, seed=1), sample((4, 5), torch.float32, seed=2)
+    out = torch.empty((4, 5), device="axon")
+    r = run_native(lambda a, b: torch.ops.aten.sigmoid_backward.grad_input(a, b, grad_input=out), g, x)
+    assert r.data_ptr() == out.data_ptr()
+    check_close(out, torch.ops.aten.sigmoid_backward(g, x))
+    r = run_native(lambda a, b: torch.ops.aten.hardswish_backward.out(a, b, out=out), g, x)
+    check_close(out, torch.ops.aten.hardswish_backward(g, x))
+
+
+def test_in_place_leaky_relu_backward_with_a_negative_slope_is_refused_like_cpu():
+    g, x = torch.ones(3, device="axon"), torch.ones(3, device="axon")
+    with pytest.raises(RuntimeError, match="negative slope"):
+        torch.ops.aten.leaky_relu_backward(g, x, -0.1, True)

@@ -475,6 +475,110 @@ at::Tensor& clamp_max_out(const at::Tensor& self, const c10::Scalar& max, at::Te
   return clamp_out(self, std::nullopt, max, out);
 }
 
+// ---- activation backward ----
+//
+// grad_input = op(grad_output, x) over the binary iterator the CPU kernel builds (promotion, broadcasting, safe
+// casting to grad_input). The structured ops' functional forms route through their .grad_input overloads; hardtanh,
+// hardswish and mish backward are not structured and get their functional forms bound too. `out` may be undefined:
+// the iterator allocates it. Returns the result, or nothing when libaxon declines and the caller falls back.
+std::optional<at::Tensor> run_backward(const at::Tensor& out, const at::Tensor& grad, const at::Tensor& x,
+                                       axon_binary_op_t op, const axon_op_params_t& p) {
+  at::TensorIterator iter = at::TensorIterator::borrowing_binary_op(out, grad, x);
+  if (!run_binary(iter, op, p, iter.common_dtype())) return std::nullopt;
+  return iter.output();
+}
+
+// Backward ops that take no parameters: (grad_output, x, grad_input).
+template <axon_binary_op_t OP, class AtenOp>
+at::Tensor& backward_out(const at::Tensor& grad, const at::Tensor& x, at::Tensor& grad_input) {
+  if (run_backward(grad_input, grad, x, OP, axon_op_params_default())) return grad_input;
+  return fall_back<AtenOp>(grad, x, grad_input);
+}
+
+template <axon_binary_op_t OP, class AtenOp>
+at::Tensor backward_functional(const at::Tensor& grad, const at::Tensor& x) {
+  if (auto r = run_backward(at::Tensor(), grad, x, OP, axon_op_params_default())) return *r;
+  return fall_back<AtenOp>(grad, x);
+}
+
+at::Tensor& gelu_backward_out(const at::Tensor& grad, const at::Tensor& self, c10::string_view approximate,
+                              at::Tensor& grad_input) {
+  TORCH_CHECK(approximate == "tanh" || approximate == "none", "approximate argument must be either none or tanh.");
+  const axon_binary_op_t op = approximate == "tanh" ? AXON_BINARY_GELU_TANH_BACKWARD : AXON_BINARY_GELU_BACKWARD;
+  if (run_backward(grad_input, grad, self, op, axon_op_params_default())) return grad_input;
+  return fall_back<ATEN_OP2(gelu_backward, grad_input)>(grad, self, approximate, grad_input);
+}
+
+at::Tensor& threshold_backward_out(const at::Tensor& grad, const at::Tensor& self, const c10::Scalar& threshold,
+                                   at::Tensor& grad_input) {
+  axon_op_params_t p = axon_op_params_default();
+  p.threshold = threshold.toDouble();
+  if (run_backward(grad_input, grad, self, AXON_BINARY_THRESHOLD_BACKWARD, p)) return grad_input;
+  return fall_back<ATEN_OP2(threshold_backward, grad_input)>(grad, self, threshold, grad_input);
+}
+
+axon_op_params_t hardtanh_params(const c10::Scalar& min_val, const c10::Scalar& max_val) {
+  axon_op_params_t p = axon_op_params_default();
+  p.min_val = min_val.toDouble();
+  p.max_val = max_val.toDouble();
+  return p;
+}
+
+at::Tensor& hardtanh_backward_out(const at::Tensor& grad, const at::Tensor& self, const c10::Scalar& min_val,
+                                  const c10::Scalar& max_val, at::Tensor& grad_input) {
+  if (run_backward(grad_input, grad, self, AXON_BINARY_HARDTANH_BACKWARD, hardtanh_params(min_val, max_val))) {
+    return grad_input;
+  }
+  return fall_back<ATEN_OP2(hardtanh_backward, grad_input)>(grad, self, min_val, max_val, grad_input);
+}
+
+at::Tensor hardtanh_backward(const at::Tensor& grad, const at::Tensor& self, const c10::Scalar& min_val,
+                             const c10::Scalar& max_val) {
+  const axon_op_params_t p = hardtanh_params(min_val, max_val);
+  if (auto r = run_backward(at::Tensor(), grad, self, AXON_BINARY_HARDTANH_BACKWARD, p)) return *r;
+  return fall_back<ATEN_OP(hardtanh_backward)>(grad, self, min_val, max_val);
+}
+
+at::Tensor& leaky_relu_backward_out(const at::Tensor& grad, const at::Tensor& self, const c10::Scalar& slope,
+                                    bool self_is_result, at::Tensor& grad_input) {
+  // PyTorch's check: from the output, a negative slope flips the sign test, so the gradient would be wrong.
+  TORCH_CHECK(!self_is_result || slope.to<double>() >= 0.0,
+              "In-place leakyReLu backward calculation is triggered with a negative slope which is not supported. "
+              "This is caused by calling in-place forward function with a negative slope, "
+              "please call out-of-place version instead. File an issue at https://github.com/pytorch/pytorch if you "
+              "do require supporting in-place leakRelu backward calculation with negative slope");
+  axon_op_params_t p = axon_op_params_default();
+  p.negative_slope = slope.toDouble();
+  if (run_backward(grad_input, grad, self, AXON_BINARY_LEAKY_RELU_BACKWARD, p)) return grad_input;
+  return fall_back<ATEN_OP2(leaky_relu_backward, grad_input)>(grad, self, slope, self_is_result, grad_input);
+}
+
+at::Tensor& elu_backward_out(const at::Tensor& grad, const c10::Scalar& alpha, const c10::Scalar& scale,
+                             const c10::Scalar& input_scale, bool is_result, const at::Tensor& self_or_result,
+                             at::Tensor& grad_input) {
+  TORCH_CHECK(!is_result || alpha.to<double>() >= 0.0,
+              "In-place elu backward calculation is triggered with a negative slope which is not supported. "
+              "This is caused by calling in-place forward function with a negative slope, "
+              "please call out-of-place version instead.");
+  axon_op_params_t p = axon_op_params_default();
+  p.elu_alpha = alpha.toDouble();
+  p.elu_scale = scale.toDouble();
+  p.elu_input_scale = input_scale.toDouble();
+  p.elu_is_result = is_result ? 1 : 0;
+  if (run_backward(grad_input, grad, self_or_result, AXON_BINARY_ELU_BACKWARD, p)) return grad_input;
+  return fall_back<ATEN_OP2(elu_backward, grad_input)>(grad, alpha, scale, input_scale, is_result, self_or_result,
+                                                       grad_input);
+}
+
+at::Tensor& softplus_backward_out(const at::Tensor& grad, const at::Tensor& self, const c10::Scalar& beta,
+                                  const c10::Scalar& threshold, at::Tensor& grad_input) {
+  axon_op_params_t p = axon_op_params_default();
+  p.beta = beta.toDouble();
+  p.threshold = threshold.toDouble();
+  if (run_backward(grad_input, grad, self, AXON_BINARY_SOFTPLUS_BACKWARD, p)) return grad_input;
+  return fall_back<ATEN_OP2(softplus_backward, grad_input)>(grad, self, beta, threshold, grad_input);
+}
+
 #define AXON_UNARY(name, OP, FLOAT) m.impl(#name ".out", TORCH_FN((unary_out<OP, FLOAT, ATEN_OP2(name, out)>)));
 #define AXON_BINARY(name, overload, OP, FLOAT) \
   m.impl(#name "." #overload, TORCH_FN((binary_out<OP, FLOAT, ATEN_OP2(name, overload)>)));
@@ -580,6 +684,27 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("clamp.Tensor_out", TORCH_FN(clamp_tensor_out));
   m.impl("clamp_min.out", TORCH_FN(clamp_min_out));
   m.impl("clamp_max.out", TORCH_FN(clamp_max_out));
+
+  m.impl("gelu_backward.grad_input", TORCH_FN(gelu_backward_out));
+  m.impl("silu_backward.grad_input",
+         TORCH_FN((backward_out<AXON_BINARY_SILU_BACKWARD, ATEN_OP2(silu_backward, grad_input)>)));
+  m.impl("mish_backward", TORCH_FN((backward_functional<AXON_BINARY_MISH_BACKWARD, ATEN_OP(mish_backward)>)));
+  m.impl("sigmoid_backward.grad_input",
+         TORCH_FN((backward_out<AXON_BINARY_SIGMOID_BACKWARD, ATEN_OP2(sigmoid_backward, grad_input)>)));
+  m.impl("tanh_backward.grad_input",
+         TORCH_FN((backward_out<AXON_BINARY_TANH_BACKWARD, ATEN_OP2(tanh_backward, grad_input)>)));
+  m.impl("threshold_backward.grad_input", TORCH_FN(threshold_backward_out));
+  m.impl("hardtanh_backward.grad_input", TORCH_FN(hardtanh_backward_out));
+  m.impl("hardtanh_backward", TORCH_FN(hardtanh_backward));
+  m.impl("leaky_relu_backward.grad_input", TORCH_FN(leaky_relu_backward_out));
+  m.impl("elu_backward.grad_input", TORCH_FN(elu_backward_out));
+  m.impl("softplus_backward.grad_input", TORCH_FN(softplus_backward_out));
+  m.impl("hardswish_backward",
+         TORCH_FN((backward_functional<AXON_BINARY_HARDSWISH_BACKWARD, ATEN_OP(hardswish_backward)>)));
+  m.impl("hardswish_backward.out",
+         TORCH_FN((backward_out<AXON_BINARY_HARDSWISH_BACKWARD, ATEN_OP2(hardswish_backward, out)>)));
+  m.impl("hardsigmoid_backward.grad_input",
+         TORCH_FN((backward_out<AXON_BINARY_HARDSIGMOID_BACKWARD, ATEN_OP2(hardsigmoid_backward, grad_input)>)));
 }
 
 }  // namespace
