@@ -13,6 +13,9 @@ def _autoload() -> None:
     own import autoloads this half-initialized module and calls this; the registration below then runs anyway."""
 
 
+import atexit  # noqa: E402
+import time  # noqa: E402
+
 import torch  # noqa: E402
 
 from torch_axon import _C  # noqa: E402  (its static initializers register the allocator, guard, hooks, kernels, fallback)
@@ -32,6 +35,18 @@ def _register() -> None:
 
 
 _register()
+
+
+def _let_autograd_device_threads_settle() -> None:
+    # PyTorch's autograd thread for an axon device drops the last references of a finished backward (Python objects
+    # among them) just after it has woken the caller. If the interpreter starts finalizing inside that window, the
+    # thread cannot take the GIL, is made to exit mid-unwind, and the process dies in std::terminate (status 134).
+    # Releasing the GIL briefly before finalization closes the window; it costs nothing if axon was never used.
+    if _C._is_initialized():
+        time.sleep(0.02)
+
+
+atexit.register(_let_autograd_device_threads_settle)
 
 
 def runtime_info() -> dict:
