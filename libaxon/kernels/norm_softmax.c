@@ -14,6 +14,7 @@
 #include "axon/stream.h"
 #include "internal.h"
 #include "kernels_impl.h"
+#include "pointwise_impl.h"
 
 #define SM_LANES 64
 #define SM_CHUNK 4096           /* doubles: two buffers are 64 KiB of a worker's (8 MiB default) stack */
@@ -22,6 +23,7 @@ typedef struct sm_args {
     int backward, log;
     int f32_exp;                 /* no float64 tensor: exp in float32 (expf is several times faster than exp, and its
                                     ~1 ulp float32 error is below what a float32 or half result can hold) */
+    int f32_rows;                /* float32 forward along the last dim: the float fast path (sm_rows_f32) */
     int64_t outer, len, inner;
     char *out;                   /* out, or grad_in */
     const char *a;               /* in, or grad_out */
@@ -135,9 +137,44 @@ static void sm_unit(const sm_args_t *a, int64_t off, int64_t m) {
     }
 }
 
+/* Float32 rows along the last dimension, the common case (attention scores, classifier logits): float arithmetic
+ * and the vectorizable pw_expf instead of the general float64 path. The sum uses 16 partial sums, fixed by the row
+ * length alone, so results do not depend on the thread count. A NaN in the row makes the sum, hence every output,
+ * NaN, and an
+ * all -inf row gives NaN (-inf - -inf), as PyTorch does. */
+#define SM_PARTS 16
+static void sm_rows_f32(const sm_args_t *a, int64_t r0, int64_t r1) {
+    const int64_t n = a->len;
+    for (int64_t r = r0; r < r1; r++) {
+        const float *x = (const float *)(const void *)a->a + r * n;
+        float *y = (float *)(void *)a->out + r * n;
+        float mx = -INFINITY;
+        for (int64_t i = 0; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+        for (int64_t i = 0; i < n; i++) y[i] = pw_expf(x[i] - mx); /* a plain map: vectorizes */
+        float part[SM_PARTS] = {0};
+        int64_t i = 0;
+        for (; i + SM_PARTS <= n; i += SM_PARTS)
+            for (int k = 0; k < SM_PARTS; k++) part[k] += y[i + k];
+        for (; i < n; i++) part[i % SM_PARTS] += y[i];
+        float sum = 0;
+        for (int k = 0; k < SM_PARTS; k++) sum += part[k];
+        if (a->log) {
+            const float shift = mx + logf(sum);
+            for (int64_t j = 0; j < n; j++) y[j] = x[j] - shift;
+        } else {
+            const float inv = 1.0f / sum;
+            for (int64_t j = 0; j < n; j++) y[j] *= inv;
+        }
+    }
+}
+
 static void sm_range(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
     const sm_args_t *a = ctx;
+    if (a->f32_rows) {
+        sm_rows_f32(a, begin, end);
+        return;
+    }
     const int64_t nblk = (a->inner + SM_LANES - 1) / SM_LANES;
     for (int64_t u = begin; u < end; u++) {
         int64_t o = u / nblk, l0 = (u % nblk) * SM_LANES;
@@ -214,6 +251,7 @@ static axon_status_t sm_launch(axon_stream_t s, const char *name, const axon_ten
     g.load_a = axon_convert_get(a->dtype, AXON_FLOAT64);
     g.load_b = b ? axon_convert_get(b->dtype, AXON_FLOAT64) : NULL;
     g.store = axon_convert_get(AXON_FLOAT64, out->dtype);
+    g.f32_rows = !b && g.inner == 1 && a->dtype == AXON_FLOAT32 && out->dtype == AXON_FLOAT32;
     uint64_t n = (uint64_t)axon_tensor_numel(a);
     axon_launch_t l = {sm_kernel, &g, sizeof g, name, n * (g.es_a + g.es_b + g.es_out)};
     return axon_stream_launch(s, &l);
