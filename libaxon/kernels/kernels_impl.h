@@ -32,6 +32,9 @@ axon_status_t axon_kernel_check_dst(const axon_tensor_t *t, const char *what);
 /* axon_tensor_check plus the alignment check, for tensors that are only read. */
 axon_status_t axon_kernel_check_src(const axon_tensor_t *t, const char *what);
 
+/* axon_kernel_check_dst (is_dst) or _src of an op's operand, with messages prefixed "op: role". */
+axon_status_t axon_kernel_check_operand(const axon_tensor_t *t, const char *op, const char *role, int is_dst);
+
 /* "[2, 3]" into buf (truncated to n bytes); returns buf. */
 const char *axon_shape_format(const axon_tensor_t *t, char *buf, size_t n);
 

@@ -113,12 +113,10 @@ axon_status_t axon_kernel_reduce(axon_stream_t s, axon_reduce_op_t op, const axo
         return axon_fail(AXON_ERROR_INVALID_ARG, "reduce: op %d is out of range [0, %d)", (int)op,
                          AXON_REDUCE_OP_COUNT);
     const char *name = reduce_names[op];
-    char what[64], sa[160], sb[160];
+    char sa[160], sb[160];
     axon_status_t st;
-    snprintf(what, sizeof what, "%s: out", name);
-    if ((st = axon_kernel_check_dst(out, what)) != AXON_OK) return st;
-    snprintf(what, sizeof what, "%s: in", name);
-    if ((st = axon_kernel_check_src(in, what)) != AXON_OK) return st;
+    if ((st = axon_kernel_check_operand(out, name, "out", 1)) != AXON_OK) return st;
+    if ((st = axon_kernel_check_operand(in, name, "in", 0)) != AXON_OK) return st;
     if (rd_is_complex(in->dtype) || rd_is_complex(out->dtype))
         return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: complex dtypes are not supported (in %s, out %s)", name,
                          axon_dtype_name(in->dtype), axon_dtype_name(out->dtype));

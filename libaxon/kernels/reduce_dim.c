@@ -215,18 +215,15 @@ axon_status_t axon_kernel_arg_reduce(axon_stream_t s, axon_arg_reduce_op_t op, c
         return axon_fail(AXON_ERROR_INVALID_ARG, "arg_reduce: op %d is out of range [0, %d)", (int)op,
                          AXON_ARG_REDUCE_OP_COUNT);
     const char *name = arg_names[op];
-    char what[64], sa[160], sb[160];
+    char sa[160], sb[160];
     axon_status_t st;
-    snprintf(what, sizeof what, "%s: in", name);
-    if ((st = axon_kernel_check_src(in, what)) != AXON_OK) return st;
-    snprintf(what, sizeof what, "%s: out_indices", name);
-    if ((st = axon_kernel_check_dst(out_indices, what)) != AXON_OK) return st;
+    if ((st = axon_kernel_check_operand(in, name, "in", 0)) != AXON_OK) return st;
+    if ((st = axon_kernel_check_operand(out_indices, name, "out_indices", 1)) != AXON_OK) return st;
     if (out_values && op >= AXON_ARG_REDUCE_ARGMAX)
         return axon_fail(AXON_ERROR_INVALID_ARG, "%s: out_values must be NULL (only max and min return values)",
                          name);
     if (out_values) {
-        snprintf(what, sizeof what, "%s: out_values", name);
-        if ((st = axon_kernel_check_dst(out_values, what)) != AXON_OK) return st;
+        if ((st = axon_kernel_check_operand(out_values, name, "out_values", 1)) != AXON_OK) return st;
         if (out_values->dtype == AXON_COMPLEX64 || out_values->dtype == AXON_COMPLEX128)
             return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: complex out_values are not supported", name);
     }
@@ -267,12 +264,10 @@ axon_status_t axon_kernel_cumulative(axon_stream_t s, axon_cumulative_op_t op, c
         return axon_fail(AXON_ERROR_INVALID_ARG, "cumulative: op %d is out of range [0, %d)", (int)op,
                          AXON_CUMULATIVE_OP_COUNT);
     const char *name = cum_names[op];
-    char what[64], sa[160], sb[160];
+    char sa[160], sb[160];
     axon_status_t st;
-    snprintf(what, sizeof what, "%s: out", name);
-    if ((st = axon_kernel_check_dst(out, what)) != AXON_OK) return st;
-    snprintf(what, sizeof what, "%s: in", name);
-    if ((st = axon_kernel_check_src(in, what)) != AXON_OK) return st;
+    if ((st = axon_kernel_check_operand(out, name, "out", 1)) != AXON_OK) return st;
+    if ((st = axon_kernel_check_operand(in, name, "in", 0)) != AXON_OK) return st;
     if ((st = rdim_check_dim(name, in, &dim)) != AXON_OK) return st;
     if (out->dtype == AXON_COMPLEX64 || out->dtype == AXON_COMPLEX128)
         return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: complex dtypes are not supported (out %s)", name,

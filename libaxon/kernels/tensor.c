@@ -111,3 +111,9 @@ axon_status_t axon_kernel_check_dst(const axon_tensor_t *t, const char *what) {
                              t->sizes[i]);
     return AXON_OK;
 }
+
+axon_status_t axon_kernel_check_operand(const axon_tensor_t *t, const char *op, const char *role, int is_dst) {
+    char what[96];
+    snprintf(what, sizeof what, "%s: %s", op, role);
+    return is_dst ? axon_kernel_check_dst(t, what) : axon_kernel_check_src(t, what);
+}
