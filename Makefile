@@ -15,7 +15,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 # Pins: the extension is built against this exact torch (no stable C++ ABI); an unpinned torch would also pull a
 # multi-GB CUDA build.
 PINS := torch==2.13.0 numpy==2.4.6 pytest==9.2.0 scikit-build-core==1.1.2 safetensors==0.8.0
-APT_PACKAGES := ccache libopenblas0-pthread libopenblas-pthread-dev pkg-config
+APT_PACKAGES := ccache libopenblas0-pthread libopenblas-pthread-dev pkg-config libdnnl-dev
 
 BUILD := build
 ASAN_BUILD := build-asan
