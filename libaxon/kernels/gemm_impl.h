@@ -5,6 +5,8 @@
 
 #include <stdint.h>
 
+#include "axon/tensor.h"
+
 /* Every backend function computes, on the calling thread and without threads of its own,
  *     C = alpha * op(A) @ op(B) + beta * C
  * with C m x n row-major (row stride ldc), op(A) m x k and op(B) k x n. A is stored row-major with row stride lda:
@@ -30,5 +32,34 @@ int axon_gemm_portable_f64(int ta, int tb, int64_t m, int64_t n, int64_t k, doub
 /* Integer GEMM in int64 with two's complement wrap-around (no overflow UB): same contract, no library. */
 void axon_gemm_i64(int ta, int tb, int64_t m, int64_t n, int64_t k, int64_t alpha, const int64_t *a, int64_t lda,
                    const int64_t *b, int64_t ldb, int64_t beta, int64_t *c, int64_t ldc);
+
+/* One low-precision product for oneDNN (gemm_onednn.c), on the calling thread with nthreads OpenMP threads:
+ *     C = alpha * A @ B + beta * C + bias      (float32 accumulation, one rounding to dtype on store)
+ * A is bsz x m x k and B bsz x k x n, any element strides (a batch stride of 0 broadcasts one matrix); C is bsz x m x n
+ * with column stride 1. bias is NULL or n contiguous floats (already scaled). beta == 0 never reads C. */
+typedef struct axon_gemm_lowp {
+    axon_dtype_t dtype;          /* BFLOAT16 or FLOAT16, shared by a, b and c */
+    int nthreads;                /* OpenMP threads oneDNN may use; gemm.c passes 1 from each pool participant */
+    int64_t bsz, m, n, k;        /* all >= 1 */
+    const void *a;
+    int64_t a_bs, a_rs, a_cs;    /* batch, row and column strides of a, in elements */
+    const void *b;
+    int64_t b_bs, b_rs, b_cs;
+    void *c;
+    int64_t c_bs, ldc;
+    float alpha, beta;
+    const float *bias;
+} axon_gemm_lowp_t;
+
+/* 1 when libaxon was built with oneDNN and its CPU engine could be created. */
+int axon_gemm_lowp_available(void);
+/* Create (or find in the cache) the primitive for op's shape, dtype and strides; its pointers are not read.
+ * 0: axon_gemm_lowp will run op; 1: not offered (no oneDNN, or only a slow reference kernel): use the float32 path;
+ * -1: out of memory. */
+int axon_gemm_lowp_prepare(const axon_gemm_lowp_t *op);
+/* Run op. 0 on success; 1 not offered (C unchanged); -1 out of memory or a oneDNN failure (C unspecified). */
+int axon_gemm_lowp(const axon_gemm_lowp_t *op);
+/* "onednn" or "none", for benchmarks and tests. */
+const char *axon_gemm_lowp_backend_name(void);
 
 #endif
