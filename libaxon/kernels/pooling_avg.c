@@ -1,0 +1,151 @@
+/* Average pooling and adaptive average pooling, forward and backward (axon/pooling.h).
+ *
+ * Both share one loop: only the windows differ (pooling_impl.h) and the divisor (an adaptive window's own size; for
+ * fixed windows divisor_override, else the window clipped to input plus padding or to the input, as PyTorch's
+ * count_include_pad says). Sums are float64. The forward splits output rows over the pool; the backward scatters
+ * grad_out / divisor over each window, a plane per step (windows overlap when stride < kernel). */
+#include <string.h>
+
+#include "axon/pooling.h"
+#include "axon/stream.h"
+#include "internal.h"
+#include "kernels_impl.h"
+#include "pooling_impl.h"
+
+typedef struct pa_args {
+    axon_pool_geom_t w;
+    axon_spatial_t g;
+    char *dst;               /* forward: out; backward: grad_in */
+    const char *src;         /* forward: in; backward: grad_out */
+    axon_dtype_t dt_dst, dt_src;
+} pa_args_t;
+
+static double pa_divisor(const axon_pool_geom_t *w, const axon_pool_span_t *sp) {
+    if (w->adaptive) return (double)((sp[0].end - sp[0].first) * (sp[1].end - sp[1].first) * (sp[2].end - sp[2].first));
+    if (w->divisor > 0) return (double)w->divisor;
+    if (w->count_include_pad) return (double)(sp[0].padded * sp[1].padded * sp[2].padded);
+    return (double)(axon_pool_span_count(sp[0]) * axon_pool_span_count(sp[1]) * axon_pool_span_count(sp[2]));
+}
+
+static void pa_forward_range(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    const pa_args_t *a = ctx;
+    const axon_spatial_t *g = &a->g;
+    const int64_t per_plane = g->out[0] * g->out[1], ih = g->in[1], iw = g->in[2];
+    for (int64_t r = begin; r < end; r++) {
+        const int64_t plane = r / per_plane, od = r % per_plane / g->out[1], oh = r % g->out[1];
+        axon_pool_span_t sp[3] = {axon_pool_span(&a->w, g, 0, od), axon_pool_span(&a->w, g, 1, oh), {0, 0, 1, 0}};
+        const int64_t i0 = plane * g->in_size, o0 = r * g->out[2];
+        for (int64_t ow = 0; ow < g->out[2]; ow++) {
+            sp[2] = axon_pool_span(&a->w, g, 2, ow);
+            double sum = 0.0;
+            for (int64_t d = sp[0].first; d < sp[0].end; d++)
+                for (int64_t h = sp[1].first; h < sp[1].end; h++) {
+                    const int64_t row = i0 + (d * ih + h) * iw;
+                    for (int64_t w = sp[2].first; w < sp[2].end; w++) sum += axon_spatial_load(a->dt_src, a->src, row + w);
+                }
+            const double div = pa_divisor(&a->w, sp);
+            const int64_t n = axon_pool_span_count(sp[0]) * axon_pool_span_count(sp[1]) * axon_pool_span_count(sp[2]);
+            /* A window with no input element has nothing to average: 0, as PyTorch gives. */
+            axon_spatial_store(a->dt_dst, a->dst, o0 + ow, n > 0 && div > 0 ? sum / div : 0.0);
+        }
+    }
+}
+
+static void pa_backward_range(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    const pa_args_t *a = ctx;
+    const axon_spatial_t *g = &a->g;
+    const int64_t ih = g->in[1], iw = g->in[2];
+    for (int64_t p = begin; p < end; p++) {
+        const int64_t i0 = p * g->in_size;
+        int64_t o = p * g->out_size;
+        axon_spatial_zero(a->dt_dst, a->dst, i0, g->in_size);
+        for (int64_t od = 0; od < g->out[0]; od++) {
+            axon_pool_span_t sp[3] = {axon_pool_span(&a->w, g, 0, od), {0, 0, 1, 0}, {0, 0, 1, 0}};
+            for (int64_t oh = 0; oh < g->out[1]; oh++) {
+                sp[1] = axon_pool_span(&a->w, g, 1, oh);
+                for (int64_t ow = 0; ow < g->out[2]; ow++, o++) {
+                    sp[2] = axon_pool_span(&a->w, g, 2, ow);
+                    const double div = pa_divisor(&a->w, sp);
+                    if (!(div > 0)) continue;
+                    const double delta = axon_spatial_load(a->dt_src, a->src, o) / div;
+                    for (int64_t d = sp[0].first; d < sp[0].end; d++)
+                        for (int64_t h = sp[1].first; h < sp[1].end; h++) {
+                            const int64_t row = i0 + (d * ih + h) * iw;
+                            for (int64_t w = sp[2].first; w < sp[2].end; w++)
+                                axon_spatial_store(a->dt_dst, a->dst, row + w,
+                                                   axon_spatial_load(a->dt_dst, a->dst, row + w) + delta);
+                        }
+                }
+            }
+        }
+    }
+}
+
+/* Work of one output element: about the window's size. */
+static int64_t pa_window_work(const pa_args_t *a) {
+    if (a->w.adaptive) return 1 + a->g.in_size / (a->g.out_size > 0 ? a->g.out_size : 1);
+    return a->w.k[0] * a->w.k[1] * a->w.k[2];
+}
+
+static axon_status_t pa_forward_kernel(const void *args, const axon_exec_t *ex) {
+    const pa_args_t *a = args;
+    const int64_t rows = a->g.planes * a->g.out[0] * a->g.out[1], work = a->g.out[2] * pa_window_work(a);
+    int64_t grain = AXON_KERNEL_GRAIN / (work > 0 ? work : 1);
+    axon_parallel_for(ex->pool, 0, rows, grain < 1 ? 1 : grain, pa_forward_range, (void *)a);
+    return AXON_OK;
+}
+
+static axon_status_t pa_backward_kernel(const void *args, const axon_exec_t *ex) {
+    const pa_args_t *a = args;
+    const int64_t work = a->g.in_size + a->g.out_size * pa_window_work(a);
+    int64_t grain = AXON_KERNEL_GRAIN / (work > 0 ? work : 1);
+    axon_parallel_for(ex->pool, 0, a->g.planes, grain < 1 ? 1 : grain, pa_backward_range, (void *)a);
+    return AXON_OK;
+}
+
+/* Shared launch. Forward: dst = out, src = in. Backward: dst = grad_in, src = grad_out. */
+static axon_status_t pa_launch(axon_stream_t s, const char *op, int backward, const axon_tensor_t *dst,
+                               const axon_tensor_t *src, const axon_pool_geom_t *w, int nspatial) {
+    pa_args_t a;
+    memset(&a, 0, sizeof a);
+    axon_status_t st = backward ? axon_spatial_check(op, nspatial, dst, "grad_in", 1, src, "grad_out", &a.g)
+                                : axon_spatial_check(op, nspatial, src, "in", 0, dst, "out", &a.g);
+    if (st != AXON_OK) return st;
+    if (a.g.planes == 0 || (backward ? a.g.in_size : a.g.out_size) == 0) return AXON_OK;
+    a.w = *w;
+    a.dst = dst->data, a.src = src->data, a.dt_dst = dst->dtype, a.dt_src = src->dtype;
+    const uint64_t bytes = (uint64_t)a.g.planes * ((uint64_t)a.g.in_size * axon_dtype_size(backward ? dst->dtype : src->dtype) +
+                                                   (uint64_t)a.g.out_size * axon_dtype_size(backward ? src->dtype : dst->dtype));
+    axon_launch_t l = {backward ? pa_backward_kernel : pa_forward_kernel, &a, sizeof a, op, bytes};
+    return axon_stream_launch(s, &l);
+}
+
+axon_status_t axon_kernel_avg_pool(axon_stream_t s, const axon_tensor_t *out, const axon_tensor_t *in,
+                                   const axon_pool_params_t *p) {
+    axon_pool_geom_t w;
+    axon_status_t st = axon_pool_geom_fixed("avg_pool", p, 0, &w);
+    return st != AXON_OK ? st : pa_launch(s, "avg_pool", 0, out, in, &w, p->nspatial);
+}
+
+axon_status_t axon_kernel_avg_pool_backward(axon_stream_t s, const axon_tensor_t *grad_in,
+                                            const axon_tensor_t *grad_out, const axon_pool_params_t *p) {
+    axon_pool_geom_t w;
+    axon_status_t st = axon_pool_geom_fixed("avg_pool_backward", p, 0, &w);
+    return st != AXON_OK ? st : pa_launch(s, "avg_pool_backward", 1, grad_in, grad_out, &w, p->nspatial);
+}
+
+axon_status_t axon_kernel_adaptive_avg_pool(axon_stream_t s, const axon_tensor_t *out, const axon_tensor_t *in,
+                                            int nspatial) {
+    axon_pool_geom_t w;
+    axon_status_t st = axon_pool_geom_adaptive("adaptive_avg_pool", nspatial, &w);
+    return st != AXON_OK ? st : pa_launch(s, "adaptive_avg_pool", 0, out, in, &w, nspatial);
+}
+
+axon_status_t axon_kernel_adaptive_avg_pool_backward(axon_stream_t s, const axon_tensor_t *grad_in,
+                                                     const axon_tensor_t *grad_out, int nspatial) {
+    axon_pool_geom_t w;
+    axon_status_t st = axon_pool_geom_adaptive("adaptive_avg_pool_backward", nspatial, &w);
+    return st != AXON_OK ? st : pa_launch(s, "adaptive_avg_pool_backward", 1, grad_in, grad_out, &w, nspatial);
+}

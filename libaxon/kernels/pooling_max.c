@@ -1,0 +1,162 @@
+/* Max pooling and adaptive max pooling forward, and their shared backward (axon/pooling.h).
+ *
+ * The forward takes the window's largest element with PyTorch's rule: `v > max || isnan(v)`, starting from -inf
+ * and the window's first element, so a NaN wins (the last NaN if several), ties keep the first, and the index is
+ * the same one PyTorch returns. Rows of the output (one plane's fixed D and H) run in parallel. The backward is a
+ * scatter by index, a plane per step: outputs of one plane may share an input element, so a plane is never split. */
+#include <math.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "axon/pooling.h"
+#include "axon/stream.h"
+#include "internal.h"
+#include "kernels_impl.h"
+#include "pooling_impl.h"
+
+typedef struct pm_args {
+    axon_pool_geom_t w;
+    axon_spatial_t g;
+    char *out, *idx;         /* forward: out, indices (NULL = not wanted); backward: grad_in, NULL */
+    const char *in, *bidx;   /* forward: in, NULL; backward: grad_out, indices */
+    axon_dtype_t dt_out, dt_in;
+} pm_args_t;
+
+static void pm_forward_range(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    const pm_args_t *a = ctx;
+    const axon_spatial_t *g = &a->g;
+    const int64_t per_plane = g->out[0] * g->out[1], ih = g->in[1], iw = g->in[2];
+    for (int64_t r = begin; r < end; r++) {
+        const int64_t plane = r / per_plane, od = r % per_plane / g->out[1], oh = r % g->out[1];
+        const axon_pool_span_t sd = axon_pool_span(&a->w, g, 0, od), sh = axon_pool_span(&a->w, g, 1, oh);
+        const char *in = a->in + plane * g->in_size * (int64_t)axon_dtype_size(a->dt_in);
+        const int64_t o0 = r * g->out[2];
+        for (int64_t ow = 0; ow < g->out[2]; ow++) {
+            const axon_pool_span_t sw = axon_pool_span(&a->w, g, 2, ow);
+            int64_t best = (sd.first * ih + sh.first) * iw + sw.first;
+            double max = -INFINITY;
+            for (int64_t d = sd.first; d < sd.end; d += sd.step)
+                for (int64_t h = sh.first; h < sh.end; h += sh.step) {
+                    const int64_t row = (d * ih + h) * iw;
+                    for (int64_t w = sw.first; w < sw.end; w += sw.step) {
+                        double v = axon_spatial_load(a->dt_in, in, row + w);
+                        if (v > max || isnan(v)) max = v, best = row + w;
+                    }
+                }
+            axon_spatial_store(a->dt_out, a->out, o0 + ow, max);
+            if (a->idx) ((int64_t *)a->idx)[o0 + ow] = best;
+        }
+    }
+}
+
+static axon_status_t pm_forward_kernel(const void *args, const axon_exec_t *ex) {
+    const pm_args_t *a = args;
+    const int64_t rows = a->g.planes * a->g.out[0] * a->g.out[1];
+    const int64_t work = a->g.out[2] * (a->w.adaptive ? 1 + a->g.in_size / a->g.out_size : a->w.k[0] * a->w.k[1] * a->w.k[2]);
+    int64_t grain = AXON_KERNEL_GRAIN / (work > 0 ? work : 1);
+    axon_parallel_for(ex->pool, 0, rows, grain < 1 ? 1 : grain, pm_forward_range, (void *)a);
+    return AXON_OK;
+}
+
+/* The backward's job: the arguments plus the first bad index seen (INT64_MAX if none) and its position. */
+typedef struct pm_job {
+    const pm_args_t *a;
+    _Atomic int64_t bad_pos;
+    _Atomic int64_t bad_value;
+} pm_job_t;
+
+static void pm_backward_range(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    pm_job_t *j = ctx;
+    const pm_args_t *a = j->a;
+    const axon_spatial_t *g = &a->g;
+    const int64_t *idx = (const int64_t *)a->bidx;
+    for (int64_t p = begin; p < end; p++) {
+        const int64_t gi0 = p * g->in_size, go0 = p * g->out_size;
+        axon_spatial_zero(a->dt_out, a->out, gi0, g->in_size);
+        for (int64_t o = 0; o < g->out_size; o++) {
+            const int64_t i = idx[go0 + o];
+            if (i < 0 || i >= g->in_size) {
+                int64_t cur = atomic_load(&j->bad_pos);
+                while (go0 + o < cur && !atomic_compare_exchange_weak(&j->bad_pos, &cur, go0 + o)) {
+                }
+                if (go0 + o < cur) atomic_store(&j->bad_value, i);
+                break;
+            }
+            const double v = axon_spatial_load(a->dt_out, a->out, gi0 + i) + axon_spatial_load(a->dt_in, a->in, go0 + o);
+            axon_spatial_store(a->dt_out, a->out, gi0 + i, v);
+        }
+    }
+}
+
+static axon_status_t pm_backward_kernel(const void *args, const axon_exec_t *ex) {
+    pm_job_t j;
+    j.a = args;
+    atomic_init(&j.bad_pos, INT64_MAX);
+    atomic_init(&j.bad_value, 0);
+    const int64_t work = j.a->g.in_size + j.a->g.out_size;
+    int64_t grain = AXON_KERNEL_GRAIN / (work > 0 ? work : 1);
+    axon_parallel_for(ex->pool, 0, j.a->g.planes, grain < 1 ? 1 : grain, pm_backward_range, &j);
+    int64_t pos = atomic_load(&j.bad_pos);
+    if (pos != INT64_MAX)
+        return axon_fail(AXON_ERROR_INVALID_ARG,
+                         "max_pool_backward: index %lld at position %lld is out of range for an input plane of %lld "
+                         "elements (grad_in is left partly written)",
+                         (long long)atomic_load(&j.bad_value), (long long)pos, (long long)j.a->g.in_size);
+    return AXON_OK;
+}
+
+static axon_status_t pm_forward_launch(axon_stream_t s, const char *op, const axon_tensor_t *out,
+                                       const axon_tensor_t *indices, const axon_tensor_t *in,
+                                       const axon_pool_geom_t *w, int nspatial) {
+    pm_args_t a;
+    memset(&a, 0, sizeof a);
+    axon_status_t st = axon_spatial_check(op, nspatial, in, "in", 0, out, "out", &a.g);
+    if (st == AXON_OK && indices) st = axon_spatial_check_indices(op, indices, 1, out);
+    if (st != AXON_OK) return st;
+    if (a.g.planes == 0 || a.g.out_size == 0) return AXON_OK;
+    a.w = *w;
+    a.out = out->data, a.in = in->data, a.idx = indices ? indices->data : NULL;
+    a.dt_out = out->dtype, a.dt_in = in->dtype;
+    const uint64_t n = (uint64_t)a.g.planes * (uint64_t)a.g.out_size;
+    axon_launch_t l = {pm_forward_kernel, &a, sizeof a, op,
+                       n * (axon_dtype_size(out->dtype) + (indices ? 8u : 0u)) +
+                           (uint64_t)a.g.planes * (uint64_t)a.g.in_size * axon_dtype_size(in->dtype)};
+    return axon_stream_launch(s, &l);
+}
+
+axon_status_t axon_kernel_max_pool(axon_stream_t s, const axon_tensor_t *out, const axon_tensor_t *indices,
+                                   const axon_tensor_t *in, const axon_pool_params_t *p) {
+    axon_pool_geom_t w;
+    axon_status_t st = axon_pool_geom_fixed("max_pool", p, 1, &w);
+    if (st != AXON_OK) return st;
+    return pm_forward_launch(s, "max_pool", out, indices, in, &w, p->nspatial);
+}
+
+axon_status_t axon_kernel_adaptive_max_pool(axon_stream_t s, const axon_tensor_t *out, const axon_tensor_t *indices,
+                                            const axon_tensor_t *in, int nspatial) {
+    axon_pool_geom_t w;
+    axon_status_t st = axon_pool_geom_adaptive("adaptive_max_pool", nspatial, &w);
+    if (st != AXON_OK) return st;
+    return pm_forward_launch(s, "adaptive_max_pool", out, indices, in, &w, nspatial);
+}
+
+axon_status_t axon_kernel_max_pool_backward(axon_stream_t s, const axon_tensor_t *grad_in,
+                                            const axon_tensor_t *grad_out, const axon_tensor_t *indices,
+                                            int nspatial) {
+    const char *op = "max_pool_backward";
+    pm_args_t a;
+    memset(&a, 0, sizeof a);
+    axon_status_t st = axon_spatial_check(op, nspatial, grad_in, "grad_in", 1, grad_out, "grad_out", &a.g);
+    if (st == AXON_OK) st = axon_spatial_check_indices(op, indices, 0, grad_out);
+    if (st != AXON_OK) return st;
+    if (a.g.planes == 0 || a.g.in_size == 0) return AXON_OK;
+    a.out = grad_in->data, a.in = grad_out->data, a.bidx = indices->data;
+    a.dt_out = grad_in->dtype, a.dt_in = grad_out->dtype;
+    const uint64_t n = (uint64_t)a.g.planes;
+    axon_launch_t l = {pm_backward_kernel, &a, sizeof a, op,
+                       n * ((uint64_t)a.g.in_size * axon_dtype_size(grad_in->dtype) +
+                            (uint64_t)a.g.out_size * (axon_dtype_size(grad_out->dtype) + 8u))};
+    return axon_stream_launch(s, &l);
+}
