@@ -1,0 +1,98 @@
+/* Scaled dot-product attention backward (axon/attention.h), flash-attention-2 style in three passes over the pool:
+ * D = rowsum(dout * out) per query row; dk and dv per block of keys (each unit walks every query row that sees its
+ * keys); dq per block of query rows. The weights are recomputed from the scores and the forward's lse in both
+ * gradient passes: that costs two GEMMs more than one pass with atomic or per-thread dq sums, but no unit ever
+ * writes another's output, so results do not depend on the thread count. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "attention_impl.h"
+#include "axon/stream.h"
+#include "internal.h"
+
+#define AT_T float
+#define AT_SFX f32
+#define AT_GEMM axon_gemm_f32
+#define AT_CDT AXON_FLOAT32
+#include "attention_tile.h"
+
+#define AT_T double
+#define AT_SFX f64
+#define AT_GEMM axon_gemm_f64
+#define AT_CDT AXON_FLOAT64
+#include "attention_tile.h"
+
+static void *at_slot(at_job_t *j, int slot) { return j->scratch + (size_t)slot * j->slot_bytes; }
+
+static void at_d_range(void *ctx, int64_t begin, int64_t end, int slot) {
+    at_job_t *j = ctx;
+    for (int64_t u = begin; u < end; u++) {
+        if (j->a->f64) at_backward_d_row_f64(j, u, at_slot(j, slot));
+        else at_backward_d_row_f32(j, u, at_slot(j, slot));
+    }
+}
+
+static void at_kv_range(void *ctx, int64_t begin, int64_t end, int slot) {
+    at_job_t *j = ctx;
+    for (int64_t u = begin; u < end; u++) {
+        if (j->a->f64) at_backward_kv_unit_f64(j, u, at_slot(j, slot));
+        else at_backward_kv_unit_f32(j, u, at_slot(j, slot));
+    }
+}
+
+static void at_q_range(void *ctx, int64_t begin, int64_t end, int slot) {
+    at_job_t *j = ctx;
+    for (int64_t u = begin; u < end; u++) {
+        if (j->a->f64) at_backward_q_unit_f64(j, u, at_slot(j, slot));
+        else at_backward_q_unit_f32(j, u, at_slot(j, slot));
+    }
+}
+
+static axon_status_t at_backward_kernel(const void *args, const axon_exec_t *ex) {
+    const at_args_t *a = args;
+    const char *op = "attention_backward";
+    at_job_t j;
+    memset(&j, 0, sizeof j);
+    j.a = a;
+    atomic_init(&j.failed, 0);
+    const int64_t rows = a->B * a->Hq * a->L;
+    const size_t es = a->f64 ? sizeof(double) : sizeof(float);
+    if ((j.d = malloc((size_t)(rows > 0 ? rows : 1) * es)) == NULL)
+        return axon_fail(AXON_ERROR_OUT_OF_MEMORY, "%s: %zu bytes for rowsum(dout * out)", op, (size_t)rows * es);
+    const int64_t work = AT_BLOCK * (a->S + a->L + 1) * (a->E + a->Ev + 1); /* rough cost of one unit */
+    axon_status_t st = at_run(&j, ex->pool, rows, a->Ev + 1, at_d_range, op);
+    if (st == AXON_OK && (a->dk.data || a->dv.data))
+        st = at_run(&j, ex->pool, a->B * a->Hkv * ((a->S + AT_BLOCK - 1) / AT_BLOCK), work * a->group, at_kv_range,
+                    op);
+    if (st == AXON_OK && a->dq.data)
+        st = at_run(&j, ex->pool, a->B * a->Hq * ((a->L + AT_BLOCK - 1) / AT_BLOCK), work, at_q_range, op);
+    free(j.d);
+    return st;
+}
+
+axon_status_t axon_kernel_attention_backward(axon_stream_t s, const axon_tensor_t *dq, const axon_tensor_t *dk,
+                                             const axon_tensor_t *dv, const axon_tensor_t *dout,
+                                             const axon_tensor_t *q, const axon_tensor_t *k, const axon_tensor_t *v,
+                                             const axon_tensor_t *mask, const axon_tensor_t *out,
+                                             const axon_tensor_t *lse, const axon_attention_params_t *p) {
+    const char *op = "attention_backward";
+    at_args_t a;
+    axon_status_t st = at_prepare(&a, op, q, k, v, mask, p);
+    if (st != AXON_OK) return st;
+    if ((dk == NULL) != (dv == NULL))
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: dk and dv must be given together (dk %s, dv %s)", op,
+                         dk ? "given" : "NULL", dv ? "given" : "NULL");
+    const int64_t so[4] = {a.B, a.Hq, a.L, a.Ev}, sq[4] = {a.B, a.Hq, a.L, a.E};
+    const int64_t sk[4] = {a.B, a.Hkv, a.S, a.E}, sv[4] = {a.B, a.Hkv, a.S, a.Ev};
+    if ((st = at_operand(&a.dout, &a, op, "dout", dout, 4, so, 0, 0)) != AXON_OK) return st;
+    if ((st = at_operand(&a.out, &a, op, "out", out, 4, so, 0, 0)) != AXON_OK) return st;
+    if ((st = at_operand(&a.lse, &a, op, "lse", lse, 3, so, 0, 1)) != AXON_OK) return st;
+    if (dq && (st = at_operand(&a.dq, &a, op, "dq", dq, 4, sq, 1, 0)) != AXON_OK) return st;
+    if (dk && (st = at_operand(&a.dk, &a, op, "dk", dk, 4, sk, 1, 0)) != AXON_OK) return st;
+    if (dv && (st = at_operand(&a.dv, &a, op, "dv", dv, 4, sv, 1, 0)) != AXON_OK) return st;
+    const int64_t nq = dq ? axon_tensor_numel(dq) : 0, nk = dk ? axon_tensor_numel(dk) + axon_tensor_numel(dv) : 0;
+    if (nq == 0 && nk == 0) return AXON_OK;
+    const uint64_t bytes = (uint64_t)(nq + nk + 2 * axon_tensor_numel(dout)) * (uint64_t)a.dout.es;
+    axon_launch_t l = {at_backward_kernel, &a, sizeof a, op, bytes};
+    return axon_stream_launch(s, &l);
+}

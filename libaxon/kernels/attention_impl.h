@@ -1,0 +1,73 @@
+/* What the attention files share (axon/attention.h): the argument block, the checks (attention_fwd.c), the tile
+ * scratch layout and the dropout decisions. attention_tile.h holds the tile code itself, once per compute type.
+ * Never installed. */
+#ifndef AXON_ATTENTION_IMPL_H
+#define AXON_ATTENTION_IMPL_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "axon/attention.h"
+#include "kernels_impl.h"
+#include "philox.h"
+
+/* Query rows per forward / dq unit and keys per dk, dv unit; also the other side's block. 64 x 64 tiles keep a
+ * unit's working set (a few 16 KiB float tiles) in L2 and give the GEMM calls enough work to pay their overhead. */
+#define AT_BLOCK 64
+
+/* One operand: 4 strides in elements (lse uses 3, a broadcast mask has zeros), and its converters to and from the
+ * compute type. */
+typedef struct at_operand {
+    char *data;                  /* NULL = absent */
+    int64_t st[4];
+    axon_dtype_t dtype;
+    size_t es;
+    axon_convert_fn ld, st_fn;
+} at_operand_t;
+
+typedef struct at_args {
+    int64_t B, Hq, Hkv, L, S, E, Ev, group;
+    double scale, p, keep_scale; /* keep_scale = 1 / (1 - p), or 0 when p == 1 */
+    uint64_t seed, offset;
+    int causal, dropout, mask_bool, f64;
+    at_operand_t q, k, v, mask, out, lse, dout, dq, dk, dv;
+} at_args_t;
+
+/* What the units of one command share: its arguments, per-slot scratch and the backward's D. */
+typedef struct at_job {
+    const at_args_t *a;
+    char *scratch;
+    size_t slot_bytes;
+    void *d;                     /* backward: rowsum(dout * out) per (b, h, i), compute type */
+    atomic_int failed;           /* a GEMM could not allocate its packing buffers */
+} at_job_t;
+
+/* Checks q, k, v, mask and params and fills a (shapes, compute type, the inputs' operands). op names the call in
+ * messages. */
+axon_status_t at_prepare(at_args_t *a, const char *op, const axon_tensor_t *q, const axon_tensor_t *k,
+                         const axon_tensor_t *v, const axon_tensor_t *mask, const axon_attention_params_t *p);
+
+/* Checks t (dst or src) as `role` of shape want[0..nd) with a float dtype (lse: float32/float64 only) and fills o. */
+axon_status_t at_operand(at_operand_t *o, const at_args_t *a, const char *op, const char *role,
+                         const axon_tensor_t *t, int nd, const int64_t *want, int is_dst, int is_lse);
+
+/* Bytes of tile scratch one worker needs (the largest of the forward and backward layouts). */
+size_t at_slot_bytes(const at_args_t *a);
+
+/* Runs fn over units with per-slot scratch; OUT_OF_MEMORY (with a message naming op) if the scratch or a GEMM
+ * packing buffer could not be allocated. */
+axon_status_t at_run(at_job_t *j, axon_pool_t pool, int64_t units, int64_t unit_work, axon_range_fn fn,
+                     const char *op);
+
+/* Random bits of element n of the dropout stream. */
+static inline uint32_t at_dropout_bits(uint64_t seed, uint64_t offset, uint64_t n) {
+    uint32_t x[4];
+    axon_philox_block(seed, offset, n / 4, x);
+    return x[n % 4];
+}
+
+/* Element n of the stream is kept iff its uniform (x >> 8) * 2^-24 is >= p. */
+static inline int at_dropout_keep(uint32_t x, double p) { return (double)(x >> 8) * 0x1p-24 >= p; }
+
+#endif
