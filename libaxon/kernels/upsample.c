@@ -1,0 +1,247 @@
+/* Nearest, nearest-exact, linear and cubic upsampling over 1 to 3 spatial dims, forward and backward
+ * (axon/upsample.h).
+ *
+ * Every mode is separable: each output coordinate along a dimension reads 1 (nearest), 2 (linear) or 4 (cubic)
+ * input coordinates with weights, and an output element is the weighted sum over the product of its dimensions'
+ * taps. So one loop serves all modes and ranks; only the taps differ. Taps are recomputed per output coordinate
+ * (a few flops) rather than tabulated, because kernels never allocate. The index arithmetic is done in float32
+ * unless a tensor is float64, as PyTorch's opmath type does it: the chosen source elements then match PyTorch's at
+ * every size, not just where float32 and float64 happen to round alike. */
+#include <assert.h>
+#include <math.h>
+#include <string.h>
+
+#include "axon/stream.h"
+#include "axon/upsample.h"
+#include "internal.h"
+#include "kernels_impl.h"
+#include "spatial_impl.h"
+
+static const char *const up_mode_names[] = {"upsample_nearest", "upsample_nearest_exact", "upsample_linear",
+                                            "upsample_cubic"};
+static_assert(sizeof up_mode_names / sizeof up_mode_names[0] == AXON_UPSAMPLE_MODE_COUNT,
+              "every upsample mode needs a name");
+static const char *const up_backward_names[] = {"upsample_nearest_backward", "upsample_nearest_exact_backward",
+                                                "upsample_linear_backward", "upsample_cubic_backward"};
+static_assert(sizeof up_backward_names / sizeof up_backward_names[0] == AXON_UPSAMPLE_MODE_COUNT,
+              "every upsample mode needs a backward name");
+
+typedef struct up_args {
+    axon_spatial_t g;
+    axon_upsample_mode_t mode;
+    int align_corners, f64, first;   /* first: the first real spatial dim (0..2) of the 3-dim view */
+    double scales[3];                /* D, H, W */
+    char *dst;                       /* forward: out; backward: grad_in */
+    const char *src;                 /* forward: in; backward: grad_out */
+    axon_dtype_t dt_dst, dt_src;
+} up_args_t;
+
+typedef struct up_taps {
+    int n;
+    int64_t idx[4];
+    double w[4];
+} up_taps_t;
+
+static int64_t up_min(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t up_clamp(int64_t v, int64_t hi) { return v < 0 ? 0 : v > hi ? hi : v; }
+
+/* min(floor(x), I - 1) as PyTorch's (int64_t)floorf(x), with a huge or NaN x (a tiny scale factor) sent to I - 1
+ * instead of an undefined conversion. */
+static int64_t up_floor_index(float x, int64_t I) {
+    if (!(x < 0x1p62f)) return I - 1;
+    return up_min((int64_t)floorf(x), I - 1);
+}
+
+/* Keys' cubic convolution weights for fraction t (A = -0.75, PyTorch's), in type T. */
+#define UP_CUBIC(T, t, w)                                                                   \
+    do {                                                                                    \
+        const T A_ = (T)-0.75, x1_ = (t) + (T)1, x2_ = (T)1 - (t), x3_ = x2_ + (T)1;        \
+        (w)[0] = ((A_ * x1_ - (T)5 * A_) * x1_ + (T)8 * A_) * x1_ - (T)4 * A_;              \
+        (w)[1] = (((A_ + (T)2) * (t) - (A_ + (T)3)) * (t)) * (t) + (T)1;                    \
+        (w)[2] = (((A_ + (T)2) * x2_ - (A_ + (T)3)) * x2_) * x2_ + (T)1;                    \
+        (w)[3] = ((A_ * x3_ - (T)5 * A_) * x3_ + (T)8 * A_) * x3_ - (T)4 * A_;              \
+    } while (0)
+
+/* Linear and cubic taps of output o (in size I, out size O, scale factor f or 0), with index arithmetic in T. */
+#define UP_INTERP_TAPS(NAME, T)                                                                             \
+    static up_taps_t NAME(int cubic, int align, double f, int64_t o, int64_t I, int64_t O) {                 \
+        up_taps_t r;                                                                                        \
+        memset(&r, 0, sizeof r);                                                                            \
+        if (!cubic && O == I) {                                                                             \
+            r.n = 1, r.idx[0] = o, r.w[0] = 1.0;                                                            \
+            return r;                                                                                       \
+        }                                                                                                   \
+        T ratio;                                                                                            \
+        if (align) ratio = O > 1 ? (T)(I - 1) / (T)(O - 1) : (T)0;                                          \
+        else ratio = f > 0 ? (T)(1.0 / f) : (T)I / (T)O;                                                    \
+        T x = align ? ratio * (T)o : ratio * ((T)o + (T)0.5) - (T)0.5;                                      \
+        if (!cubic && x < (T)0) x = (T)0;                                                                   \
+        const int64_t i0 = up_floor_index((float)x, I);                                       \
+        T t = x - (T)i0;                                                                                    \
+        t = t < (T)0 ? (T)0 : t > (T)1 ? (T)1 : t;                                                          \
+        if (!cubic) {                                                                                       \
+            r.n = 2, r.idx[0] = i0, r.idx[1] = i0 + (i0 < I - 1 ? 1 : 0);                                   \
+            r.w[0] = (double)((T)1 - t), r.w[1] = (double)t;                                                \
+            return r;                                                                                       \
+        }                                                                                                   \
+        T w[4];                                                                                             \
+        UP_CUBIC(T, t, w);                                                                                  \
+        r.n = 4;                                                                                            \
+        for (int j = 0; j < 4; j++) r.idx[j] = up_clamp(i0 - 1 + j, I - 1), r.w[j] = (double)w[j];          \
+        return r;                                                                                           \
+    }
+
+UP_INTERP_TAPS(up_interp_f32, float)
+UP_INTERP_TAPS(up_interp_f64, double)
+
+/* The taps along dim k (0 = D, 1 = H, 2 = W) of output coordinate o. */
+static up_taps_t up_taps(const up_args_t *a, int k, int64_t o) {
+    const int64_t I = a->g.in[k], O = a->g.out[k];
+    up_taps_t r;
+    memset(&r, 0, sizeof r);
+    r.n = 1, r.w[0] = 1.0;
+    if (k < a->first) return r;        /* a dimension the op does not have: size 1 both sides */
+    const double f = a->scales[k];
+    switch (a->mode) {
+    case AXON_UPSAMPLE_NEAREST:
+    case AXON_UPSAMPLE_NEAREST_EXACT: {
+        /* PyTorch keeps float32 scales here whatever the dtype. */
+        const float ratio = f > 0 ? (float)(1.0 / f) : (float)I / (float)O;
+        if (a->mode == AXON_UPSAMPLE_NEAREST_EXACT)
+            r.idx[0] = up_floor_index((float)(((double)o + 0.5) * (double)ratio), I);
+        else if (O == I) r.idx[0] = o;
+        else if (O == 2 * I) r.idx[0] = o >> 1;
+        else r.idx[0] = up_floor_index((float)o * ratio, I);
+        return r;
+    }
+    case AXON_UPSAMPLE_LINEAR:
+    case AXON_UPSAMPLE_CUBIC:
+    default: {
+        const int cubic = a->mode == AXON_UPSAMPLE_CUBIC;
+        r = a->f64 ? up_interp_f64(cubic, a->align_corners, f, o, I, O)
+                   : up_interp_f32(cubic, a->align_corners, f, o, I, O);
+        for (int j = 0; j < r.n; j++) r.idx[j] = up_clamp(r.idx[j], I - 1); /* a negative x (cubic) floors below 0 */
+        return r;
+    }
+    }
+}
+
+static void up_forward_range(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    const up_args_t *a = ctx;
+    const axon_spatial_t *g = &a->g;
+    const int64_t per_plane = g->out[0] * g->out[1], ih = g->in[1], iw = g->in[2];
+    for (int64_t r = begin; r < end; r++) {
+        const int64_t plane = r / per_plane, od = r % per_plane / g->out[1], oh = r % g->out[1];
+        const up_taps_t td = up_taps(a, 0, od), th = up_taps(a, 1, oh);
+        const int64_t i0 = plane * g->in_size, o0 = r * g->out[2];
+        for (int64_t ow = 0; ow < g->out[2]; ow++) {
+            const up_taps_t tw = up_taps(a, 2, ow);
+            double sum = 0.0;
+            for (int x = 0; x < td.n; x++)
+                for (int y = 0; y < th.n; y++) {
+                    const int64_t row = i0 + (td.idx[x] * ih + th.idx[y]) * iw;
+                    const double wxy = td.w[x] * th.w[y];
+                    for (int z = 0; z < tw.n; z++)
+                        sum += wxy * tw.w[z] * axon_spatial_load(a->dt_src, a->src, row + tw.idx[z]);
+                }
+            axon_spatial_store(a->dt_dst, a->dst, o0 + ow, sum);
+        }
+    }
+}
+
+static void up_backward_range(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    const up_args_t *a = ctx;
+    const axon_spatial_t *g = &a->g;
+    const int64_t ih = g->in[1], iw = g->in[2];
+    for (int64_t p = begin; p < end; p++) {
+        const int64_t i0 = p * g->in_size;
+        int64_t o = p * g->out_size;
+        axon_spatial_zero(a->dt_dst, a->dst, i0, g->in_size);
+        for (int64_t od = 0; od < g->out[0]; od++) {
+            const up_taps_t td = up_taps(a, 0, od);
+            for (int64_t oh = 0; oh < g->out[1]; oh++) {
+                const up_taps_t th = up_taps(a, 1, oh);
+                for (int64_t ow = 0; ow < g->out[2]; ow++, o++) {
+                    const up_taps_t tw = up_taps(a, 2, ow);
+                    const double go = axon_spatial_load(a->dt_src, a->src, o);
+                    for (int x = 0; x < td.n; x++)
+                        for (int y = 0; y < th.n; y++) {
+                            const int64_t row = i0 + (td.idx[x] * ih + th.idx[y]) * iw;
+                            const double gxy = go * td.w[x] * th.w[y];
+                            for (int z = 0; z < tw.n; z++) {
+                                const int64_t i = row + tw.idx[z];
+                                axon_spatial_store(a->dt_dst, a->dst, i,
+                                                   axon_spatial_load(a->dt_dst, a->dst, i) + gxy * tw.w[z]);
+                            }
+                        }
+                }
+            }
+        }
+    }
+}
+
+/* Taps per output element, for the grain. */
+static int64_t up_work(const up_args_t *a) {
+    const int64_t per_dim = a->mode == AXON_UPSAMPLE_CUBIC ? 4 : a->mode == AXON_UPSAMPLE_LINEAR ? 2 : 1;
+    int64_t w = 1;
+    for (int k = a->first; k < 3; k++) w *= per_dim;
+    return w;
+}
+
+static axon_status_t up_forward_kernel(const void *args, const axon_exec_t *ex) {
+    const up_args_t *a = args;
+    const int64_t rows = a->g.planes * a->g.out[0] * a->g.out[1], work = a->g.out[2] * up_work(a);
+    int64_t grain = AXON_KERNEL_GRAIN / (work > 0 ? work : 1);
+    axon_parallel_for(ex->pool, 0, rows, grain < 1 ? 1 : grain, up_forward_range, (void *)a);
+    return AXON_OK;
+}
+
+static axon_status_t up_backward_kernel(const void *args, const axon_exec_t *ex) {
+    const up_args_t *a = args;
+    const int64_t work = a->g.in_size + a->g.out_size * up_work(a);
+    int64_t grain = AXON_KERNEL_GRAIN / (work > 0 ? work : 1);
+    axon_parallel_for(ex->pool, 0, a->g.planes, grain < 1 ? 1 : grain, up_backward_range, (void *)a);
+    return AXON_OK;
+}
+
+static axon_status_t up_launch(axon_stream_t s, int backward, const axon_tensor_t *dst, const axon_tensor_t *src,
+                               const axon_upsample_params_t *p) {
+    if (p == NULL) return axon_fail(AXON_ERROR_INVALID_ARG, "upsample%s: params is NULL", backward ? "_backward" : "");
+    if ((unsigned)p->mode >= AXON_UPSAMPLE_MODE_COUNT)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "upsample%s: mode %d is not an axon_upsample_mode_t",
+                         backward ? "_backward" : "", (int)p->mode);
+    const char *op = backward ? up_backward_names[p->mode] : up_mode_names[p->mode];
+    up_args_t a;
+    memset(&a, 0, sizeof a);
+    axon_status_t st = backward ? axon_spatial_check(op, p->nspatial, dst, "grad_in", 1, src, "grad_out", &a.g)
+                                : axon_spatial_check(op, p->nspatial, src, "in", 0, dst, "out", &a.g);
+    if (st != AXON_OK) return st;
+    for (int i = 0; i < p->nspatial; i++)
+        if (!(p->scales[i] >= 0.0) || isinf(p->scales[i]))
+            return axon_fail(AXON_ERROR_INVALID_ARG, "%s: scale factor %g of spatial dim %d must be finite and >= 0 "
+                             "(0 = none)", op, p->scales[i], i);
+    if (a.g.planes == 0 || (backward ? a.g.in_size : a.g.out_size) == 0) return AXON_OK;
+    a.mode = p->mode;
+    a.align_corners = p->align_corners != 0;
+    a.f64 = dst->dtype == AXON_FLOAT64 || src->dtype == AXON_FLOAT64;
+    a.first = AXON_SPATIAL_MAX - p->nspatial;
+    for (int i = 0; i < p->nspatial; i++) a.scales[a.first + i] = p->scales[i];
+    a.dst = dst->data, a.src = src->data, a.dt_dst = dst->dtype, a.dt_src = src->dtype;
+    const uint64_t bytes =
+        (uint64_t)a.g.planes * ((uint64_t)a.g.in_size * axon_dtype_size(backward ? dst->dtype : src->dtype) +
+                                (uint64_t)a.g.out_size * axon_dtype_size(backward ? src->dtype : dst->dtype));
+    axon_launch_t l = {backward ? up_backward_kernel : up_forward_kernel, &a, sizeof a, op, bytes};
+    return axon_stream_launch(s, &l);
+}
+
+axon_status_t axon_kernel_upsample(axon_stream_t s, const axon_tensor_t *out, const axon_tensor_t *in,
+                                   const axon_upsample_params_t *p) {
+    return up_launch(s, 0, out, in, p);
+}
+
+axon_status_t axon_kernel_upsample_backward(axon_stream_t s, const axon_tensor_t *grad_in,
+                                            const axon_tensor_t *grad_out, const axon_upsample_params_t *p) {
+    return up_launch(s, 1, grad_in, grad_out, p);
+}
