@@ -17,6 +17,7 @@
 #include "axon/gemm.h"
 #include "axon/index.h"
 #include "axon/norm.h"
+#include "axon/conv.h"
 
 #define AXON_VERSION_MAJOR 0
 #define AXON_VERSION_MINOR 1

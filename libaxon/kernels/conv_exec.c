@@ -1,0 +1,328 @@
+/* The convolution command (conv_impl.h): its four phases on the device's pool, each an im2col/col2im plus GEMM.
+ *
+ * Work units and why:
+ *   1. y = conv(x, w): one unit per (batch element, group, block of output positions). Blocks keep the column
+ *      buffer near CONV_COL_ELEMS elements (cache-sized, bounded whatever the image) and give the pool enough units
+ *      when the batch is small. Units write disjoint parts of y.
+ *   2. x = conv^T(y, w): one unit per (batch element, group). The scatter of overlapping patches makes blocks of one
+ *      image write the same x elements, so a unit owns all of one image's group and accumulates it in scratch.
+ *   3. dW: a sum over the batch. The batch is cut into as many chunks as the pool has participants; each chunk sums
+ *      into its own copy of dW (units (chunk, group) write disjoint parts), and the copies are added in chunk order.
+ *   4. dbias: one unit per channel, summing in float64 in a fixed order.
+ * Each participant mallocs its scratch once per parallel-for call, not per unit; a failed malloc is remembered and
+ * reported as OUT_OF_MEMORY after the phase. */
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conv_impl.h"
+#include "gemm_impl.h"
+#include "internal.h"
+
+/* Column-buffer budget per participant: 2^18 elements (1 MiB of float32). */
+#define CONV_COL_ELEMS ((int64_t)1 << 18)
+
+typedef struct conv_job {
+    const conv_args_t *a;
+    const conv_geom_t *g;
+    int f64;                         /* compute in float64 (else float32) */
+    int direct;                      /* dt is the compute dtype: tensors are used in place */
+    size_t es, esc;                  /* bytes per element of dt and of the compute dtype */
+    axon_convert_fn ld, st;          /* dt -> compute dtype, compute dtype -> dt */
+    const char *w;                   /* the weight in the compute dtype */
+    const char *bias;                /* phase 1 or 2's bias in the compute dtype, or NULL */
+    int64_t nb, nblk;                /* output positions per block, blocks per image */
+    int64_t nch;                     /* phase 3: batch chunks */
+    char *parts;                     /* phase 3: nch copies of dW in the compute dtype */
+    atomic_int failed;
+} conv_job_t;
+
+static int64_t ce_min(int64_t a, int64_t b) { return a < b ? a : b; }
+
+static int ce_gemm(const conv_job_t *j, int ta, int tb, int64_t m, int64_t n, int64_t k, const char *a,
+                   int64_t lda, const char *b, int64_t ldb, double beta, char *c, int64_t ldc) {
+    if (j->f64)
+        return axon_gemm_f64(ta, tb, m, n, k, 1.0, (const double *)a, lda, (const double *)b, ldb, beta,
+                             (double *)c, ldc);
+    return axon_gemm_f32(ta, tb, m, n, k, 1.0f, (const float *)a, lda, (const float *)b, ldb, (float)beta,
+                         (float *)c, ldc);
+}
+
+/* rows x m matrix c (row stride ldc) = bias[row] (or 0 without bias), in the compute dtype. */
+static void ce_prefill(const conv_job_t *j, char *c, int64_t ldc, const char *bias, int64_t rows, int64_t m) {
+    for (int64_t r = 0; r < rows; r++) {
+        char *row = c + (size_t)(r * ldc) * j->esc;
+        if (bias == NULL) {
+            memset(row, 0, (size_t)m * j->esc);
+        } else if (j->f64) {
+            double v = ((const double *)bias)[r];
+            for (int64_t i = 0; i < m; i++) ((double *)row)[i] = v;
+        } else {
+            float v = ((const float *)bias)[r];
+            for (int64_t i = 0; i < m; i++) ((float *)row)[i] = v;
+        }
+    }
+}
+
+/* The cyg x m block of Y at (n, group gi, positions p0..) as a compute-dtype matrix: in place when Y already is in
+ * the compute dtype, else converted into buf. Returns the matrix; *ld its row stride. */
+static const char *ce_yblock(const conv_job_t *j, const char *y, int64_t n, int64_t gi, int64_t p0, int64_t m,
+                             char *buf, int64_t *ld) {
+    const conv_geom_t *g = j->g;
+    const char *src = y + (size_t)((n * g->cy + gi * g->cyg) * g->ysp + p0) * j->es;
+    if (buf == NULL) {
+        *ld = g->ysp;
+        return src;
+    }
+    for (int64_t r = 0; r < g->cyg; r++)
+        j->ld(buf + (size_t)(r * m) * j->esc, 1, src + (size_t)(r * g->ysp) * j->es, 1, m);
+    *ld = m;
+    return buf;
+}
+
+/* ---- phase 1: y = conv(x, w) + bias ---- */
+
+static void ce_forward(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    conv_job_t *j = ctx;
+    const conv_geom_t *g = j->g;
+    const conv_args_t *a = j->a;
+    const int direct = j->direct;
+    char *col = malloc((size_t)(g->rows * j->nb + 1) * j->esc);
+    char *cbuf = direct ? NULL : malloc((size_t)(g->cyg * j->nb + 1) * j->esc);
+    if (col == NULL || (!direct && cbuf == NULL)) {
+        atomic_store(&j->failed, 1);
+        goto done;
+    }
+    for (int64_t u = begin; u < end; u++) {
+        const int64_t n = u / (g->groups * j->nblk), gi = u / j->nblk % g->groups, p0 = u % j->nblk * j->nb;
+        const int64_t m = ce_min(j->nb, g->ysp - p0);
+        char *y = a->y_out + (size_t)((n * g->cy + gi * g->cyg) * g->ysp + p0) * j->es;
+        char *c = direct ? y : cbuf;
+        const int64_t ldc = direct ? g->ysp : m;
+        const char *bias = j->bias ? j->bias + (size_t)(gi * g->cyg) * j->esc : NULL;
+        double beta = 0.0;
+        if (bias || g->rows == 0) {
+            ce_prefill(j, c, ldc, bias, g->cyg, m);
+            beta = 1.0;
+        }
+        if (g->rows > 0) {
+            const char *x = a->x_in + (size_t)((n * g->cx + gi * g->cxg) * g->xsp) * j->es;
+            conv_im2col(g, x, j->es, j->ld, col, j->esc, p0, m);
+            const char *w = j->w + (size_t)(gi * g->cyg * g->rows) * j->esc;
+            if (ce_gemm(j, 0, 0, g->cyg, m, g->rows, w, g->rows, col, m, beta, c, ldc) != 0)
+                atomic_store(&j->failed, 1);
+        }
+        if (!direct)
+            for (int64_t r = 0; r < g->cyg; r++)
+                j->st(y + (size_t)(r * g->ysp) * j->es, 1, cbuf + (size_t)(r * m) * j->esc, 1, m);
+    }
+done:
+    free(col);
+    free(cbuf);
+}
+
+/* ---- phase 2: x = conv^T(y, w) + bias ---- */
+
+static void ce_backward_data(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    conv_job_t *j = ctx;
+    const conv_geom_t *g = j->g;
+    const conv_args_t *a = j->a;
+    const int convert = !j->direct;
+    char *col = malloc((size_t)(g->rows * j->nb + 1) * j->esc);
+    char *ybuf = convert ? malloc((size_t)(g->cyg * j->nb + 1) * j->esc) : NULL;
+    char *acc = malloc((size_t)(g->cxg * g->xsp + 1) * j->esc);
+    if (col == NULL || acc == NULL || (convert && ybuf == NULL)) {
+        atomic_store(&j->failed, 1);
+        goto done;
+    }
+    for (int64_t u = begin; u < end; u++) {
+        const int64_t n = u / g->groups, gi = u % g->groups;
+        memset(acc, 0, (size_t)(g->cxg * g->xsp) * j->esc);
+        const char *w = j->w + (size_t)(gi * g->cyg * g->rows) * j->esc;
+        for (int64_t p0 = 0; p0 < g->ysp && g->cyg > 0 && g->rows > 0; p0 += j->nb) {
+            const int64_t m = ce_min(j->nb, g->ysp - p0);
+            int64_t ldy;
+            const char *yb = ce_yblock(j, a->y_in, n, gi, p0, m, ybuf, &ldy);
+            /* col (rows x m) = W_g^T (rows x cyg) @ Y block (cyg x m) */
+            if (ce_gemm(j, 1, 0, g->rows, m, g->cyg, w, g->rows, yb, ldy, 0.0, col, m) != 0) {
+                atomic_store(&j->failed, 1);
+                continue;
+            }
+            conv_col2im(g, col, acc, j->f64, p0, m);
+        }
+        if (j->bias) {
+            const char *bias = j->bias + (size_t)(gi * g->cxg) * j->esc;
+            for (int64_t c = 0; c < g->cxg; c++)
+                for (int64_t i = 0; i < g->xsp; i++) {
+                    if (j->f64) ((double *)acc)[c * g->xsp + i] += ((const double *)bias)[c];
+                    else ((float *)acc)[c * g->xsp + i] += ((const float *)bias)[c];
+                }
+        }
+        j->st(a->x_out + (size_t)((n * g->cx + gi * g->cxg) * g->xsp) * j->es, 1, acc, 1, g->cxg * g->xsp);
+    }
+done:
+    free(col);
+    free(ybuf);
+    free(acc);
+}
+
+/* ---- phase 3: dW = sum over the batch of Y block @ col(X block)^T ---- */
+
+static void ce_backward_weight(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    conv_job_t *j = ctx;
+    const conv_geom_t *g = j->g;
+    const conv_args_t *a = j->a;
+    const int convert = !j->direct;
+    char *col = malloc((size_t)(g->rows * j->nb + 1) * j->esc);
+    char *ybuf = convert ? malloc((size_t)(g->cyg * j->nb + 1) * j->esc) : NULL;
+    if (col == NULL || (convert && ybuf == NULL)) {
+        atomic_store(&j->failed, 1);
+        goto done;
+    }
+    for (int64_t u = begin; u < end; u++) {
+        const int64_t ch = u / g->groups, gi = u % g->groups;
+        const int64_t n0 = ch * g->batch / j->nch, n1 = (ch + 1) * g->batch / j->nch;
+        char *part = j->parts + (size_t)((ch * g->cy + gi * g->cyg) * g->rows) * j->esc;
+        for (int64_t n = n0; n < n1; n++) {
+            const char *x = a->x_w + (size_t)((n * g->cx + gi * g->cxg) * g->xsp) * j->es;
+            for (int64_t p0 = 0; p0 < g->ysp; p0 += j->nb) {
+                const int64_t m = ce_min(j->nb, g->ysp - p0);
+                int64_t ldy;
+                const char *yb = ce_yblock(j, a->y_w, n, gi, p0, m, ybuf, &ldy);
+                conv_im2col(g, x, j->es, j->ld, col, j->esc, p0, m);
+                /* part (cyg x rows) += Y block (cyg x m) @ col^T (m x rows) */
+                if (ce_gemm(j, 0, 1, g->cyg, g->rows, m, yb, ldy, col, m, 1.0, part, g->rows) != 0)
+                    atomic_store(&j->failed, 1);
+            }
+        }
+    }
+done:
+    free(col);
+    free(ybuf);
+}
+
+/* dW elements [begin, end): the chunks' sums added in chunk order, stored in dt. */
+static void ce_weight_reduce(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    conv_job_t *j = ctx;
+    const int64_t total = j->g->cy * j->g->rows;
+    for (int64_t i = begin; i < end; i++) {
+        for (int64_t ch = 1; ch < j->nch; ch++) {
+            if (j->f64) ((double *)j->parts)[i] += ((const double *)j->parts)[ch * total + i];
+            else ((float *)j->parts)[i] += ((const float *)j->parts)[ch * total + i];
+        }
+    }
+    j->st(j->a->w_out + (size_t)begin * j->es, 1, j->parts + (size_t)begin * j->esc, 1, end - begin);
+}
+
+/* ---- phase 4: dbias[c] = sum of b_src[n, c, :] ---- */
+
+#define CONV_SUM_CHUNK 512
+
+static void ce_bias_sum(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    conv_job_t *j = ctx;
+    const conv_args_t *a = j->a;
+    axon_convert_fn ld = axon_convert_get(a->dt, AXON_FLOAT64), st = axon_convert_get(AXON_FLOAT64, a->dt);
+    double buf[CONV_SUM_CHUNK];
+    for (int64_t c = begin; c < end; c++) {
+        double sum = 0.0;
+        for (int64_t n = 0; n < j->g->batch; n++) {
+            const char *src = a->b_src + (size_t)((n * a->b_ch + c) * a->b_sp) * j->es;
+            for (int64_t i = 0; i < a->b_sp; i += CONV_SUM_CHUNK) {
+                const int64_t m = ce_min(CONV_SUM_CHUNK, a->b_sp - i);
+                ld((char *)buf, 1, src + (size_t)i * j->es, 1, m);
+                for (int64_t q = 0; q < m; q++) sum += buf[q];
+            }
+        }
+        st(a->b_out + (size_t)c * j->es, 1, (const char *)&sum, 1, 1);
+    }
+}
+
+/* ---- the command ---- */
+
+/* A malloc'ed compute-dtype copy of n elements of dt at src, or src itself when no conversion is needed (*owned
+ * stays NULL). NULL only if the copy could not be allocated. */
+static const char *ce_to_compute(const conv_job_t *j, const char *src, int64_t n, char **owned) {
+    *owned = NULL;
+    if (j->direct) return src;
+    if ((*owned = malloc((size_t)(n + 1) * j->esc)) == NULL) return NULL;
+    j->ld(*owned, 1, src, 1, n);
+    return *owned;
+}
+
+/* Block size for phases 1-3: the column budget, but small enough that phase 1 has about two units per participant
+ * when the batch alone is too small (multiples of 16 positions, for the GEMM's vector tiles). */
+static void ce_blocks(conv_job_t *j, int nparts) {
+    const conv_geom_t *g = j->g;
+    int64_t nb = CONV_COL_ELEMS / (g->rows > 0 ? g->rows : 1);
+    const int64_t units = g->batch * g->groups;
+    if (units > 0 && units < 2 * (int64_t)nparts) {
+        const int64_t want = (2 * (int64_t)nparts + units - 1) / units;
+        nb = ce_min(nb, (g->ysp + want - 1) / want);
+    }
+    nb = (nb + 15) / 16 * 16;
+    if (nb < 32) nb = 32;
+    j->nb = ce_min(nb, g->ysp > 0 ? g->ysp : 1);
+    j->nblk = (g->ysp + j->nb - 1) / j->nb;
+}
+
+axon_status_t conv_execute(const void *args, const axon_exec_t *ex) {
+    const conv_args_t *a = args;
+    const conv_geom_t *g = &a->g;
+    const int nparts = axon_pool_size(ex->pool);
+    axon_status_t st = AXON_OK;
+    char *wown = NULL, *bown = NULL;
+    conv_job_t j;
+    memset(&j, 0, sizeof j);
+    atomic_init(&j.failed, 0);
+    j.a = a, j.g = g;
+    j.f64 = a->dt == AXON_FLOAT64;
+    j.direct = a->dt == AXON_FLOAT32 || a->dt == AXON_FLOAT64;
+    const axon_dtype_t cdt = j.f64 ? AXON_FLOAT64 : AXON_FLOAT32;
+    j.es = axon_dtype_size(a->dt), j.esc = axon_dtype_size(cdt);
+    j.ld = axon_convert_get(a->dt, cdt), j.st = axon_convert_get(cdt, a->dt);
+    ce_blocks(&j, nparts);
+    /* Phases 1-3 cost about 2 * N * cy * ysp * rows flops each; below ~1 MFLOP waking the pool costs more. */
+    const double flop = 2.0 * (double)g->batch * (double)g->cy * (double)g->ysp * (double)g->rows;
+    const int small = flop < 1e6;
+    if (a->y_out || a->x_out) {
+        if ((j.w = ce_to_compute(&j, a->w, g->cy * g->rows, &wown)) == NULL) goto oom;
+        const char *b = a->y_out ? a->bias_y : a->bias_x;
+        const int64_t nbias = a->y_out ? g->cy : g->cx;
+        if (b && (j.bias = ce_to_compute(&j, b, nbias, &bown)) == NULL) goto oom;
+    }
+    if (a->y_out) {
+        const int64_t units = g->batch * g->groups * j.nblk;
+        axon_parallel_for(ex->pool, 0, units, small ? units : 1, ce_forward, &j);
+        if (atomic_load(&j.failed)) goto oom;
+    }
+    if (a->x_out) {
+        const int64_t units = g->batch * g->groups;
+        axon_parallel_for(ex->pool, 0, units, small ? units : 1, ce_backward_data, &j);
+        if (atomic_load(&j.failed)) goto oom;
+    }
+    if (a->w_out && g->cy * g->rows > 0) {
+        j.nch = small || g->batch < 1 ? 1 : ce_min(g->batch, nparts);
+        if ((j.parts = calloc((size_t)(j.nch * g->cy * g->rows), j.esc)) == NULL) goto oom;
+        const int64_t units = j.nch * g->groups;
+        axon_parallel_for(ex->pool, 0, units, 1, ce_backward_weight, &j);
+        if (atomic_load(&j.failed)) goto oom;
+        axon_parallel_for(ex->pool, 0, g->cy * g->rows, AXON_KERNEL_GRAIN, ce_weight_reduce, &j);
+    }
+    if (a->b_out) axon_parallel_for(ex->pool, 0, a->b_ch, AXON_KERNEL_GRAIN / (a->b_sp * g->batch + 1) + 1,
+                                    ce_bias_sum, &j);
+    goto done;
+oom:
+    st = axon_fail(AXON_ERROR_OUT_OF_MEMORY, "conv: host scratch for a %" PRId64 " x %" PRId64
+                   " column block (%s compute)", g->rows, j.nb, axon_dtype_name(cdt));
+done:
+    free(wown);
+    free(bown);
+    free(j.parts);
+    return st;
+}

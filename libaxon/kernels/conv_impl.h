@@ -1,0 +1,57 @@
+/* What the convolution files share inside libaxon: the geometry of a plain convolution, the column-buffer
+ * gather/scatter (conv_im2col.c) and the command that runs it (conv_exec.c, launched by conv.c). Never installed.
+ *
+ * Everything is phrased for a PLAIN convolution Y = conv(X, W): X [N, cx, xs...], W [cy, cx/G, ks...],
+ * Y [N, cy, ys...]. A transposed convolution is described by swapping roles (its output is X, its input Y), because
+ * its forward is the plain convolution's grad_input and its grad_input the plain forward. */
+#ifndef AXON_CONV_IMPL_H
+#define AXON_CONV_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "axon/conv.h"
+#include "axon/stream.h"
+#include "kernels_impl.h"
+
+typedef struct conv_geom {
+    int64_t batch, groups;
+    int64_t cx, cy;                  /* channels of X and of Y, all groups */
+    int64_t cxg, cyg;                /* per group */
+    /* Spatial: 1-D and 2-D convolutions are padded in front to 3 dimensions of size 1 (stride 1, padding 0). */
+    int64_t xs[3], ys[3], ks[3], stride[3], pad[3], dil[3];
+    int64_t xsp, ysp, ksp;           /* products of xs, ys, ks */
+    int64_t rows;                    /* cxg * ksp: rows of a column buffer, columns of a group's weight matrix */
+} conv_geom_t;
+
+/* col[r * m + j] = X[channel c, position read by output p0 + j through kernel offset k], r = c * ksp + k, for one
+ * group's channels of one batch element at x (dtype loaded with ld: any float dtype to the compute dtype);
+ * 0 where the patch reads padding. col holds rows * m elements of es_c bytes. */
+void conv_im2col(const conv_geom_t *g, const char *x, size_t es_x, axon_convert_fn ld, char *col, size_t es_c,
+                 int64_t p0, int64_t m);
+
+/* The adjoint: acc[c * xsp + position] += col[r * m + j] over the same index map (padding reads are dropped).
+ * col and acc are float64 if is_f64, else float32. */
+void conv_col2im(const conv_geom_t *g, const char *col, char *acc, int is_f64, int64_t p0, int64_t m);
+
+/* The command's argument block: up to four phases, each skipped when its output is NULL. Data pointers are of
+ * contiguous tensors of dtype dt; w is W in the plain layout [cy, cxg, ks...]. */
+typedef struct conv_args {
+    conv_geom_t g;
+    axon_dtype_t dt;
+    const char *w;
+    char *y_out;                     /* phase 1: y_out = conv(x_in, w) + bias_y */
+    const char *x_in, *bias_y;
+    char *x_out;                     /* phase 2: x_out = conv^T(y_in, w) + bias_x */
+    const char *y_in, *bias_x;
+    char *w_out;                     /* phase 3: w_out = dW of conv(x_w, .) for the gradient y_w of its Y */
+    const char *x_w, *y_w;
+    char *b_out;                     /* phase 4: b_out[c] = sum of b_src[n, c, :] over n and space */
+    const char *b_src;
+    int64_t b_ch, b_sp;
+} conv_args_t;
+
+/* The command body (conv_exec.c). OUT_OF_MEMORY if host scratch cannot be had. */
+axon_status_t conv_execute(const void *args, const axon_exec_t *ex);
+
+#endif
