@@ -189,6 +189,149 @@ static int64_t gemm_split(struct gemm_job *j, int64_t bsz, int nparts, int64_t *
     return blocks;
 }
 
+/* bfloat16/float16 through oneDNN (gemm_onednn.c): the operands stay in their dtype. Each pool participant runs
+ * single-threaded oneDNN calls on its blocks: a range of whole matrices when the batch spreads evenly (or is large),
+ * else strips of each matrix, of rows unless there are too few. One single-threaded call per participant measured
+ * faster than one call with an OpenMP team of the pool's size (which also leaves OpenMP threads spinning beside the
+ * pool's), and it keeps a single thread runtime busy at a time. Every block of a plan has one of at
+ * most two shapes (the full one and the tail), and both primitives are made before any block runs, so a shape oneDNN
+ * does not offer is found while out is still untouched. */
+struct gemm_lowp_job {
+    axon_gemm_lowp_t op;         /* the whole product; blocks offset its pointers */
+    int64_t zb;                  /* matrices per block when the batch is split, else 0 */
+    int64_t piece, nstrips;      /* strip length along m (split_m) or n, and strips per matrix */
+    int split_m;
+    atomic_int failed;
+};
+
+/* Block u of j as a single-threaded oneDNN call. */
+static axon_gemm_lowp_t gemm_lowp_block(const struct gemm_lowp_job *j, int64_t u) {
+    axon_gemm_lowp_t o = j->op;
+    const size_t es = axon_dtype_size(o.dtype);
+    int64_t z0, i0 = 0, j0 = 0;
+    o.nthreads = 1;
+    if (j->zb > 0) {
+        z0 = u * j->zb;
+        o.bsz = gemm_min(j->zb, j->op.bsz - z0);
+    } else {
+        z0 = u / j->nstrips;
+        int64_t q = u % j->nstrips * j->piece;
+        if (j->split_m) i0 = q, o.m = gemm_min(j->piece, o.m - q);
+        else j0 = q, o.n = gemm_min(j->piece, o.n - q);
+        o.bsz = 1;
+    }
+    o.a = (const char *)o.a + (size_t)(z0 * o.a_bs + i0 * o.a_rs) * es;
+    o.b = (const char *)o.b + (size_t)(z0 * o.b_bs + j0 * o.b_cs) * es;
+    o.c = (char *)o.c + (size_t)(z0 * o.c_bs + i0 * o.ldc + j0) * es;
+    if (o.bias) o.bias += j0;
+    return o;
+}
+
+static void gemm_lowp_blocks(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    struct gemm_lowp_job *j = ctx;
+    for (int64_t u = begin; u < end; u++) {
+        axon_gemm_lowp_t o = gemm_lowp_block(j, u);
+        if (axon_gemm_lowp(&o) != 0) atomic_store(&j->failed, 1);
+    }
+}
+
+/* Cut j->op into blocks, the choice-th way, and return how many; 0 when that way repeats an earlier one.
+ * 0: whole matrices per participant when the batch spreads evenly (or is much larger than the pool), else strips of
+ *    rows, or of columns when there are too few rows for each part to get two 16-row tiles (strips of rows keep
+ *    out's rows whole, and oneDNN's brgemm kernels, the AMX ones included, take a dense out only);
+ * 1: strips of rows, when 0 cut columns (oneDNN 2.6 offers a strided out with a bias only as a reference kernel);
+ * 2: one block on the stream's worker. Products under ~1 MFLOP are one block: waking the pool would cost more. */
+static int64_t gemm_lowp_cut(struct gemm_lowp_job *j, int choice, int nparts) {
+    const int64_t bsz = j->op.bsz, m = j->op.m, n = j->op.n;
+    const double flop = 2.0 * (double)bsz * (double)m * (double)n * (double)j->op.k;
+    const int one = nparts == 1 || flop < 1e6, whole = bsz % nparts == 0 || bsz >= 4 * nparts;
+    const int rows = m >= n || m >= 32 * nparts;
+    if ((choice == 0 && (one || whole)) || choice == 2) {
+        if (choice == 2 && one) return 0;
+        int64_t parts = choice == 2 || one ? 1 : nparts;
+        j->zb = (bsz + parts - 1) / parts;
+        return (bsz + j->zb - 1) / j->zb;
+    }
+    if (choice == 1 && (one || whole || rows || m < 2)) return 0;
+    j->zb = 0;
+    j->split_m = choice == 1 || rows;
+    int64_t full = j->split_m ? m : n;
+    j->piece = (full + nparts - 1) / nparts;
+    if (j->piece >= 64) j->piece = (j->piece + 15) / 16 * 16; /* whole 16-row (or column) tiles, but keep balance */
+    j->nstrips = (full + j->piece - 1) / j->piece;
+    return bsz * j->nstrips;
+}
+
+static void gemm_lowp_strides(const gemm_mat_t *mt, int64_t *bs, int64_t *rs, int64_t *cs) {
+    *bs = mt->sb;
+    *rs = mt->trans ? 1 : mt->ld;
+    *cs = mt->trans ? mt->ld : 1;
+}
+
+/* Runs g through oneDNN and returns 1, with *st set; returns 0, having changed nothing, when oneDNN does not take
+ * this product (not built in, another dtype, k == 0, out not row-major in its dtype, a shape it does not offer). */
+static int gemm_lowp_try(const struct gemm_args *g, const axon_exec_t *ex, axon_status_t *st) {
+    axon_dtype_t dt = g->out.dtype;
+    const int64_t bsz = g->out.sizes[0], m = g->out.sizes[1], n = g->out.sizes[2], k = g->a.sizes[2];
+    int ctrans;
+    int64_t ldc;
+    if ((dt != AXON_BFLOAT16 && dt != AXON_FLOAT16) || k == 0 || !axon_gemm_lowp_available() ||
+        !gemm_layout(m, n, g->out.strides[1], g->out.strides[2], &ctrans, &ldc) || ctrans)
+        return 0;
+    void *sa = NULL, *sb = NULL;
+    float *bias = NULL;
+    int taken = 1;
+    gemm_mat_t a = {0}, b = {0};
+    struct gemm_lowp_job j;
+    memset(&j, 0, sizeof j);
+    atomic_init(&j.failed, 0);
+    if ((*st = gemm_prepare(&a, &g->a, dt, ex->pool, &sa)) != AXON_OK) goto done;
+    if ((*st = gemm_prepare(&b, &g->b, dt, ex->pool, &sb)) != AXON_OK) goto done;
+    if (g->has_bias) {
+        if ((bias = malloc((size_t)n * sizeof *bias)) == NULL) {
+            *st = axon_fail(AXON_ERROR_OUT_OF_MEMORY, "matmul: %" PRId64 " float32 bias scratch", n);
+            goto done;
+        }
+        axon_tensor_t t = gemm_contiguous(bias, AXON_FLOAT32, 1, &n);
+        axon_copy_execute(&t, &g->bias, ex->pool);
+        for (int64_t q = 0; q < n; q++) bias[q] = (float)g->bias_scale * bias[q];
+    }
+    axon_gemm_lowp_t *o = &j.op;
+    o->dtype = dt;
+    o->nthreads = 1;
+    o->bsz = bsz, o->m = m, o->n = n, o->k = k;
+    o->a = a.data, o->b = b.data, o->c = g->out.data;
+    gemm_lowp_strides(&a, &o->a_bs, &o->a_rs, &o->a_cs);
+    gemm_lowp_strides(&b, &o->b_bs, &o->b_rs, &o->b_cs);
+    o->c_bs = g->out.strides[0], o->ldc = ldc;
+    o->alpha = (float)g->alpha, o->beta = (float)g->beta;
+    o->bias = bias;
+    const int nparts = axon_pool_size(ex->pool);
+    int rc = 1;
+    int64_t blocks = 0;
+    for (int choice = 0; choice < 3 && rc == 1; choice++) {
+        if ((blocks = gemm_lowp_cut(&j, choice, nparts)) == 0) continue;
+        /* Block 0 has the full shape and the last block the tail's. */
+        axon_gemm_lowp_t first = gemm_lowp_block(&j, 0), last = gemm_lowp_block(&j, blocks - 1);
+        rc = axon_gemm_lowp_prepare(&first);
+        if (rc == 0) rc = axon_gemm_lowp_prepare(&last);
+    }
+    if (rc == 1) {
+        taken = 0;
+        goto done;
+    }
+    if (rc == 0) axon_parallel_for(ex->pool, 0, blocks, 1, gemm_lowp_blocks, &j);
+    if (rc != 0 || atomic_load(&j.failed))
+        *st = axon_fail(AXON_ERROR_OUT_OF_MEMORY, "matmul: oneDNN %s matmul (%" PRId64 " x %" PRId64 " x %" PRId64
+                        " x %" PRId64 ") could not get its memory", axon_dtype_name(dt), bsz, m, k, n);
+done:
+    free(sa);
+    free(sb);
+    free(bias);
+    return taken;
+}
+
 static axon_dtype_t gemm_compute_dtype(axon_dtype_t d) {
     if (d == AXON_FLOAT64) return AXON_FLOAT64;
     return axon_dtype_is_floating(d) ? AXON_FLOAT32 : AXON_INT64;
@@ -196,10 +339,11 @@ static axon_dtype_t gemm_compute_dtype(axon_dtype_t d) {
 
 static axon_status_t gemm_kernel(const void *args, const axon_exec_t *ex) {
     const struct gemm_args *g = args;
+    axon_status_t st = AXON_OK;
+    if (gemm_lowp_try(g, ex, &st)) return st;
     axon_dtype_t cdt = gemm_compute_dtype(g->out.dtype);
     const int64_t bsz = g->out.sizes[0], m = g->out.sizes[1], n = g->out.sizes[2], k = g->a.sizes[2];
     void *sa = NULL, *sb = NULL, *sc = NULL, *sbias = NULL;
-    axon_status_t st = AXON_OK;
     struct gemm_job j;
     memset(&j, 0, sizeof j);
     atomic_init(&j.failed, 0);

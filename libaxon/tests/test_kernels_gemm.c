@@ -344,6 +344,35 @@ static void test_one_and_two_threads_agree(void) {
     free(g1), free(g2);
 }
 
+/* bfloat16 products large enough that the device splits them over its pool (with oneDNN: by whole matrices, by a
+ * batch range with a shorter tail, or by strips of each matrix), with every layout, broadcast batches, alpha, beta,
+ * a strided bias and NaN in out; each run twice to check the result is the same bit for bit. */
+static void test_bf16_products_split_over_the_pool_match_the_reference(void) {
+    REQUIRE(dev1.s && dev2.s);
+    const int64_t bszs[] = {1, 3, 4, 9};
+    const int lays[][3] = {{0, 0, 0}, {1, 1, 0}, {2, 3, 2}, {4, 0, 0}, {0, 4, 1}, {0, 0, 0}};
+    for (int z = 0; z < 4; z++)
+        for (int l = 0; l < 6; l++)
+            for (int v = 0; v < 2; v++) {
+                /* 150 rows split into strips of rows; 40 rows into strips of columns. */
+                mm_case_t c = basic(AXON_BFLOAT16, l == 5 ? 40 : 150, 203, l == 5 ? 300 : 170);
+                c.batched = 1, c.bsz = bszs[z], c.la = lays[l][0], c.lb = lays[l][1], c.lo = lays[l][2];
+                if (v) c.alpha = 0.5, c.beta = -2, c.bias = 2, c.bias_scale = 0.25;
+                else c.nan_out = 1;
+                int64_t n = c.bsz * c.m * c.n;
+                double *g1 = malloc((size_t)n * 8), *g2 = malloc((size_t)n * 8);
+                REQUIRE(g1 && g2);
+                uint64_t seed = rng_state;
+                CHECK_EQ_I64(run_case(&dev2, &c, g1), 0);
+                rng_state = seed;
+                CHECK_EQ_I64(run_case(&dev2, &c, g2), 0);
+                CHECK(memcmp(g1, g2, (size_t)n * 8) == 0);
+                rng_state = seed;
+                CHECK_EQ_I64(run_case(&dev1, &c, NULL), 0);
+                free(g1), free(g2);
+            }
+}
+
 int main(void) {
     dev1 = kc_open(1);
     dev2 = kc_open(2);
@@ -357,6 +386,7 @@ int main(void) {
     RUN(test_empty_out_enqueues_nothing);
     RUN(test_bad_shapes_dtypes_and_scalars_are_rejected);
     RUN(test_one_and_two_threads_agree);
+    RUN(test_bf16_products_split_over_the_pool_match_the_reference);
     axon_runtime_destroy(dev1.rt);
     axon_runtime_destroy(dev2.rt);
     return check_report();

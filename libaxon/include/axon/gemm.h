@@ -21,8 +21,14 @@
  *     single-threaded from each participant of the device's worker pool on its own block of out; without it a
  *     portable blocked C GEMM. Sums may be ordered differently for another thread count, so results with 1 and 2
  *     threads agree within rounding, not bit for bit.
- *   - bfloat16 and float16: converted to float32 scratch, multiplied in float32, rounded once on store (PyTorch also
- *     accumulates these in float32). Correct but slower than a native bf16 kernel.
+ *   - bfloat16 and float16 with oneDNN (AXON_HAVE_ONEDNN; Debian's libdnnl-dev): oneDNN's matmul primitive on the
+ *     operands as they are (bf16 dot or AMX instructions), float32 accumulation, alpha, beta and bias applied in
+ *     float32, rounded once on store. Each pool participant makes single-threaded calls on its own block of out, so
+ *     results are the same run after run for a given thread count. oneDNN 2.6 has no float16 CPU matmul, and some
+ *     layouts it offers only as a slow reference kernel (out not row-major, a bias with a padded out); those, k == 0,
+ *     and every bf16/f16 product in a build without oneDNN take the next path.
+ *   - bfloat16 and float16 otherwise: converted to float32 scratch, multiplied in float32 as above, rounded once on
+ *     store (PyTorch also accumulates these in float32).
  *   - int8, uint8, int16, int32, int64: a plain loop accumulating in int64 and wrapping to out's dtype, as PyTorch's
  *     CPU mm does; alpha, beta and bias_scale must then be whole numbers.
  *   - bool and complex: UNSUPPORTED.
