@@ -1,0 +1,187 @@
+/* Stable sort along a dimension (axon/sort.h), and what topk.c shares: keys, the merge sort and the launch.
+ *
+ * Each row is turned into (key, position) pairs in the workspace: the element converted to float64 (floats) or int64
+ * (integers, bool), whose bits are then mapped to an unsigned integer of the same order. A bottom-up merge sort of
+ * the pairs (insertion-sorted runs of SRT_RUN, then merges between the row's two halves of workspace) gives the
+ * order; values are then copied from the input by position, bit for bit. Rows are independent, one thread each. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "axon/stream.h"
+#include "internal.h"
+#include "sort_impl.h"
+
+#define SRT_RUN 32
+#define SRT_SIGN ((uint64_t)1 << 63)
+
+size_t axon_sort_workspace_size(int64_t numel) {
+    if (numel < 1) return 16;
+    if ((uint64_t)numel > SIZE_MAX / (2 * sizeof(srt_pair_t))) return SIZE_MAX;
+    return (size_t)numel * 2 * sizeof(srt_pair_t);
+}
+
+void axon_srt_load(const srt_args_t *a, srt_pair_t *p, const char *row, int64_t n) {
+    /* Convert into the key slots (16-byte pairs: a stride of 2 eight-byte elements), then map bits in place. */
+    axon_convert_fn f = axon_convert_get(a->dtype, a->floating ? AXON_FLOAT64 : AXON_INT64);
+    f((char *)&p[0].key, 2, row, a->inner, n);
+    for (int64_t j = 0; j < n; j++) {
+        uint64_t u;
+        if (a->floating) {
+            double d;
+            memcpy(&d, &p[j].key, sizeof d);
+            if (d == 0.0) d = 0.0; /* -0.0 equals 0.0: one key, so ties keep their order */
+            memcpy(&u, &d, sizeof u);
+            u = isnan(d) ? UINT64_MAX : (u & SRT_SIGN) ? ~u : u | SRT_SIGN;
+        } else {
+            memcpy(&u, &p[j].key, sizeof u);
+            u ^= SRT_SIGN;
+        }
+        p[j].key = a->flip ? ~u : u;
+        p[j].idx = j;
+    }
+}
+
+static void srt_insertion(srt_pair_t *a, int64_t n) {
+    for (int64_t i = 1; i < n; i++) {
+        srt_pair_t v = a[i];
+        int64_t j = i;
+        for (; j > 0 && srt_less(&v, &a[j - 1]); j--) a[j] = a[j - 1];
+        a[j] = v;
+    }
+}
+
+/* Merge a[0..mid) and a[mid..n) into out[0..n). */
+static void srt_merge(const srt_pair_t *a, int64_t mid, int64_t n, srt_pair_t *out) {
+    int64_t i = 0, j = mid, o = 0;
+    if (mid == n || !srt_less(&a[mid], &a[mid - 1])) { /* already in order */
+        memcpy(out, a, (size_t)n * sizeof *a);
+        return;
+    }
+    while (i < mid && j < n) out[o++] = srt_less(&a[j], &a[i]) ? a[j++] : a[i++];
+    while (i < mid) out[o++] = a[i++];
+    while (j < n) out[o++] = a[j++];
+}
+
+srt_pair_t *axon_srt_sort(srt_pair_t *a, srt_pair_t *b, int64_t n) {
+    for (int64_t lo = 0; lo < n; lo += SRT_RUN) srt_insertion(a + lo, n - lo < SRT_RUN ? n - lo : SRT_RUN);
+    for (int64_t w = SRT_RUN; w < n; w *= 2) {
+        for (int64_t lo = 0; lo < n; lo += 2 * w) {
+            int64_t len = n - lo < 2 * w ? n - lo : 2 * w;
+            srt_merge(a + lo, len < w ? len : w, len, b + lo);
+        }
+        srt_pair_t *t = a;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+static void srt_row(const srt_args_t *a, int64_t r) {
+    const int64_t o = r / a->inner, i = r % a->inner;
+    const int64_t es = (int64_t)a->es;
+    const char *in = a->in + (o * a->len * a->inner + i) * es;
+    char *vals = a->values + (o * a->out_len * a->inner + i) * es;
+    int64_t *idx = (int64_t *)(void *)a->indices + o * a->out_len * a->inner + i;
+    srt_pair_t *pa = (srt_pair_t *)(void *)a->ws + r * 2 * a->len, *pb = pa + a->len;
+    axon_srt_load(a, pa, in, a->len);
+    const srt_pair_t *res = a->mode == SRT_SORT ? axon_srt_sort(pa, pb, a->len) : axon_srt_pick(a, pa, pb);
+    for (int64_t j = 0; j < a->out_len; j++) {
+        memcpy(vals + j * a->inner * es, in + res[j].idx * a->inner * es, a->es);
+        idx[j * a->inner] = res[j].idx;
+    }
+}
+
+static void srt_range(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    for (int64_t r = begin; r < end; r++) srt_row(ctx, r);
+}
+
+static axon_status_t srt_kernel(const void *args, const axon_exec_t *ex) {
+    const srt_args_t *a = args;
+    int64_t grain = AXON_KERNEL_GRAIN / (a->len * 8 > 0 ? a->len * 8 : 1);
+    axon_parallel_for(ex->pool, 0, a->outer * a->inner, grain < 1 ? 1 : grain, srt_range, (void *)a);
+    return AXON_OK;
+}
+
+/* An operand of in's shape with `len` at dim, of dtype dt, contiguous. */
+static axon_status_t srt_check_out(const char *op, const char *role, const axon_tensor_t *t,
+                                   const axon_tensor_t *in, int dim, int64_t len, axon_dtype_t dt) {
+    char sa[160], sb[160];
+    axon_status_t st = axon_kernel_check_operand(t, op, role, 1);
+    if (st != AXON_OK) return st;
+    if (t->dtype != dt)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: %s dtype %s is not %s", op, role, axon_dtype_name(t->dtype),
+                         axon_dtype_name(dt));
+    axon_tensor_t want = *in;
+    if (want.ndim) want.sizes[dim] = len;
+    int same = t->ndim == want.ndim;
+    for (int d = 0; same && d < t->ndim; d++) same = t->sizes[d] == want.sizes[d];
+    if (!same || (!want.ndim && len != 1))
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: %s has shape %s, expected %s", op, role,
+                         axon_shape_format(t, sa, sizeof sa), axon_shape_format(&want, sb, sizeof sb));
+    if (!axon_tensor_is_contiguous(t))
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: %s must be contiguous (shape %s)", op, role,
+                         axon_shape_format(t, sa, sizeof sa));
+    return AXON_OK;
+}
+
+axon_status_t axon_srt_launch(axon_stream_t s, const char *op, srt_args_t *g, const axon_tensor_t *values,
+                              const axon_tensor_t *indices, const axon_tensor_t *in, int dim,
+                              const axon_tensor_t *workspace) {
+    char sa[160];
+    axon_status_t st = axon_kernel_check_operand(in, op, "in", 0);
+    if (st != AXON_OK) return st;
+    if (in->dtype == AXON_COMPLEX64 || in->dtype == AXON_COMPLEX128)
+        return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: in dtype %s has no order", op, axon_dtype_name(in->dtype));
+    if (!axon_tensor_is_contiguous(in))
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: in must be contiguous (shape %s)", op,
+                         axon_shape_format(in, sa, sizeof sa));
+    const int nd = in->ndim ? in->ndim : 1;
+    if (dim < -nd || dim >= nd)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: dim %d is out of range for a %d-d tensor", op, dim, in->ndim);
+    if (dim < 0) dim += nd;
+    g->len = in->ndim ? in->sizes[dim] : 1;
+    g->outer = g->inner = 1;
+    for (int d = 0; d < in->ndim; d++) {
+        if (d < dim) g->outer *= in->sizes[d];
+        if (d > dim) g->inner *= in->sizes[d];
+    }
+    if (g->mode == SRT_TOPK && (g->k < 0 || g->k > g->len))
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: k (%" PRId64 ") is out of range for dimension %d of size %" PRId64,
+                         op, g->k, dim, g->len);
+    if (g->mode == SRT_KTH && (g->k < 1 || g->k > g->len))
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: k (%" PRId64 ") is out of range [1, %" PRId64 "] for dimension %d",
+                         op, g->k, g->len, dim);
+    g->out_len = g->mode == SRT_SORT ? g->len : g->mode == SRT_TOPK ? g->k : 1;
+    if ((st = srt_check_out(op, "values", values, in, dim, g->out_len, in->dtype)) != AXON_OK) return st;
+    if ((st = srt_check_out(op, "indices", indices, in, dim, g->out_len, AXON_INT64)) != AXON_OK) return st;
+    const int64_t numel = axon_tensor_numel(in);
+    if ((st = axon_kernel_check_operand(workspace, op, "workspace", 1)) != AXON_OK) return st;
+    const uint64_t have = (uint64_t)axon_tensor_numel(workspace) * axon_dtype_size(workspace->dtype);
+    const size_t need = axon_sort_workspace_size(numel);
+    if (have < need || !axon_tensor_is_contiguous(workspace) || ((uintptr_t)workspace->data & 15u))
+        return axon_fail(AXON_ERROR_INVALID_ARG,
+                         "%s: workspace must be contiguous, 16-byte aligned and hold %zu bytes (has %" PRIu64 ")", op,
+                         need, have);
+    if (numel == 0 || axon_tensor_numel(values) == 0) return AXON_OK;
+    g->dtype = in->dtype;
+    g->es = axon_dtype_size(in->dtype);
+    g->floating = axon_dtype_is_floating(in->dtype);
+    g->in = in->data;
+    g->values = values->data;
+    g->indices = indices->data;
+    g->ws = workspace->data;
+    axon_launch_t l = {srt_kernel, g, sizeof *g, op, (uint64_t)numel * (g->es + 2 * sizeof(srt_pair_t))};
+    return axon_stream_launch(s, &l);
+}
+
+axon_status_t axon_kernel_sort(axon_stream_t s, const axon_tensor_t *values, const axon_tensor_t *indices,
+                               const axon_tensor_t *in, int dim, int descending, const axon_tensor_t *workspace) {
+    srt_args_t g;
+    memset(&g, 0, sizeof g);
+    g.mode = SRT_SORT;
+    g.flip = descending != 0;
+    return axon_srt_launch(s, "sort", &g, values, indices, in, dim, workspace);
+}

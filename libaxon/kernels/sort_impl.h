@@ -1,0 +1,57 @@
+/* What sort.c and topk.c share: the order key of an element, the merge sort, and one launch path for the three
+ * ops (axon/sort.h). Never installed. */
+#ifndef AXON_KERNELS_SORT_IMPL_H
+#define AXON_KERNELS_SORT_IMPL_H
+
+#include <stdint.h>
+
+#include "axon/sort.h"
+#include "kernels_impl.h"
+
+/* An element as the sort sees it: an unsigned key whose order is the element's order (NaN largest, -0.0 == 0.0;
+ * complemented for a descending order) and its position along the row. Pairs compare by key, then position, so
+ * every order is total and every result determined. */
+typedef struct srt_pair {
+    uint64_t key;
+    int64_t idx;
+} srt_pair_t;
+
+static inline int srt_less(const srt_pair_t *a, const srt_pair_t *b) {
+    return a->key < b->key || (a->key == b->key && a->idx < b->idx);
+}
+
+typedef enum srt_mode { SRT_SORT, SRT_TOPK, SRT_KTH } srt_mode_t;
+
+typedef struct srt_args {
+    srt_mode_t mode;
+    int flip;                    /* keys complemented: descending sort, topk largest */
+    int nan_wins;                /* kthvalue: a row with a NaN gives its first NaN (median) */
+    int floating;
+    int64_t outer, len, inner;
+    int64_t k;                   /* topk: how many; kthvalue: which (from 1) */
+    int64_t out_len;             /* len (sort), k (topk) or 1 (kthvalue) */
+    axon_dtype_t dtype;
+    size_t es;
+    const char *in;
+    char *values, *indices, *ws;
+} srt_args_t;
+
+/* Fill p[0..n) with the keys of n elements at row (element stride `stride`) and positions 0..n-1. */
+void axon_srt_load(const srt_args_t *a, srt_pair_t *p, const char *row, int64_t n);
+
+/* Sort a[0..n) by (key, idx), using b[0..n) as scratch; returns whichever of a and b holds the result. */
+srt_pair_t *axon_srt_sort(srt_pair_t *a, srt_pair_t *b, int64_t n);
+
+/* Reorder a[0..n) so that a[k] is the pair a sort would put there, smaller ones before it and larger after.
+ * k in [0, n). */
+void axon_srt_select(srt_pair_t *a, srt_pair_t *scratch, int64_t n, int64_t k);
+
+/* The per-row work of topk and kthvalue (topk.c): fills `sorted` (a or b) and returns the pairs to write. */
+const srt_pair_t *axon_srt_pick(const srt_args_t *a, srt_pair_t *pa, srt_pair_t *pb);
+
+/* Check the operands of op and enqueue the command described by g (mode, flip, nan_wins and k already set). */
+axon_status_t axon_srt_launch(axon_stream_t s, const char *op, srt_args_t *g, const axon_tensor_t *values,
+                              const axon_tensor_t *indices, const axon_tensor_t *in, int dim,
+                              const axon_tensor_t *workspace);
+
+#endif

@@ -1,0 +1,86 @@
+/* topk and kthvalue (axon/sort.h): partial selection on the (key, position) pairs that sort.c builds.
+ *
+ * Quickselect with a median-of-three pivot places the wanted pair; pairs are distinct (positions differ), so
+ * partitions shrink even on rows of equal values. A selection that keeps choosing poor pivots (more rounds than
+ * 2 log2(n) + 8) finishes by sorting what is left, which bounds the work at O(n log n). topk then sorts its first k
+ * pairs; kthvalue reads one. */
+#include <string.h>
+
+#include "axon/stream.h"
+#include "internal.h"
+#include "sort_impl.h"
+
+static void srt_swap(srt_pair_t *a, srt_pair_t *b) {
+    srt_pair_t t = *a;
+    *a = *b;
+    *b = t;
+}
+
+void axon_srt_select(srt_pair_t *a, srt_pair_t *scratch, int64_t n, int64_t k) {
+    int64_t lo = 0, hi = n - 1, budget = 8;
+    for (int64_t m = n; m > 1; m >>= 1) budget += 2;
+    while (hi - lo > 16) {
+        if (budget-- == 0) {
+            srt_pair_t *r = axon_srt_sort(a + lo, scratch, hi - lo + 1);
+            if (r != a + lo) memcpy(a + lo, r, (size_t)(hi - lo + 1) * sizeof *a);
+            return;
+        }
+        /* Median of three to a[lo], then Lomuto-free Hoare partition around it. */
+        int64_t mid = lo + (hi - lo) / 2;
+        if (srt_less(&a[mid], &a[lo])) srt_swap(&a[mid], &a[lo]);
+        if (srt_less(&a[hi], &a[lo])) srt_swap(&a[hi], &a[lo]);
+        if (srt_less(&a[hi], &a[mid])) srt_swap(&a[hi], &a[mid]);
+        srt_swap(&a[lo], &a[mid]);
+        const srt_pair_t p = a[lo];
+        int64_t i = lo, j = hi + 1;
+        for (;;) {
+            while (srt_less(&a[++i], &p)) {
+            }
+            while (srt_less(&p, &a[--j])) {
+            }
+            if (i >= j) break;
+            srt_swap(&a[i], &a[j]);
+        }
+        srt_swap(&a[lo], &a[j]); /* the pivot lands at j: smaller before, larger after */
+        if (j == k) return;
+        if (k < j) hi = j - 1;
+        else lo = j + 1;
+    }
+    srt_pair_t *r = axon_srt_sort(a + lo, scratch, hi - lo + 1);
+    if (r != a + lo) memcpy(a + lo, r, (size_t)(hi - lo + 1) * sizeof *a);
+}
+
+const srt_pair_t *axon_srt_pick(const srt_args_t *a, srt_pair_t *pa, srt_pair_t *pb) {
+    const int64_t n = a->len;
+    if (a->mode == SRT_KTH) {
+        if (a->nan_wins && a->floating)
+            for (int64_t j = 0; j < n; j++)
+                if (pa[j].key == UINT64_MAX) return &pa[j]; /* the first NaN: loaded in position order */
+        axon_srt_select(pa, pb, n, a->k - 1);
+        return &pa[a->k - 1];
+    }
+    if (a->k < n) axon_srt_select(pa, pb, n, a->k - 1);
+    return axon_srt_sort(pa, pb, a->k);
+}
+
+axon_status_t axon_kernel_topk(axon_stream_t s, const axon_tensor_t *values, const axon_tensor_t *indices,
+                               const axon_tensor_t *in, int dim, int64_t k, int largest,
+                               const axon_tensor_t *workspace) {
+    srt_args_t g;
+    memset(&g, 0, sizeof g);
+    g.mode = SRT_TOPK;
+    g.flip = largest != 0;
+    g.k = k;
+    return axon_srt_launch(s, "topk", &g, values, indices, in, dim, workspace);
+}
+
+axon_status_t axon_kernel_kthvalue(axon_stream_t s, const axon_tensor_t *values, const axon_tensor_t *indices,
+                                   const axon_tensor_t *in, int dim, int64_t k, int nan_wins,
+                                   const axon_tensor_t *workspace) {
+    srt_args_t g;
+    memset(&g, 0, sizeof g);
+    g.mode = SRT_KTH;
+    g.nan_wins = nan_wins != 0;
+    g.k = k;
+    return axon_srt_launch(s, nan_wins ? "median" : "kthvalue", &g, values, indices, in, dim, workspace);
+}

@@ -1,0 +1,196 @@
+/* sort, topk and kthvalue (axon/sort.h) against a stable insertion sort written out here, over float and integer
+ * dtypes with repeated values, NaN, infinities and -0.0, along first, middle and last dims; int64 extremes keep
+ * their order; results are identical for 1 and 4 threads; bad descriptors fail at launch with messages. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "axon/sort.h"
+#include "kernels_check.h"
+
+static const axon_dtype_t st_dtypes[] = {AXON_FLOAT32, AXON_FLOAT64, AXON_INT8, AXON_UINT8, AXON_INT32, AXON_INT64};
+
+/* Store v (exact in every dtype used) as element i of raw. */
+static void st_put(void *raw, axon_dtype_t dt, int64_t i, double v) {
+    switch (dt) {
+    case AXON_FLOAT32: ((float *)raw)[i] = (float)v; break;
+    case AXON_FLOAT64: ((double *)raw)[i] = v; break;
+    case AXON_INT8: ((int8_t *)raw)[i] = (int8_t)v; break;
+    case AXON_UINT8: ((uint8_t *)raw)[i] = (uint8_t)v; break;
+    case AXON_INT32: ((int32_t *)raw)[i] = (int32_t)v; break;
+    default: ((int64_t *)raw)[i] = (int64_t)v; break;
+    }
+}
+
+/* x < y with NaN largest. */
+static int st_less(double x, double y) {
+    if (isnan(x)) return 0;
+    return isnan(y) || x < y;
+}
+
+/* Stable order of row (n values, stride) ascending or descending: ord[0..n). */
+static void st_order(const double *v, int64_t stride, int64_t n, int desc, int64_t *ord) {
+    for (int64_t i = 0; i < n; i++) {
+        int64_t j = i;
+        for (; j > 0; j--) {
+            double a = v[i * stride], b = v[ord[j - 1] * stride];
+            if (!(desc ? st_less(b, a) : st_less(a, b))) break;
+            ord[j] = ord[j - 1];
+        }
+        ord[j] = i;
+    }
+}
+
+typedef struct st_case {
+    int64_t outer, len, inner;
+} st_case_t;
+
+/* Runs op (0 sort asc, 1 sort desc, 2 topk largest, 3 topk smallest, 4 kthvalue, 5 median) on one case, returns
+ * mismatches. */
+static int check_op(const kc_dev_t *k, axon_dtype_t dt, st_case_t c, int op, int64_t kk) {
+    const int64_t numel = c.outer * c.len * c.inner;
+    const int64_t out_len = op < 2 ? c.len : op < 4 ? kk : 1, onumel = c.outer * out_len * c.inner;
+    const int floating = dt == AXON_FLOAT32 || dt == AXON_FLOAT64;
+    const size_t es = axon_dtype_size(dt);
+    double *v = malloc((size_t)numel * sizeof *v);
+    char *raw = malloc((size_t)numel * es), *got = malloc((size_t)(onumel ? onumel : 1) * es);
+    int64_t *gi = malloc((size_t)(onumel ? onumel : 1) * sizeof *gi), *ord = malloc((size_t)c.len * sizeof *ord);
+    unsigned seed = (unsigned)(numel * 17 + op);
+    for (int64_t i = 0; i < numel; i++) {
+        seed = seed * 1103515245u + 12345u;
+        int r = (int)((seed >> 16) % 23);
+        v[i] = dt == AXON_UINT8 ? r * 11 : r - 11; /* many repeats */
+        if (floating && r == 0) v[i] = NAN;
+        if (floating && r == 1) v[i] = INFINITY;
+        if (floating && r == 2) v[i] = -INFINITY;
+        if (floating && r == 3) v[i] = -0.0;
+        if (floating && r == 4) v[i] = 0.5;
+        st_put(raw, dt, i, v[i]);
+    }
+    const int64_t sin[3] = {c.outer, c.len, c.inner}, sout[3] = {c.outer, out_len, c.inner}, sw[1] = {
+        (int64_t)axon_sort_workspace_size(numel)};
+    void *din = kc_upload(k, raw, (size_t)numel * es), *dv = kc_upload(k, NULL, (size_t)(onumel ? onumel : 1) * es);
+    void *di = kc_upload(k, NULL, (size_t)(onumel ? onumel : 1) * 8), *dw = kc_upload(k, NULL, (size_t)sw[0]);
+    axon_tensor_t tin = kc_tensor(din, dt, 3, sin, NULL), tv = kc_tensor(dv, dt, 3, sout, NULL);
+    axon_tensor_t ti = kc_tensor(di, AXON_INT64, 3, sout, NULL), tw = kc_tensor(dw, AXON_UINT8, 1, sw, NULL);
+    axon_status_t st = op < 2   ? axon_kernel_sort(k->s, &tv, &ti, &tin, 1, op == 1, &tw)
+                       : op < 4 ? axon_kernel_topk(k->s, &tv, &ti, &tin, -2, kk, op == 2, &tw)
+                                : axon_kernel_kthvalue(k->s, &tv, &ti, &tin, 1, kk, op == 5, &tw);
+    int bad = st != AXON_OK;
+    bad += !kc_download(k, got, dv, (size_t)onumel * es) || !kc_download(k, gi, di, (size_t)onumel * 8);
+    for (int64_t o = 0; !bad && o < c.outer; o++)
+        for (int64_t i = 0; i < c.inner; i++) {
+            const double *row = v + o * c.len * c.inner + i;
+            st_order(row, c.inner, c.len, op == 1 || op == 2, ord);
+            int64_t want_first = -1;
+            if (op == 5 && floating)
+                for (int64_t j = 0; j < c.len && want_first < 0; j++)
+                    if (isnan(row[j * c.inner])) want_first = j;
+            for (int64_t j = 0; j < out_len; j++) {
+                int64_t w = op >= 4 ? (want_first >= 0 ? want_first : ord[kk > 0 ? kk - 1 : 0]) : ord[j];
+                int64_t p = (o * out_len + j) * c.inner + i;
+                bad += gi[p] != w;
+                bad += memcmp(got + p * (int64_t)es, raw + (o * c.len * c.inner + w * c.inner + i) * (int64_t)es,
+                              es) != 0;
+            }
+        }
+    if (bad) fprintf(stderr, "  mismatch: %s [%lld, %lld, %lld] op %d k %lld\n", axon_dtype_name(dt),
+                     (long long)c.outer, (long long)c.len, (long long)c.inner, op, (long long)kk);
+    axon_mem_free(k->dev, din), axon_mem_free(k->dev, dv), axon_mem_free(k->dev, di), axon_mem_free(k->dev, dw);
+    free(v), free(raw), free(got), free(gi), free(ord);
+    return bad;
+}
+
+static const st_case_t st_cases[] = {{1, 1, 1}, {3, 37, 1}, {5, 4, 6}, {1, 100, 1}, {2, 3000, 1}, {1, 70, 33}};
+
+static void test_sort_is_stable_and_matches_reference_with_nan_last(void) {
+    kc_dev_t k = kc_open(4);
+    REQUIRE(k.rt);
+    for (size_t d = 0; d < sizeof st_dtypes / sizeof st_dtypes[0]; d++)
+        for (size_t c = 0; c < sizeof st_cases / sizeof st_cases[0]; c++)
+            for (int desc = 0; desc < 2; desc++) CHECK(!check_op(&k, st_dtypes[d], st_cases[c], desc, 0));
+    axon_runtime_destroy(k.rt);
+}
+
+static void test_topk_kthvalue_and_median_match_reference(void) {
+    kc_dev_t k = kc_open(4);
+    REQUIRE(k.rt);
+    for (size_t d = 0; d < sizeof st_dtypes / sizeof st_dtypes[0]; d++)
+        for (size_t c = 0; c < sizeof st_cases / sizeof st_cases[0]; c++) {
+            const int64_t len = st_cases[c].len, ks[4] = {1, len / 2 + 1, len, len > 3 ? 3 : 1};
+            for (int i = 0; i < 4; i++)
+                for (int op = 2; op < 6; op++) CHECK(!check_op(&k, st_dtypes[d], st_cases[c], op, ks[i]));
+            CHECK(!check_op(&k, st_dtypes[d], st_cases[c], 2, 0)); /* k = 0: nothing to do */
+        }
+    axon_runtime_destroy(k.rt);
+}
+
+static void test_int64_extremes_keep_their_order(void) {
+    kc_dev_t k = kc_open(1);
+    REQUIRE(k.rt);
+    const int64_t x[6] = {INT64_MAX, INT64_MIN, 0, -1, INT64_MAX - 1, INT64_MIN + 1};
+    const int64_t want[6] = {1, 5, 3, 2, 4, 0}, sz[1] = {6}, sw[1] = {(int64_t)axon_sort_workspace_size(6)};
+    void *din = kc_upload(&k, x, sizeof x), *dv = kc_upload(&k, NULL, sizeof x), *di = kc_upload(&k, NULL, sizeof x);
+    void *dw = kc_upload(&k, NULL, (size_t)sw[0]);
+    axon_tensor_t tin = kc_tensor(din, AXON_INT64, 1, sz, NULL), tv = kc_tensor(dv, AXON_INT64, 1, sz, NULL);
+    axon_tensor_t ti = kc_tensor(di, AXON_INT64, 1, sz, NULL), tw = kc_tensor(dw, AXON_UINT8, 1, sw, NULL);
+    CHECK_OK(axon_kernel_sort(k.s, &tv, &ti, &tin, 0, 0, &tw));
+    int64_t gv[6], gi[6];
+    CHECK(kc_download(&k, gv, dv, sizeof gv) && kc_download(&k, gi, di, sizeof gi));
+    for (int i = 0; i < 6; i++) CHECK(gi[i] == want[i] && gv[i] == x[want[i]]);
+    axon_mem_free(k.dev, din), axon_mem_free(k.dev, dv), axon_mem_free(k.dev, di), axon_mem_free(k.dev, dw);
+    axon_runtime_destroy(k.rt);
+}
+
+static void test_sort_is_identical_for_1_and_4_threads(void) {
+    for (int t = 1; t <= 4; t += 3) {
+        kc_dev_t k = kc_open(t);
+        REQUIRE(k.rt);
+        const st_case_t c = {64, 500, 1};
+        CHECK(!check_op(&k, AXON_FLOAT32, c, 0, 0));
+        CHECK(!check_op(&k, AXON_FLOAT32, c, 2, 7));
+        axon_runtime_destroy(k.rt);
+    }
+}
+
+static void test_sort_refuses_bad_descriptors_with_messages(void) {
+    kc_dev_t k = kc_open(1);
+    REQUIRE(k.rt);
+    const int64_t sz[2] = {3, 4}, bad[2] = {3, 5}, k2[2] = {3, 2}, sw[1] = {(int64_t)axon_sort_workspace_size(12)};
+    const int64_t small[1] = {8}, tr[2] = {1, 3};
+    void *buf = kc_upload(&k, NULL, 1024), *ws = kc_upload(&k, NULL, (size_t)sw[0]);
+    axon_tensor_t in = kc_tensor(buf, AXON_FLOAT32, 2, sz, NULL), v = in, i = kc_tensor(buf, AXON_INT64, 2, sz, NULL);
+    axon_tensor_t w = kc_tensor(ws, AXON_UINT8, 1, sw, NULL), wsmall = kc_tensor(ws, AXON_UINT8, 1, small, NULL);
+    axon_tensor_t vb = kc_tensor(buf, AXON_FLOAT32, 2, bad, NULL), ci = kc_tensor(buf, AXON_COMPLEX64, 2, sz, NULL);
+    axon_tensor_t vk = kc_tensor(buf, AXON_FLOAT32, 2, k2, NULL), ik = kc_tensor(buf, AXON_INT64, 2, k2, NULL);
+    axon_tensor_t strided = kc_tensor(buf, AXON_FLOAT32, 2, sz, (const int64_t[2]){1, 3});
+    (void)tr;
+    CHECK_STATUS(axon_kernel_sort(k.s, &v, &i, &in, 2, 0, &w), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("dim 2 is out of range");
+    CHECK_STATUS(axon_kernel_sort(k.s, &vb, &i, &in, 1, 0, &w), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("values has shape [3, 5], expected [3, 4]");
+    CHECK_STATUS(axon_kernel_sort(k.s, &v, &v, &in, 1, 0, &w), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("indices dtype float32 is not int64");
+    CHECK_STATUS(axon_kernel_sort(k.s, &v, &i, &in, 1, 0, &wsmall), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("workspace");
+    CHECK_STATUS(axon_kernel_sort(k.s, &v, &i, &ci, 1, 0, &w), AXON_ERROR_UNSUPPORTED);
+    CHECK_STATUS(axon_kernel_sort(k.s, &v, &i, &strided, 1, 0, &w), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("contiguous");
+    CHECK_STATUS(axon_kernel_topk(k.s, &vk, &ik, &in, 1, 5, 1, &w), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("k (5) is out of range");
+    CHECK_STATUS(axon_kernel_kthvalue(k.s, &vk, &ik, &in, 1, 0, 0, &w), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("kthvalue: k (0)");
+    CHECK_STATUS(axon_kernel_topk(k.s, &vk, &ik, &in, 1, 2, 1, NULL), AXON_ERROR_INVALID_ARG);
+    CHECK_OK(axon_stream_sync(k.s));
+    axon_mem_free(k.dev, buf), axon_mem_free(k.dev, ws);
+    axon_runtime_destroy(k.rt);
+}
+
+int main(void) {
+    RUN(test_sort_is_stable_and_matches_reference_with_nan_last);
+    RUN(test_topk_kthvalue_and_median_match_reference);
+    RUN(test_int64_extremes_keep_their_order);
+    RUN(test_sort_is_identical_for_1_and_4_threads);
+    RUN(test_sort_refuses_bad_descriptors_with_messages);
+    return check_report();
+}
