@@ -275,10 +275,5 @@ bool get_strict_fallback() { return strict_fallback(); }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) { m.fallback(torch::CppFunction::makeFromBoxedFunction<&torch_axon::axon_fallback>()); }
 
-// Convolutions have device-independent kernels that hand any backend other than PyTorch's own to
-// convolution_overrideable, whose default only throws; those would win over the fallback. Registered for axon, the
-// two ops reach the fallback, which runs the CPU convolution (forward and backward) instead.
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("convolution", torch::CppFunction::makeFromBoxedFunction<&torch_axon::axon_fallback>());
-  m.impl("convolution_backward", torch::CppFunction::makeFromBoxedFunction<&torch_axon::axon_fallback>());
-}
+// Convolutions are native: AxonConvOps.cpp binds convolution_overrideable and convolution_backward_overrideable,
+// which PyTorch's device-independent convolution calls for axon tensors.
