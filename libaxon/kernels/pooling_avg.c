@@ -42,7 +42,8 @@ static void pa_forward_range(void *ctx, int64_t begin, int64_t end, int slot) {
             for (int64_t d = sp[0].first; d < sp[0].end; d++)
                 for (int64_t h = sp[1].first; h < sp[1].end; h++) {
                     const int64_t row = i0 + (d * ih + h) * iw;
-                    for (int64_t w = sp[2].first; w < sp[2].end; w++) sum += axon_spatial_load(a->dt_src, a->src, row + w);
+                    for (int64_t w = sp[2].first; w < sp[2].end; w++)
+                        sum += axon_spatial_load(a->dt_src, a->src, row + w);
                 }
             const double div = pa_divisor(&a->w, sp);
             const int64_t n = axon_pool_span_count(sp[0]) * axon_pool_span_count(sp[1]) * axon_pool_span_count(sp[2]);
@@ -116,8 +117,9 @@ static axon_status_t pa_launch(axon_stream_t s, const char *op, int backward, co
     if (a.g.planes == 0 || (backward ? a.g.in_size : a.g.out_size) == 0) return AXON_OK;
     a.w = *w;
     a.dst = dst->data, a.src = src->data, a.dt_dst = dst->dtype, a.dt_src = src->dtype;
-    const uint64_t bytes = (uint64_t)a.g.planes * ((uint64_t)a.g.in_size * axon_dtype_size(backward ? dst->dtype : src->dtype) +
-                                                   (uint64_t)a.g.out_size * axon_dtype_size(backward ? src->dtype : dst->dtype));
+    const size_t es_in = axon_dtype_size(backward ? dst->dtype : src->dtype);
+    const size_t es_out = axon_dtype_size(backward ? src->dtype : dst->dtype);
+    const uint64_t bytes = (uint64_t)a.g.planes * ((uint64_t)a.g.in_size * es_in + (uint64_t)a.g.out_size * es_out);
     axon_launch_t l = {backward ? pa_backward_kernel : pa_forward_kernel, &a, sizeof a, op, bytes};
     return axon_stream_launch(s, &l);
 }

@@ -53,7 +53,8 @@ static void pm_forward_range(void *ctx, int64_t begin, int64_t end, int slot) {
 static axon_status_t pm_forward_kernel(const void *args, const axon_exec_t *ex) {
     const pm_args_t *a = args;
     const int64_t rows = a->g.planes * a->g.out[0] * a->g.out[1];
-    const int64_t work = a->g.out[2] * (a->w.adaptive ? 1 + a->g.in_size / a->g.out_size : a->w.k[0] * a->w.k[1] * a->w.k[2]);
+    const int64_t window = a->w.adaptive ? 1 + a->g.in_size / a->g.out_size : a->w.k[0] * a->w.k[1] * a->w.k[2];
+    const int64_t work = a->g.out[2] * window;
     int64_t grain = AXON_KERNEL_GRAIN / (work > 0 ? work : 1);
     axon_parallel_for(ex->pool, 0, rows, grain < 1 ? 1 : grain, pm_forward_range, (void *)a);
     return AXON_OK;
@@ -84,8 +85,8 @@ static void pm_backward_range(void *ctx, int64_t begin, int64_t end, int slot) {
                 if (go0 + o < cur) atomic_store(&j->bad_value, i);
                 break;
             }
-            const double v = axon_spatial_load(a->dt_out, a->out, gi0 + i) + axon_spatial_load(a->dt_in, a->in, go0 + o);
-            axon_spatial_store(a->dt_out, a->out, gi0 + i, v);
+            const double grad = axon_spatial_load(a->dt_in, a->in, go0 + o);
+            axon_spatial_store(a->dt_out, a->out, gi0 + i, axon_spatial_load(a->dt_out, a->out, gi0 + i) + grad);
         }
     }
 }

@@ -56,9 +56,9 @@ axon_status_t axon_spatial_check(const char *op, int nspatial, const axon_tensor
         r.out_size *= r.out[k];
     }
     if (r.planes > 0 && r.out_size > 0 && r.in_size == 0)
-        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: %s shape %s has an empty spatial dimension but %s shape %s does not",
-                         op, in_role, axon_shape_format(in, sa, sizeof sa), out_role,
-                         axon_shape_format(out, sb, sizeof sb));
+        return axon_fail(AXON_ERROR_INVALID_ARG,
+                         "%s: %s shape %s has an empty spatial dimension but %s shape %s does not", op, in_role,
+                         axon_shape_format(in, sa, sizeof sa), out_role, axon_shape_format(out, sb, sizeof sb));
     *g = r;
     return AXON_OK;
 }

@@ -242,7 +242,8 @@ static void test_adaptive_pools_match_reference(void) {
                     for (int q = 0; q < 3; q++)
                         lo[q] = (int64_t)floorl((long double)oc[q] * I[q] / O[q]),
                         hi[q] = (int64_t)ceill((long double)(oc[q] + 1) * I[q] / O[q]);
-                    long double sum = 0, m = 0, cnt = (long double)((hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]));
+                    long double sum = 0, m = 0;
+                    long double cnt = (long double)((hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]));
                     int64_t best = -1;
                     for (int64_t a = lo[0]; a < hi[0]; a++)
                         for (int64_t b = lo[1]; b < hi[1]; b++)
@@ -260,7 +261,8 @@ static void test_adaptive_pools_match_reference(void) {
                     gim[p * isz + best] += g[p * osz + o];
                 }
             axon_tensor_t tx = pt_desc(dx, d, n, cases[ci].in, si), tya = pt_desc(dya, d, n, cases[ci].out, so);
-            axon_tensor_t tym = pt_desc(dym, d, n, cases[ci].out, so), tix = pt_desc(dix, AXON_INT64, n, cases[ci].out, so);
+            axon_tensor_t tym = pt_desc(dym, d, n, cases[ci].out, so);
+            axon_tensor_t tix = pt_desc(dix, AXON_INT64, n, cases[ci].out, so);
             axon_tensor_t tg = pt_desc(dg, d, n, cases[ci].out, so), tgi = pt_desc(dgi, d, n, cases[ci].in, si);
             CHECK_OK(axon_kernel_adaptive_avg_pool(k.s, &tya, &tx, n));
             CHECK_OK(axon_kernel_adaptive_max_pool(k.s, &tym, &tix, &tx, n));
