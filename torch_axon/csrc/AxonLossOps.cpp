@@ -1,0 +1,185 @@
+// nll_loss and nll_loss2d (forward and backward) on libaxon's loss kernels (libaxon/include/axon/loss.h). With
+// log_softmax (AxonNormOps.cpp) this makes F.cross_entropy with class indices native.
+//
+// libaxon takes the input as [N, C, K]: [C] is viewed as [1, C, 1], [N, C] as [N, C, 1] and nll_loss2d's [N, C, H, W]
+// as [N, C, H * W]; the target as int64 [N, K]. Shapes are checked here with PyTorch's messages; a target out of
+// range is found by the kernel and reported at the next synchronization. Targets other than int64, inputs or
+// weights of other dtypes (or mixed with the input's) go through the host fallback, which gives PyTorch's errors.
+#include <ATen/ATen.h>
+#include <ATen/Operators.h>
+#include <ATen/core/Reduction.h>
+#include <ATen/native/CPUFallback.h>
+#include <ATen/native/Resize.h>
+#include <axon/loss.h>
+#include <c10/util/Exception.h>
+#include <torch/library.h>
+
+#include <optional>
+#include <tuple>
+
+#include "AxonException.h"
+#include "AxonFallback.h"
+#include "AxonFunctions.h"
+#include "AxonTensor.h"
+
+namespace torch_axon {
+namespace {
+
+template <class Op, class... Args>
+decltype(auto) fall_back(Args&&... args) {
+  return at::native::call_fallback_fn<&host_fallback, Op>::call(std::forward<Args>(args)...);
+}
+
+bool is_float(c10::ScalarType t) {
+  return t == at::kFloat || t == at::kDouble || t == at::kHalf || t == at::kBFloat16;
+}
+
+// Whether the kernels take these operands: float input, int64 target, and a weight (if any) of the input's dtype
+// (PyTorch refuses a mixed weight; the fallback then raises its error).
+bool native(const at::Tensor& self, const at::Tensor& target, const at::Tensor& weight) {
+  return is_float(self.scalar_type()) && target.scalar_type() == at::kLong &&
+         (!weight.defined() || weight.scalar_type() == self.scalar_type()) && self.device() == target.device() &&
+         (!weight.defined() || weight.device() == self.device());
+}
+
+at::Tensor defined_or_empty(const std::optional<at::Tensor>& t) {
+  return t.has_value() && t->defined() ? *t : at::Tensor();
+}
+
+axon_loss_reduction_t reduction_of(int64_t r) {
+  TORCH_CHECK(r >= 0 && r < AXON_LOSS_REDUCTION_COUNT, "nll_loss: reduction ", r, " is not none, mean or sum");
+  return static_cast<axon_loss_reduction_t>(r);
+}
+
+// The checks of PyTorch's nll_loss_forward (LossNLL.cpp) with its messages; returns (N, C, K).
+std::tuple<int64_t, int64_t, int64_t> nll_shape(const at::Tensor& self, const at::Tensor& target,
+                                                const at::Tensor& weight, bool two_d) {
+  if (two_d) {
+    TORCH_CHECK(self.dim() == 4, "only batches of spatial inputs supported (4D tensors), but got input of size: ",
+                self.sizes());
+    TORCH_CHECK(target.dim() == 3, "only batches of spatial targets supported (3D tensors) but got targets of size: ",
+                target.sizes());
+    TORCH_CHECK(self.size(0) == target.size(0) && self.size(2) == target.size(1) && self.size(3) == target.size(2),
+                "nll_loss2d: input and target batch or spatial sizes don't match: target ", target.sizes(),
+                ", input ", self.sizes());
+  } else {
+    TORCH_CHECK(self.dim() > 0 && self.dim() <= 2, "input tensor should be 1D or 2D");
+    TORCH_CHECK(target.dim() <= 1, "0D or 1D target tensor expected, multi-target not supported");
+    const bool no_batch_dim = self.dim() == 1 && target.dim() == 0;
+    TORCH_CHECK(no_batch_dim || self.size(0) == target.size(0), "size mismatch (got input: ", self.sizes(),
+                ", target: ", target.sizes(), ")");
+  }
+  const int64_t c = self.dim() == 1 ? self.size(0) : self.size(1);
+  TORCH_CHECK(!weight.defined() || (weight.dim() <= 1 && weight.numel() == c),
+              "weight tensor should be defined either for all ", c,
+              " classes or no classes but got weight tensor of shape: ", weight.sizes());
+  const int64_t n = self.dim() == 1 ? 1 : self.size(0);
+  const int64_t k = two_d ? self.size(2) * self.size(3) : 1;
+  return {n, c, k};
+}
+
+template <bool TWO_D>
+std::tuple<at::Tensor&, at::Tensor&> nll_forward_out(const at::Tensor& self, const at::Tensor& target,
+                                                     const std::optional<at::Tensor>& weight_opt, int64_t reduction,
+                                                     int64_t ignore_index, at::Tensor& output,
+                                                     at::Tensor& total_weight) {
+  const at::Tensor weight = defined_or_empty(weight_opt);
+  if (!native(self, target, weight)) {
+    if (TWO_D)
+      return fall_back<ATEN_OP2(nll_loss2d_forward, output)>(self, target, weight_opt, reduction, ignore_index,
+                                                             output, total_weight);
+    return fall_back<ATEN_OP2(nll_loss_forward, output)>(self, target, weight_opt, reduction, ignore_index, output,
+                                                         total_weight);
+  }
+  const auto [n, c, k] = nll_shape(self, target, weight, TWO_D);
+  const axon_loss_reduction_t red = reduction_of(reduction);
+  const bool batched = self.dim() > 1;
+  if (red == AXON_LOSS_NONE && batched)
+    at::native::resize_output(output, TWO_D ? target.sizes() : c10::IntArrayRef{n});
+  else
+    at::native::resize_output(output, {});
+  at::native::resize_output(total_weight, {});
+  // PyTorch leaves total_weight 0 for an unreduced batch (it is not used by the backward then).
+  const bool want_tw = red != AXON_LOSS_NONE || !batched;
+  if (!want_tw) total_weight.zero_();
+  const char* name = "nll_loss";
+  const at::Tensor x = self.contiguous().view({n, c, k}), t = target.contiguous().view({n, k});
+  const at::Tensor w = weight.defined() ? weight.contiguous().view({c}) : at::Tensor();
+  at::Tensor out = output.is_contiguous() ? output : at::empty(output.sizes(), output.options());
+  at::Tensor tw = total_weight.is_contiguous() ? total_weight : at::empty({}, total_weight.options());
+  const axon_tensor_t xd = describe(x, name), td = describe(t, name);
+  const axon_tensor_t od = red == AXON_LOSS_NONE ? describe(out.view({n, k}), name) : describe(out, name);
+  const axon_tensor_t twd = describe(tw, name);
+  const std::optional<axon_tensor_t> wd = w.defined() ? std::optional(describe(w, name)) : std::nullopt;
+  AXON_CHECK(axon_kernel_nll_loss(current_stream(self.device().index()), &od, want_tw ? &twd : nullptr, &xd, &td,
+                                  wd ? &*wd : nullptr, red, ignore_index));
+  if (!out.is_same(output)) output.copy_(out);
+  if (!tw.is_same(total_weight)) total_weight.copy_(tw);
+  return {output, total_weight};
+}
+
+template <bool TWO_D>
+at::Tensor& nll_backward_out(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
+                             const std::optional<at::Tensor>& weight_opt, int64_t reduction, int64_t ignore_index,
+                             const at::Tensor& total_weight, at::Tensor& grad_input) {
+  const at::Tensor weight = defined_or_empty(weight_opt);
+  if (!native(self, target, weight) || grad_output.scalar_type() != self.scalar_type() ||
+      total_weight.scalar_type() != self.scalar_type()) {
+    if (TWO_D)
+      return fall_back<ATEN_OP2(nll_loss2d_backward, grad_input)>(grad_output, self, target, weight_opt, reduction,
+                                                                  ignore_index, total_weight, grad_input);
+    return fall_back<ATEN_OP2(nll_loss_backward, grad_input)>(grad_output, self, target, weight_opt, reduction,
+                                                              ignore_index, total_weight, grad_input);
+  }
+  const auto [n, c, k] = nll_shape(self, target, weight, TWO_D);
+  const axon_loss_reduction_t red = reduction_of(reduction);
+  TORCH_CHECK(total_weight.numel() == 1, "expected total_weight to be a single element tensor, got: ",
+              total_weight.sizes(), " (", total_weight.numel(), " elements)");
+  const int64_t want = red == AXON_LOSS_NONE ? n * k : 1;
+  TORCH_CHECK(grad_output.numel() == want, "nll_loss_backward: expected grad_output of ", want,
+              " element(s), got shape ", grad_output.sizes());
+  at::native::resize_output(grad_input, self.sizes());
+  const char* name = "nll_loss_backward";
+  // With no batch dimension an unreduced loss is one element, as a reduced one: the kernel's NONE case still fits.
+  const at::Tensor g = red == AXON_LOSS_NONE ? grad_output.contiguous().view({n, k})
+                                             : grad_output.contiguous().view(c10::IntArrayRef{});
+  const at::Tensor t = target.contiguous().view({n, k});
+  const at::Tensor w = weight.defined() ? weight.contiguous().view({c}) : at::Tensor();
+  const at::Tensor tw = total_weight.contiguous().view(c10::IntArrayRef{});
+  at::Tensor gi = grad_input.is_contiguous() ? grad_input : at::empty(self.sizes(), grad_input.options());
+  const axon_tensor_t gid = describe(gi.view({n, c, k}), name), td = describe(t, name), twd = describe(tw, name);
+  const axon_tensor_t gd = describe(g, name);
+  const std::optional<axon_tensor_t> wd = w.defined() ? std::optional(describe(w, name)) : std::nullopt;
+  AXON_CHECK(axon_kernel_nll_loss_backward(current_stream(self.device().index()), &gid, &gd, &td,
+                                           wd ? &*wd : nullptr, &twd, red, ignore_index));
+  if (!gi.is_same(grad_input)) grad_input.copy_(gi);
+  return grad_input;
+}
+
+std::tuple<at::Tensor, at::Tensor> nll2d_forward(const at::Tensor& self, const at::Tensor& target,
+                                                 const std::optional<at::Tensor>& weight, int64_t reduction,
+                                                 int64_t ignore_index) {
+  at::Tensor output = at::empty({0}, self.options()), total_weight = at::empty({}, self.options());
+  nll_forward_out<true>(self, target, weight, reduction, ignore_index, output, total_weight);
+  return {output, total_weight};
+}
+
+at::Tensor nll2d_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
+                          const std::optional<at::Tensor>& weight, int64_t reduction, int64_t ignore_index,
+                          const at::Tensor& total_weight) {
+  at::Tensor grad_input = at::empty(self.sizes(), self.options());
+  return nll_backward_out<true>(grad_output, self, target, weight, reduction, ignore_index, total_weight,
+                                grad_input);
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("nll_loss_forward.output", TORCH_FN(nll_forward_out<false>));
+  m.impl("nll_loss_backward.grad_input", TORCH_FN(nll_backward_out<false>));
+  m.impl("nll_loss2d_forward.output", TORCH_FN(nll_forward_out<true>));
+  m.impl("nll_loss2d_backward.grad_input", TORCH_FN(nll_backward_out<true>));
+  m.impl("nll_loss2d_forward", TORCH_FN(nll2d_forward));
+  m.impl("nll_loss2d_backward", TORCH_FN(nll2d_backward));
+}
+
+}  // namespace
+}  // namespace torch_axon
