@@ -13,6 +13,7 @@
 #define AT_CAT2(a, b) a##_##b
 #define AT_CAT(a, b) AT_CAT2(a, b)
 #define AT_FN(name) AT_CAT(name, AT_SFX)
+#define AT_LANES 16
 
 /* The tiles of one worker's scratch. */
 typedef struct {
@@ -115,6 +116,32 @@ static inline void AT_FN(at_dropout_row)(const at_args_t *a, int64_t b, int64_t 
     }
 }
 
+/* Max of init and x[0..n), NaN skipped; AT_LANES independent partial maxima so the loop vectorizes (a single
+ * running maximum is a serial dependency chain). */
+static inline AT_T AT_FN(at_row_max)(const AT_T *x, int64_t n, AT_T init) {
+    AT_T part[AT_LANES];
+    for (int k = 0; k < AT_LANES; k++) part[k] = init;
+    int64_t c = 0;
+    for (; c + AT_LANES <= n; c += AT_LANES)
+        for (int k = 0; k < AT_LANES; k++) part[k] = x[c + k] > part[k] ? x[c + k] : part[k];
+    for (; c < n; c++) part[0] = x[c] > part[0] ? x[c] : part[0];
+    AT_T m = init;
+    for (int k = 0; k < AT_LANES; k++) m = part[k] > m ? part[k] : m;
+    return m;
+}
+
+/* x[c] = exp(x[c] - shift) for c in [0, n); returns their sum (AT_LANES partial sums, for the same reason). */
+static inline AT_T AT_FN(at_exp_sum)(AT_T *x, int64_t n, AT_T shift) {
+    AT_T part[AT_LANES] = {0};
+    int64_t c = 0;
+    for (; c + AT_LANES <= n; c += AT_LANES)
+        for (int k = 0; k < AT_LANES; k++) part[k] += x[c + k] = PW_EXP(x[c + k] - shift);
+    for (; c < n; c++) part[0] += x[c] = PW_EXP(x[c] - shift);
+    AT_T sum = 0;
+    for (int k = 0; k < AT_LANES; k++) sum += part[k];
+    return sum;
+}
+
 /* Last key + 1 that query rows [i0, i0 + m) may see. */
 static inline int64_t AT_FN(at_key_end)(const at_args_t *a, int64_t i0, int64_t m) {
     return a->causal && i0 + m < a->S ? i0 + m : a->S;
@@ -139,17 +166,14 @@ static inline void AT_FN(at_forward_unit)(at_job_t *j, int64_t u, void *scratch)
         const AT_T *k = AT_FN(at_rows)(&a->k, b, hk, j0, n, a->E, t.k, &ldk);
         AT_FN(at_scores)(j, &t, b, h, i0, m, j0, n, q, ldq, k, ldk);
         for (int64_t r = 0; r < m; r++) {
-            AT_T *row = t.s + r * n, top = mx[r];
-            for (int64_t c = 0; c < n; c++) top = row[c] > top ? row[c] : top; /* NaN skipped; it reaches l below */
+            AT_T *row = t.s + r * n;
+            const AT_T top = AT_FN(at_row_max)(row, n, mx[r]); /* NaN skipped; it reaches l below */
             if (top == (AT_T)-INFINITY) { /* every key so far masked: nothing to add */
                 memset(row, 0, (size_t)n * sizeof(AT_T));
                 continue;
             }
             const AT_T alpha = PW_EXP(mx[r] - top); /* rescales what earlier blocks summed (0 for the first) */
-            AT_T sum = 0;
-            for (int64_t c = 0; c < n; c++) row[c] = PW_EXP(row[c] - top);
-            for (int64_t c = 0; c < n; c++) sum += row[c];
-            l[r] = l[r] * alpha + sum;
+            l[r] = l[r] * alpha + AT_FN(at_exp_sum)(row, n, top);
             mx[r] = top;
             if (alpha != (AT_T)1)
                 for (int64_t c = 0; c < ev; c++) acc[r * ev + c] *= alpha;
@@ -270,6 +294,7 @@ static inline void AT_FN(at_backward_q_unit)(at_job_t *j, int64_t u, void *scrat
 }
 
 #undef AT_FN
+#undef AT_LANES
 #undef AT_CAT
 #undef AT_CAT2
 #undef AT_T
