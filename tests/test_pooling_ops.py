@@ -1,0 +1,251 @@
+"""Native max, average, adaptive average and adaptive max pooling (libaxon's pooling kernels), 1d/2d/3d, forward and
+through autograd: results against PyTorch CPU with per-dtype tolerances, argmax indices equal to CPU's, no host
+fallback for the ops bound, and PyTorch's own errors for bad arguments."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_axon
+
+DTYPES = [torch.float32, torch.float64, torch.bfloat16, torch.float16]
+# (rtol, atol). Max pooling picks an element: exact. Averages are summed in float64 and rounded once (CPU sums in
+# float32 for float32 and the half types), so they differ by about one rounding of the output dtype.
+TOL = {torch.float32: (1e-6, 1e-6), torch.float64: (1e-12, 1e-12), torch.bfloat16: (1e-2, 1e-2),
+       torch.float16: (2e-3, 1e-3)}
+# Gradients: libaxon accumulates half types in float32, CPU adds into bfloat16/float16 one window at a time (up to
+# kernel-volume roundings of the output dtype apart).
+GRAD_TOL = {torch.float32: (1e-5, 1e-6), torch.float64: (1e-12, 1e-12), torch.bfloat16: (4e-2, 4e-2),
+            torch.float16: (5e-3, 5e-3)}
+EXACT = {d: (0.0, 0.0) for d in DTYPES}
+
+
+def sample(shape, dtype, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(shape, generator=g, dtype=torch.float64).to(dtype)
+
+
+def close(result, expected, tol):
+    result = result.cpu()
+    assert result.dtype == expected.dtype and result.shape == expected.shape, (result.dtype, result.shape)
+    rtol, atol = tol[expected.dtype] if expected.is_floating_point() else (0, 0)
+    torch.testing.assert_close(result, expected, rtol=rtol, atol=atol, equal_nan=True)
+
+
+def run_both(fn, x, grad_seed=7):
+    """fn(x) on CPU and on axon (a tensor or a tuple whose first item is differentiated), then backward with the
+    same random gradient; returns [(outputs, grad, fallback stats)] for cpu and axon."""
+    results = []
+    for device in ("cpu", "axon"):
+        leaf = x.detach().to(device).requires_grad_(True)
+        torch_axon.reset_fallback_stats()
+        out = fn(leaf)
+        outs = out if isinstance(out, tuple) else (out,)
+        outs[0].backward(sample(outs[0].shape, outs[0].dtype, seed=grad_seed).to(device))
+        results.append(([o.detach() for o in outs], leaf.grad, torch_axon.fallback_stats()))
+    return results
+
+
+def check(fn, x, tol=TOL, grad_tol=GRAD_TOL):
+    try:
+        (ref, ref_grad, _), (out, grad, stats) = run_both(fn, x)
+    except NotImplementedError:
+        # CPU lacks some half-type kernels (avg_pool3d): axon has them; the reference is CPU in float32, rounded.
+        (ref, ref_grad, _), (out, grad, stats) = run_both(lambda t: fn(t if t.device.type == "axon" else t.float()),
+                                                          x)
+        ref = [r.to(x.dtype) if r.is_floating_point() else r for r in ref]
+        ref_grad = ref_grad.to(x.dtype)
+    assert stats == {}, stats
+    for o, r in zip(out, ref):
+        close(o, r, tol)  # indices (int64) must be equal
+    close(grad, ref_grad, grad_tol)
+
+
+MAX_CASES = [  # (shape, kernel, stride, padding, dilation, ceil_mode)
+    ((2, 3, 20), 3, 2, 1, 1, False),
+    ((2, 3, 21), 4, 3, 2, 2, True),
+    ((3, 17), 2, None, 0, 1, False),                       # unbatched 1d
+    ((2, 3, 9, 11), 3, 2, 1, 1, False),
+    ((2, 3, 10, 10), (3, 2), (2, 1), (1, 0), (2, 1), True),
+    ((4, 8, 8), 2, None, 0, 1, False),                     # unbatched 2d
+    ((1, 2, 33, 31), 5, 3, 2, 1, True),
+    ((2, 2, 5, 6, 7), 2, 2, 0, 1, False),
+    ((1, 3, 6, 7, 8), (3, 2, 3), (2, 1, 2), (1, 1, 1), (1, 2, 1), True),
+]
+
+
+def spatial_dims(shape):
+    """1d/2d/3d for the cases above: unbatched shapes are marked by a leading size that is not the batch of 1-2."""
+    return {(3, 17): 1, (4, 8, 8): 2}.get(tuple(shape), len(shape) - 2)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("case", MAX_CASES, ids=lambda c: "x".join(map(str, c[0])))
+@pytest.mark.parametrize("return_indices", [False, True], ids=["values", "indices"])
+def test_max_pool_forward_indices_and_backward_match_cpu(case, return_indices, dtype):
+    shape, kernel, stride, padding, dilation, ceil_mode = case
+    pool = {1: F.max_pool1d, 2: F.max_pool2d, 3: F.max_pool3d}[spatial_dims(shape)]
+    fn = lambda x: pool(x, kernel, stride, padding, dilation, ceil_mode=ceil_mode, return_indices=return_indices)  # noqa
+    # Max pooling's gradient is exact in float32/float64 (each input gets the gradients of the windows it won).
+    check(fn, sample(shape, dtype), tol=EXACT)
+
+
+def test_max_pool_propagates_nan_like_cpu():
+    x = sample((1, 2, 6, 6), torch.float32)
+    x[0, 0, 1, 1] = float("nan")
+    x[0, 1, 4, 3] = float("nan")
+    check(lambda x: F.max_pool2d(x, 3, 1, 1, return_indices=True), x, tol=EXACT)
+
+
+AVG_CASES = [  # (shape, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override)
+    ((2, 3, 20), 3, 2, 1, False, True, None),
+    ((2, 3, 21), 4, 3, 2, True, False, None),
+    ((2, 3, 9, 11), 3, 2, 1, False, True, None),
+    ((2, 3, 10, 10), (3, 2), (2, 1), (1, 0), True, False, None),
+    ((2, 3, 10, 9), 3, 1, 1, True, True, 5),
+    ((4, 8, 8), 2, None, 0, False, True, None),
+    ((2, 2, 5, 6, 7), 2, 2, 0, False, True, None),
+    ((1, 3, 6, 7, 8), (3, 2, 3), (2, 1, 2), (1, 1, 1), True, False, None),
+    ((1, 2, 6, 6, 6), 3, 2, 1, True, True, 4),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("case", AVG_CASES, ids=lambda c: "x".join(map(str, c[0])) + f"-{c[4]}-{c[5]}-{c[6]}")
+def test_avg_pool_forward_and_backward_match_cpu(case, dtype):
+    shape, kernel, stride, padding, ceil_mode, include_pad, divisor = case
+    n = spatial_dims(shape)
+    if n == 1:
+        if divisor is not None:
+            pytest.skip("avg_pool1d has no divisor_override")
+        fn = lambda x: F.avg_pool1d(x, kernel, stride, padding, ceil_mode, include_pad)  # noqa: E731
+    else:
+        pool = F.avg_pool2d if n == 2 else F.avg_pool3d
+        fn = lambda x: pool(x, kernel, stride, padding, ceil_mode, include_pad, divisor)  # noqa: E731
+    check(fn, sample(shape, dtype))
+
+
+ADAPTIVE_CASES = [((2, 3, 10), 4), ((3, 7), 3), ((2, 3, 7, 9), (3, 4)), ((2, 3, 5, 5), (7, 2)), ((3, 8, 8), 1),
+                  ((2, 2, 5, 4, 6), (2, 3, 4)), ((1, 2, 4, 4, 4), (4, 4, 4))]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("case", ADAPTIVE_CASES, ids=lambda c: "x".join(map(str, c[0])) + f"-{c[1]}")
+@pytest.mark.parametrize("kind", ["avg", "max"])
+def test_adaptive_pool_forward_and_backward_match_cpu(case, kind, dtype):
+    shape, size = case
+    n = {(3, 7): 1, (3, 8, 8): 2}.get(shape, len(shape) - 2)
+    if kind == "avg":
+        pool = {1: F.adaptive_avg_pool1d, 2: F.adaptive_avg_pool2d, 3: F.adaptive_avg_pool3d}[n]
+        check(lambda x: pool(x, size), sample(shape, dtype))
+    else:
+        pool = {1: F.adaptive_max_pool1d, 2: F.adaptive_max_pool2d, 3: F.adaptive_max_pool3d}[n]
+        check(lambda x: pool(x, size, return_indices=True), sample(shape, dtype), tol=EXACT)
+
+
+def test_strided_and_channels_last_inputs_match_cpu():
+    x = sample((2, 3, 12, 10), torch.float32)
+    check(lambda x: F.max_pool2d(x.transpose(2, 3), 3, 2, 1), x, tol=EXACT)
+    check(lambda x: F.avg_pool2d(x.contiguous(memory_format=torch.channels_last), 2), x)
+    check(lambda x: F.adaptive_avg_pool2d(x[:, :, ::2], 3), x)
+
+
+def test_strided_out_tensors_are_written_through():
+    x = sample((2, 3, 8, 8), torch.float32)
+    out = torch.empty(2, 3, 4, 8, device="axon")[..., ::2]
+    idx = torch.empty(2, 3, 4, 8, dtype=torch.int64, device="axon")[..., ::2]
+    torch_axon.reset_fallback_stats()
+    torch.ops.aten.max_pool2d_with_indices.out(x.to("axon"), [2, 2], [2, 2], [0, 0], [1, 1], False, out=out,
+                                               indices=idx)
+    assert torch_axon.fallback_stats() == {}
+    ref, ref_idx = F.max_pool2d(x, 2, return_indices=True)
+    close(out, ref, EXACT)
+    close(idx, ref_idx, EXACT)
+
+
+def test_pooling_module_train_step_is_native():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.MaxPool2d(2), torch.nn.AvgPool2d(3, 1, 1), torch.nn.AdaptiveAvgPool2d(3),
+                                torch.nn.Flatten(), torch.nn.Linear(27, 4))
+    x = torch.randn(5, 3, 16, 16)
+    ref = model(x).square().sum()
+    ref.backward()
+    ref_grads = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    model.to("axon")
+    torch_axon.reset_fallback_stats()
+    out = model(x.to("axon")).square().sum()
+    out.backward()
+    assert not any("pool" in k for k in torch_axon.fallback_stats()), torch_axon.fallback_stats()
+    torch.testing.assert_close(out.cpu(), ref, rtol=1e-5, atol=1e-5)
+    for p, rg in zip(model.parameters(), ref_grads):
+        torch.testing.assert_close(p.grad.cpu(), rg, rtol=1e-4, atol=1e-5)
+
+
+def raises_like_cpu(fn, x, match):
+    """fn raises on CPU and on axon, both messages matching `match` (PyTorch's own error), and axon runs no kernel
+    on the host for it."""
+    with pytest.raises(RuntimeError, match=match):
+        fn(x)
+    torch_axon.reset_fallback_stats()
+    with pytest.raises(RuntimeError, match=match):
+        fn(x.to("axon"))
+    assert torch_axon.fallback_stats() == {}
+
+
+def test_bad_arguments_raise_pytorchs_errors():
+    x = sample((1, 2, 4, 4), torch.float32)
+    raises_like_cpu(lambda x: F.max_pool2d(x, 5), x, "Output size is too small")
+    raises_like_cpu(lambda x: F.avg_pool2d(x, 5), x, "Output size is too small")
+    raises_like_cpu(lambda x: F.max_pool2d(x, 3, padding=2), x, "pad should be at most half of effective kernel size")
+    raises_like_cpu(lambda x: F.avg_pool2d(x, 2, divisor_override=0), x, "divisor must be not zero")
+    raises_like_cpu(lambda x: F.max_pool2d(x, 2, stride=0), x, "stride should not be zero")
+    raises_like_cpu(lambda x: F.max_pool3d(x, 2), x[0, 0], "4D or 5D")
+    raises_like_cpu(lambda x: F.adaptive_avg_pool2d(x, (2, 2)), sample((2, 0, 4), torch.float32), "non-zero size")
+    raises_like_cpu(lambda x: F.adaptive_max_pool2d(x, (2, 2)), sample((2, 0, 4), torch.float32), "non-zero size")
+
+
+def test_direct_out_call_with_wrong_shapes_is_checked():
+    x = sample((1, 2, 8, 8), torch.float32).to("axon")
+    g = torch.zeros(1, 2, 3, 3, device="axon")  # the 2x2 pool's output is 4x4
+    idx = torch.zeros(1, 2, 3, 3, dtype=torch.int64, device="axon")
+    # The functional forms run PyTorch's meta checks before the kernel; the .grad_input forms run the glue's.
+    with pytest.raises(RuntimeError, match="size"):
+        torch.ops.aten.max_pool2d_with_indices_backward(g, x, [2, 2], [2, 2], [0, 0], [1, 1], False, idx)
+    with pytest.raises(RuntimeError, match="size"):
+        torch.ops.aten.avg_pool2d_backward(g, x, [2, 2], [2, 2], [0, 0], False, True, None)
+    out = torch.empty(0, device="axon")
+    with pytest.raises(RuntimeError, match="max_pool2d_with_indices_backward: expected grad_output of shape"):
+        torch.ops.aten.max_pool2d_with_indices_backward.grad_input(g, x, [2, 2], [2, 2], [0, 0], [1, 1], False, idx,
+                                                                   grad_input=out)
+    with pytest.raises(RuntimeError, match="avg_pool2d_backward: expected grad_output of shape"):
+        torch.ops.aten.avg_pool2d_backward.grad_input(g, x, [2, 2], [2, 2], [0, 0], False, True, None,
+                                                      grad_input=out)
+
+
+def test_corrupt_indices_raise_instead_of_writing_out_of_bounds():
+    x = sample((1, 2, 4, 4), torch.float32).to("axon")
+    g = torch.ones(1, 2, 2, 2, device="axon")
+    idx = torch.full((1, 2, 2, 2), 16, dtype=torch.int64, device="axon")
+    with pytest.raises(RuntimeError, match="out of range for an input plane of 16 elements"):
+        gi = torch.ops.aten.max_pool2d_with_indices_backward(g, x, [2, 2], [2, 2], [0, 0], [1, 1], False, idx)
+        gi.cpu()  # the kernel's error surfaces at the next synchronization
+
+
+def test_integer_avg_pool_uses_the_host_fallback_like_cpu():
+    x = torch.randint(-50, 50, (1, 2, 6, 6), dtype=torch.int64)
+    ref = F.avg_pool2d(x, 2)
+    torch_axon.reset_fallback_stats()
+    out = F.avg_pool2d(x.to("axon"), 2)
+    assert torch_axon.fallback_stats() == {"aten::avg_pool2d.out": 1}
+    close(out, ref, EXACT)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_empty_batch_gives_empty_results(dtype):
+    x = torch.empty(0, 3, 8, 8, dtype=dtype, device="axon")
+    torch_axon.reset_fallback_stats()
+    assert F.max_pool2d(x, 2).shape == (0, 3, 4, 4)
+    assert F.avg_pool2d(x, 2).shape == (0, 3, 4, 4)
+    assert F.adaptive_avg_pool2d(x, 3).shape == (0, 3, 3, 3)
+    assert torch_axon.fallback_stats() == {}
