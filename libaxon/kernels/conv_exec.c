@@ -4,10 +4,13 @@
  *   1. y = conv(x, w): one unit per (batch element, group, block of output positions). Blocks keep the column
  *      buffer near CONV_COL_ELEMS elements (cache-sized, bounded whatever the image) and give the pool enough units
  *      when the batch is small. Units write disjoint parts of y.
- *   2. x = conv^T(y, w): one unit per (batch element, group). The scatter of overlapping patches makes blocks of one
- *      image write the same x elements, so a unit owns all of one image's group and accumulates it in scratch.
+ *   2. x = conv^T(y, w): one unit per (batch element, group, block of x's channels). Patches overlap, so blocks of
+ *      output positions would write the same x elements; blocks of channels do not (a channel's column rows are
+ *      its own), so a unit owns all of its channels' positions and accumulates them in scratch.
  *   3. dW: a sum over the batch. The batch is cut into as many chunks as the pool has participants; each chunk sums
- *      into its own copy of dW (units (chunk, group) write disjoint parts), and the copies are added in chunk order.
+ *      into its own copy of dW, and the copies are added in chunk order. Units (chunk, group, block of x's channels)
+ *      write disjoint columns of a copy and gather only their own channels' column rows.
+ * Channels are split only when batch and groups alone give fewer than two units per participant.
  *   4. dbias: one unit per channel, summing in float64 in a fixed order.
  * Each participant mallocs its scratch once per parallel-for call, not per unit; a failed malloc is remembered and
  * reported as OUT_OF_MEMORY after the phase. */
@@ -33,6 +36,7 @@ typedef struct conv_job {
     const char *w;                   /* the weight in the compute dtype */
     const char *bias;                /* phase 1 or 2's bias in the compute dtype, or NULL */
     int64_t nb, nblk;                /* output positions per block, blocks per image */
+    int64_t cb, ncb;                 /* phases 2 and 3: x channels per unit, channel blocks per group */
     int64_t nch;                     /* phase 3: batch chunks */
     char *parts;                     /* phase 3: nch copies of dW in the compute dtype */
     atomic_int failed;
@@ -109,7 +113,7 @@ static void ce_forward(void *ctx, int64_t begin, int64_t end, int slot) {
         }
         if (g->rows > 0) {
             const char *x = a->x_in + (size_t)((n * g->cx + gi * g->cxg) * g->xsp) * j->es;
-            conv_im2col(g, x, j->es, j->ld, col, j->esc, p0, m);
+            conv_im2col(g, x, j->es, j->ld, col, j->esc, p0, m, g->rows);
             const char *w = j->w + (size_t)(gi * g->cyg * g->rows) * j->esc;
             if (ce_gemm(j, 0, 0, g->cyg, m, g->rows, w, g->rows, col, m, beta, c, ldc) != 0)
                 atomic_store(&j->failed, 1);
@@ -133,35 +137,37 @@ static void ce_backward_data(void *ctx, int64_t begin, int64_t end, int slot) {
     const int convert = !j->direct;
     char *col = malloc((size_t)(g->rows * j->nb + 1) * j->esc);
     char *ybuf = convert ? malloc((size_t)(g->cyg * j->nb + 1) * j->esc) : NULL;
-    char *acc = malloc((size_t)(g->cxg * g->xsp + 1) * j->esc);
+    char *acc = malloc((size_t)(j->cb * g->xsp + 1) * j->esc);
     if (col == NULL || acc == NULL || (convert && ybuf == NULL)) {
         atomic_store(&j->failed, 1);
         goto done;
     }
     for (int64_t u = begin; u < end; u++) {
-        const int64_t n = u / g->groups, gi = u % g->groups;
-        memset(acc, 0, (size_t)(g->cxg * g->xsp) * j->esc);
-        const char *w = j->w + (size_t)(gi * g->cyg * g->rows) * j->esc;
-        for (int64_t p0 = 0; p0 < g->ysp && g->cyg > 0 && g->rows > 0; p0 += j->nb) {
+        const int64_t n = u / (g->groups * j->ncb), gi = u / j->ncb % g->groups, c0 = u % j->ncb * j->cb;
+        const int64_t cn = ce_min(j->cb, g->cxg - c0), nrows = cn * g->ksp;
+        memset(acc, 0, (size_t)(cn * g->xsp) * j->esc);
+        /* Columns c0 * ksp .. of the group's weight matrix (cyg x rows) */
+        const char *w = j->w + (size_t)(gi * g->cyg * g->rows + c0 * g->ksp) * j->esc;
+        for (int64_t p0 = 0; p0 < g->ysp && g->cyg > 0 && nrows > 0; p0 += j->nb) {
             const int64_t m = ce_min(j->nb, g->ysp - p0);
             int64_t ldy;
             const char *yb = ce_yblock(j, a->y_in, n, gi, p0, m, ybuf, &ldy);
-            /* col (rows x m) = W_g^T (rows x cyg) @ Y block (cyg x m) */
-            if (ce_gemm(j, 1, 0, g->rows, m, g->cyg, w, g->rows, yb, ldy, 0.0, col, m) != 0) {
+            /* col (nrows x m) = W_g[:, block]^T (nrows x cyg) @ Y block (cyg x m) */
+            if (ce_gemm(j, 1, 0, nrows, m, g->cyg, w, g->rows, yb, ldy, 0.0, col, m) != 0) {
                 atomic_store(&j->failed, 1);
                 continue;
             }
-            conv_col2im(g, col, acc, j->f64, p0, m);
+            conv_col2im(g, col, acc, j->f64, p0, m, nrows);
         }
         if (j->bias) {
-            const char *bias = j->bias + (size_t)(gi * g->cxg) * j->esc;
-            for (int64_t c = 0; c < g->cxg; c++)
+            const char *bias = j->bias + (size_t)(gi * g->cxg + c0) * j->esc;
+            for (int64_t c = 0; c < cn; c++)
                 for (int64_t i = 0; i < g->xsp; i++) {
                     if (j->f64) ((double *)acc)[c * g->xsp + i] += ((const double *)bias)[c];
                     else ((float *)acc)[c * g->xsp + i] += ((const float *)bias)[c];
                 }
         }
-        j->st(a->x_out + (size_t)((n * g->cx + gi * g->cxg) * g->xsp) * j->es, 1, acc, 1, g->cxg * g->xsp);
+        j->st(a->x_out + (size_t)((n * g->cx + gi * g->cxg + c0) * g->xsp) * j->es, 1, acc, 1, cn * g->xsp);
     }
 done:
     free(col);
@@ -184,18 +190,19 @@ static void ce_backward_weight(void *ctx, int64_t begin, int64_t end, int slot) 
         goto done;
     }
     for (int64_t u = begin; u < end; u++) {
-        const int64_t ch = u / g->groups, gi = u % g->groups;
+        const int64_t ch = u / (g->groups * j->ncb), gi = u / j->ncb % g->groups, c0 = u % j->ncb * j->cb;
+        const int64_t nrows = ce_min(j->cb, g->cxg - c0) * g->ksp;
         const int64_t n0 = ch * g->batch / j->nch, n1 = (ch + 1) * g->batch / j->nch;
-        char *part = j->parts + (size_t)((ch * g->cy + gi * g->cyg) * g->rows) * j->esc;
+        char *part = j->parts + (size_t)((ch * g->cy + gi * g->cyg) * g->rows + c0 * g->ksp) * j->esc;
         for (int64_t n = n0; n < n1; n++) {
-            const char *x = a->x_w + (size_t)((n * g->cx + gi * g->cxg) * g->xsp) * j->es;
+            const char *x = a->x_w + (size_t)((n * g->cx + gi * g->cxg + c0) * g->xsp) * j->es;
             for (int64_t p0 = 0; p0 < g->ysp; p0 += j->nb) {
                 const int64_t m = ce_min(j->nb, g->ysp - p0);
                 int64_t ldy;
                 const char *yb = ce_yblock(j, a->y_w, n, gi, p0, m, ybuf, &ldy);
-                conv_im2col(g, x, j->es, j->ld, col, j->esc, p0, m);
-                /* part (cyg x rows) += Y block (cyg x m) @ col^T (m x rows) */
-                if (ce_gemm(j, 0, 1, g->cyg, g->rows, m, yb, ldy, col, m, 1.0, part, g->rows) != 0)
+                conv_im2col(g, x, j->es, j->ld, col, j->esc, p0, m, nrows);
+                /* part[:, block] (cyg x nrows) += Y block (cyg x m) @ col^T (m x nrows) */
+                if (ce_gemm(j, 0, 1, g->cyg, nrows, m, yb, ldy, col, m, 1.0, part, g->rows) != 0)
                     atomic_store(&j->failed, 1);
             }
         }
@@ -271,6 +278,18 @@ static void ce_blocks(conv_job_t *j, int nparts) {
     j->nblk = (g->ysp + j->nb - 1) / j->nb;
 }
 
+/* Channel blocks for phases 2 and 3 when `units` (batch elements or chunks, times groups) leave participants idle;
+ * none for a small problem, which runs on one participant anyway. */
+static void ce_channel_blocks(conv_job_t *j, int64_t units, int nparts, int small) {
+    const int64_t cxg = j->g->cxg;
+    int64_t ncb = 1;
+    if (!small && units > 0 && units < 2 * (int64_t)nparts) ncb = ce_min(cxg, (2 * (int64_t)nparts + units - 1) / units);
+    j->cb = ncb > 1 ? (cxg + ncb - 1) / ncb : cxg;
+    if (j->cb < 1) j->cb = 1;
+    j->ncb = (cxg + j->cb - 1) / j->cb;
+    if (j->ncb < 1) j->ncb = 1;
+}
+
 axon_status_t conv_execute(const void *args, const axon_exec_t *ex) {
     const conv_args_t *a = args;
     const conv_geom_t *g = &a->g;
@@ -302,15 +321,17 @@ axon_status_t conv_execute(const void *args, const axon_exec_t *ex) {
         if (atomic_load(&j.failed)) goto oom;
     }
     if (a->x_out) {
-        const int64_t units = g->batch * g->groups;
+        ce_channel_blocks(&j, g->batch * g->groups, nparts, small);
+        const int64_t units = g->batch * g->groups * j.ncb;
         axon_parallel_for(ex->pool, 0, units, small ? units : 1, ce_backward_data, &j);
         if (atomic_load(&j.failed)) goto oom;
     }
     if (a->w_out && g->cy * g->rows > 0) {
         j.nch = small || g->batch < 1 ? 1 : ce_min(g->batch, nparts);
         if ((j.parts = calloc((size_t)(j.nch * g->cy * g->rows), j.esc)) == NULL) goto oom;
-        const int64_t units = j.nch * g->groups;
-        axon_parallel_for(ex->pool, 0, units, 1, ce_backward_weight, &j);
+        ce_channel_blocks(&j, j.nch * g->groups, nparts, small);
+        const int64_t units = j.nch * g->groups * j.ncb;
+        axon_parallel_for(ex->pool, 0, units, small ? units : 1, ce_backward_weight, &j);
         if (atomic_load(&j.failed)) goto oom;
         axon_parallel_for(ex->pool, 0, g->cy * g->rows, AXON_KERNEL_GRAIN, ce_weight_reduce, &j);
     }

@@ -83,16 +83,17 @@ static void c2_row(const c2_walk_t *w, int64_t r, int64_t p0, int64_t m) {
 }
 
 void conv_im2col(const conv_geom_t *g, const char *x, size_t es_x, axon_convert_fn ld, char *col, size_t es_c,
-                 int64_t p0, int64_t m) {
+                 int64_t p0, int64_t m, int64_t nrows) {
     c2_walk_t w;
     memset(&w, 0, sizeof w);
     w.g = g, w.x = x, w.es_x = es_x, w.ld = ld, w.col = col, w.es_c = es_c;
-    for (int64_t r = 0; r < g->rows; r++) c2_row(&w, r, p0, m);
+    for (int64_t r = 0; r < nrows; r++) c2_row(&w, r, p0, m);
 }
 
-void conv_col2im(const conv_geom_t *g, const char *col, char *acc, int is_f64, int64_t p0, int64_t m) {
+void conv_col2im(const conv_geom_t *g, const char *col, char *acc, int is_f64, int64_t p0, int64_t m,
+                 int64_t nrows) {
     c2_walk_t w;
     memset(&w, 0, sizeof w);
     w.g = g, w.scatter = 1, w.ccol = col, w.acc = acc, w.is_f64 = is_f64, w.es_c = is_f64 ? 8 : 4;
-    for (int64_t r = 0; r < g->rows; r++) c2_row(&w, r, p0, m);
+    for (int64_t r = 0; r < nrows; r++) c2_row(&w, r, p0, m);
 }

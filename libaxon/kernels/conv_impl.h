@@ -24,15 +24,17 @@ typedef struct conv_geom {
     int64_t rows;                    /* cxg * ksp: rows of a column buffer, columns of a group's weight matrix */
 } conv_geom_t;
 
-/* col[r * m + j] = X[channel c, position read by output p0 + j through kernel offset k], r = c * ksp + k, for one
- * group's channels of one batch element at x (dtype loaded with ld: any float dtype to the compute dtype);
- * 0 where the patch reads padding. col holds rows * m elements of es_c bytes. */
+/* col[r * m + j] = X[channel c, position read by output p0 + j through kernel offset k], r = c * ksp + k, for
+ * rows r in [0, nrows) (nrows a multiple of ksp; g->rows for all of a group's channels) of the channels starting at
+ * x in one batch element (dtype loaded with ld: any float dtype to the compute dtype); 0 where the patch reads
+ * padding. col holds nrows * m elements of es_c bytes. */
 void conv_im2col(const conv_geom_t *g, const char *x, size_t es_x, axon_convert_fn ld, char *col, size_t es_c,
-                 int64_t p0, int64_t m);
+                 int64_t p0, int64_t m, int64_t nrows);
 
 /* The adjoint: acc[c * xsp + position] += col[r * m + j] over the same index map (padding reads are dropped).
  * col and acc are float64 if is_f64, else float32. */
-void conv_col2im(const conv_geom_t *g, const char *col, char *acc, int is_f64, int64_t p0, int64_t m);
+void conv_col2im(const conv_geom_t *g, const char *col, char *acc, int is_f64, int64_t p0, int64_t m,
+                 int64_t nrows);
 
 /* The command's argument block: up to four phases, each skipped when its output is NULL. Data pointers are of
  * contiguous tensors of dtype dt; w is W in the plain layout [cy, cxg, ks...]. */
