@@ -95,3 +95,29 @@ def test_linear_forward_and_backward_match_cpu_without_fallback():
     same(xa.grad, xc.grad)
     same(la.weight.grad, lin.weight.grad)
     same(la.bias.grad, lin.bias.grad)
+
+
+# Large enough that libaxon splits each product over its pool (oneDNN's bf16 path when built with it; float16 and the
+# padded or transposed outs go through float32): rows, columns and whole matrices, with alpha, beta and bias.
+BIG = {
+    "mm": (lambda a, b: a @ b, [(200, 300), (300, 170)]),
+    "mm_few_rows": (lambda a, b: a @ b, [(24, 256), (256, 400)]),
+    "mm_transposed_b": (lambda a, w: a @ w.t(), [(130, 256), (190, 256)]),
+    "bmm_odd_batch": (lambda a, b: a @ b, [(3, 96, 128), (3, 128, 80)]),
+    "bmm_broadcast_b": (lambda a, b: a @ b, [(6, 64, 96), (96, 72)]),
+    "baddbmm": (lambda c, a, b: torch.baddbmm(c, a, b, beta=-1.5, alpha=0.5), [(4, 64, 48), (4, 64, 80), (4, 80, 48)]),
+    "linear": (lambda x, w, b: torch.nn.functional.linear(x, w, b), [(64, 512), (384, 512), (384,)]),
+    "linear_few_rows": (lambda x, w, b: torch.nn.functional.linear(x, w, b), [(20, 256), (300, 256), (300,)]),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("name", sorted(BIG))
+def test_half_precision_products_at_model_sizes_match_cpu(name, dtype):
+    fn, shapes = BIG[name]
+    args = [rand(*s, dtype=dtype, seed=i) for i, s in enumerate(shapes)]
+    got, want = native(fn, *args).cpu(), fn(*args)
+    # Both accumulate in float32 and round once; allow one rounding of the result's scale (the sums' order differs).
+    scale = want.float().abs().amax().item()
+    eps = torch.finfo(dtype).eps
+    torch.testing.assert_close(got, want, rtol=2 * eps, atol=2 * eps * scale)

@@ -324,7 +324,7 @@ static int gemm_lowp_try(const struct gemm_args *g, const axon_exec_t *ex, axon_
     if (rc == 0) axon_parallel_for(ex->pool, 0, blocks, 1, gemm_lowp_blocks, &j);
     if (rc != 0 || atomic_load(&j.failed))
         *st = axon_fail(AXON_ERROR_OUT_OF_MEMORY, "matmul: oneDNN %s matmul (%" PRId64 " x %" PRId64 " x %" PRId64
-                        " x %" PRId64 ") could not get its memory", axon_dtype_name(dt), bsz, m, k, n);
+                        " x %" PRId64 ") failed: out of memory, or a oneDNN error", axon_dtype_name(dt), bsz, m, k, n);
 done:
     free(sa);
     free(sb);

@@ -57,7 +57,8 @@ int axon_gemm_lowp_available(void);
  * 0: axon_gemm_lowp will run op; 1: not offered (no oneDNN, or only a slow reference kernel): use the float32 path;
  * -1: out of memory. */
 int axon_gemm_lowp_prepare(const axon_gemm_lowp_t *op);
-/* Run op. 0 on success; 1 not offered (C unchanged); -1 out of memory or a oneDNN failure (C unspecified). */
+/* Run op. 0 on success; 1 not offered (C unchanged); -1 out of memory or a oneDNN failure (C unspecified; the
+ * primitive is then offered no more). */
 int axon_gemm_lowp(const axon_gemm_lowp_t *op);
 /* "onednn" or "none", for benchmarks and tests. */
 const char *axon_gemm_lowp_backend_name(void);

@@ -13,7 +13,9 @@
  * Cache: creating a matmul primitive costs tens of microseconds, so primitives are kept, keyed by everything that
  * shapes them (dtype, sizes, strides, alpha, beta, bias, threads), in a small LRU list guarded by one mutex. An entry
  * in use is pinned by a count and never freed under its user. A key oneDNN refuses, or serves only with a reference
- * implementation (slower than the float32 path), is cached too, as "not offered", so it is asked only once.
+ * implementation (slower than the float32 path), is cached too, as "not offered", so it is asked only once. Only
+ * the brgemm implementations are taken (see onednn_entry_create for why not oneDNN's "gemm:jit" ones); a primitive
+ * whose run fails is marked broken and not offered again.
  *
  * Scratchpad: user-managed (oneDNN's library-managed one is tied to the creating thread), in one buffer per calling
  * thread that grows as needed and is freed when the thread exits. */
@@ -46,10 +48,11 @@ typedef struct onednn_entry {
     size_t scratch_bytes;
     int refs;                    /* callers running prim now; the entry is freed only at 0 */
     int evicted;                 /* off the list; the last user frees it */
+    int broken;                  /* a run failed: offered no more */
     struct onednn_entry *prev, *next;
 } onednn_entry_t;
 
-/* The one lock: guards the LRU list below (most recent first) and its entries' refs and evicted. */
+/* The one lock: guards the LRU list below (most recent first) and its entries' refs, evicted and broken. */
 static pthread_mutex_t onednn_mu = PTHREAD_MUTEX_INITIALIZER;
 static onednn_entry_t *onednn_head, *onednn_tail;
 static int onednn_count;
@@ -141,7 +144,7 @@ static onednn_entry_t *onednn_entry_create(const onednn_key_t *k) {
     e->key = *k;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t po = NULL;
-    dnnl_primitive_desc_t pd = NULL;
+    dnnl_primitive_desc_t pd;
     dnnl_matmul_desc_t desc;
     const int nd = k->ndims, off = 3 - nd; /* a 2-D key skips the batch dimension */
     dnnl_data_type_t dt = onednn_dtype(k->dtype);
@@ -169,15 +172,26 @@ static onednn_entry_t *onednn_entry_create(const onednn_key_t *k) {
     }
     ok = ok && dnnl_matmul_desc_init(&desc, &e->md[0], &e->md[1], NULL, &e->md[2]) == dnnl_success;
     omp_set_num_threads(k->nthreads); /* oneDNN sizes its blocking for the current thread count */
-    if (ok && dnnl_primitive_desc_create(&pd, &desc, attr, onednn_engine, NULL) == dnnl_success) {
-        const char *impl = NULL;
-        dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
-        const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-        e->scratch_bytes = smd ? dnnl_memory_desc_get_size(smd) : 0;
-        /* Reference kernels are scalar loops, slower than converting to float32 for sgemm. */
-        if (impl && !strstr(impl, "ref") && dnnl_primitive_create(&e->prim, pd) != dnnl_success) e->prim = NULL;
+    dnnl_primitive_desc_iterator_t it = NULL;
+    if (ok && dnnl_primitive_desc_iterator_create(&it, &desc, attr, onednn_engine, NULL) == dnnl_success) {
+        /* Only the brgemm kernels ("brg:<isa>"), in the order oneDNN ranks them. Reference kernels are scalar loops,
+         * slower than the float32 path. The "gemm:jit" ones fail (unimplemented) inside a PyTorch process: they set
+         * up their kernel tables in std::call_once thunks that libdnnl exports and that bind to the same-named ones
+         * of the oneDNN inside libtorch_cpu.so, which fill that library's tables instead. */
+        do {
+            pd = dnnl_primitive_desc_iterator_fetch(it);
+            const char *impl = NULL;
+            if (pd && dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
+                strncmp(impl, "brg:", 4) == 0) {
+                const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+                e->scratch_bytes = smd ? dnnl_memory_desc_get_size(smd) : 0;
+                if (dnnl_primitive_create(&e->prim, pd) != dnnl_success) e->prim = NULL;
+            }
+            dnnl_primitive_desc_destroy(pd);
+            pd = NULL;
+        } while (!e->prim && dnnl_primitive_desc_iterator_next(it) == dnnl_success);
+        dnnl_primitive_desc_iterator_destroy(it);
     }
-    dnnl_primitive_desc_destroy(pd);
     dnnl_post_ops_destroy(po);
     dnnl_primitive_attr_destroy(attr);
     return e;
@@ -248,7 +262,9 @@ int axon_gemm_lowp_prepare(const axon_gemm_lowp_t *op) {
     onednn_key_make(op, &k);
     onednn_entry_t *e = onednn_acquire(&k);
     if (!e) return -1;
-    int rc = e->prim ? 0 : 1;
+    pthread_mutex_lock(&onednn_mu);
+    int rc = e->prim && !e->broken ? 0 : 1;
+    pthread_mutex_unlock(&onednn_mu);
     onednn_release(e);
     return rc;
 }
@@ -290,6 +306,11 @@ int axon_gemm_lowp(const axon_gemm_lowp_t *op) {
         }
         for (int i = 0; i < 5; i++)
             if (mem[i]) dnnl_memory_destroy(mem[i]);
+        if (rc != 0 && t) {
+            pthread_mutex_lock(&onednn_mu);
+            e->broken = 1;
+            pthread_mutex_unlock(&onednn_mu);
+        }
     }
     onednn_release(e);
     return rc;
