@@ -1,6 +1,8 @@
 /* GFLOP/s of axon_kernel_matmul for float32 and bfloat16, square sizes 64..4096 and a few skinny shapes, on devices
  * with 1 and 2 worker threads, as a fraction of the FMA peak figures in /work/shared/design/FACTS.md section 5
- * (float32 111 GFLOP/s per core, bf16 dot 226 per core; the upper ends of the measured ranges).
+ * (float32 111 GFLOP/s per core, bf16 dot 226 per core; the upper ends of the measured ranges). bfloat16 runs on
+ * oneDNN's matmul when libaxon was built with it (axon/gemm.h); on a CPU with AMX (ONEDNN_VERBOSE=1 then names
+ * brg:avx512_core_amx_bf16) it can pass the bf16-dot figure, so "of peak" may exceed 100%.
  * Each figure is the best of 3 timings of back-to-back launches covering at least 0.2 s, each ended by a sync, so it
  * includes launch and synchronization costs. Operands are host memory (kernels accept it), contiguous row-major.
  *
