@@ -13,7 +13,13 @@
  * Channels are split only when batch and groups alone give fewer than two units per participant.
  *   4. dbias: one unit per channel, summing in float64 in a fixed order.
  * Each participant mallocs its scratch once per parallel-for call, not per unit; a failed malloc is remembered and
- * reported as OUT_OF_MEMORY after the phase. */
+ * reported as OUT_OF_MEMORY after the phase.
+ *
+ * bfloat16 and float16 forwards go to oneDNN (gemm_impl.h's axon_gemm_lowp: the CPU's bf16/fp16 dot instructions
+ * or AMX, several times the float32 rate) when it is built in and offers both block shapes; the columns are then
+ * gathered in the tensor's own dtype. The bias rides in the product as an extra column of the weight matrix against a
+ * row of ones in the column buffer, so it is added in float32 before the one rounding, as on the float32 path. The
+ * other phases, and half types without oneDNN, convert to float32. */
 #include <inttypes.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -39,6 +45,9 @@ typedef struct conv_job {
     int64_t cb, ncb;                 /* phases 2 and 3: x channels per unit, channel blocks per group */
     int64_t nch;                     /* phase 3: batch chunks */
     char *parts;                     /* phase 3: nch copies of dW in the compute dtype */
+    int lowp;                        /* phase 1 through oneDNN */
+    char *wl;                        /* its weight matrix in dt: cy x kl, W with the bias as last column */
+    int64_t kl;                      /* rows, plus 1 with a bias */
     atomic_int failed;
 } conv_job_t;
 
@@ -87,9 +96,80 @@ static const char *ce_yblock(const conv_job_t *j, const char *y, int64_t n, int6
 
 /* ---- phase 1: y = conv(x, w) + bias ---- */
 
+/* The oneDNN product for a block of m output positions of group gi; col and c are dense scratch in dt. */
+static axon_gemm_lowp_t ce_lowp_op(const conv_job_t *j, int64_t gi, int64_t m, const char *col, char *c) {
+    axon_gemm_lowp_t o;
+    memset(&o, 0, sizeof o);
+    o.dtype = j->a->dt;
+    o.nthreads = 1; /* one pool participant per call, as gemm.c does */
+    o.bsz = 1, o.m = j->g->cyg, o.n = m, o.k = j->kl;
+    o.a = j->wl ? j->wl + (size_t)(gi * j->g->cyg * j->kl) * j->es : NULL;
+    o.a_rs = j->kl, o.a_cs = 1;
+    o.b = col, o.b_rs = m, o.b_cs = 1;
+    o.c = c, o.ldc = m;
+    o.alpha = 1.0f, o.beta = 0.0f;
+    return o;
+}
+
+static void ce_forward_lowp(conv_job_t *j, int64_t begin, int64_t end) {
+    const conv_geom_t *g = j->g;
+    const conv_args_t *a = j->a;
+    const float one = 1.0f;
+    axon_convert_fn same = axon_convert_get(a->dt, a->dt), ones = axon_convert_get(AXON_FLOAT32, a->dt);
+    char *col = malloc((size_t)(j->kl * j->nb + 1) * j->es), *c = malloc((size_t)(g->cyg * j->nb + 1) * j->es);
+    if (col == NULL || c == NULL) {
+        atomic_store(&j->failed, 1);
+        goto done;
+    }
+    for (int64_t u = begin; u < end; u++) {
+        const int64_t n = u / (g->groups * j->nblk), gi = u / j->nblk % g->groups, p0 = u % j->nblk * j->nb;
+        const int64_t m = ce_min(j->nb, g->ysp - p0);
+        const char *x = a->x_in + (size_t)((n * g->cx + gi * g->cxg) * g->xsp) * j->es;
+        conv_im2col(g, x, j->es, same, col, j->es, p0, m, g->rows);
+        if (j->kl > g->rows) ones(col + (size_t)(g->rows * m) * j->es, 1, (const char *)&one, 0, m);
+        axon_gemm_lowp_t o = ce_lowp_op(j, gi, m, col, c);
+        if (axon_gemm_lowp(&o) != 0) {
+            atomic_store(&j->failed, 1);
+            continue;
+        }
+        char *y = a->y_out + (size_t)((n * g->cy + gi * g->cyg) * g->ysp + p0) * j->es;
+        for (int64_t r = 0; r < g->cyg; r++)
+            memcpy(y + (size_t)(r * g->ysp) * j->es, c + (size_t)(r * m) * j->es, (size_t)m * j->es);
+    }
+done:
+    free(col);
+    free(c);
+}
+
+/* Whether phase 1 can go to oneDNN; builds j->wl. 1 yes, 0 no, -1 out of memory. */
+static int ce_lowp_setup(conv_job_t *j) {
+    const conv_geom_t *g = j->g;
+    const conv_args_t *a = j->a;
+    if ((a->dt != AXON_BFLOAT16 && a->dt != AXON_FLOAT16) || g->rows == 0 || g->cyg == 0 ||
+        !axon_gemm_lowp_available())
+        return 0;
+    j->kl = g->rows + (a->bias_y ? 1 : 0);
+    const int64_t tail = g->ysp - (j->nblk - 1) * j->nb;
+    axon_gemm_lowp_t full = ce_lowp_op(j, 0, j->nb, NULL, NULL), last = ce_lowp_op(j, 0, tail, NULL, NULL);
+    int rc = axon_gemm_lowp_prepare(&full);
+    if (rc == 0) rc = axon_gemm_lowp_prepare(&last);
+    if (rc != 0) return rc < 0 ? -1 : 0;
+    if ((j->wl = malloc((size_t)(g->cy * j->kl) * j->es)) == NULL) return -1;
+    for (int64_t o = 0; o < g->cy; o++) {
+        char *row = j->wl + (size_t)(o * j->kl) * j->es;
+        memcpy(row, a->w + (size_t)(o * g->rows) * j->es, (size_t)g->rows * j->es);
+        if (a->bias_y) memcpy(row + (size_t)g->rows * j->es, a->bias_y + (size_t)o * j->es, j->es);
+    }
+    return 1;
+}
+
 static void ce_forward(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
     conv_job_t *j = ctx;
+    if (j->lowp) {
+        ce_forward_lowp(j, begin, end);
+        return;
+    }
     const conv_geom_t *g = j->g;
     const conv_args_t *a = j->a;
     const int direct = j->direct;
@@ -316,8 +396,16 @@ axon_status_t conv_execute(const void *args, const axon_exec_t *ex) {
         if (b && (j.bias = ce_to_compute(&j, b, nbias, &bown)) == NULL) goto oom;
     }
     if (a->y_out) {
+        const int lowp = ce_lowp_setup(&j);
+        if (lowp < 0) goto oom;
+        j.lowp = lowp;
         const int64_t units = g->batch * g->groups * j.nblk;
         axon_parallel_for(ex->pool, 0, units, small ? units : 1, ce_forward, &j);
+        if (atomic_load(&j.failed) && j.lowp) {
+            st = axon_fail(AXON_ERROR_OUT_OF_MEMORY, "conv: oneDNN %s product (%" PRId64 " x %" PRId64 " x %" PRId64
+                           ") failed: out of memory, or a oneDNN error", axon_dtype_name(a->dt), g->cyg, j.kl, j.nb);
+            goto done;
+        }
         if (atomic_load(&j.failed)) goto oom;
     }
     if (a->x_out) {
@@ -345,5 +433,6 @@ done:
     free(wown);
     free(bown);
     free(j.parts);
+    free(j.wl);
     return st;
 }

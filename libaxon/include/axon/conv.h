@@ -20,9 +20,10 @@
  * convolution's grad_input path (GEMM then col2im) and vice versa.
  *
  * Dtypes: in, weight, bias, out (and the gradients) are float32, float64, float16 or bfloat16, all of one dtype.
- * float64 computes in float64; the other three in float32 (half types are converted on load and rounded once on
- * store, as libaxon's GEMM does). Sums may be ordered differently for another thread count: results for 1 and 4
- * threads agree within rounding, not bit for bit.
+ * float64 computes in float64; the other three accumulate in float32 and round once on store. A bfloat16/float16
+ * forward multiplies through oneDNN when libaxon has it (as libaxon's GEMM does); everything else converts half
+ * types to float32 scratch. Sums may be ordered differently for another thread count: results for 1 and 4 threads
+ * agree within rounding, not bit for bit.
  *
  * Errors at launch: INVALID_ARG for bad descriptors, non-contiguous tensors, mixed dtypes, a shape that does not
  * match the formulas above (the message shows the shapes and the expected one), channels not divisible by groups,
