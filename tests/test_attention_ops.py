@@ -315,3 +315,18 @@ def test_bad_input_raises_clear_errors():
         fused(ax(1, 2, 4, 8), ax(1, 2, 4, 8), ax(1, 2, 4, 8), attn_bias=ax(3, 4))
     with pytest.raises(RuntimeError, match="4-d"):
         fused(ax(2, 4, 8), ax(2, 4, 8), ax(2, 4, 8))
+
+
+@pytest.mark.parametrize("needs", [(True, False, False), (False, True, True), (False, False, True)],
+                         ids=["q", "kv", "v"])
+def test_backward_computes_only_the_gradients_asked_for(needs):
+    base = [sample(s, torch.float32, i) for i, s in enumerate([(1, 2, 70, 8), (1, 2, 66, 8), (1, 2, 66, 8)])]
+    grads = []
+    for device in ("cpu", "axon"):
+        leaves = [t.to(device, copy=True).requires_grad_(n) for t, n in zip(base, needs)]
+        F.scaled_dot_product_attention(*leaves, is_causal=True).sum().backward()
+        grads.append([t.grad for t in leaves])
+    for want, got in zip(*grads):
+        assert (want is None) == (got is None)
+        if want is not None:
+            close(got, want, GRAD_TOL)
