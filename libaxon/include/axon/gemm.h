@@ -24,9 +24,11 @@
  *   - bfloat16 and float16 with oneDNN (AXON_HAVE_ONEDNN; Debian's libdnnl-dev): oneDNN's matmul primitive on the
  *     operands as they are (bf16 dot or AMX instructions), float32 accumulation, alpha, beta and bias applied in
  *     float32, rounded once on store. Each pool participant makes single-threaded calls on its own block of out, so
- *     results are the same run after run for a given thread count. oneDNN 2.6 has no float16 CPU matmul, and some
- *     layouts it offers only as a slow reference kernel (out not row-major, a bias with a padded out); those, k == 0,
- *     and every bf16/f16 product in a build without oneDNN take the next path.
+ *     results are the same run after run for a given thread count. Only oneDNN's brgemm kernels are taken (its
+ *     reference kernels are slow, and its gemm-based ones fail inside a PyTorch process; gemm_onednn.c says why).
+ *     oneDNN 2.6 has no float16 CPU matmul, and its brgemm kernels want out row-major and dense; what they do not
+ *     take (float16, a padded or column-major out, some small or odd layouts), k == 0, and every bf16/f16 product
+ *     in a build without oneDNN take the next path.
  *   - bfloat16 and float16 otherwise: converted to float32 scratch, multiplied in float32 as above, rounded once on
  *     store (PyTorch also accumulates these in float32).
  *   - int8, uint8, int16, int32, int64: a plain loop accumulating in int64 and wrapping to out's dtype, as PyTorch's
@@ -36,7 +38,8 @@
  * Errors at launch: INVALID_ARG for bad descriptors, a mismatched shape (the message names every shape), mixed
  * dtypes, a bias of the wrong shape, non-integral scalars for an integer dtype; UNSUPPORTED for bool, complex, or a
  * dimension above 2^31 - 1. Errors while running: OUT_OF_MEMORY if the host scratch cannot be allocated (out is
- * then unchanged). */
+ * then unchanged), or if a oneDNN call fails (out may then be partly written; that shape is not sent to oneDNN
+ * again). */
 #ifndef AXON_GEMM_H
 #define AXON_GEMM_H
 
