@@ -1,8 +1,9 @@
-/* Scaled dot-product attention backward (axon/attention.h), flash-attention-2 style in three passes over the pool:
- * D = rowsum(dout * out) per query row; dk and dv per block of keys (each unit walks every query row that sees its
- * keys); dq per block of query rows. The weights are recomputed from the scores and the forward's lse in both
- * gradient passes: that costs two GEMMs more than one pass with atomic or per-thread dq sums, but no unit ever
- * writes another's output, so results do not depend on the thread count. */
+/* Scaled dot-product attention backward (axon/attention.h), flash-attention-2 style. First D = rowsum(dout * out)
+ * per query row. Then, when there are enough (batch, kv head) pairs to keep the pool busy, one pass with a unit per
+ * pair that owns its dk, dv and (in a per-worker buffer) its query heads' dq. Otherwise two passes with smaller
+ * units: dk and dv per block of keys (each unit walks every query row that sees its keys), then dq per block of
+ * query rows, recomputing the weights and dP (two GEMMs more). No unit ever writes another's output, and both ways
+ * add the same tiles in the same order, so results do not depend on the thread count. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,6 +49,27 @@ static void at_q_range(void *ctx, int64_t begin, int64_t end, int slot) {
     }
 }
 
+static void at_fused_range(void *ctx, int64_t begin, int64_t end, int slot) {
+    at_job_t *j = ctx;
+    void *dqs = j->dqs + (size_t)slot * j->dqs_bytes;
+    for (int64_t u = begin; u < end; u++) {
+        if (j->a->f64) at_backward_fused_unit_f64(j, u, at_slot(j, slot), dqs);
+        else at_backward_fused_unit_f32(j, u, at_slot(j, slot), dqs);
+    }
+}
+
+/* Whether the one-pass backward pays: it needs all three gradients, a dq buffer per worker (kept under
+ * AT_FUSED_MAX_BYTES in all), and enough (b, kv head) units to keep every worker busy, since it has fewer and
+ * larger units than the two passes. Either way the results are bitwise the same. */
+#define AT_FUSED_MAX_BYTES ((size_t)64 << 20)
+static size_t at_fused_bytes(const at_args_t *a, int slots) {
+    if (!a->dq.data || !a->dk.data) return 0;
+    if (a->B * a->Hkv < 2 * (int64_t)slots) return 0;
+    const size_t per = (size_t)(a->group * a->L * (a->E > 0 ? a->E : 1)) * (a->f64 ? sizeof(double) : sizeof(float));
+    const size_t bytes = (per + 63) / 64 * 64;
+    return bytes * (size_t)slots <= AT_FUSED_MAX_BYTES ? bytes : 0;
+}
+
 static axon_status_t at_backward_kernel(const void *args, const axon_exec_t *ex) {
     const at_args_t *a = args;
     const char *op = "attention_backward";
@@ -61,6 +83,13 @@ static axon_status_t at_backward_kernel(const void *args, const axon_exec_t *ex)
         return axon_fail(AXON_ERROR_OUT_OF_MEMORY, "%s: %zu bytes for rowsum(dout * out)", op, (size_t)rows * es);
     const int64_t work = AT_BLOCK * (a->S + a->L + 1) * (a->E + a->Ev + 1); /* rough cost of one unit */
     axon_status_t st = at_run(&j, ex->pool, rows, a->Ev + 1, at_d_range, op);
+    const int slots = axon_pool_size(ex->pool);
+    if ((j.dqs_bytes = at_fused_bytes(a, slots)) > 0 && (j.dqs = malloc(j.dqs_bytes * (size_t)slots)) != NULL) {
+        if (st == AXON_OK) st = at_run(&j, ex->pool, a->B * a->Hkv, 1 << 30, at_fused_range, op);
+        free(j.dqs);
+        free(j.d);
+        return st;
+    }
     if (st == AXON_OK && (a->dk.data || a->dv.data))
         st = at_run(&j, ex->pool, a->B * a->Hkv * ((a->S + AT_BLOCK - 1) / AT_BLOCK), work * a->group, at_kv_range,
                     op);

@@ -40,6 +40,8 @@ typedef struct at_job {
     char *scratch;
     size_t slot_bytes;
     void *d;                     /* backward: rowsum(dout * out) per (b, h, i), compute type */
+    char *dqs;                   /* fused backward: per-slot dq accumulators of dqs_bytes each */
+    size_t dqs_bytes;
     atomic_int failed;           /* a GEMM could not allocate its packing buffers */
 } at_job_t;
 

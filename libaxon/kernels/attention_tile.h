@@ -293,6 +293,45 @@ static inline void AT_FN(at_backward_q_unit)(at_job_t *j, int64_t u, void *scrat
     AT_FN(at_store_rows)(&a->dq, b, h, i0, m, e, dq, e);
 }
 
+/* dq, dk and dv of one (b, kv head) in one pass: its keys block by block, each against every query row of the
+ * group that sees them, dq accumulated in the unit's own buffer dqs (group x L x E). The tiles, their order and
+ * every sum's order are those of the two passes above (key blocks ascending for each dq row block; heads, then row
+ * blocks ascending for each key block), so the results are bitwise the same; it saves recomputing the weights and
+ * dP for dq. */
+static inline void AT_FN(at_backward_fused_unit)(at_job_t *j, int64_t u, void *scratch, AT_T *dqs) {
+    const at_args_t *a = j->a;
+    AT_FN(at_tiles_t) t = AT_FN(at_tiles)(a, scratch);
+    const int64_t b = u / a->Hkv, hk = u % a->Hkv, e = a->E, ev = a->Ev, h0 = hk * a->group;
+    int64_t ldk, ldv, ldq, lddo;
+    memset(dqs, 0, (size_t)(a->group * a->L * (e > 0 ? e : 1)) * sizeof(AT_T));
+    for (int64_t j0 = 0; j0 < a->S; j0 += AT_BLOCK) {
+        const int64_t n = a->S - j0 < AT_BLOCK ? a->S - j0 : AT_BLOCK;
+        const AT_T *k = AT_FN(at_rows)(&a->k, b, hk, j0, n, e, t.k, &ldk);
+        const AT_T *v = AT_FN(at_rows)(&a->v, b, hk, j0, n, ev, t.v, &ldv);
+        AT_T *dk = t.acc_e, *dv = t.acc_v;
+        memset(dk, 0, (size_t)(n * (e > 0 ? e : 1)) * sizeof(AT_T));
+        memset(dv, 0, (size_t)(n * (ev > 0 ? ev : 1)) * sizeof(AT_T));
+        for (int64_t h = h0; h < h0 + a->group; h++) {
+            for (int64_t i0 = a->causal ? j0 : 0; i0 < a->L; i0 += AT_BLOCK) {
+                const int64_t m = a->L - i0 < AT_BLOCK ? a->L - i0 : AT_BLOCK;
+                const AT_T *q = AT_FN(at_rows)(&a->q, b, h, i0, m, e, t.q, &ldq);
+                const AT_T *g = AT_FN(at_rows)(&a->dout, b, h, i0, m, ev, t.dout, &lddo);
+                AT_FN(at_row_values)(&a->lse, b, h, i0, m, t.rowa);
+                const AT_T *pw = AT_FN(at_grad_tile)(j, &t, b, h, i0, m, j0, n, q, ldq, k, ldk, g, lddo, v, ldv,
+                                                     t.rowa, (const AT_T *)j->d + (b * a->Hq + h) * a->L + i0);
+                AT_FN(at_gemm)(j, 1, 0, n, ev, m, 1, pw, n, g, lddo, 1, dv, ev);
+                AT_FN(at_gemm)(j, 1, 0, n, e, m, (AT_T)a->scale, t.dp, n, q, ldq, 1, dk, e);
+                AT_FN(at_gemm)(j, 0, 0, m, e, n, (AT_T)a->scale, t.dp, n, k, ldk, 1,
+                               dqs + ((h - h0) * a->L + i0) * e, e);
+            }
+        }
+        AT_FN(at_store_rows)(&a->dk, b, hk, j0, n, e, dk, e);
+        AT_FN(at_store_rows)(&a->dv, b, hk, j0, n, ev, dv, ev);
+    }
+    for (int64_t h = h0; h < h0 + a->group; h++)
+        AT_FN(at_store_rows)(&a->dq, b, h, 0, a->L, e, dqs + (h - h0) * a->L * e, e);
+}
+
 #undef AT_FN
 #undef AT_LANES
 #undef AT_CAT

@@ -1,7 +1,8 @@
 /* axon/attention.h against a naive long double reference (softmax(scale * Q K^T + mask) V and its gradients): every
  * float dtype, shapes that cross the 64-row/key tiles, causal with L < S and L > S, float and bool masks with
  * broadcasting and fully masked rows, GQA, dropout (the documented Philox decisions, same seed -> same bytes, 1 and
- * 3 threads bitwise identical), a strided q; bad input refused with messages.
+ * 3 threads bitwise identical: the one-pass and two-pass backward agree), a strided q; bad input refused with
+ * messages.
  *
  * Tolerance: |got - ref| <= tol * (1 + |ref|), tol 1e-10 (float64), 5e-5 (float32, computed in float32), 4e-3
  * (float16) and 3e-2 (bfloat16), which hold the output's rounding plus float32 sums over a few hundred terms. */
@@ -200,14 +201,18 @@ done:
     return bad;
 }
 
+/* Every dtype, with 1 worker (the one-pass backward whenever B * Hkv >= 2) and 3 (the two-pass one unless
+ * B * Hkv >= 6). */
 static void run_all_dtypes(prob_t pr) {
-    kc_dev_t k = kc_open(3);
-    REQUIRE(k.rt);
-    for (size_t i = 0; i < sizeof at_dtypes / sizeof at_dtypes[0]; i++) {
-        pr.d = at_dtypes[i];
-        CHECK(check_problem(&k, &pr) == 0);
+    for (int threads = 1; threads <= 3; threads += 2) {
+        kc_dev_t k = kc_open(threads);
+        REQUIRE(k.rt);
+        for (size_t i = 0; i < sizeof at_dtypes / sizeof at_dtypes[0]; i++) {
+            pr.d = at_dtypes[i];
+            CHECK(check_problem(&k, &pr) == 0);
+        }
+        axon_runtime_destroy(k.rt);
     }
-    axon_runtime_destroy(k.rt);
 }
 
 static void test_attention_matches_reference_across_tiles(void) {
