@@ -373,6 +373,54 @@ static void test_bf16_products_split_over_the_pool_match_the_reference(void) {
             }
 }
 
+/* bfloat16 bits of v (exact for the multiples of 1/4 that rnd_value draws). */
+static uint16_t bf16_bits(double v) {
+    float f = (float)v;
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return (uint16_t)(u >> 16);
+}
+
+/* Four streams of one device multiply bf16 matrices at once, several shapes in turn, so the GEMM library is set up
+ * and run from several threads together: every result must equal, bit for bit, the same product run alone. */
+static void test_bf16_products_on_concurrent_streams_agree(void) {
+    REQUIRE(dev2.s);
+    enum { NS = 4, NR = 6, NSH = 3 };
+    const int64_t shp[NSH][3] = {{96, 128, 80}, {150, 203, 170}, {64, 256, 300}}; /* m, k, n */
+    uint16_t *a = malloc(150 * 256 * 2), *b = malloc(256 * 300 * 2), *want[NSH], *got[NS][NR];
+    axon_stream_t st[NS] = {dev2.s};
+    REQUIRE(a && b);
+    for (int i = 0; i < 150 * 256; i++) a[i] = bf16_bits(rnd_value(AXON_BFLOAT16));
+    for (int i = 0; i < 256 * 300; i++) b[i] = bf16_bits(rnd_value(AXON_BFLOAT16));
+    for (int i = 1; i < NS; i++) REQUIRE(axon_stream_create(dev2.dev, 0, &st[i]) == AXON_OK);
+    for (int z = 0; z < NSH; z++) REQUIRE((want[z] = malloc((size_t)(shp[z][0] * shp[z][2]) * 2)) != NULL);
+    for (int i = 0; i < NS; i++)
+        for (int r = 0; r < NR; r++) REQUIRE((got[i][r] = malloc(150 * 300 * 2)) != NULL);
+    for (int pass = 0; pass < 2; pass++) /* pass 0: each shape alone on one stream; pass 1: all streams at once */
+        for (int i = 0; i < (pass ? NS : 1); i++)
+            for (int r = 0; r < (pass ? NR : NSH); r++) {
+                int z = pass ? (i + r) % NSH : r;
+                int64_t sa[2] = {shp[z][0], shp[z][1]}, sb[2] = {shp[z][1], shp[z][2]};
+                int64_t so[2] = {shp[z][0], shp[z][2]};
+                axon_tensor_t ta = kc_tensor(a, AXON_BFLOAT16, 2, sa, NULL);
+                axon_tensor_t tb = kc_tensor(b, AXON_BFLOAT16, 2, sb, NULL);
+                axon_tensor_t to = kc_tensor(pass ? got[i][r] : want[z], AXON_BFLOAT16, 2, so, NULL);
+                CHECK(axon_kernel_matmul(st[i], &to, &ta, &tb, NULL) == AXON_OK);
+                if (!pass) CHECK(axon_stream_sync(st[i]) == AXON_OK);
+            }
+    for (int i = 0; i < NS; i++) CHECK(axon_stream_sync(st[i]) == AXON_OK);
+    for (int i = 0; i < NS; i++)
+        for (int r = 0; r < NR; r++) {
+            int z = (i + r) % NSH;
+            CHECK(memcmp(got[i][r], want[z], (size_t)(shp[z][0] * shp[z][2]) * 2) == 0);
+        }
+    for (int i = 1; i < NS; i++) axon_stream_destroy(st[i]);
+    for (int z = 0; z < NSH; z++) free(want[z]);
+    for (int i = 0; i < NS; i++)
+        for (int r = 0; r < NR; r++) free(got[i][r]);
+    free(a), free(b);
+}
+
 int main(void) {
     dev1 = kc_open(1);
     dev2 = kc_open(2);
@@ -387,6 +435,7 @@ int main(void) {
     RUN(test_bad_shapes_dtypes_and_scalars_are_rejected);
     RUN(test_one_and_two_threads_agree);
     RUN(test_bf16_products_split_over_the_pool_match_the_reference);
+    RUN(test_bf16_products_on_concurrent_streams_agree);
     axon_runtime_destroy(dev1.rt);
     axon_runtime_destroy(dev2.rt);
     return check_report();
