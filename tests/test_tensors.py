@@ -401,6 +401,11 @@ def test_item_returns_the_python_value_cpu_returns(dtype):
         assert got == want or (got != got and want != want), (i, got, want)
 
 
+@pytest.mark.parametrize("shape", [(1,), (1, 1), (1, 1, 1)])
+def test_item_of_a_one_element_tensor_of_any_rank(shape):
+    assert torch.full(shape, 2.5, device="axon").item() == 2.5
+
+
 def test_item_of_a_tensor_with_more_than_one_element_fails():
     with pytest.raises(RuntimeError, match="cannot be converted to Scalar"):
         torch.ones(2, device="axon").item()

@@ -204,7 +204,6 @@ static axon_status_t ln_launch(axon_stream_t s, const char *name, int rms, int b
     if (numel % n != 0)
         return axon_fail(AXON_ERROR_INVALID_ARG, "%s: normalized %lld does not divide in's %lld elements", name,
                          (long long)n, (long long)numel);
-    if (!(eps >= 0.0)) return axon_fail(AXON_ERROR_INVALID_ARG, "%s: eps must be >= 0, got %g", name, eps);
     int64_t rows = numel / n;
     for (int k = 0; k < LN_NT; k++) {
         if (k == LN_IN) continue;

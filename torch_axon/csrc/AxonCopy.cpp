@@ -156,7 +156,7 @@ at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
 c10::Scalar local_scalar_dense(const at::Tensor& self) {
   TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(), " elements cannot be converted to Scalar");
   at::Tensor host = at::empty({}, self.options().device(c10::kCPU));
-  copy_from(self, host, /*non_blocking=*/false);
+  copy_from(self.reshape({}), host, /*non_blocking=*/false);  // a [1] or [1, 1] tensor as the 0-dim host one
   return host.item();
 }
 

@@ -192,16 +192,23 @@ class Fallback {
       const bool moved = a.alias.storage().data() != a.device_data;
       const bool reshaped = a.alias.sizes() != a.original.sizes() || a.alias.strides() != a.original.strides() ||
                             a.alias.storage_offset() != a.original.storage_offset();
-      if (!moved && !reshaped) continue;
+      // Kernels may also flip an out= argument's conjugate or negative bit (linalg_lu_solve with left=False
+      // returns a conjugated view): the axon tensor takes the same bits over the same raw values.
+      const bool bits = a.alias.is_conj() != a.original.is_conj() || a.alias.is_neg() != a.original.is_neg();
+      if (!moved && !reshaped && !bits) continue;
       if (moved) {
-        a.original.resize_(a.alias.sizes());
-        if (a.original.strides() != a.alias.strides()) {
-          a.original.as_strided_(a.alias.sizes(), a.alias.strides(), a.original.storage_offset());
-        }
-        a.original.copy_(a.alias);
-      } else {
+        // Fresh device memory laid out as the kernel's result (LAPACK-style kernels return column-major views with
+        // padding), holding the alias's raw values (its bits cleared, so copy_ does not resolve them).
+        at::Tensor raw = a.alias.is_conj() ? a.alias.conj() : a.alias;
+        if (raw.is_neg()) raw = raw._neg_view();
+        at::Tensor fresh = at::empty_strided(a.alias.sizes(), a.alias.strides(), a.original.options());
+        fresh.copy_(raw);
+        a.original.set_(fresh);
+      } else if (reshaped) {
         a.original.as_strided_(a.alias.sizes(), a.alias.strides(), a.alias.storage_offset());
       }
+      a.original._set_conj(a.alias.is_conj());
+      a.original._set_neg(a.alias.is_neg());
     }
   }
 
@@ -223,7 +230,9 @@ class Fallback {
       if (r.unsafeGetTensorImpl() == a.alias.unsafeGetTensorImpl()) return a.original;  // in-place / out=
     }
     for (const Aliased& a : aliased_) {
-      if (r.storage().data() == a.alias.storage().data() && r.storage().data() == a.device_data) {
+      // Empty tensors may all have null data: only real memory identifies a view.
+      if (a.device_data != nullptr && r.dtype() == a.original.dtype() &&
+          r.storage().data() == a.alias.storage().data() && r.storage().data() == a.device_data) {
         // A view of an argument: the same view of the axon tensor's storage, no copy.
         return a.original.as_strided(r.sizes(), r.strides(), r.storage_offset());
       }

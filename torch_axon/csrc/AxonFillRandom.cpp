@@ -11,6 +11,7 @@
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <mutex>
@@ -102,6 +103,11 @@ at::Tensor& draw_into(at::Tensor& self, std::optional<at::Generator> gen, const 
 
 at::Tensor& uniform(at::Tensor& self, double from, double to, std::optional<at::Generator> gen) {
   TORCH_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from, " > to=", to);
+  if (self.is_complex()) {  // as PyTorch: the real and imaginary parts each uniform in [from, to)
+    at::Tensor parts = at::view_as_real(self);
+    uniform(parts, from, to, gen);
+    return self;
+  }
   return draw_into(self, gen, "uniform_", [&](axon_stream_t s, const axon_tensor_t* d, const Draw& r) {
     return axon_kernel_uniform(s, d, r.seed, r.block_offset, from, to);
   });
@@ -109,6 +115,11 @@ at::Tensor& uniform(at::Tensor& self, double from, double to, std::optional<at::
 
 at::Tensor& normal(at::Tensor& self, double mean, double std, std::optional<at::Generator> gen) {
   TORCH_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
+  if (self.is_complex()) {  // as PyTorch: each part normal with std / sqrt(2), so |z| has variance std^2
+    at::Tensor parts = at::view_as_real(self);
+    normal(parts, mean, std / std::sqrt(2.0), gen);
+    return self;
+  }
   return draw_into(self, gen, "normal_", [&](axon_stream_t s, const axon_tensor_t* d, const Draw& r) {
     return axon_kernel_normal(s, d, r.seed, r.block_offset, mean, std);
   });
@@ -133,6 +144,13 @@ uint64_t unbounded_max(c10::ScalarType t) {
 }
 
 at::Tensor& random_range(at::Tensor& self, int64_t from, uint64_t range, std::optional<at::Generator> gen) {
+  if (!kernels_support(self.scalar_type())) {
+    // uint16/32/64: the same draws as int64, whose low bits the copy keeps (every value of the range fits).
+    at::Tensor wide = at::empty(self.sizes(), self.options().dtype(at::kLong));
+    random_range(wide, from, range, gen);
+    self.copy_(wide);
+    return self;
+  }
   return draw_into(self, gen, "random_", [&](axon_stream_t s, const axon_tensor_t* d, const Draw& r) {
     return axon_kernel_random_int(s, d, r.seed, r.block_offset, from, range);
   });

@@ -79,7 +79,7 @@ at::Tensor index_select(const at::Tensor& self, int64_t dim, const at::Tensor& i
 
 void check_gather_shapes(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor* src,
                          const char* op) {
-  TORCH_CHECK(index.scalar_type() == at::kLong, op, "(): Expected dtype int64 for index");
+  TORCH_CHECK(is_index_dtype(index), op, "(): Expected dtype int32/int64 for index");
   TORCH_CHECK(index.dim() == self.dim(), "Index tensor must have the same number of dimensions as ",
               src ? "self tensor" : "input tensor");
   for (int64_t d = 0; d < self.dim(); ++d) {

@@ -81,8 +81,10 @@ void add_product(const at::Tensor& input, const at::Tensor& a, const at::Tensor&
   TORCH_CHECK(out.sizes() == at::IntArrayRef(shape), name, ": the result of shape ", at::IntArrayRef(shape),
               " does not fit the in-place input of shape ", out.sizes());
   axon_gemm_params_t p = axon_gemm_params_default();
-  p.alpha = alpha.toDouble();
-  const double beta_v = beta.toDouble();
+  // Integer products take alpha and beta as integers, truncated as PyTorch's CPU kernels do (alpha=0.6 is 0).
+  const bool integral = c10::isIntegralType(out.scalar_type(), /*includeBool=*/false);
+  p.alpha = integral ? static_cast<double>(alpha.toLong()) : alpha.toDouble();
+  const double beta_v = integral ? static_cast<double>(beta.toLong()) : beta.toDouble();
   const int64_t n = shape.back();
   // A row vector broadcast over rows (linear's bias) becomes the kernel's bias: no copy into out first.
   const bool row_bias = !out_is_input && beta_v != 0.0 && input.numel() == n &&

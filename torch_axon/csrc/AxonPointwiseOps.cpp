@@ -142,6 +142,8 @@ void check_castable(c10::ScalarType result, const at::Tensor& out) {
 
 template <axon_unary_op_t OP, bool FLOAT_OP, class AtenOp>
 at::Tensor& unary_out(const at::Tensor& self, at::Tensor& out) {
+  // Complex inputs (abs's complex -> real result included) are the host's: libaxon's unary ops are real.
+  if (self.is_complex() || out.is_complex()) return fall_back<AtenOp>(self, out);
   at::TensorIterator iter = FLOAT_OP ? at::TensorIterator::unary_float_op(out, self) : at::TensorIterator::unary_op(out, self);
   if (run_unary(iter, OP, axon_op_params_default(), iter.common_dtype())) return out;
   return fall_back<AtenOp>(self, out);

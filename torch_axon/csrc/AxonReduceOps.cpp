@@ -65,8 +65,11 @@ std::vector<int64_t> result_shape(const at::Tensor& self, const std::bitset<kMax
   return shape;
 }
 
+// libaxon's reduce kernels take every real dtype it knows; complex ones run on the host.
+bool reducible(c10::ScalarType t) { return kernels_support(t) && !c10::isComplexType(t); }
+
 bool libaxon_can_take(const at::Tensor& self, const at::Tensor& out) {
-  return self.dim() <= AXON_MAX_DIMS && kernels_support(self.scalar_type()) && kernels_support(out.scalar_type());
+  return self.dim() <= AXON_MAX_DIMS && reducible(self.scalar_type()) && reducible(out.scalar_type());
 }
 
 // Runs `launch(out_keepdim)` with out viewed in keepdim form; out has already been resized to its result shape.
@@ -139,7 +142,7 @@ at::Tensor max_min_all(const at::Tensor& self) {
   TORCH_CHECK(self.numel() > 0, OP == AXON_REDUCE_AMAX ? "max" : "min",
               "(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the "
               "'dim' argument.");
-  if (!kernels_support(self.scalar_type()) || self.dim() > AXON_MAX_DIMS) return fall_back<AtenOp>(self);
+  if (!reducible(self.scalar_type()) || self.dim() > AXON_MAX_DIMS) return fall_back<AtenOp>(self);
   at::Tensor out = at::empty({}, self.options());
   reduce(OP, self, reduced_dims(self, std::nullopt), false, out, axon_reduce_params_default(), "max");
   return out;
@@ -188,7 +191,7 @@ at::Tensor var_std(const at::Tensor& self, at::OptionalIntArrayRef dim, const st
                    bool keepdim) {
   const c10::ScalarType dtype = at::isComplexType(self.scalar_type()) ? c10::toRealValueType(self.scalar_type())
                                                                        : self.scalar_type();
-  if (!kernels_support(self.scalar_type()) || self.dim() > AXON_MAX_DIMS) return fall_back<AtenOp>(self, dim, correction, keepdim);
+  if (!reducible(self.scalar_type()) || self.dim() > AXON_MAX_DIMS) return fall_back<AtenOp>(self, dim, correction, keepdim);
   at::Tensor out = at::empty({0}, self.options().dtype(dtype));
   return var_std_out<OP, AtenOutOp>(self, dim, correction, keepdim, out);
 }
@@ -221,7 +224,7 @@ at::Tensor& vector_norm_out(const at::Tensor& self, const c10::Scalar& ord, at::
 }
 
 at::Tensor count_nonzero_dims(const at::Tensor& self, at::IntArrayRef dims) {
-  if (!kernels_support(self.scalar_type()) || self.dim() > AXON_MAX_DIMS) {
+  if (!reducible(self.scalar_type()) || self.dim() > AXON_MAX_DIMS) {
     return fall_back<ATEN_OP2(count_nonzero, dim_IntList)>(self, dims);
   }
   at::Tensor out = at::empty({0}, self.options().dtype(at::kLong));
@@ -255,7 +258,7 @@ std::tuple<at::Tensor&, at::Tensor&> max_min_dim_out(const at::Tensor& self, int
 
 template <axon_arg_reduce_op_t OP, class AtenOp>
 at::Tensor& argmax_argmin_out(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim, at::Tensor& out) {
-  if (!kernels_support(self.scalar_type()) || self.dim() > AXON_MAX_DIMS) return fall_back<AtenOp>(self, dim, keepdim, out);
+  if (!reducible(self.scalar_type()) || self.dim() > AXON_MAX_DIMS) return fall_back<AtenOp>(self, dim, keepdim, out);
   // Without a dim, PyTorch takes the index into the flattened tensor.
   const at::Tensor in_t = dim.has_value() ? self : self.reshape({-1});
   const int64_t d = dim.has_value() ? at::maybe_wrap_dim(*dim, std::max<int64_t>(self.dim(), 1)) : 0;

@@ -47,7 +47,8 @@ AXON_API axon_status_t axon_kernel_softmax_backward(axon_stream_t s, const axon_
 /* Enqueue layer norm over the trailing `normalized` elements of in (rows of M = numel / normalized):
  * out = (x - mean) * rstd * weight + bias, rstd = 1 / sqrt(var + eps) with the biased variance (two passes).
  * out has in's shape; weight and bias (each may be NULL) have `normalized` elements; mean and rstd (each may be
- * NULL) have M elements, any shape. eps must be >= 0. */
+ * NULL) have M elements, any shape. eps is used as given: PyTorch accepts a negative one (rows whose variance is
+ * below -eps then give NaN). */
 AXON_API axon_status_t axon_kernel_layer_norm(axon_stream_t s, const axon_tensor_t *out, const axon_tensor_t *mean,
                                               const axon_tensor_t *rstd, const axon_tensor_t *in,
                                               const axon_tensor_t *weight, const axon_tensor_t *bias,
@@ -63,7 +64,7 @@ AXON_API axon_status_t axon_kernel_layer_norm_backward(axon_stream_t s, const ax
                                                        int64_t normalized);
 
 /* Enqueue RMS norm over the trailing `normalized` elements: out = x * rstd * weight, rstd = 1 / sqrt(mean(x^2) +
- * eps). weight and rstd (M elements) may be NULL. eps must be >= 0. */
+ * eps). weight and rstd (M elements) may be NULL. eps is used as given, as for layer norm. */
 AXON_API axon_status_t axon_kernel_rms_norm(axon_stream_t s, const axon_tensor_t *out, const axon_tensor_t *rstd,
                                             const axon_tensor_t *in, const axon_tensor_t *weight, int64_t normalized,
                                             double eps);
