@@ -277,7 +277,8 @@ static int gemm_lowp_try(const struct gemm_args *g, const axon_exec_t *ex, axon_
     int ctrans;
     int64_t ldc;
     if ((dt != AXON_BFLOAT16 && dt != AXON_FLOAT16) || k == 0 || !axon_gemm_lowp_available() ||
-        !gemm_layout(m, n, g->out.strides[1], g->out.strides[2], &ctrans, &ldc) || ctrans)
+        !gemm_layout(m, n, g->out.strides[1], g->out.strides[2], &ctrans, &ldc) || ctrans ||
+        (bsz > 1 && (g->a.strides[0] < 0 || g->b.strides[0] < 0 || g->out.strides[0] < 0))) /* oneDNN: none < 0 */
         return 0;
     void *sa = NULL, *sb = NULL;
     float *bias = NULL;

@@ -421,6 +421,29 @@ static void test_bf16_products_on_concurrent_streams_agree(void) {
     free(a), free(b);
 }
 
+/* A batch walked backwards (a negative batch stride, which PyTorch never makes but the C API allows) gives the
+ * matrices of the forward walk in reverse order. */
+static void test_bf16_negative_batch_stride_reverses_the_batch(void) {
+    REQUIRE(dev2.s);
+    const int64_t B = 3, M = 150, K = 203, N = 170;
+    uint16_t *a = malloc((size_t)(B * M * K) * 2), *b = malloc((size_t)(K * N) * 2);
+    uint16_t *fwd = malloc((size_t)(B * M * N) * 2), *bwd = malloc((size_t)(B * M * N) * 2);
+    REQUIRE(a && b && fwd && bwd);
+    for (int64_t i = 0; i < B * M * K; i++) a[i] = bf16_bits(rnd_value(AXON_BFLOAT16));
+    for (int64_t i = 0; i < K * N; i++) b[i] = bf16_bits(rnd_value(AXON_BFLOAT16));
+    int64_t sa[3] = {B, M, K}, sb[3] = {B, K, N}, so[3] = {B, M, N};
+    int64_t back[3] = {-M * K, K, 1}, bcast[3] = {0, N, 1};
+    axon_tensor_t ta = kc_tensor(a, AXON_BFLOAT16, 3, sa, NULL), tb = kc_tensor(b, AXON_BFLOAT16, 3, sb, bcast);
+    axon_tensor_t tr = kc_tensor(a + (B - 1) * M * K, AXON_BFLOAT16, 3, sa, back);
+    axon_tensor_t tf = kc_tensor(fwd, AXON_BFLOAT16, 3, so, NULL), tw = kc_tensor(bwd, AXON_BFLOAT16, 3, so, NULL);
+    CHECK(axon_kernel_matmul(dev2.s, &tf, &ta, &tb, NULL) == AXON_OK);
+    CHECK(axon_kernel_matmul(dev2.s, &tw, &tr, &tb, NULL) == AXON_OK);
+    CHECK(axon_stream_sync(dev2.s) == AXON_OK);
+    for (int64_t z = 0; z < B; z++)
+        CHECK(memcmp(bwd + z * M * N, fwd + (B - 1 - z) * M * N, (size_t)(M * N) * 2) == 0);
+    free(a), free(b), free(fwd), free(bwd);
+}
+
 int main(void) {
     dev1 = kc_open(1);
     dev2 = kc_open(2);
@@ -436,6 +459,7 @@ int main(void) {
     RUN(test_one_and_two_threads_agree);
     RUN(test_bf16_products_split_over_the_pool_match_the_reference);
     RUN(test_bf16_products_on_concurrent_streams_agree);
+    RUN(test_bf16_negative_batch_stride_reverses_the_batch);
     axon_runtime_destroy(dev1.rt);
     axon_runtime_destroy(dev2.rt);
     return check_report();
