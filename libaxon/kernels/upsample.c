@@ -126,54 +126,83 @@ static up_taps_t up_taps(const up_args_t *a, int k, int64_t o) {
     }
 }
 
+/* Taps of a run of up to UP_CHUNK output columns (the W dimension), computed once and used for every row of a
+ * range: W taps depend only on the column, and recomputing them per element cost more than the sums. */
+#define UP_CHUNK 256
+
+typedef struct up_cols {
+    int n;                           /* taps per column: the same for every column of one call */
+    int64_t idx[UP_CHUNK][4];
+    double w[UP_CHUNK][4];
+} up_cols_t;
+
+static void up_cols_fill(const up_args_t *a, int64_t ow0, int64_t m, up_cols_t *c) {
+    for (int64_t j = 0; j < m; j++) {
+        const up_taps_t t = up_taps(a, 2, ow0 + j);
+        c->n = t.n;
+        for (int z = 0; z < 4; z++) c->idx[j][z] = t.idx[z], c->w[j][z] = t.w[z];
+    }
+}
+
+/* Output rows [begin, end) (row r = plane, od, oh), a chunk of columns at a time. */
 static void up_forward_range(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
     const up_args_t *a = ctx;
     const axon_spatial_t *g = &a->g;
     const int64_t per_plane = g->out[0] * g->out[1], ih = g->in[1], iw = g->in[2];
-    for (int64_t r = begin; r < end; r++) {
-        const int64_t plane = r / per_plane, od = r % per_plane / g->out[1], oh = r % g->out[1];
-        const up_taps_t td = up_taps(a, 0, od), th = up_taps(a, 1, oh);
-        const int64_t i0 = plane * g->in_size, o0 = r * g->out[2];
-        for (int64_t ow = 0; ow < g->out[2]; ow++) {
-            const up_taps_t tw = up_taps(a, 2, ow);
-            double sum = 0.0;
-            for (int x = 0; x < td.n; x++)
-                for (int y = 0; y < th.n; y++) {
-                    const int64_t row = i0 + (td.idx[x] * ih + th.idx[y]) * iw;
-                    const double wxy = td.w[x] * th.w[y];
-                    for (int z = 0; z < tw.n; z++)
-                        sum += wxy * tw.w[z] * axon_spatial_load(a->dt_src, a->src, row + tw.idx[z]);
-                }
-            axon_spatial_store(a->dt_dst, a->dst, o0 + ow, sum);
+    up_cols_t cols;
+    for (int64_t ow0 = 0; ow0 < g->out[2]; ow0 += UP_CHUNK) {
+        const int64_t m = g->out[2] - ow0 < UP_CHUNK ? g->out[2] - ow0 : UP_CHUNK;
+        up_cols_fill(a, ow0, m, &cols);
+        for (int64_t r = begin; r < end; r++) {
+            const int64_t plane = r / per_plane, od = r % per_plane / g->out[1], oh = r % g->out[1];
+            const up_taps_t td = up_taps(a, 0, od), th = up_taps(a, 1, oh);
+            const int64_t i0 = plane * g->in_size, o0 = r * g->out[2] + ow0;
+            for (int64_t j = 0; j < m; j++) {
+                double sum = 0.0;
+                for (int x = 0; x < td.n; x++)
+                    for (int y = 0; y < th.n; y++) {
+                        const int64_t row = i0 + (td.idx[x] * ih + th.idx[y]) * iw;
+                        const double wxy = td.w[x] * th.w[y];
+                        for (int z = 0; z < cols.n; z++)
+                            sum += wxy * cols.w[j][z] * axon_spatial_load(a->dt_src, a->src, row + cols.idx[j][z]);
+                    }
+                axon_spatial_store(a->dt_dst, a->dst, o0 + j, sum);
+            }
         }
     }
 }
 
+/* Planes [begin, end): zero each, then scatter its grad_out, a chunk of columns at a time (the order of the
+ * additions into one element is fixed by the sizes alone, so the result does not depend on the thread count). */
 static void up_backward_range(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
     const up_args_t *a = ctx;
     const axon_spatial_t *g = &a->g;
     const int64_t ih = g->in[1], iw = g->in[2];
-    for (int64_t p = begin; p < end; p++) {
-        const int64_t i0 = p * g->in_size;
-        int64_t o = p * g->out_size;
-        axon_spatial_zero(a->dt_dst, a->dst, i0, g->in_size);
-        for (int64_t od = 0; od < g->out[0]; od++) {
-            const up_taps_t td = up_taps(a, 0, od);
-            for (int64_t oh = 0; oh < g->out[1]; oh++) {
-                const up_taps_t th = up_taps(a, 1, oh);
-                for (int64_t ow = 0; ow < g->out[2]; ow++, o++) {
-                    const up_taps_t tw = up_taps(a, 2, ow);
-                    const double go = axon_spatial_load(a->dt_src, a->src, o);
+    up_cols_t cols;
+    for (int64_t p = begin; p < end; p++) axon_spatial_zero(a->dt_dst, a->dst, p * g->in_size, g->in_size);
+    for (int64_t ow0 = 0; ow0 < g->out[2]; ow0 += UP_CHUNK) {
+        const int64_t m = g->out[2] - ow0 < UP_CHUNK ? g->out[2] - ow0 : UP_CHUNK;
+        up_cols_fill(a, ow0, m, &cols);
+        for (int64_t p = begin; p < end; p++) {
+            const int64_t i0 = p * g->in_size;
+            for (int64_t od = 0; od < g->out[0]; od++) {
+                const up_taps_t td = up_taps(a, 0, od);
+                for (int64_t oh = 0; oh < g->out[1]; oh++) {
+                    const up_taps_t th = up_taps(a, 1, oh);
+                    const int64_t o0 = ((p * g->out[0] + od) * g->out[1] + oh) * g->out[2] + ow0;
                     for (int x = 0; x < td.n; x++)
                         for (int y = 0; y < th.n; y++) {
                             const int64_t row = i0 + (td.idx[x] * ih + th.idx[y]) * iw;
-                            const double gxy = go * td.w[x] * th.w[y];
-                            for (int z = 0; z < tw.n; z++) {
-                                const int64_t i = row + tw.idx[z];
-                                axon_spatial_store(a->dt_dst, a->dst, i,
-                                                   axon_spatial_load(a->dt_dst, a->dst, i) + gxy * tw.w[z]);
+                            const double wxy = td.w[x] * th.w[y];
+                            for (int64_t j = 0; j < m; j++) {
+                                const double gxy = wxy * axon_spatial_load(a->dt_src, a->src, o0 + j);
+                                for (int z = 0; z < cols.n; z++) {
+                                    const int64_t i = row + cols.idx[j][z];
+                                    axon_spatial_store(a->dt_dst, a->dst, i,
+                                                       axon_spatial_load(a->dt_dst, a->dst, i) + gxy * cols.w[j][z]);
+                                }
                             }
                         }
                 }
