@@ -48,6 +48,7 @@ typedef struct conv_job {
     int lowp;                        /* phase 1 through oneDNN */
     char *wl;                        /* its weight matrix in dt: cy x kl, W with the bias as last column */
     int64_t kl;                      /* rows, plus 1 with a bias */
+    int identity;                    /* 1x1 kernel, stride 1, no padding: the column buffer would be x itself */
     atomic_int failed;
 } conv_job_t;
 
@@ -193,9 +194,12 @@ static void ce_forward(void *ctx, int64_t begin, int64_t end, int slot) {
         }
         if (g->rows > 0) {
             const char *x = a->x_in + (size_t)((n * g->cx + gi * g->cxg) * g->xsp) * j->es;
-            conv_im2col(g, x, j->es, j->ld, col, j->esc, p0, m, g->rows);
+            const char *b = col;
+            int64_t ldb = m;
+            if (j->identity && direct) b = x + (size_t)p0 * j->es, ldb = g->xsp;
+            else conv_im2col(g, x, j->es, j->ld, col, j->esc, p0, m, g->rows);
             const char *w = j->w + (size_t)(gi * g->cyg * g->rows) * j->esc;
-            if (ce_gemm(j, 0, 0, g->cyg, m, g->rows, w, g->rows, col, m, beta, c, ldc) != 0)
+            if (ce_gemm(j, 0, 0, g->cyg, m, g->rows, w, g->rows, b, ldb, beta, c, ldc) != 0)
                 atomic_store(&j->failed, 1);
         }
         if (!direct)
@@ -232,12 +236,16 @@ static void ce_backward_data(void *ctx, int64_t begin, int64_t end, int slot) {
             const int64_t m = ce_min(j->nb, g->ysp - p0);
             int64_t ldy;
             const char *yb = ce_yblock(j, a->y_in, n, gi, p0, m, ybuf, &ldy);
-            /* col (nrows x m) = W_g[:, block]^T (nrows x cyg) @ Y block (cyg x m) */
-            if (ce_gemm(j, 1, 0, nrows, m, g->cyg, w, g->rows, yb, ldy, 0.0, col, m) != 0) {
-                atomic_store(&j->failed, 1);
-                continue;
+            /* col (nrows x m) = W_g[:, block]^T (nrows x cyg) @ Y block (cyg x m); col2im of a 1x1 kernel is the
+             * identity, so the product then goes straight into acc. */
+            int rc;
+            if (j->identity) {
+                rc = ce_gemm(j, 1, 0, nrows, m, g->cyg, w, g->rows, yb, ldy, 1.0, acc + (size_t)p0 * j->esc, g->xsp);
+            } else {
+                rc = ce_gemm(j, 1, 0, nrows, m, g->cyg, w, g->rows, yb, ldy, 0.0, col, m);
+                if (rc == 0) conv_col2im(g, col, acc, j->f64, p0, m, nrows);
             }
-            conv_col2im(g, col, acc, j->f64, p0, m, nrows);
+            if (rc != 0) atomic_store(&j->failed, 1);
         }
         if (j->bias) {
             const char *bias = j->bias + (size_t)(gi * g->cxg + c0) * j->esc;
@@ -280,9 +288,12 @@ static void ce_backward_weight(void *ctx, int64_t begin, int64_t end, int slot) 
                 const int64_t m = ce_min(j->nb, g->ysp - p0);
                 int64_t ldy;
                 const char *yb = ce_yblock(j, a->y_w, n, gi, p0, m, ybuf, &ldy);
-                conv_im2col(g, x, j->es, j->ld, col, j->esc, p0, m, nrows);
+                const char *b = col;
+                int64_t ldb = m;
+                if (j->identity && j->direct) b = x + (size_t)p0 * j->es, ldb = g->xsp;
+                else conv_im2col(g, x, j->es, j->ld, col, j->esc, p0, m, nrows);
                 /* part[:, block] (cyg x nrows) += Y block (cyg x m) @ col^T (m x nrows) */
-                if (ce_gemm(j, 0, 1, g->cyg, nrows, m, yb, ldy, col, m, 1.0, part, g->rows) != 0)
+                if (ce_gemm(j, 0, 1, g->cyg, nrows, m, yb, ldy, b, ldb, 1.0, part, g->rows) != 0)
                     atomic_store(&j->failed, 1);
             }
         }
@@ -386,6 +397,9 @@ axon_status_t conv_execute(const void *args, const axon_exec_t *ex) {
     j.es = axon_dtype_size(a->dt), j.esc = axon_dtype_size(cdt);
     j.ld = axon_convert_get(a->dt, cdt), j.st = axon_convert_get(cdt, a->dt);
     ce_blocks(&j, nparts);
+    j.identity = g->ksp == 1;
+    for (int i = 0; i < 3; i++)
+        j.identity = j.identity && g->stride[i] == 1 && g->pad[i] == 0 && g->xs[i] == g->ys[i];
     /* Phases 1-3 cost about 2 * N * cy * ysp * rows flops each; below ~1 MFLOP waking the pool costs more. */
     const double flop = 2.0 * (double)g->batch * (double)g->cy * (double)g->ysp * (double)g->rows;
     const int small = flop < 1e6;
