@@ -144,6 +144,24 @@ static void up_cols_fill(const up_args_t *a, int64_t ow0, int64_t m, up_cols_t *
     }
 }
 
+/* One output row's chunk of m columns: the weighted sums over the row's D and H taps and each column's W taps.
+ * Written once per load/store pair so that the float32 case, the common one, has no dtype switch per element. */
+#define UP_FORWARD_ROW(LOAD, STORE)                                                                  \
+    for (int64_t j = 0; j < m; j++) {                                                                \
+        double sum = 0.0;                                                                            \
+        for (int x = 0; x < td.n; x++)                                                               \
+            for (int y = 0; y < th.n; y++) {                                                         \
+                const int64_t row = i0 + (td.idx[x] * ih + th.idx[y]) * iw;                          \
+                const double wxy = td.w[x] * th.w[y];                                                \
+                for (int z = 0; z < cols.n; z++) sum += wxy * cols.w[j][z] * LOAD(row + cols.idx[j][z]); \
+            }                                                                                        \
+        STORE(o0 + j, sum);                                                                          \
+    }
+#define UP_LOAD_F32(i) (double)((const float *)a->src)[i]
+#define UP_STORE_F32(i, v) ((float *)a->dst)[i] = (float)(v)
+#define UP_LOAD_ANY(i) axon_spatial_load(a->dt_src, a->src, i)
+#define UP_STORE_ANY(i, v) axon_spatial_store(a->dt_dst, a->dst, i, v)
+
 /* Output rows [begin, end) (row r = plane, od, oh), a chunk of columns at a time. */
 static void up_forward_range(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
@@ -158,20 +176,31 @@ static void up_forward_range(void *ctx, int64_t begin, int64_t end, int slot) {
             const int64_t plane = r / per_plane, od = r % per_plane / g->out[1], oh = r % g->out[1];
             const up_taps_t td = up_taps(a, 0, od), th = up_taps(a, 1, oh);
             const int64_t i0 = plane * g->in_size, o0 = r * g->out[2] + ow0;
-            for (int64_t j = 0; j < m; j++) {
-                double sum = 0.0;
-                for (int x = 0; x < td.n; x++)
-                    for (int y = 0; y < th.n; y++) {
-                        const int64_t row = i0 + (td.idx[x] * ih + th.idx[y]) * iw;
-                        const double wxy = td.w[x] * th.w[y];
-                        for (int z = 0; z < cols.n; z++)
-                            sum += wxy * cols.w[j][z] * axon_spatial_load(a->dt_src, a->src, row + cols.idx[j][z]);
-                    }
-                axon_spatial_store(a->dt_dst, a->dst, o0 + j, sum);
+            if (a->dt_src == AXON_FLOAT32 && a->dt_dst == AXON_FLOAT32) {
+                UP_FORWARD_ROW(UP_LOAD_F32, UP_STORE_F32);
+            } else {
+                UP_FORWARD_ROW(UP_LOAD_ANY, UP_STORE_ANY);
             }
         }
     }
 }
+
+/* Scatter one grad_out row's chunk of m columns over its taps (LOAD reads grad_out, DST and STORE grad_in). */
+#define UP_BACKWARD_ROW(LOAD, DST, STORE)                                                            \
+    for (int x = 0; x < td.n; x++)                                                                   \
+        for (int y = 0; y < th.n; y++) {                                                             \
+            const int64_t row = i0 + (td.idx[x] * ih + th.idx[y]) * iw;                              \
+            const double wxy = td.w[x] * th.w[y];                                                    \
+            for (int64_t j = 0; j < m; j++) {                                                        \
+                const double gxy = wxy * LOAD(o0 + j);                                               \
+                for (int z = 0; z < cols.n; z++) {                                                   \
+                    const int64_t i = row + cols.idx[j][z];                                          \
+                    STORE(i, DST(i) + gxy * cols.w[j][z]);                                           \
+                }                                                                                    \
+            }                                                                                        \
+        }
+#define UP_DST_F32(i) (double)((const float *)a->dst)[i]
+#define UP_DST_ANY(i) axon_spatial_load(a->dt_dst, a->dst, i)
 
 /* Planes [begin, end): zero each, then scatter its grad_out, a chunk of columns at a time (the order of the
  * additions into one element is fixed by the sizes alone, so the result does not depend on the thread count). */
@@ -192,19 +221,11 @@ static void up_backward_range(void *ctx, int64_t begin, int64_t end, int slot) {
                 for (int64_t oh = 0; oh < g->out[1]; oh++) {
                     const up_taps_t th = up_taps(a, 1, oh);
                     const int64_t o0 = ((p * g->out[0] + od) * g->out[1] + oh) * g->out[2] + ow0;
-                    for (int x = 0; x < td.n; x++)
-                        for (int y = 0; y < th.n; y++) {
-                            const int64_t row = i0 + (td.idx[x] * ih + th.idx[y]) * iw;
-                            const double wxy = td.w[x] * th.w[y];
-                            for (int64_t j = 0; j < m; j++) {
-                                const double gxy = wxy * axon_spatial_load(a->dt_src, a->src, o0 + j);
-                                for (int z = 0; z < cols.n; z++) {
-                                    const int64_t i = row + cols.idx[j][z];
-                                    axon_spatial_store(a->dt_dst, a->dst, i,
-                                                       axon_spatial_load(a->dt_dst, a->dst, i) + gxy * cols.w[j][z]);
-                                }
-                            }
-                        }
+                    if (a->dt_src == AXON_FLOAT32 && a->dt_dst == AXON_FLOAT32) {
+                        UP_BACKWARD_ROW(UP_LOAD_F32, UP_DST_F32, UP_STORE_F32);
+                    } else {
+                        UP_BACKWARD_ROW(UP_LOAD_ANY, UP_DST_ANY, UP_STORE_ANY);
+                    }
                 }
             }
         }
