@@ -186,3 +186,25 @@ def test_integer_convolution_runs_through_the_fallback_like_cpu():
     out = F.conv2d(x.to("axon"), w.to("axon"), padding=1)
     assert torch_axon.fallback_stats() == {"aten::convolution": 1}
     assert torch.equal(out.cpu(), F.conv2d(x, w, padding=1))
+
+
+@pytest.mark.parametrize("transposed", [False, True], ids=["conv2d", "conv_transpose2d"])
+def test_double_backward_is_native_and_matches_cpu(transposed):
+    # A gradient penalty differentiates convolution_backward: PyTorch builds it from convolutions again.
+    f = (lambda x, w: F.conv_transpose2d(x, w, stride=2, padding=1)) if transposed else \
+        (lambda x, w: F.conv2d(x, w, padding=1, stride=2))
+    x0, w0 = sample((2, 3, 6, 6), torch.float64), sample((3, 4, 3, 3), torch.float64, seed=1)
+    if not transposed:
+        w0 = w0.transpose(0, 1).contiguous()
+
+    def penalty(device):
+        x, w = x0.to(device).requires_grad_(), w0.to(device).requires_grad_()
+        gx, gw = torch.autograd.grad(f(x, w).square().sum(), (x, w), create_graph=True)
+        (gx.square().sum() + gw.square().sum()).backward()
+        return x.grad.cpu(), w.grad.cpu()
+
+    torch_axon.reset_fallback_stats()
+    got = penalty("axon")
+    assert not CONV_OPS & set(torch_axon.fallback_stats()), torch_axon.fallback_stats()
+    for g, e in zip(got, penalty("cpu")):
+        torch.testing.assert_close(g, e, rtol=1e-10, atol=1e-10)
