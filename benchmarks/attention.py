@@ -1,0 +1,80 @@
+"""F.scaled_dot_product_attention forward and forward+backward on axon (libaxon's fused kernel) against PyTorch CPU,
+measured in the same run, alternating the two so that load from other processes hits both alike.
+
+    python benchmarks/attention.py [--shape B,H,L,E] [--reps N] [--threads N] [--dtype float32]
+
+Reports milliseconds (minimum and median over the repetitions) for the plain and the causal case. Both backends get
+the same number of threads (torch.set_num_threads and AXON_THREADS)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+
+def parse() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--shape", default="4,8,512,64", help="B,H,L,E (S = L)")
+    p.add_argument("--reps", type=int, default=10)
+    p.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--dtype", default="float32")
+    return p.parse_args()
+
+
+ARGS = parse()
+os.environ.setdefault("AXON_THREADS", str(ARGS.threads))
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+import torch_axon  # noqa: E402, F401
+
+torch.set_num_threads(ARGS.threads)
+
+
+def make(device, shape, dtype):
+    g = torch.Generator().manual_seed(0)
+    q, k, v, grad = (torch.randn(shape, generator=g).to(device, dtype) for _ in range(4))
+    return [t.requires_grad_() for t in (q, k, v)], grad
+
+
+def sync(device):
+    if device == "axon":
+        torch.axon.synchronize()
+
+
+def step(device, leaves, grad, causal, backward):
+    if backward:
+        out = F.scaled_dot_product_attention(*leaves, is_causal=causal)
+        out.backward(grad)
+    else:
+        with torch.no_grad():
+            F.scaled_dot_product_attention(*leaves, is_causal=causal)
+    sync(device)
+
+
+def main():
+    shape = tuple(int(x) for x in ARGS.shape.split(","))
+    dtype = getattr(torch, ARGS.dtype)
+    inputs = {d: make(d, shape, dtype) for d in ("cpu", "axon")}
+    print(f"shape {shape} {ARGS.dtype}, {ARGS.threads} threads, {ARGS.reps} reps; ms: min / median")
+    for causal in (False, True):
+        for backward in (False, True):
+            times = {"cpu": [], "axon": []}
+            for d in times:
+                step(d, *inputs[d], causal, backward)  # warm up
+            for _ in range(ARGS.reps):
+                for d in times:
+                    t = time.perf_counter()
+                    step(d, *inputs[d], causal, backward)
+                    times[d].append((time.perf_counter() - t) * 1e3)
+            what = ("fwd+bwd" if backward else "fwd") + (" causal" if causal else "")
+            cpu, ax = times["cpu"], times["axon"]
+            print(f"{what:16s} cpu {min(cpu):7.1f} / {statistics.median(cpu):7.1f}   "
+                  f"axon {min(ax):7.1f} / {statistics.median(ax):7.1f}   "
+                  f"axon/cpu (median) {statistics.median(ax) / statistics.median(cpu):.2f}")
+
+
+if __name__ == "__main__":
+    main()
