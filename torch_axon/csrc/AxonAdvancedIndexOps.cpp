@@ -1,0 +1,275 @@
+// Advanced indexing on libaxon's kernels (libaxon/include/axon/index_advanced.h): x[i0, i1, ...] (index.Tensor),
+// x[i0, ...] = v and index_put_ with or without accumulate (_index_put_impl_), nonzero (and so argwhere, x[mask],
+// torch.where(cond)), nonzero_static, masked_select and masked_scatter_.
+//
+// index and index_put share ATen's layout (IndexingUtils.h): masks become long indices through nonzero, the
+// indices broadcast together, and the indexed tensor is restrided over the result's shape with 0 strides where the
+// indices replace its dimensions; libaxon then adds index * stride per index. Negative indices wrap; one out of
+// range fails the command, reported at the next synchronization with "index 7 is out of bounds for dimension 0
+// with size 5", and nothing is written. nonzero and masked_select need their result's size on the host: a count
+// kernel runs first and its value is read back (a synchronization, as on CUDA).
+// What falls back: more than AXON_MAX_DIMS dimensions, a 0-d self, accumulation in a dtype libaxon lacks, tensors
+// on another device (other than indices, which ATen moves here).
+#include <ATen/ATen.h>
+#include <ATen/ExpandUtils.h>
+#include <ATen/MemoryOverlap.h>
+#include <ATen/Operators.h>
+#include <ATen/native/CPUFallback.h>
+#include <ATen/native/IndexingUtils.h>
+#include <ATen/native/TensorAdvancedIndexingUtils.h>
+#include <ATen/native/Resize.h>
+#include <axon/index_advanced.h>
+#include <c10/util/Exception.h>
+#include <torch/library.h>
+
+#include <optional>
+#include <vector>
+
+#include "AxonException.h"
+#include "AxonFallback.h"
+#include "AxonFunctions.h"
+#include "AxonTensor.h"
+
+namespace torch_axon {
+namespace {
+
+template <class Op, class... Args>
+decltype(auto) fall_back(Args&&... args) {
+  return at::native::call_fallback_fn<&host_fallback, Op>::call(std::forward<Args>(args)...);
+}
+
+axon_stream_t stream_of(const at::Tensor& t) { return current_stream(t.device().index()); }
+
+using IndexList = c10::List<std::optional<at::Tensor>>;
+
+// The indexed tensor restrided over the result's shape, the broadcast indices and what each one indexes.
+struct Layout {
+  at::Tensor src;
+  std::vector<at::Tensor> indices;
+  std::vector<int64_t> sizes, strides;
+};
+
+// ATen's layout for self[indices] (as its make_info and AdvancedIndex build it); nullopt where libaxon cannot take it.
+std::optional<Layout> layout_of(const at::Tensor& self, const IndexList& list) {
+  if (self.dim() == 0 || self.dim() > AXON_MAX_DIMS) return std::nullopt;
+  at::native::checkIndexTensorTypes(list, /*allow_int=*/true);
+  TORCH_CHECK_INDEX(list.size() <= static_cast<size_t>(self.dim()), "too many indices for tensor of dimension ",
+                    self.dim(), " (got ", list.size(), ")");
+  std::vector<at::Tensor> idx = at::native::expandTensors(self, list, /*ensure_same_device=*/true);
+  try {
+    idx = at::expand_outplace(idx);
+  } catch (std::exception&) {
+    TORCH_CHECK_INDEX(false, "shape mismatch: indexing tensors could not be broadcast together with shapes ",
+                      at::native::shapes_as_str(idx));
+  }
+  while (idx.size() < static_cast<size_t>(self.dim())) idx.emplace_back();
+  at::Tensor src = self;
+  if (!at::native::hasContiguousSubspace(idx)) std::tie(src, idx) = at::native::transposeToFront(src, idx);
+  Layout l;
+  std::vector<int64_t> shape, strides;
+  at::IntArrayRef replaced;
+  int64_t before = 0;
+  bool seen = false;
+  for (size_t d = 0; d < idx.size(); ++d) {
+    if (!idx[d].defined()) {
+      shape.push_back(src.size(d));
+      strides.push_back(src.stride(d));
+      before += seen ? 0 : 1;
+      continue;
+    }
+    if (!seen) {
+      replaced = idx[d].sizes();
+      for (int64_t s : replaced) {
+        shape.push_back(s);
+        strides.push_back(0);
+      }
+    }
+    seen = true;
+    l.sizes.push_back(src.size(d));
+    l.strides.push_back(src.stride(d));
+    l.indices.push_back(idx[d]);
+  }
+  if (l.indices.empty() || shape.size() > AXON_MAX_DIMS) return std::nullopt;
+  for (size_t k = 0; k < l.sizes.size(); ++k) {
+    TORCH_CHECK_INDEX(l.sizes[k] != 0 || c10::multiply_integers(replaced) == 0,
+                      "index is out of bounds for dimension with size 0");
+  }
+  l.src = src.as_strided(shape, strides);
+  // Each index over the result's shape: its own dimensions where the replaced block lies, broadcast elsewhere.
+  std::vector<int64_t> view(shape.size(), 1);
+  for (size_t i = 0; i < replaced.size(); ++i) view[before + i] = replaced[i];
+  for (at::Tensor& t : l.indices) t = t.reshape(view).expand(shape);
+  return l;
+}
+
+std::vector<axon_tensor_t> describe_indices(const Layout& l, const char* op) {
+  std::vector<axon_tensor_t> d;
+  for (const at::Tensor& t : l.indices) d.push_back(describe(t, op));
+  return d;
+}
+
+// ---- index ----
+
+at::Tensor& index_out(const at::Tensor& self, const IndexList& indices, at::Tensor& out) {
+  std::optional<Layout> l;
+  if (out.device() == self.device()) l = layout_of(self, indices);
+  if (!l) return fall_back<ATEN_OP2(index, Tensor_out)>(self, indices, out);
+  TORCH_CHECK(out.scalar_type() == self.scalar_type(), "index_out: self (", self.scalar_type(), ") and out (",
+              out.scalar_type(), ") must have the same dtype");
+  at::native::resize_output(out, l->src.sizes());
+  if (out.numel() == 0) return out;
+  at::assert_no_overlap(out, self);
+  const axon_tensor_t o = describe_bytes(out, "index"), s = describe_bytes(l->src, "index");
+  const std::vector<axon_tensor_t> x = describe_indices(*l, "index");
+  AXON_CHECK(axon_kernel_index(stream_of(self), &o, &s, x.data(), static_cast<int>(x.size()), l->sizes.data(),
+                               l->strides.data()));
+  return out;
+}
+
+at::Tensor index(const at::Tensor& self, const IndexList& indices) {
+  const std::optional<Layout> l = layout_of(self, indices);
+  if (!l) return fall_back<ATEN_OP2(index, Tensor)>(self, indices);
+  at::Tensor out = at::empty(l->src.sizes(), self.options());
+  if (out.numel() == 0) return out;
+  const axon_tensor_t o = describe_bytes(out, "index"), s = describe_bytes(l->src, "index");
+  const std::vector<axon_tensor_t> x = describe_indices(*l, "index");
+  AXON_CHECK(axon_kernel_index(stream_of(self), &o, &s, x.data(), static_cast<int>(x.size()), l->sizes.data(),
+                               l->strides.data()));
+  return out;
+}
+
+// ---- index_put_ ----
+
+at::Tensor& index_put_impl(at::Tensor& self, const IndexList& indices, const at::Tensor& values, bool accumulate,
+                           bool unsafe) {
+  TORCH_CHECK_INDEX(indices.size() <= static_cast<size_t>(self.dim()), "too many indices for tensor of dimension ",
+                    self.dim(), " (got ", indices.size(), ")");
+  const bool here = values.device() == self.device() || (values.is_cpu() && values.dim() == 0);
+  if (!here || (accumulate && !kernels_support(self.scalar_type())))
+    return fall_back<ATEN_OP(_index_put_impl_)>(self, indices, values, accumulate, unsafe);
+  TORCH_CHECK(values.scalar_type() == self.scalar_type(), "Index put requires the source and destination dtypes "
+              "match, got ", self.scalar_type(), " for the destination and ", values.scalar_type(), " for the source.");
+  if (at::has_internal_overlap(self) == at::MemOverlap::Yes) {
+    TORCH_WARN("Use of index_put_ on expanded tensors is deprecated. Please clone() the tensor before performing "
+               "this operation. This also applies to advanced indexing e.g. tensor[indices] = tensor");
+    return fall_back<ATEN_OP(_index_put_impl_)>(self, indices, values, accumulate, unsafe);
+  }
+  const std::optional<Layout> l = layout_of(self, indices);
+  if (!l) return fall_back<ATEN_OP(_index_put_impl_)>(self, indices, values, accumulate, unsafe);
+  at::assert_no_overlap(self, values);
+  for (const at::Tensor& t : l->indices) at::assert_no_overlap(self, t);
+  const at::IntArrayRef shape = l->src.sizes();
+  TORCH_CHECK(at::is_expandable_to(values.sizes(), shape), "shape mismatch: value tensor of shape ", values.sizes(),
+              " cannot be broadcast to indexing result of shape ", shape);
+  if (c10::multiply_integers(shape) == 0) return self;
+  const at::Tensor v = values.to(self.device()).expand(shape);
+  const auto desc = accumulate ? describe : describe_bytes;
+  const axon_tensor_t dd = desc(l->src, "index_put_"), vd = desc(v, "index_put_");
+  const std::vector<axon_tensor_t> x = describe_indices(*l, "index_put_");
+  AXON_CHECK(axon_kernel_index_put(stream_of(self), &dd, &vd, x.data(), static_cast<int>(x.size()), l->sizes.data(),
+                                   l->strides.data(), accumulate ? 1 : 0));
+  return self;
+}
+
+// ---- nonzero ----
+
+// The number of nonzero elements of t, read back to the host (waits for the stream).
+int64_t count_nonzero_sync(const at::Tensor& t, const char* op) {
+  at::Tensor count = at::empty({}, t.options().dtype(at::kLong));
+  const axon_tensor_t c = describe(count, op), d = describe(t, op);
+  AXON_CHECK(axon_kernel_count_nonzero(stream_of(t), &c, &d));
+  return count.item<int64_t>();
+}
+
+bool nonzero_native(const at::Tensor& self) {
+  return self.dim() <= AXON_MAX_DIMS && kernels_support(self.scalar_type());
+}
+
+at::Tensor& nonzero_out(const at::Tensor& self, at::Tensor& out) {
+  if (!nonzero_native(self) || out.device() != self.device())
+    return fall_back<ATEN_OP2(nonzero, out)>(self, out);
+  TORCH_CHECK(out.scalar_type() == at::kLong, "nonzero: Expected out tensor to have scalar type Long but got scalar "
+              "type", out.scalar_type());
+  const int64_t n = count_nonzero_sync(self, "nonzero");
+  at::native::resize_output(out, {n, self.dim()});
+  if (n == 0 || self.dim() == 0) return out;
+  const axon_tensor_t o = describe(out, "nonzero"), s = describe(self, "nonzero");
+  AXON_CHECK(axon_kernel_nonzero(stream_of(self), &o, &s));
+  return out;
+}
+
+at::Tensor nonzero(const at::Tensor& self) {
+  if (!nonzero_native(self)) return fall_back<ATEN_OP(nonzero)>(self);
+  at::Tensor out = at::empty({0}, self.options().dtype(at::kLong));
+  return nonzero_out(self, out);
+}
+
+at::Tensor nonzero_static(const at::Tensor& self, int64_t size, int64_t fill_value) {
+  TORCH_CHECK(size >= 0, "nonzero_static: 'size' must be an non-negative integer, but got size: ", size);
+  if (!nonzero_native(self)) return fall_back<ATEN_OP(nonzero_static)>(self, size, fill_value);
+  const at::Tensor all = at::nonzero(self);
+  at::Tensor out = at::empty({size, self.dim()}, self.options().dtype(at::kLong));
+  const int64_t n = std::min(size, all.size(0));
+  out.narrow(0, 0, n).copy_(all.narrow(0, 0, n));
+  out.narrow(0, n, size - n).fill_(fill_value);
+  return out;
+}
+
+// ---- masked_select / masked_scatter_ ----
+
+at::Tensor& masked_select_out(const at::Tensor& self, const at::Tensor& mask, at::Tensor& out) {
+  TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_select: expected BoolTensor for mask");
+  TORCH_CHECK(self.scalar_type() == out.scalar_type(), "masked_select(): self and result must have the same scalar "
+              "type");
+  if (mask.device() != self.device() || out.device() != self.device())
+    return fall_back<ATEN_OP2(masked_select, out)>(self, mask, out);
+  auto [s, m] = at::expand_outplace(self, mask);
+  if (s->dim() > AXON_MAX_DIMS) return fall_back<ATEN_OP2(masked_select, out)>(self, mask, out);
+  const int64_t n = count_nonzero_sync(*m, "masked_select");
+  at::native::resize_output(out, {n});
+  if (n == 0) return out;
+  at::assert_no_overlap(out, self);
+  const at::Tensor s1 = s->dim() ? *s : s->view({1}), m1 = m->dim() ? *m : m->view({1});
+  const axon_tensor_t o = describe_bytes(out, "masked_select"), sd = describe_bytes(s1, "masked_select"),
+                      md = describe(m1, "masked_select");
+  AXON_CHECK(axon_kernel_masked_select(stream_of(self), &o, &sd, &md));
+  return out;
+}
+
+at::Tensor masked_select(const at::Tensor& self, const at::Tensor& mask) {
+  at::Tensor out = at::empty({0}, self.options());
+  return masked_select_out(self, mask, out);
+}
+
+at::Tensor& masked_scatter_(at::Tensor& self, const at::Tensor& mask, const at::Tensor& source) {
+  TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_scatter_ only supports boolean masks, but got mask with dtype ",
+              mask.scalar_type());
+  TORCH_CHECK(self.scalar_type() == source.scalar_type(), "masked_scatter_: expected self and source to have same "
+              "dtypes but got", self.scalar_type(), " and ", source.scalar_type());
+  if (mask.device() != self.device() || source.device() != self.device() || self.dim() > AXON_MAX_DIMS)
+    return fall_back<ATEN_OP(masked_scatter_)>(self, mask, source);
+  at::assert_no_internal_overlap(self);
+  const c10::MaybeOwned<at::Tensor> m = at::expand_inplace(self, mask, "masked_scatter_");
+  if (self.numel() == 0) return self;
+  const at::Tensor s1 = self.dim() ? self : self.view({1}), m1 = m->dim() ? *m : m->view({1});
+  const at::Tensor src = source.reshape({-1});
+  const axon_tensor_t d = describe_bytes(s1, "masked_scatter_"), md = describe(m1, "masked_scatter_"),
+                      sd = describe_bytes(src, "masked_scatter_");
+  AXON_CHECK(axon_kernel_masked_scatter(stream_of(self), &d, &md, &sd));
+  return self;
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("index.Tensor", TORCH_FN(index));
+  m.impl("index.Tensor_out", TORCH_FN(index_out));
+  m.impl("_index_put_impl_", TORCH_FN(index_put_impl));
+  m.impl("nonzero", TORCH_FN(nonzero));
+  m.impl("nonzero.out", TORCH_FN(nonzero_out));
+  m.impl("nonzero_static", TORCH_FN(nonzero_static));
+  m.impl("masked_select", TORCH_FN(masked_select));
+  m.impl("masked_select.out", TORCH_FN(masked_select_out));
+  m.impl("masked_scatter_", TORCH_FN(masked_scatter_));
+}
+
+}  // namespace
+}  // namespace torch_axon
