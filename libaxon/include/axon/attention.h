@@ -22,12 +22,14 @@
  * kept iff u >= dropout_p. The backward regenerates the same decisions instead of storing them. A launch consumes
  * axon_attention_philox_blocks(B, Hq, L, S) blocks; the caller advances its offset by that much.
  *
- * Algorithm: never the whole L x S matrix. Work units of 64 query rows (forward, dq) or 64 keys (dk, dv) run in
- * parallel over the device's pool; each walks the other side in blocks of 64 with an online softmax (forward) or
- * recomputes the weights from lse (backward, flash-attention-2: D = rowsum(dout * out), dS = P * (dP - D)). Tile
- * products go to libaxon's GEMM (OpenBLAS single-threaded per worker, or the portable code). dq and (dk, dv) are
- * computed by separate passes, so no two units write the same element: results do not depend on the thread count.
- * The command mallocs per-worker tile scratch (host memory) and frees it before it ends.
+ * Algorithm: never the whole L x S matrix. Forward units of 64 query rows run in parallel over the device's pool,
+ * each walking the keys in blocks of 64 with an online softmax. The backward (flash-attention-2: D = rowsum(dout *
+ * out), weights recomputed from lse, dS = P * (dP - D)) runs one unit per (batch, kv head) when there are enough of
+ * them for the pool, else separate passes for dk, dv (units of 64 keys) and dq (units of 64 query rows). Tile
+ * products go to libaxon's GEMM (OpenBLAS single-threaded per worker, or the portable code). No two units write the
+ * same element and every sum runs in a fixed order, so results are bitwise the same for any thread count. The
+ * command mallocs per-worker tile scratch (and, for the one-pass backward, a dq accumulator per worker: at most
+ * 64 MiB in all) in host memory and frees it before it ends.
  *
  * Dtypes: q, k and v share one of float32, float64, float16, bfloat16; out, dout, dq, dk, dv may be any of those
  * four; lse is float32 or float64. Half types and float32 compute in float32, float64 in float64; values are
