@@ -330,3 +330,13 @@ def test_backward_computes_only_the_gradients_asked_for(needs):
         assert (want is None) == (got is None)
         if want is not None:
             close(got, want, GRAD_TOL)
+
+
+@pytest.mark.skipif(torch.axon.device_count() < 2, reason="needs 2 axon devices (AXON_DEVICE_COUNT=2, as conftest sets)")
+def test_attention_on_the_second_device_stays_there_and_matches_cpu():
+    q, k, v = (sample((1, 2, 20, 8), torch.float32, i) for i in range(3))
+    leaves = [t.to("axon:1").requires_grad_() for t in (q, k, v)]
+    out = F.scaled_dot_product_attention(*leaves, is_causal=True, dropout_p=0.0)
+    out.sum().backward()
+    assert out.device == torch.device("axon:1") and all(t.grad.device == out.device for t in leaves)
+    close(out.detach(), F.scaled_dot_product_attention(q, k, v, is_causal=True), TOL)
