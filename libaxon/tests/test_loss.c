@@ -1,6 +1,7 @@
-/* nll_loss and its backward (axon/loss.h) against a float64 reference written out here: every reduction, with and
- * without weight and ignore_index, [N, C] and [N, C, K] layouts; bad targets fail at synchronization without writing;
- * bad descriptors fail at launch with messages; results do not depend on the thread count. */
+/* nll_loss and the element-wise losses (axon/loss.h), forward and backward, against float64 references written out
+ * here: every reduction, with and without weight and ignore_index, [N, C] and [N, C, K] layouts; bad targets (and
+ * BCE inputs outside [0, 1]) fail at synchronization without writing; bad descriptors fail at launch with messages;
+ * results do not depend on the thread count. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -243,11 +244,146 @@ static void test_nll_loss_refuses_bad_descriptors_with_messages(void) {
     axon_runtime_destroy(k.rt);
 }
 
+/* Reference loss and gradient of one element (the formulas of axon/loss.h, written independently). */
+static double ref_loss(axon_ploss_t op, double x, double t, double p) {
+    double d = x - t, z = fabs(d);
+    if (op == AXON_PLOSS_MSE) return d * d;
+    if (op == AXON_PLOSS_SMOOTH_L1) return z < p ? 0.5 * d * d / p : z - 0.5 * p;
+    if (op == AXON_PLOSS_HUBER) return z < p ? 0.5 * d * d : p * z - 0.5 * p * p;
+    return -(t * fmax(log(x), -100.0) + (1.0 - t) * fmax(log(1.0 - x), -100.0));
+}
+
+static double ref_grad(axon_ploss_t op, double x, double t, double p) {
+    double d = x - t;
+    if (op == AXON_PLOSS_MSE) return 2.0 * d;
+    if (op == AXON_PLOSS_SMOOTH_L1) return d <= -p ? -1.0 : d >= p ? 1.0 : d / p;
+    if (op == AXON_PLOSS_HUBER) return d <= -p ? -p : d >= p ? p : d;
+    return d / fmax(x * (1.0 - x), 1e-12);
+}
+
+static int check_ploss(const kc_dev_t *k, axon_dtype_t dt, axon_ploss_t op, int64_t n, int weighted,
+                       axon_loss_reduction_t red, double p) {
+    const double tol = dt == AXON_FLOAT32 ? 2e-5 : 1e-11;
+    unsigned seed = (unsigned)(n * 3 + op * 11 + red);
+    double *x = malloc((size_t)n * sizeof *x), *t = malloc((size_t)n * sizeof *t), *w = malloc((size_t)n * sizeof *w);
+    double *go = malloc((size_t)n * sizeof *go);
+    for (int64_t i = 0; i < n; i++) {
+        double a = lt_rand(&seed), b = lt_rand(&seed);
+        x[i] = op == AXON_PLOSS_BCE ? (a + 3.0) / 4.0 : a;       /* BCE: in [0, 1] */
+        t[i] = op == AXON_PLOSS_BCE ? (b + 3.0) / 4.0 : b;
+        if (op == AXON_PLOSS_BCE && i % 7 == 3) x[i] = i % 2 ? 0.0 : 1.0; /* log clamp */
+        w[i] = 0.5 + (double)(i % 5) / 4.0;
+        go[i] = lt_rand(&seed);
+    }
+    const int64_t sz[1] = {n};
+    lt_buf_t bx = lt_make(k, dt, n, x), bt = lt_make(k, dt, n, t), bw = lt_make(k, dt, n, w);
+    lt_buf_t bg = lt_make(k, dt, red == AXON_LOSS_NONE ? n : 1, go), bo = lt_make(k, dt, red == AXON_LOSS_NONE ? n : 1,
+                                                                                   NULL);
+    lt_buf_t bgi = lt_make(k, dt, n, NULL);
+    axon_tensor_t tx = lt_t(&bx, 1, sz), tt = lt_t(&bt, 1, sz), tw = lt_t(&bw, 1, sz), tgi = lt_t(&bgi, 1, sz);
+    axon_tensor_t to = red == AXON_LOSS_NONE ? lt_t(&bo, 1, sz) : lt_t(&bo, 0, NULL);
+    axon_tensor_t tg = red == AXON_LOSS_NONE ? lt_t(&bg, 1, sz) : lt_t(&bg, 0, NULL);
+    const axon_tensor_t *pw = weighted ? &tw : NULL;
+    int bad = axon_kernel_pointwise_loss(k->s, op, &to, &tx, &tt, pw, red, p) != AXON_OK;
+    bad += axon_kernel_pointwise_loss_backward(k->s, op, &tgi, &tg, &tx, &tt, pw, red, p) != AXON_OK;
+    bad += !lt_pull(k, &bo) + !lt_pull(k, &bgi);
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        double wi = weighted ? bw.host[i] : 1.0, l = wi * ref_loss(op, bx.host[i], bt.host[i], p);
+        double g = red == AXON_LOSS_NONE ? bg.host[i] : bg.host[0] / (red == AXON_LOSS_MEAN ? (double)n : 1.0);
+        sum += l;
+        if (red == AXON_LOSS_NONE) bad += !lt_close(bo.host[i], l, tol);
+        bad += !lt_close(bgi.host[i], wi * g * ref_grad(op, bx.host[i], bt.host[i], p), tol);
+    }
+    if (red != AXON_LOSS_NONE) bad += !lt_close(bo.host[0], red == AXON_LOSS_MEAN ? sum / (double)n : sum, tol);
+    if (bad) fprintf(stderr, "  %s mismatch: %s n=%lld w=%d red=%d p=%g\n", axon_ploss_name(op), axon_dtype_name(dt),
+                     (long long)n, weighted, (int)red, p);
+    lt_free(k, &bx), lt_free(k, &bt), lt_free(k, &bw), lt_free(k, &bg), lt_free(k, &bo), lt_free(k, &bgi);
+    free(x), free(t), free(w), free(go);
+    return bad;
+}
+
+static void test_pointwise_losses_match_reference_forward_and_backward(void) {
+    kc_dev_t k = kc_open(4);
+    REQUIRE(k.rt);
+    const axon_dtype_t dts[2] = {AXON_FLOAT32, AXON_FLOAT64};
+    const int64_t sizes[4] = {1, 37, 1000, 70001};
+    for (int d = 0; d < 2; d++)
+        for (int op = 0; op < AXON_PLOSS_COUNT; op++)
+            for (int si = 0; si < 4; si++)
+                for (int red = 0; red < AXON_LOSS_REDUCTION_COUNT; red++) {
+                    double p = op == AXON_PLOSS_SMOOTH_L1 ? 0.7 : op == AXON_PLOSS_HUBER ? 1.3 : 0.0;
+                    CHECK(!check_ploss(&k, dts[d], (axon_ploss_t)op, sizes[si], 0, (axon_loss_reduction_t)red, p));
+                    if (op == AXON_PLOSS_BCE)
+                        CHECK(!check_ploss(&k, dts[d], AXON_PLOSS_BCE, sizes[si], 1, (axon_loss_reduction_t)red, 0));
+                    if (op == AXON_PLOSS_SMOOTH_L1) /* beta 0 is L1, sign(0) = -1 in the gradient */
+                        CHECK(!check_ploss(&k, dts[d], AXON_PLOSS_SMOOTH_L1, sizes[si], 0,
+                                           (axon_loss_reduction_t)red, 0.0));
+                }
+    axon_runtime_destroy(k.rt);
+}
+
+static void test_bce_input_outside_0_1_fails_at_sync_and_writes_nothing(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    const double x[4] = {0.5, 1.5, 0.2, 0.1}, xn[4] = {0.5, NAN, 0.2, 0.1}, t[4] = {0, 1, 0, 1};
+    const double sentinel[4] = {7, 7, 7, 7};
+    const int64_t sz[1] = {4};
+    for (int i = 0; i < 2; i++) {
+        lt_buf_t bx = lt_make(&k, AXON_FLOAT32, 4, i ? xn : x), bt = lt_make(&k, AXON_FLOAT32, 4, t);
+        lt_buf_t bo = lt_make(&k, AXON_FLOAT32, 4, sentinel);
+        axon_tensor_t tx = lt_t(&bx, 1, sz), tt = lt_t(&bt, 1, sz), to = lt_t(&bo, 1, sz);
+        CHECK_OK(axon_kernel_pointwise_loss(k.s, AXON_PLOSS_BCE, &to, &tx, &tt, NULL, AXON_LOSS_NONE, 0));
+        CHECK_STATUS(axon_stream_sync(k.s), AXON_ERROR_INVALID_ARG);
+        CHECK_MSG("binary_cross_entropy(): all elements of input should be between 0 and 1");
+        CHECK(lt_pull(&k, &bo));
+        for (int j = 0; j < 4; j++) CHECK(bo.host[j] == 7.0);
+        lt_free(&k, &bx), lt_free(&k, &bt), lt_free(&k, &bo);
+    }
+    axon_runtime_destroy(k.rt);
+}
+
+static void test_pointwise_loss_mean_of_nothing_is_nan_and_bad_arguments_fail(void) {
+    kc_dev_t k = kc_open(1);
+    REQUIRE(k.rt);
+    const int64_t z[1] = {0}, sz[1] = {4}, sz5[1] = {5};
+    lt_buf_t bo = lt_make(&k, AXON_FLOAT32, 1, NULL), bx = lt_make(&k, AXON_FLOAT32, 5, NULL);
+    axon_tensor_t te = kc_tensor(bx.dev, AXON_FLOAT32, 1, z, NULL), to = lt_t(&bo, 0, NULL);
+    axon_tensor_t t4 = lt_t(&bx, 1, sz), t5 = lt_t(&bx, 1, sz5), ti = kc_tensor(bx.dev, AXON_INT32, 1, sz, NULL);
+    CHECK_OK(axon_kernel_pointwise_loss(k.s, AXON_PLOSS_MSE, &to, &te, &te, NULL, AXON_LOSS_MEAN, 0));
+    CHECK(lt_pull(&k, &bo));
+    CHECK(isnan(bo.host[0]));
+    CHECK_STATUS(axon_kernel_pointwise_loss(k.s, AXON_PLOSS_MSE, &to, &t4, &t5, NULL, AXON_LOSS_SUM, 0),
+                 AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("mse_loss: target shape [5] does not match in's shape [4]");
+    CHECK_STATUS(axon_kernel_pointwise_loss(k.s, AXON_PLOSS_HUBER, &to, &t4, &t4, NULL, AXON_LOSS_SUM, 0.0),
+                 AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("delta");
+    CHECK_STATUS(axon_kernel_pointwise_loss(k.s, AXON_PLOSS_SMOOTH_L1, &to, &t4, &t4, NULL, AXON_LOSS_SUM, -1.0),
+                 AXON_ERROR_INVALID_ARG);
+    CHECK_STATUS(axon_kernel_pointwise_loss(k.s, AXON_PLOSS_MSE, &to, &t4, &t4, &t4, AXON_LOSS_SUM, 0),
+                 AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("no weight");
+    CHECK_STATUS(axon_kernel_pointwise_loss(k.s, AXON_PLOSS_MSE, &to, &ti, &t4, NULL, AXON_LOSS_SUM, 0),
+                 AXON_ERROR_UNSUPPORTED);
+    CHECK_STATUS(axon_kernel_pointwise_loss(k.s, AXON_PLOSS_MSE, &t4, &t4, &t4, NULL, AXON_LOSS_SUM, 0),
+                 AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("expected one element");
+    CHECK_STATUS(axon_kernel_pointwise_loss(k.s, AXON_PLOSS_COUNT, &to, &t4, &t4, NULL, AXON_LOSS_SUM, 0),
+                 AXON_ERROR_INVALID_ARG);
+    CHECK_OK(axon_stream_sync(k.s));
+    lt_free(&k, &bo), lt_free(&k, &bx);
+    axon_runtime_destroy(k.rt);
+}
+
 int main(void) {
     RUN(test_nll_loss_matches_reference_for_every_reduction_weight_and_layout);
     RUN(test_nll_loss_mean_with_every_target_ignored_is_nan);
     RUN(test_out_of_range_target_fails_at_sync_naming_the_value_and_writes_nothing);
     RUN(test_nll_loss_is_bitwise_identical_for_1_and_4_threads);
     RUN(test_nll_loss_refuses_bad_descriptors_with_messages);
+    RUN(test_pointwise_losses_match_reference_forward_and_backward);
+    RUN(test_bce_input_outside_0_1_fails_at_sync_and_writes_nothing);
+    RUN(test_pointwise_loss_mean_of_nothing_is_nan_and_bad_arguments_fail);
     return check_report();
 }

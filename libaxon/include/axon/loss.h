@@ -1,4 +1,5 @@
-/* Loss kernels: the negative log-likelihood loss (nll_loss, the second half of cross_entropy) and its backward.
+/* Loss kernels: the negative log-likelihood loss (nll_loss, the second half of cross_entropy), and the element-wise
+ * losses (mse, smooth L1, Huber, binary cross-entropy), each with its backward.
  *
  * Like every kernel (kernels.h), a launch checks its descriptors on the calling thread, enqueues one command on
  * stream s and returns at once; descriptors are copied at launch; nothing is enqueued on error or when there is
@@ -16,8 +17,10 @@
  * Dtypes: input, output, gradients, weight and total_weight are float32, float64, float16 or bfloat16 (they may
  * mix: values are converted on load, computed in float64 and rounded once on store). Else UNSUPPORTED.
  *
+ * Element-wise losses take in, target (and weight) of one shape, contiguous; the caller broadcasts first.
+ *
  * Determinism: sums run over fixed blocks of positions whose boundaries depend only on N * K, added in block order,
- * so results are bitwise identical for any thread count. */
+ * (or numel), so results are bitwise identical for any thread count. */
 #ifndef AXON_LOSS_H
 #define AXON_LOSS_H
 
@@ -54,6 +57,39 @@ AXON_API axon_status_t axon_kernel_nll_loss_backward(axon_stream_t s, const axon
                                                      const axon_tensor_t *grad_out, const axon_tensor_t *target,
                                                      const axon_tensor_t *weight, const axon_tensor_t *total_weight,
                                                      axon_loss_reduction_t reduction, int64_t ignore_index);
+
+/* Element-wise losses, d = in - target, with PyTorch's formulas (aten/src/ATen/native/Loss.cpp, BinaryOps.cpp). */
+typedef enum axon_ploss {
+    AXON_PLOSS_MSE = 0,          /* d^2 */
+    AXON_PLOSS_SMOOTH_L1,        /* |d| < param ? 0.5 d^2 / param : |d| - 0.5 param (param = beta >= 0) */
+    AXON_PLOSS_HUBER,            /* |d| < param ? 0.5 d^2 : param (|d| - 0.5 param) (param = delta > 0) */
+    AXON_PLOSS_BCE,              /* -weight (t log(x) + (1 - t) log(1 - x)), each log clamped at -100; x in [0, 1] */
+    AXON_PLOSS_COUNT
+} axon_ploss_t;
+
+/* Static lower-case name ("mse_loss", "binary_cross_entropy"); "invalid" outside the enum. Never NULL. */
+AXON_API const char *axon_ploss_name(axon_ploss_t op);
+
+/* Enqueue an element-wise loss: out has in's shape for AXON_LOSS_NONE, else one element (the sum, or the mean over
+ * numel: NaN for no elements). weight (BCE only; may be NULL) has in's shape. For BCE an input outside [0, 1] (or
+ * NaN) fails the command before any write with "binary_cross_entropy(): all elements of input should be between 0
+ * and 1" (reported at the next synchronization). INVALID_ARG for bad descriptors, shapes, op, reduction or param;
+ * UNSUPPORTED for dtypes (float32/64/16 and bfloat16 only, which may mix). */
+AXON_API axon_status_t axon_kernel_pointwise_loss(axon_stream_t s, axon_ploss_t op, const axon_tensor_t *out,
+                                                  const axon_tensor_t *in, const axon_tensor_t *target,
+                                                  const axon_tensor_t *weight, axon_loss_reduction_t reduction,
+                                                  double param);
+
+/* Enqueue its backward: grad_in (in's shape) = dloss/din * g, g = grad_out[i] (NONE, grad_out in's shape), or the one
+ * element of grad_out (SUM) divided by numel (MEAN). Derivatives as PyTorch's CPU kernels: smooth L1 and Huber take
+ * the -param branch at d <= -param and the +param one at d >= param (so smooth L1 with beta 0 is sign with
+ * sign(0) = -1), BCE divides by max(x (1 - x), 1e-12) and, as PyTorch, does not check x. Errors otherwise as the
+ * forward. */
+AXON_API axon_status_t axon_kernel_pointwise_loss_backward(axon_stream_t s, axon_ploss_t op,
+                                                           const axon_tensor_t *grad_in,
+                                                           const axon_tensor_t *grad_out, const axon_tensor_t *in,
+                                                           const axon_tensor_t *target, const axon_tensor_t *weight,
+                                                           axon_loss_reduction_t reduction, double param);
 
 AXON_EXTERN_C_END
 

@@ -1,0 +1,262 @@
+/* Element-wise losses and their backward (axon/loss.h): mse, smooth L1, Huber and binary cross-entropy.
+ *
+ * Elements are split into at most PL_BLOCKS blocks whose bounds depend only on numel; each block is one thread's
+ * loop over chunks of PL_CHUNK elements converted to float64 on the stack, and keeps its own partial sum, added in
+ * block order afterwards: the reduced loss is the same for any thread count. BCE scans its input first, so an input
+ * outside [0, 1] fails the command before anything is written. */
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "axon/loss.h"
+#include "axon/stream.h"
+#include "internal.h"
+#include "kernels_impl.h"
+
+#define PL_BLOCKS 256
+#define PL_CHUNK 512
+#define PL_BCE_EPS 1e-12         /* PyTorch's floor on x (1 - x) in BCE's gradient */
+
+static const char *const pl_names[AXON_PLOSS_COUNT] = {"mse_loss", "smooth_l1_loss", "huber_loss",
+                                                         "binary_cross_entropy"};
+_Static_assert(sizeof pl_names / sizeof pl_names[0] == AXON_PLOSS_COUNT, "one name per element-wise loss");
+
+const char *axon_ploss_name(axon_ploss_t op) {
+    return (unsigned)op < AXON_PLOSS_COUNT ? pl_names[op] : "invalid";
+}
+
+typedef struct pl_args {
+    axon_ploss_t op;
+    int backward;
+    axon_loss_reduction_t red;
+    int64_t n;
+    double param;
+    char *out;                   /* out or grad_in */
+    const char *in, *target, *weight, *gout;
+    size_t es_out, es_in, es_t, es_w, es_g;
+    axon_convert_fn ld_in, ld_t, ld_w, ld_g, st_out;
+} pl_args_t;
+
+typedef struct pl_job {
+    const pl_args_t *a;
+    int64_t nblk;
+    double g;                    /* backward, reduced: the gradient of every element (already / numel for MEAN) */
+    _Atomic int bad;             /* BCE: an input outside [0, 1] was seen */
+    double part[PL_BLOCKS];
+} pl_job_t;
+
+static double pl_loss(axon_ploss_t op, double x, double t, double p) {
+    const double d = x - t, z = fabs(d);
+    switch (op) {
+    case AXON_PLOSS_MSE: return d * d;
+    case AXON_PLOSS_SMOOTH_L1: return z < p ? 0.5 * z * z / p : z - 0.5 * p;
+    case AXON_PLOSS_HUBER: return z < p ? 0.5 * z * z : p * (z - 0.5 * p);
+    default: {
+        double l1 = log1p(-x), l0 = log(x);
+        return (t - 1.0) * (l1 > -100.0 ? l1 : -100.0) - t * (l0 > -100.0 ? l0 : -100.0);
+    }
+    }
+}
+
+/* dloss/dx * g, in the branch order of PyTorch's CPU kernels. */
+static double pl_grad(axon_ploss_t op, double x, double t, double p, double g) {
+    const double d = x - t;
+    switch (op) {
+    case AXON_PLOSS_MSE: return 2.0 * d * g;
+    case AXON_PLOSS_SMOOTH_L1: return d <= -p ? -g : d >= p ? g : d * g / p;
+    case AXON_PLOSS_HUBER: return d <= -p ? -g * p : d >= p ? g * p : d * g;
+    default: {
+        double den = (1.0 - x) * x;
+        return g * d / (den > PL_BCE_EPS ? den : PL_BCE_EPS);
+    }
+    }
+}
+
+static void pl_bounds(const pl_job_t *j, int64_t b, int64_t *lo, int64_t *hi) {
+    *lo = b * j->a->n / j->nblk;
+    *hi = (b + 1) * j->a->n / j->nblk;
+}
+
+static void pl_load(axon_convert_fn f, double *buf, const char *p, size_t es, int64_t i, int64_t m) {
+    f((char *)buf, 1, p + i * (int64_t)es, 1, m);
+}
+
+static void pl_scan_range(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    pl_job_t *j = ctx;
+    const pl_args_t *a = j->a;
+    double x[PL_CHUNK];
+    for (int64_t b = begin; b < end && !atomic_load(&j->bad); b++) {
+        int64_t lo, hi;
+        pl_bounds(j, b, &lo, &hi);
+        for (int64_t i = lo; i < hi; i += PL_CHUNK) {
+            const int64_t m = hi - i < PL_CHUNK ? hi - i : PL_CHUNK;
+            pl_load(a->ld_in, x, a->in, a->es_in, i, m);
+            for (int64_t k = 0; k < m; k++)
+                if (!(x[k] >= 0.0 && x[k] <= 1.0)) { /* NaN fails too */
+                    atomic_store(&j->bad, 1);
+                    return;
+                }
+        }
+    }
+}
+
+static void pl_range(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    pl_job_t *j = ctx;
+    const pl_args_t *a = j->a;
+    double x[PL_CHUNK], t[PL_CHUNK], w[PL_CHUNK], g[PL_CHUNK];
+    const int per_element_g = a->backward && a->red == AXON_LOSS_NONE;
+    for (int64_t b = begin; b < end; b++) {
+        int64_t lo, hi;
+        pl_bounds(j, b, &lo, &hi);
+        double acc = 0.0;
+        for (int64_t i = lo; i < hi; i += PL_CHUNK) {
+            const int64_t m = hi - i < PL_CHUNK ? hi - i : PL_CHUNK;
+            pl_load(a->ld_in, x, a->in, a->es_in, i, m);
+            pl_load(a->ld_t, t, a->target, a->es_t, i, m);
+            if (a->weight) pl_load(a->ld_w, w, a->weight, a->es_w, i, m);
+            if (per_element_g) pl_load(a->ld_g, g, a->gout, a->es_g, i, m);
+            for (int64_t k = 0; k < m; k++) {
+                double v = a->backward ? pl_grad(a->op, x[k], t[k], a->param, per_element_g ? g[k] : j->g)
+                                       : pl_loss(a->op, x[k], t[k], a->param);
+                if (a->weight) v *= w[k];
+                x[k] = v;
+                acc += v;
+            }
+            if (a->backward || a->red == AXON_LOSS_NONE)
+                a->st_out(a->out + i * (int64_t)a->es_out, 1, (const char *)x, 1, m);
+        }
+        j->part[b] = acc;
+    }
+}
+
+static axon_status_t pl_kernel(const void *args, const axon_exec_t *ex) {
+    const pl_args_t *a = args;
+    pl_job_t j;
+    j.a = a;
+    j.nblk = a->n < PL_BLOCKS ? a->n : PL_BLOCKS;
+    j.g = 0.0;
+    atomic_init(&j.bad, 0);
+    const int64_t per = j.nblk ? a->n / j.nblk : 1;
+    int64_t grain = AXON_KERNEL_GRAIN / (per > 0 ? per : 1);
+    if (grain < 1) grain = 1;
+    if (a->op == AXON_PLOSS_BCE && !a->backward) {
+        axon_parallel_for(ex->pool, 0, j.nblk, grain, pl_scan_range, &j);
+        if (atomic_load(&j.bad))
+            return axon_fail(AXON_ERROR_INVALID_ARG,
+                             "binary_cross_entropy(): all elements of input should be between 0 and 1");
+    }
+    if (a->backward && a->red != AXON_LOSS_NONE) {
+        pl_load(a->ld_g, &j.g, a->gout, a->es_g, 0, 1);
+        if (a->red == AXON_LOSS_MEAN) j.g /= (double)a->n;
+    }
+    axon_parallel_for(ex->pool, 0, j.nblk, grain, pl_range, &j);
+    if (a->backward || a->red == AXON_LOSS_NONE) return AXON_OK;
+    double sum = 0.0;
+    for (int64_t b = 0; b < j.nblk; b++) sum += j.part[b];
+    if (a->red == AXON_LOSS_MEAN) sum /= (double)a->n; /* 0 / 0 = NaN for no elements, as PyTorch's mean */
+    a->st_out(a->out, 1, (const char *)&sum, 1, 1);
+    return AXON_OK;
+}
+
+/* ---- launch ---- */
+
+static int pl_float(axon_dtype_t d) {
+    return d == AXON_FLOAT32 || d == AXON_FLOAT64 || d == AXON_FLOAT16 || d == AXON_BFLOAT16;
+}
+
+/* A float, contiguous operand of ref's shape (ref NULL: exactly one element). */
+static axon_status_t pl_check(const char *op, const char *role, const axon_tensor_t *t, const axon_tensor_t *ref,
+                              int dst) {
+    char sa[160], sb[160];
+    axon_status_t st = axon_kernel_check_operand(t, op, role, dst);
+    if (st != AXON_OK) return st;
+    if (!pl_float(t->dtype))
+        return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: %s dtype %s is not float32, float64, float16 or bfloat16", op,
+                         role, axon_dtype_name(t->dtype));
+    if (!axon_tensor_is_contiguous(t))
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: %s must be contiguous (shape %s)", op, role,
+                         axon_shape_format(t, sa, sizeof sa));
+    if (!ref) {
+        if (axon_tensor_numel(t) != 1)
+            return axon_fail(AXON_ERROR_INVALID_ARG, "%s: %s has shape %s, expected one element", op, role,
+                             axon_shape_format(t, sa, sizeof sa));
+        return AXON_OK;
+    }
+    int same = ref->ndim == t->ndim;
+    for (int i = 0; same && i < t->ndim; i++) same = ref->sizes[i] == t->sizes[i];
+    if (!same)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: %s shape %s does not match in's shape %s", op, role,
+                         axon_shape_format(t, sa, sizeof sa), axon_shape_format(ref, sb, sizeof sb));
+    return AXON_OK;
+}
+
+static axon_status_t pl_launch(axon_stream_t s, axon_ploss_t op, int backward, const axon_tensor_t *out,
+                               const axon_tensor_t *gout, const axon_tensor_t *in, const axon_tensor_t *target,
+                               const axon_tensor_t *weight, axon_loss_reduction_t reduction, double param) {
+    if ((unsigned)op >= AXON_PLOSS_COUNT)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "pointwise_loss: op %d is not an element-wise loss", (int)op);
+    const char *name = pl_names[op];
+    if ((unsigned)reduction >= AXON_LOSS_REDUCTION_COUNT)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: reduction %d is not none (0), mean (1) or sum (2)", name,
+                         (int)reduction);
+    if ((op == AXON_PLOSS_SMOOTH_L1 && !(param >= 0.0)) || (op == AXON_PLOSS_HUBER && !(param > 0.0)))
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: %s %g must be %s", name,
+                         op == AXON_PLOSS_HUBER ? "delta" : "beta", param,
+                         op == AXON_PLOSS_HUBER ? "positive" : "non-negative");
+    if (weight && op != AXON_PLOSS_BCE)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: takes no weight", name);
+    axon_status_t st;
+    if ((st = pl_check(name, "in", in, in, 0)) != AXON_OK) return st;
+    if ((st = pl_check(name, "target", target, in, 0)) != AXON_OK) return st;
+    if (weight && (st = pl_check(name, "weight", weight, in, 0)) != AXON_OK) return st;
+    const int full_out = backward || reduction == AXON_LOSS_NONE;
+    if ((st = pl_check(name, backward ? "grad_in" : "out", out, full_out ? in : NULL, 1)) != AXON_OK) return st;
+    if (backward && (st = pl_check(name, "grad_out", gout, reduction == AXON_LOSS_NONE ? in : NULL, 0)) != AXON_OK)
+        return st;
+    const int64_t n = axon_tensor_numel(in);
+    if (n == 0 && full_out) return AXON_OK;
+    pl_args_t g;
+    memset(&g, 0, sizeof g);
+    g.op = op;
+    g.backward = backward;
+    g.red = reduction;
+    g.n = n;
+    g.param = param;
+    g.out = out->data;
+    g.es_out = axon_dtype_size(out->dtype);
+    g.st_out = axon_convert_get(AXON_FLOAT64, out->dtype);
+    g.in = in->data;
+    g.es_in = axon_dtype_size(in->dtype);
+    g.ld_in = axon_convert_get(in->dtype, AXON_FLOAT64);
+    g.target = target->data;
+    g.es_t = axon_dtype_size(target->dtype);
+    g.ld_t = axon_convert_get(target->dtype, AXON_FLOAT64);
+    if (weight) {
+        g.weight = weight->data;
+        g.es_w = axon_dtype_size(weight->dtype);
+        g.ld_w = axon_convert_get(weight->dtype, AXON_FLOAT64);
+    }
+    if (backward) {
+        g.gout = gout->data;
+        g.es_g = axon_dtype_size(gout->dtype);
+        g.ld_g = axon_convert_get(gout->dtype, AXON_FLOAT64);
+    }
+    axon_launch_t l = {pl_kernel, &g, sizeof g, name, (uint64_t)n * (g.es_in + g.es_t + g.es_w + g.es_out)};
+    return axon_stream_launch(s, &l);
+}
+
+axon_status_t axon_kernel_pointwise_loss(axon_stream_t s, axon_ploss_t op, const axon_tensor_t *out,
+                                         const axon_tensor_t *in, const axon_tensor_t *target,
+                                         const axon_tensor_t *weight, axon_loss_reduction_t reduction, double param) {
+    return pl_launch(s, op, 0, out, NULL, in, target, weight, reduction, param);
+}
+
+axon_status_t axon_kernel_pointwise_loss_backward(axon_stream_t s, axon_ploss_t op, const axon_tensor_t *grad_in,
+                                                  const axon_tensor_t *grad_out, const axon_tensor_t *in,
+                                                  const axon_tensor_t *target, const axon_tensor_t *weight,
+                                                  axon_loss_reduction_t reduction, double param) {
+    return pl_launch(s, op, 1, grad_in, grad_out, in, target, weight, reduction, param);
+}
