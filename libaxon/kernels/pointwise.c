@@ -15,7 +15,8 @@ static const char *const unary_names[] = {
     "atan",  "sinh",  "cosh",  "tanh",       "asinh",     "acosh",       "atanh",       "erf",        "erfc",
     "sigmoid", "relu", "gelu", "gelu_tanh",  "silu",      "mish",        "softplus",    "hardsigmoid", "hardswish",
     "hardtanh", "leaky_relu", "elu", "floor", "ceil",     "round",       "trunc",       "frac",       "logical_not",
-    "bitwise_not", "isnan", "isinf", "isfinite", "square",
+    "bitwise_not", "isnan", "isinf", "isfinite", "square", "log_sigmoid", "logit", "softshrink", "hardshrink",
+    "threshold",
 };
 _Static_assert(sizeof unary_names / sizeof unary_names[0] == AXON_UNARY_COUNT, "every axon_unary_op_t needs a name");
 
@@ -26,12 +27,14 @@ static const char *const binary_names[] = {
     "bitwise_and", "bitwise_or", "bitwise_xor", "shift_left",  "shift_right", "hypot",      "copysign",  "xlogy",
     "gelu_backward", "gelu_tanh_backward", "silu_backward", "mish_backward", "sigmoid_backward", "tanh_backward",
     "threshold_backward", "hardtanh_backward", "leaky_relu_backward", "elu_backward", "softplus_backward",
-    "hardswish_backward", "hardsigmoid_backward",
+    "hardswish_backward", "hardsigmoid_backward", "log_sigmoid_backward", "logit_backward", "shrink_backward", "glu",
+    "prelu", "prelu_backward_weight",
 };
 _Static_assert(sizeof binary_names / sizeof binary_names[0] == AXON_BINARY_COUNT,
                "every axon_binary_op_t needs a name");
 
-static const char *const ternary_names[] = {"where", "lerp", "addcmul", "addcdiv", "clamp"};
+static const char *const ternary_names[] = {"where", "lerp", "addcmul", "addcdiv", "clamp", "glu_backward",
+                                            "prelu_backward"};
 _Static_assert(sizeof ternary_names / sizeof ternary_names[0] == AXON_TERNARY_COUNT,
                "every axon_ternary_op_t needs a name");
 
@@ -146,6 +149,13 @@ static void pw_unary_params(axon_unary_op_t op, const axon_op_params_t *p, pw_ct
         pw_slot(c, 1, p->max_val, axon_f64_to_i64(p->max_val));
         break;
     case AXON_UNARY_LEAKY_RELU: pw_slot(c, 0, p->negative_slope, 0); break;
+    case AXON_UNARY_LOGIT: pw_slot(c, 0, p->logit_eps, 0); break;
+    case AXON_UNARY_SOFTSHRINK:
+    case AXON_UNARY_HARDSHRINK: pw_slot(c, 0, p->lambd, 0); break;
+    case AXON_UNARY_THRESHOLD:
+        pw_slot(c, 0, p->threshold, 0);
+        pw_slot(c, 1, p->value, 0);
+        break;
     case AXON_UNARY_ELU:
         pw_slot(c, 0, p->elu_alpha * p->elu_scale, 0);
         c->pf[0] = (float)p->elu_alpha * (float)p->elu_scale; /* PyTorch multiplies them in the op's float type */
@@ -169,6 +179,8 @@ static void pw_binary_params(axon_binary_op_t op, const axon_op_params_t *p, pw_
         pw_slot(c, 1, p->max_val, 0);
         break;
     case AXON_BINARY_LEAKY_RELU_BACKWARD: pw_slot(c, 0, p->negative_slope, 0); break;
+    case AXON_BINARY_LOGIT_BACKWARD: pw_slot(c, 0, p->logit_eps, 0); break;
+    case AXON_BINARY_SHRINK_BACKWARD: pw_slot(c, 0, p->lambd, 0); break;
     case AXON_BINARY_ELU_BACKWARD:
         pw_slot(c, 0, p->elu_alpha * p->elu_scale, 0);
         c->pf[0] = (float)p->elu_alpha * (float)p->elu_scale; /* as for ELU: the product in the op's float type */

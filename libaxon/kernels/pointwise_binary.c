@@ -180,6 +180,16 @@ PW_FLOATS(PW_B2, softplus_backward, (PW_FGEN(pw_softplus_bw, x)(x, y, p0, p1))) 
 PW_FLOATS(PW_B2, hardswish_backward, (y <= (W)-3 ? (W)0 : y >= (W)3 ? x : x * (y / (W)3 + (W)0.5))) /* NaN: NaN */
 /* 1/6 rounded to float even for float64: PyTorch's CPU kernel writes it as 1.0f / 6.0f. */
 PW_FLOATS(PW_B2, hardsigmoid_backward, (y > (W)-3 && y < (W)3 ? x * (W)(1.0f / 6.0f) : (W)0))
+/* x the gradient, y the input. */
+PW_FLOATS(PW_B2, log_sigmoid_backward,
+          (x * ((y < 0 ? (W)1 : (W)0) - (y < 0 ? (W)1 : (W)-1) * (PW_EXP(-fabs(y)) / ((W)1 + PW_EXP(-fabs(y)))))))
+PW_FLOATS(PW_B2, logit_backward, /* p0 eps */
+          (p0 < 0 ? (y < 0 || y > 1 ? (W)NAN : x / (y * ((W)1 - y)))
+                  : (y < p0 || y > (W)1 - p0 ? (W)0 : x / (y * ((W)1 - y)))))
+PW_FLOATS(PW_B2, shrink_backward, (y >= -p0 && y <= p0 ? (W)0 : x)) /* p0 lambd */
+PW_FLOATS(PW_B2, glu, (x * ((W)1 / ((W)1 + PW_EXP(-y)))))
+PW_FLOATS(PW_B2, prelu, (x > 0 ? x : y * x))
+PW_FLOATS(PW_B2, prelu_backward_weight, (y > 0 ? (W)0 : y * x))
 
 /* ---- integers ---- */
 
@@ -275,4 +285,10 @@ const pw_loop_fn axon_pw_binary_loops[AXON_BINARY_COUNT][AXON_DTYPE_COUNT] = {
     [AXON_BINARY_SOFTPLUS_BACKWARD] = {PW_F(softplus_backward)},
     [AXON_BINARY_HARDSWISH_BACKWARD] = {PW_F(hardswish_backward)},
     [AXON_BINARY_HARDSIGMOID_BACKWARD] = {PW_F(hardsigmoid_backward)},
+    [AXON_BINARY_LOG_SIGMOID_BACKWARD] = {PW_F(log_sigmoid_backward)},
+    [AXON_BINARY_LOGIT_BACKWARD] = {PW_F(logit_backward)},
+    [AXON_BINARY_SHRINK_BACKWARD] = {PW_F(shrink_backward)},
+    [AXON_BINARY_GLU] = {PW_F(glu)},
+    [AXON_BINARY_PRELU] = {PW_F(prelu)},
+    [AXON_BINARY_PRELU_BACKWARD_WEIGHT] = {PW_F(prelu_backward_weight)},
 };

@@ -58,6 +58,9 @@ PW_INTS(PW_T3, addcmul, ((W)((U)x + (U)p0 * (U)y * (U)z)))
 PW_FLOATS(PW_T3, addcdiv, (x + p0 * y / z))
 
 /* clamp(x, lo, hi) = min(max(x, lo), hi) with std::max/min, which passes a NaN x through; a NaN bound gives NaN. */
+/* x the gradient; glu: y the first half, z the second; prelu: y the input, z the weight. */
+PW_FLOATS(PW_T3, glu_backward, (x * y * ((W)1 / ((W)1 + PW_EXP(-z))) * ((W)1 - (W)1 / ((W)1 + PW_EXP(-z)))))
+PW_FLOATS(PW_T3, prelu_backward, (y > 0 ? x : z * x))
 PW_FLOATS(PW_T3, clamp, (y != y || z != z ? (W)NAN : PW_MIN_STD(PW_MAX_STD(x, y), z)))
 PW_INTS(PW_T3, clamp, (PW_MIN_STD(PW_MAX_STD(x, y), z)))
 
@@ -71,4 +74,6 @@ const pw_loop_fn axon_pw_ternary_loops[AXON_TERNARY_COUNT][AXON_DTYPE_COUNT] = {
     [AXON_TERNARY_ADDCMUL] = {PW_F(addcmul) PW_I(addcmul)},
     [AXON_TERNARY_ADDCDIV] = {PW_F(addcdiv)},
     [AXON_TERNARY_CLAMP] = {PW_F(clamp) PW_I(clamp)},
+    [AXON_TERNARY_GLU_BACKWARD] = {PW_F(glu_backward)},
+    [AXON_TERNARY_PRELU_BACKWARD] = {PW_F(prelu_backward)},
 };

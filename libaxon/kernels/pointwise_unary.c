@@ -130,6 +130,13 @@ PW_FLOATS(PW_UB, isnan, (x != x))
 PW_FLOATS(PW_UB, isinf, (fabs(x) == (W)INFINITY))
 PW_FLOATS(PW_UB, isfinite, (fabs(x) < (W)INFINITY))
 PW_FLOATS(PW_U, square, (x * x))
+PW_FLOATS(PW_U, log_sigmoid, (PW_MIN_STD(x, (W)0) - log1p(PW_EXP(-fabs(x)))))
+/* p0 eps; the clamp keeps NaN (x < lo and x > hi are both false). */
+PW_FLOATS(PW_U, logit, (log((p0 < 0 ? x : x < p0 ? p0 : x > (W)1 - p0 ? (W)1 - p0 : x) /
+                            ((W)1 - (p0 < 0 ? x : x < p0 ? p0 : x > (W)1 - p0 ? (W)1 - p0 : x)))))
+PW_FLOATS(PW_U, softshrink, (x > p0 ? x - p0 : x < -p0 ? x + p0 : x * (W)0)) /* p0 lambd */
+PW_FLOATS(PW_U, hardshrink, (x >= -p0 && x <= p0 ? (W)0 : x))
+PW_FLOATS(PW_U, threshold, (x <= p0 ? p1 : x)) /* p0 threshold, p1 value */
 
 /* ---- integers ---- */
 
@@ -210,4 +217,9 @@ const pw_loop_fn axon_pw_unary_loops[AXON_UNARY_COUNT][AXON_DTYPE_COUNT] = {
     [AXON_UNARY_ISINF] = {PW_F(isinf) PW_I(never) PW_B(never)},
     [AXON_UNARY_ISFINITE] = {PW_F(isfinite) PW_I(always) PW_B(always)},
     [AXON_UNARY_SQUARE] = {PW_F(square) PW_I(square)},
+    [AXON_UNARY_LOG_SIGMOID] = {PW_F(log_sigmoid)},
+    [AXON_UNARY_LOGIT] = {PW_F(logit)},
+    [AXON_UNARY_SOFTSHRINK] = {PW_F(softshrink)},
+    [AXON_UNARY_HARDSHRINK] = {PW_F(hardshrink)},
+    [AXON_UNARY_THRESHOLD] = {PW_F(threshold)},
 };

@@ -64,6 +64,9 @@ static const op_case_t unary_cases[] = {
     {AXON_UNARY_LOGICAL_NOT, F | I | B, EXACT, 1}, {AXON_UNARY_BITWISE_NOT, I | B, EXACT, 0},
     {AXON_UNARY_ISNAN, F | I | B, EXACT, 1},  {AXON_UNARY_ISINF, F | I | B, EXACT, 1},
     {AXON_UNARY_ISFINITE, F | I | B, EXACT, 1}, {AXON_UNARY_SQUARE, F | I, ROUND1, 0},
+    {AXON_UNARY_LOG_SIGMOID, F, ACT, 0},      {AXON_UNARY_LOGIT, F, ACT, 0},
+    {AXON_UNARY_SOFTSHRINK, F, ROUND1, 0},    {AXON_UNARY_HARDSHRINK, F, EXACT, 0},
+    {AXON_UNARY_THRESHOLD, F, EXACT, 0},
 };
 _Static_assert(sizeof unary_cases / sizeof unary_cases[0] == AXON_UNARY_COUNT, "a case for every unary op");
 
@@ -91,13 +94,17 @@ static const op_case_t binary_cases[] = {
     {AXON_BINARY_LEAKY_RELU_BACKWARD, F, ROUND1, 0}, {AXON_BINARY_ELU_BACKWARD, F, GRAD, 0},
     {AXON_BINARY_SOFTPLUS_BACKWARD, F, GRAD, 0}, {AXON_BINARY_HARDSWISH_BACKWARD, F, GRAD, 0},
     {AXON_BINARY_HARDSIGMOID_BACKWARD, F, ROUND1, 0},
+    {AXON_BINARY_LOG_SIGMOID_BACKWARD, F, GRAD, 0}, {AXON_BINARY_LOGIT_BACKWARD, F, GRAD, 0},
+    {AXON_BINARY_SHRINK_BACKWARD, F, EXACT, 0},      {AXON_BINARY_GLU, F, ACT, 0},
+    {AXON_BINARY_PRELU, F, ROUND1, 0},               {AXON_BINARY_PRELU_BACKWARD_WEIGHT, F, ROUND1, 0},
 };
 _Static_assert(sizeof binary_cases / sizeof binary_cases[0] == AXON_BINARY_COUNT, "a case for every binary op");
 
 static const op_case_t ternary_cases[] = {
     {AXON_TERNARY_WHERE, F | I | B, EXACT, 0}, {AXON_TERNARY_LERP, F, ARITH, 0},
     {AXON_TERNARY_ADDCMUL, F | I, ARITH, 0},   {AXON_TERNARY_ADDCDIV, F, ARITH, 0},
-    {AXON_TERNARY_CLAMP, F | I, EXACT, 0},
+    {AXON_TERNARY_CLAMP, F | I, EXACT, 0},     {AXON_TERNARY_GLU_BACKWARD, F, GRAD, 0},
+    {AXON_TERNARY_PRELU_BACKWARD, F, ROUND1, 0},
 };
 _Static_assert(sizeof ternary_cases / sizeof ternary_cases[0] == AXON_TERNARY_COUNT, "a case for every ternary op");
 
@@ -233,6 +240,14 @@ static long double unary_ref_f(int op, long double x, const axon_op_params_t *p)
     case AXON_UNARY_ISINF: return isinf(x) != 0;
     case AXON_UNARY_ISFINITE: return isfinite(x) != 0;
     case AXON_UNARY_SQUARE: return x * x;
+    case AXON_UNARY_LOG_SIGMOID: return fminl(x, 0) - log1pl(expl(-fabsl(x)));
+    case AXON_UNARY_LOGIT: {
+        long double e = p->logit_eps, z = e < 0 ? x : ref_clamp(x, e, 1 - e);
+        return logl(z / (1 - z));
+    }
+    case AXON_UNARY_SOFTSHRINK: return x > p->lambd ? x - p->lambd : x < -p->lambd ? x + p->lambd : x * 0;
+    case AXON_UNARY_HARDSHRINK: return x >= -p->lambd && x <= p->lambd ? 0 : x;
+    case AXON_UNARY_THRESHOLD: return x <= p->threshold ? p->value : x;
     default: return NAN;
     }
 }
@@ -287,6 +302,20 @@ static long double backward_ref_f(int op, long double g, long double y, const ax
     }
     case AXON_BINARY_HARDSWISH_BACKWARD: return y <= -3 ? 0 : y >= 3 ? g : g * (y / 3 + 0.5L);
     case AXON_BINARY_HARDSIGMOID_BACKWARD: return y > -3 && y < 3 ? g * (1.0f / 6.0f) : 0; /* PyTorch's float 1/6 */
+    case AXON_BINARY_LOG_SIGMOID_BACKWARD: {
+        long double z = R(expl(-fabsl(y))); /* 0 in the work type for large |y|: then inf g gives NaN there too */
+        return g * ((y < 0 ? 1 : 0) - (y < 0 ? 1 : -1) * z / (1 + z));
+    }
+    case AXON_BINARY_LOGIT_BACKWARD: {
+        long double e = p->logit_eps;
+        *scale = fabsl(g) / fmaxl(fabsl(y * (1 - y)), 1e-30L);
+        if (e < 0) return y < 0 || y > 1 ? NAN : g / (y * (1 - y));
+        return y < e || y > 1 - e ? 0 : g / (y * (1 - y));
+    }
+    case AXON_BINARY_SHRINK_BACKWARD: return y >= -p->lambd && y <= p->lambd ? 0 : g;
+    case AXON_BINARY_GLU: return g * s;
+    case AXON_BINARY_PRELU: return g > 0 ? g : y * g;
+    case AXON_BINARY_PRELU_BACKWARD_WEIGHT: return y > 0 ? 0 : y * g;
     default: return NAN;
     }
 #undef R
@@ -333,6 +362,7 @@ static long double binary_ref_f(int op, long double x, long double y, const axon
 }
 
 static long double ternary_ref_f(int op, long double x, long double y, long double z, const axon_op_params_t *p,
+                                 axon_dtype_t work,
                                  long double *scale) {
     long double v = p->alpha.dtype == AXON_FLOAT64 ? p->alpha.f : (long double)p->alpha.i;
     switch (op) {
@@ -343,6 +373,13 @@ static long double ternary_ref_f(int op, long double x, long double y, long doub
     case AXON_TERNARY_ADDCMUL: *scale = fabsl(x) + fabsl(v * y * z); return x + v * y * z;
     case AXON_TERNARY_ADDCDIV: *scale = fabsl(x) + fabsl(v * y / z); return x + v * y / z;
     case AXON_TERNARY_CLAMP: return ref_clamp(x, y, z);
+    case AXON_TERNARY_GLU_BACKWARD: {
+        /* s in the work type: s (1 - s) cancels there, and exp overflows to give s = 0, as in PyTorch's kernel. */
+        long double s = ref_round(work, 1 / (1 + ref_round(work, expl(-z))));
+        *scale = fabsl(x * y);
+        return x * y * s * (1 - s);
+    }
+    case AXON_TERNARY_PRELU_BACKWARD: return y > 0 ? x : z * x;
     default: return NAN;
     }
 }
@@ -547,7 +584,7 @@ static int check_pair(const kc_dev_t *k, int arity, const op_case_t *c, axon_dty
             long double y = arity > 1 ? ref_load_f(d, e[1]) : 0, z = arity > 2 ? ref_load_f(d, e[2]) : 0;
             long double scale = fabsl(x), want = arity == 1   ? unary_ref_f(c->op, x, p)
                                                 : arity == 2 ? binary_ref_f(c->op, x, y, p, work, &scale)
-                                                             : ternary_ref_f(c->op, x, y, z, p, &scale);
+                                                             : ternary_ref_f(c->op, x, y, z, p, work, &scale);
             long double got = c->bool_result ? (long double)ref_load_i(AXON_BOOL, g) : ref_load_f(d, g);
             ok = c->bool_result ? got == want : close_enough(d, c->tol, got, want, scale, x);
             snprintf(desc, sizeof desc, "x=%.9Lg y=%.9Lg z=%.9Lg: got %.9Lg, want %.9Lg", x, y, z, got,
@@ -615,9 +652,12 @@ static void test_unary_ops_with_non_default_params(void) {
     axon_op_params_t p = axon_op_params_default();
     p.negative_slope = 0.2, p.elu_alpha = 1.6732632423543772, p.elu_scale = 1.0507009873554805; /* SELU */
     p.elu_input_scale = 0.5, p.beta = 2.0, p.threshold = 5.0, p.min_val = -5.0, p.max_val = 7.0;
+    p.lambd = 1.5, p.logit_eps = 0.125, p.value = -2.0;
     const op_case_t cases[] = {
         {AXON_UNARY_LEAKY_RELU, F, ACT, 0}, {AXON_UNARY_ELU, F, ACT, 0},
         {AXON_UNARY_SOFTPLUS, F, ACT, 0},   {AXON_UNARY_HARDTANH, F | I, EXACT, 0},
+        {AXON_UNARY_LOGIT, F, ACT, 0},      {AXON_UNARY_SOFTSHRINK, F, ROUND1, 0},
+        {AXON_UNARY_HARDSHRINK, F, EXACT, 0}, {AXON_UNARY_THRESHOLD, F, EXACT, 0},
     };
     kc_dev_t k = kc_open(2);
     REQUIRE(k.rt);
@@ -653,7 +693,9 @@ static void test_backward_ops_with_non_default_params(void) {
     axon_op_params_t p = axon_op_params_default();
     p.negative_slope = 0.2, p.elu_alpha = 1.6732632423543772, p.elu_scale = 1.0507009873554805; /* SELU */
     p.elu_input_scale = 0.5, p.beta = 2.0, p.threshold = 0.0, p.min_val = -5.0, p.max_val = 7.0;
+    p.lambd = 1.5, p.logit_eps = 0.125;
     const op_case_t cases[] = {
+        {AXON_BINARY_LOGIT_BACKWARD, F, GRAD, 0}, {AXON_BINARY_SHRINK_BACKWARD, F, EXACT, 0},
         {AXON_BINARY_LEAKY_RELU_BACKWARD, F, ROUND1, 0}, {AXON_BINARY_ELU_BACKWARD, F, GRAD, 0},
         {AXON_BINARY_SOFTPLUS_BACKWARD, F, GRAD, 0},     {AXON_BINARY_HARDTANH_BACKWARD, F, EXACT, 0},
         {AXON_BINARY_THRESHOLD_BACKWARD, F, EXACT, 0}, /* relu's: threshold 0 */

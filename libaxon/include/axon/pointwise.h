@@ -98,6 +98,12 @@ typedef enum axon_unary_op {
     AXON_UNARY_ISINF,
     AXON_UNARY_ISFINITE,
     AXON_UNARY_SQUARE,           /* ints and floats */
+    /* Appended with batch norm's activation set; floats only, PyTorch's CPU formulas term by term. */
+    AXON_UNARY_LOG_SIGMOID,      /* min(x, 0) - log1p(exp(-|x|)): no overflow for large |x| */
+    AXON_UNARY_LOGIT,            /* log(z / (1 - z)), z = x clamped to [logit_eps, 1 - logit_eps] when eps >= 0 */
+    AXON_UNARY_SOFTSHRINK,       /* x > lambd ? x - lambd : x < -lambd ? x + lambd : x * 0 (NaN stays NaN) */
+    AXON_UNARY_HARDSHRINK,       /* -lambd <= x <= lambd ? 0 : x */
+    AXON_UNARY_THRESHOLD,        /* x <= threshold ? value : x */
     AXON_UNARY_COUNT
 } axon_unary_op_t;
 
@@ -152,6 +158,14 @@ typedef enum axon_binary_op {
     AXON_BINARY_SOFTPLUS_BACKWARD,    /* x beta > threshold ? g : g z / (z + 1), z = exp(x beta) */
     AXON_BINARY_HARDSWISH_BACKWARD,   /* x <= -3 ? 0 : x >= 3 ? g : g (x / 3 + 1/2) (NaN x gives NaN) */
     AXON_BINARY_HARDSIGMOID_BACKWARD, /* -3 < x < 3 ? g (1/6 rounded to float) : 0 */
+    /* Appended with batch norm's activation set; floats only. */
+    AXON_BINARY_LOG_SIGMOID_BACKWARD, /* g (m - s z / (1 + z)), z = exp(-|x|), m, s = 1, 1 for x < 0 else 0, -1 */
+    AXON_BINARY_LOGIT_BACKWARD,       /* eps < 0: x outside [0, 1] ? NaN : g / (x (1 - x)); eps >= 0: 0 outside
+                                         [logit_eps, 1 - logit_eps] */
+    AXON_BINARY_SHRINK_BACKWARD,      /* -lambd <= x <= lambd ? 0 : g (softshrink and hardshrink) */
+    AXON_BINARY_GLU,                  /* a sigmoid(b): glu of the two halves, and the first half of its backward */
+    AXON_BINARY_PRELU,                /* a > 0 ? a : b a, b the (broadcast) weight */
+    AXON_BINARY_PRELU_BACKWARD_WEIGHT, /* b > 0 ? 0 : b g, b the input: per-element weight gradient */
     AXON_BINARY_COUNT
 } axon_binary_op_t;
 
@@ -163,6 +177,9 @@ typedef enum axon_ternary_op {
     AXON_TERNARY_ADDCDIV,        /* a + alpha b / c; floats */
     AXON_TERNARY_CLAMP,          /* min(max(a, b), c); ints and floats; NaN in any input gives NaN. One-sided clamps
                                     are MAXIMUM (clamp_min) and MINIMUM (clamp_max). */
+    /* Appended with batch norm's activation set; floats only. */
+    AXON_TERNARY_GLU_BACKWARD,   /* a the gradient, b the first half, c the second: a b s (1 - s), s = sigmoid(c) */
+    AXON_TERNARY_PRELU_BACKWARD, /* a the gradient, b the input, c the weight: b > 0 ? a : c a */
     AXON_TERNARY_COUNT
 } axon_ternary_op_t;
 
@@ -180,6 +197,10 @@ typedef struct axon_op_params {
      * backward ops of the same activations too. THRESHOLD_BACKWARD reads `threshold` as well, so set it: its
      * default 20 is softplus's, relu's is 0. */
     int elu_is_result;           /* ELU_BACKWARD: 0 (b is the forward's input); nonzero: b is its output */
+    /* Appended with batch norm's activation set. THRESHOLD reads `threshold` above too: set it (default 20). */
+    double lambd;                /* SOFTSHRINK, HARDSHRINK, SHRINK_BACKWARD: 0.5 */
+    double logit_eps;            /* LOGIT, LOGIT_BACKWARD: -1 (negative: no clamping) */
+    double value;                /* THRESHOLD: 0 */
 } axon_op_params_t;
 
 static inline axon_op_params_t axon_op_params_default(void) {
@@ -192,6 +213,7 @@ static inline axon_op_params_t axon_op_params_default(void) {
     p.min_val = -1.0, p.max_val = 1.0;
     for (int k = 0; k < 3; k++) p.operand[k] = axon_scalar_int(0);
     p.elu_is_result = 0;
+    p.lambd = 0.5, p.logit_eps = -1.0, p.value = 0.0;
     return p;
 }
 
