@@ -1,5 +1,7 @@
 """F.scaled_dot_product_attention forward and forward+backward on axon (libaxon's fused kernel) against PyTorch CPU,
-measured in the same run, alternating the two so that load from other processes hits both alike.
+measured in the same run, alternating the two so that load from other processes hits both alike, with a short pause
+before each timed call: both keep worker threads spinning for a while after an op (PyTorch's OpenMP pool, axon's
+pool), and without the pause each would steal the cores from the other.
 
     python benchmarks/attention.py [--shape B,H,L,E] [--reps N] [--threads N] [--dtype float32]
 
@@ -31,6 +33,7 @@ import torch.nn.functional as F  # noqa: E402
 import torch_axon  # noqa: E402, F401
 
 torch.set_num_threads(ARGS.threads)
+PAUSE_S = 0.05
 
 
 def make(device, shape, dtype):
@@ -66,6 +69,7 @@ def main():
                 step(d, *inputs[d], causal, backward)  # warm up
             for _ in range(ARGS.reps):
                 for d in times:
+                    time.sleep(PAUSE_S)
                     t = time.perf_counter()
                     step(d, *inputs[d], causal, backward)
                     times[d].append((time.perf_counter() - t) * 1e3)
