@@ -62,13 +62,6 @@ size_t at_slot_bytes(const at_args_t *a);
 axon_status_t at_run(at_job_t *j, axon_pool_t pool, int64_t units, int64_t unit_work, axon_range_fn fn,
                      const char *op);
 
-/* Random bits of element n of the dropout stream. */
-static inline uint32_t at_dropout_bits(uint64_t seed, uint64_t offset, uint64_t n) {
-    uint32_t x[4];
-    axon_philox_block(seed, offset, n / 4, x);
-    return x[n % 4];
-}
-
 /* Element n of the stream is kept iff its uniform (x >> 8) * 2^-24 is >= p. */
 static inline int at_dropout_keep(uint32_t x, double p) { return (double)(x >> 8) * 0x1p-24 >= p; }
 

@@ -25,7 +25,7 @@ static long double at_tol(axon_dtype_t d) {
     }
 }
 
-/* A host buffer of n elements of d and its device copy; values[] keeps what was stored, as long double. */
+/* A host buffer of n elements of d (random in [-amp, amp), or zeros) and its device copy. */
 typedef struct tb {
     axon_dtype_t d;
     int64_t n;
