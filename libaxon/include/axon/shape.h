@@ -1,0 +1,59 @@
+/* Shape kernels that move elements by position: triangles (tril/triu) and the index-computed pads (reflect,
+ * replicate, circular) with their backward.
+ *
+ * Like every kernel (kernels.h), a launch checks its descriptors on the calling thread, enqueues one command on
+ * stream s and returns at once; descriptors are copied at launch; nothing is enqueued on error or when there is
+ * nothing to do.
+ *
+ * Dtypes: triangles and pad forward only move elements and take every dtype (the zero a triangle writes is all-zero
+ * bytes, which is 0, false or 0+0i in every dtype). Pad backward adds in double and rounds once per update (so
+ * float32/float16/bfloat16 sums are correctly rounded), for the floating dtypes only (UNSUPPORTED otherwise).
+ * Backward gives each plane (one position of the leading, unpadded dimensions) to one thread, which adds in the
+ * row-major order of grad_output, as PyTorch's CPU kernels do: results are bitwise equal to them for any thread
+ * count. */
+#ifndef AXON_SHAPE_H
+#define AXON_SHAPE_H
+
+#include <stdint.h>
+
+#include "axon/export.h"
+#include "axon/runtime.h"
+#include "axon/status.h"
+#include "axon/tensor.h"
+
+AXON_EXTERN_C_BEGIN
+
+/* out = tril(in, diagonal) (upper = 0: keep in[..., i, j] where j - i <= diagonal) or triu (upper = 1: where
+ * j - i >= diagonal), zero elsewhere, over the last two dimensions. out and in have the same dtype and sizes and
+ * ndim >= 2; out may be in itself (the very same view: in place), but must not partially overlap it. INVALID_ARG
+ * for bad descriptors, shapes or dtypes. */
+AXON_API axon_status_t axon_kernel_triangle(axon_stream_t s, const axon_tensor_t *out, const axon_tensor_t *in,
+                                            int64_t diagonal, int upper);
+
+/* How a pad finds the input element of an output position x - before (x the output coordinate) outside [0, n). */
+typedef enum axon_pad_mode {
+    AXON_PAD_REFLECT = 0,        /* mirror without repeating the edge: -1 -> 1, n -> n - 2 */
+    AXON_PAD_REPLICATE,          /* clamp to the edge */
+    AXON_PAD_CIRCULAR,           /* wrap around: -1 -> n - 1 */
+    AXON_PAD_MODE_COUNT
+} axon_pad_mode_t;
+
+/* Static lower-case name ("reflect"); "invalid" outside the enum. Never NULL. */
+AXON_API const char *axon_pad_mode_name(axon_pad_mode_t m);
+
+/* Pad the last nspatial (1..3) dimensions: out[..., x] = in[..., source(x - before)] per padded dimension, with
+ * out.size = in.size + before + after there (after may be negative: a crop) and equal sizes elsewhere; same dtype.
+ * Every output position must map into in: reflect needs before, after <= n - 1, circular before, after <= n,
+ * replicate n >= 1 (INVALID_ARG otherwise, naming the dimension, pads and size, as for bad descriptors). */
+AXON_API axon_status_t axon_kernel_pad(axon_stream_t s, axon_pad_mode_t mode, const axon_tensor_t *out,
+                                       const axon_tensor_t *in, int nspatial, const int64_t *before);
+
+/* grad_in = 0, then grad_in[..., source(x - before)] += grad_out[..., x] for every x: the backward of
+ * axon_kernel_pad with the same mode, shapes (grad_in in's, grad_out out's) and pads. grad_in must not overlap
+ * grad_out. Errors as axon_kernel_pad; UNSUPPORTED for non-floating dtypes. */
+AXON_API axon_status_t axon_kernel_pad_backward(axon_stream_t s, axon_pad_mode_t mode, const axon_tensor_t *grad_in,
+                                                const axon_tensor_t *grad_out, int nspatial, const int64_t *before);
+
+AXON_EXTERN_C_END
+
+#endif

@@ -1,0 +1,150 @@
+/* shape.h's kernels against plain C references: tril/triu for every diagonal, in place and out of place over a
+ * strided batch; reflect, replicate and circular pads of 1 to 3 dimensions forward, and their backward bitwise equal
+ * to an in-order reference with 1 and 4 threads; pads with no source refused at launch. */
+#include <stdint.h>
+
+#include "axon/shape.h"
+#include "kernels_check.h"
+
+static uint32_t rng_state = 4242;
+static uint32_t rnd(void) {
+    rng_state = rng_state * 1664525u + 1013904223u;
+    return rng_state >> 8;
+}
+
+static void test_triangles_match_reference_for_every_diagonal(void) {
+    kc_dev_t k = kc_open(3);
+    REQUIRE(k.rt);
+    enum { B = 3, R = 4, C = 6 };
+    int32_t in[B * R * C], out[B * R * C], inplace[B * R * C];
+    for (int i = 0; i < B * R * C; i++) in[i] = (int32_t)rnd() | 1;
+    const int64_t sz[3] = {B, R, C};
+    for (int upper = 0; upper < 2; upper++)
+        for (int64_t diag = -5; diag <= 7; diag++) {
+            /* in viewed with its batch dimension last in memory: in[b, r, c] = buf[(r * C + c) * B + b] */
+            const int64_t st[3] = {1, C * B, B};
+            axon_tensor_t ti = kc_tensor(in, AXON_INT32, 3, sz, st), to = kc_tensor(out, AXON_INT32, 3, sz, NULL);
+            CHECK_OK(axon_kernel_triangle(k.s, &to, &ti, diag, upper));
+            memcpy(inplace, in, sizeof in);
+            axon_tensor_t tp = kc_tensor(inplace, AXON_INT32, 3, sz, st);
+            CHECK_OK(axon_kernel_triangle(k.s, &tp, &tp, diag, upper));
+            CHECK_OK(axon_stream_sync(k.s));
+            for (int b = 0; b < B; b++)
+                for (int r = 0; r < R; r++)
+                    for (int c = 0; c < C; c++) {
+                        int keep = upper ? c - r >= diag : c - r <= diag;
+                        int32_t v = in[(r * C + c) * B + b];
+                        CHECK(out[(b * R + r) * C + c] == (keep ? v : 0));
+                        CHECK(inplace[(r * C + c) * B + b] == (keep ? v : 0));
+                    }
+        }
+    axon_runtime_destroy(k.rt);
+}
+
+static int64_t ref_source(axon_pad_mode_t m, int64_t x, int64_t n) {
+    if (m == AXON_PAD_REFLECT) return x < 0 ? -x : x >= n ? 2 * (n - 1) - x : x;
+    if (m == AXON_PAD_REPLICATE) return x < 0 ? 0 : x >= n ? n - 1 : x;
+    return ((x % n) + n) % n;
+}
+
+/* [2, H, W] padded over its last two dims, forward against the reference, backward in order with 1 and 4 threads. */
+static void test_pads_of_two_dims_forward_and_backward_match_reference(void) {
+    enum { P = 2, H = 5, W = 4 };
+    const int64_t before[2] = {3, -1}, after[2] = {2, 3};
+    const int64_t OH = H + before[0] + after[0], OW = W + before[1] + after[1];
+    static double in[P * H * W], out[P * 10 * 10], go[P * 10 * 10], gi[2][P * H * W], want[P * H * W];
+    for (int i = 0; i < P * H * W; i++) in[i] = (double)(rnd() % 1000) / 8.0;
+    for (int i = 0; i < P * OH * OW; i++) go[i] = (double)(rnd() % 1000) / 3.0;
+    for (axon_pad_mode_t m = 0; m < AXON_PAD_MODE_COUNT; m++) {
+        const int64_t bh = m == AXON_PAD_REFLECT ? 3 : before[0];
+        const int64_t b2[2] = {bh, before[1]};
+        for (int t = 0; t < 2; t++) {
+            kc_dev_t k = kc_open(t ? 4 : 1);
+            REQUIRE(k.rt);
+            const int64_t isz[3] = {P, H, W}, osz[3] = {P, OH, OW};
+            axon_tensor_t ti = kc_tensor(in, AXON_FLOAT64, 3, isz, NULL), to = kc_tensor(out, AXON_FLOAT64, 3, osz, NULL);
+            axon_tensor_t tgi = kc_tensor(gi[t], AXON_FLOAT64, 3, isz, NULL);
+            axon_tensor_t tgo = kc_tensor(go, AXON_FLOAT64, 3, osz, NULL);
+            CHECK_OK(axon_kernel_pad(k.s, m, &to, &ti, 2, b2));
+            CHECK_OK(axon_kernel_pad_backward(k.s, m, &tgi, &tgo, 2, b2));
+            CHECK_OK(axon_stream_sync(k.s));
+            memset(want, 0, sizeof want);
+            for (int p = 0; p < P; p++)
+                for (int64_t y = 0; y < OH; y++)
+                    for (int64_t x = 0; x < OW; x++) {
+                        int64_t sy = ref_source(m, y - b2[0], H), sx = ref_source(m, x - b2[1], W);
+                        CHECK(out[(p * OH + y) * OW + x] == in[(p * H + sy) * W + sx]);
+                        want[(p * H + sy) * W + sx] += go[(p * OH + y) * OW + x];
+                    }
+            for (int i = 0; i < P * H * W; i++) CHECK(memcmp(&gi[t][i], &want[i], sizeof(double)) == 0);
+            axon_runtime_destroy(k.rt);
+        }
+    }
+}
+
+static void test_pad_of_one_and_three_dims_with_float16_and_complex(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    /* 1-d reflect on complex64 pairs: [1, 6] -> [1, 6 + 2 + 5] */
+    float c[12], co[26];
+    for (int i = 0; i < 12; i++) c[i] = (float)i;
+    const int64_t isz[2] = {1, 6}, osz[2] = {1, 13}, b1[1] = {2};
+    axon_tensor_t ti = kc_tensor(c, AXON_COMPLEX64, 2, isz, NULL), to = kc_tensor(co, AXON_COMPLEX64, 2, osz, NULL);
+    CHECK_OK(axon_kernel_pad(k.s, AXON_PAD_REFLECT, &to, &ti, 1, b1));
+    /* 3-d replicate on float16 bits: [2, 2, 3] -> [3, 4, 4] */
+    uint16_t h[12], ho[48];
+    for (int i = 0; i < 12; i++) h[i] = (uint16_t)(0x3c00 + i);
+    const int64_t hs[3] = {2, 2, 3}, hos[3] = {3, 4, 4}, b3[3] = {1, 0, 1};
+    axon_tensor_t th = kc_tensor(h, AXON_FLOAT16, 3, hs, NULL), tho = kc_tensor(ho, AXON_FLOAT16, 3, hos, NULL);
+    CHECK_OK(axon_kernel_pad(k.s, AXON_PAD_REPLICATE, &tho, &th, 3, b3));
+    CHECK_OK(axon_stream_sync(k.s));
+    for (int x = 0; x < 13; x++) {
+        int64_t s = ref_source(AXON_PAD_REFLECT, x - 2, 6);
+        CHECK(co[2 * x] == c[2 * s] && co[2 * x + 1] == c[2 * s + 1]);
+    }
+    for (int z = 0; z < 3; z++)
+        for (int y = 0; y < 4; y++)
+            for (int x = 0; x < 4; x++) {
+                int64_t sz = ref_source(AXON_PAD_REPLICATE, z - 1, 2), sy = ref_source(AXON_PAD_REPLICATE, y, 2);
+                int64_t sx = ref_source(AXON_PAD_REPLICATE, x - 1, 3);
+                CHECK(ho[(z * 4 + y) * 4 + x] == h[(sz * 2 + sy) * 3 + sx]);
+            }
+    axon_runtime_destroy(k.rt);
+}
+
+static void test_bad_pad_and_triangle_arguments_are_refused(void) {
+    kc_dev_t k = kc_open(1);
+    REQUIRE(k.rt);
+    float in[8], out[64];
+    const int64_t isz[2] = {2, 4}, osz[2] = {2, 12}, b[1] = {5};
+    axon_tensor_t ti = kc_tensor(in, AXON_FLOAT32, 2, isz, NULL), to = kc_tensor(out, AXON_FLOAT32, 2, osz, NULL);
+    memset(in, 0, sizeof in);
+    /* reflect needs pads < 4, circular <= 4 */
+    CHECK_STATUS(axon_kernel_pad(k.s, AXON_PAD_REFLECT, &to, &ti, 1, b), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("has positions with no source");
+    CHECK_STATUS(axon_kernel_pad(k.s, AXON_PAD_CIRCULAR, &to, &ti, 1, b), AXON_ERROR_INVALID_ARG);
+    CHECK_OK(axon_kernel_pad(k.s, AXON_PAD_REPLICATE, &to, &ti, 1, b));
+    CHECK_STATUS(axon_kernel_pad(k.s, AXON_PAD_MODE_COUNT, &to, &ti, 1, b), AXON_ERROR_INVALID_ARG);
+    CHECK_STATUS(axon_kernel_pad(k.s, AXON_PAD_REPLICATE, &to, &ti, 3, b), AXON_ERROR_INVALID_ARG);
+    CHECK_STATUS(axon_kernel_pad(k.s, AXON_PAD_REPLICATE, &to, &ti, 1, NULL), AXON_ERROR_INVALID_ARG);
+    int32_t gi[8];
+    axon_tensor_t tg = kc_tensor(gi, AXON_INT32, 2, isz, NULL);
+    CHECK_STATUS(axon_kernel_pad_backward(k.s, AXON_PAD_REPLICATE, &tg, &to, 1, b), AXON_ERROR_UNSUPPORTED);
+    const int64_t one[1] = {8};
+    axon_tensor_t t1 = kc_tensor(in, AXON_FLOAT32, 1, one, NULL);
+    CHECK_STATUS(axon_kernel_triangle(k.s, &t1, &t1, 0, 0), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("at least 2 dimensions");
+    CHECK_STATUS(axon_kernel_triangle(k.s, &tg, &ti, 0, 1), AXON_ERROR_INVALID_ARG);
+    CHECK_OK(axon_stream_sync(k.s));
+    CHECK(strcmp(axon_pad_mode_name(AXON_PAD_CIRCULAR), "circular") == 0);
+    CHECK(strcmp(axon_pad_mode_name((axon_pad_mode_t)99), "invalid") == 0);
+    axon_runtime_destroy(k.rt);
+}
+
+int main(void) {
+    RUN(test_triangles_match_reference_for_every_diagonal);
+    RUN(test_pads_of_two_dims_forward_and_backward_match_reference);
+    RUN(test_pad_of_one_and_three_dims_with_float16_and_complex);
+    RUN(test_bad_pad_and_triangle_arguments_are_refused);
+    return check_report();
+}
