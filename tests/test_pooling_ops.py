@@ -107,6 +107,7 @@ AVG_CASES = [  # (shape, kernel, stride, padding, ceil_mode, count_include_pad, 
     ((2, 2, 5, 6, 7), 2, 2, 0, False, True, None),
     ((1, 3, 6, 7, 8), (3, 2, 3), (2, 1, 2), (1, 1, 1), True, False, None),
     ((1, 2, 6, 6, 6), 3, 2, 1, True, True, 4),
+    ((1, 2, 6, 7), 2, 2, 1, False, True, -2),              # a negative divisor is allowed
 ]
 
 

@@ -22,7 +22,7 @@ typedef struct pa_args {
 
 static double pa_divisor(const axon_pool_geom_t *w, const axon_pool_span_t *sp) {
     if (w->adaptive) return (double)((sp[0].end - sp[0].first) * (sp[1].end - sp[1].first) * (sp[2].end - sp[2].first));
-    if (w->divisor > 0) return (double)w->divisor;
+    if (w->divisor != 0) return (double)w->divisor;
     if (w->count_include_pad) return (double)(sp[0].padded * sp[1].padded * sp[2].padded);
     return (double)(axon_pool_span_count(sp[0]) * axon_pool_span_count(sp[1]) * axon_pool_span_count(sp[2]));
 }
@@ -48,7 +48,7 @@ static void pa_forward_range(void *ctx, int64_t begin, int64_t end, int slot) {
             const double div = pa_divisor(&a->w, sp);
             const int64_t n = axon_pool_span_count(sp[0]) * axon_pool_span_count(sp[1]) * axon_pool_span_count(sp[2]);
             /* A window with no input element has nothing to average: 0, as PyTorch gives. */
-            axon_spatial_store(a->dt_dst, a->dst, o0 + ow, n > 0 && div > 0 ? sum / div : 0.0);
+            axon_spatial_store(a->dt_dst, a->dst, o0 + ow, n > 0 && div != 0 ? sum / div : 0.0);
         }
     }
 }
@@ -69,7 +69,7 @@ static void pa_backward_range(void *ctx, int64_t begin, int64_t end, int slot) {
                 for (int64_t ow = 0; ow < g->out[2]; ow++, o++) {
                     sp[2] = axon_pool_span(&a->w, g, 2, ow);
                     const double div = pa_divisor(&a->w, sp);
-                    if (!(div > 0)) continue;
+                    if (div == 0) continue;
                     const double delta = axon_spatial_load(a->dt_src, a->src, o) / div;
                     for (int64_t d = sp[0].first; d < sp[0].end; d++)
                         for (int64_t h = sp[1].first; h < sp[1].end; h++) {

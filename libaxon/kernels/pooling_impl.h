@@ -15,7 +15,7 @@ typedef struct axon_pool_geom {
     int adaptive;                        /* windows from the sizes alone; the arrays below are unused */
     int64_t k[3], s[3], p[3], d[3];      /* D, H, W */
     int count_include_pad;
-    int64_t divisor;                     /* 0 = none */
+    int64_t divisor;                     /* 0 = none; may be negative */
 } axon_pool_geom_t;
 
 /* One dimension of a window: elements first, first + step, ... < end lie inside the input (first >= end: none);

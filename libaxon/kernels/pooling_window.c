@@ -31,9 +31,6 @@ axon_status_t axon_pool_geom_fixed(const char *op, const axon_pool_params_t *p, 
                              op, (long long)p->padding[i], (long long)p->kernel[i], (long long)dil, i);
         w->k[k] = p->kernel[i], w->s[k] = p->stride[i], w->p[k] = p->padding[i], w->d[k] = dil;
     }
-    if (p->divisor_override < 0)
-        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: divisor_override must be >= 0 (0 = none), got %lld", op,
-                         (long long)p->divisor_override);
     w->count_include_pad = p->count_include_pad != 0;
     w->divisor = p->divisor_override;
     return AXON_OK;

@@ -7,8 +7,8 @@
 // forms call after PyTorch's meta checks; max_pool3d_with_indices and _adaptive_avg_pool2d/3d are not structured and
 // are bound in both forms. Inputs are made contiguous; results go through a contiguous temporary when an out tensor
 // is strided. Backward passes of half-type tensors accumulate into a float32 temporary (libaxon adds into grad_in in
-// its dtype). Dtypes other than the four float types (PyTorch CPU also pools integers), non-int64 indices and a
-// negative divisor_override run through the host fallback.
+// its dtype). Dtypes other than the four float types (PyTorch CPU also pools integers) and non-int64 indices run
+// through the host fallback.
 #include <ATen/ATen.h>
 #include <ATen/Operators.h>
 #include <ATen/native/CPUFallback.h>
@@ -239,7 +239,7 @@ template <size_t N, class Op>
 at::Tensor& avg_pool_out(const at::Tensor& self, c10::IntArrayRef kernel_size, c10::IntArrayRef stride,
                          c10::IntArrayRef padding, bool ceil_mode, bool count_include_pad,
                          std::optional<int64_t> divisor_override, at::Tensor& out) {
-  if (!floats({&self, &out}) || divisor_override.value_or(1) < 0)
+  if (!floats({&self, &out}))
     return fall_back<Op>(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, out);
   const char* op = N == 2 ? "avg_pool2d" : "avg_pool3d";
   const Pool<N> g =
@@ -259,7 +259,7 @@ at::Tensor& avg_pool_backward_out(const at::Tensor& grad_output, const at::Tenso
                                   c10::IntArrayRef kernel_size, c10::IntArrayRef stride, c10::IntArrayRef padding,
                                   bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override,
                                   at::Tensor& grad_input) {
-  if (!floats({&grad_output, &self, &grad_input}) || divisor_override.value_or(1) < 0)
+  if (!floats({&grad_output, &self, &grad_input}))
     return fall_back<Op>(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad,
                          divisor_override, grad_input);
   const char* op = N == 2 ? "avg_pool2d_backward" : "avg_pool3d_backward";

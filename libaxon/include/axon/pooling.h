@@ -20,7 +20,7 @@
  *
  * Errors at launch: INVALID_ARG for bad descriptors, non-contiguous tensors, mismatched ranks or leading sizes (the
  * message shows the shapes), nspatial outside 1..3, kernel or stride < 1, padding < 0, dilation < 1, padding more
- * than half the effective kernel, divisor_override < 0, non-int64 indices; UNSUPPORTED for other dtypes. The max
+ * than half the effective kernel, non-int64 indices; UNSUPPORTED for other dtypes. The max
  * backward fails when it runs if an index lies outside its plane (the stream reports it). */
 #ifndef AXON_POOLING_H
 #define AXON_POOLING_H
@@ -43,7 +43,7 @@ typedef struct axon_pool_params {
     int64_t padding[3];          /* >= 0, implicit -inf (max) or 0 (average) on both sides; at most kernel / 2 */
     int64_t dilation[3];         /* >= 1; max pooling only (average pooling ignores it) */
     int count_include_pad;       /* average: padded elements count in the divisor */
-    int64_t divisor_override;    /* average: if > 0, the divisor of every window; 0 = none */
+    int64_t divisor_override;    /* average: if not 0, the divisor of every window (may be < 0, as in PyTorch) */
 } axon_pool_params_t;
 
 /* Enqueue max pooling: out[o] = the largest element of o's window (a NaN wins, the last one if several), and
