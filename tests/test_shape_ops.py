@@ -1,0 +1,139 @@
+"""Native shape ops: tril/triu (and in place), flip, roll, reflection and replication pads 1d/2d/3d forward and
+backward, circular and constant pads, eye, linspace and equal, against PyTorch on CPU, with no host fallback; bad
+pads give PyTorch's errors."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_axon
+from axon_testing import KERNEL_DTYPES, FLOAT_DTYPES, dtype_id, sample
+
+GRAD_TOL = {torch.float32: (1e-5, 1e-5), torch.float64: (1e-12, 1e-12), torch.float16: (1e-3, 1e-3),
+            torch.bfloat16: (1e-2, 1e-2)}
+
+
+def native(fn):
+    torch_axon.reset_fallback_stats()
+    out = fn()
+    torch.axon.synchronize()
+    stats = torch_axon.fallback_stats()
+    assert stats == {}, stats
+    return out
+
+
+def same(result, expected):
+    result = result.cpu()
+    assert result.dtype == expected.dtype and result.shape == expected.shape, (result.dtype, result.shape,
+                                                                                 expected.shape)
+    if expected.is_floating_point() or expected.is_complex():
+        torch.testing.assert_close(result, expected, rtol=0, atol=0, equal_nan=True)
+    else:
+        assert torch.equal(result, expected)
+
+
+@pytest.mark.parametrize("dtype", KERNEL_DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("diagonal", [-2, 0, 1, 4])
+def test_tril_triu_and_in_place_forms_match_cpu(dtype, diagonal):
+    x = sample(dtype, (2, 4, 5))
+    for f in (torch.tril, torch.triu):
+        same(native(lambda: f(x.to("axon"), diagonal)), f(x, diagonal))
+        same(native(lambda: f(x.to("axon").transpose(1, 2), diagonal)), f(x.transpose(1, 2), diagonal))
+    same(native(lambda: x.to("axon").tril_(diagonal)), x.clone().tril_(diagonal))
+    same(native(lambda: x.to("axon").triu_(diagonal)), x.clone().triu_(diagonal))
+
+
+def test_tril_of_1d_input_fails_like_cpu():
+    with pytest.raises(RuntimeError, match="at least 2 dimensions"):
+        torch.tril(torch.ones(3, device="axon"))
+
+
+@pytest.mark.parametrize("dtype", KERNEL_DTYPES, ids=dtype_id)
+def test_flip_and_roll_match_cpu(dtype):
+    x = sample(dtype, (3, 4, 5))
+    for dims in ([0], [2], [0, 2], [-1, 1, 0], []):
+        same(native(lambda: torch.flip(x.to("axon"), dims)), torch.flip(x, dims))
+    same(native(lambda: torch.flip(x.to("axon").transpose(0, 2), [1])), torch.flip(x.transpose(0, 2), [1]))
+    for shifts, dims in ((2, 0), (-7, 2), ((1, -2), (0, 2)), ((5, 1, 9), (0, 1, 2)), (0, 1)):
+        same(native(lambda: torch.roll(x.to("axon"), shifts, dims)), torch.roll(x, shifts, dims))
+    same(native(lambda: torch.roll(x.to("axon"), 7)), torch.roll(x, 7))
+    same(native(lambda: torch.roll(x.to("axon").transpose(0, 1), -3)), torch.roll(x.transpose(0, 1), -3))
+
+
+def test_flip_with_repeated_dims_fails():
+    with pytest.raises(RuntimeError, match="dims has duplicates"):
+        torch.flip(torch.ones(2, 2, device="axon"), [0, 0])
+
+
+PADS = [("reflect", 1, (2, 3)), ("reflect", 2, (2, 1, 0, 3)), ("reflect", 3, (1, 2, 2, 0, 1, 1)),
+        ("replicate", 1, (4, 0)), ("replicate", 2, (2, 5, 3, 1)), ("replicate", 3, (1, 0, 2, 3, 0, 2)),
+        ("replicate", 2, (-1, 2, 1, -2))]
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("mode,nsp,pad", PADS, ids=lambda p: str(p))
+@pytest.mark.parametrize("batched", [False, True], ids=["unbatched", "batched"])
+def test_reflection_and_replication_pads_forward_and_backward_match_cpu(dtype, mode, nsp, pad, batched):
+    shape = (2, 3) + (4, 5, 6)[:nsp] if batched else (3,) + (4, 5, 6)[:nsp]
+    x = sample(torch.float64, shape).nan_to_num(0, 0, 0).to(dtype)
+    results = []
+    for device in ("cpu", "axon"):
+        leaf = x.to(device).detach().requires_grad_()
+        torch_axon.reset_fallback_stats()
+        out = F.pad(leaf, pad, mode=mode)
+        g = sample(torch.float64, out.shape, seed=3).nan_to_num(0, 0, 0).to(dtype).to(device)
+        out.backward(g)
+        if device == "axon":
+            torch.axon.synchronize()
+            assert torch_axon.fallback_stats() == {}, torch_axon.fallback_stats()
+        results.append((out.detach().cpu(), leaf.grad.cpu()))
+    same(results[1][0], results[0][0])
+    rtol, atol = GRAD_TOL[dtype]
+    torch.testing.assert_close(results[1][1], results[0][1], rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.uint8, torch.complex64, torch.int64], ids=dtype_id)
+def test_pads_move_non_float_dtypes(dtype):
+    x = sample(dtype, (2, 3, 4, 5))
+    for mode in ("reflect", "replicate", "circular"):
+        same(native(lambda: F.pad(x.to("axon"), (1, 2, 3, 1), mode=mode)), F.pad(x, (1, 2, 3, 1), mode=mode))
+    same(native(lambda: F.pad(x.to("axon"), (1, 2, 3, 1), value=3)), F.pad(x, (1, 2, 3, 1), value=3))
+
+
+def test_bad_pads_give_pytorchs_errors():
+    x = torch.ones(1, 3, 4, device="axon")
+    with pytest.raises(RuntimeError, match="Padding size should be less than the corresponding input dimension"):
+        F.pad(x, (4, 0), mode="reflect")
+    with pytest.raises(RuntimeError, match="padding size is expected to be 2"):
+        torch.ops.aten.reflection_pad1d(x, [1, 1, 1])
+    with pytest.raises(RuntimeError):
+        torch.ops.aten.replication_pad2d(torch.ones(4, device="axon"), [1, 1, 1, 1])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bool, torch.complex64], ids=dtype_id)
+def test_eye_matches_cpu(dtype):
+    for n, m in ((3, None), (2, 5), (4, 1), (0, 3)):
+        args = (n,) if m is None else (n, m)
+        same(native(lambda: torch.eye(*args, dtype=dtype, device="axon")), torch.eye(*args, dtype=dtype))
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("start,end,steps", [(0, 1, 5), (-3.5, 10, 101), (2, -2, 2), (1, 1, 4), (5, 7, 1), (0, 1, 0)])
+def test_linspace_matches_cpu_and_hits_both_ends(dtype, start, end, steps):
+    r = native(lambda: torch.linspace(start, end, steps, dtype=dtype, device="axon")).cpu()
+    e = torch.linspace(start, end, steps, dtype=dtype)
+    tol = {torch.float32: 1e-6, torch.float64: 1e-12, torch.float16: 1e-3, torch.bfloat16: 8e-3}[dtype]
+    torch.testing.assert_close(r, e, rtol=tol, atol=tol * max(abs(start), abs(end), 1))
+    if steps >= 2:
+        assert r[0].item() == e[0].item() and r[-1].item() == e[-1].item()
+
+
+@pytest.mark.parametrize("dtype", KERNEL_DTYPES, ids=dtype_id)
+def test_equal_matches_cpu(dtype):
+    x = sample(dtype, (3, 4)).nan_to_num(0, 0, 0) if dtype.is_floating_point else sample(dtype, (3, 4))
+    y = x.clone()
+    y[1, 2] = sample(dtype, (1,), seed=9)[0] if dtype != torch.bool else ~y[1, 2]
+    assert native(lambda: torch.equal(x.to("axon"), x.to("axon").clone())) is True
+    assert native(lambda: torch.equal(x.to("axon"), y.to("axon"))) is torch.equal(x, y)
+    assert native(lambda: torch.equal(x.to("axon"), x.to("axon")[:2])) is False
+    assert native(lambda: torch.equal(x.to("axon").t().contiguous().t(), x.to("axon"))) is True

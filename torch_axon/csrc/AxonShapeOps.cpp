@@ -1,0 +1,308 @@
+// Shape ops on libaxon's kernels: tril/triu (axon/shape.h), reflection and replication pads 1d/2d/3d with their
+// backward (axon/shape.h), flip and roll (libaxon's copy, which takes negative strides: flip is a copy from a
+// descriptor with its flipped dimensions' strides negated, roll a few slice copies), eye, float linspace (arange
+// from each end, PyTorch's symmetric formula) and equal.
+//
+// What falls back: more than AXON_MAX_DIMS dimensions, pads of bool (PyTorch's CPU kernels reject it), pad
+// backward of non-floating dtypes, linspace of integer dtypes, equal of two dtypes (PyTorch's error).
+#include <ATen/ATen.h>
+#include <ATen/MemoryOverlap.h>
+#include <ATen/Operators.h>
+#include <ATen/WrapDimUtils.h>
+#include <ATen/native/CPUFallback.h>
+#include <ATen/native/Resize.h>
+#include <axon/kernels.h>
+#include <axon/shape.h>
+#include <c10/util/Exception.h>
+#include <torch/library.h>
+
+#include <array>
+#include <vector>
+
+#include "AxonException.h"
+#include "AxonFallback.h"
+#include "AxonFunctions.h"
+#include "AxonTensor.h"
+
+namespace torch_axon {
+namespace {
+
+template <class Op, class... Args>
+decltype(auto) fall_back(Args&&... args) {
+  return at::native::call_fallback_fn<&host_fallback, Op>::call(std::forward<Args>(args)...);
+}
+
+axon_stream_t stream_of(const at::Tensor& t) { return current_stream(t.device().index()); }
+
+// ---- tril / triu ----
+
+template <bool UPPER>
+at::Tensor& triangle_out(const at::Tensor& self, int64_t diagonal, at::Tensor& out) {
+  const char* name = UPPER ? "triu" : "tril";
+  if (self.dim() > AXON_MAX_DIMS || out.device() != self.device()) {
+    if (UPPER) return fall_back<ATEN_OP2(triu, out)>(self, diagonal, out);
+    return fall_back<ATEN_OP2(tril, out)>(self, diagonal, out);
+  }
+  TORCH_CHECK(self.dim() >= 2, name, ": input tensor must have at least 2 dimensions");
+  TORCH_CHECK(out.scalar_type() == self.scalar_type(), name, ": out dtype ", out.scalar_type(),
+              " does not match input dtype ", self.scalar_type());
+  at::native::resize_output(out, self.sizes());
+  if (out.numel() == 0) return out;
+  if (!out.is_same(self)) at::assert_no_partial_overlap(out, self);
+  const axon_tensor_t o = describe_bytes(out, name), s = describe_bytes(self, name);
+  AXON_CHECK(axon_kernel_triangle(stream_of(self), &o, &s, diagonal, UPPER ? 1 : 0));
+  return out;
+}
+
+// ---- flip / roll: copies ----
+
+// dst = src through libaxon's copy (bytes: same dtype).
+void copy_into(const at::Tensor& dst, const axon_tensor_t& src) {
+  const axon_tensor_t d = describe_bytes(dst, "flip");
+  AXON_CHECK(axon_kernel_copy(stream_of(dst), &d, &src));
+}
+
+at::Tensor flip(const at::Tensor& self, at::IntArrayRef dims) {
+  if (self.dim() > AXON_MAX_DIMS) return fall_back<ATEN_OP(flip)>(self, dims);
+  const int64_t nd = self.dim();
+  std::vector<bool> flipped(std::max<int64_t>(nd, 1), false);
+  for (int64_t d : dims) {
+    const int64_t w = at::maybe_wrap_dim(d, nd);
+    TORCH_CHECK(!flipped[w], "dims has duplicates, original flip dims size=", dims.size(), ", but unique flip dims "
+                "size=", dims.size() - 1);
+    flipped[w] = true;
+  }
+  at::Tensor out = at::empty(self.sizes(), self.options().memory_format(self.suggest_memory_format()));
+  if (out.numel() == 0) return out;
+  axon_tensor_t s = describe_bytes(self, "flip");
+  // A flipped dimension starts at its last element and walks backwards.
+  const int64_t es = static_cast<int64_t>(self.element_size());
+  for (int64_t d = 0; d < nd; ++d) {
+    if (!flipped[d] || s.sizes[d] <= 1) continue;
+    s.data = static_cast<char*>(s.data) + (s.sizes[d] - 1) * s.strides[d] * es;
+    s.strides[d] = -s.strides[d];
+  }
+  copy_into(out, s);
+  return out;
+}
+
+at::Tensor roll_native(const at::Tensor& self, at::IntArrayRef shifts, at::IntArrayRef dims) {
+  TORCH_CHECK(!shifts.empty(), "`shifts` required");
+  if (dims.empty() && shifts.size() == 1) {
+    // Rolled as a flat tensor, in row-major order.
+    const at::Tensor flat = self.contiguous().view({-1});
+    const int64_t first = 0;
+    return roll_native(flat, shifts, at::IntArrayRef(first)).view(self.sizes());
+  }
+  TORCH_CHECK(shifts.size() == dims.size(), "shifts and dimensions must align. shifts: ", shifts.size(), ", dims:",
+              dims.size());
+  if (self.dim() > AXON_MAX_DIMS) return fall_back<ATEN_OP(roll)>(self, shifts, dims);
+  at::Tensor out = at::empty_like(self);
+  if (out.numel() == 0) return out;
+  // Per rolled dimension two slices: [0, n - s) -> [s, n) and [n - s, n) -> [0, s). Their combinations over all
+  // rolled dimensions tile the output; each is one copy.
+  const size_t k = dims.size();
+  std::vector<int64_t> dim(k), shift(k);
+  for (size_t i = 0; i < k; ++i) {
+    dim[i] = at::maybe_wrap_dim(dims[i], self.dim());
+    const int64_t n = self.size(dim[i]);
+    shift[i] = ((shifts[i] % n) + n) % n;
+  }
+  for (size_t combo = 0; combo < (size_t{1} << k); ++combo) {
+    at::Tensor src = self, dst = out;
+    bool empty = false;
+    for (size_t i = 0; i < k; ++i) {
+      const int64_t n = self.size(dim[i]), s = shift[i];
+      if (combo >> i & 1) {
+        src = src.narrow(dim[i], n - s, s), dst = dst.narrow(dim[i], 0, s);
+      } else {
+        src = src.narrow(dim[i], 0, n - s), dst = dst.narrow(dim[i], s, n - s);
+      }
+      empty = empty || src.numel() == 0;
+    }
+    if (!empty) copy_into(dst, describe_bytes(src, "roll"));
+  }
+  return out;
+}
+
+// ---- reflection / replication pads ----
+
+// Pads before each padded dimension (first padded dimension first) from PyTorch's padding list (last dim first).
+struct PadSpec {
+  int nsp;
+  std::array<int64_t, 3> before{}, after{};
+};
+
+PadSpec pad_spec(const at::Tensor& self, at::IntArrayRef padding, int nsp, axon_pad_mode_t mode, const char* name) {
+  TORCH_CHECK(static_cast<int64_t>(padding.size()) == 2 * nsp, name, ": padding size is expected to be ", 2 * nsp,
+              ", but got: ", padding.size());
+  const int64_t nd = self.dim();
+  const char* shapes = nsp == 1 ? "2D or 3D" : nsp == 2 ? "3D or 4D" : "4D or 5D";
+  bool ok = nd == nsp + 1 || nd == nsp + 2;
+  for (int64_t d = 1; ok && d < nd; ++d) ok = self.size(d) != 0;
+  TORCH_CHECK(ok, name, ": Expected ", shapes, " (batch mode) tensor with possibly 0 batch size and other non-zero "
+              "dimensions for input, but got: ", self.sizes());
+  PadSpec p;
+  p.nsp = nsp;
+  for (int sp = 0; sp < nsp; ++sp) {
+    const int64_t d = nd - nsp + sp, n = self.size(d);
+    p.before[sp] = padding[2 * (nsp - 1 - sp)];
+    p.after[sp] = padding[2 * (nsp - 1 - sp) + 1];
+    if (mode == AXON_PAD_REFLECT) {
+      TORCH_CHECK(p.before[sp] < n && p.after[sp] < n, name, ": Padding size should be less than the corresponding "
+                  "input dimension, but got: padding (", p.before[sp], ", ", p.after[sp], ") at dimension ", d,
+                  " of input ", self.sizes());
+    }
+    TORCH_CHECK(n + p.before[sp] + p.after[sp] >= 1, name, ": input ", self.sizes(), " is too small for padding (",
+                p.before[sp], ", ", p.after[sp], ") at dimension ", d, ": the output size would be ",
+                n + p.before[sp] + p.after[sp]);
+  }
+  return p;
+}
+
+std::vector<int64_t> padded_shape(const at::Tensor& self, const PadSpec& p) {
+  std::vector<int64_t> shape(self.sizes().begin(), self.sizes().end());
+  for (int sp = 0; sp < p.nsp; ++sp) shape[shape.size() - p.nsp + sp] += p.before[sp] + p.after[sp];
+  return shape;
+}
+
+bool pad_native(const at::Tensor& self, const at::Tensor& other) {
+  return self.scalar_type() != at::kBool && other.device() == self.device() && kernels_support(self.scalar_type());
+}
+
+template <axon_pad_mode_t MODE, int NSP>
+at::Tensor& pad_out_impl(const at::Tensor& self, at::IntArrayRef padding, at::Tensor& out, const char* name) {
+  const PadSpec p = pad_spec(self, padding, NSP, MODE, name);
+  TORCH_CHECK(out.scalar_type() == self.scalar_type(), name, ": out dtype ", out.scalar_type(),
+              " does not match input dtype ", self.scalar_type());
+  at::native::resize_output(out, padded_shape(self, p));
+  if (out.numel() == 0) return out;
+  const axon_tensor_t o = describe_bytes(out, name), s = describe_bytes(self, name);
+  AXON_CHECK(axon_kernel_pad(stream_of(self), MODE, &o, &s, NSP, p.before.data()));
+  return out;
+}
+
+template <axon_pad_mode_t MODE, int NSP>
+at::Tensor& pad_backward_impl(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef padding,
+                              at::Tensor& grad_input, const char* name) {
+  const PadSpec p = pad_spec(self, padding, NSP, MODE, name);
+  const std::vector<int64_t> shape = padded_shape(self, p);
+  TORCH_CHECK(grad_output.sizes() == at::IntArrayRef(shape), name, ": grad_output has shape ", grad_output.sizes(),
+              ", expected ", at::IntArrayRef(shape));
+  at::native::resize_output(grad_input, self.sizes());
+  if (grad_input.numel() == 0) return grad_input;
+  at::assert_no_overlap(grad_input, grad_output);
+  const axon_tensor_t gi = describe(grad_input, name), go = describe(grad_output, name);
+  AXON_CHECK(axon_kernel_pad_backward(stream_of(self), MODE, &gi, &go, NSP, p.before.data()));
+  return grad_input;
+}
+
+bool is_float(c10::ScalarType t) {
+  return t == at::kFloat || t == at::kDouble || t == at::kHalf || t == at::kBFloat16;
+}
+
+// Forward (.out and functional) and backward (.grad_input and functional) of one pad op.
+#define AXON_PAD_OPS(op, MODE, NSP)                                                                                \
+  at::Tensor& op##_out(const at::Tensor& self, at::IntArrayRef padding, at::Tensor& out) {                         \
+    if (!pad_native(self, out) || self.dim() > AXON_MAX_DIMS)                                                     \
+      return fall_back<ATEN_OP2(op, out)>(self, padding, out);                                                  \
+    return pad_out_impl<MODE, NSP>(self, padding, out, #op);                                                      \
+  }                                                                                                               \
+  at::Tensor op##_fn(const at::Tensor& self, at::IntArrayRef padding) {                                           \
+    if (!pad_native(self, self) || self.dim() > AXON_MAX_DIMS) return fall_back<ATEN_OP(op)>(self, padding);      \
+    at::Tensor out = at::empty({0}, self.options());                                                              \
+    return pad_out_impl<MODE, NSP>(self, padding, out, #op);                                                      \
+  }                                                                                                               \
+  at::Tensor& op##_backward_out(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef padding,   \
+                                at::Tensor& grad_input) {                                                         \
+    if (!is_float(self.scalar_type()) || grad_output.scalar_type() != self.scalar_type() ||                       \
+        grad_input.scalar_type() != self.scalar_type() || grad_output.device() != self.device())                  \
+      return fall_back<ATEN_OP2(op##_backward, grad_input)>(grad_output, self, padding, grad_input);              \
+    return pad_backward_impl<MODE, NSP>(grad_output, self, padding, grad_input, #op "_backward");                 \
+  }                                                                                                               \
+  at::Tensor op##_backward_fn(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef padding) {   \
+    if (!is_float(self.scalar_type()) || grad_output.scalar_type() != self.scalar_type() ||                       \
+        grad_output.device() != self.device())                                                                    \
+      return fall_back<ATEN_OP(op##_backward)>(grad_output, self, padding);                                       \
+    at::Tensor grad_input = at::empty({0}, self.options());                                                       \
+    return pad_backward_impl<MODE, NSP>(grad_output, self, padding, grad_input, #op "_backward");                 \
+  }
+
+AXON_PAD_OPS(reflection_pad1d, AXON_PAD_REFLECT, 1)
+AXON_PAD_OPS(reflection_pad2d, AXON_PAD_REFLECT, 2)
+AXON_PAD_OPS(reflection_pad3d, AXON_PAD_REFLECT, 3)
+AXON_PAD_OPS(replication_pad1d, AXON_PAD_REPLICATE, 1)
+AXON_PAD_OPS(replication_pad2d, AXON_PAD_REPLICATE, 2)
+AXON_PAD_OPS(replication_pad3d, AXON_PAD_REPLICATE, 3)
+
+#undef AXON_PAD_OPS
+
+// ---- eye, linspace, equal ----
+
+at::Tensor& eye_m_out(int64_t n, int64_t m, at::Tensor& out) {
+  TORCH_CHECK(n >= 0, "n must be greater or equal to 0, got ", n);
+  TORCH_CHECK(m >= 0, "m must be greater or equal to 0, got ", m);
+  at::native::resize_output(out, {n, m});
+  if (out.numel() == 0) return out;
+  out.zero_();
+  out.diagonal().fill_(1);
+  return out;
+}
+
+at::Tensor& eye_out(int64_t n, at::Tensor& out) { return eye_m_out(n, n, out); }
+
+at::Tensor& linspace_out(const at::Scalar& start, const at::Scalar& end, int64_t steps, at::Tensor& out) {
+  TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
+  if (!is_float(out.scalar_type())) return fall_back<ATEN_OP2(linspace, out)>(start, end, steps, out);
+  at::native::resize_output(out, {steps});
+  if (steps == 0) return out;
+  if (steps == 1) return out.fill_(start);
+  const double a = start.toDouble(), b = end.toDouble(), step = (b - a) / static_cast<double>(steps - 1);
+  // PyTorch's symmetric formula: the first half counts up from start, the second down from end, so both ends are
+  // exact. The second half is filled through a reversed (negative-stride) descriptor.
+  const int64_t half = steps / 2;
+  const axon_tensor_t lo = describe(out.narrow(0, 0, half), "linspace");
+  axon_tensor_t hi = describe(out.narrow(0, half, steps - half), "linspace");
+  hi.data = static_cast<char*>(hi.data) + (hi.sizes[0] - 1) * hi.strides[0] * static_cast<int64_t>(out.element_size());
+  hi.strides[0] = -hi.strides[0];
+  if (half) AXON_CHECK(axon_kernel_arange(stream_of(out), &lo, axon_scalar_float(a), axon_scalar_float(step)));
+  AXON_CHECK(axon_kernel_arange(stream_of(out), &hi, axon_scalar_float(b), axon_scalar_float(-step)));
+  return out;
+}
+
+bool equal(const at::Tensor& self, const at::Tensor& other) {
+  if (self.scalar_type() != other.scalar_type() || self.device() != other.device())
+    return fall_back<ATEN_OP(equal)>(self, other);
+  if (self.sizes() != other.sizes()) return false;
+  if (self.numel() == 0) return true;
+  if (self.is_complex()) {  // equal parts, compared as real pairs (the native eq takes real dtypes)
+    return at::eq(at::view_as_real(self.resolve_conj()), at::view_as_real(other.resolve_conj())).all().item<bool>();
+  }
+  return at::eq(self, other).all().item<bool>();
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("tril.out", TORCH_FN(triangle_out<false>));
+  m.impl("triu.out", TORCH_FN(triangle_out<true>));
+  m.impl("flip", TORCH_FN(flip));
+  m.impl("roll", TORCH_FN(roll_native));
+#define AXON_PAD_REGISTER(op)                                    \
+  m.impl(#op, TORCH_FN(op##_fn));                                \
+  m.impl(#op ".out", TORCH_FN(op##_out));                        \
+  m.impl(#op "_backward", TORCH_FN(op##_backward_fn));           \
+  m.impl(#op "_backward.grad_input", TORCH_FN(op##_backward_out));
+  AXON_PAD_REGISTER(reflection_pad1d)
+  AXON_PAD_REGISTER(reflection_pad2d)
+  AXON_PAD_REGISTER(reflection_pad3d)
+  AXON_PAD_REGISTER(replication_pad1d)
+  AXON_PAD_REGISTER(replication_pad2d)
+  AXON_PAD_REGISTER(replication_pad3d)
+#undef AXON_PAD_REGISTER
+  m.impl("eye.out", TORCH_FN(eye_out));
+  m.impl("eye.m_out", TORCH_FN(eye_m_out));
+  m.impl("linspace.out", TORCH_FN(linspace_out));
+  m.impl("equal", TORCH_FN(equal));
+}
+
+}  // namespace
+}  // namespace torch_axon
