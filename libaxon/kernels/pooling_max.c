@@ -60,11 +60,11 @@ static axon_status_t pm_forward_kernel(const void *args, const axon_exec_t *ex) 
     return AXON_OK;
 }
 
-/* The backward's job: the arguments plus the first bad index seen (INT64_MAX if none) and its position. */
+/* The backward's job: the arguments plus the position of the first bad index (INT64_MAX if none); its value is
+ * read back from indices afterwards, so only one word needs to be atomic. */
 typedef struct pm_job {
     const pm_args_t *a;
     _Atomic int64_t bad_pos;
-    _Atomic int64_t bad_value;
 } pm_job_t;
 
 static void pm_backward_range(void *ctx, int64_t begin, int64_t end, int slot) {
@@ -82,7 +82,6 @@ static void pm_backward_range(void *ctx, int64_t begin, int64_t end, int slot) {
                 int64_t cur = atomic_load(&j->bad_pos);
                 while (go0 + o < cur && !atomic_compare_exchange_weak(&j->bad_pos, &cur, go0 + o)) {
                 }
-                if (go0 + o < cur) atomic_store(&j->bad_value, i);
                 break;
             }
             const double grad = axon_spatial_load(a->dt_in, a->in, go0 + o);
@@ -95,7 +94,6 @@ static axon_status_t pm_backward_kernel(const void *args, const axon_exec_t *ex)
     pm_job_t j;
     j.a = args;
     atomic_init(&j.bad_pos, INT64_MAX);
-    atomic_init(&j.bad_value, 0);
     const int64_t work = j.a->g.in_size + j.a->g.out_size;
     int64_t grain = AXON_KERNEL_GRAIN / (work > 0 ? work : 1);
     axon_parallel_for(ex->pool, 0, j.a->g.planes, grain < 1 ? 1 : grain, pm_backward_range, &j);
@@ -104,7 +102,7 @@ static axon_status_t pm_backward_kernel(const void *args, const axon_exec_t *ex)
         return axon_fail(AXON_ERROR_INVALID_ARG,
                          "max_pool_backward: index %lld at position %lld is out of range for an input plane of %lld "
                          "elements (grad_in is left partly written)",
-                         (long long)atomic_load(&j.bad_value), (long long)pos, (long long)j.a->g.in_size);
+                         (long long)((const int64_t *)j.a->bidx)[pos], (long long)pos, (long long)j.a->g.in_size);
     return AXON_OK;
 }
 
