@@ -1,0 +1,121 @@
+"""Native activations bound in AxonActivationOps.cpp (libaxon pointwise ops): log_sigmoid, logit (with and without
+eps), softshrink, hardshrink, threshold, glu, prelu, rrelu in eval mode, and celu/selu (through elu), forward and
+backward against PyTorch CPU with per-dtype tolerances, no host fallback, special values, and PyTorch's errors."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_axon
+
+DTYPES = [torch.float32, torch.float64, torch.bfloat16, torch.float16]
+# (rtol, atol). Both sides compute half types in float32 and round once; transcendental functions may differ by a few
+# ulp of float32 (libaxon's exp is its own polynomial), which the half tolerances absorb.
+TOL = {torch.float32: (2e-6, 1e-6), torch.float64: (1e-12, 1e-12), torch.bfloat16: (1e-2, 1e-2),
+       torch.float16: (2e-3, 1e-3)}
+GRAD_TOL = {torch.float32: (1e-5, 1e-5), torch.float64: (1e-10, 1e-10), torch.bfloat16: (2e-2, 2e-2),
+            torch.float16: (4e-3, 2e-3)}
+
+
+def sample(shape, dtype, seed=0, lo=-4.0, hi=4.0):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.rand(shape, generator=g, dtype=torch.float64) * (hi - lo) + lo).to(dtype)
+
+
+def close(result, expected, tol):
+    result = result.detach().cpu()
+    assert result.dtype == expected.dtype and result.shape == expected.shape, (result.dtype, result.shape)
+    rtol, atol = tol[expected.dtype]
+    torch.testing.assert_close(result, expected.detach(), rtol=rtol, atol=atol, equal_nan=True)
+
+
+def check(fn, inputs, grad=True):
+    """fn on CPU and on axon (forward, and backward with a random gradient): same results, no fallback."""
+    results = []
+    for device in ("cpu", "axon"):
+        leaves = [t.detach().to(device).requires_grad_(grad) for t in inputs]
+        torch_axon.reset_fallback_stats()
+        out = fn(*leaves)
+        if grad:
+            out.backward(sample(out.shape, out.dtype, seed=5).to(device))
+        results.append((out, [t.grad for t in leaves], torch_axon.fallback_stats()))
+    (ref, ref_grads, _), (out, grads, stats) = results
+    assert stats == {}, stats
+    close(out, ref, TOL)
+    for g, rg in zip(grads, ref_grads):
+        if rg is not None:
+            close(g, rg, GRAD_TOL)
+
+
+CASES = {
+    "logsigmoid": (F.logsigmoid, (-30, 30)),
+    "logit": (torch.logit, (0.01, 0.99)),
+    "logit_eps": (lambda x: torch.logit(x, 0.1), (-0.5, 1.5)),
+    "softshrink": (F.softshrink, (-2, 2)),
+    "softshrink_1.5": (lambda x: F.softshrink(x, 1.5), (-3, 3)),
+    "hardshrink": (F.hardshrink, (-2, 2)),
+    "threshold": (lambda x: F.threshold(x, 0.5, -2.0), (-2, 2)),
+    "glu": (F.glu, (-4, 4)),
+    "glu_dim0": (lambda x: F.glu(x, 0), (-4, 4)),
+    "rrelu_eval": (lambda x: F.rrelu(x, 0.1, 0.3, training=False), (-4, 4)),
+    "celu": (lambda x: F.celu(x, 1.5), (-4, 4)),
+    "selu": (F.selu, (-4, 4)),
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("name", list(CASES))
+def test_activation_forward_and_backward_match_cpu(name, dtype):
+    fn, (lo, hi) = CASES[name]
+    check(fn, [sample((6, 10), dtype, lo=lo, hi=hi)])
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape,wshape", [((4, 6, 5), (6,)), ((3, 5), (1,)), ((2, 3, 4, 4), (3,))], ids=str)
+def test_prelu_forward_and_backward_match_cpu(shape, wshape, dtype):
+    x = sample(shape, dtype)
+    w = sample(wshape, dtype, seed=2, lo=-0.5, hi=0.5)
+    check(F.prelu, [x, w])
+
+
+def test_glu_of_strided_input_and_in_place_threshold_match_cpu():
+    x = sample((8, 6), torch.float32).t()
+    check(lambda t: F.glu(t, 1), [x])
+    y = sample((5, 7), torch.float32)
+    yd = y.to("axon")
+    torch_axon.reset_fallback_stats()
+    F.threshold(yd, 0.25, 9.0, inplace=True)
+    assert torch_axon.fallback_stats() == {}
+    close(yd, F.threshold(y, 0.25, 9.0), TOL)
+
+
+def test_special_values_match_cpu():
+    x = torch.tensor([float("nan"), float("inf"), float("-inf"), 0.0, 1.0, -0.0, 100.0, -100.0])
+    for fn in (F.logsigmoid, torch.logit, lambda t: torch.logit(t, 0.2), F.softshrink, F.hardshrink,
+               lambda t: F.threshold(t, 0.0, 5.0)):
+        torch_axon.reset_fallback_stats()
+        got = fn(x.to("axon"))
+        assert torch_axon.fallback_stats() == {}
+        close(got, fn(x), TOL)
+
+
+def test_logit_backward_outside_unit_interval_matches_cpu():
+    x = torch.tensor([-0.5, 0.0, 0.05, 0.5, 0.95, 1.0, 1.5], dtype=torch.float64)
+    for eps in (None, 0.1):
+        check(lambda t: torch.logit(t, eps), [x])
+
+
+def test_integer_threshold_falls_back_and_matches_cpu():
+    x = torch.arange(-3, 4)
+    got = F.threshold(x.to("axon"), 0, 7)
+    assert torch.equal(got.cpu(), F.threshold(x, 0, 7))
+
+
+def test_bad_input_raises_pytorch_errors():
+    x = torch.randn(3, 5, device="axon")
+    with pytest.raises(RuntimeError, match="Halving dimension must be even, but dimension 1 is size 5"):
+        F.glu(x)
+    with pytest.raises(RuntimeError, match="lambda must be in range"):
+        F.softshrink(x, -1.0)
+    with pytest.raises(RuntimeError, match="Mismatch of parameter numbers and input channel size"):
+        F.prelu(x, torch.ones(4, device="axon"))
