@@ -184,3 +184,27 @@ def test_a_parameter_list_is_one_command():
         torch_axon._C._trace_enable(False)
         torch_axon._C._trace_clear()
     assert names.count("fused_adamw") == 1, names
+
+
+def test_optimizers_default_to_foreach_on_axon_and_allow_fused():
+    # PyTorch lists the PrivateUse1 backend among the foreach and fused devices, so axon needs no registration.
+    from torch.optim.optimizer import _default_to_fused_or_foreach
+    params = [torch.zeros(3, device="axon")]
+    assert _default_to_fused_or_foreach(params, differentiable=False, use_fused=False) == (False, True)
+    assert _default_to_fused_or_foreach(params, differentiable=False, use_fused=True) == (True, False)
+
+
+def test_the_functional_fused_variant_runs_natively():
+    # Functionalization's _fused_adamw (no trailing underscore) is PyTorch's generated wrapper over the in-place op.
+    params, grads, avgs, sqs, steps = fused_adam_state("axon")
+    torch_axon.reset_fallback_stats()
+    out = torch.ops.aten._fused_adamw(params, grads, avgs, sqs, [], steps, lr=0.1, beta1=0.9, beta2=0.99,
+                                      weight_decay=0.0, eps=1e-8, amsgrad=False, maximize=False)
+    cpu = fused_adam_state("cpu")
+    want = torch.ops.aten._fused_adamw(*cpu[:4], [], cpu[4], lr=0.1, beta1=0.9, beta2=0.99, weight_decay=0.0,
+                                       eps=1e-8, amsgrad=False, maximize=False)
+    assert torch_axon.fallback_stats() == {}
+    for got_list, want_list in zip(out, want):
+        for g, w in zip(got_list, want_list):
+            assert g.device.type == "axon"
+            assert_close(g, w, torch.float32)
