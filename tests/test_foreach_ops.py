@@ -256,3 +256,16 @@ def test_clip_grad_norm_matches_cpu_without_fallback():
         torch.testing.assert_close(n_axon.cpu(), n_cpu, rtol=1e-5, atol=1e-6)
         assert_lists_close([p.grad for p in axon], [p.grad for p in cpu], torch.float32)
         assert torch_axon.fallback_stats() == {}
+
+
+def test_dense_non_contiguous_layouts_take_the_fast_route():
+    # channels_last tensors are dense in another order: described as their flat memory when every list shares it.
+    cpu = [torch.randn(2, 3, 4, 5).to(memory_format=torch.channels_last) for _ in range(3)]
+    other = [torch.randn(2, 3, 4, 5).to(memory_format=torch.channels_last) for _ in range(3)]
+    axon, axon_other = to(cpu, "axon"), to(other, "axon")
+    assert not axon[0].is_contiguous() and axon[0].is_contiguous(memory_format=torch.channels_last)
+    names = trace_names(lambda: torch._foreach_addcmul_(axon, axon_other, axon_other, value=0.5))
+    assert names == ["foreach_addcmul"], names
+    torch._foreach_addcmul_(cpu, other, other, value=0.5)
+    assert_lists_close(axon, cpu, torch.float32)
+    assert all(t.is_contiguous(memory_format=torch.channels_last) for t in torch._foreach_neg(axon))
