@@ -245,3 +245,25 @@ def test_bad_index_forms_give_pytorchs_errors():
         x[torch.tensor([0.0], device="axon")]
     with pytest.raises(RuntimeError, match="shape mismatch"):
         x[torch.tensor([0, 1], device="axon")] = torch.ones(3, 3, device="axon")
+
+
+@pytest.mark.parametrize("dtype", KERNEL_DTYPES, ids=dtype_id)
+def test_take_put_and_index_fill_match_cpu(dtype):
+    x = sample(dtype, (4, 5))
+    i = torch.tensor([[0, -1], [19, 7]])
+    same(native(lambda: torch.take(x.to("axon"), i.to("axon"))), torch.take(x, i))
+    same(native(lambda: torch.take(x.to("axon").t(), i.to("axon"))), torch.take(x.t(), i))
+    src = sample(dtype, (2, 2), seed=5)
+    same(native(lambda: x.to("axon").put_(i.to("axon"), src.to("axon"))), x.clone().put_(i, src))
+    if dtype not in (torch.bool,):
+        j = torch.tensor([3, 3, 0, 3])
+        s4 = sample(dtype, (4,), seed=6)
+        if dtype.is_floating_point:
+            s4 = s4.nan_to_num(0, 0, 0)
+        same(native(lambda: x.to("axon").put_(j.to("axon"), s4.to("axon"), accumulate=True)),
+             x.clone().put_(j, s4, accumulate=True))
+    v = sample(dtype, (1,), seed=8)[0].item()
+    for dim, idx in ((0, torch.tensor([1, -1])), (1, torch.tensor([4, 0, 2])), (-1, torch.tensor(3))):
+        same(native(lambda: x.to("axon").index_fill_(dim, idx.to("axon"), v)), x.clone().index_fill_(dim, idx, v))
+        same(native(lambda: x.to("axon").index_fill(dim, idx.to("axon"), torch.tensor(v, dtype=dtype))),
+             x.index_fill(dim, idx, torch.tensor(v, dtype=dtype)))

@@ -1,5 +1,5 @@
 // Advanced indexing on libaxon's kernels (libaxon/include/axon/index_advanced.h): x[i0, i1, ...] (index.Tensor),
-// x[i0, ...] = v and index_put_ with or without accumulate (_index_put_impl_), nonzero (and so argwhere, x[mask],
+// x[i0, ...] = v and index_put_ with or without accumulate (_index_put_impl_), take, put_, index_fill_, nonzero (and so argwhere, x[mask],
 // torch.where(cond)), nonzero_static, masked_select and masked_scatter_.
 //
 // index and index_put share ATen's layout (IndexingUtils.h): masks become long indices through nonzero, the
@@ -17,6 +17,7 @@
 #include <ATen/native/CPUFallback.h>
 #include <ATen/native/IndexingUtils.h>
 #include <ATen/native/TensorAdvancedIndexingUtils.h>
+#include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
 #include <axon/index_advanced.h>
 #include <c10/util/Exception.h>
@@ -171,6 +172,55 @@ at::Tensor& index_put_impl(at::Tensor& self, const IndexList& indices, const at:
   return self;
 }
 
+// ---- take, put_, index_fill_: the same kernels over a flat or one-dimension index ----
+
+at::Tensor take(const at::Tensor& self, const at::Tensor& index) {
+  TORCH_CHECK(index.scalar_type() == at::kLong, "take(): Expected a long tensor for index, but got ",
+              index.scalar_type());
+  if (index.device() != self.device() || self.dim() > AXON_MAX_DIMS) return fall_back<ATEN_OP(take)>(self, index);
+  IndexList list;
+  list.push_back(index);
+  return torch_axon::index(self.reshape({-1}), list);
+}
+
+at::Tensor& put_(at::Tensor& self, const at::Tensor& index, const at::Tensor& source, bool accumulate) {
+  TORCH_CHECK(index.scalar_type() == at::kLong, "put_(): Expected a long tensor for index, but got ",
+              index.scalar_type());
+  TORCH_CHECK(self.scalar_type() == source.scalar_type(), "put_(): self and source expected to have the same dtype, "
+              "but got self.dtype = ", self.scalar_type(), " and source.dtype = ", source.scalar_type());
+  TORCH_CHECK(source.numel() == index.numel(), "put_(): Expected source and index to have the same number of "
+              "elements, but got source.numel() = ", source.numel(), ", index.numel() = ", index.numel());
+  if (!self.is_contiguous() || self.numel() == 0 || index.device() != self.device() ||
+      source.device() != self.device())
+    return fall_back<ATEN_OP(put_)>(self, index, source, accumulate);
+  at::Tensor flat = self.view({-1});
+  IndexList list;
+  list.push_back(index.reshape({-1}));
+  index_put_impl(flat, list, source.reshape({-1}), accumulate, false);
+  return self;
+}
+
+at::Tensor& index_fill_scalar(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value) {
+  TORCH_CHECK_INDEX(index.dim() <= 1, "index_fill_(): Index is supposed to be a vector");
+  TORCH_CHECK(index.scalar_type() == at::kLong, "index_fill_(): Expected dtype int64 for index.");
+  if (self.dim() == 0 || self.dim() > AXON_MAX_DIMS || index.device() != self.device())
+    return fall_back<ATEN_OP2(index_fill_, int_Scalar)>(self, dim, index, value);
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  IndexList list;
+  for (int64_t d = 0; d < dim; ++d) list.push_back(std::nullopt);
+  list.push_back(index.reshape({-1}));
+  index_put_impl(self, list, at::scalar_tensor(value, self.options()), false, false);
+  return self;
+}
+
+at::Tensor& index_fill_tensor(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& value) {
+  TORCH_CHECK(value.dim() == 0, "index_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
+              value.dim(), " dimension(s).");
+  if (!value.is_cpu() && value.device() != self.device())
+    return fall_back<ATEN_OP2(index_fill_, int_Tensor)>(self, dim, index, value);
+  return index_fill_scalar(self, dim, index, value.item());
+}
+
 // ---- nonzero ----
 
 // The number of nonzero elements of t, read back to the host (waits for the stream).
@@ -263,6 +313,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("index.Tensor", TORCH_FN(index));
   m.impl("index.Tensor_out", TORCH_FN(index_out));
   m.impl("_index_put_impl_", TORCH_FN(index_put_impl));
+  m.impl("take", TORCH_FN(take));
+  m.impl("put_", TORCH_FN(put_));
+  m.impl("index_fill_.int_Scalar", TORCH_FN(index_fill_scalar));
+  m.impl("index_fill_.int_Tensor", TORCH_FN(index_fill_tensor));
   m.impl("nonzero", TORCH_FN(nonzero));
   m.impl("nonzero.out", TORCH_FN(nonzero_out));
   m.impl("nonzero_static", TORCH_FN(nonzero_static));
