@@ -16,7 +16,7 @@
 
 #define PL_BLOCKS 256
 #define PL_CHUNK 512
-#define PL_BCE_EPS 1e-12         /* PyTorch's floor on x (1 - x) in BCE's gradient */
+#define PL_BCE_EPS ((double)1e-12f) /* PyTorch's floor on x (1 - x) in BCE's gradient: a float constant there */
 
 static const char *const pl_names[AXON_PLOSS_COUNT] = {"mse_loss", "smooth_l1_loss", "huber_loss",
                                                          "binary_cross_entropy"};

@@ -258,7 +258,7 @@ static double ref_grad(axon_ploss_t op, double x, double t, double p) {
     if (op == AXON_PLOSS_MSE) return 2.0 * d;
     if (op == AXON_PLOSS_SMOOTH_L1) return d <= -p ? -1.0 : d >= p ? 1.0 : d / p;
     if (op == AXON_PLOSS_HUBER) return d <= -p ? -p : d >= p ? p : d;
-    return d / fmax(x * (1.0 - x), 1e-12);
+    return d / fmax(x * (1.0 - x), (double)1e-12f);
 }
 
 static int check_ploss(const kc_dev_t *k, axon_dtype_t dt, axon_ploss_t op, int64_t n, int weighted,

@@ -1,5 +1,6 @@
 // nll_loss and nll_loss2d (forward and backward) on libaxon's loss kernels (libaxon/include/axon/loss.h). With
-// log_softmax (AxonNormOps.cpp) this makes F.cross_entropy with class indices native.
+// log_softmax (AxonNormOps.cpp) this makes F.cross_entropy with class indices native. Below them, the element-wise
+// losses mse_loss, smooth_l1_loss, huber_loss and binary_cross_entropy with their backward.
 //
 // libaxon takes the input as [N, C, K]: [C] is viewed as [1, C, 1], [N, C] as [N, C, 1] and nll_loss2d's [N, C, H, W]
 // as [N, C, H * W]; the target as int64 [N, K]. Shapes are checked here with PyTorch's messages; a target out of
@@ -172,6 +173,165 @@ at::Tensor nll2d_backward(const at::Tensor& grad_output, const at::Tensor& self,
                                 grad_input);
 }
 
+// ---- element-wise losses ----
+
+// The kernels take operands of one shape and one float dtype (F.mse_loss and friends broadcast before calling the
+// op); anything else, and tensors on another device, go through the host fallback.
+bool same_float(const at::Tensor& self, std::initializer_list<const at::Tensor*> others) {
+  if (!is_float(self.scalar_type())) return false;
+  for (const at::Tensor* t : others)
+    if (t->defined() && (t->scalar_type() != self.scalar_type() || !t->sizes().equals(self.sizes()) ||
+                         t->device() != self.device()))
+      return false;
+  return true;
+}
+
+void check_param(axon_ploss_t op, double param) {
+  if (op == AXON_PLOSS_SMOOTH_L1) TORCH_CHECK(param >= 0, "smooth_l1_loss does not support negative values for beta.");
+  if (op == AXON_PLOSS_HUBER) TORCH_CHECK(param > 0, "huber_loss does not support non-positive values for delta.");
+}
+
+// out = loss(self, target[, weight]) reduced; out resized to self's shape (none) or [].
+at::Tensor& ploss_into(axon_ploss_t op, const at::Tensor& self, const at::Tensor& target, const at::Tensor& weight,
+                       int64_t reduction, double param, at::Tensor& out) {
+  check_param(op, param);
+  const axon_loss_reduction_t red = reduction_of(reduction);
+  if (red == AXON_LOSS_NONE) at::native::resize_output(out, self.sizes());
+  else at::native::resize_output(out, {});
+  const char* name = axon_ploss_name(op);
+  const at::Tensor x = self.contiguous(), t = target.contiguous();
+  const at::Tensor w = weight.defined() ? weight.contiguous() : at::Tensor();
+  at::Tensor o = out.is_contiguous() ? out : at::empty(out.sizes(), out.options());
+  const axon_tensor_t xd = describe(x, name), td = describe(t, name), od = describe(o, name);
+  const std::optional<axon_tensor_t> wd = w.defined() ? std::optional(describe(w, name)) : std::nullopt;
+  AXON_CHECK(axon_kernel_pointwise_loss(current_stream(self.device().index()), op, &od, &xd, &td,
+                                        wd ? &*wd : nullptr, red, param));
+  if (!o.is_same(out)) out.copy_(o);
+  return out;
+}
+
+at::Tensor& ploss_backward_into(axon_ploss_t op, const at::Tensor& grad_output, const at::Tensor& self,
+                                const at::Tensor& target, const at::Tensor& weight, int64_t reduction, double param,
+                                at::Tensor& grad_input) {
+  check_param(op, param);
+  const axon_loss_reduction_t red = reduction_of(reduction);
+  const char* name = axon_ploss_name(op);
+  TORCH_CHECK(red == AXON_LOSS_NONE ? grad_output.sizes().equals(self.sizes()) : grad_output.numel() == 1, name,
+              "_backward: grad_output has shape ", grad_output.sizes(), ", expected ",
+              red == AXON_LOSS_NONE ? "the input's shape" : "one element", " (input ", self.sizes(), ")");
+  at::native::resize_output(grad_input, self.sizes());
+  const at::Tensor x = self.contiguous(), t = target.contiguous();
+  const at::Tensor g = red == AXON_LOSS_NONE ? grad_output.contiguous()
+                                             : grad_output.contiguous().view(c10::IntArrayRef{});
+  const at::Tensor w = weight.defined() ? weight.contiguous() : at::Tensor();
+  at::Tensor gi = grad_input.is_contiguous() ? grad_input : at::empty(self.sizes(), grad_input.options());
+  const axon_tensor_t xd = describe(x, name), td = describe(t, name), gd = describe(g, name);
+  const axon_tensor_t gid = describe(gi, name);
+  const std::optional<axon_tensor_t> wd = w.defined() ? std::optional(describe(w, name)) : std::nullopt;
+  AXON_CHECK(axon_kernel_pointwise_loss_backward(current_stream(self.device().index()), op, &gid, &gd, &xd, &td,
+                                                 wd ? &*wd : nullptr, red, param));
+  if (!gi.is_same(grad_input)) grad_input.copy_(gi);
+  return grad_input;
+}
+
+at::Tensor& mse_out(const at::Tensor& self, const at::Tensor& target, int64_t reduction, at::Tensor& out) {
+  if (!same_float(self, {&target}) || out.scalar_type() != self.scalar_type())
+    return fall_back<ATEN_OP2(mse_loss, out)>(self, target, reduction, out);
+  return ploss_into(AXON_PLOSS_MSE, self, target, at::Tensor(), reduction, 0.0, out);
+}
+
+at::Tensor mse(const at::Tensor& self, const at::Tensor& target, int64_t reduction) {
+  if (!same_float(self, {&target})) return fall_back<ATEN_OP(mse_loss)>(self, target, reduction);
+  at::Tensor out = at::empty({0}, self.options());
+  return ploss_into(AXON_PLOSS_MSE, self, target, at::Tensor(), reduction, 0.0, out);
+}
+
+at::Tensor& mse_backward_out(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
+                             int64_t reduction, at::Tensor& grad_input) {
+  if (!same_float(self, {&target}) || grad_output.scalar_type() != self.scalar_type() ||
+      grad_input.scalar_type() != self.scalar_type())
+    return fall_back<ATEN_OP2(mse_loss_backward, grad_input)>(grad_output, self, target, reduction, grad_input);
+  return ploss_backward_into(AXON_PLOSS_MSE, grad_output, self, target, at::Tensor(), reduction, 0.0, grad_input);
+}
+
+at::Tensor mse_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
+                        int64_t reduction) {
+  if (!same_float(self, {&target}) || grad_output.scalar_type() != self.scalar_type())
+    return fall_back<ATEN_OP(mse_loss_backward)>(grad_output, self, target, reduction);
+  at::Tensor gi = at::empty(self.sizes(), self.options());
+  return ploss_backward_into(AXON_PLOSS_MSE, grad_output, self, target, at::Tensor(), reduction, 0.0, gi);
+}
+
+// smooth_l1 and huber share a shape: (self, target, reduction, param).
+template <axon_ploss_t OP, class OutOp>
+at::Tensor& param_out(const at::Tensor& self, const at::Tensor& target, int64_t reduction, double param,
+                      at::Tensor& out) {
+  if (!same_float(self, {&target}) || out.scalar_type() != self.scalar_type())
+    return fall_back<OutOp>(self, target, reduction, param, out);
+  return ploss_into(OP, self, target, at::Tensor(), reduction, param, out);
+}
+
+template <axon_ploss_t OP, class Op>
+at::Tensor param_fn(const at::Tensor& self, const at::Tensor& target, int64_t reduction, double param) {
+  if (!same_float(self, {&target})) return fall_back<Op>(self, target, reduction, param);
+  at::Tensor out = at::empty({0}, self.options());
+  return ploss_into(OP, self, target, at::Tensor(), reduction, param, out);
+}
+
+template <axon_ploss_t OP, class OutOp>
+at::Tensor& param_backward_out(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
+                               int64_t reduction, double param, at::Tensor& grad_input) {
+  if (!same_float(self, {&target}) || grad_output.scalar_type() != self.scalar_type() ||
+      grad_input.scalar_type() != self.scalar_type())
+    return fall_back<OutOp>(grad_output, self, target, reduction, param, grad_input);
+  return ploss_backward_into(OP, grad_output, self, target, at::Tensor(), reduction, param, grad_input);
+}
+
+template <axon_ploss_t OP, class Op>
+at::Tensor param_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
+                          int64_t reduction, double param) {
+  if (!same_float(self, {&target}) || grad_output.scalar_type() != self.scalar_type())
+    return fall_back<Op>(grad_output, self, target, reduction, param);
+  at::Tensor gi = at::empty(self.sizes(), self.options());
+  return ploss_backward_into(OP, grad_output, self, target, at::Tensor(), reduction, param, gi);
+}
+
+at::Tensor& bce_out(const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight_opt,
+                    int64_t reduction, at::Tensor& out) {
+  const at::Tensor w = defined_or_empty(weight_opt);
+  if (!same_float(self, {&target, &w}) || out.scalar_type() != self.scalar_type())
+    return fall_back<ATEN_OP2(binary_cross_entropy, out)>(self, target, weight_opt, reduction, out);
+  return ploss_into(AXON_PLOSS_BCE, self, target, w, reduction, 0.0, out);
+}
+
+at::Tensor bce(const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight_opt,
+               int64_t reduction) {
+  const at::Tensor w = defined_or_empty(weight_opt);
+  if (!same_float(self, {&target, &w}))
+    return fall_back<ATEN_OP(binary_cross_entropy)>(self, target, weight_opt, reduction);
+  at::Tensor out = at::empty({0}, self.options());
+  return ploss_into(AXON_PLOSS_BCE, self, target, w, reduction, 0.0, out);
+}
+
+at::Tensor& bce_backward_out(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
+                             const std::optional<at::Tensor>& weight_opt, int64_t reduction, at::Tensor& grad_input) {
+  const at::Tensor w = defined_or_empty(weight_opt);
+  if (!same_float(self, {&target, &w}) || grad_output.scalar_type() != self.scalar_type() ||
+      grad_input.scalar_type() != self.scalar_type())
+    return fall_back<ATEN_OP2(binary_cross_entropy_backward, grad_input)>(grad_output, self, target, weight_opt,
+                                                                         reduction, grad_input);
+  return ploss_backward_into(AXON_PLOSS_BCE, grad_output, self, target, w, reduction, 0.0, grad_input);
+}
+
+at::Tensor bce_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
+                        const std::optional<at::Tensor>& weight_opt, int64_t reduction) {
+  const at::Tensor w = defined_or_empty(weight_opt);
+  if (!same_float(self, {&target, &w}) || grad_output.scalar_type() != self.scalar_type())
+    return fall_back<ATEN_OP(binary_cross_entropy_backward)>(grad_output, self, target, weight_opt, reduction);
+  at::Tensor gi = at::empty(self.sizes(), self.options());
+  return ploss_backward_into(AXON_PLOSS_BCE, grad_output, self, target, w, reduction, 0.0, gi);
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nll_loss_forward.output", TORCH_FN(nll_forward_out<false>));
   m.impl("nll_loss_backward.grad_input", TORCH_FN(nll_backward_out<false>));
@@ -179,6 +339,25 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nll_loss2d_backward.grad_input", TORCH_FN(nll_backward_out<true>));
   m.impl("nll_loss2d_forward", TORCH_FN(nll2d_forward));
   m.impl("nll_loss2d_backward", TORCH_FN(nll2d_backward));
+  m.impl("mse_loss", TORCH_FN(mse));
+  m.impl("mse_loss.out", TORCH_FN(mse_out));
+  m.impl("mse_loss_backward", TORCH_FN(mse_backward));
+  m.impl("mse_loss_backward.grad_input", TORCH_FN(mse_backward_out));
+  m.impl("smooth_l1_loss", TORCH_FN((param_fn<AXON_PLOSS_SMOOTH_L1, ATEN_OP(smooth_l1_loss)>)));
+  m.impl("smooth_l1_loss.out", TORCH_FN((param_out<AXON_PLOSS_SMOOTH_L1, ATEN_OP2(smooth_l1_loss, out)>)));
+  m.impl("smooth_l1_loss_backward",
+         TORCH_FN((param_backward<AXON_PLOSS_SMOOTH_L1, ATEN_OP(smooth_l1_loss_backward)>)));
+  m.impl("smooth_l1_loss_backward.grad_input",
+         TORCH_FN((param_backward_out<AXON_PLOSS_SMOOTH_L1, ATEN_OP2(smooth_l1_loss_backward, grad_input)>)));
+  m.impl("huber_loss", TORCH_FN((param_fn<AXON_PLOSS_HUBER, ATEN_OP(huber_loss)>)));
+  m.impl("huber_loss.out", TORCH_FN((param_out<AXON_PLOSS_HUBER, ATEN_OP2(huber_loss, out)>)));
+  m.impl("huber_loss_backward", TORCH_FN((param_backward<AXON_PLOSS_HUBER, ATEN_OP(huber_loss_backward)>)));
+  m.impl("huber_loss_backward.out",
+         TORCH_FN((param_backward_out<AXON_PLOSS_HUBER, ATEN_OP2(huber_loss_backward, out)>)));
+  m.impl("binary_cross_entropy", TORCH_FN(bce));
+  m.impl("binary_cross_entropy.out", TORCH_FN(bce_out));
+  m.impl("binary_cross_entropy_backward", TORCH_FN(bce_backward));
+  m.impl("binary_cross_entropy_backward.grad_input", TORCH_FN(bce_backward_out));
 }
 
 }  // namespace

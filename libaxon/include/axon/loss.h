@@ -83,7 +83,7 @@ AXON_API axon_status_t axon_kernel_pointwise_loss(axon_stream_t s, axon_ploss_t 
 /* Enqueue its backward: grad_in (in's shape) = dloss/din * g, g = grad_out[i] (NONE, grad_out in's shape), or the one
  * element of grad_out (SUM) divided by numel (MEAN). Derivatives as PyTorch's CPU kernels: smooth L1 and Huber take
  * the -param branch at d <= -param and the +param one at d >= param (so smooth L1 with beta 0 is sign with
- * sign(0) = -1), BCE divides by max(x (1 - x), 1e-12) and, as PyTorch, does not check x. Errors otherwise as the
+ * sign(0) = -1), BCE divides by max(x (1 - x), 1e-12f) and, as PyTorch, does not check x. Errors otherwise as the
  * forward. */
 AXON_API axon_status_t axon_kernel_pointwise_loss_backward(axon_stream_t s, axon_ploss_t op,
                                                            const axon_tensor_t *grad_in,
