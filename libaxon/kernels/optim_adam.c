@@ -14,6 +14,8 @@
 enum { AD_PARAM, AD_GRAD, AD_AVG, AD_SQ, AD_MAX, AD_STEP, AD_LISTS };
 enum { AD_NUM_LR, AD_NUM_SCALE, AD_NUM_INF };
 
+/* One block of m <= FE_BLOCK elements. Written as a few passes of branch-free loops over the block (which sits in L1)
+ * rather than one loop with the options tested inside, so that each pass vectorizes. */
 #define ADAM_LOOP(T, SQRT)                                                                                        \
     static void adam_block_##T(const fe_adam_params_t *p, T *prm, T *grd, T *avg, T *sq, T *mx, double lr,         \
                                double step, double scale, int64_t m) {                                            \
@@ -24,30 +26,30 @@ enum { AD_NUM_LR, AD_NUM_SCALE, AD_NUM_INF };
         /* lerp(exp_avg, grad, w1) = base + coeff * (grad - exp_avg), the side chosen by |w1| < 0.5 */          \
         const int small = fabs((double)w1) < 0.5;                                                                \
         const T coeff = small ? w1 : w1 - (T)1;                                                                  \
-        for (int64_t k = 0; k < m; k++) {                                                                        \
-            T g = grd[k], x = prm[k];                                                                            \
-            if (p->has_grad_scale) {                                                                             \
-                g = g / sc;                                                                                      \
-                grd[k] = g;                                                                                      \
+        T g[FE_BLOCK];                                                                                           \
+        if (p->has_grad_scale)                                                                                   \
+            for (int64_t k = 0; k < m; k++) grd[k] = grd[k] / sc;                                                \
+        if (p->maximize)                                                                                         \
+            for (int64_t k = 0; k < m; k++) g[k] = -grd[k];                                                      \
+        else                                                                                                     \
+            for (int64_t k = 0; k < m; k++) g[k] = grd[k];                                                       \
+        if (p->weight_decay != 0.0 && p->decoupled)                                                              \
+            for (int64_t k = 0; k < m; k++) prm[k] = prm[k] * decay;                                             \
+        else if (p->weight_decay != 0.0)                                                                         \
+            for (int64_t k = 0; k < m; k++) g[k] += prm[k] * wd;                                                 \
+        if (small)                                                                                               \
+            for (int64_t k = 0; k < m; k++) avg[k] = coeff * (g[k] - avg[k]) + avg[k];                           \
+        else                                                                                                     \
+            for (int64_t k = 0; k < m; k++) avg[k] = coeff * (g[k] - avg[k]) + g[k];                             \
+        for (int64_t k = 0; k < m; k++) sq[k] = sq[k] * beta2 + c2 * g[k] * g[k];                               \
+        if (p->amsgrad) {                                                                                        \
+            for (int64_t k = 0; k < m; k++) {                                                                    \
+                const T old = mx[k], v = sq[k];                                                                  \
+                mx[k] = (old != old || v != v) ? old + v : old > v ? old : v; /* NaN propagates */              \
             }                                                                                                    \
-            if (p->maximize) g = -g;                                                                             \
-            if (p->weight_decay != 0.0) {                                                                        \
-                if (p->decoupled) x = x * decay;                                                                 \
-                else g += x * wd;                                                                                \
-            }                                                                                                    \
-            const T a0 = avg[k];                                                                                 \
-            const T a1 = coeff * (g - a0) + (small ? a0 : g);                                                    \
-            avg[k] = a1;                                                                                         \
-            const T v = sq[k] * beta2 + c2 * g * g;                                                              \
-            sq[k] = v;                                                                                           \
-            T vmax = v;                                                                                          \
-            if (p->amsgrad) {                                                                                    \
-                const T old = mx[k];                                                                             \
-                vmax = (old != old || v != v) ? old + v : old > v ? old : v;                                     \
-                mx[k] = vmax;                                                                                    \
-            }                                                                                                    \
-            const T denom = SQRT(vmax) / bc2_sqrt + eps;                                                         \
-            prm[k] = x - step_size * a1 / denom;                                                                 \
+            for (int64_t k = 0; k < m; k++) prm[k] = prm[k] - step_size * avg[k] / (SQRT(mx[k]) / bc2_sqrt + eps); \
+        } else {                                                                                                 \
+            for (int64_t k = 0; k < m; k++) prm[k] = prm[k] - step_size * avg[k] / (SQRT(sq[k]) / bc2_sqrt + eps); \
         }                                                                                                        \
     }
 

@@ -12,28 +12,32 @@
 enum { SG_PARAM, SG_GRAD, SG_BUF, SG_LISTS };
 enum { SG_NUM_LR, SG_NUM_SCALE, SG_NUM_INF };
 
+/* One block of m <= FE_BLOCK elements, as passes of branch-free loops so that each vectorizes. */
 #define SGD_LOOP(T)                                                                                             \
     static void sgd_block_##T(const fe_sgd_params_t *p, T *prm, T *grd, T *buf, double lr, double scale,        \
                               int64_t m) {                                                                      \
         const T wd = (T)p->weight_decay, mom = (T)p->momentum, damp = (T)(1.0 - p->dampening), lrt = (T)lr;    \
         const T sc = (T)(float)scale;                                                                           \
-        for (int64_t k = 0; k < m; k++) {                                                                       \
-            T g = grd[k];                                                                                       \
-            const T x = prm[k];                                                                                 \
-            if (p->has_grad_scale) {                                                                            \
-                g = g / sc;                                                                                     \
-                grd[k] = g;                                                                                     \
-            }                                                                                                   \
-            if (p->maximize) g = -g;                                                                            \
-            if (p->weight_decay != 0.0) g += x * wd;                                                            \
-            if (p->momentum != 0.0) {                                                                           \
-                const T b = p->first_step ? g : buf[k] * mom + g * damp;                                        \
-                buf[k] = b;                                                                                     \
-                if (p->nesterov) g += b * mom;                                                                  \
-                else g = b;                                                                                     \
-            }                                                                                                   \
-            prm[k] = x - g * lrt;                                                                               \
+        T g[FE_BLOCK];                                                                                          \
+        if (p->has_grad_scale)                                                                                  \
+            for (int64_t k = 0; k < m; k++) grd[k] = grd[k] / sc;                                               \
+        if (p->maximize)                                                                                        \
+            for (int64_t k = 0; k < m; k++) g[k] = -grd[k];                                                     \
+        else                                                                                                    \
+            for (int64_t k = 0; k < m; k++) g[k] = grd[k];                                                      \
+        if (p->weight_decay != 0.0)                                                                             \
+            for (int64_t k = 0; k < m; k++) g[k] += prm[k] * wd;                                                \
+        if (p->momentum != 0.0) {                                                                               \
+            if (p->first_step)                                                                                  \
+                for (int64_t k = 0; k < m; k++) buf[k] = g[k];                                                  \
+            else                                                                                                \
+                for (int64_t k = 0; k < m; k++) buf[k] = buf[k] * mom + g[k] * damp;                            \
+            if (p->nesterov)                                                                                    \
+                for (int64_t k = 0; k < m; k++) g[k] += buf[k] * mom;                                           \
+            else                                                                                                \
+                for (int64_t k = 0; k < m; k++) g[k] = buf[k];                                                  \
         }                                                                                                       \
+        for (int64_t k = 0; k < m; k++) prm[k] = prm[k] - g[k] * lrt;                                           \
     }
 
 SGD_LOOP(float)
