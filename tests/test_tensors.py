@@ -586,3 +586,19 @@ def test_tensors_without_elements_work_like_on_cpu(dtype):
     assert_exact(a.to(torch.float64), torch.empty(0, 3, dtype=torch.float64))
     assert a.tolist() == []
     assert "size=(0, 3)" in repr(a)
+
+
+def test_module_to_axon_keeps_parameters_shared_between_modules():
+    # Module.to swaps each parameter's data in place when the TensorImpls are compatible; otherwise it makes new
+    # Parameters and unties weights shared between modules (a language model's head and its embedding).
+    embed = torch.nn.Embedding(10, 4)
+    head = torch.nn.Linear(4, 10, bias=False)
+    head.weight = embed.weight
+    model = torch.nn.ModuleDict({"embed": embed, "head": head})
+    param = embed.weight
+    model.to("axon")
+    assert model["head"].weight is model["embed"].weight
+    assert model["embed"].weight is param and param.device.type == "axon"
+    assert len(list(model.parameters())) == 1
+    model.to("cpu")
+    assert model["head"].weight is model["embed"].weight and param.device.type == "cpu"

@@ -86,7 +86,18 @@ at::Tensor& set_empty(at::Tensor& self) {
   return set_storage_offset(self, std::move(empty), 0, {0}, {1});
 }
 
+// Whether `from`'s TensorImpl may replace `self`'s (param.data = other). c10 allows it between dense tensors of its
+// built-in backends only; axon tensors are plain dense TensorImpls too. Without this, Module.to("axon") builds new
+// Parameter objects and unties weights shared between modules (a GPT-2 head and its embedding).
+bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& from) {
+  const auto dense = [](const at::Tensor& t) {
+    return t.layout() == at::kStrided && (t.device().type() == c10::kCPU || t.device().type() == kAxon);
+  };
+  return self.key_set() == from.key_set() || (dense(self) && dense(from));
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type);
   m.impl("empty.memory_format", empty_memory_format);
   m.impl("empty_strided", empty_strided);
   m.impl("resize_", resize_);
