@@ -34,8 +34,8 @@
 
 AXON_EXTERN_C_BEGIN
 
-/* Window geometry of max and average pooling. Entry k of each array is spatial dimension k of nspatial (W last
- * for 1d: kernel[0] is the width then). */
+/* Window geometry of max and average pooling. Entries [0, nspatial) of each array are the spatial dimensions in
+ * tensor order, W last: (H, W) for 2d, (W) for 1d. */
 typedef struct axon_pool_params {
     int nspatial;                /* 1, 2 or 3 */
     int64_t kernel[3];           /* >= 1 */
