@@ -137,3 +137,12 @@ def test_equal_matches_cpu(dtype):
     assert native(lambda: torch.equal(x.to("axon"), y.to("axon"))) is torch.equal(x, y)
     assert native(lambda: torch.equal(x.to("axon"), x.to("axon")[:2])) is False
     assert native(lambda: torch.equal(x.to("axon").t().contiguous().t(), x.to("axon"))) is True
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("start,end,steps,base", [(0, 1, 5, 10.0), (-2, 3, 33, 2.0), (1, -1, 4, 0.5)])
+def test_logspace_matches_cpu(dtype, start, end, steps, base):
+    r = native(lambda: torch.logspace(start, end, steps, base=base, dtype=dtype, device="axon")).cpu()
+    e = torch.logspace(start, end, steps, base=base, dtype=dtype)
+    tol = {torch.float32: 1e-5, torch.float64: 1e-12, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}[dtype]
+    torch.testing.assert_close(r, e, rtol=tol, atol=tol)

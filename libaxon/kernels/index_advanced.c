@@ -2,10 +2,10 @@
  *
  * Both walk the iteration shape with an odometer over up to 2 + AXON_INDEX_MAX_INDICES operands (more than the
  * shared iterator's four), so they carry their own: size-1 dimensions dropped, byte offsets advanced per run of the
- * innermost dimension. index parallelizes over every position. index_put moves the dimensions where dst has a
- * nonzero stride to the front and parallelizes over those only: two positions that differ there never write the
- * same element, and each thread then walks the remaining (indexed) positions in row-major order, which is what
- * makes accumulation deterministic and equal to PyTorch's serial CPU loop. */
+ * innermost dimension. index parallelizes over every position. index_put parallelizes only over the dimensions
+ * where dst has a nonzero stride: two positions that differ there never write the same element. Each thread walks
+ * the indexed positions in row-major order and, for each, its own range of the others, which is what makes
+ * accumulation deterministic and equal to PyTorch's serial CPU loop while the inner loop stays along dst's rows. */
 #include <inttypes.h>
 #include <stdio.h>
 
@@ -31,7 +31,12 @@ struct adv_job {
     int64_t sizes[AXON_MAX_DIMS];
     int64_t strides[ADV_MAXT][AXON_MAX_DIMS];    /* bytes */
     char *base[ADV_MAXT];
-    int64_t inner;                               /* index_put: positions per parallel item */
+    /* index_put: the dimensions where dst does not move (indexed), walked serially around each thread's range of
+     * the others (the walk above) */
+    int ni;
+    int64_t isizes[AXON_MAX_DIMS];
+    int64_t istrides[ADV_MAXT][AXON_MAX_DIMS];   /* bytes */
+    int64_t inner;                               /* product of isizes */
     int64_t jump[AXON_INDEX_MAX_INDICES];        /* strides[k] in bytes */
     int is64[AXON_INDEX_MAX_INDICES];
     size_t es;
@@ -52,6 +57,21 @@ static inline int64_t adv_offset(const struct adv_job *j, char *const *p, int64_
 
 /* d += s in the compute type, rounding once. */
 static void adv_accumulate(const struct adv_job *j, char *d, const char *s) {
+    /* float32 and float64 add directly (a float32 sum rounded once equals the double sum rounded). */
+    if (j->a->a.dtype == AXON_FLOAT32) {
+        float x, y;
+        memcpy(&x, d, 4), memcpy(&y, s, 4);
+        x += y;
+        memcpy(d, &x, 4);
+        return;
+    }
+    if (j->a->a.dtype == AXON_FLOAT64) {
+        double x, y;
+        memcpy(&x, d, 8), memcpy(&y, s, 8);
+        x += y;
+        memcpy(d, &x, 8);
+        return;
+    }
     union {
         double f;
         int64_t i;
@@ -79,7 +99,7 @@ static void adv_run(const struct adv_job *j, char *const *p, const int64_t *step
 }
 
 /* Visit positions [begin, end) of the (reordered) iteration shape in row-major order. */
-static void adv_walk(const struct adv_job *j, int64_t begin, int64_t end) {
+static void adv_walk(const struct adv_job *j, int64_t begin, int64_t end, const int64_t *shift) {
     const int nd = j->nd, nt = j->nt, last = nd - 1;
     int64_t c[AXON_MAX_DIMS], off[ADV_MAXT], step[ADV_MAXT];
     char *p[ADV_MAXT];
@@ -93,7 +113,7 @@ static void adv_walk(const struct adv_job *j, int64_t begin, int64_t end) {
     for (int64_t pos = begin; pos < end;) {
         int64_t n = j->sizes[last] - c[last];
         if (n > end - pos) n = end - pos;
-        for (int t = 0; t < nt; t++) p[t] = j->base[t] + off[t];
+        for (int t = 0; t < nt; t++) p[t] = j->base[t] + shift[t] + off[t];
         adv_run(j, p, step, n);
         pos += n;
         if (pos >= end) break;
@@ -108,13 +128,25 @@ static void adv_walk(const struct adv_job *j, int64_t begin, int64_t end) {
 
 static void adv_index_range(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
-    adv_walk(ctx, begin, end);
+    static const int64_t none[ADV_MAXT];
+    adv_walk(ctx, begin, end, none);
 }
 
 static void adv_put_range(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
     const struct adv_job *j = ctx;
-    adv_walk(j, begin * j->inner, end * j->inner);
+    /* For each indexed position in row-major order, this thread's range of the other positions: every destination
+     * element sees its updates in the iteration order, and the inner walk runs along dst's contiguous rows. */
+    int64_t c[AXON_MAX_DIMS] = {0}, shift[ADV_MAXT] = {0};
+    for (int64_t q = 0; q < j->inner; q++) {
+        adv_walk(j, begin, end, shift);
+        for (int d = j->ni - 1; d >= 0; d--) {
+            for (int t = 0; t < j->nt; t++) shift[t] += j->istrides[t][d];
+            if (++c[d] < j->isizes[d]) break;
+            for (int t = 0; t < j->nt; t++) shift[t] -= c[d] * j->istrides[t][d];
+            c[d] = 0;
+        }
+    }
 }
 
 static axon_status_t adv_kernel(const void *args, const axon_exec_t *ex) {
@@ -141,27 +173,24 @@ static axon_status_t adv_kernel(const void *args, const axon_exec_t *ex) {
         j.jump[k] = a->strides[k] * (int64_t)j.es;
     }
     for (int t = 0; t < j.nt; t++) j.base[t] = ts[t]->data;
-    /* Keep dimensions of size > 1; for index_put, those where dst moves (free) before those it does not. */
-    for (int pass = 0; pass < 2; pass++)
-        for (int d = 0; d < a->a.ndim; d++) {
-            if (a->a.sizes[d] == 1) continue;
-            int free = a->a.strides[d] != 0;
-            if (a->put ? free != (pass == 0) : pass == 1) continue;
-            j.sizes[j.nd] = a->a.sizes[d];
-            for (int t = 0; t < j.nt; t++)
-                j.strides[t][j.nd] = ts[t]->strides[d] * (int64_t)axon_dtype_size(ts[t]->dtype);
-            j.nd++;
-        }
+    /* Keep dimensions of size > 1; for index_put, those where dst does not move (indexed) go to the serial walk. */
+    j.inner = 1;
+    for (int d = 0; d < a->a.ndim; d++) {
+        if (a->a.sizes[d] == 1) continue;
+        int indexed = a->put && a->a.strides[d] == 0;
+        int at = indexed ? j.ni++ : j.nd++;
+        (indexed ? j.isizes : j.sizes)[at] = a->a.sizes[d];
+        for (int t = 0; t < j.nt; t++)
+            (indexed ? j.istrides[t] : j.strides[t])[at] = ts[t]->strides[d] * (int64_t)axon_dtype_size(ts[t]->dtype);
+        if (indexed) j.inner *= a->a.sizes[d];
+    }
     if (j.nd == 0) j.sizes[j.nd++] = 1;
-    int64_t numel = 1, outer = 1;
-    for (int d = 0; d < j.nd; d++) numel *= j.sizes[d];
+    int64_t outer = 1;
+    for (int d = 0; d < j.nd; d++) outer *= j.sizes[d];
     if (!a->put) {
-        axon_parallel_for(ex->pool, 0, numel, AXON_KERNEL_GRAIN / 4, adv_index_range, &j);
+        axon_parallel_for(ex->pool, 0, outer, AXON_KERNEL_GRAIN / 4, adv_index_range, &j);
         return AXON_OK;
     }
-    for (int d = 0; d < a->a.ndim; d++)
-        if (a->a.sizes[d] > 1 && a->a.strides[d] != 0) outer *= a->a.sizes[d];
-    j.inner = numel / outer;
     if (a->accumulate) {
         axon_dtype_t dt = a->a.dtype;
         j.ct = axon_dtype_is_floating(dt)                           ? AXON_FLOAT64

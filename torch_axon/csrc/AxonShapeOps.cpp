@@ -1,7 +1,7 @@
 // Shape ops on libaxon's kernels: tril/triu (axon/shape.h), reflection and replication pads 1d/2d/3d with their
 // backward (axon/shape.h), flip and roll (libaxon's copy, which takes negative strides: flip is a copy from a
 // descriptor with its flipped dimensions' strides negated, roll a few slice copies), eye, float linspace (arange
-// from each end, PyTorch's symmetric formula) and equal.
+// from each end, PyTorch's symmetric formula), float logspace (pow of it) and equal.
 //
 // What falls back: more than AXON_MAX_DIMS dimensions, pads of bool (PyTorch's CPU kernels reject it), pad
 // backward of non-floating dtypes, linspace of integer dtypes, equal of two dtypes (PyTorch's error).
@@ -270,6 +270,15 @@ at::Tensor& linspace_out(const at::Scalar& start, const at::Scalar& end, int64_t
   return out;
 }
 
+// base ** linspace(start, end): the exponents through linspace's kernel, then the native pow.
+at::Tensor& logspace_out(const at::Scalar& start, const at::Scalar& end, int64_t steps, double base, at::Tensor& out) {
+  TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
+  if (!is_float(out.scalar_type())) return fall_back<ATEN_OP2(logspace, out)>(start, end, steps, base, out);
+  linspace_out(start, end, steps, out);
+  if (steps) at::pow_out(out, base, out);
+  return out;
+}
+
 bool equal(const at::Tensor& self, const at::Tensor& other) {
   if (self.scalar_type() != other.scalar_type() || self.device() != other.device())
     return fall_back<ATEN_OP(equal)>(self, other);
@@ -301,6 +310,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("eye.out", TORCH_FN(eye_out));
   m.impl("eye.m_out", TORCH_FN(eye_m_out));
   m.impl("linspace.out", TORCH_FN(linspace_out));
+  m.impl("logspace.out", TORCH_FN(logspace_out));
   m.impl("equal", TORCH_FN(equal));
 }
 
