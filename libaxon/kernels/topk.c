@@ -3,12 +3,14 @@
  * Quickselect with a median-of-three pivot places the wanted pair; pairs are distinct (positions differ), so
  * partitions shrink even on rows of equal values. A selection that keeps choosing poor pivots (more rounds than
  * 2 log2(n) + 8) finishes by sorting what is left, which bounds the work at O(n log n). topk then sorts its first k
- * pairs; kthvalue reads one. */
+ * pairs; kthvalue reads one. A topk of small k instead keeps its k best pairs in a sorted list in one pass. */
 #include <string.h>
 
 #include "axon/stream.h"
 #include "internal.h"
 #include "sort_impl.h"
+
+#define SRT_SMALL_K 32           /* topk up to this k keeps a sorted list instead of selecting */
 
 static void srt_swap(srt_pair_t *a, srt_pair_t *b) {
     srt_pair_t t = *a;
@@ -58,6 +60,18 @@ const srt_pair_t *axon_srt_pick(const srt_args_t *a, srt_pair_t *pa, srt_pair_t 
                 if (pa[j].key == UINT64_MAX) return &pa[j]; /* the first NaN: loaded in position order */
         axon_srt_select(pa, pb, n, a->k - 1);
         return &pa[a->k - 1];
+    }
+    if (a->k <= SRT_SMALL_K) { /* one pass keeping the k best in order: a few compares per element for small k */
+        srt_pair_t best[SRT_SMALL_K];
+        int64_t nb = 0;
+        for (int64_t j = 0; j < n; j++) {
+            if (nb == a->k && !srt_less(&pa[j], &best[nb - 1])) continue;
+            int64_t i = nb < a->k ? nb++ : nb - 1;
+            for (; i > 0 && srt_less(&pa[j], &best[i - 1]); i--) best[i] = best[i - 1];
+            best[i] = pa[j];
+        }
+        memcpy(pb, best, (size_t)nb * sizeof *pb);
+        return pb;
     }
     if (a->k < n) axon_srt_select(pa, pb, n, a->k - 1);
     return axon_srt_sort(pa, pb, a->k);
