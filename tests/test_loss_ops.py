@@ -81,9 +81,7 @@ def test_cross_entropy_on_n_d_inputs_matches_cpu(dtype, shape, reduction):
 def test_cross_entropy_with_label_smoothing_and_weight_matches_cpu(dtype):
     x, t = sample((8, 6), dtype), targets((8,), 6, ignore=-100)
     w = torch.linspace(0.5, 1.5, 6, dtype=torch.float64).to(dtype)
-    # Label smoothing with a weight selects the non-ignored rows with masked_select, which is not native yet.
-    check(lambda a, tt, ww: F.cross_entropy(a, tt, weight=ww, label_smoothing=0.2), x, dtype, t, w,
-          allowed={"aten::masked_select"})
+    check(lambda a, tt, ww: F.cross_entropy(a, tt, weight=ww, label_smoothing=0.2), x, dtype, t, w)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
