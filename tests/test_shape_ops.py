@@ -146,3 +146,24 @@ def test_logspace_matches_cpu(dtype, start, end, steps, base):
     e = torch.logspace(start, end, steps, base=base, dtype=dtype)
     tol = {torch.float32: 1e-5, torch.float64: 1e-12, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}[dtype]
     torch.testing.assert_close(r, e, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", KERNEL_DTYPES, ids=dtype_id)
+def test_ops_already_native_through_other_kernels_stay_native(dtype):
+    """cat/stack of mixed dtypes, constant and circular pads, diag/diagonal copies, tensor_split with a tensor,
+    repeat_interleave with an int and index_select with int32 indices reach native kernels (cat, copy, fill,
+    index_select) without any fallback."""
+    x = sample(dtype, (4, 5))
+    y = sample(torch.float64, (2, 5), seed=2)
+    same(native(lambda: torch.cat([x.to("axon"), y.to("axon")])), torch.cat([x, y]))
+    same(native(lambda: torch.stack([x.to("axon"), x.to("axon").flip(0)], 1)), torch.stack([x, x.flip(0)], 1))
+    same(native(lambda: F.pad(x.to("axon")[None], (2, 1), mode="circular")), F.pad(x[None], (2, 1), mode="circular"))
+    same(native(lambda: torch.diag(x.to("axon"), 1)), torch.diag(x, 1))
+    same(native(lambda: torch.diag(x.to("axon")[0])), torch.diag(x[0]))
+    same(native(lambda: torch.diagonal_copy(x.to("axon"), -1)), torch.diagonal_copy(x, -1))
+    for r, e in zip(native(lambda: torch.tensor_split(x.to("axon"), torch.tensor([1, 3]), 1)),
+                    torch.tensor_split(x, torch.tensor([1, 3]), 1)):
+        same(r, e)
+    same(native(lambda: torch.repeat_interleave(x.to("axon"), 2, dim=1)), torch.repeat_interleave(x, 2, dim=1))
+    i = torch.tensor([3, 0, 3], dtype=torch.int32)
+    same(native(lambda: torch.index_select(x.to("axon"), 0, i.to("axon"))), torch.index_select(x, 0, i))
