@@ -179,6 +179,18 @@ def test_integer_division_by_zero_raises_at_synchronization():
     check_close(x + 1, torch.full((4,), 2, dtype=torch.int64))
 
 
+@pytest.mark.parametrize("dtype", FLOATS + INTS + [torch.bool], ids=str)
+@pytest.mark.parametrize("name", ["isposinf", "isneginf", "signbit", "isnan", "isinf", "isfinite", "logical_not"])
+def test_predicates_match_cpu_without_fallback(name, dtype):
+    x = sample((4, 50), dtype)
+    if dtype.is_floating_point:  # the special values each predicate is about
+        x[0, :6] = torch.tensor([float("inf"), -float("inf"), float("nan"), -0.0, 0.0, -float("nan")]).to(dtype)
+    torch_axon.reset_fallback_stats()
+    got = getattr(torch, name)(x.to("axon"))
+    assert torch_axon.fallback_stats() == {}
+    assert torch.equal(got.cpu(), getattr(torch, name)(x))
+
+
 def test_complex_dtypes_still_work_through_the_fallback():
     z = torch.randn(4, dtype=torch.complex64)
     with warnings.catch_warnings():

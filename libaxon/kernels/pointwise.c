@@ -16,7 +16,7 @@ static const char *const unary_names[] = {
     "sigmoid", "relu", "gelu", "gelu_tanh",  "silu",      "mish",        "softplus",    "hardsigmoid", "hardswish",
     "hardtanh", "leaky_relu", "elu", "floor", "ceil",     "round",       "trunc",       "frac",       "logical_not",
     "bitwise_not", "isnan", "isinf", "isfinite", "square", "log_sigmoid", "logit", "softshrink", "hardshrink",
-    "threshold",
+    "threshold", "isposinf", "isneginf", "signbit",
 };
 _Static_assert(sizeof unary_names / sizeof unary_names[0] == AXON_UNARY_COUNT, "every axon_unary_op_t needs a name");
 
@@ -329,7 +329,8 @@ axon_status_t axon_kernel_unary(axon_stream_t s, axon_unary_op_t op, const axon_
     if ((unsigned)op >= AXON_UNARY_COUNT)
         return axon_fail(AXON_ERROR_INVALID_ARG, "unary: op %d is not an axon_unary_op_t", (int)op);
     int bool_result = op == AXON_UNARY_LOGICAL_NOT || op == AXON_UNARY_ISNAN || op == AXON_UNARY_ISINF ||
-                      op == AXON_UNARY_ISFINITE;
+                      op == AXON_UNARY_ISFINITE || op == AXON_UNARY_ISPOSINF || op == AXON_UNARY_ISNEGINF ||
+                      op == AXON_UNARY_SIGNBIT;
     const pw_op_t d = {1, (int)op, unary_names[op], axon_pw_unary_loops[op], bool_result ? PW_BOOL_RESULT : 0u};
     const axon_tensor_t *ins[3] = {a, NULL, NULL};
     if (a == NULL)

@@ -137,6 +137,9 @@ PW_FLOATS(PW_U, logit, (log((p0 < 0 ? x : x < p0 ? p0 : x > (W)1 - p0 ? (W)1 - p
 PW_FLOATS(PW_U, softshrink, (x > p0 ? x - p0 : x < -p0 ? x + p0 : x * (W)0)) /* p0 lambd */
 PW_FLOATS(PW_U, hardshrink, (x >= -p0 && x <= p0 ? (W)0 : x))
 PW_FLOATS(PW_U, threshold, (x <= p0 ? p1 : x)) /* p0 threshold, p1 value */
+PW_FLOATS(PW_UB, isposinf, (x == (W)INFINITY))
+PW_FLOATS(PW_UB, isneginf, (x == -(W)INFINITY))
+PW_FLOATS(PW_UB, signbit, (copysign((W)1, x) < 0)) /* the sign bit, NaN and -0.0 included */
 
 /* ---- integers ---- */
 
@@ -150,6 +153,7 @@ PW_INTS(PW_UB, logical_not, (x == 0))
 PW_INTS(PW_U, bitwise_not, ((W)~x))
 PW_INTS(PW_UB, never, (0)) /* isnan, isinf */
 PW_INTS(PW_UB, always, (1)) /* isfinite */
+PW_INTS(PW_UB, negative, (x < 0)) /* signbit */
 PW_INTS(PW_U, square, ((W)((U)x * (U)x)))
 
 /* ---- bool ---- */
@@ -222,4 +226,7 @@ const pw_loop_fn axon_pw_unary_loops[AXON_UNARY_COUNT][AXON_DTYPE_COUNT] = {
     [AXON_UNARY_SOFTSHRINK] = {PW_F(softshrink)},
     [AXON_UNARY_HARDSHRINK] = {PW_F(hardshrink)},
     [AXON_UNARY_THRESHOLD] = {PW_F(threshold)},
+    [AXON_UNARY_ISPOSINF] = {PW_F(isposinf) PW_I(never) PW_B(never)},
+    [AXON_UNARY_ISNEGINF] = {PW_F(isneginf) PW_I(never) PW_B(never)},
+    [AXON_UNARY_SIGNBIT] = {PW_F(signbit) PW_I(negative) PW_B(never)},
 };

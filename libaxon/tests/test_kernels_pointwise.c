@@ -66,7 +66,8 @@ static const op_case_t unary_cases[] = {
     {AXON_UNARY_ISFINITE, F | I | B, EXACT, 1}, {AXON_UNARY_SQUARE, F | I, ROUND1, 0},
     {AXON_UNARY_LOG_SIGMOID, F, ACT, 0},      {AXON_UNARY_LOGIT, F, ACT, 0},
     {AXON_UNARY_SOFTSHRINK, F, ROUND1, 0},    {AXON_UNARY_HARDSHRINK, F, EXACT, 0},
-    {AXON_UNARY_THRESHOLD, F, EXACT, 0},
+    {AXON_UNARY_THRESHOLD, F, EXACT, 0},      {AXON_UNARY_ISPOSINF, F | I | B, EXACT, 1},
+    {AXON_UNARY_ISNEGINF, F | I | B, EXACT, 1}, {AXON_UNARY_SIGNBIT, F | I | B, EXACT, 1},
 };
 _Static_assert(sizeof unary_cases / sizeof unary_cases[0] == AXON_UNARY_COUNT, "a case for every unary op");
 
@@ -239,6 +240,9 @@ static long double unary_ref_f(int op, long double x, const axon_op_params_t *p)
     case AXON_UNARY_ISNAN: return isnan(x) != 0;
     case AXON_UNARY_ISINF: return isinf(x) != 0;
     case AXON_UNARY_ISFINITE: return isfinite(x) != 0;
+    case AXON_UNARY_ISPOSINF: return isinf(x) && x > 0;
+    case AXON_UNARY_ISNEGINF: return isinf(x) && x < 0;
+    case AXON_UNARY_SIGNBIT: return signbit(x) != 0;
     case AXON_UNARY_SQUARE: return x * x;
     case AXON_UNARY_LOG_SIGMOID: return fminl(x, 0) - log1pl(expl(-fabsl(x)));
     case AXON_UNARY_LOGIT: {
@@ -407,7 +411,10 @@ static i128 unary_ref_i(int op, i128 x, axon_dtype_t d, const axon_op_params_t *
     case AXON_UNARY_LOGICAL_NOT: return x == 0;
     case AXON_UNARY_BITWISE_NOT: return is_bool ? !x : ~x;
     case AXON_UNARY_ISNAN:
-    case AXON_UNARY_ISINF: return 0;
+    case AXON_UNARY_ISINF:
+    case AXON_UNARY_ISPOSINF:
+    case AXON_UNARY_ISNEGINF: return 0;
+    case AXON_UNARY_SIGNBIT: return x < 0;
     case AXON_UNARY_ISFINITE: return 1;
     case AXON_UNARY_SQUARE: return (i128)((u128)x * (u128)x);
     default: return 0;

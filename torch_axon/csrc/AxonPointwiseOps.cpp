@@ -163,6 +163,12 @@ at::Tensor& unary_predicate_out(const at::Tensor& self, at::Tensor& out) {
   return fall_back<AtenOp>(self, out);
 }
 
+// isnan has no out= overload: the functional form is the backend's kernel (a bool tensor of self's shape).
+at::Tensor isnan(const at::Tensor& self) {
+  at::Tensor out = at::empty(self.sizes(), self.options().dtype(at::kBool));
+  return unary_predicate_out<AXON_UNARY_ISNAN, ATEN_OP2(isnan, out)>(self, out);
+}
+
 at::Tensor& gelu_out(const at::Tensor& self, c10::string_view approximate, at::Tensor& out) {
   at::TensorIterator iter = at::TensorIterator::unary_op(out, self);
   const axon_unary_op_t op = approximate == "tanh" ? AXON_UNARY_GELU_TANH : AXON_UNARY_GELU;
@@ -656,6 +662,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   AXON_UNARY(frac, AXON_UNARY_FRAC, false)
   AXON_UNARY(bitwise_not, AXON_UNARY_BITWISE_NOT, false)
   m.impl("logical_not.out", TORCH_FN((unary_predicate_out<AXON_UNARY_LOGICAL_NOT, ATEN_OP2(logical_not, out)>)));
+  m.impl("isnan", TORCH_FN(isnan));
+  m.impl("isposinf.out", TORCH_FN((unary_predicate_out<AXON_UNARY_ISPOSINF, ATEN_OP2(isposinf, out)>)));
+  m.impl("isneginf.out", TORCH_FN((unary_predicate_out<AXON_UNARY_ISNEGINF, ATEN_OP2(isneginf, out)>)));
+  m.impl("signbit.out", TORCH_FN((unary_predicate_out<AXON_UNARY_SIGNBIT, ATEN_OP2(signbit, out)>)));
   m.impl("gelu.out", TORCH_FN(gelu_out));
   m.impl("softplus.out", TORCH_FN(softplus_out));
   m.impl("hardtanh.out", TORCH_FN(hardtanh_out));

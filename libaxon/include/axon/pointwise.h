@@ -104,6 +104,9 @@ typedef enum axon_unary_op {
     AXON_UNARY_SOFTSHRINK,       /* x > lambd ? x - lambd : x < -lambd ? x + lambd : x * 0 (NaN stays NaN) */
     AXON_UNARY_HARDSHRINK,       /* -lambd <= x <= lambd ? 0 : x */
     AXON_UNARY_THRESHOLD,        /* x <= threshold ? value : x */
+    AXON_UNARY_ISPOSINF,         /* bool result; x == +inf (false for ints and bool) */
+    AXON_UNARY_ISNEGINF,         /* bool result; x == -inf */
+    AXON_UNARY_SIGNBIT,          /* bool result; the sign bit (true for -0.0 and negative NaN), x < 0 for ints */
     AXON_UNARY_COUNT
 } axon_unary_op_t;
 
