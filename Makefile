@@ -14,7 +14,8 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 
 # Pins: the extension is built against this exact torch (no stable C++ ABI); an unpinned torch would also pull a
 # multi-GB CUDA build.
-PINS := torch==2.13.0 numpy==2.4.6 pytest==9.2.0 scikit-build-core==1.1.2 safetensors==0.8.0
+PINS := torch==2.13.0 numpy==2.4.6 pytest==9.2.0 scikit-build-core==1.1.2 safetensors==0.8.0 \
+	expecttest==0.3.0 transformers==5.24.0
 APT_PACKAGES := ccache libopenblas0-pthread libopenblas-pthread-dev pkg-config libdnnl-dev
 
 BUILD := build

@@ -166,6 +166,14 @@ std::vector<int64_t> padded_shape(const at::Tensor& self, const PadSpec& p) {
   return shape;
 }
 
+// Negative padding (cropping) mixed with replication can leave output positions whose source PyTorch still defines
+// by clamping; libaxon's pad kernel refuses them, so negative padding runs on the host.
+bool cropping(at::IntArrayRef padding) {
+  for (int64_t v : padding)
+    if (v < 0) return true;
+  return false;
+}
+
 bool pad_native(const at::Tensor& self, const at::Tensor& other) {
   return self.scalar_type() != at::kBool && other.device() == self.device() && kernels_support(self.scalar_type());
 }
@@ -204,25 +212,27 @@ bool is_float(c10::ScalarType t) {
 // Forward (.out and functional) and backward (.grad_input and functional) of one pad op.
 #define AXON_PAD_OPS(op, MODE, NSP)                                                                                \
   at::Tensor& op##_out(const at::Tensor& self, at::IntArrayRef padding, at::Tensor& out) {                         \
-    if (!pad_native(self, out) || self.dim() > AXON_MAX_DIMS)                                                     \
+    if (!pad_native(self, out) || self.dim() > AXON_MAX_DIMS || cropping(padding))                                \
       return fall_back<ATEN_OP2(op, out)>(self, padding, out);                                                  \
     return pad_out_impl<MODE, NSP>(self, padding, out, #op);                                                      \
   }                                                                                                               \
   at::Tensor op##_fn(const at::Tensor& self, at::IntArrayRef padding) {                                           \
-    if (!pad_native(self, self) || self.dim() > AXON_MAX_DIMS) return fall_back<ATEN_OP(op)>(self, padding);      \
+    if (!pad_native(self, self) || self.dim() > AXON_MAX_DIMS || cropping(padding))                               \
+      return fall_back<ATEN_OP(op)>(self, padding);                                                               \
     at::Tensor out = at::empty({0}, self.options());                                                              \
     return pad_out_impl<MODE, NSP>(self, padding, out, #op);                                                      \
   }                                                                                                               \
   at::Tensor& op##_backward_out(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef padding,   \
                                 at::Tensor& grad_input) {                                                         \
     if (!is_float(self.scalar_type()) || grad_output.scalar_type() != self.scalar_type() ||                       \
-        grad_input.scalar_type() != self.scalar_type() || grad_output.device() != self.device())                  \
+        grad_input.scalar_type() != self.scalar_type() || grad_output.device() != self.device() ||                \
+        cropping(padding))                                                                                        \
       return fall_back<ATEN_OP2(op##_backward, grad_input)>(grad_output, self, padding, grad_input);              \
     return pad_backward_impl<MODE, NSP>(grad_output, self, padding, grad_input, #op "_backward");                 \
   }                                                                                                               \
   at::Tensor op##_backward_fn(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef padding) {   \
     if (!is_float(self.scalar_type()) || grad_output.scalar_type() != self.scalar_type() ||                       \
-        grad_output.device() != self.device())                                                                    \
+        grad_output.device() != self.device() || cropping(padding))                                               \
       return fall_back<ATEN_OP(op##_backward)>(grad_output, self, padding);                                       \
     at::Tensor grad_input = at::empty({0}, self.options());                                                       \
     return pad_backward_impl<MODE, NSP>(grad_output, self, padding, grad_input, #op "_backward");                 \
