@@ -60,7 +60,7 @@ UNARY_FLOAT = {
     "leaky_relu": lambda x: torch.nn.functional.leaky_relu(x, 0.2), "elu": torch.nn.functional.elu,
     "relu": torch.relu, "hardtanh": torch.nn.functional.hardtanh, "floor": torch.floor, "ceil": torch.ceil,
     "round": torch.round, "trunc": torch.trunc, "frac": torch.frac, "neg": torch.neg, "abs": torch.abs,
-    "sign": torch.sign,
+    "sign": torch.sign, "sgn": torch.sgn,
 }
 
 
@@ -73,7 +73,7 @@ def test_unary_float_ops_match_cpu(name, dtype):
 
 
 @pytest.mark.parametrize("dtype", INTS, ids=str)
-@pytest.mark.parametrize("name", ["neg", "abs", "sign", "relu", "bitwise_not"])
+@pytest.mark.parametrize("name", ["neg", "abs", "sign", "sgn", "relu", "bitwise_not"])
 def test_unary_integer_ops_match_cpu(name, dtype):
     if dtype == torch.uint8 and name in ("neg",):
         pytest.skip("reason: negating uint8 is rejected by PyTorch CPU too")

@@ -32,9 +32,10 @@ float asinhf(float) PW_SIMD;
 /* A vectorized loop calls the 4-lane function in its body but the scalar one for a short trip and for the last
  * n % 4 elements, and the two may differ by an ulp or two. Then an element's value would depend on where a chunk,
  * run or block boundary falls: on the thread count and the layout. So these loops run their body only on multiples
- * of PW_SIMD_PAD elements (no vector factor GCC uses at SSE width leaves a tail then) and push the last few elements
- * through a zero-padded block of that size. The body is not inlined, so both calls run the same code. */
-#define PW_SIMD_PAD 16
+ * of PW_SIMD_PAD elements (no vector factor GCC uses, up to 32 two-byte lanes of an AVX-512 register, leaves a tail
+ * then) and push the last few elements through a zero-padded block of that size. The body is not inlined, so both
+ * calls run the same code. */
+#define PW_SIMD_PAD 64
 #define PW_UNARY_SIMD_FN(op, EXPR, DE, dn, T, WT, UT)                                                             \
     __attribute__((noinline)) PW_UNARY_FN(op##_body, EXPR, T, PW_ST_##dn, DE, dn, T, WT, UT)                    \
     static int pw_unary_##op##_##dn(char *o, const char *const *in, unsigned sm, int64_t n, const pw_ctx_t *ctx) { \
@@ -57,7 +58,7 @@ float asinhf(float) PW_SIMD;
 
 /* out[i] = ST(EXPR(x = LD(a[i]))). RT/RST: result storage type and store, for the ops with a bool result. */
 #define PW_UNARY_FN(op, EXPR, RT, RST, DE, dn, T, WT, UT)                                                         \
-    static int pw_unary_##op##_##dn(char *o, const char *const *in, unsigned sm, int64_t n, const pw_ctx_t *ctx) { \
+    PW_CLONES static int pw_unary_##op##_##dn(char *o, const char *const *in, unsigned sm, int64_t n, const pw_ctx_t *ctx) { \
         typedef WT W;                                                                                           \
         typedef UT U;                                                                                           \
         PW_PARAMS(ctx);                                                                                         \

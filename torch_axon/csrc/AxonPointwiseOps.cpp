@@ -626,6 +626,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   AXON_UNARY(neg, AXON_UNARY_NEG, false)
   AXON_UNARY(abs, AXON_UNARY_ABS, false)
   AXON_UNARY(sign, AXON_UNARY_SIGN, false)
+  AXON_UNARY(sgn, AXON_UNARY_SIGN, false)  // sign for real dtypes; complex sgn (z / |z|) goes to the host
   AXON_UNARY(reciprocal, AXON_UNARY_RECIPROCAL, true)
   AXON_UNARY(sqrt, AXON_UNARY_SQRT, true)
   AXON_UNARY(rsqrt, AXON_UNARY_RSQRT, true)

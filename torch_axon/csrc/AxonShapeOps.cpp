@@ -166,11 +166,15 @@ std::vector<int64_t> padded_shape(const at::Tensor& self, const PadSpec& p) {
   return shape;
 }
 
-// Negative padding (cropping) mixed with replication can leave output positions whose source PyTorch still defines
-// by clamping; libaxon's pad kernel refuses them, so negative padding runs on the host.
-bool cropping(at::IntArrayRef padding) {
-  for (int64_t v : padding)
-    if (v < 0) return true;
+// Negative padding that crops a whole dimension's worth (pad <= -size) leaves output positions with no source in the
+// input, which PyTorch still fills by clamping; libaxon's pad kernel refuses them, so those run on the host.
+bool crops_past_the_input(const at::Tensor& self, at::IntArrayRef padding) {
+  const int64_t nsp = static_cast<int64_t>(padding.size()) / 2;
+  if (self.dim() < nsp) return false;  // pad_spec raises PyTorch's error
+  for (int64_t sp = 0; sp < nsp; ++sp) {
+    const int64_t n = self.size(self.dim() - 1 - sp);
+    if (padding[2 * sp] <= -n || padding[2 * sp + 1] <= -n) return true;
+  }
   return false;
 }
 
@@ -212,12 +216,14 @@ bool is_float(c10::ScalarType t) {
 // Forward (.out and functional) and backward (.grad_input and functional) of one pad op.
 #define AXON_PAD_OPS(op, MODE, NSP)                                                                                \
   at::Tensor& op##_out(const at::Tensor& self, at::IntArrayRef padding, at::Tensor& out) {                         \
-    if (!pad_native(self, out) || self.dim() > AXON_MAX_DIMS || cropping(padding))                                \
+    if (!pad_native(self, out) || self.dim() > AXON_MAX_DIMS                                                       \
+        || crops_past_the_input(self, padding))                                                                    \
       return fall_back<ATEN_OP2(op, out)>(self, padding, out);                                                  \
     return pad_out_impl<MODE, NSP>(self, padding, out, #op);                                                      \
   }                                                                                                               \
   at::Tensor op##_fn(const at::Tensor& self, at::IntArrayRef padding) {                                           \
-    if (!pad_native(self, self) || self.dim() > AXON_MAX_DIMS || cropping(padding))                               \
+    if (!pad_native(self, self) || self.dim() > AXON_MAX_DIMS                                                      \
+        || crops_past_the_input(self, padding))                                                                    \
       return fall_back<ATEN_OP(op)>(self, padding);                                                               \
     at::Tensor out = at::empty({0}, self.options());                                                              \
     return pad_out_impl<MODE, NSP>(self, padding, out, #op);                                                      \
@@ -226,13 +232,13 @@ bool is_float(c10::ScalarType t) {
                                 at::Tensor& grad_input) {                                                         \
     if (!is_float(self.scalar_type()) || grad_output.scalar_type() != self.scalar_type() ||                       \
         grad_input.scalar_type() != self.scalar_type() || grad_output.device() != self.device() ||                \
-        cropping(padding))                                                                                        \
+        crops_past_the_input(self, padding))                                                                       \
       return fall_back<ATEN_OP2(op##_backward, grad_input)>(grad_output, self, padding, grad_input);              \
     return pad_backward_impl<MODE, NSP>(grad_output, self, padding, grad_input, #op "_backward");                 \
   }                                                                                                               \
   at::Tensor op##_backward_fn(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef padding) {   \
     if (!is_float(self.scalar_type()) || grad_output.scalar_type() != self.scalar_type() ||                       \
-        grad_output.device() != self.device() || cropping(padding))                                               \
+        grad_output.device() != self.device() || crops_past_the_input(self, padding))                              \
       return fall_back<ATEN_OP(op##_backward)>(grad_output, self, padding);                                       \
     at::Tensor grad_input = at::empty({0}, self.options());                                                       \
     return pad_backward_impl<MODE, NSP>(grad_output, self, padding, grad_input, #op "_backward");                 \
