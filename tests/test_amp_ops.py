@@ -82,6 +82,22 @@ def test_mixed_dtype_list_runs_the_host_fallback_with_cpu_results():
         same(a, b)
 
 
+def test_views_with_gaps_run_the_host_fallback_with_cpu_results():
+    base = grads(torch.float32)[2]
+    base[9] = float("nan")
+    out = []
+    for device in ("cpu", "axon"):
+        b = base.clone().to(device)
+        f, s = torch.zeros(1, device=device), torch.tensor([0.5], device=device)
+        torch_axon.reset_fallback_stats()
+        torch._amp_foreach_non_finite_check_and_unscale_([b[::3], b[1:50]], f, s)
+        out.append((b.cpu(), f.item(), torch_axon.fallback_stats()))
+    (ref, ref_f, _), (got, f, stats) = out
+    assert stats == {UNSCALE: 1}, stats
+    assert f == ref_f == 1.0
+    same(got, ref)
+
+
 def test_empty_list_is_a_no_op():
     f = torch.zeros(1, device="axon")
     torch._amp_foreach_non_finite_check_and_unscale_([], f, torch.ones(1, device="axon"))
