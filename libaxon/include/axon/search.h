@@ -5,8 +5,8 @@
  * nothing to compute. Every tensor must be contiguous (callers copy strided views first).
  *
  * searchsorted compares as PyTorch's CPU kernel does, with `<`-style tests on float64 (floats) or int64 (integers):
- * a NaN value is never below an element, so it lands past the end; NaNs in the sequence sort last, as sort puts
- * them. Results are the same for any thread count (each value is one independent binary search).
+ * a NaN value is never below an element, so it lands past the end, and a NaN met in the sequence moves the search
+ * right, whatever the value (the same answers as PyTorch's CPU, not those of a search that put NaN last). Results are the same for any thread count (each value is one independent binary search).
  *
  * bincount adds in input order on one thread, in the output's dtype, so weighted sums round as PyTorch's CPU loop
  * does; an input value outside [0, bins) fails the command (the caller checks the range first, as CUDA does).
