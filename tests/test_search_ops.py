@@ -72,8 +72,13 @@ def test_searchsorted_mixed_dtypes_and_scalars_as_cpu():
     seq, v = torch.tensor([1, 3, 5, 7]), torch.tensor([2.5, 3.0, 8.0])
     got = no_fallback(lambda: torch.searchsorted(seq.to("axon"), v.to("axon")))
     assert torch.equal(got.cpu(), torch.searchsorted(seq, v))
-    got = no_fallback(lambda: torch.searchsorted(seq.to("axon"), 4))
-    assert got.shape == () and got.item() == torch.searchsorted(seq, 4).item()
+    for scalar in (4, 5, 2.5, -1):
+        got = no_fallback(lambda: torch.searchsorted(seq.to("axon"), scalar, right=True))
+        want = torch.searchsorted(seq, scalar, right=True)
+        assert got.shape == () and got.dtype == want.dtype and got.item() == want.item()
+        got = no_fallback(lambda: torch.bucketize(scalar, seq.to("axon"), out_int32=True))
+        want = torch.bucketize(scalar, seq, out_int32=True)
+        assert got.shape == () and got.dtype == want.dtype and got.item() == want.item()
 
 
 def test_searchsorted_out_and_strided_inputs():

@@ -129,6 +129,14 @@ at::Tensor bucketize(const at::Tensor& self, const at::Tensor& boundaries, bool 
   return search_into(boundaries, self, right, std::nullopt, std::nullopt, out);
 }
 
+at::Tensor bucketize_scalar(const at::Scalar& self, const at::Tensor& boundaries, bool out_int32, bool right) {
+  const at::Tensor value = c10::scalar_to_tensor(self, boundaries.device());
+  if (boundaries.dim() != 1 || !native_search(boundaries, value, out_int32, right, std::nullopt, std::nullopt, nullptr))
+    return fall_back<ATEN_OP2(bucketize, Scalar)>(self, boundaries, out_int32, right);
+  at::Tensor out = at::empty({}, value.options().dtype(out_int32 ? at::kInt : at::kLong));
+  return search_into(boundaries, value, right, std::nullopt, std::nullopt, out);
+}
+
 // bincount: the output's length needs the input's maximum, read back from the device (one sync, as on CUDA).
 at::Tensor bincount(const at::Tensor& self, const std::optional<at::Tensor>& weights, int64_t minlength) {
   const bool weighted = weights.has_value() && weights->defined();
@@ -161,6 +169,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("searchsorted.Scalar", TORCH_FN(searchsorted_scalar));
   m.impl("bucketize.Tensor", TORCH_FN(bucketize));
   m.impl("bucketize.Tensor_out", TORCH_FN(bucketize_out));
+  m.impl("bucketize.Scalar", TORCH_FN(bucketize_scalar));
   m.impl("bincount", TORCH_FN(bincount));
 }
 
