@@ -80,7 +80,7 @@ static inline long double rr_reduce(axon_reduce_op_t op, const axon_reduce_param
         break;
     case AXON_REDUCE_AMAX:
     case AXON_REDUCE_AMIN:
-        r = v[0];
+        r = n > 0 ? v[0] : NAN; /* amax/amin of nothing is never asked for */
         for (int64_t i = 0; i < n; i++) {
             if (isnan(v[i]) || isnan(r)) r = NAN;
             else if (op == AXON_REDUCE_AMAX ? v[i] > r : v[i] < r) r = v[i];
