@@ -100,7 +100,7 @@ def cases():
     out.append(("sdpa", "8x128x64",
                 lambda d: (lambda q: (lambda: torch.nn.functional.scaled_dot_product_attention(q, q, q)))(
                     torch.randn(1, 8, 128, 64, device=d))))
-    sizes = (64, 256, 1024) if ARGS.quick else (64, 256, 1024, 2048)
+    sizes = (64, 256, 1024) if ARGS.quick else (64, 256, 1024, 2048, 4096)
     for dtype, tag in ((torch.float32, "fp32"), (torch.bfloat16, "bf16")):
         for n in sizes:
             out.append((f"mm {tag}", f"{n}", lambda d, n=n, dtype=dtype: (lambda a: (lambda: a @ a))(
