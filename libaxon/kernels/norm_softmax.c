@@ -143,13 +143,21 @@ static void sm_unit(const sm_args_t *a, int64_t off, int64_t m) {
  * NaN, and an
  * all -inf row gives NaN (-inf - -inf), as PyTorch does. */
 #define SM_PARTS 16
-static void sm_rows_f32(const sm_args_t *a, int64_t r0, int64_t r1) {
+PW_CLONES static void sm_rows_f32(const sm_args_t *a, int64_t r0, int64_t r1) {
     const int64_t n = a->len;
     for (int64_t r = r0; r < r1; r++) {
         const float *x = (const float *)(const void *)a->a + r * n;
         float *y = (float *)(void *)a->out + r * n;
+        /* The maximum in SM_PARTS lanes too, so that it vectorizes (a NaN is skipped here, but reaches every output
+         * through its exp and the sum). */
+        float pmax[SM_PARTS];
+        for (int k = 0; k < SM_PARTS; k++) pmax[k] = -INFINITY;
+        int64_t i0 = 0;
+        for (; i0 + SM_PARTS <= n; i0 += SM_PARTS)
+            for (int k = 0; k < SM_PARTS; k++) pmax[k] = x[i0 + k] > pmax[k] ? x[i0 + k] : pmax[k];
+        for (; i0 < n; i0++) pmax[0] = x[i0] > pmax[0] ? x[i0] : pmax[0];
         float mx = -INFINITY;
-        for (int64_t i = 0; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+        for (int k = 0; k < SM_PARTS; k++) mx = pmax[k] > mx ? pmax[k] : mx;
         for (int64_t i = 0; i < n; i++) y[i] = pw_expf(x[i] - mx); /* a plain map: vectorizes */
         float part[SM_PARTS] = {0};
         int64_t i = 0;
