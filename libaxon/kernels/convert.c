@@ -6,6 +6,7 @@
 #include "kernels_impl.h"
 
 #define AXON_CONVERT_PAIR(sn, ST, DE, dn, DT)                                                                  \
+    AXON_CLONES                                                                                                \
     static void axon_convert_##sn##_##dn(char *restrict dst, int64_t ds, const char *restrict src, int64_t ss, \
                                          int64_t n) {                                                          \
         DT *restrict d = (DT *)dst;                                                                            \

@@ -10,6 +10,19 @@
 #include "axon/pool.h"
 #include "axon/tensor.h"
 
+/* Hot element-wise loops (pointwise ops, conversions, softmax rows) are compiled three times, for AVX-512
+ * (x86-64-v4), AVX2 (x86-64-v3) and the x86-64 baseline, and the dynamic loader picks one by the CPU's features
+ * (GCC's target_clones: an ifunc resolved once).
+ * The library runs on any x86-64 CPU; the wide versions move 2-4x the elements per instruction and call libmvec's
+ * 8- and 16-lane functions. Kernel sources build with -ffp-contract=off, so no version fuses a multiply and an add
+ * that the others round twice: the three give the same results except where libmvec's lane widths differ by an
+ * ulp. AXON_NO_CLONES (or another compiler or CPU family) builds the baseline only. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(AXON_NO_CLONES)
+#define AXON_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define AXON_CLONES
+#endif
+
 /* Below this many elements a parallel-for chunk costs more in wake-ups than it saves. */
 #define AXON_KERNEL_GRAIN ((int64_t)1 << 15)
 

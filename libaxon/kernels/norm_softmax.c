@@ -143,7 +143,7 @@ static void sm_unit(const sm_args_t *a, int64_t off, int64_t m) {
  * NaN, and an
  * all -inf row gives NaN (-inf - -inf), as PyTorch does. */
 #define SM_PARTS 16
-PW_CLONES static void sm_rows_f32(const sm_args_t *a, int64_t r0, int64_t r1) {
+AXON_CLONES static void sm_rows_f32(const sm_args_t *a, int64_t r0, int64_t r1) {
     const int64_t n = a->len;
     for (int64_t r = r0; r < r1; r++) {
         const float *x = (const float *)(const void *)a->a + r * n;

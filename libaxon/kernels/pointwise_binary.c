@@ -13,7 +13,8 @@
 #pragma GCC diagnostic ignored "-Wtype-limits"
 
 #define PW_BINARY_FN(op, EXPR, RT, RST, DE, dn, T, WT, UT)                                                          \
-    PW_CLONES static int pw_binary_##op##_##dn(char *o, const char *const *in, unsigned sm, int64_t n, const pw_ctx_t *ctx) { \
+    AXON_CLONES                                                                                                     \
+    static int pw_binary_##op##_##dn(char *o, const char *const *in, unsigned sm, int64_t n, const pw_ctx_t *ctx) { \
         typedef WT W;                                                                                            \
         typedef UT U;                                                                                            \
         PW_PARAMS(ctx);                                                                                          \

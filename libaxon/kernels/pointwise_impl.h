@@ -14,6 +14,7 @@
 #include "axon/pointwise.h"
 #include "axon/stream.h"
 #include "dtype.h"
+#include "kernels_impl.h"
 
 /* Op parameters converted at launch for every work type, so a loop reads its own with one load. Slot meanings per op
  * are set in pointwise.c (pw_params_for). */
@@ -82,18 +83,6 @@ void axon_pw_widen(axon_dtype_t d, const void *storage, pw_value_t *out);
 #define PW_BOOLS(X, ...) X(__VA_ARGS__, AXON_BOOL, b8, uint8_t, uint8_t, uint32_t)
 
 /* Storage -> work value, and work value -> storage (round to nearest even for the halves; low bits for ints). */
-/* Every element-wise loop is compiled three times, for AVX-512 (x86-64-v4), AVX2 (x86-64-v3) and the x86-64
- * baseline, and the dynamic loader picks one by the CPU's features (GCC's target_clones: an ifunc resolved once).
- * The library runs on any x86-64 CPU; the wide versions move 2-4x the elements per instruction and call libmvec's
- * 8- and 16-lane functions. Kernel sources build with -ffp-contract=off, so no version fuses a multiply and an add
- * that the others round twice: the three give the same results except where libmvec's lane widths differ by an
- * ulp. AXON_NO_CLONES (or another compiler or CPU family) builds the baseline only. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(AXON_NO_CLONES)
-#define PW_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define PW_CLONES
-#endif
-
 #define PW_LD_f32(x) (x)
 #define PW_LD_f64(x) (x)
 #define PW_LD_f16(x) axon_f16_to_f32(x)

@@ -15,7 +15,8 @@
 #define PW_OPERAND(k, TK, WK, LDK, arr) ((sm >> (k)) & 1u ? *(const WK *)in[k] : (WK)LDK(((const TK *)(arr))[i]))
 
 #define PW_TERNARY_FN(op, EXPR, TA, WA, LDA, DE, dn, T, WT, UT)                                                     \
-    PW_CLONES static int pw_ternary_##op##_##dn(char *o, const char *const *in, unsigned sm, int64_t n,                     \
+    AXON_CLONES                                                                                                   \
+    static int pw_ternary_##op##_##dn(char *o, const char *const *in, unsigned sm, int64_t n,                     \
                                       const pw_ctx_t *ctx) {                                                      \
         typedef WT W;                                                                                            \
         typedef UT U;                                                                                            \

@@ -58,7 +58,8 @@ float asinhf(float) PW_SIMD;
 
 /* out[i] = ST(EXPR(x = LD(a[i]))). RT/RST: result storage type and store, for the ops with a bool result. */
 #define PW_UNARY_FN(op, EXPR, RT, RST, DE, dn, T, WT, UT)                                                         \
-    PW_CLONES static int pw_unary_##op##_##dn(char *o, const char *const *in, unsigned sm, int64_t n, const pw_ctx_t *ctx) { \
+    AXON_CLONES                                                                                                    \
+    static int pw_unary_##op##_##dn(char *o, const char *const *in, unsigned sm, int64_t n, const pw_ctx_t *ctx) { \
         typedef WT W;                                                                                           \
         typedef UT U;                                                                                           \
         PW_PARAMS(ctx);                                                                                         \
