@@ -43,23 +43,43 @@ static double ln_scalar(axon_convert_fn ld, const char *p, size_t es, int64_t i)
     return v;
 }
 
-static void ln_forward_row(const ln_args_t *a, int64_t r) {
+/* Sum of buf[0..m) into LN_PARTS running partial sums, element i into part i % LN_PARTS (m is a multiple of LN_PARTS
+ * except for a row's last chunk, whose tail goes into the parts in order): independent additions vectorize, where one
+ * running sum is a chain of dependent adds. The order depends on the row length alone, not on the thread count. */
+#define LN_PARTS 8
+static void ln_accumulate(double *part, const double *buf, int64_t m) {
+    int64_t i = 0;
+    for (; i + LN_PARTS <= m; i += LN_PARTS)
+        for (int k = 0; k < LN_PARTS; k++) part[k] += buf[i + k];
+    for (int k = 0; i < m; i++, k++) part[k] += buf[i];
+}
+
+static double ln_total(const double *part) {
+    double t = 0.0;
+    for (int k = 0; k < LN_PARTS; k++) t += part[k];
+    return t;
+}
+
+AXON_CLONES static void ln_forward_row(const ln_args_t *a, int64_t r) {
     double x[LN_CHUNK], w[LN_CHUNK], b[LN_CHUNK];
     const char *px = a->in + r * a->n * (int64_t)a->es_in;
-    double mean = 0.0, ss = 0.0;
+    double mean = 0.0, part[LN_PARTS] = {0};
     if (!a->rms) {
         for (int64_t j = 0; j < a->n; j += LN_CHUNK) {
             int64_t m = ln_min(LN_CHUNK, a->n - j);
             ln_load(a->ld_in, x, px, a->es_in, j, m);
-            for (int64_t i = 0; i < m; i++) mean += x[i];
+            ln_accumulate(part, x, m);
         }
-        mean /= (double)a->n;
+        mean = ln_total(part) / (double)a->n;
     }
+    memset(part, 0, sizeof part);
     for (int64_t j = 0; j < a->n; j += LN_CHUNK) {
         int64_t m = ln_min(LN_CHUNK, a->n - j);
         ln_load(a->ld_in, x, px, a->es_in, j, m);
-        for (int64_t i = 0; i < m; i++) ss += (x[i] - mean) * (x[i] - mean);
+        for (int64_t i = 0; i < m; i++) x[i] = (x[i] - mean) * (x[i] - mean);
+        ln_accumulate(part, x, m);
     }
+    const double ss = ln_total(part);
     double rstd = 1.0 / sqrt(ss / (double)a->n + a->eps);
     for (int64_t j = 0; j < a->n; j += LN_CHUNK) {
         int64_t m = ln_min(LN_CHUNK, a->n - j);
