@@ -99,6 +99,10 @@ axon_status_t axon_fe_check_list(const char *op, const char *role, int64_t n, co
 /* Check a one-element float tensor (a device number: lr, grad_scale, found_inf, a 0-dim operand). */
 axon_status_t axon_fe_check_number(const char *op, const char *role, const axon_tensor_t *t);
 
+/* Number slot k of l: the one-element tensor t, read when the command runs (checked as above), or `value` if t is
+ * NULL. */
+axon_status_t axon_fe_set_number(fe_launch_t *l, int k, const char *role, const axon_tensor_t *t, double value);
+
 /* Split l's lists into commands of as many tensors as fit and enqueue them. Lists must have been checked. */
 axon_status_t axon_fe_submit(axon_stream_t s, const fe_launch_t *l);
 

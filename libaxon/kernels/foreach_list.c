@@ -59,6 +59,16 @@ axon_status_t axon_fe_check_number(const char *op, const char *role, const axon_
     return AXON_OK;
 }
 
+axon_status_t axon_fe_set_number(fe_launch_t *l, int k, const char *role, const axon_tensor_t *t, double value) {
+    l->cmd.num_val[k] = value;
+    if (t == NULL) return AXON_OK;
+    axon_status_t st = axon_fe_check_number(l->name, role, t);
+    if (st != AXON_OK) return st;
+    l->cmd.num_ptr[k] = t->data;
+    l->cmd.num_dtype[k] = t->dtype;
+    return AXON_OK;
+}
+
 /* ---- running a command ---- */
 
 static void fe_range(void *ctx, int64_t begin, int64_t end, int slot) {

@@ -78,17 +78,6 @@ static void adam_piece(const fe_job_t *j, int64_t i, int64_t lo, int64_t hi) {
     }
 }
 
-/* Number slot k of l from an optional one-element tensor t (else `value`). */
-static axon_status_t optim_number(fe_launch_t *l, int k, const char *role, const axon_tensor_t *t, double value) {
-    l->cmd.num_val[k] = value;
-    if (t == NULL) return AXON_OK;
-    axon_status_t st = axon_fe_check_number(l->name, role, t);
-    if (st != AXON_OK) return st;
-    l->cmd.num_ptr[k] = t->data;
-    l->cmd.num_dtype[k] = t->dtype;
-    return AXON_OK;
-}
-
 axon_status_t axon_optim_adam(axon_stream_t s, const axon_adam_options_t *o, int64_t n, const axon_tensor_t *params,
                               const axon_tensor_t *grads, const axon_tensor_t *exp_avgs,
                               const axon_tensor_t *exp_avg_sqs, const axon_tensor_t *max_exp_avg_sqs,
@@ -118,9 +107,9 @@ axon_status_t axon_optim_adam(axon_stream_t s, const axon_adam_options_t *o, int
         if (axon_tensor_numel(&state_steps[i]) != 1)
             st = axon_fail(AXON_ERROR_INVALID_ARG, "%s: state_steps[%lld] must hold one element, it has %lld", name,
                            (long long)i, (long long)axon_tensor_numel(&state_steps[i]));
-    if (st == AXON_OK) st = optim_number(&l, AD_NUM_LR, "lr", o->lr_tensor, o->lr);
-    if (st == AXON_OK) st = optim_number(&l, AD_NUM_SCALE, "grad_scale", o->grad_scale, 1.0);
-    if (st == AXON_OK) st = optim_number(&l, AD_NUM_INF, "found_inf", o->found_inf, 0.0);
+    if (st == AXON_OK) st = axon_fe_set_number(&l, AD_NUM_LR, "lr", o->lr_tensor, o->lr);
+    if (st == AXON_OK) st = axon_fe_set_number(&l, AD_NUM_SCALE, "grad_scale", o->grad_scale, 1.0);
+    if (st == AXON_OK) st = axon_fe_set_number(&l, AD_NUM_INF, "found_inf", o->found_inf, 0.0);
     if (st != AXON_OK) return st;
     l.lists[AD_STEP] = state_steps;
     l.cmd.piece = adam_piece;

@@ -63,16 +63,6 @@ static void sgd_piece(const fe_job_t *j, int64_t i, int64_t lo, int64_t hi) {
     }
 }
 
-static axon_status_t sgd_number(fe_launch_t *l, int k, const char *role, const axon_tensor_t *t, double value) {
-    l->cmd.num_val[k] = value;
-    if (t == NULL) return AXON_OK;
-    axon_status_t st = axon_fe_check_number(l->name, role, t);
-    if (st != AXON_OK) return st;
-    l->cmd.num_ptr[k] = t->data;
-    l->cmd.num_dtype[k] = t->dtype;
-    return AXON_OK;
-}
-
 axon_status_t axon_optim_sgd(axon_stream_t s, const axon_sgd_options_t *o, int64_t n, const axon_tensor_t *params,
                              const axon_tensor_t *grads, const axon_tensor_t *momentum_buffers) {
     const char *name = "fused_sgd";
@@ -87,9 +77,9 @@ axon_status_t axon_optim_sgd(axon_stream_t s, const axon_sgd_options_t *o, int64
     if (st == AXON_OK) st = axon_fe_check_list(name, "grads", n, grads, params, "params", 1);
     if (st == AXON_OK && o->momentum != 0.0)
         st = axon_fe_check_list(name, "momentum_buffer_list", n, momentum_buffers, params, "params", 1);
-    if (st == AXON_OK) st = sgd_number(&l, SG_NUM_LR, "lr", o->lr_tensor, o->lr);
-    if (st == AXON_OK) st = sgd_number(&l, SG_NUM_SCALE, "grad_scale", o->grad_scale, 1.0);
-    if (st == AXON_OK) st = sgd_number(&l, SG_NUM_INF, "found_inf", o->found_inf, 0.0);
+    if (st == AXON_OK) st = axon_fe_set_number(&l, SG_NUM_LR, "lr", o->lr_tensor, o->lr);
+    if (st == AXON_OK) st = axon_fe_set_number(&l, SG_NUM_SCALE, "grad_scale", o->grad_scale, 1.0);
+    if (st == AXON_OK) st = axon_fe_set_number(&l, SG_NUM_INF, "found_inf", o->found_inf, 0.0);
     if (st != AXON_OK) return st;
     l.lists[SG_PARAM] = params;
     l.lists[SG_GRAD] = grads;
