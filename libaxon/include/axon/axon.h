@@ -18,6 +18,8 @@
 #include "axon/index.h"
 #include "axon/norm.h"
 #include "axon/conv.h"
+#include "axon/axir.h"
+#include "axon/compiler.h"
 
 #define AXON_VERSION_MAJOR 0
 #define AXON_VERSION_MINOR 1

@@ -1,0 +1,82 @@
+/* The Axon graph compiler: AXIR in, a program out; a program runs a whole graph with one call.
+ *
+ * axon_compile runs the passes (verify, canonicalize, dead-code elimination, constant folding, view propagation,
+ * fusion, memory planning, scheduling) over the module's entry function and builds a tier-0 program: a list of steps,
+ * each a libaxon kernel or a fused group, over one workspace arena whose layout the memory plan fixed (symbolic sizes
+ * are evaluated per call, so one program serves every binding of its symbols).
+ *
+ * Calling protocol, per call of the compiled graph:
+ *   1. axon_program_prepare(inputs) binds the symbols from the inputs' shapes, checks the inputs against the
+ *      parameter types (dtype, rank, static sizes, consistent symbols), and reports the outputs' shapes and the
+ *      workspace size;
+ *   2. the caller allocates the outputs (contiguous) and the workspace, both device memory (or host memory for a
+ *      program run on the host);
+ *   3. axon_program_run enqueues the steps on a stream.
+ * Inputs may have any strides. A program is immutable after compile: prepare and run may be called from several
+ * threads at once. */
+#ifndef AXON_COMPILER_H
+#define AXON_COMPILER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "axon/axir.h"
+#include "axon/export.h"
+#include "axon/runtime.h"
+#include "axon/status.h"
+#include "axon/tensor.h"
+
+AXON_EXTERN_C_BEGIN
+
+typedef struct axon_program axon_program_t;
+
+/* Called after each pass with the pass's name and the module's text when print_after_all is set. */
+typedef void (*axon_compile_print_fn)(void *user, const char *pass, const char *text);
+
+typedef struct axon_compile_options {
+    const char *entry;                   /* the function to compile; NULL = "main" */
+    int fuse;                            /* 1: fuse elementwise/reduction chains and GEMM epilogues (default) */
+    int print_after_all;                 /* 1: call print after every pass */
+    axon_compile_print_fn print;
+    void *print_user;
+} axon_compile_options_t;
+
+static inline axon_compile_options_t axon_compile_options_default(void) {
+    axon_compile_options_t o = {NULL, 1, 0, NULL, NULL};
+    return o;
+}
+
+/* Compiles m (consumed: the program owns it from now on, also on failure, when it is destroyed). On failure returns
+ * AXON_ERROR_INVALID_ARG (malformed module, located in diag) or AXON_ERROR_UNSUPPORTED (an op or dtype tier 0 cannot
+ * run, named in diag) and *out is NULL. */
+AXON_API axon_status_t axon_compile(axon_axir_module_t *m, const axon_compile_options_t *opts, axon_program_t **out,
+                                    axon_axir_diag_t *diag);
+
+/* axon_axir_parse then axon_compile. */
+AXON_API axon_status_t axon_compile_text(const char *text, size_t len, const axon_compile_options_t *opts,
+                                         axon_program_t **out, axon_axir_diag_t *diag);
+
+/* Frees p. NULL is a no-op. The caller must not destroy a program whose run is still queued on a stream. */
+AXON_API void axon_program_destroy(axon_program_t *p);
+
+AXON_API int axon_program_num_inputs(const axon_program_t *p);
+AXON_API int axon_program_num_outputs(const axon_program_t *p);
+/* The compiled module after all passes (owned by p). */
+AXON_API const axon_axir_module_t *axon_program_module(const axon_program_t *p);
+
+/* Step 1 of a call. inputs: num_inputs descriptors (data may be NULL here). Fills outputs[0..num_outputs) with
+ * dtype, ndim, sizes and contiguous strides (data NULL) and *workspace_bytes. AXON_ERROR_INVALID_ARG, with a message
+ * naming the input and dimension, if the inputs do not match the parameters or a symbol gets two values. */
+AXON_API axon_status_t axon_program_prepare(const axon_program_t *p, int num_inputs, const axon_tensor_t *inputs,
+                                            int num_outputs, axon_tensor_t *outputs, size_t *workspace_bytes);
+
+/* Step 3: enqueues the program's steps on s. outputs as prepare described them, with data set; workspace at least
+ * the prepared size, 64-byte aligned. Returns at once; errors during execution surface at the stream's next
+ * synchronization point, as for any kernel. */
+AXON_API axon_status_t axon_program_run(const axon_program_t *p, axon_stream_t s, int num_inputs,
+                                        const axon_tensor_t *inputs, int num_outputs, const axon_tensor_t *outputs,
+                                        void *workspace, size_t workspace_bytes);
+
+AXON_EXTERN_C_END
+
+#endif
