@@ -1,0 +1,66 @@
+"""torch.compile(model, backend="axon"): Dynamo's FX graph -> aot_autograd (core ATen decompositions; forward and
+backward graphs) -> partitions that AXIR supports -> AXIR text -> libaxon's graph compiler -> one C call per partition
+run. What AXIR or tier 0 cannot take runs eagerly on axon. docs/compile.md describes the pipeline.
+
+The backend is registered with Dynamo through the `torch_dynamo_backends` entry point (pyproject.toml), so
+backend="axon" works once torch_axon is installed; `backend=torch_axon.compile.backend` works too.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+
+from .counters import reset_stats, stats
+from .explain import Explanation, explain
+from .graph import compile_graph
+
+__all__ = ["backend", "explain", "Explanation", "stats", "reset_stats", "decompositions"]
+
+aten = torch.ops.aten
+
+# Core ATen ops that AXIR has as ops of their own: left whole rather than decomposed.
+_KEEP = [aten.silu.default, aten.gelu.default, aten._softmax.default, aten._log_softmax.default,
+         aten.native_layer_norm.default, aten.embedding.default, aten.index_select.default, aten.clamp.default]
+
+
+@functools.cache
+def decompositions() -> dict:
+    """core_aten_decompositions() less the ops AXIR takes whole."""
+    from torch._decomp import core_aten_decompositions
+
+    table = dict(core_aten_decompositions())
+    for op in _KEEP:
+        table.pop(op, None)
+    return table
+
+
+def backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
+    """The Dynamo backend. kwargs: `reports` (a list that receives one GraphReport per graph compiled; explain()
+    uses it); other options are accepted and ignored."""
+    from torch._dynamo.backends.common import aot_autograd
+
+    reports = kwargs.get("reports")
+    fw = functools.partial(compile_graph, kind="forward", reports=reports)
+    bw = functools.partial(compile_graph, kind="backward", reports=reports)
+    inference = functools.partial(compile_graph, kind="inference", reports=reports)
+    return aot_autograd(fw_compiler=fw, bw_compiler=bw, inference_compiler=inference,
+                        decompositions=decompositions())(gm, example_inputs)
+
+
+def _register() -> None:
+    # Through the entry point when the package is installed (registering here as well would make Dynamo's own
+    # entry-point load fail as a duplicate); directly only when the metadata is missing (a source checkout on
+    # PYTHONPATH).
+    from importlib.metadata import entry_points
+
+    from torch._dynamo.backends import registry
+
+    if "axon" in entry_points(group="torch_dynamo_backends").names:
+        return
+    if "axon" not in registry._COMPILER_FNS:
+        registry.register_backend(backend, name="axon")
+
+
+_register()

@@ -1,0 +1,154 @@
+"""The graph compiler that aot_autograd calls for each forward, backward and inference graph:
+classify nodes -> partition -> lower each partition to AXIR -> libaxon's compiler -> a CompiledPartition module in
+place of the partition's FX submodule. A partition that does not lower or compile stays an FX submodule and runs
+eagerly on axon (with its reason logged, dumped and counted); an unexpected error anywhere leaves the whole graph
+eager. Nothing here computes tensor values: programs run in C, eager parts through ATen on axon."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import logging
+import threading
+
+import torch
+import torch.fx as fx
+from torch._functorch.aot_autograd import make_boxed_func
+
+from . import counters
+from .dump import Dump
+from .lower import Unsupported, lower_graph
+from .partition import classify, partition
+
+log = logging.getLogger("torch_axon.compile")
+aten = torch.ops.aten
+
+__all__ = ["compile_graph", "CompiledPartition", "GraphReport"]
+
+
+@dataclasses.dataclass
+class PartitionReport:
+    name: str
+    ops: list[str]
+    compiled: bool
+    reason: str | None = None
+
+
+@dataclasses.dataclass
+class GraphReport:
+    """What one graph compile did: its partitions and every node left to run eagerly, with the reason."""
+    kind: str
+    partitions: list[PartitionReport] = dataclasses.field(default_factory=list)
+    eager_nodes: list[tuple[str, str, str]] = dataclasses.field(default_factory=list)  # (node, op, reason)
+    error: str | None = None
+
+
+class CompiledPartition(torch.nn.Module):
+    """A partition compiled into a libaxon program: each call is one C call (prepare, allocate, run on the current
+    stream). Non-tensor inputs (SymInt sizes) are not passed: the program binds its symbols from tensor shapes."""
+
+    def __init__(self, name: str, program, tensor_positions: list[int], single: bool, eager: fx.GraphModule):
+        super().__init__()
+        self.name = name
+        self.program = program
+        self.tensor_positions = tensor_positions
+        self.single = single
+        self.eager = eager   # the partition's FX graph, for dumps and explain
+
+    def forward(self, *args):
+        from torch_axon import _C
+
+        counters.bump("program_calls")
+        outs = _C._program_run(self.program, [args[i] for i in self.tensor_positions])
+        return outs[0] if self.single else tuple(outs)
+
+
+# Programs by AXIR text: recompiles (a new batch size without dynamic shapes, forward graphs seen again) reuse them.
+_cache: collections.OrderedDict[str, object] = collections.OrderedDict()
+_cache_lock = threading.Lock()
+_CACHE_SIZE = 256
+
+
+def _compile_text(text: str):
+    from torch_axon import _C
+
+    with _cache_lock:
+        prog = _cache.get(text)
+        if prog is not None:
+            _cache.move_to_end(text)
+            return prog
+    if not _C._compiler_available():
+        raise Unsupported("this libaxon build has no graph compiler (libaxon/compiler)")
+    prog = _C._compile(text)
+    counters.bump("programs")
+    with _cache_lock:
+        _cache[text] = prog
+        while len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
+    return prog
+
+
+def _eager_views(gm: fx.GraphModule) -> None:
+    # Eager nodes run on real tensors whose strides may differ from the fake ones traced (a kernel's meta function
+    # and its axon kernel need not agree on output layout): reshape is view where view works, a copy where not.
+    for n in gm.graph.nodes:
+        if n.op == "call_function" and n.target in (aten.view.default, aten._unsafe_view.default):
+            n.target = aten.reshape.default
+    gm.recompile()
+
+
+def _ops(gm: fx.GraphModule) -> list[str]:
+    return [f"{n.name}={n.target}" for n in gm.graph.nodes if n.op == "call_function"]
+
+
+def _single_output(gm: fx.GraphModule) -> bool:
+    out = next(n for n in gm.graph.nodes if n.op == "output")
+    return not isinstance(out.args[0], (tuple, list))
+
+
+def compile_graph(gm: fx.GraphModule, example_inputs, kind: str = "forward", reports: list | None = None):
+    """aot_autograd's fw/bw/inference compiler: returns a boxed callable running gm with its partitions compiled."""
+    counters.bump("graphs")
+    report = GraphReport(kind)
+    if reports is not None:
+        reports.append(report)
+    dump = Dump(kind)
+    dump.graph("graph.py", gm)
+    try:
+        verdict = classify(gm)
+        fused, names = partition(gm, verdict)
+        for name in names:
+            sub = getattr(fused, name)
+            counters.bump("partitions")
+            dump.graph(f"{name}.fx.py", sub)
+            try:
+                text, positions = lower_graph(sub)
+                dump.write(f"{name}.axir", text)
+                program = _compile_text(text)
+            except Exception as e:  # noqa: BLE001  (Unsupported, the compiler's located diagnostic, or a lowering gap)
+                reason = str(e) if isinstance(e, Unsupported) else f"{type(e).__name__}: {e}"
+                counters.bump("eager_partitions")
+                log.info("axon compile: %s partition %s runs eagerly: %s", kind, name, reason)
+                dump.write(f"{name}.eager.txt", reason + "\n")
+                _eager_views(sub)
+                report.partitions.append(PartitionReport(name, _ops(sub), False, reason))
+                continue
+            if dump.dir is not None:
+                from torch_axon import _C
+
+                dump.write(f"{name}.passes.axir", _C._program_text(program))
+            setattr(fused, name, CompiledPartition(name, program, positions, _single_output(sub), sub))
+            report.partitions.append(PartitionReport(name, _ops(sub), True))
+        for n in fused.graph.nodes:
+            if n.op == "call_function":
+                why = verdict.get(n) or "view or getitem at a partition edge (free eagerly)"
+                report.eager_nodes.append((n.name, str(n.target), why))
+        _eager_views(fused)
+        dump.graph("partitioned.py", fused)
+        return make_boxed_func(fused)
+    except Exception as e:  # noqa: BLE001  (never a whole-graph failure: the graph runs eagerly on axon)
+        counters.bump("eager_graphs")
+        report.error = f"{type(e).__name__}: {e}"
+        log.warning("axon compile: %s graph runs eagerly after an error: %s", kind, report.error, exc_info=True)
+        dump.write("error.txt", report.error + "\n")
+        return make_boxed_func(gm)

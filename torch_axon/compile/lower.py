@@ -1,0 +1,740 @@
+"""FX graphs in core ATen IR (after aot_autograd's decompositions) -> AXIR text (docs/axir.md).
+
+One lowering function per aten op family, found through the table LOWERINGS (aten overload -> function). Lowering is
+translation, not computation: each function reads a node's arguments and its fake-tensor metadata (node.meta["val"]:
+dtype and shape, SymInt sizes as shape-env symbols) and writes AXIR statements. Type promotion is made explicit with
+`cast`, Python scalars become `const` values, SymInt graph inputs are bound from tensor shapes (never passed as
+tensors), and sizes that are SymInt expressions become AXIR dim expressions (s0*12).
+
+The same code answers "can this node be lowered?" for the partitioner (Lowering(check_only=True) lowers one node on
+stand-in parameters), so the partitioner and the lowering cannot disagree about what AXIR supports.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from typing import Callable
+
+import torch
+import torch.fx as fx
+
+from .axir_text import Unsupported, attr_text, dim_text, dtype_text, free_symbols, type_text
+
+aten = torch.ops.aten
+prims = torch.ops.prims
+
+__all__ = ["Unsupported", "Lowering", "lower_graph", "LOWERINGS", "VIEW_OPS", "check_node"]
+
+
+def _val(a):
+    return a.meta.get("val") if isinstance(a, fx.Node) else a
+
+
+def _is_tensor(v) -> bool:
+    return isinstance(v, torch.Tensor)
+
+
+def _meta_like(v) -> torch.Tensor:
+    """A meta tensor with v's dtype and rank, for dtype promotion questions (0-d-ness matters there)."""
+    if isinstance(v, torch.Tensor):
+        return torch.empty([1] * v.dim(), dtype=v.dtype, device="meta")
+    return v
+
+
+class Lowering:
+    """Builds one AXIR function (@main) from an FX graph, statement by statement."""
+
+    def __init__(self, check_only: bool = False):
+        self.check_only = check_only
+        self.params: list[str] = []       # "%name: type"
+        self.param_nodes: list[fx.Node] = []
+        self.lines: list[str] = []
+        self.values: dict[fx.Node, object] = {}   # node -> "%name", a list of them, or a SymInt / scalar
+        self.bound: set[str] = set()              # symbols that some parameter has as a whole dimension
+        self.used: set[str] = set()               # symbols that some type or attribute mentions
+        self._names: set[str] = set()
+        self._fresh = 0
+
+    # ---- names and statements ----
+
+    def name(self, hint: str) -> str:
+        base = re.sub(r"[^A-Za-z0-9_.]", "_", hint) or "v"
+        if not (base[0].isalpha() or base[0] == "_"):
+            base = "v" + base
+        n, i = base, 0
+        while n in self._names:
+            i += 1
+            n = f"{base}.{i}"
+        self._names.add(n)
+        return "%" + n
+
+    def fresh(self) -> str:
+        self._fresh += 1
+        return self.name(f"t{self._fresh}")
+
+    def _note_symbols(self, t: torch.Tensor) -> None:
+        for d in t.shape:
+            self.used |= free_symbols(d)
+
+    def emit(self, op: str, operands: list[str], attrs: dict, result_types: list[str], hint: str | None = None,
+             nresults: int = 1) -> list[str]:
+        names = [self.name(f"{hint}.{i}" if nresults > 1 else hint) if hint else self.fresh() for i in range(nresults)]
+        attr = ""
+        if attrs:
+            attr = " {" + ", ".join(f"{k} = {attr_text(v)}" for k, v in sorted(attrs.items())) + "}"
+        res = result_types[0] if len(result_types) == 1 else "(" + ", ".join(result_types) + ")"
+        self.lines.append(f"  {', '.join(names)} = {op}({', '.join(operands)}){attr} : {res}")
+        return names
+
+    def emit1(self, op: str, operands: list[str], attrs: dict, out: torch.Tensor, hint: str | None = None) -> str:
+        self._note_symbols(out)
+        return self.emit(op, operands, attrs, [type_text(out)], hint)[0]
+
+    def add_param(self, node: fx.Node, t: torch.Tensor) -> str:
+        check_device(t, node)
+        n = self.name(node.name)
+        self.params.append(f"{n}: {type_text(t)}")
+        self.param_nodes.append(node)
+        for d in t.shape:
+            if isinstance(d, torch.SymInt):
+                e = d.node.expr
+                if hasattr(e, "is_Symbol") and e.is_Symbol:
+                    self.bound.add(str(e))
+        self._note_symbols(t)
+        return n
+
+    # ---- operands ----
+
+    def tensor(self, a) -> str:
+        """The AXIR value of a tensor argument."""
+        if not isinstance(a, fx.Node):
+            raise Unsupported(f"expected a tensor, got {type(a).__name__}")
+        if a not in self.values:
+            if not self.check_only:
+                raise Unsupported(f"{a.name} used before it is defined")
+            t = _val(a)
+            if not _is_tensor(t):
+                raise Unsupported(f"{a.name} is not a tensor")
+            self.values[a] = self.add_param(a, t)
+        v = self.values[a]
+        if not isinstance(v, str):
+            raise Unsupported(f"{a.name} is not a tensor value")
+        return v
+
+    def cast(self, v: str, src: torch.Tensor, dtype: torch.dtype) -> str:
+        if src.dtype == dtype:
+            return v
+        dtype_text(dtype)
+        return self.emit("cast", [v], {}, [f"{dtype_text(dtype)}[{', '.join(dim_text(d) for d in src.shape)}]"])[0]
+
+    def operand(self, a, dtype: torch.dtype) -> str:
+        """A tensor argument cast to dtype, or a Python scalar as a 0-d `const` of dtype."""
+        if isinstance(a, fx.Node):
+            t = _val(a)
+            if not _is_tensor(t):
+                raise Unsupported(f"{a.name} is a {type(t).__name__}, not a tensor (symbolic scalars are not lowered)")
+            return self.cast(self.tensor(a), t, dtype)
+        return self.const(a, dtype, [])
+
+    def const(self, value, dtype: torch.dtype, shape, hint: str | None = None) -> str:
+        if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            raise Unsupported("a symbolic scalar operand")
+        if isinstance(value, complex) or dtype.is_complex:
+            raise Unsupported("complex constants")
+        if dtype == torch.bool:
+            v = bool(value)
+        elif dtype.is_floating_point:
+            v = float(value)
+        elif isinstance(value, float) and not value.is_integer():
+            raise Unsupported(f"constant {value} for integer dtype {dtype}")
+        else:
+            v = int(value)
+        for d in shape:
+            self.used |= free_symbols(d)
+        ty = f"{dtype_text(dtype)}[{', '.join(dim_text(d) for d in shape)}]"
+        return self.emit("const", [], {"value": v}, [ty], hint)[0]
+
+    def dims_attr(self, dims) -> list:
+        for d in dims:
+            self.used |= free_symbols(d)
+            dim_text(d)
+        return list(dims)
+
+    # ---- whole graphs ----
+
+    def lower_node(self, node: fx.Node) -> None:
+        if node.op == "call_function" and node.target is operator.getitem:
+            src, i = node.args
+            vals = self.values.get(src) if isinstance(src, fx.Node) else None
+            if not isinstance(vals, list) or not isinstance(i, int) or not 0 <= i < len(vals) or vals[i] is None:
+                raise Unsupported(f"getitem {i} of {getattr(src, 'name', src)}")
+            self.values[node] = vals[i]
+            return
+        if node.op != "call_function":
+            raise Unsupported(f"{node.op} node {node.name}")
+        fn = LOWERINGS.get(node.target)
+        if fn is None:
+            raise Unsupported(f"no AXIR lowering for {node.target}")
+        out = node.meta.get("val")
+        for t in (out if isinstance(out, (list, tuple)) else [out]):
+            if _is_tensor(t):
+                check_device(t, node)
+                type_text(t)
+        self.values[node] = fn(self, node)
+
+    def lower(self, gm: fx.GraphModule) -> str:
+        output = None
+        for node in gm.graph.nodes:
+            if node.op == "placeholder":
+                v = _val(node)
+                if _is_tensor(v):
+                    self.values[node] = self.add_param(node, v)
+                elif isinstance(v, (int, torch.SymInt)):
+                    self.values[node] = v   # bound from the tensors' shapes, not passed
+                else:
+                    raise Unsupported(f"input {node.name} is a {type(v).__name__}")
+            elif node.op == "output":
+                output = node
+            else:
+                self.lower_node(node)
+        if output is None:
+            raise Unsupported("graph without output")
+        outs = output.args[0]
+        outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+        rets, types = [], []
+        for o in outs:
+            if not isinstance(o, fx.Node) or not _is_tensor(_val(o)) or not isinstance(self.values.get(o), str):
+                raise Unsupported(f"output {o} is not a tensor")
+            v = self.values[o]
+            if v in self._param_names():
+                # A program's outputs are fresh buffers: an input passed through is copied.
+                v = self.emit1("contiguous", [v], {}, _val(o))
+            rets.append(v)
+            types.append(type_text(_val(o)))
+        if not self.params:
+            raise Unsupported("no tensor inputs (the device comes from the inputs)")
+        unbound = self.used - self.bound
+        if unbound:
+            raise Unsupported(f"symbol(s) {', '.join(sorted(unbound))} not a whole dimension of any tensor input")
+        return ("axir 1\n\nfunc @main(" + ", ".join(self.params) + ") -> (" + ", ".join(types) + ") {\n"
+                + "\n".join(self.lines) + ("\n" if self.lines else "") + "  return " + ", ".join(rets) + "\n}\n")
+
+    def _param_names(self) -> set[str]:
+        return {p.split(":")[0] for p in self.params}
+
+
+def check_device(t: torch.Tensor, node: fx.Node) -> None:
+    if t.device.type != torch._C._get_privateuse1_backend_name():
+        raise Unsupported(f"{node.name} is on {t.device}, not an axon device")
+
+
+def lower_graph(gm: fx.GraphModule) -> tuple[str, list[int]]:
+    """AXIR text for gm, and the positions of gm's placeholders that are program inputs (the tensors)."""
+    L = Lowering()
+    text = L.lower(gm)
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    return text, [placeholders.index(n) for n in L.param_nodes]
+
+
+def check_node(node: fx.Node) -> str | None:
+    """None if node can be lowered on its own (operands as parameters), else the reason it cannot."""
+    try:
+        Lowering(check_only=True).lower_node(node)
+    except Unsupported as e:
+        return str(e)
+    except Exception as e:  # noqa: BLE001  (an unexpected argument form: not lowered, reason kept)
+        return f"{type(e).__name__}: {e}"
+    return None
+
+
+# ---- helpers shared by the families ----
+
+def _out(node: fx.Node) -> torch.Tensor:
+    return node.meta["val"]
+
+
+def _arg(node: fx.Node, i: int, name: str, default=None):
+    if len(node.args) > i:
+        return node.args[i]
+    return node.kwargs.get(name, default)
+
+
+def _wrap(d: int, rank: int) -> int:
+    r = max(rank, 1)
+    if not -r <= d < r:
+        raise Unsupported(f"dim {d} out of range for rank {rank}")
+    return d % r
+
+
+def _static(d, what: str) -> int:
+    if isinstance(d, torch.SymInt):
+        e = d.node.expr
+        if e.is_Integer:
+            return int(e)
+        raise Unsupported(f"{what} is symbolic ({e})")
+    return int(d)
+
+
+def _result_dtype(a, b) -> torch.dtype:
+    return torch.result_type(_meta_like(_val(a)), _meta_like(_val(b)))
+
+
+# ---- elementwise ----
+
+def _unary(op: str, keep_input_dtype: bool = False):
+    def lower(L: Lowering, n: fx.Node):
+        out = _out(n)
+        x = n.args[0]
+        dt = _val(x).dtype if keep_input_dtype else out.dtype
+        return L.emit1(op, [L.operand(x, dt)], {}, out, n.name)
+    return lower
+
+
+def _binary(op: str, kind: str = "arith"):
+    """kind: arith (operands in the result dtype), compare (common dtype, bool result), logical (as bool)."""
+    def lower(L: Lowering, n: fx.Node):
+        out = _out(n)
+        a, b = n.args[0], n.args[1]
+        if kind == "compare":
+            dt = _result_dtype(a, b)
+        elif kind == "logical":
+            dt = torch.bool
+        else:
+            dt = out.dtype
+        va, vb = L.operand(a, dt), L.operand(b, dt)
+        alpha = n.kwargs.get("alpha", 1)
+        if alpha != 1:
+            vb = L.emit("mul", [vb, L.const(alpha, dt, [])], {},
+                        [f"{dtype_text(dt)}[{', '.join(dim_text(d) for d in _val(b).shape)}]"]
+                        if isinstance(b, fx.Node) else [f"{dtype_text(dt)}[]"])[0]
+        attrs = {}
+        mode = n.kwargs.get("rounding_mode")
+        if mode is not None:
+            attrs["rounding_mode"] = mode
+        return L.emit1(op, [va, vb], attrs, out, n.name)
+    return lower
+
+
+def _pow_scalar_base(L: Lowering, n: fx.Node):
+    out = _out(n)
+    return L.emit1("pow", [L.operand(n.args[0], out.dtype), L.operand(n.args[1], out.dtype)], {}, out, n.name)
+
+
+def _where(L: Lowering, n: fx.Node):
+    out = _out(n)
+    c, a, b = n.args
+    return L.emit1("where", [L.operand(c, torch.bool), L.operand(a, out.dtype), L.operand(b, out.dtype)], {}, out,
+                   n.name)
+
+
+def _clamp(L: Lowering, n: fx.Node):
+    out = _out(n)
+    x = L.operand(n.args[0], out.dtype)
+    lo, hi = _arg(n, 1, "min"), _arg(n, 2, "max")
+    shape = _val(n.args[0]).shape
+    ty = [f"{dtype_text(out.dtype)}[{', '.join(dim_text(d) for d in shape)}]"]
+    if lo is not None:
+        x = L.emit("maximum", [x, L.operand(lo, out.dtype)], {}, ty)[0] if hi is not None else \
+            L.emit1("maximum", [x, L.operand(lo, out.dtype)], {}, out, n.name)
+    if hi is not None:
+        x = L.emit1("minimum", [x, L.operand(hi, out.dtype)], {}, out, n.name)
+    if lo is None and hi is None:
+        raise Unsupported("clamp without bounds")
+    return x
+
+
+def _gelu(L: Lowering, n: fx.Node):
+    out = _out(n)
+    return L.emit1("gelu", [L.operand(n.args[0], out.dtype)], {"approximate": n.kwargs.get("approximate", "none")},
+                   out, n.name)
+
+
+def _convert(L: Lowering, n: fx.Node):
+    out = _out(n)
+    return L.emit1("cast", [L.tensor(n.args[0])], {}, out, n.name) if _val(n.args[0]).dtype != out.dtype else \
+        L.emit1("contiguous", [L.tensor(n.args[0])], {}, out, n.name)
+
+
+def _to_copy(L: Lowering, n: fx.Node):
+    src, out = _val(n.args[0]), _out(n)
+    if out.device != src.device or out.layout != torch.strided:
+        raise Unsupported(f"_to_copy to {out.device}/{out.layout}")
+    return _convert(L, n)
+
+
+def _identity(L: Lowering, n: fx.Node):
+    return L.tensor(n.args[0])
+
+
+# ---- reductions ----
+
+def _reduce(op: str, cast_input: bool = True, all_when_empty: bool = True):
+    def lower(L: Lowering, n: fx.Node):
+        x, out = _val(n.args[0]), _out(n)
+        target = n.target
+        if target in (aten.sum.default, aten.mean.default, aten.prod.default):
+            dims, keepdim = None, False
+        elif target == aten.prod.dim_int:
+            dims, keepdim = [_arg(n, 1, "dim")], _arg(n, 2, "keepdim", False)
+        else:
+            dims, keepdim = _arg(n, 1, "dim"), _arg(n, 2, "keepdim", False)
+        if dims is None or (all_when_empty and len(dims) == 0):
+            dims = list(range(x.dim()))
+        dims = sorted({_wrap(d, x.dim()) for d in dims}) if x.dim() else []
+        v = L.tensor(n.args[0])
+        if cast_input:
+            v = L.cast(v, x, out.dtype)
+        attrs = {"dims": dims, "keepdim": bool(keepdim)}
+        if op == "var":
+            c = n.kwargs.get("correction")
+            attrs["correction"] = 1 if c is None else _static(c, "correction")
+            if isinstance(attrs["correction"], float):
+                raise Unsupported("fractional correction")
+        return L.emit1(op, [v], attrs, out, n.name)
+    return lower
+
+
+def _arg_reduce(op: str):
+    def lower(L: Lowering, n: fx.Node):
+        x, out = _val(n.args[0]), _out(n)
+        dim, keepdim = _arg(n, 1, "dim"), _arg(n, 2, "keepdim", False)
+        v = L.tensor(n.args[0])
+        if dim is None:
+            if keepdim:
+                raise Unsupported(f"{op} over all dims with keepdim")
+            numel = x.numel()
+            v = L.emit("reshape", [v], {"shape": L.dims_attr([numel])},
+                       [f"{dtype_text(x.dtype)}[{dim_text(numel)}]"])[0]
+            dim = 0
+        else:
+            dim = _wrap(dim, x.dim())
+        return L.emit1(op, [v], {"dim": dim, "keepdim": bool(keepdim)}, out, n.name)
+    return lower
+
+
+# ---- views and shapes ----
+
+def _reshape(L: Lowering, n: fx.Node):
+    out = _out(n)
+    return L.emit1("reshape", [L.tensor(n.args[0])], {"shape": L.dims_attr(out.shape)}, out, n.name)
+
+
+def _expand(L: Lowering, n: fx.Node):
+    out = _out(n)
+    return L.emit1("expand", [L.tensor(n.args[0])], {"shape": L.dims_attr(out.shape)}, out, n.name)
+
+
+def _permute(L: Lowering, n: fx.Node):
+    x = _val(n.args[0])
+    dims = [_wrap(d, x.dim()) for d in n.args[1]]
+    return L.emit1("permute", [L.tensor(n.args[0])], {"dims": dims}, _out(n), n.name)
+
+
+def _transpose(L: Lowering, n: fx.Node):
+    x = _val(n.args[0])
+    if n.target == aten.t.default:
+        d0, d1 = 0, 1
+    else:
+        d0, d1 = _wrap(n.args[1], x.dim()), _wrap(n.args[2], x.dim())
+    if x.dim() < 2:
+        return L.tensor(n.args[0])
+    dims = list(range(x.dim()))
+    dims[d0], dims[d1] = dims[d1], dims[d0]
+    return L.emit1("permute", [L.tensor(n.args[0])], {"dims": dims}, _out(n), n.name)
+
+
+def _slice_bounds(size, start, end, step) -> tuple[int, int]:
+    size = _static(size, "sliced dimension")
+    start = 0 if start is None else _static(start, "slice start")
+    end = size if end is None else _static(end, "slice end")
+    if start < 0:
+        start += size
+    if end < 0:
+        end += size
+    start = min(max(start, 0), size)
+    end = min(max(end, start), size)
+    if step < 1:
+        raise Unsupported(f"slice step {step}")
+    return start, end
+
+
+def _slice(L: Lowering, n: fx.Node):
+    x = _val(n.args[0])
+    dim = _wrap(_arg(n, 1, "dim", 0), x.dim())
+    step = _static(_arg(n, 4, "step", 1), "slice step")
+    start, end = _slice_bounds(x.shape[dim], _arg(n, 2, "start"), _arg(n, 3, "end"), step)
+    return L.emit1("slice", [L.tensor(n.args[0])], {"dim": dim, "start": start, "end": end, "step": step}, _out(n),
+                   n.name)
+
+
+def _select(L: Lowering, n: fx.Node):
+    x = _val(n.args[0])
+    dim = _wrap(n.args[1], x.dim())
+    index = _static(n.args[2], "select index")
+    if index < 0:
+        index += _static(x.shape[dim], "selected dimension")
+    return L.emit1("select", [L.tensor(n.args[0])], {"dim": dim, "index": index}, _out(n), n.name)
+
+
+def _split(L: Lowering, n: fx.Node):
+    x = _val(n.args[0])
+    dim = _wrap(_arg(n, 2, "dim", 0), x.dim())
+    outs = n.meta["val"]
+    v = L.tensor(n.args[0])
+    names, start = [], 0
+    for i, o in enumerate(outs):
+        size = _static(o.shape[dim], "split size")
+        names.append(L.emit1("slice", [v], {"dim": dim, "start": start, "end": start + size, "step": 1}, o,
+                             f"{n.name}.{i}"))
+        start += size
+    return names
+
+
+def _squeeze(L: Lowering, n: fx.Node):
+    x, out = _val(n.args[0]), _out(n)
+    if n.target == aten.squeeze.default:
+        dims = [i for i, d in enumerate(x.shape) if _static(d, "squeezed dimension") == 1]
+    elif n.target == aten.squeeze.dim:
+        dims = [_wrap(n.args[1], x.dim())]
+    else:
+        dims = [_wrap(d, x.dim()) for d in n.args[1]]
+    # squeeze drops only the listed dims that have size 1; the others stay.
+    dims = sorted({d for d in dims if x.dim() and _static(x.shape[d], "squeezed dimension") == 1})
+    if not dims:
+        return L.tensor(n.args[0])
+    return L.emit1("squeeze", [L.tensor(n.args[0])], {"dims": dims}, out, n.name)
+
+
+def _unsqueeze(L: Lowering, n: fx.Node):
+    x = _val(n.args[0])
+    dim = _wrap(n.args[1], x.dim() + 1)
+    return L.emit1("unsqueeze", [L.tensor(n.args[0])], {"dim": dim}, _out(n), n.name)
+
+
+# ---- copies and constants ----
+
+def _clone(L: Lowering, n: fx.Node):
+    return L.emit1("contiguous", [L.tensor(n.args[0])], {}, _out(n), n.name)
+
+
+def _cat(L: Lowering, n: fx.Node):
+    out = _out(n)
+    tensors = n.args[0]
+    dim = _wrap(_arg(n, 1, "dim", 0), out.dim())
+    for t in tensors:
+        if _val(t).dim() != out.dim():
+            raise Unsupported("cat of a tensor of another rank (legacy empty-tensor form)")
+    return L.emit1("cat", [L.operand(t, out.dtype) for t in tensors], {"dim": dim}, out, n.name)
+
+
+def _full(L: Lowering, n: fx.Node):
+    out = _out(n)
+    value = n.args[1] if n.target == aten.full.default else n.args[0]
+    shape = list(out.shape)
+    L.dims_attr(shape)
+    if isinstance(value, (torch.SymInt, torch.SymFloat, fx.Node)):
+        raise Unsupported("fill value is symbolic")
+    return L.const(value, out.dtype, shape, n.name)
+
+
+def _arange(L: Lowering, n: fx.Node):
+    out = _out(n)
+    if n.target == aten.arange.default:
+        start, step = 0, 1
+    else:
+        start, step = n.args[0], _arg(n, 2, "step", 1)
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, step)):
+        raise Unsupported("arange with non-integer or symbolic start/step")
+    return L.emit1("iota", [], {"start": start, "step": step}, out, n.name)
+
+
+# ---- library ops ----
+
+def _matmul(op: str):
+    def lower(L: Lowering, n: fx.Node):
+        out = _out(n)
+        return L.emit1(op, [L.operand(a, out.dtype) for a in n.args[:2]], {}, out, n.name)
+    return lower
+
+
+def _addmm(L: Lowering, n: fx.Node):
+    out = _out(n)
+    attrs = {}
+    for k in ("alpha", "beta"):
+        v = n.kwargs.get(k, 1)
+        if isinstance(v, (torch.SymInt, torch.SymFloat)):
+            raise Unsupported(f"symbolic {k}")
+        if v != 1:
+            attrs[k] = float(v)
+    return L.emit1("addmm", [L.operand(a, out.dtype) for a in n.args[:3]], attrs, out, n.name)
+
+
+def _softmax(op: str):
+    def lower(L: Lowering, n: fx.Node):
+        x = _val(n.args[0])
+        if n.args[2] and x.dtype != torch.float32:
+            raise Unsupported(f"{op} with half_to_float")
+        return L.emit1(op, [L.tensor(n.args[0])], {"dim": _wrap(n.args[1], x.dim())}, _out(n), n.name)
+    return lower
+
+
+def _layer_norm(L: Lowering, n: fx.Node):
+    x, shape, w, b, eps = n.args
+    if w is None and b is not None:
+        raise Unsupported("layer_norm with a bias but no weight")
+    ops = [L.tensor(x)] + [L.tensor(a) for a in (w, b) if a is not None]
+    outs = n.meta["val"]
+    for o in outs:
+        L._note_symbols(o)
+    return L.emit("layer_norm", ops, {"normalized_ndim": len(shape), "eps": float(eps)},
+                  [type_text(o) for o in outs], n.name, nresults=3)
+
+
+def _rms_norm(L: Lowering, n: fx.Node):
+    x, shape, w, eps = n.args[0], n.args[1], _arg(n, 2, "weight"), _arg(n, 3, "eps")
+    if eps is None:
+        raise Unsupported("rms_norm without an explicit eps (the default depends on the dtype)")
+    ops = [L.tensor(x)] + ([L.tensor(w)] if w is not None else [])
+    outs = n.meta["val"]
+    for o in outs:
+        L._note_symbols(o)
+    return L.emit("rms_norm", ops, {"normalized_ndim": len(shape), "eps": float(eps)},
+                  [type_text(o) for o in outs], n.name, nresults=2)
+
+
+def _embedding(L: Lowering, n: fx.Node):
+    return L.emit1("embedding", [L.tensor(n.args[0]), L.tensor(n.args[1])], {}, _out(n), n.name)
+
+
+def _gather(L: Lowering, n: fx.Node):
+    x = _val(n.args[0])
+    return L.emit1("gather", [L.tensor(n.args[0]), L.tensor(n.args[2])], {"dim": _wrap(n.args[1], x.dim())},
+                   _out(n), n.name)
+
+
+def _index_select(L: Lowering, n: fx.Node):
+    x = _val(n.args[0])
+    return L.emit1("index_select", [L.tensor(n.args[0]), L.tensor(n.args[2])], {"dim": _wrap(n.args[1], x.dim())},
+                   _out(n), n.name)
+
+
+def _sdpa(L: Lowering, n: fx.Node):
+    """The fused attention op's output 0 only (inference): its logsumexp and RNG outputs have no AXIR form."""
+    q, k, v = n.args[:3]
+    mask = _arg(n, 3, "attn_bias")
+    dropout = _arg(n, 4, "dropout_p", 0.0)
+    causal = _arg(n, 5, "is_causal", False)
+    debug = _arg(n, 6, "return_debug_mask", False)
+    scale = n.kwargs.get("scale")
+    if dropout or debug:
+        raise Unsupported("attention with dropout or a debug mask")
+    for user in n.users:
+        if user.target is not operator.getitem or user.args[1] != 0:
+            raise Unsupported("attention whose logsumexp is used (training)")
+    attrs = {"is_causal": bool(causal), "dropout_p": 0.0}
+    if scale is not None:
+        attrs["scale"] = float(scale)
+    ops = [L.tensor(q), L.tensor(k), L.tensor(v)]
+    if mask is not None:
+        ops.append(L.operand(mask, _val(q).dtype) if _val(mask).dtype != torch.bool else L.tensor(mask))
+    out0 = n.meta["val"][0]
+    name = L.emit1("sdpa", ops, attrs, out0, n.name)
+    return [name] + [None] * (len(n.meta["val"]) - 1)
+
+
+# ---- the table ----
+
+LOWERINGS: dict[object, Callable[[Lowering, fx.Node], object]] = {}
+
+for _name in ["neg", "abs", "exp", "exp2", "expm1", "log", "log2", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan",
+              "tanh", "sigmoid", "relu", "silu", "erf", "reciprocal", "floor", "ceil", "trunc", "sign",
+              "bitwise_not"]:
+    LOWERINGS[getattr(aten, _name).default] = _unary(_name)
+LOWERINGS[aten.round.default] = _unary("round")
+LOWERINGS[aten.logical_not.default] = _unary("logical_not", keep_input_dtype=True)
+LOWERINGS[aten.isnan.default] = _unary("isnan", keep_input_dtype=True)
+LOWERINGS[aten.gelu.default] = _gelu
+
+for _name, _kind in [("add", "arith"), ("sub", "arith"), ("mul", "arith"), ("div", "arith"), ("remainder", "arith"),
+                     ("fmod", "arith"), ("bitwise_and", "arith"), ("bitwise_or", "arith"), ("bitwise_xor", "arith"),
+                     ("eq", "compare"), ("ne", "compare"), ("lt", "compare"), ("le", "compare"), ("gt", "compare"),
+                     ("ge", "compare")]:
+    _packet = getattr(aten, _name)
+    for _ov in ("Tensor", "Scalar"):
+        if hasattr(_packet, _ov):
+            LOWERINGS[getattr(_packet, _ov)] = _binary(_name, _kind)
+LOWERINGS[aten.div.Tensor_mode] = _binary("div")
+LOWERINGS[aten.div.Scalar_mode] = _binary("div")
+LOWERINGS[aten.pow.Tensor_Tensor] = _binary("pow")
+LOWERINGS[aten.pow.Tensor_Scalar] = _binary("pow")
+LOWERINGS[aten.pow.Scalar] = _pow_scalar_base
+LOWERINGS[aten.maximum.default] = _binary("maximum")
+LOWERINGS[aten.minimum.default] = _binary("minimum")
+LOWERINGS[aten.atan2.default] = _binary("atan2")
+LOWERINGS[aten.logical_and.default] = _binary("logical_and", "logical")
+LOWERINGS[aten.logical_or.default] = _binary("logical_or", "logical")
+LOWERINGS[aten.where.self] = _where
+LOWERINGS[aten.clamp.default] = _clamp
+LOWERINGS[aten.clamp.Tensor] = _clamp
+LOWERINGS[prims.convert_element_type.default] = _convert
+LOWERINGS[aten._to_copy.default] = _to_copy
+
+LOWERINGS[aten.sum.dim_IntList] = _reduce("sum")
+LOWERINGS[aten.sum.default] = _reduce("sum")
+LOWERINGS[aten.mean.dim] = _reduce("mean")
+LOWERINGS[aten.mean.default] = _reduce("mean")
+LOWERINGS[aten.prod.dim_int] = _reduce("prod")
+LOWERINGS[aten.prod.default] = _reduce("prod")
+LOWERINGS[aten.amax.default] = _reduce("amax", cast_input=False)
+LOWERINGS[aten.amin.default] = _reduce("amin", cast_input=False)
+LOWERINGS[aten.var.correction] = _reduce("var")
+LOWERINGS[aten.argmax.default] = _arg_reduce("argmax")
+LOWERINGS[aten.argmin.default] = _arg_reduce("argmin")
+
+LOWERINGS[aten.view.default] = _reshape
+LOWERINGS[aten._unsafe_view.default] = _reshape
+LOWERINGS[aten.reshape.default] = _reshape
+LOWERINGS[aten.expand.default] = _expand
+LOWERINGS[aten.permute.default] = _permute
+LOWERINGS[aten.t.default] = _transpose
+LOWERINGS[aten.transpose.int] = _transpose
+LOWERINGS[aten.slice.Tensor] = _slice
+LOWERINGS[aten.select.int] = _select
+LOWERINGS[aten.split_with_sizes.default] = _split
+LOWERINGS[aten.split.Tensor] = _split
+LOWERINGS[aten.squeeze.default] = _squeeze
+LOWERINGS[aten.squeeze.dim] = _squeeze
+LOWERINGS[aten.squeeze.dims] = _squeeze
+LOWERINGS[aten.unsqueeze.default] = _unsqueeze
+LOWERINGS[aten.alias.default] = _identity
+LOWERINGS[aten.detach.default] = _identity
+
+LOWERINGS[aten.clone.default] = _clone
+LOWERINGS[aten.cat.default] = _cat
+LOWERINGS[aten.full.default] = _full
+LOWERINGS[aten.scalar_tensor.default] = _full
+LOWERINGS[aten.arange.default] = _arange
+LOWERINGS[aten.arange.start_step] = _arange
+
+LOWERINGS[aten.mm.default] = _matmul("mm")
+LOWERINGS[aten.bmm.default] = _matmul("bmm")
+LOWERINGS[aten.addmm.default] = _addmm
+LOWERINGS[aten._softmax.default] = _softmax("softmax")
+LOWERINGS[aten._log_softmax.default] = _softmax("log_softmax")
+LOWERINGS[aten.native_layer_norm.default] = _layer_norm
+if hasattr(aten, "_fused_rms_norm"):
+    LOWERINGS[aten._fused_rms_norm.default] = _rms_norm
+LOWERINGS[aten.embedding.default] = _embedding
+LOWERINGS[aten.gather.default] = _gather
+LOWERINGS[aten.index_select.default] = _index_select
+LOWERINGS[aten._scaled_dot_product_fused_attention_overrideable.default] = _sdpa
+
+# Ops whose result may share memory with an operand: a graph output reached through these only is computed eagerly,
+# so that aot_autograd sees the aliasing it traced (a program's outputs are always fresh buffers).
+VIEW_OPS = {aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.expand.default,
+            aten.permute.default, aten.t.default, aten.transpose.int, aten.slice.Tensor, aten.select.int,
+            aten.split_with_sizes.default, aten.split.Tensor, aten.squeeze.default, aten.squeeze.dim,
+            aten.squeeze.dims, aten.unsqueeze.default, aten.alias.default, aten.detach.default, operator.getitem}
+
+del _name, _kind, _packet, _ov

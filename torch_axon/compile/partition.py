@@ -1,0 +1,90 @@
+"""Which FX nodes AXIR supports, and the split of a graph into supported partitions (the rest runs eagerly on axon).
+
+A node is supported when lower.py can lower it on its own (op, dtypes, shapes; lower.check_node) and, once the C
+compiler offers it, when tier 0 can run its op and dtype. Two more rules keep eager semantics:
+- graph outputs reached from a node through view ops only stay eager: a program returns fresh buffers, but
+  aot_autograd regenerates aliases of inputs and intermediates from the view it traced;
+- view ops at the edges of a partition stay eager too (free there; programs accept strided inputs).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+
+import torch.fx as fx
+from torch.fx.node import _get_qualified_name
+from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+from torch.fx.passes.operator_support import OperatorSupportBase
+
+from .lower import VIEW_OPS, check_node
+
+__all__ = ["NodeVerdict", "classify", "partition"]
+
+
+@dataclasses.dataclass
+class NodeVerdict:
+    node: str
+    target: str
+    reason: str | None      # None: supported
+
+
+def _aliased_outputs(gm: fx.GraphModule) -> set[fx.Node]:
+    """Nodes from which a graph output is reached through view ops only (the output itself included)."""
+    out = next(n for n in gm.graph.nodes if n.op == "output")
+    seen: set[fx.Node] = set()
+    stack = list(out.all_input_nodes)
+    while stack:
+        n = stack.pop()
+        if n in seen or n.op != "call_function" or n.target not in VIEW_OPS:
+            continue
+        seen.add(n)
+        stack.extend(n.all_input_nodes)
+    return seen
+
+
+def classify(gm: fx.GraphModule) -> dict[fx.Node, str | None]:
+    """Per compute node: None if it may go into a compiled partition, else the reason it runs eagerly."""
+    aliased = _aliased_outputs(gm)
+    verdict: dict[fx.Node, str | None] = {}
+    for n in gm.graph.nodes:
+        if n.op != "call_function":
+            continue
+        if n.target is operator.getitem:
+            src = n.args[0]
+            verdict[n] = verdict.get(src, "getitem of a non-node") if isinstance(src, fx.Node) else "getitem"
+            continue
+        reason = check_node(n)
+        if reason is None and n in aliased:
+            reason = "view that a graph output aliases (kept eager so the output aliases as traced)"
+        verdict[n] = reason
+    # A getitem takes its producer's verdict, which the loop above saw first; a producer whose getitem is aliased
+    # stays fine (getitems never produce new memory).
+    return verdict
+
+
+class _Support(OperatorSupportBase):
+    def __init__(self, verdict: dict[fx.Node, str | None]):
+        self.verdict = verdict
+
+    def is_node_supported(self, submodules, node: fx.Node) -> bool:
+        return node.op == "call_function" and self.verdict.get(node, "unknown") is None
+
+
+_NON_COMPUTE = [_get_qualified_name(op) for op in VIEW_OPS if op is not operator.getitem]
+
+
+def partition(gm: fx.GraphModule, verdict: dict[fx.Node, str | None]) -> tuple[fx.GraphModule, list[str]]:
+    """gm with each supported partition fused into a call_module node (fused_0, fused_1, ...); returns the names."""
+    p = CapabilityBasedPartitioner(gm, _Support(verdict), allows_single_node_partition=True,
+                                   non_compute_ops=_NON_COMPUTE)
+    parts = p.propose_partitions()
+    p.remove_bookend_non_compute_ops(parts)
+    # A partition of views and getitems alone computes nothing: eager views are free.
+    parts = [q for q in parts
+             if any(n.target not in VIEW_OPS for n in q.nodes if n.op == "call_function")]
+    if not parts:
+        return gm, []
+    fused = p.fuse_partitions(parts)
+    names = [n.target for n in fused.graph.nodes if n.op == "call_module" and str(n.target).startswith("fused_")]
+    return fused, names
