@@ -107,6 +107,9 @@ AXON_API const char *axon_axir_op_name(axon_axir_op_t op);
 AXON_API axon_axir_op_t axon_axir_op_lookup(const char *name, size_t len);
 /* The op's class; AXON_AXIR_CLASS_CONSTANT for AXON_AXIR_OP_INVALID. */
 AXON_API axon_axir_op_class_t axon_axir_op_class(axon_axir_op_t op);
+/* The op's operand count range (max -1: unbounded) and result count (-1: the callee's, for fused). 0 for an op
+ * outside the enum, 1 otherwise. */
+AXON_API int axon_axir_op_arity(axon_axir_op_t op, int *min_operands, int *max_operands, int *num_results);
 
 /* ---- Attributes ---------------------------------------------------------------------------------------------- */
 

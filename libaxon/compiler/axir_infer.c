@@ -1,0 +1,568 @@
+/* Type inference for AXIR ops: what result types an op computes from its operand types and attributes
+ * (docs/axir.md, "Operations"). The verifier compares these with the declared types. Symbolic dims are built in a
+ * scratch arena and compared after simplification. */
+#include <stdio.h>
+#include <string.h>
+
+#include "axir_impl.h"
+
+int axir_infer_fail(axir_infer_ctx_t *c, const char *fmt, ...) {
+    int k = snprintf(c->msg, sizeof c->msg, "%s: ", c->op);
+    if (k < 0 || (size_t)k >= sizeof c->msg) return 0;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->msg + k, sizeof c->msg - (size_t)k, fmt, ap);
+    va_end(ap);
+    return 0;
+}
+
+#define TYPE(i) (&n->operands[(i)]->type)
+
+static const char *tstr(axir_infer_ctx_t *c, const axon_axir_type_t *t, char *buf, size_t size) {
+    return axir_type_str(c->f, t, buf, size);
+}
+
+static int deq(axir_infer_ctx_t *c, axon_axir_dim_t a, axon_axir_dim_t b) {
+    return axon_axir_dim_equal(c->scratch, a, b);
+}
+
+static int is_static(axon_axir_dim_t d, int64_t v) { return d.expr == NULL && d.size == v; }
+
+static int64_t attr_i(const axon_axir_node_t *n, const char *name, int64_t dflt) {
+    const axon_axir_attr_t *a = axon_axir_node_attr(n, name);
+    return a ? a->i : dflt;
+}
+
+/* A dim index d of a rank-r tensor, negatives from the end; a 0-d tensor takes 0 and -1, as in PyTorch. */
+static int norm_dim(axir_infer_ctx_t *c, int64_t d, int rank, const char *what, int *out) {
+    int wrap = rank > 0 ? rank : 1;
+    if (d < -wrap || d >= wrap)
+        return axir_infer_fail(c, "%s %lld is out of range for rank %d", what, (long long)d, rank);
+    *out = (int)(d < 0 ? d + wrap : d);
+    return 1;
+}
+
+/* The static ints of a list attribute (at most AXON_MAX_DIMS). */
+static int list_ints(axir_infer_ctx_t *c, const axon_axir_node_t *n, const char *name, int64_t *vals, int *count) {
+    const axon_axir_attr_t *a = axon_axir_node_attr(n, name);
+    *count = 0;
+    if (a == NULL) return 1;
+    if (a->count > AXON_MAX_DIMS) return axir_infer_fail(c, "%s has %d entries, more than %d", name, a->count,
+                                                          AXON_MAX_DIMS);
+    for (int i = 0; i < a->count; i++) {
+        if (a->items[i].expr) return axir_infer_fail(c, "%s must list integers, entry %d is symbolic", name, i);
+        vals[i] = a->items[i].size;
+    }
+    *count = a->count;
+    return 1;
+}
+
+static int check_dtype(axir_infer_ctx_t *c, const axon_axir_node_t *n, int i, axir_dtypes_t set) {
+    axon_dtype_t d = TYPE(i)->dtype;
+    if (axir_dtype_ok(set, d)) return 1;
+    return axir_infer_fail(c, "operand %d has dtype %s, expected %s", i + 1, axon_axir_dtype_name(d),
+                           axir_dtypes_text(set));
+}
+
+static int same_dtype(axir_infer_ctx_t *c, const axon_axir_node_t *n, int i, axon_dtype_t want) {
+    if (TYPE(i)->dtype == want) return 1;
+    return axir_infer_fail(c, "operand %d has dtype %s, expected %s", i + 1, axon_axir_dtype_name(TYPE(i)->dtype),
+                           axon_axir_dtype_name(want));
+}
+
+/* NumPy broadcasting of a and b into out (dtype from a). */
+static int broadcast(axir_infer_ctx_t *c, const axon_axir_type_t *a, const axon_axir_type_t *b,
+                     axon_axir_type_t *out) {
+    const axon_axir_type_t *big = a->rank >= b->rank ? a : b, *small = big == a ? b : a;
+    axon_axir_type_t r = *big;
+    r.dtype = a->dtype;
+    int off = big->rank - small->rank;
+    for (int i = 0; i < small->rank; i++) {
+        axon_axir_dim_t x = big->dims[off + i], y = small->dims[i];
+        if (deq(c, x, y) || is_static(y, 1)) continue;
+        if (is_static(x, 1)) {
+            r.dims[off + i] = y;
+            continue;
+        }
+        char sa[160], sb[160];
+        return axir_infer_fail(c, "shapes %s and %s do not broadcast (dimension %d from the right)",
+                               tstr(c, a, sa, sizeof sa), tstr(c, b, sb, sizeof sb), small->rank - i);
+    }
+    *out = r;
+    return 1;
+}
+
+static axon_axir_dim_t dim_binary(axir_infer_ctx_t *c, axon_sym_kind_t k, axon_axir_dim_t a, axon_axir_dim_t b) {
+    const axon_sym_expr_t *e =
+        axon_sym_binary(c->scratch, k, axir_dim_expr(c->scratch, a), axir_dim_expr(c->scratch, b));
+    return axir_dim_from_expr(c->scratch, e);
+}
+
+static axon_axir_dim_t numel(axir_infer_ctx_t *c, const axon_axir_dim_t *dims, int rank) {
+    axon_axir_dim_t r = axir_dim_static(1);
+    for (int i = 0; i < rank; i++) {
+        if (r.expr == NULL && dims[i].expr == NULL) {
+            if (__builtin_mul_overflow(r.size, dims[i].size, &r.size)) r = axir_dim_static(-1);
+        } else {
+            r = dim_binary(c, AXON_SYM_MUL, r, dims[i]);
+        }
+    }
+    return r;
+}
+
+static int has_div(axon_axir_dim_t d) { return d.expr && axir_sym_has_div(d.expr); }
+
+/* ---- op families ---- */
+
+static int infer_elementwise(axir_infer_ctx_t *c, const axon_axir_node_t *n, const axir_op_info_t *info,
+                             axon_axir_type_t *out) {
+    axon_axir_type_t r;
+    if (n->op == AXON_AXIR_OP_WHERE) {
+        if (TYPE(0)->dtype != AXON_BOOL)
+            return axir_infer_fail(c, "operand 1 (the condition) has dtype %s, expected bool",
+                                   axon_axir_dtype_name(TYPE(0)->dtype));
+        if (!same_dtype(c, n, 2, TYPE(1)->dtype)) return 0;
+        if (!broadcast(c, TYPE(1), TYPE(2), &r) || !broadcast(c, &r, TYPE(0), &r)) return 0;
+        r.dtype = TYPE(1)->dtype;
+        out[0] = r;
+        return 1;
+    }
+    if (!check_dtype(c, n, 0, info->dtypes)) return 0;
+    r = *TYPE(0);
+    if (n->num_operands == 2) {
+        if (!same_dtype(c, n, 1, TYPE(0)->dtype) || !broadcast(c, TYPE(0), TYPE(1), &r)) return 0;
+    }
+    if (n->op == AXON_AXIR_OP_DIV) {
+        const axon_axir_attr_t *mode = axon_axir_node_attr(n, "rounding_mode");
+        if (mode == NULL && !axon_dtype_is_floating(r.dtype) && r.dtype != AXON_COMPLEX64 &&
+            r.dtype != AXON_COMPLEX128)
+            return axir_infer_fail(c, "true division of %s needs a floating dtype (cast first, or give rounding_mode)",
+                                   axon_axir_dtype_name(r.dtype));
+        if (mode && !axir_dtype_ok(AXIR_DT_REAL, r.dtype))
+            return axir_infer_fail(c, "rounding_mode needs an integer or floating dtype, got %s",
+                                   axon_axir_dtype_name(r.dtype));
+    }
+    if (info->result_bool) r.dtype = AXON_BOOL;
+    if (n->op == AXON_AXIR_OP_CAST) r.dtype = out[0].dtype;
+    out[0] = r;
+    return 1;
+}
+
+static int infer_reduction(axir_infer_ctx_t *c, const axon_axir_node_t *n, axon_axir_type_t *out) {
+    const axon_axir_type_t *x = TYPE(0);
+    int reduce[AXON_MAX_DIMS] = {0};
+    int keepdim = (int)attr_i(n, "keepdim", 0);
+    if (n->op == AXON_AXIR_OP_ARGMAX || n->op == AXON_AXIR_OP_ARGMIN) {
+        int d = 0;
+        if (!norm_dim(c, attr_i(n, "dim", 0), x->rank, "dim", &d)) return 0;
+        if (x->rank > 0) reduce[d] = 1;
+    } else {
+        int64_t dims[AXON_MAX_DIMS];
+        int count;
+        if (!list_ints(c, n, "dims", dims, &count)) return 0;
+        for (int i = 0; i < count; i++) {
+            int d = 0;
+            if (!norm_dim(c, dims[i], x->rank, "dims entry", &d)) return 0;
+            if (x->rank == 0) continue;
+            if (reduce[d]) return axir_infer_fail(c, "dims lists dimension %d twice", d);
+            reduce[d] = 1;
+        }
+        if (count == 0)   /* as in ATen: no dims reduces them all */
+            for (int i = 0; i < x->rank; i++) reduce[i] = 1;
+    }
+    axon_axir_type_t r = *x;
+    r.rank = 0;
+    for (int i = 0; i < x->rank; i++) {
+        if (!reduce[i]) r.dims[r.rank++] = x->dims[i];
+        else if (keepdim) r.dims[r.rank++] = axir_dim_static(1);
+    }
+    if (n->op == AXON_AXIR_OP_ARGMAX || n->op == AXON_AXIR_OP_ARGMIN) r.dtype = AXON_INT64;
+    out[0] = r;
+    return 1;
+}
+
+static int infer_reshape(axir_infer_ctx_t *c, const axon_axir_node_t *n, axon_axir_type_t *out) {
+    const axon_axir_attr_t *a = axon_axir_node_attr(n, "shape");
+    const axon_axir_type_t *x = TYPE(0);
+    if (a->count > AXON_MAX_DIMS) return axir_infer_fail(c, "shape has %d entries, more than %d", a->count,
+                                                          AXON_MAX_DIMS);
+    axon_axir_type_t r = *x;
+    r.rank = a->count;
+    int infer_at = -1;
+    for (int i = 0; i < a->count; i++) {
+        r.dims[i] = a->items[i];
+        if (a->items[i].expr == NULL && a->items[i].size < 0) {
+            if (a->items[i].size != -1 || infer_at >= 0)
+                return axir_infer_fail(c, "shape entry %d is %lld; only one -1 is allowed", i,
+                                       (long long)a->items[i].size);
+            infer_at = i;
+        }
+    }
+    axon_axir_dim_t in = numel(c, x->dims, x->rank);
+    if (infer_at >= 0) {
+        r.dims[infer_at] = axir_dim_static(1);
+        axon_axir_dim_t rest = numel(c, r.dims, r.rank);
+        if (in.expr == NULL && rest.expr == NULL) {
+            if (rest.size == 0 || in.size < 0 || in.size % rest.size != 0)
+                return axir_infer_fail(c, "cannot infer the -1 in shape: %lld elements into groups of %lld",
+                                       (long long)in.size, (long long)rest.size);
+            r.dims[infer_at] = axir_dim_static(in.size / rest.size);
+        } else {
+            r.dims[infer_at] = dim_binary(c, AXON_SYM_FLOORDIV, in, rest);
+        }
+    }
+    axon_axir_dim_t got = numel(c, r.dims, r.rank);
+    if (!deq(c, in, got) && !has_div(in) && !has_div(got) && !(in.expr == NULL && in.size < 0)) {
+        char sa[160], sb[160];
+        axon_axir_type_t t = r;
+        return axir_infer_fail(c, "cannot reshape %s into %s: the element counts differ", tstr(c, x, sa, sizeof sa),
+                               tstr(c, &t, sb, sizeof sb));
+    }
+    out[0] = r;
+    return 1;
+}
+
+static int infer_permute(axir_infer_ctx_t *c, const axon_axir_node_t *n, axon_axir_type_t *out) {
+    const axon_axir_type_t *x = TYPE(0);
+    int64_t dims[AXON_MAX_DIMS];
+    int count, seen[AXON_MAX_DIMS] = {0};
+    if (!list_ints(c, n, "dims", dims, &count)) return 0;
+    if (count != x->rank) return axir_infer_fail(c, "dims has %d entries for an operand of rank %d", count, x->rank);
+    axon_axir_type_t r = *x;
+    for (int i = 0; i < count; i++) {
+        int d = 0;
+        if (!norm_dim(c, dims[i], x->rank, "dims entry", &d)) return 0;
+        if (seen[d]++) return axir_infer_fail(c, "dims is not a permutation: %d appears twice", d);
+        r.dims[i] = x->dims[d];
+    }
+    out[0] = r;
+    return 1;
+}
+
+static int infer_expand(axir_infer_ctx_t *c, const axon_axir_node_t *n, axon_axir_type_t *out) {
+    const axon_axir_attr_t *a = axon_axir_node_attr(n, "shape");
+    const axon_axir_type_t *x = TYPE(0);
+    if (a->count > AXON_MAX_DIMS || a->count < x->rank)
+        return axir_infer_fail(c, "shape has %d entries for an operand of rank %d", a->count, x->rank);
+    axon_axir_type_t r = *x;
+    r.rank = a->count;
+    int off = a->count - x->rank;
+    for (int i = 0; i < a->count; i++) {
+        axon_axir_dim_t want = a->items[i];
+        int keep = want.expr == NULL && want.size == -1;
+        if (want.expr == NULL && want.size < -1) return axir_infer_fail(c, "shape entry %d is negative", i);
+        if (i < off) {
+            if (keep) return axir_infer_fail(c, "shape entry %d is -1 for a new leading dimension", i);
+            r.dims[i] = want;
+            continue;
+        }
+        axon_axir_dim_t have = x->dims[i - off];
+        if (keep || deq(c, have, want)) {
+            r.dims[i] = have;
+        } else if (is_static(have, 1)) {
+            r.dims[i] = want;
+        } else {
+            char sa[160];
+            return axir_infer_fail(c, "cannot expand %s: dimension %d is not 1 and differs from shape entry %d",
+                                   tstr(c, x, sa, sizeof sa), i - off, i);
+        }
+    }
+    out[0] = r;
+    return 1;
+}
+
+static int infer_slice(axir_infer_ctx_t *c, const axon_axir_node_t *n, axon_axir_type_t *out) {
+    const axon_axir_type_t *x = TYPE(0);
+    if (x->rank == 0) return axir_infer_fail(c, "cannot slice a 0-d tensor");
+    int d = 0;
+    if (!norm_dim(c, attr_i(n, "dim", 0), x->rank, "dim", &d)) return 0;
+    int64_t start = attr_i(n, "start", 0), end = attr_i(n, "end", 0), step = attr_i(n, "step", 1);
+    if (step < 1) return axir_infer_fail(c, "step %lld must be positive", (long long)step);
+    axon_axir_type_t r = *x;
+    axon_axir_dim_t size = x->dims[d];
+    if (size.expr == NULL) {
+        /* PyTorch's clamping: negatives count from the end, then both ends are clamped into [0, size] */
+        int64_t s = start < 0 ? (start < -size.size ? 0 : start + size.size) : (start > size.size ? size.size : start);
+        int64_t e = end < 0 ? (end < -size.size ? 0 : end + size.size) : (end > size.size ? size.size : end);
+        r.dims[d] = axir_dim_static(e <= s ? 0 : (e - s - 1) / step + 1);
+    } else {
+        /* symbolic: the ends are assumed in range (the front end traced them so) */
+        axon_axir_dim_t s = start < 0 ? dim_binary(c, AXON_SYM_ADD, size, axir_dim_static(start))
+                                      : axir_dim_static(start);
+        axon_axir_dim_t e = end >= AXIR_HUGE_END ? size
+                            : end < 0           ? dim_binary(c, AXON_SYM_ADD, size, axir_dim_static(end))
+                                                : axir_dim_static(end);
+        axon_axir_dim_t len = dim_binary(c, AXON_SYM_SUB, e, s);
+        if (step > 1)
+            len = dim_binary(c, AXON_SYM_FLOORDIV, dim_binary(c, AXON_SYM_ADD, len, axir_dim_static(step - 1)),
+                             axir_dim_static(step));
+        if (len.expr == NULL && len.size < 0) len.size = 0;
+        r.dims[d] = len;
+    }
+    out[0] = r;
+    return 1;
+}
+
+static int infer_select(axir_infer_ctx_t *c, const axon_axir_node_t *n, axon_axir_type_t *out) {
+    const axon_axir_type_t *x = TYPE(0);
+    if (x->rank == 0) return axir_infer_fail(c, "cannot select from a 0-d tensor");
+    int d = 0;
+    if (!norm_dim(c, attr_i(n, "dim", 0), x->rank, "dim", &d)) return 0;
+    int64_t index = attr_i(n, "index", 0);
+    if (x->dims[d].expr == NULL && (index >= x->dims[d].size || index < -x->dims[d].size))
+        return axir_infer_fail(c, "index %lld is out of range for dimension %d of size %lld", (long long)index, d,
+                               (long long)x->dims[d].size);
+    axon_axir_type_t r = *x;
+    r.rank = 0;
+    for (int i = 0; i < x->rank; i++)
+        if (i != d) r.dims[r.rank++] = x->dims[i];
+    out[0] = r;
+    return 1;
+}
+
+static int infer_squeeze(axir_infer_ctx_t *c, const axon_axir_node_t *n, axon_axir_type_t *out) {
+    const axon_axir_type_t *x = TYPE(0);
+    int64_t dims[AXON_MAX_DIMS];
+    int count, drop[AXON_MAX_DIMS] = {0};
+    if (!list_ints(c, n, "dims", dims, &count)) return 0;
+    for (int i = 0; i < count; i++) {
+        int d = 0;
+        if (!norm_dim(c, dims[i], x->rank, "dims entry", &d)) return 0;
+        if (x->rank > 0 && is_static(x->dims[d], 1)) drop[d] = 1;   /* other sizes stay, as in PyTorch */
+    }
+    if (count == 0)
+        for (int i = 0; i < x->rank; i++) drop[i] = is_static(x->dims[i], 1);
+    axon_axir_type_t r = *x;
+    r.rank = 0;
+    for (int i = 0; i < x->rank; i++)
+        if (!drop[i]) r.dims[r.rank++] = x->dims[i];
+    out[0] = r;
+    return 1;
+}
+
+static int infer_unsqueeze(axir_infer_ctx_t *c, const axon_axir_node_t *n, axon_axir_type_t *out) {
+    const axon_axir_type_t *x = TYPE(0);
+    if (x->rank >= AXON_MAX_DIMS) return axir_infer_fail(c, "the result would have more than %d dims", AXON_MAX_DIMS);
+    int d = 0;
+    int64_t dim = attr_i(n, "dim", 0);
+    if (dim < -(x->rank + 1) || dim > x->rank)
+        return axir_infer_fail(c, "dim %lld is out of range for rank %d", (long long)dim, x->rank);
+    d = (int)(dim < 0 ? dim + x->rank + 1 : dim);
+    axon_axir_type_t r = *x;
+    r.rank = x->rank + 1;
+    for (int i = 0, k = 0; i < r.rank; i++) r.dims[i] = i == d ? axir_dim_static(1) : x->dims[k++];
+    out[0] = r;
+    return 1;
+}
+
+static int infer_cat(axir_infer_ctx_t *c, const axon_axir_node_t *n, axon_axir_type_t *out) {
+    const axon_axir_type_t *x = TYPE(0);
+    if (x->rank == 0) return axir_infer_fail(c, "operand 1 is 0-d; cat needs rank >= 1");
+    int d = 0;
+    if (!norm_dim(c, attr_i(n, "dim", 0), x->rank, "dim", &d)) return 0;
+    axon_axir_type_t r = *x;
+    for (int i = 1; i < n->num_operands; i++) {
+        const axon_axir_type_t *y = TYPE(i);
+        if (!same_dtype(c, n, i, x->dtype)) return 0;
+        if (y->rank != x->rank)
+            return axir_infer_fail(c, "operand %d has rank %d, expected %d", i + 1, y->rank, x->rank);
+        for (int k = 0; k < x->rank; k++) {
+            if (k == d) continue;
+            if (!deq(c, x->dims[k], y->dims[k])) {
+                char sa[160], sb[160];
+                return axir_infer_fail(c, "operand %d is %s, which differs from %s outside dim %d", i + 1,
+                                       tstr(c, y, sa, sizeof sa), tstr(c, x, sb, sizeof sb), d);
+            }
+        }
+        r.dims[d] = dim_binary(c, AXON_SYM_ADD, r.dims[d], y->dims[d]);
+    }
+    out[0] = r;
+    return 1;
+}
+
+static int need_rank(axir_infer_ctx_t *c, const axon_axir_node_t *n, int i, int rank) {
+    if (TYPE(i)->rank == rank) return 1;
+    return axir_infer_fail(c, "operand %d has rank %d, expected %d", i + 1, TYPE(i)->rank, rank);
+}
+
+static int dims_match(axir_infer_ctx_t *c, const axon_axir_node_t *n, int i, int di, int j, int dj,
+                      const char *what) {
+    if (deq(c, TYPE(i)->dims[di], TYPE(j)->dims[dj])) return 1;
+    char sa[160], sb[160];
+    return axir_infer_fail(c, "%s: operand %d is %s, operand %d is %s", what, i + 1, tstr(c, TYPE(i), sa, sizeof sa),
+                           j + 1, tstr(c, TYPE(j), sb, sizeof sb));
+}
+
+static int infer_matmul(axir_infer_ctx_t *c, const axon_axir_node_t *n, axon_axir_type_t *out) {
+    int a = n->op == AXON_AXIR_OP_ADDMM ? 1 : 0, b = a + 1;
+    int batched = n->op == AXON_AXIR_OP_BMM, rank = batched ? 3 : 2;
+    if (!check_dtype(c, n, a, AXIR_DT_NUMERIC)) return 0;
+    for (int i = 0; i < n->num_operands; i++)
+        if (!same_dtype(c, n, i, TYPE(a)->dtype)) return 0;
+    if (!need_rank(c, n, a, rank) || !need_rank(c, n, b, rank)) return 0;
+    if (batched && !dims_match(c, n, a, 0, b, 0, "batch sizes differ")) return 0;
+    if (!dims_match(c, n, a, rank - 1, b, rank - 2, "inner dimensions differ")) return 0;
+    axon_axir_type_t r = *TYPE(a);
+    r.dims[rank - 1] = TYPE(b)->dims[rank - 1];
+    if (n->op == AXON_AXIR_OP_ADDMM) {
+        axon_axir_type_t t;
+        if (TYPE(0)->rank > 2) return axir_infer_fail(c, "operand 1 (bias) has rank %d, expected at most 2",
+                                                      TYPE(0)->rank);
+        if (!broadcast(c, &r, TYPE(0), &t)) return 0;
+        for (int i = 0; i < 2; i++)
+            if (!deq(c, t.dims[i], r.dims[i]))
+                return axir_infer_fail(c, "operand 1 (bias) does not broadcast to the product's shape");
+    }
+    out[0] = r;
+    return 1;
+}
+
+static int infer_norm(axir_infer_ctx_t *c, const axon_axir_node_t *n, axon_axir_type_t *out) {
+    const axon_axir_type_t *x = TYPE(0);
+    int64_t k = attr_i(n, "normalized_ndim", 0);
+    if (k < 1 || k > x->rank)
+        return axir_infer_fail(c, "normalized_ndim %lld must be in [1, %d] (the operand's rank)", (long long)k,
+                               x->rank);
+    for (int i = 1; i < n->num_operands; i++) {
+        const axon_axir_type_t *w = TYPE(i);
+        if (!same_dtype(c, n, i, x->dtype)) return 0;
+        int ok = w->rank == k;
+        for (int j = 0; ok && j < k; j++) ok = deq(c, w->dims[j], x->dims[x->rank - k + j]);
+        if (!ok) {
+            char sa[160], sb[160];
+            return axir_infer_fail(c, "operand %d is %s; it must be the last %lld dims of %s", i + 1,
+                                   tstr(c, w, sa, sizeof sa), (long long)k, tstr(c, x, sb, sizeof sb));
+        }
+    }
+    out[0] = *x;
+    /* statistics: one per normalized group, kept as size-1 dims; f32 for f16/bf16 inputs is accepted too */
+    for (int i = 1; i < n->num_results; i++) {
+        axon_dtype_t want = out[i].dtype == AXON_FLOAT32 ? AXON_FLOAT32 : x->dtype;
+        out[i] = *x;
+        out[i].dtype = want;
+        for (int j = x->rank - (int)k; j < x->rank; j++) out[i].dims[j] = axir_dim_static(1);
+    }
+    return 1;
+}
+
+static int infer_index(axir_infer_ctx_t *c, const axon_axir_node_t *n, axon_axir_type_t *out) {
+    const axon_axir_type_t *x = TYPE(0), *idx = TYPE(1);
+    if (!check_dtype(c, n, 1, AXIR_DT_INT)) return 0;
+    axon_axir_type_t r = *x;
+    if (n->op == AXON_AXIR_OP_EMBEDDING) {
+        if (!need_rank(c, n, 0, 2)) return 0;
+        if (idx->rank + 1 > AXON_MAX_DIMS)
+            return axir_infer_fail(c, "the result would have more than %d dims", AXON_MAX_DIMS);
+        r = *idx;
+        r.dtype = x->dtype;
+        r.dims[r.rank++] = x->dims[1];
+    } else if (n->op == AXON_AXIR_OP_GATHER) {
+        int d = 0;
+        if (!norm_dim(c, attr_i(n, "dim", 0), x->rank, "dim", &d)) return 0;
+        if (idx->rank != x->rank) return axir_infer_fail(c, "operand 2 (index) has rank %d, expected %d", idx->rank,
+                                                         x->rank);
+        r = *idx;
+        r.dtype = x->dtype;
+    } else {
+        int d = 0;
+        if (!norm_dim(c, attr_i(n, "dim", 0), x->rank, "dim", &d)) return 0;
+        if (idx->rank > 1) return axir_infer_fail(c, "operand 2 (index) has rank %d, expected 0 or 1", idx->rank);
+        if (x->rank > 0) r.dims[d] = idx->rank == 1 ? idx->dims[0] : axir_dim_static(1);
+    }
+    out[0] = r;
+    return 1;
+}
+
+static int infer_sdpa(axir_infer_ctx_t *c, const axon_axir_node_t *n, axon_axir_type_t *out) {
+    const axon_axir_type_t *q = TYPE(0), *k = TYPE(1), *v = TYPE(2);
+    if (!check_dtype(c, n, 0, AXIR_DT_FLOAT) || !same_dtype(c, n, 1, q->dtype) || !same_dtype(c, n, 2, q->dtype))
+        return 0;
+    int r = q->rank;
+    if (r < 2) return axir_infer_fail(c, "operand 1 (query) has rank %d, expected at least 2", r);
+    if (!need_rank(c, n, 1, r) || !need_rank(c, n, 2, r)) return 0;
+    for (int i = 0; i < r - 2; i++)
+        if (!dims_match(c, n, 0, i, 1, i, "batch dimensions differ") ||
+            !dims_match(c, n, 0, i, 2, i, "batch dimensions differ"))
+            return 0;
+    if (!dims_match(c, n, 0, r - 1, 1, r - 1, "query and key head sizes differ") ||
+        !dims_match(c, n, 1, r - 2, 2, r - 2, "key and value lengths differ"))
+        return 0;
+    const axon_axir_attr_t *p = axon_axir_node_attr(n, "dropout_p");
+    if (p && !(p->f >= 0.0 && p->f < 1.0)) return axir_infer_fail(c, "dropout_p %g is not in [0, 1)", p->f);
+    if (n->num_operands == 4) {
+        const axon_axir_type_t *mask = TYPE(3);
+        if (mask->dtype != AXON_BOOL && mask->dtype != q->dtype)
+            return axir_infer_fail(c, "operand 4 (mask) has dtype %s, expected bool or %s",
+                                   axon_axir_dtype_name(mask->dtype), axon_axir_dtype_name(q->dtype));
+        axon_axir_type_t scores = *q, t;
+        scores.dims[r - 1] = k->dims[r - 2];
+        if (mask->rank > r || !broadcast(c, &scores, mask, &t)) {
+            char sa[160], sb[160];
+            return axir_infer_fail(c, "operand 4 (mask) %s does not broadcast to the scores %s",
+                                   tstr(c, mask, sa, sizeof sa), tstr(c, &scores, sb, sizeof sb));
+        }
+        for (int i = 0; i < r; i++)
+            if (!deq(c, t.dims[i], scores.dims[i]))
+                return axir_infer_fail(c, "operand 4 (mask) does not broadcast to the scores");
+    }
+    out[0] = *q;
+    out[0].dims[r - 1] = v->dims[r - 1];
+    return 1;
+}
+
+static int infer_constant(axir_infer_ctx_t *c, const axon_axir_node_t *n, axon_axir_type_t *out) {
+    axon_dtype_t d = out[0].dtype;
+    if (n->op == AXON_AXIR_OP_IOTA) {
+        if (!axir_dtype_ok(AXIR_DT_REAL, d))
+            return axir_infer_fail(c, "result dtype %s, expected an integer or floating dtype",
+                                   axon_axir_dtype_name(d));
+        if (out[0].rank != 1) return axir_infer_fail(c, "result has rank %d, expected 1", out[0].rank);
+        return 1;
+    }
+    const axon_axir_attr_t *v = axon_axir_node_attr(n, "value");
+    if (v->kind == AXON_AXIR_ATTR_FLOAT && !axon_dtype_is_floating(d) && d != AXON_COMPLEX64 &&
+        d != AXON_COMPLEX128)
+        return axir_infer_fail(c, "a float value needs a floating result dtype, got %s", axon_axir_dtype_name(d));
+    return 1;
+}
+
+int axir_infer(axir_infer_ctx_t *c, const axon_axir_node_t *n, axon_axir_type_t *out) {
+    const axir_op_info_t *info = axir_op_info(n->op);
+    switch (info->cls) {
+    case AXON_AXIR_CLASS_CONSTANT: return infer_constant(c, n, out);
+    case AXON_AXIR_CLASS_ELEMENTWISE: return infer_elementwise(c, n, info, out);
+    case AXON_AXIR_CLASS_REDUCTION:
+        return check_dtype(c, n, 0, info->dtypes) && infer_reduction(c, n, out);
+    case AXON_AXIR_CLASS_CALL: return axir_infer_fail(c, "calls are checked against their callee");
+    default: break;
+    }
+    switch (n->op) {
+    case AXON_AXIR_OP_RESHAPE: return infer_reshape(c, n, out);
+    case AXON_AXIR_OP_PERMUTE: return infer_permute(c, n, out);
+    case AXON_AXIR_OP_EXPAND: return infer_expand(c, n, out);
+    case AXON_AXIR_OP_SLICE: return infer_slice(c, n, out);
+    case AXON_AXIR_OP_SELECT: return infer_select(c, n, out);
+    case AXON_AXIR_OP_SQUEEZE: return infer_squeeze(c, n, out);
+    case AXON_AXIR_OP_UNSQUEEZE: return infer_unsqueeze(c, n, out);
+    case AXON_AXIR_OP_CONTIGUOUS: out[0] = *TYPE(0); return 1;
+    case AXON_AXIR_OP_CAT: return infer_cat(c, n, out);
+    case AXON_AXIR_OP_MM:
+    case AXON_AXIR_OP_BMM:
+    case AXON_AXIR_OP_ADDMM: return infer_matmul(c, n, out);
+    case AXON_AXIR_OP_SOFTMAX:
+    case AXON_AXIR_OP_LOG_SOFTMAX: {
+        int d = 0;
+        if (!check_dtype(c, n, 0, info->dtypes) || !norm_dim(c, attr_i(n, "dim", 0), TYPE(0)->rank, "dim", &d))
+            return 0;
+        out[0] = *TYPE(0);
+        return 1;
+    }
+    case AXON_AXIR_OP_LAYER_NORM:
+    case AXON_AXIR_OP_RMS_NORM: return check_dtype(c, n, 0, info->dtypes) && infer_norm(c, n, out);
+    case AXON_AXIR_OP_EMBEDDING:
+    case AXON_AXIR_OP_GATHER:
+    case AXON_AXIR_OP_INDEX_SELECT: return infer_index(c, n, out);
+    case AXON_AXIR_OP_SDPA: return infer_sdpa(c, n, out);
+    default: return axir_infer_fail(c, "no type rule for this op");
+    }
+}
