@@ -52,6 +52,10 @@ static inline axon_compile_options_t axon_compile_options_default(void) {
 AXON_API axon_status_t axon_compile(axon_axir_module_t *m, const axon_compile_options_t *opts, axon_program_t **out,
                                     axon_axir_diag_t *diag);
 
+/* 1 if tier 0 runs op with dtype: the result's dtype, or the operands' for comparisons, isnan, logical_not and
+ * where's branches, the weight's for embedding. Lets a front end send only what compiles. Cannot fail. */
+AXON_API int axon_compile_supports(axon_axir_op_t op, axon_dtype_t dtype);
+
 /* axon_axir_parse then axon_compile. */
 AXON_API axon_status_t axon_compile_text(const char *text, size_t len, const axon_compile_options_t *opts,
                                          axon_program_t **out, axon_axir_diag_t *diag);

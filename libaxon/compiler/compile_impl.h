@@ -1,0 +1,147 @@
+/* What the compiler's files share inside libaxon: the passes, the program's layout (steps, values, buffers) and the
+ * per-call state of prepare and run. Never installed. docs/compiler.md describes the pipeline and the program. */
+#ifndef AXON_COMPILE_IMPL_H
+#define AXON_COMPILE_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "axon/compiler.h"
+#include "internal.h"
+
+/* ---- passes (pass_*.c): each edits f in place and reports a malformed or unsupported graph in diag ---- */
+
+typedef axon_status_t (*compile_pass_fn)(axon_axir_module_t *m, axon_axir_func_t *f, axon_axir_diag_t *diag);
+
+axon_status_t pass_canonicalize(axon_axir_module_t *m, axon_axir_func_t *f, axon_axir_diag_t *diag);
+axon_status_t pass_dce(axon_axir_module_t *m, axon_axir_func_t *f, axon_axir_diag_t *diag);
+axon_status_t pass_fold(axon_axir_module_t *m, axon_axir_func_t *f, axon_axir_diag_t *diag);
+axon_status_t pass_fuse(axon_axir_module_t *m, axon_axir_func_t *f, axon_axir_diag_t *diag);
+
+/* Fills diag (if not NULL) with n's location and the message, sets this thread's error to the same text, returns st. */
+axon_status_t compile_diag(axon_axir_diag_t *diag, const axon_axir_node_t *n, axon_status_t st, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Erases n if none of its results has a use; 1 if it did. Recomputes f's use counts first. */
+int compile_erase_if_dead(axon_axir_func_t *f, axon_axir_node_t *n);
+
+/* The dtype that decides whether tier 0 runs n: the operands' for comparisons, isnan, logical_not and where's
+ * branches, the weight's for embedding, else the first result's. */
+axon_dtype_t compile_node_dtype(const axon_axir_node_t *n);
+
+/* 1 if a const node holds a 0-d number equal to v (ints and bools compared exactly). */
+int compile_const_equals(const axon_axir_node_t *n, double v);
+
+/* ---- op mapping (compile_ops.c): AXIR op -> libaxon kernel op; 0 if none ---- */
+
+int compile_map_unary(const axon_axir_node_t *n, axon_axir_op_t op, int *out);     /* n may be NULL: gelu = erf form */
+int compile_map_binary(const axon_axir_node_t *n, axon_axir_op_t op, int *out);    /* n may be NULL: div = true div */
+/* 1 if the op's result is bool and its compute dtype is its operands' (comparisons, logical ops, isnan). */
+int compile_op_bool_result(axon_axir_op_t op);
+
+/* Attribute readers with defaults. */
+int64_t compile_attr_int(const axon_axir_node_t *n, const char *name, int64_t dflt);
+double compile_attr_float(const axon_axir_node_t *n, const char *name, double dflt);
+
+/* ---- the program (program_build.c) ---- */
+
+#define PROG_NO_BUF (-1)
+
+/* A region of the workspace (or an output buffer) that one value, or one step's scratch, owns from step `def` to step
+ * `last`. Its size is the type's, evaluated per binding. */
+typedef struct prog_buf {
+    axon_axir_type_t type;
+    int def, last;
+    int output;                  /* >= 0: the caller's output buffer of that index, not the workspace */
+} prog_buf_t;
+
+/* What the program knows about one value of the entry function (indexed by value id). */
+typedef struct prog_val {
+    const axon_axir_value_t *v;  /* NULL for ids no longer in the function */
+    int input;                   /* parameter index, or -1 */
+    int buf;                     /* its own storage, or PROG_NO_BUF (views, inputs, unused optional results) */
+    int contiguous;              /* known row-major at compile time (own storage) */
+} prog_val_t;
+
+typedef enum prog_step_kind {
+    PROG_STEP_NODE = 0,          /* run node */
+    PROG_STEP_COPY_OUT = 1       /* copy value into output `output` */
+} prog_step_kind_t;
+
+#define PROG_MAX_TEMPS 4
+
+struct fused_prog;
+
+typedef struct prog_step {
+    prog_step_kind_t kind;
+    const axon_axir_node_t *node;
+    int temp[PROG_MAX_TEMPS];    /* step-local scratch buffers (contiguous copies, lse), PROG_NO_BUF if unused */
+    int value, output;           /* COPY_OUT */
+    const struct fused_prog *fused;   /* AXON_AXIR_OP_FUSED */
+} prog_step_t;
+
+struct axon_program {
+    axon_axir_module_t *module;
+    axon_axir_func_t *func;
+    int num_inputs, num_outputs, num_symbols;
+    int num_values;
+    prog_val_t *vals;
+    int num_bufs;
+    prog_buf_t *bufs;
+    int num_steps;
+    prog_step_t *steps;
+    int num_fused;
+    struct fused_prog **fused;
+};
+
+/* Lowers p->func into steps, values and buffers with their lifetimes (the memory plan). UNSUPPORTED names the first
+ * node tier 0 cannot run. */
+axon_status_t program_build(axon_program_t *p, axon_axir_diag_t *diag);
+
+/* ---- one call (program_bind.c) ---- */
+
+typedef struct prog_call {
+    const axon_program_t *p;
+    int64_t *syms;               /* num_symbols */
+    size_t *offsets;             /* per buffer: byte offset in the workspace */
+    size_t workspace;            /* bytes */
+    axon_tensor_t *desc;         /* per value, filled while the steps are enqueued */
+    const axon_tensor_t *inputs, *outputs;
+    char *ws;
+} prog_call_t;
+
+/* Binds the symbols from the inputs (checking them), then lays out the workspace. Free with prog_call_end. */
+axon_status_t prog_call_begin(const axon_program_t *p, int num_inputs, const axon_tensor_t *inputs, prog_call_t *c);
+void prog_call_end(prog_call_t *c);
+/* The sizes of type t under c's binding. INVALID_ARG for a negative size or a division by zero. */
+axon_status_t prog_eval_type(const prog_call_t *c, const axon_axir_type_t *t, int64_t *sizes);
+/* A contiguous descriptor. */
+void prog_contiguous(axon_tensor_t *t, void *data, axon_dtype_t dtype, int ndim, const int64_t *sizes);
+
+/* ---- steps (program_ops.c, program_views.c, fused_*.c) ---- */
+
+axon_status_t prog_run_node(prog_call_t *c, axon_stream_t s, const prog_step_t *st);
+/* Sets dst to a view of src with the given sizes if strides allow one (reshape, squeeze, unsqueeze); 0 if not. */
+int prog_restride(const axon_tensor_t *src, int ndim, const int64_t *sizes, axon_tensor_t *dst);
+/* View nodes: dst from src by descriptor arithmetic, sizes from the result type. reshape may copy into its own
+ * buffer when the source's strides allow no view. */
+axon_status_t prog_run_view(prog_call_t *c, axon_stream_t s, const prog_step_t *st);
+/* t broadcast to the shape (ndim, sizes) by NumPy's rules: 0 strides for new and size-1 dimensions. */
+void prog_broadcast(const axon_tensor_t *t, int ndim, const int64_t *sizes, axon_tensor_t *out);
+
+/* ---- fused groups (fused_build.c, fused_exec.c) ---- */
+
+#define FUSED_MAX_INPUTS 16
+#define FUSED_MAX_OUTPUTS 4
+#define FUSED_MAX_REGS 32
+
+/* 1 if tier 0's tile interpreter can run node n inside a kernel function (floating elementwise ops). */
+int fused_can_run(const axon_axir_node_t *n);
+/* Compiles kernel function kf into an interpreter program. UNSUPPORTED (in diag) for an op it cannot run. */
+axon_status_t fused_build(const axon_axir_func_t *kf, struct fused_prog **out, axon_axir_diag_t *diag);
+void fused_destroy(struct fused_prog *fp);
+/* Enqueues one fused group: outputs and inputs as the call node's results and operands. */
+axon_status_t fused_launch(axon_stream_t s, const struct fused_prog *fp, int num_inputs, const axon_tensor_t *inputs,
+                           int num_outputs, const axon_tensor_t *outputs);
+
+#endif

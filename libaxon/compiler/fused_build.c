@@ -1,0 +1,120 @@
+/* A kernel function (a fused group) compiled for the tile interpreter (fused_exec.c): one register per value, each a
+ * tile of work-type numbers (float for float32/float16/bfloat16 groups, double for float64), and one instruction
+ * per node: a loop of libaxon's pointwise tables (kernels/pointwise_*.c) for the work dtype, or a cast, which rounds
+ * the register through its target dtype. Inputs convert to the work type when loaded and outputs on store, so
+ * intermediates stay in registers and never reach memory. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fused_impl.h"
+
+static axon_dtype_t work_of(axon_dtype_t d) {
+    if (d == AXON_FLOAT32 || d == AXON_FLOAT16 || d == AXON_BFLOAT16) return AXON_FLOAT32;
+    if (d == AXON_FLOAT64) return AXON_FLOAT64;
+    return AXON_DTYPE_COUNT;
+}
+
+/* The loop for n in work dtype w; NULL with *is_cast set for a cast. */
+static pw_loop_fn insn_loop(const axon_axir_node_t *n, axon_dtype_t w, int *is_cast, pw_ctx_t *ctx) {
+    int op;
+    *is_cast = 0;
+    memset(ctx, 0, sizeof *ctx);
+    if (n->op == AXON_AXIR_OP_CAST) {
+        *is_cast = 1;
+        return NULL;
+    }
+    if (compile_op_bool_result(n->op)) return NULL;
+    if (compile_map_unary(n, n->op, &op)) return op == AXON_UNARY_BITWISE_NOT ? NULL : axon_pw_unary_loops[op][w];
+    if (compile_map_binary(n, n->op, &op)) {
+        if (op == AXON_BINARY_ADD || op == AXON_BINARY_SUB) ctx->pf[0] = 1.0f, ctx->pd[0] = 1.0, ctx->pi[0] = 1;
+        return axon_pw_binary_loops[op][w];
+    }
+    return NULL;
+}
+
+int fused_can_run(const axon_axir_node_t *n) {
+    if (axon_axir_op_class(n->op) != AXON_AXIR_CLASS_ELEMENTWISE || n->num_results != 1) return 0;
+    axon_dtype_t w = work_of(n->results[0]->type.dtype);
+    if (w == AXON_DTYPE_COUNT) return 0;
+    for (int k = 0; k < n->num_operands; k++)
+        if (work_of(n->operands[k]->type.dtype) != w) return 0;
+    int is_cast;
+    pw_ctx_t ctx;
+    return insn_loop(n, w, &is_cast, &ctx) != NULL || is_cast;
+}
+
+void fused_destroy(struct fused_prog *fp) {
+    if (!fp) return;
+    free(fp->insns);
+    free(fp);
+}
+
+axon_status_t fused_build(const axon_axir_func_t *kf, struct fused_prog **out, axon_axir_diag_t *diag) {
+    *out = NULL;
+    if (kf->num_params > FUSED_MAX_INPUTS || kf->num_results > FUSED_MAX_OUTPUTS || kf->num_results < 1)
+        return compile_diag(diag, NULL, AXON_ERROR_UNSUPPORTED,
+                            "tier 0 cannot run kernel @%s: %d inputs and %d outputs (at most %d and %d)", kf->name,
+                            kf->num_params, kf->num_results, FUSED_MAX_INPUTS, FUSED_MAX_OUTPUTS);
+    fused_prog_t *fp = calloc(1, sizeof *fp);
+    int *reg = malloc((size_t)(kf->next_value_id > 0 ? kf->next_value_id : 1) * sizeof *reg);
+    int nodes = 0;
+    for (const axon_axir_node_t *n = kf->first; n; n = n->next) nodes++;
+    if (fp) fp->insns = calloc((size_t)(nodes > 0 ? nodes : 1), sizeof *fp->insns);
+    if (!fp || !reg || !fp->insns) {
+        free(reg);
+        fused_destroy(fp);
+        return compile_diag(diag, NULL, AXON_ERROR_OUT_OF_MEMORY, "fused: out of memory");
+    }
+    axon_status_t st = AXON_OK;
+    fp->work = work_of(kf->result_types[0].dtype);
+    fp->num_inputs = kf->num_params;
+    fp->num_outputs = kf->num_results;
+    for (int k = 0; k < kf->num_params && st == AXON_OK; k++) {
+        axon_dtype_t d = kf->params[k]->type.dtype;
+        if (work_of(d) != fp->work)
+            st = compile_diag(diag, NULL, AXON_ERROR_UNSUPPORTED, "tier 0 cannot run kernel @%s: input %d is %s", kf->name,
+                              k, axon_axir_dtype_name(d));
+        else fp->load[k] = axon_convert_get(d, fp->work);
+        reg[kf->params[k]->id] = k;
+    }
+    int nregs = kf->num_params;
+    for (const axon_axir_node_t *n = kf->first; n && st == AXON_OK; n = n->next) {
+        fused_insn_t *in = &fp->insns[fp->num_insns];
+        int is_cast;
+        if (!fused_can_run(n) || work_of(n->results[0]->type.dtype) != fp->work || n->num_operands > 3) {
+            st = compile_diag(diag, n, AXON_ERROR_UNSUPPORTED, "tier 0 cannot run %s on %s inside kernel @%s",
+                              axon_axir_op_name(n->op), axon_axir_dtype_name(n->results[0]->type.dtype), kf->name);
+            break;
+        }
+        if (nregs >= FUSED_MAX_REGS) {
+            st = compile_diag(diag, n, AXON_ERROR_UNSUPPORTED, "tier 0 cannot run kernel @%s: more than %d values",
+                              kf->name, FUSED_MAX_REGS);
+            break;
+        }
+        in->loop = insn_loop(n, fp->work, &is_cast, &in->ctx);
+        in->arity = n->num_operands;
+        for (int k = 0; k < n->num_operands; k++) in->in[k] = reg[n->operands[k]->id];
+        in->out = reg[n->results[0]->id] = nregs++;
+        in->round_to = AXON_DTYPE_COUNT;
+        axon_dtype_t to = n->results[0]->type.dtype;
+        if (is_cast && to != fp->work) {
+            in->round_to = to;
+            in->round_down = axon_convert_get(fp->work, to);
+            in->round_up = axon_convert_get(to, fp->work);
+        }
+        fp->num_insns++;
+    }
+    for (int r = 0; r < kf->num_results && st == AXON_OK; r++) {
+        axon_dtype_t d = kf->result_types[r].dtype;
+        fp->out_reg[r] = reg[kf->returns[r]->id];
+        fp->store[r] = axon_convert_get(fp->work, d);
+    }
+    fp->num_regs = nregs;
+    free(reg);
+    if (st != AXON_OK) {
+        fused_destroy(fp);
+        return st;
+    }
+    *out = fp;
+    return AXON_OK;
+}

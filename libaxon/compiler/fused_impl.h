@@ -1,0 +1,29 @@
+/* The tile interpreter's program (fused_build.c builds it, fused_exec.c runs it). Never installed. */
+#ifndef AXON_FUSED_IMPL_H
+#define AXON_FUSED_IMPL_H
+
+#include "../kernels/pointwise_impl.h"
+#include "compile_impl.h"
+
+/* Elements per tile: FUSED_MAX_REGS tiles of doubles are 128 KiB of a worker's stack. */
+#define FUSED_TILE 512
+
+typedef struct fused_insn {
+    pw_loop_fn loop;             /* NULL: a cast (copy the register, then round it if round_to is set) */
+    int arity;
+    int in[3], out;              /* registers */
+    pw_ctx_t ctx;
+    axon_dtype_t round_to;       /* AXON_DTYPE_COUNT: no rounding */
+    axon_convert_fn round_down, round_up;
+} fused_insn_t;
+
+typedef struct fused_prog {
+    axon_dtype_t work;           /* AXON_FLOAT32 or AXON_FLOAT64 */
+    int num_inputs, num_outputs, num_regs, num_insns;
+    axon_convert_fn load[FUSED_MAX_INPUTS];    /* input dtype -> work */
+    axon_convert_fn store[FUSED_MAX_OUTPUTS];  /* work -> output dtype */
+    int out_reg[FUSED_MAX_OUTPUTS];
+    fused_insn_t *insns;
+} fused_prog_t;
+
+#endif

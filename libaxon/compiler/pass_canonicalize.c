@@ -1,0 +1,86 @@
+/* Canonicalization: rewrites that make a node a no-op, or shorten a chain, without changing any result bit.
+ *   cast to the operand's own dtype             -> the operand
+ *   reshape/squeeze/unsqueeze/expand to the operand's own shape, permute by the identity -> the operand
+ *   reshape of reshape                          -> one reshape of the first operand
+ *   mul by 1, sub 0, add -0.0 (any dtype) and add 0 (integers and bool) -> the other operand, when that already has
+ *   the result's type (no broadcasting hidden in the op). Floating x + 0.0 is not x for x = -0.0, so it stays.
+ * A rewritten node that is left without uses is erased here; other dead code is dce's. */
+#include <math.h>
+
+#include "compile_impl.h"
+
+static int same_type(axon_axir_module_t *m, const axon_axir_type_t *a, const axon_axir_type_t *b) {
+    if (a->dtype != b->dtype || a->rank != b->rank) return 0;
+    for (int d = 0; d < a->rank; d++)
+        if (!axon_axir_dim_equal(m, a->dims[d], b->dims[d])) return 0;
+    return 1;
+}
+
+static int is_identity_permute(const axon_axir_node_t *n) {
+    const axon_axir_attr_t *a = axon_axir_node_attr(n, "dims");
+    if (!a) return 0;
+    for (int d = 0; d < a->count; d++) {
+        int64_t v = a->items[d].size;
+        if (v < 0) v += a->count;
+        if (a->items[d].expr || v != d) return 0;
+    }
+    return 1;
+}
+
+/* 1 if the const node k holds the 0-d number that is an identity for n's op from operand position `pos`. */
+static int is_identity_operand(const axon_axir_node_t *n, int pos) {
+    const axon_axir_node_t *k = n->operands[pos]->def;
+    if (!k || k->op != AXON_AXIR_OP_CONST || k->results[0]->type.rank != 0) return 0;
+    const axon_axir_attr_t *a = axon_axir_node_attr(k, "value");
+    if (!a) return 0;
+    int floating = axon_dtype_is_floating(n->results[0]->type.dtype);
+    switch (n->op) {
+    case AXON_AXIR_OP_MUL: return compile_const_equals(k, 1.0);
+    case AXON_AXIR_OP_SUB: return pos == 1 && compile_const_equals(k, 0.0);
+    case AXON_AXIR_OP_ADD:
+        if (!compile_const_equals(k, 0.0)) return 0;
+        if (!floating) return 1;
+        return a->kind == AXON_AXIR_ATTR_FLOAT && signbit(a->f);
+    default: return 0;
+    }
+}
+
+/* The value n reduces to, or NULL. */
+static axon_axir_value_t *simplify(axon_axir_module_t *m, axon_axir_node_t *n) {
+    if (n->num_results != 1 || n->num_operands < 1) return NULL;
+    axon_axir_value_t *x = n->operands[0], *r = n->results[0];
+    switch (n->op) {
+    case AXON_AXIR_OP_CAST:
+        return x->type.dtype == r->type.dtype ? x : NULL;
+    case AXON_AXIR_OP_RESHAPE: case AXON_AXIR_OP_SQUEEZE: case AXON_AXIR_OP_UNSQUEEZE: case AXON_AXIR_OP_EXPAND:
+        return same_type(m, &x->type, &r->type) ? x : NULL;
+    case AXON_AXIR_OP_PERMUTE:
+        return is_identity_permute(n) ? x : NULL;
+    case AXON_AXIR_OP_MUL: case AXON_AXIR_OP_ADD: case AXON_AXIR_OP_SUB:
+        for (int pos = 0; pos < 2; pos++) {
+            axon_axir_value_t *other = n->operands[1 - pos];
+            if (is_identity_operand(n, pos) && same_type(m, &other->type, &r->type)) return other;
+        }
+        return NULL;
+    default: return NULL;
+    }
+}
+
+axon_status_t pass_canonicalize(axon_axir_module_t *m, axon_axir_func_t *f, axon_axir_diag_t *diag) {
+    (void)diag;
+    for (axon_axir_node_t *n = f->first, *next; n; n = next) {
+        next = n->next;
+        /* reshape(reshape(x)) reads x directly; the inner one may then die. */
+        if (n->op == AXON_AXIR_OP_RESHAPE && n->operands[0]->def && n->operands[0]->def->op == AXON_AXIR_OP_RESHAPE) {
+            axon_axir_node_t *inner = n->operands[0]->def;
+            n->operands[0] = inner->operands[0];
+            compile_erase_if_dead(f, inner);
+        }
+        axon_axir_value_t *to = simplify(m, n);
+        if (!to) continue;
+        axon_axir_replace_uses(f, n->results[0], to);
+        compile_erase_if_dead(f, n);
+    }
+    axon_axir_func_recompute_uses(f);
+    return AXON_OK;
+}

@@ -1,0 +1,172 @@
+/* Fusion: runs of consecutive elementwise nodes that the tile interpreter can run (fused_can_run) and that share one
+ * result shape become a `kernel` function and one `fused` call in its place. A run is contiguous in program order,
+ * so every value a member reads from outside is defined before the run starts, and the call can take the first
+ * member's place. The call returns the members' results that anything after the run (or the return) reads.
+ * Runs of one node stay as they are: a library launch is just as good. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compile_impl.h"
+
+#define FUSE_MAX_NODES (FUSED_MAX_REGS - FUSED_MAX_INPUTS)
+
+typedef struct group {
+    axon_axir_node_t *nodes[FUSED_MAX_REGS];
+    int num_nodes;
+    axon_axir_value_t *inputs[FUSED_MAX_INPUTS];
+    int num_inputs;
+} group_t;
+
+static int work_family(axon_dtype_t d) { return d == AXON_FLOAT64 ? 2 : 1; }
+
+static int in_group(const group_t *g, const axon_axir_value_t *v) {
+    for (int i = 0; i < g->num_nodes; i++)
+        if (v->def == g->nodes[i]) return 1;
+    return 0;
+}
+
+static int shape_equal(axon_axir_module_t *m, const axon_axir_type_t *a, const axon_axir_type_t *b) {
+    if (a->rank != b->rank) return 0;
+    for (int d = 0; d < a->rank; d++)
+        if (!axon_axir_dim_equal(m, a->dims[d], b->dims[d])) return 0;
+    return 1;
+}
+
+/* Adds n to g if it fits: same shape and work type, and room for its outside operands. */
+static int try_add(axon_axir_module_t *m, group_t *g, axon_axir_node_t *n) {
+    if (!fused_can_run(n)) return 0;
+    if (g->num_nodes > 0) {
+        const axon_axir_type_t *t0 = &g->nodes[0]->results[0]->type, *t = &n->results[0]->type;
+        if (!shape_equal(m, t0, t) || work_family(t0->dtype) != work_family(t->dtype)) return 0;
+        if (g->num_nodes >= FUSE_MAX_NODES) return 0;
+    }
+    axon_axir_value_t *extra[3];
+    int ne = 0;
+    for (int k = 0; k < n->num_operands; k++) {
+        axon_axir_value_t *v = n->operands[k];
+        int known = in_group(g, v);
+        for (int i = 0; i < g->num_inputs && !known; i++) known = g->inputs[i] == v;
+        for (int i = 0; i < ne && !known; i++) known = extra[i] == v;
+        if (!known) extra[ne++] = v;
+    }
+    if (g->num_inputs + ne > FUSED_MAX_INPUTS) return 0;
+    for (int i = 0; i < ne; i++) g->inputs[g->num_inputs++] = extra[i];
+    g->nodes[g->num_nodes++] = n;
+    return 1;
+}
+
+/* 1 if v is read by a node outside g or returned. */
+static int used_outside(const axon_axir_func_t *f, const group_t *g, const axon_axir_value_t *v) {
+    for (int r = 0; r < f->num_results; r++)
+        if (f->returns[r] == v) return 1;
+    for (const axon_axir_node_t *n = g->nodes[g->num_nodes - 1]->next; n; n = n->next)
+        for (int k = 0; k < n->num_operands; k++)
+            if (n->operands[k] == v) return 1;
+    return 0;
+}
+
+/* e with f's symbols renamed to kf's (symbols are per function). NULL on allocation failure. */
+static const axon_sym_expr_t *remap_expr(axon_axir_module_t *m, const axon_axir_func_t *f, axon_axir_func_t *kf,
+                                         const axon_sym_expr_t *e) {
+    switch (e->kind) {
+    case AXON_SYM_CONST: return axon_sym_const(m, e->value);
+    case AXON_SYM_VAR: {
+        int32_t v = axon_axir_func_symbol(m, kf, f->symbols[e->var]);
+        return v < 0 ? NULL : axon_sym_var(m, v);
+    }
+    default: {
+        const axon_sym_expr_t *l = remap_expr(m, f, kf, e->lhs), *r = remap_expr(m, f, kf, e->rhs);
+        return l && r ? axon_sym_binary(m, e->kind, l, r) : NULL;
+    }
+    }
+}
+
+static int remap_type(axon_axir_module_t *m, const axon_axir_func_t *f, axon_axir_func_t *kf, axon_axir_type_t *t) {
+    for (int d = 0; d < t->rank; d++)
+        if (t->dims[d].expr && !(t->dims[d].expr = remap_expr(m, f, kf, t->dims[d].expr))) return 0;
+    return 1;
+}
+
+static axon_status_t emit(axon_axir_module_t *m, axon_axir_func_t *f, group_t *g, int *counter,
+                          axon_axir_diag_t *diag) {
+    axon_axir_value_t *outs[FUSED_MAX_OUTPUTS + 1];
+    int nout = 0;
+    for (int i = 0; i < g->num_nodes; i++) {
+        axon_axir_value_t *v = g->nodes[i]->results[0];
+        if (!used_outside(f, g, v)) continue;
+        if (nout == FUSED_MAX_OUTPUTS) return AXON_OK;   /* too many results: leave the run unfused */
+        outs[nout++] = v;
+    }
+    if (nout == 0) return AXON_OK;
+    char name[64];
+    do snprintf(name, sizeof name, "fused_%d", (*counter)++);
+    while (axon_axir_module_find(m, name));
+    axon_axir_func_t *kf = axon_axir_func_add(m, name, 1);
+    axon_axir_value_t **map = calloc((size_t)(f->next_value_id > 0 ? f->next_value_id : 1), sizeof *map);
+    if (!kf || !map) {
+        free(map);
+        return compile_diag(diag, NULL, AXON_ERROR_OUT_OF_MEMORY, "fuse: out of memory");
+    }
+    axon_status_t st = AXON_OK;
+    for (int k = 0; k < g->num_inputs && st == AXON_OK; k++) {
+        axon_axir_type_t t = g->inputs[k]->type;
+        map[g->inputs[k]->id] = remap_type(m, f, kf, &t) ? axon_axir_func_add_param(m, kf, NULL, &t) : NULL;
+        if (!map[g->inputs[k]->id]) st = AXON_ERROR_OUT_OF_MEMORY;
+    }
+    for (int i = 0; i < g->num_nodes && st == AXON_OK; i++) {
+        const axon_axir_node_t *n = g->nodes[i];
+        axon_axir_value_t *ops[3];
+        for (int k = 0; k < n->num_operands; k++) ops[k] = map[n->operands[k]->id];
+        axon_axir_type_t t = n->results[0]->type;
+        axon_axir_node_t *c = remap_type(m, f, kf, &t) ? axon_axir_node_create(m, kf, NULL, n->op, NULL, n->num_operands,
+                                                                               ops, 1, &t, n->num_attrs, n->attrs)
+                                                       : NULL;
+        if (!c) st = AXON_ERROR_OUT_OF_MEMORY;
+        else map[n->results[0]->id] = c->results[0];
+    }
+    axon_axir_value_t *kouts[FUSED_MAX_OUTPUTS];
+    axon_axir_type_t types[FUSED_MAX_OUTPUTS];
+    for (int r = 0; r < nout; r++) {
+        kouts[r] = map[outs[r]->id];
+        types[r] = outs[r]->type;
+    }
+    if (st == AXON_OK) st = axon_axir_func_set_returns(m, kf, nout, kouts);
+    free(map);
+    axon_axir_node_t *call = NULL;
+    if (st == AXON_OK) {
+        const char *callee = axon_axir_strdup(m, name, strlen(name));
+        call = callee ? axon_axir_node_create(m, f, g->nodes[0], AXON_AXIR_OP_FUSED, callee, g->num_inputs, g->inputs,
+                                              nout, types, 0, NULL)
+                      : NULL;
+        if (!call) st = AXON_ERROR_OUT_OF_MEMORY;
+    }
+    if (st != AXON_OK) return compile_diag(diag, NULL, st, "fuse: cannot build @%s", name);
+    for (int r = 0; r < nout; r++) axon_axir_replace_uses(f, outs[r], call->results[r]);
+    for (int i = g->num_nodes - 1; i >= 0; i--)
+        if (!compile_erase_if_dead(f, g->nodes[i]))
+            return compile_diag(diag, g->nodes[i], AXON_ERROR_INTERNAL, "fuse: %s still has uses",
+                                axon_axir_op_name(g->nodes[i]->op));
+    return AXON_OK;
+}
+
+axon_status_t pass_fuse(axon_axir_module_t *m, axon_axir_func_t *f, axon_axir_diag_t *diag) {
+    int counter = 0;
+    group_t g;
+    memset(&g, 0, sizeof g);
+    axon_axir_func_recompute_uses(f);
+    for (axon_axir_node_t *n = f->first, *next; ; n = next) {
+        next = n ? n->next : NULL;
+        if (n && try_add(m, &g, n)) continue;
+        if (g.num_nodes > 1) {
+            axon_status_t st = emit(m, f, &g, &counter, diag);
+            if (st != AXON_OK) return st;
+        }
+        memset(&g, 0, sizeof g);
+        if (!n) break;
+        if (try_add(m, &g, n)) continue;
+        memset(&g, 0, sizeof g);
+    }
+    axon_axir_func_recompute_uses(f);
+    return AXON_OK;
+}

@@ -1,0 +1,237 @@
+/* Lowering the entry function into a tier-0 program: one step per node (views only compute descriptors), copy steps
+ * for outputs that cannot be written in place, and the memory plan: every value with its own storage and every step's
+ * scratch gets a buffer with the range of steps it must live over. Sizes stay symbolic; program_bind.c evaluates them
+ * per binding and packs the buffers into the workspace by those lifetimes. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "axon/index.h"
+#include "compile_impl.h"
+
+typedef struct build {
+    axon_program_t *p;
+    int cap_bufs;
+    axon_axir_diag_t *diag;
+} build_t;
+
+static int add_buf(build_t *b, const axon_axir_type_t *t, int def, int last) {
+    axon_program_t *p = b->p;
+    if (p->num_bufs == b->cap_bufs) {
+        int cap = b->cap_bufs ? 2 * b->cap_bufs : 16;
+        prog_buf_t *nb = realloc(p->bufs, (size_t)cap * sizeof *nb);
+        if (!nb) return -1;
+        p->bufs = nb;
+        b->cap_bufs = cap;
+    }
+    prog_buf_t *pb = &p->bufs[p->num_bufs];
+    pb->type = *t;
+    pb->def = def;
+    pb->last = last;
+    pb->output = -1;
+    return p->num_bufs++;
+}
+
+/* A scratch copy of operand k for kernels that want contiguous tensors, unless it is already known contiguous. */
+static int add_contig_temp(build_t *b, const axon_axir_node_t *n, int k, int step, int *slot) {
+    if (k >= n->num_operands) return 0;
+    const prog_val_t *v = &b->p->vals[n->operands[k]->id];
+    if (v->contiguous) return 0;
+    *slot = add_buf(b, &n->operands[k]->type, step, step);
+    return *slot < 0 ? -1 : 0;
+}
+
+static axon_status_t check_node(build_t *b, const axon_axir_node_t *n) {
+    axon_dtype_t dt = compile_node_dtype(n);
+    const char *name = axon_axir_op_name(n->op);
+    if (!axon_compile_supports(n->op, dt))
+        return compile_diag(b->diag, n, AXON_ERROR_UNSUPPORTED, "tier 0 cannot run %s on %s", name,
+                            axon_axir_dtype_name(dt));
+    switch (n->op) {
+    case AXON_AXIR_OP_SDPA:
+        if (compile_attr_float(n, "dropout_p", 0.0) != 0.0)
+            return compile_diag(b->diag, n, AXON_ERROR_UNSUPPORTED, "tier 0 cannot run sdpa with dropout_p %g",
+                                compile_attr_float(n, "dropout_p", 0.0));
+        break;
+    case AXON_AXIR_OP_CAT:
+        if (n->num_operands > AXON_CAT_MAX_INPUTS)
+            return compile_diag(b->diag, n, AXON_ERROR_UNSUPPORTED, "tier 0 cannot run cat of %d inputs (at most %d)",
+                                n->num_operands, AXON_CAT_MAX_INPUTS);
+        break;
+    case AXON_AXIR_OP_ARGMAX: case AXON_AXIR_OP_ARGMIN:
+        if (!axon_axir_node_attr(n, "dim"))
+            return compile_diag(b->diag, n, AXON_ERROR_UNSUPPORTED, "tier 0 cannot run %s without dim", name);
+        break;
+    case AXON_AXIR_OP_FUSED:
+        if (n->num_operands > FUSED_MAX_INPUTS || n->num_results > FUSED_MAX_OUTPUTS)
+            return compile_diag(b->diag, n, AXON_ERROR_UNSUPPORTED,
+                                "tier 0 cannot run fused @%s with %d inputs and %d outputs (at most %d and %d)",
+                                n->callee, n->num_operands, n->num_results, FUSED_MAX_INPUTS, FUSED_MAX_OUTPUTS);
+        break;
+    default: break;
+    }
+    return AXON_OK;
+}
+
+/* The interpreter program of callee, compiled once per kernel function. */
+static axon_status_t fused_for(build_t *b, const axon_axir_node_t *n, const struct fused_prog **out) {
+    axon_program_t *p = b->p;
+    axon_axir_func_t *kf = axon_axir_module_find(p->module, n->callee);
+    if (!kf || !kf->is_kernel)
+        return compile_diag(b->diag, n, AXON_ERROR_INVALID_ARG, "fused: no kernel function @%s", n->callee);
+    struct fused_prog *fp = NULL;
+    axon_status_t st = fused_build(kf, &fp, b->diag);
+    if (st != AXON_OK) return st;
+    struct fused_prog **nf = realloc(p->fused, (size_t)(p->num_fused + 1) * sizeof *nf);
+    if (!nf) {
+        fused_destroy(fp);
+        return compile_diag(b->diag, n, AXON_ERROR_OUT_OF_MEMORY, "fused: out of memory");
+    }
+    p->fused = nf;
+    p->fused[p->num_fused++] = fp;
+    *out = fp;
+    return AXON_OK;
+}
+
+static int is_view(axon_axir_op_t op) { return axon_axir_op_class(op) == AXON_AXIR_CLASS_VIEW; }
+
+/* Results that need storage: all but the optional statistics of the norms when nothing reads them. */
+static int result_needed(const axon_axir_node_t *n, int r) {
+    if ((n->op == AXON_AXIR_OP_LAYER_NORM || n->op == AXON_AXIR_OP_RMS_NORM) && r > 0) return n->results[r]->num_uses > 0;
+    return 1;
+}
+
+static axon_status_t lower_node(build_t *b, const axon_axir_node_t *n, int i) {
+    axon_program_t *p = b->p;
+    prog_step_t *st = &p->steps[i];
+    memset(st, 0, sizeof *st);
+    st->kind = PROG_STEP_NODE;
+    st->node = n;
+    st->value = st->output = -1;
+    for (int k = 0; k < PROG_MAX_TEMPS; k++) st->temp[k] = PROG_NO_BUF;
+    axon_status_t s = check_node(b, n);
+    if (s != AXON_OK) return s;
+    for (int r = 0; r < n->num_results; r++) {
+        prog_val_t *v = &p->vals[n->results[r]->id];
+        v->v = n->results[r];
+        v->input = -1;
+        v->buf = PROG_NO_BUF;
+        v->contiguous = 0;
+    }
+    int fail = 0;
+    if (is_view(n->op)) {
+        const prog_val_t *src = &p->vals[n->operands[0]->id];
+        prog_val_t *v = &p->vals[n->results[0]->id];
+        int restride = n->op == AXON_AXIR_OP_RESHAPE || n->op == AXON_AXIR_OP_SQUEEZE ||
+                       n->op == AXON_AXIR_OP_UNSQUEEZE;
+        v->contiguous = restride && src->contiguous;
+        /* A reshape of a layout no strides can express copies into storage of its own. */
+        if (n->op == AXON_AXIR_OP_RESHAPE && !src->contiguous) {
+            v->buf = add_buf(b, &n->results[0]->type, i, i);
+            fail |= v->buf < 0;
+        }
+    } else {
+        for (int r = 0; r < n->num_results; r++) {
+            if (!result_needed(n, r)) continue;
+            prog_val_t *v = &p->vals[n->results[r]->id];
+            v->buf = add_buf(b, &n->results[r]->type, i, i);
+            v->contiguous = 1;
+            fail |= v->buf < 0;
+        }
+    }
+    switch (n->op) {
+    case AXON_AXIR_OP_SOFTMAX: case AXON_AXIR_OP_LOG_SOFTMAX:
+        fail |= add_contig_temp(b, n, 0, i, &st->temp[0]);
+        break;
+    case AXON_AXIR_OP_LAYER_NORM: case AXON_AXIR_OP_RMS_NORM:
+        for (int k = 0; k < 3; k++) fail |= add_contig_temp(b, n, k, i, &st->temp[k]);
+        break;
+    case AXON_AXIR_OP_EMBEDDING:
+        fail |= add_contig_temp(b, n, 1, i, &st->temp[0]);
+        break;
+    case AXON_AXIR_OP_SDPA: {
+        axon_axir_type_t lse = n->operands[0]->type;
+        lse.dtype = lse.dtype == AXON_FLOAT64 ? AXON_FLOAT64 : AXON_FLOAT32;
+        lse.rank = 3;
+        st->temp[0] = add_buf(b, &lse, i, i);
+        fail |= st->temp[0] < 0;
+        break;
+    }
+    case AXON_AXIR_OP_FUSED: {
+        axon_status_t fs = fused_for(b, n, &st->fused);
+        if (fs != AXON_OK) return fs;
+        break;
+    }
+    default: break;
+    }
+    if (fail) return compile_diag(b->diag, n, AXON_ERROR_OUT_OF_MEMORY, "compile: out of memory");
+    return AXON_OK;
+}
+
+axon_status_t program_build(axon_program_t *p, axon_axir_diag_t *diag) {
+    build_t b = {p, 0, diag};
+    axon_axir_func_t *f = p->func;
+    axon_axir_func_recompute_uses(f);
+    p->num_inputs = f->num_params;
+    p->num_outputs = f->num_results;
+    p->num_symbols = f->num_symbols;
+    p->num_values = f->next_value_id;
+    int nodes = 0;
+    for (axon_axir_node_t *n = f->first; n; n = n->next) nodes++;
+    p->vals = calloc((size_t)(p->num_values > 0 ? p->num_values : 1), sizeof *p->vals);
+    p->steps = calloc((size_t)(nodes + f->num_results + 1), sizeof *p->steps);
+    int *last = malloc((size_t)(p->num_values > 0 ? p->num_values : 1) * sizeof *last);
+    if (!p->vals || !p->steps || !last) {
+        free(last);
+        return compile_diag(diag, NULL, AXON_ERROR_OUT_OF_MEMORY, "compile: out of memory");
+    }
+    for (int v = 0; v < p->num_values; v++) {
+        p->vals[v].input = -1;
+        p->vals[v].buf = PROG_NO_BUF;
+        last[v] = -1;
+    }
+    for (int k = 0; k < f->num_params; k++) {
+        prog_val_t *v = &p->vals[f->params[k]->id];
+        v->v = f->params[k];
+        v->input = k;
+    }
+    int i = 0;
+    for (axon_axir_node_t *n = f->first; n; n = n->next, i++) {
+        axon_status_t s = lower_node(&b, n, i);
+        if (s != AXON_OK) {
+            free(last);
+            return s;
+        }
+        for (int k = 0; k < n->num_operands; k++) last[n->operands[k]->id] = i;
+    }
+    /* Results go straight into the caller's output buffers where a node writes them whole; inputs, views and values
+     * returned twice are copied at the end. */
+    for (int k = 0; k < f->num_results; k++) {
+        const axon_axir_value_t *r = f->returns[k];
+        prog_val_t *v = &p->vals[r->id];
+        if (v->buf >= 0 && p->bufs[v->buf].output < 0 && r->def && !is_view(r->def->op)) {
+            p->bufs[v->buf].output = k;
+            continue;
+        }
+        prog_step_t *st = &p->steps[i];
+        memset(st, 0, sizeof *st);
+        st->kind = PROG_STEP_COPY_OUT;
+        st->value = r->id;
+        st->output = k;
+        for (int t = 0; t < PROG_MAX_TEMPS; t++) st->temp[t] = PROG_NO_BUF;
+        last[r->id] = i++;
+    }
+    p->num_steps = i;
+    /* A view keeps its source's storage alive as long as the view itself is read. */
+    for (int j = p->num_steps - 1; j >= 0; j--) {
+        const axon_axir_node_t *n = p->steps[j].node;
+        if (p->steps[j].kind != PROG_STEP_NODE || !is_view(n->op)) continue;
+        int src = n->operands[0]->id, res = n->results[0]->id;
+        if (last[res] > last[src]) last[src] = last[res];
+    }
+    for (int v = 0; v < p->num_values; v++) {
+        int bi = p->vals[v].buf;
+        if (bi >= 0 && last[v] > p->bufs[bi].last) p->bufs[bi].last = last[v];
+    }
+    free(last);
+    return AXON_OK;
+}

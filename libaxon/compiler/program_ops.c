@@ -1,0 +1,238 @@
+/* Tier-0 steps: each node becomes one libaxon kernel launch (two for addmm with a full bias, plus a copy for operands
+ * that a norm kernel needs contiguous), over descriptors built from the call's inputs, outputs and workspace. */
+#include <math.h>
+#include <string.h>
+
+#include "axon/attention.h"
+#include "axon/gemm.h"
+#include "axon/index.h"
+#include "axon/kernels.h"
+#include "axon/norm.h"
+#include "axon/pointwise.h"
+#include "axon/reduce.h"
+#include "compile_impl.h"
+
+static int norm_dim(int64_t d, int ndim) { return (int)(d < 0 ? d + ndim : d); }
+
+static const axon_tensor_t *operand(const prog_call_t *c, const axon_axir_node_t *n, int k) {
+    return k < n->num_operands ? &c->desc[n->operands[k]->id] : NULL;
+}
+
+/* t itself if contiguous, else a copy into the step's scratch buffer `temp`. */
+static axon_status_t contiguous_operand(prog_call_t *c, axon_stream_t s, const axon_tensor_t *t, int temp,
+                                        axon_tensor_t *out) {
+    if (axon_tensor_is_contiguous(t)) {
+        *out = *t;
+        return AXON_OK;
+    }
+    if (temp < 0) return axon_fail(AXON_ERROR_INTERNAL, "compiler: a strided operand has no scratch buffer");
+    prog_contiguous(out, c->ws + c->offsets[temp], t->dtype, t->ndim, t->sizes);
+    return axon_kernel_copy(s, out, t);
+}
+
+static axon_status_t run_elementwise(prog_call_t *c, axon_stream_t s, const axon_axir_node_t *n) {
+    const axon_tensor_t *out = &c->desc[n->results[0]->id];
+    axon_tensor_t in[3];
+    for (int k = 0; k < n->num_operands && k < 3; k++) prog_broadcast(operand(c, n, k), out->ndim, out->sizes, &in[k]);
+    int op;
+    if (n->op == AXON_AXIR_OP_CAST) return axon_kernel_copy(s, out, &in[0]);
+    if (n->op == AXON_AXIR_OP_WHERE) return axon_kernel_ternary(s, AXON_TERNARY_WHERE, out, &in[0], &in[1], &in[2], NULL);
+    if (compile_map_unary(n, n->op, &op)) return axon_kernel_unary(s, (axon_unary_op_t)op, out, &in[0], NULL);
+    if (compile_map_binary(n, n->op, &op)) return axon_kernel_binary(s, (axon_binary_op_t)op, out, &in[0], &in[1], NULL);
+    return axon_fail(AXON_ERROR_INTERNAL, "compiler: %s is not elementwise", axon_axir_op_name(n->op));
+}
+
+/* Reductions write the keepdim form of their result: the output's memory with size 1 at each reduced dimension. */
+static axon_status_t run_reduction(prog_call_t *c, axon_stream_t s, const axon_axir_node_t *n) {
+    const axon_tensor_t *in = operand(c, n, 0);
+    const axon_tensor_t *res = &c->desc[n->results[0]->id];
+    int reduced[AXON_MAX_DIMS] = {0};
+    int is_arg = n->op == AXON_AXIR_OP_ARGMAX || n->op == AXON_AXIR_OP_ARGMIN;
+    int dim = 0;
+    if (is_arg) {
+        dim = norm_dim(compile_attr_int(n, "dim", 0), in->ndim);
+        if (in->ndim > 0) reduced[dim] = 1;
+    } else {
+        const axon_axir_attr_t *a = axon_axir_node_attr(n, "dims");
+        int all = !a || a->count == 0;   /* no dims: every dimension, as PyTorch's sum(x, dim=[]) */
+        for (int d = 0; d < in->ndim; d++) reduced[d] = all;
+        for (int k = 0; a && k < a->count; k++) reduced[norm_dim(a->items[k].size, in->ndim)] = 1;
+    }
+    int64_t sizes[AXON_MAX_DIMS];
+    for (int d = 0; d < in->ndim; d++) sizes[d] = reduced[d] ? 1 : in->sizes[d];
+    axon_tensor_t out;
+    prog_contiguous(&out, res->data, res->dtype, in->ndim, sizes);
+    if (is_arg) {
+        axon_tensor_t src = *in;
+        if (in->ndim == 0) src.ndim = 1, src.sizes[0] = 1, src.strides[0] = 1, out.ndim = 1, out.sizes[0] = 1;
+        return axon_kernel_arg_reduce(s, n->op == AXON_AXIR_OP_ARGMAX ? AXON_ARG_REDUCE_ARGMAX : AXON_ARG_REDUCE_ARGMIN,
+                                      NULL, &out, &src, in->ndim == 0 ? 0 : dim);
+    }
+    axon_reduce_params_t rp = axon_reduce_params_default();
+    axon_reduce_op_t op = AXON_REDUCE_SUM;
+    switch (n->op) {
+    case AXON_AXIR_OP_SUM: op = AXON_REDUCE_SUM; break;
+    case AXON_AXIR_OP_PROD: op = AXON_REDUCE_PROD; break;
+    case AXON_AXIR_OP_MEAN: op = AXON_REDUCE_MEAN; break;
+    case AXON_AXIR_OP_AMAX: op = AXON_REDUCE_AMAX; break;
+    case AXON_AXIR_OP_AMIN: op = AXON_REDUCE_AMIN; break;
+    case AXON_AXIR_OP_VAR:
+        op = AXON_REDUCE_VAR;
+        rp.correction = (double)compile_attr_int(n, "correction", 1);
+        break;
+    default: return axon_fail(AXON_ERROR_INTERNAL, "compiler: %s is not a reduction", axon_axir_op_name(n->op));
+    }
+    return axon_kernel_reduce(s, op, &out, in, &rp);
+}
+
+static axon_status_t run_addmm(prog_call_t *c, axon_stream_t s, const axon_axir_node_t *n) {
+    const axon_tensor_t *bias = operand(c, n, 0), *a = operand(c, n, 1), *b = operand(c, n, 2);
+    const axon_tensor_t *out = &c->desc[n->results[0]->id];
+    axon_gemm_params_t gp = axon_gemm_params_default();
+    gp.alpha = compile_attr_float(n, "alpha", 1.0);
+    double beta = compile_attr_float(n, "beta", 1.0);
+    const int64_t cols = out->sizes[1];
+    axon_tensor_t row;
+    /* A bias that is one row ([n] or [1, n]) rides along in the GEMM; any other shape is broadcast into out first. */
+    if ((bias->ndim == 1 && bias->sizes[0] == cols) || (bias->ndim == 2 && bias->sizes[0] == 1 && bias->sizes[1] == cols)) {
+        memset(&row, 0, sizeof row);
+        row.data = bias->data;
+        row.dtype = bias->dtype;
+        row.ndim = 1;
+        row.sizes[0] = cols;
+        row.strides[0] = bias->strides[bias->ndim - 1];
+        gp.bias = &row;
+        gp.bias_scale = beta;
+        return axon_kernel_matmul(s, out, a, b, &gp);
+    }
+    if (beta != 0.0) {
+        axon_tensor_t full;
+        prog_broadcast(bias, out->ndim, out->sizes, &full);
+        axon_status_t e = axon_kernel_copy(s, out, &full);
+        if (e != AXON_OK) return e;
+        gp.beta = beta;
+    }
+    return axon_kernel_matmul(s, out, a, b, &gp);
+}
+
+static const axon_tensor_t *result_or_null(const prog_call_t *c, const axon_axir_node_t *n, int r) {
+    if (r >= n->num_results || c->p->vals[n->results[r]->id].buf < 0) return NULL;
+    return &c->desc[n->results[r]->id];
+}
+
+static axon_status_t run_norm(prog_call_t *c, axon_stream_t s, const prog_step_t *st) {
+    const axon_axir_node_t *n = st->node;
+    axon_tensor_t in[3];
+    const axon_tensor_t *pin[3] = {NULL, NULL, NULL};
+    for (int k = 0; k < n->num_operands && k < 3; k++) {
+        axon_status_t e = contiguous_operand(c, s, operand(c, n, k), st->temp[k], &in[k]);
+        if (e != AXON_OK) return e;
+        pin[k] = &in[k];
+    }
+    const axon_tensor_t *out = &c->desc[n->results[0]->id];
+    if (n->op == AXON_AXIR_OP_SOFTMAX || n->op == AXON_AXIR_OP_LOG_SOFTMAX)
+        return axon_kernel_softmax(s, out, pin[0], (int)compile_attr_int(n, "dim", -1),
+                                   n->op == AXON_AXIR_OP_LOG_SOFTMAX);
+    int64_t nd = compile_attr_int(n, "normalized_ndim", 1), normalized = 1;
+    for (int64_t d = 0; d < nd && d < pin[0]->ndim; d++) normalized *= pin[0]->sizes[pin[0]->ndim - 1 - d];
+    double eps = compile_attr_float(n, "eps", 1e-5);
+    if (n->op == AXON_AXIR_OP_LAYER_NORM)
+        return axon_kernel_layer_norm(s, out, result_or_null(c, n, 1), result_or_null(c, n, 2), pin[0], pin[1], pin[2],
+                                      normalized, eps);
+    return axon_kernel_rms_norm(s, out, result_or_null(c, n, 1), pin[0], pin[1], normalized, eps);
+}
+
+static axon_status_t run_embedding(prog_call_t *c, axon_stream_t s, const prog_step_t *st) {
+    const axon_axir_node_t *n = st->node;
+    const axon_tensor_t *w = operand(c, n, 0), *idx = operand(c, n, 1);
+    const axon_tensor_t *res = &c->desc[n->results[0]->id];
+    int64_t count = axon_tensor_numel(idx);
+    axon_tensor_t flat, cidx, out;
+    if (!prog_restride(idx, 1, &count, &flat)) {
+        axon_status_t e = contiguous_operand(c, s, idx, st->temp[0], &cidx);
+        if (e != AXON_OK) return e;
+        prog_restride(&cidx, 1, &count, &flat);
+    }
+    int64_t sizes[2] = {count, w->ndim == 2 ? w->sizes[1] : 1};
+    prog_contiguous(&out, res->data, res->dtype, 2, sizes);
+    return axon_kernel_index_select(s, &out, w, 0, &flat, AXON_INDEX_DEFAULT);
+}
+
+static axon_status_t run_sdpa(prog_call_t *c, axon_stream_t s, const prog_step_t *st) {
+    const axon_axir_node_t *n = st->node;
+    const axon_tensor_t *q = operand(c, n, 0);
+    axon_attention_params_t ap;
+    memset(&ap, 0, sizeof ap);
+    const axon_axir_attr_t *sc = axon_axir_node_attr(n, "scale");
+    ap.scale = sc ? compile_attr_float(n, "scale", 1.0) : 1.0 / sqrt((double)(q->ndim == 4 ? q->sizes[3] : 1));
+    ap.is_causal = (int)compile_attr_int(n, "is_causal", 0);
+    axon_tensor_t lse;
+    int64_t ls[3] = {q->sizes[0], q->sizes[1], q->sizes[2]};
+    prog_contiguous(&lse, c->ws + c->offsets[st->temp[0]], c->p->bufs[st->temp[0]].type.dtype, 3, ls);
+    return axon_kernel_attention(s, &c->desc[n->results[0]->id], &lse, q, operand(c, n, 1), operand(c, n, 2),
+                                 operand(c, n, 3), &ap);
+}
+
+static axon_status_t run_const(prog_call_t *c, axon_stream_t s, const axon_axir_node_t *n) {
+    const axon_tensor_t *out = &c->desc[n->results[0]->id];
+    const axon_axir_attr_t *a = axon_axir_node_attr(n, "value");
+    axon_scalar_t v = axon_scalar_int(0);
+    if (a && a->kind == AXON_AXIR_ATTR_FLOAT) v = axon_scalar_float(a->f);
+    else if (a && a->kind == AXON_AXIR_ATTR_BOOL) v = axon_scalar_bool((int)a->i);
+    else if (a) v = axon_scalar_int(a->i);
+    return axon_kernel_fill(s, out, v);
+}
+
+axon_status_t prog_run_node(prog_call_t *c, axon_stream_t s, const prog_step_t *st) {
+    const axon_axir_node_t *n = st->node;
+    /* Results with storage of their own: contiguous over the workspace or the caller's output. */
+    for (int r = 0; r < n->num_results; r++) {
+        const axon_axir_value_t *v = n->results[r];
+        int b = c->p->vals[v->id].buf;
+        if (b < 0) continue;
+        int64_t sizes[AXON_MAX_DIMS];
+        axon_status_t e = prog_eval_type(c, &v->type, sizes);
+        if (e != AXON_OK) return e;
+        const prog_buf_t *pb = &c->p->bufs[b];
+        void *data = pb->output >= 0 ? c->outputs[pb->output].data : c->ws + c->offsets[b];
+        prog_contiguous(&c->desc[v->id], data, v->type.dtype, v->type.rank, sizes);
+    }
+    switch (axon_axir_op_class(n->op)) {
+    case AXON_AXIR_CLASS_ELEMENTWISE: return run_elementwise(c, s, n);
+    case AXON_AXIR_CLASS_REDUCTION: return run_reduction(c, s, n);
+    case AXON_AXIR_CLASS_VIEW: return prog_run_view(c, s, st);
+    default: break;
+    }
+    const axon_tensor_t *out = &c->desc[n->results[0]->id];
+    switch (n->op) {
+    case AXON_AXIR_OP_CONST: return run_const(c, s, n);
+    case AXON_AXIR_OP_IOTA:
+        return axon_kernel_arange(s, out, axon_scalar_int(compile_attr_int(n, "start", 0)),
+                                  axon_scalar_int(compile_attr_int(n, "step", 1)));
+    case AXON_AXIR_OP_CONTIGUOUS: return axon_kernel_copy(s, out, operand(c, n, 0));
+    case AXON_AXIR_OP_CAT: {
+        axon_tensor_t ins[AXON_CAT_MAX_INPUTS];
+        for (int k = 0; k < n->num_operands; k++) ins[k] = *operand(c, n, k);
+        return axon_kernel_cat(s, out, ins, n->num_operands, norm_dim(compile_attr_int(n, "dim", 0), out->ndim));
+    }
+    case AXON_AXIR_OP_MM: case AXON_AXIR_OP_BMM: return axon_kernel_matmul(s, out, operand(c, n, 0), operand(c, n, 1), NULL);
+    case AXON_AXIR_OP_ADDMM: return run_addmm(c, s, n);
+    case AXON_AXIR_OP_SOFTMAX: case AXON_AXIR_OP_LOG_SOFTMAX: case AXON_AXIR_OP_LAYER_NORM: case AXON_AXIR_OP_RMS_NORM:
+        return run_norm(c, s, st);
+    case AXON_AXIR_OP_EMBEDDING: return run_embedding(c, s, st);
+    case AXON_AXIR_OP_GATHER:
+        return axon_kernel_gather(s, out, operand(c, n, 0), (int)compile_attr_int(n, "dim", 0), operand(c, n, 1),
+                                  AXON_INDEX_DEFAULT);
+    case AXON_AXIR_OP_INDEX_SELECT:
+        return axon_kernel_index_select(s, out, operand(c, n, 0), (int)compile_attr_int(n, "dim", 0), operand(c, n, 1),
+                                        AXON_INDEX_DEFAULT);
+    case AXON_AXIR_OP_SDPA: return run_sdpa(c, s, st);
+    case AXON_AXIR_OP_FUSED: {
+        axon_tensor_t ins[FUSED_MAX_INPUTS], outs[FUSED_MAX_OUTPUTS];
+        for (int k = 0; k < n->num_operands; k++) ins[k] = *operand(c, n, k);
+        for (int r = 0; r < n->num_results; r++) outs[r] = c->desc[n->results[r]->id];
+        return fused_launch(s, st->fused, n->num_operands, ins, n->num_results, outs);
+    }
+    default: return axon_fail(AXON_ERROR_UNSUPPORTED, "tier 0 cannot run %s", axon_axir_op_name(n->op));
+    }
+}

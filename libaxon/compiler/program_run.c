@@ -1,0 +1,84 @@
+/* axon_program_run: binds the call (program_bind.c), checks the caller's outputs and workspace against that binding,
+ * then enqueues the steps in order. Descriptors live only for the duration of the call: every kernel copies its own at
+ * launch. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "axon/kernels.h"
+#include "compile_impl.h"
+
+static axon_status_t check_outputs(const prog_call_t *c, int num_outputs, const axon_tensor_t *outputs) {
+    const axon_program_t *p = c->p;
+    if (num_outputs != p->num_outputs || (num_outputs > 0 && !outputs))
+        return axon_fail(AXON_ERROR_INVALID_ARG, "axon_program_run: %d outputs given, the program has %d", num_outputs,
+                         p->num_outputs);
+    for (int k = 0; k < num_outputs; k++) {
+        const axon_axir_type_t *t = &p->func->result_types[k];
+        int64_t sizes[AXON_MAX_DIMS];
+        axon_status_t st = prog_eval_type(c, t, sizes);
+        if (st != AXON_OK) return st;
+        const axon_tensor_t *o = &outputs[k];
+        int ok = o->dtype == t->dtype && o->ndim == t->rank && axon_tensor_is_contiguous(o);
+        for (int d = 0; ok && d < t->rank; d++) ok = o->sizes[d] == sizes[d];
+        if (!ok)
+            return axon_fail(AXON_ERROR_INVALID_ARG,
+                             "axon_program_run: output %d is not the contiguous %s tensor of %d dimensions that "
+                             "axon_program_prepare described",
+                             k, axon_dtype_name(t->dtype), t->rank);
+        axon_status_t cs = axon_tensor_check(o, "axon_program_run: output");
+        if (cs != AXON_OK) return cs;
+    }
+    return AXON_OK;
+}
+
+AXON_API axon_status_t axon_program_run(const axon_program_t *p, axon_stream_t s, int num_inputs,
+                                        const axon_tensor_t *inputs, int num_outputs, const axon_tensor_t *outputs,
+                                        void *workspace, size_t workspace_bytes) {
+    if (!p) return axon_fail(AXON_ERROR_INVALID_ARG, "axon_program_run: program is NULL");
+    if (!s) return axon_fail(AXON_ERROR_INVALID_ARG, "axon_program_run: stream is NULL");
+    prog_call_t c;
+    axon_status_t st = prog_call_begin(p, num_inputs, inputs, &c);
+    if (st != AXON_OK) return st;
+    st = check_outputs(&c, num_outputs, outputs);
+    if (st == AXON_OK && c.workspace > 0 && (!workspace || workspace_bytes < c.workspace))
+        st = axon_fail(AXON_ERROR_INVALID_ARG, "axon_program_run: workspace of %zu bytes given, %zu needed",
+                       workspace ? workspace_bytes : (size_t)0, c.workspace);
+    if (st == AXON_OK && c.workspace > 0 && ((uintptr_t)workspace & 63) != 0)
+        st = axon_fail(AXON_ERROR_INVALID_ARG, "axon_program_run: workspace %p is not 64-byte aligned", workspace);
+    if (st != AXON_OK) {
+        prog_call_end(&c);
+        return st;
+    }
+    c.outputs = outputs;
+    c.ws = workspace;
+    for (int k = 0; k < p->num_inputs; k++) c.desc[p->func->params[k]->id] = inputs[k];
+    for (int i = 0; i < p->num_steps && st == AXON_OK; i++) {
+        const prog_step_t *step = &p->steps[i];
+        if (step->kind == PROG_STEP_COPY_OUT) st = axon_kernel_copy(s, &outputs[step->output], &c.desc[step->value]);
+        else st = prog_run_node(&c, s, step);
+        if (st != AXON_OK && step->node) {
+            char msg[512];
+            snprintf(msg, sizeof msg, "%s", axon_last_error());
+            st = axon_fail(st, "axon_program_run: step %d (%s at line %d): %s", i, axon_axir_op_name(step->node->op),
+                           step->node->line, msg);
+        }
+    }
+    prog_call_end(&c);
+    return st;
+}
+
+AXON_API void axon_program_destroy(axon_program_t *p) {
+    if (!p) return;
+    for (int k = 0; k < p->num_fused; k++) fused_destroy(p->fused[k]);
+    free(p->fused);
+    free(p->vals);
+    free(p->bufs);
+    free(p->steps);
+    axon_axir_module_destroy(p->module);
+    free(p);
+}
+
+AXON_API int axon_program_num_inputs(const axon_program_t *p) { return p ? p->num_inputs : 0; }
+AXON_API int axon_program_num_outputs(const axon_program_t *p) { return p ? p->num_outputs : 0; }
+AXON_API const axon_axir_module_t *axon_program_module(const axon_program_t *p) { return p ? p->module : NULL; }

@@ -1,0 +1,631 @@
+/* The graph compiler (axon/compiler.h): passes checked on their printed IR (canonicalize, dce, fold, fuse), tier-0
+ * execution of small graphs against plain C references computed here (an MLP, softmax and layer norm, reductions,
+ * views, a fused chain, a dynamic dimension under three bindings, workspace reuse), and bad input: prepare with a
+ * wrong dtype, rank, size or inconsistent symbols names the input; an op tier 0 cannot run is UNSUPPORTED.
+ *
+ * Tolerances (float32): library kernels and the fused interpreter compute in float32 or float64 from the same float32
+ * inputs as the double reference, so results agree to a few float32 ulps: relative 1e-5 plus absolute 1e-5. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "axon/compiler.h"
+#include "kernels_check.h"
+
+/* ---- helpers ---- */
+
+typedef struct tc_log {
+    char text[65536];
+    size_t len;
+} tc_log_t;
+
+static void tc_print(void *user, const char *pass, const char *text) {
+    tc_log_t *l = user;
+    int n = snprintf(l->text + l->len, sizeof l->text - l->len, "== %s ==\n%s", pass, text);
+    if (n > 0) l->len += (size_t)n < sizeof l->text - l->len ? (size_t)n : sizeof l->text - l->len - 1;
+}
+
+/* The text printed after `pass` (the first time), into buf. */
+static const char *tc_after(const tc_log_t *l, const char *pass, char *buf, size_t n) {
+    char key[64];
+    snprintf(key, sizeof key, "== %s ==\n", pass);
+    const char *p = strstr(l->text, key);
+    buf[0] = 0;
+    if (!p) return buf;
+    p += strlen(key);
+    const char *e = strstr(p, "== ");
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    if (len >= n) len = n - 1;
+    memcpy(buf, p, len);
+    buf[len] = 0;
+    return buf;
+}
+
+static axon_program_t *tc_compile(const char *text, int fuse, tc_log_t *log) {
+    axon_compile_options_t o = axon_compile_options_default();
+    o.fuse = fuse;
+    if (log) {
+        log->len = 0;
+        log->text[0] = 0;
+        o.print_after_all = 1;
+        o.print = tc_print;
+        o.print_user = log;
+    }
+    axon_program_t *p = NULL;
+    axon_axir_diag_t d;
+    axon_status_t st = axon_compile_text(text, strlen(text), &o, &p, &d);
+    if (st != AXON_OK) {
+        char buf[600];
+        fprintf(stderr, "compile failed: %s\n", axon_axir_diag_format(&d, buf, sizeof buf));
+    }
+    return p;
+}
+
+static axon_tensor_t tc_f32(float *data, int ndim, const int64_t *sizes) {
+    return kc_tensor(data, AXON_FLOAT32, ndim, sizes, NULL);
+}
+
+/* Prepare, allocate the outputs (host memory) and the workspace, run and wait. outs[k].data is malloc'd; the caller
+ * frees it. Returns the status of the first failing call; *ws_bytes gets the workspace size. */
+static axon_status_t tc_run(const kc_dev_t *k, const axon_program_t *p, int nin, const axon_tensor_t *ins, int nout,
+                            axon_tensor_t *outs, size_t *ws_bytes) {
+    size_t ws = 0;
+    axon_status_t st = axon_program_prepare(p, nin, ins, nout, outs, &ws);
+    if (st != AXON_OK) return st;
+    for (int i = 0; i < nout; i++) {
+        size_t bytes = (size_t)axon_tensor_numel(&outs[i]) * axon_dtype_size(outs[i].dtype);
+        outs[i].data = calloc(1, bytes ? bytes : 1);
+    }
+    void *w = ws ? aligned_alloc(64, (ws + 63) / 64 * 64) : NULL;
+    st = axon_program_run(p, k->s, nin, ins, nout, outs, w, ws);
+    if (st == AXON_OK) st = axon_stream_sync(k->s);
+    free(w);
+    if (ws_bytes) *ws_bytes = ws;
+    return st;
+}
+
+static void tc_free_outs(int nout, axon_tensor_t *outs) {
+    for (int i = 0; i < nout; i++) free(outs[i].data);
+}
+
+static int tc_close(const float *got, const double *want, int64_t n, const char *what) {
+    for (int64_t i = 0; i < n; i++) {
+        double g = got[i], w = want[i];
+        if (isnan(w) ? !isnan(g) : fabs(g - w) > 1e-5 + 1e-5 * fabs(w)) {
+            fprintf(stderr, "%s: element %lld is %.9g, expected %.9g\n", what, (long long)i, g, w);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static void tc_fill(float *x, int64_t n, unsigned seed) {
+    for (int64_t i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        x[i] = (float)((seed >> 8) % 2001) / 1000.0f - 1.0f;
+    }
+}
+
+static double tc_gelu(double x) { return 0.5 * x * (1.0 + erf(x / sqrt(2.0))); }
+static double tc_gelu_tanh(double x) {
+    return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+
+/* ---- execution ---- */
+
+static const char *mlp_text =
+    "axir 1\n"
+    "func @main(%x: f32[s0, 8], %w1: f32[16, 8], %b1: f32[16], %w2: f32[4, 16], %b2: f32[4]) -> (f32[s0, 4]) {\n"
+    "  %w1t = permute(%w1) {dims = [1, 0]} : f32[8, 16]\n"
+    "  %h = addmm(%b1, %x, %w1t) : f32[s0, 16]\n"
+    "  %g = gelu(%h) {approximate = \"none\"} : f32[s0, 16]\n"
+    "  %w2t = permute(%w2) {dims = [1, 0]} : f32[16, 4]\n"
+    "  %y = addmm(%b2, %g, %w2t) : f32[s0, 4]\n"
+    "  return %y\n"
+    "}\n";
+
+/* MLP (addmm + gelu + addmm) with a dynamic batch: one program, three bindings of s0. */
+static void test_mlp_dynamic(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    for (int fuse = 0; fuse < 2; fuse++) {
+        axon_program_t *p = tc_compile(mlp_text, fuse, NULL);
+        CHECK(p != NULL);
+        if (!p) continue;
+        CHECK_EQ_I64(axon_program_num_inputs(p), 5);
+        CHECK_EQ_I64(axon_program_num_outputs(p), 1);
+        float w1[16 * 8], b1[16], w2[4 * 16], b2[4];
+        tc_fill(w1, 128, 1), tc_fill(b1, 16, 2), tc_fill(w2, 64, 3), tc_fill(b2, 4, 4);
+        const int64_t batches[3] = {1, 3, 7};
+        for (int bi = 0; bi < 3; bi++) {
+            int64_t s0 = batches[bi];
+            float x[7 * 8];
+            tc_fill(x, s0 * 8, 10 + (unsigned)bi);
+            int64_t xs[2] = {s0, 8}, w1s[2] = {16, 8}, b1s[1] = {16}, w2s[2] = {4, 16}, b2s[1] = {4};
+            axon_tensor_t in[5] = {tc_f32(x, 2, xs), tc_f32(w1, 2, w1s), tc_f32(b1, 1, b1s), tc_f32(w2, 2, w2s),
+                                   tc_f32(b2, 1, b2s)};
+            axon_tensor_t out[1];
+            CHECK_OK(tc_run(&k, p, 5, in, 1, out, NULL));
+            CHECK_EQ_I64(out[0].ndim, 2);
+            CHECK_EQ_I64(out[0].sizes[0], s0);
+            double want[7 * 4];
+            for (int64_t r = 0; r < s0; r++) {
+                double g[16];
+                for (int j = 0; j < 16; j++) {
+                    double acc = b1[j];
+                    for (int i = 0; i < 8; i++) acc += (double)x[r * 8 + i] * w1[j * 8 + i];
+                    g[j] = tc_gelu(acc);
+                }
+                for (int j = 0; j < 4; j++) {
+                    double acc = b2[j];
+                    for (int i = 0; i < 16; i++) acc += g[i] * w2[j * 16 + i];
+                    want[r * 4 + j] = acc;
+                }
+            }
+            if (out[0].data) CHECK(tc_close(out[0].data, want, s0 * 4, "mlp"));
+            tc_free_outs(1, out);
+        }
+        axon_program_destroy(p);
+    }
+    axon_runtime_destroy(k.rt);
+}
+
+/* softmax and layer_norm (with the mean and rstd results) on a strided (transposed) input. */
+static void test_softmax_layer_norm(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    const char *text =
+        "axir 1\n"
+        "func @main(%x: f32[10, 4], %w: f32[10], %b: f32[10]) -> (f32[4, 10], f32[4, 10], f32[4, 1]) {\n"
+        "  %t = permute(%x) {dims = [1, 0]} : f32[4, 10]\n"
+        "  %s = softmax(%t) {dim = 1} : f32[4, 10]\n"
+        "  %y, %mean, %rstd = layer_norm(%t, %w, %b) {eps = 1.0e-05, normalized_ndim = 1} : (f32[4, 10], f32[4, 1], "
+        "f32[4, 1])\n"
+        "  return %s, %y, %rstd\n"
+        "}\n";
+    axon_program_t *p = tc_compile(text, 1, NULL);
+    CHECK(p != NULL);
+    if (p) {
+        float x[40], w[10], b[10];
+        tc_fill(x, 40, 5), tc_fill(w, 10, 6), tc_fill(b, 10, 7);
+        int64_t xs[2] = {10, 4}, ws[1] = {10};
+        axon_tensor_t in[3] = {tc_f32(x, 2, xs), tc_f32(w, 1, ws), tc_f32(b, 1, ws)};
+        axon_tensor_t out[3];
+        CHECK_OK(tc_run(&k, p, 3, in, 3, out, NULL));
+        double sm[40], ln[40], rs[4];
+        for (int r = 0; r < 4; r++) {
+            double mx = -INFINITY, sum = 0, mean = 0, var = 0;
+            for (int j = 0; j < 10; j++) mx = fmax(mx, x[j * 4 + r]);
+            for (int j = 0; j < 10; j++) sum += exp(x[j * 4 + r] - mx);
+            for (int j = 0; j < 10; j++) sm[r * 10 + j] = exp(x[j * 4 + r] - mx) / sum;
+            for (int j = 0; j < 10; j++) mean += x[j * 4 + r] / 10.0;
+            for (int j = 0; j < 10; j++) var += (x[j * 4 + r] - mean) * (x[j * 4 + r] - mean) / 10.0;
+            rs[r] = 1.0 / sqrt(var + 1e-5);
+            for (int j = 0; j < 10; j++) ln[r * 10 + j] = (x[j * 4 + r] - mean) * rs[r] * w[j] + b[j];
+        }
+        if (out[0].data) {
+            CHECK(tc_close(out[0].data, sm, 40, "softmax"));
+            CHECK(tc_close(out[1].data, ln, 40, "layer_norm"));
+            CHECK(tc_close(out[2].data, rs, 4, "layer_norm rstd"));
+        }
+        tc_free_outs(3, out);
+        axon_program_destroy(p);
+    }
+    axon_runtime_destroy(k.rt);
+}
+
+/* sum over a dim, mean over all, amax with keepdim, argmax. */
+static void test_reductions(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    const char *text =
+        "axir 1\n"
+        "func @main(%x: f32[3, 5]) -> (f32[3], f32[], f32[1, 5], i64[3]) {\n"
+        "  %s = sum(%x) {dims = [1], keepdim = false} : f32[3]\n"
+        "  %m = mean(%x) {dims = [0, 1], keepdim = false} : f32[]\n"
+        "  %a = amax(%x) {dims = [0], keepdim = true} : f32[1, 5]\n"
+        "  %i = argmax(%x) {dim = 1, keepdim = false} : i64[3]\n"
+        "  return %s, %m, %a, %i\n"
+        "}\n";
+    axon_program_t *p = tc_compile(text, 1, NULL);
+    CHECK(p != NULL);
+    if (p) {
+        float x[15];
+        tc_fill(x, 15, 9);
+        int64_t xs[2] = {3, 5};
+        axon_tensor_t in[1] = {tc_f32(x, 2, xs)};
+        axon_tensor_t out[4];
+        CHECK_OK(tc_run(&k, p, 1, in, 4, out, NULL));
+        double s[3] = {0, 0, 0}, m = 0, a[5];
+        int64_t am[3];
+        for (int j = 0; j < 5; j++) a[j] = -INFINITY;
+        for (int r = 0; r < 3; r++) {
+            am[r] = 0;
+            for (int j = 0; j < 5; j++) {
+                s[r] += x[r * 5 + j];
+                m += x[r * 5 + j] / 15.0;
+                a[j] = fmax(a[j], x[r * 5 + j]);
+                if (x[r * 5 + j] > x[r * 5 + am[r]]) am[r] = j;
+            }
+        }
+        if (out[0].data) {
+            CHECK(tc_close(out[0].data, s, 3, "sum"));
+            CHECK(tc_close(out[1].data, &m, 1, "mean"));
+            CHECK(tc_close(out[2].data, a, 5, "amax"));
+            for (int r = 0; r < 3; r++) CHECK_EQ_I64(((int64_t *)out[3].data)[r], am[r]);
+        }
+        tc_free_outs(4, out);
+        axon_program_destroy(p);
+    }
+    axon_runtime_destroy(k.rt);
+}
+
+/* Views: permute then reshape (a copy: no strides express it), slice, select, unsqueeze + expand, and an input
+ * returned as it is. */
+static void test_views(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    const char *text =
+        "axir 1\n"
+        "func @main(%x: f32[2, 3, 4]) -> (f32[4, 6], f32[2, 3, 2], f32[3, 4], f32[2, 2, 3, 4], f32[2, 3, 4]) {\n"
+        "  %p = permute(%x) {dims = [2, 0, 1]} : f32[4, 2, 3]\n"
+        "  %r = reshape(%p) {shape = [4, 6]} : f32[4, 6]\n"
+        "  %sl = slice(%x) {dim = 2, end = 4, start = 1, step = 2} : f32[2, 3, 2]\n"
+        "  %se = select(%x) {dim = 0, index = -1} : f32[3, 4]\n"
+        "  %u = unsqueeze(%x) {dim = 0} : f32[1, 2, 3, 4]\n"
+        "  %e = expand(%u) {shape = [2, 2, 3, 4]} : f32[2, 2, 3, 4]\n"
+        "  return %r, %sl, %se, %e, %x\n"
+        "}\n";
+    axon_program_t *p = tc_compile(text, 1, NULL);
+    CHECK(p != NULL);
+    if (p) {
+        float x[24];
+        for (int i = 0; i < 24; i++) x[i] = (float)i;
+        int64_t xs[3] = {2, 3, 4};
+        axon_tensor_t in[1] = {tc_f32(x, 3, xs)};
+        axon_tensor_t out[5];
+        CHECK_OK(tc_run(&k, p, 1, in, 5, out, NULL));
+        double r[24], sl[12], se[12], e[48], id[24];
+        for (int c = 0; c < 4; c++)
+            for (int a = 0; a < 2; a++)
+                for (int b = 0; b < 3; b++) r[c * 6 + a * 3 + b] = x[a * 12 + b * 4 + c];
+        for (int a = 0; a < 2; a++)
+            for (int b = 0; b < 3; b++)
+                for (int c = 0; c < 2; c++) sl[a * 6 + b * 2 + c] = x[a * 12 + b * 4 + 1 + 2 * c];
+        for (int i = 0; i < 12; i++) se[i] = x[12 + i];
+        for (int i = 0; i < 48; i++) e[i] = x[i % 24];
+        for (int i = 0; i < 24; i++) id[i] = x[i];
+        if (out[0].data) {
+            CHECK(tc_close(out[0].data, r, 24, "permute+reshape"));
+            CHECK(tc_close(out[1].data, sl, 12, "slice"));
+            CHECK(tc_close(out[2].data, se, 12, "select"));
+            CHECK(tc_close(out[3].data, e, 48, "unsqueeze+expand"));
+            CHECK(tc_close(out[4].data, id, 24, "identity"));
+        }
+        tc_free_outs(5, out);
+        axon_program_destroy(p);
+    }
+    axon_runtime_destroy(k.rt);
+}
+
+static const char *chain_text =
+    "axir 1\n"
+    "func @main(%x: f32[s0, 300], %y: f32[s0, 300], %b: f32[300]) -> (f32[s0, 300], f32[s0, 300]) {\n"
+    "  %0 = mul(%x, %y) : f32[s0, 300]\n"
+    "  %1 = add(%0, %b) : f32[s0, 300]\n"
+    "  %2 = gelu(%1) {approximate = \"tanh\"} : f32[s0, 300]\n"
+    "  %3 = softmax(%2) {dim = 1} : f32[s0, 300]\n"
+    "  return %3, %1\n"
+    "}\n";
+
+/* mul -> add -> gelu fused into one kernel (with %1 also a result), then a library op; against the unfused program
+ * and a C reference, for three batch sizes (a tile boundary falls inside rows). */
+static void test_fused_chain(void) {
+    kc_dev_t k = kc_open(3);
+    REQUIRE(k.rt);
+    tc_log_t *log = calloc(1, sizeof *log);
+    axon_program_t *p = tc_compile(chain_text, 1, log);
+    CHECK(p != NULL);
+    char buf[8192];
+    tc_after(log, "fuse", buf, sizeof buf);
+    CHECK(strstr(buf, "kernel @fused_0(") != NULL);
+    CHECK(strstr(buf, "= fused @fused_0(%x, %y, %b)") != NULL);
+    CHECK(strstr(buf, "kernel @fused_0(%0: f32[s0, 300], %1: f32[s0, 300], %2: f32[300])") != NULL);
+    char *kernel = strstr(buf, "kernel @fused_0");
+    if (kernel) *kernel = 0;   /* main alone: the chain is gone from it */
+    CHECK(strstr(buf, "= mul(") == NULL && strstr(buf, "gelu") == NULL && strstr(buf, "softmax(") != NULL);
+    if (p) {
+        const int64_t batches[3] = {1, 2, 9};
+        for (int bi = 0; bi < 3; bi++) {
+            int64_t s0 = batches[bi], n = s0 * 300;
+            float *x = malloc((size_t)n * 4), *y = malloc((size_t)n * 4), b[300];
+            tc_fill(x, n, 20 + (unsigned)bi), tc_fill(y, n, 30 + (unsigned)bi), tc_fill(b, 300, 40);
+            int64_t xs[2] = {s0, 300}, bs[1] = {300};
+            axon_tensor_t in[3] = {tc_f32(x, 2, xs), tc_f32(y, 2, xs), tc_f32(b, 1, bs)};
+            axon_tensor_t out[2];
+            CHECK_OK(tc_run(&k, p, 3, in, 2, out, NULL));
+            double *sm = malloc((size_t)n * 8), *h = malloc((size_t)n * 8);
+            for (int64_t r = 0; r < s0; r++) {
+                double g[300], mx = -INFINITY, sum = 0;
+                for (int j = 0; j < 300; j++) {
+                    float prod = x[r * 300 + j] * y[r * 300 + j];
+                    float hv = prod + b[j];
+                    h[r * 300 + j] = hv;
+                    g[j] = (float)tc_gelu_tanh(hv);
+                    mx = fmax(mx, g[j]);
+                }
+                for (int j = 0; j < 300; j++) sum += exp(g[j] - mx);
+                for (int j = 0; j < 300; j++) sm[r * 300 + j] = exp(g[j] - mx) / sum;
+            }
+            if (out[0].data) {
+                CHECK(tc_close(out[0].data, sm, n, "fused chain softmax"));
+                CHECK(tc_close(out[1].data, h, n, "fused chain add"));
+            }
+            tc_free_outs(2, out);
+            free(x), free(y), free(sm), free(h);
+        }
+        axon_program_destroy(p);
+    }
+    free(log);
+    axon_runtime_destroy(k.rt);
+}
+
+/* A broadcast input of another dtype: bf16 x times an f32 row, through a cast, fused. */
+static void test_fused_cast_broadcast(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    const char *text =
+        "axir 1\n"
+        "func @main(%x: bf16[3, 70], %w: f32[70]) -> (bf16[3, 70]) {\n"
+        "  %0 = cast(%x) : f32[3, 70]\n"
+        "  %1 = mul(%0, %w) : f32[3, 70]\n"
+        "  %2 = sigmoid(%1) : f32[3, 70]\n"
+        "  %3 = cast(%2) : bf16[3, 70]\n"
+        "  return %3\n"
+        "}\n";
+    axon_program_t *p = tc_compile(text, 1, NULL);
+    CHECK(p != NULL);
+    if (p) {
+        const axon_axir_module_t *m = axon_program_module(p);
+        CHECK_EQ_I64(axon_axir_module_num_funcs(m), 2);
+        uint16_t x[210];
+        float w[70];
+        for (int i = 0; i < 210; i++) x[i] = (uint16_t)(0x3f80 + (i % 64) - 32);   /* bf16 near 1 */
+        tc_fill(w, 70, 50);
+        int64_t xs[2] = {3, 70}, ws[1] = {70};
+        axon_tensor_t in[2] = {kc_tensor(x, AXON_BFLOAT16, 2, xs, NULL), tc_f32(w, 1, ws)};
+        axon_tensor_t out[1];
+        CHECK_OK(tc_run(&k, p, 2, in, 1, out, NULL));
+        int bad = 0;
+        for (int i = 0; i < 210 && out[0].data; i++) {
+            uint32_t xb = (uint32_t)x[i] << 16;
+            float xf;
+            memcpy(&xf, &xb, 4);
+            double want = 1.0 / (1.0 + exp(-(double)(xf * w[i % 70])));
+            uint32_t gb = (uint32_t)((uint16_t *)out[0].data)[i] << 16;
+            float got;
+            memcpy(&got, &gb, 4);
+            bad += fabs(got - want) > 4e-3;
+        }
+        CHECK_EQ_I64(bad, 0);
+        tc_free_outs(1, out);
+        axon_program_destroy(p);
+    }
+    axon_runtime_destroy(k.rt);
+}
+
+/* Intermediates whose lifetimes do not overlap share workspace: four unary ops in a row need two buffers, not three
+ * (the last writes the output directly). */
+static void test_workspace_reuse(void) {
+    kc_dev_t k = kc_open(1);
+    REQUIRE(k.rt);
+    const char *text =
+        "axir 1\n"
+        "func @main(%x: f32[1024]) -> (f32[1024]) {\n"
+        "  %0 = neg(%x) : f32[1024]\n"
+        "  %1 = exp(%0) : f32[1024]\n"
+        "  %2 = neg(%1) : f32[1024]\n"
+        "  %3 = exp(%2) : f32[1024]\n"
+        "  return %3\n"
+        "}\n";
+    axon_program_t *p = tc_compile(text, 0, NULL);
+    CHECK(p != NULL);
+    if (p) {
+        float x[1024];
+        tc_fill(x, 1024, 60);
+        int64_t xs[1] = {1024};
+        axon_tensor_t in[1] = {tc_f32(x, 1, xs)};
+        axon_tensor_t out[1];
+        size_t ws = 0;
+        CHECK_OK(tc_run(&k, p, 1, in, 1, out, &ws));
+        CHECK_EQ_I64(ws, 2 * 4096);
+        double want[1024];
+        for (int i = 0; i < 1024; i++) want[i] = exp(-exp(-(double)x[i]));
+        if (out[0].data) CHECK(tc_close(out[0].data, want, 1024, "neg/exp chain"));
+        tc_free_outs(1, out);
+        axon_program_destroy(p);
+    }
+    axon_runtime_destroy(k.rt);
+}
+
+/* ---- passes ---- */
+
+/* dce drops nodes nothing reads; canonicalize drops a cast to the same dtype and a multiply by 1; fold turns const
+ * arithmetic into one const. */
+static void test_passes(void) {
+    const char *text =
+        "axir 1\n"
+        "func @main(%x: f32[4]) -> (f32[4]) {\n"
+        "  %one = const() {value = 1.0} : f32[]\n"
+        "  %a = const() {value = 2.0} : f32[]\n"
+        "  %b = const() {value = 3.0} : f32[]\n"
+        "  %c = add(%a, %b) : f32[]\n"
+        "  %dead = exp(%x) : f32[4]\n"
+        "  %0 = cast(%x) : f32[4]\n"
+        "  %1 = mul(%0, %one) : f32[4]\n"
+        "  %2 = mul(%1, %c) : f32[4]\n"
+        "  return %2\n"
+        "}\n";
+    tc_log_t *log = calloc(1, sizeof *log);
+    axon_program_t *p = tc_compile(text, 1, log);
+    CHECK(p != NULL);
+    char buf[8192];
+    tc_after(log, "canonicalize", buf, sizeof buf);
+    CHECK(strstr(buf, "cast") == NULL);
+    CHECK(strstr(buf, "%1 = mul") == NULL);
+    CHECK(strstr(buf, "%2 = mul(%x, %c)") != NULL);
+    CHECK(strstr(buf, "%dead") != NULL);
+    tc_after(log, "dce", buf, sizeof buf);
+    CHECK(strstr(buf, "%dead") == NULL);
+    CHECK(strstr(buf, "%one") == NULL);
+    tc_after(log, "fold", buf, sizeof buf);
+    CHECK(strstr(buf, "add") == NULL);
+    CHECK(strstr(buf, "{value = 5.0} : f32[]") != NULL);
+    CHECK(strstr(buf, "%a =") == NULL);
+    if (p) {
+        kc_dev_t k = kc_open(1);
+        REQUIRE(k.rt);
+        float x[4] = {1, -2, 3.5f, 0};
+        int64_t xs[1] = {4};
+        axon_tensor_t in[1] = {tc_f32(x, 1, xs)};
+        axon_tensor_t out[1];
+        CHECK_OK(tc_run(&k, p, 1, in, 1, out, NULL));
+        double want[4] = {5, -10, 17.5, 0};
+        if (out[0].data) CHECK(tc_close(out[0].data, want, 4, "folded"));
+        tc_free_outs(1, out);
+        axon_program_destroy(p);
+        axon_runtime_destroy(k.rt);
+    }
+    free(log);
+}
+
+/* ---- bad input ---- */
+
+static void test_bad_inputs(void) {
+    kc_dev_t k = kc_open(1);
+    REQUIRE(k.rt);
+    const char *text =
+        "axir 1\n"
+        "func @main(%x: f32[s0, 4], %y: f32[s0, 4]) -> (f32[s0, 4]) {\n"
+        "  %0 = add(%x, %y) : f32[s0, 4]\n"
+        "  return %0\n"
+        "}\n";
+    axon_program_t *p = tc_compile(text, 1, NULL);
+    CHECK(p != NULL);
+    if (p) {
+        float a[12], b[12];
+        int64_t s34[2] = {3, 4}, s24[2] = {2, 4}, s35[2] = {3, 5}, s12[1] = {12};
+        axon_tensor_t out[1];
+        size_t ws;
+        axon_tensor_t in[2] = {tc_f32(a, 2, s34), kc_tensor(b, AXON_FLOAT64, 2, s34, NULL)};
+        CHECK_STATUS(axon_program_prepare(p, 2, in, 1, out, &ws), AXON_ERROR_INVALID_ARG);
+        CHECK_MSG("input 1 (%y) has dtype float64");
+        in[1] = tc_f32(b, 1, s12);
+        CHECK_STATUS(axon_program_prepare(p, 2, in, 1, out, &ws), AXON_ERROR_INVALID_ARG);
+        CHECK_MSG("input 1 (%y) has 1 dimensions, expected 2");
+        in[1] = tc_f32(b, 2, s24);
+        CHECK_STATUS(axon_program_prepare(p, 2, in, 1, out, &ws), AXON_ERROR_INVALID_ARG);
+        CHECK_MSG("input 1 (%y) dim 0 has size 2, but symbol s0 is 3 from input 0 dim 0");
+        in[1] = tc_f32(b, 2, s35);
+        CHECK_STATUS(axon_program_prepare(p, 2, in, 1, out, &ws), AXON_ERROR_INVALID_ARG);
+        CHECK_MSG("input 1 (%y) dim 1 has size 5, expected 4");
+        CHECK_STATUS(axon_program_prepare(p, 1, in, 1, out, &ws), AXON_ERROR_INVALID_ARG);
+        CHECK_MSG("1 inputs given, the program takes 2");
+        /* run checks the same, and the outputs and workspace against the binding */
+        in[1] = tc_f32(b, 2, s34);
+        CHECK_OK(axon_program_prepare(p, 2, in, 1, out, &ws));
+        float o[12];
+        out[0] = tc_f32(o, 2, s24);
+        CHECK_STATUS(axon_program_run(p, k.s, 2, in, 1, out, NULL, 0), AXON_ERROR_INVALID_ARG);
+        CHECK_MSG("output 0");
+        axon_program_destroy(p);
+    }
+    /* sdpa with dropout has no tier-0 kernel: UNSUPPORTED, naming the op */
+    const char *sdpa =
+        "axir 1\n"
+        "func @main(%q: f32[1, 2, 4, 8], %k: f32[1, 2, 4, 8], %v: f32[1, 2, 4, 8]) -> (f32[1, 2, 4, 8]) {\n"
+        "  %0 = sdpa(%q, %k, %v) {dropout_p = 0.1, is_causal = false, scale = 0.25} : f32[1, 2, 4, 8]\n"
+        "  return %0\n"
+        "}\n";
+    axon_program_t *q = NULL;
+    axon_axir_diag_t d;
+    CHECK_STATUS(axon_compile_text(sdpa, strlen(sdpa), NULL, &q, &d), AXON_ERROR_UNSUPPORTED);
+    CHECK(q == NULL);
+    CHECK(strstr(d.message, "sdpa") != NULL);
+    CHECK_EQ_I64(d.line, 3);
+    /* a malformed module is INVALID_ARG with a location */
+    const char *bad = "axir 1\nfunc @main(%x: f32[4]) -> (f32[4]) {\n  %0 = exp(%nope) : f32[4]\n  return %0\n}\n";
+    CHECK_STATUS(axon_compile_text(bad, strlen(bad), NULL, &q, &d), AXON_ERROR_INVALID_ARG);
+    CHECK(q == NULL && d.line == 3);
+    /* what the front end may ask */
+    CHECK(axon_compile_supports(AXON_AXIR_OP_ADD, AXON_FLOAT32));
+    CHECK(axon_compile_supports(AXON_AXIR_OP_LAYER_NORM, AXON_BFLOAT16));
+    CHECK(!axon_compile_supports(AXON_AXIR_OP_LAYER_NORM, AXON_INT32));
+    CHECK(!axon_compile_supports(AXON_AXIR_OP_SIN, AXON_COMPLEX64));
+    CHECK(!axon_compile_supports(AXON_AXIR_OP_COUNT, AXON_FLOAT32));
+    axon_runtime_destroy(k.rt);
+}
+
+/* sdpa, embedding and a bf16 rms_norm run through their kernels (compared with the unfused eager kernels'
+ * semantics in a plain C reference for embedding; sdpa against a direct softmax(q k^T) v). */
+static void test_library_ops(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    const char *text =
+        "axir 1\n"
+        "func @main(%q: f32[1, 1, 3, 4], %k: f32[1, 1, 5, 4], %v: f32[1, 1, 5, 2], %w: f32[6, 3], %i: i64[2, 2]) -> "
+        "(f32[1, 1, 3, 2], f32[2, 2, 3]) {\n"
+        "  %a = sdpa(%q, %k, %v) {dropout_p = 0.0, is_causal = false, scale = 0.5} : f32[1, 1, 3, 2]\n"
+        "  %e = embedding(%w, %i) : f32[2, 2, 3]\n"
+        "  return %a, %e\n"
+        "}\n";
+    axon_program_t *p = tc_compile(text, 1, NULL);
+    CHECK(p != NULL);
+    if (p) {
+        float q[12], kk[20], v[10], w[18];
+        int64_t idx[4] = {5, 0, 2, 5};
+        tc_fill(q, 12, 70), tc_fill(kk, 20, 71), tc_fill(v, 10, 72), tc_fill(w, 18, 73);
+        int64_t qs[4] = {1, 1, 3, 4}, ks[4] = {1, 1, 5, 4}, vs[4] = {1, 1, 5, 2}, wsz[2] = {6, 3}, is[2] = {2, 2};
+        axon_tensor_t in[5] = {tc_f32(q, 4, qs), tc_f32(kk, 4, ks), tc_f32(v, 4, vs), tc_f32(w, 2, wsz),
+                               kc_tensor(idx, AXON_INT64, 2, is, NULL)};
+        axon_tensor_t out[2];
+        CHECK_OK(tc_run(&k, p, 5, in, 2, out, NULL));
+        double att[6], emb[12];
+        for (int i = 0; i < 3; i++) {
+            double sc[5], mx = -INFINITY, sum = 0;
+            for (int j = 0; j < 5; j++) {
+                sc[j] = 0;
+                for (int e = 0; e < 4; e++) sc[j] += 0.5 * q[i * 4 + e] * kk[j * 4 + e];
+                mx = fmax(mx, sc[j]);
+            }
+            for (int j = 0; j < 5; j++) sum += exp(sc[j] - mx);
+            for (int c = 0; c < 2; c++) {
+                att[i * 2 + c] = 0;
+                for (int j = 0; j < 5; j++) att[i * 2 + c] += exp(sc[j] - mx) / sum * v[j * 2 + c];
+            }
+        }
+        for (int t = 0; t < 4; t++)
+            for (int c = 0; c < 3; c++) emb[t * 3 + c] = w[idx[t] * 3 + c];
+        if (out[0].data) {
+            CHECK(tc_close(out[0].data, att, 6, "sdpa"));
+            CHECK(tc_close(out[1].data, emb, 12, "embedding"));
+        }
+        tc_free_outs(2, out);
+        axon_program_destroy(p);
+    }
+    axon_runtime_destroy(k.rt);
+}
+
+int main(void) {
+    RUN(test_mlp_dynamic);
+    RUN(test_softmax_layer_norm);
+    RUN(test_reductions);
+    RUN(test_views);
+    RUN(test_fused_chain);
+    RUN(test_fused_cast_broadcast);
+    RUN(test_workspace_reuse);
+    RUN(test_passes);
+    RUN(test_bad_inputs);
+    RUN(test_library_ops);
+    return check_report();
+}
