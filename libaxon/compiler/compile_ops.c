@@ -148,6 +148,8 @@ AXON_API int axon_compile_supports(axon_axir_op_t op, axon_dtype_t dtype) {
     int k;
     if (op == AXON_AXIR_OP_CAST) return !is_complex(dtype);
     if (compile_map_unary(NULL, op, &k)) return axon_unary_supports((axon_unary_op_t)k, dtype);
+    /* div of integers runs in its rounding forms (true division of integers needs a floating result) */
+    if (op == AXON_AXIR_OP_DIV && axon_binary_supports(AXON_BINARY_DIV_FLOOR, dtype)) return 1;
     if (compile_map_binary(NULL, op, &k)) return axon_binary_supports((axon_binary_op_t)k, dtype);
     switch (op) {
     case AXON_AXIR_OP_CONST: return !is_complex(dtype);

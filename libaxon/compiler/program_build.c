@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "axon/index.h"
+#include "axon/pointwise.h"
 #include "compile_impl.h"
 
 typedef struct build {
@@ -43,7 +44,9 @@ static int add_contig_temp(build_t *b, const axon_axir_node_t *n, int k, int ste
 static axon_status_t check_node(build_t *b, const axon_axir_node_t *n) {
     axon_dtype_t dt = compile_node_dtype(n);
     const char *name = axon_axir_op_name(n->op);
-    if (!axon_compile_supports(n->op, dt))
+    int k, ok = axon_compile_supports(n->op, dt);
+    if (ok && compile_map_binary(n, n->op, &k)) ok = axon_binary_supports((axon_binary_op_t)k, dt);
+    if (!ok)
         return compile_diag(b->diag, n, AXON_ERROR_UNSUPPORTED, "tier 0 cannot run %s on %s", name,
                             axon_axir_dtype_name(dt));
     switch (n->op) {

@@ -6,6 +6,7 @@
  * Tolerances (float32): library kernels and the fused interpreter compute in float32 or float64 from the same float32
  * inputs as the double reference, so results agree to a few float32 ulps: relative 1e-5 plus absolute 1e-5. */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -616,6 +617,174 @@ static void test_library_ops(void) {
     axon_runtime_destroy(k.rt);
 }
 
+/* The rest of the op table on small tensors: comparisons and where, cat, gather, index_select, iota, a shaped const,
+ * bmm, addmm with a full bias, rms_norm, var, log_softmax along dim 0, contiguous of a transpose, squeeze, integer
+ * arithmetic with floor division. */
+static void test_more_ops(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    const char *text =
+        "axir 1\n"
+        "func @main(%x: f32[2, 3], %y: f32[2, 3], %i: i64[2, 2], %j: i64[3], %a: i32[4], %b: i32[4]) -> "
+        "(f32[2, 3], f32[2, 6], f32[2, 2], f32[3, 3], i64[5], f32[2, 3], f32[2, 3, 2], f32[2, 2], f32[2, 3], f32[2],"
+        " f32[2, 3], f32[3, 2], f32[3], i32[4], f32[2, 3]) {\n"
+        "  %z = const() {value = 0.0} : f32[]\n"
+        "  %pos = gt(%x, %z) : bool[2, 3]\n"
+        "  %ny = neg(%y) : f32[2, 3]\n"
+        "  %w = where(%pos, %x, %ny) : f32[2, 3]\n"
+        "  %c = cat(%x, %y) {dim = 1} : f32[2, 6]\n"
+        "  %g = gather(%x, %i) {dim = 1} : f32[2, 2]\n"
+        "  %t = permute(%x) {dims = [1, 0]} : f32[3, 2]\n"
+        "  %is = index_select(%t, %j) {dim = 0} : f32[3, 2]\n"
+        "  %ist = permute(%is) {dims = [1, 0]} : f32[2, 3]\n"
+        "  %sq = mm(%t, %x) : f32[3, 3]\n"
+        "  %io = iota() {start = 2, step = 3} : i64[5]\n"
+        "  %k = const() {value = 1.5} : f32[2, 3]\n"
+        "  %x3 = reshape(%x) {shape = [2, 1, 3]} : f32[2, 1, 3]\n"
+        "  %t3 = reshape(%t) {shape = [1, 3, 2]} : f32[1, 3, 2]\n"
+        "  %t3e = expand(%t3) {shape = [2, 3, 2]} : f32[2, 3, 2]\n"
+        "  %bm = bmm(%x3, %t3e) : f32[2, 1, 2]\n"
+        "  %bms = squeeze(%bm) {dims = [1]} : f32[2, 2]\n"
+        "  %am = addmm(%sq, %t, %x) {alpha = 2.0, beta = 0.5} : f32[3, 3]\n"
+        "  %rn, %rr = rms_norm(%x) {eps = 1.0e-06, normalized_ndim = 1} : (f32[2, 3], f32[2, 1])\n"
+        "  %v = var(%x) {correction = 1, dims = [1], keepdim = false} : f32[2]\n"
+        "  %ls = log_softmax(%x) {dim = 0} : f32[2, 3]\n"
+        "  %ct = contiguous(%t) : f32[3, 2]\n"
+        "  %s1 = sum(%am) {dims = [1], keepdim = false} : f32[3]\n"
+        "  %q = div(%a, %b) {rounding_mode = \"floor\"} : i32[4]\n"
+        "  %q2 = add(%q, %a) : i32[4]\n"
+        "  return %w, %c, %g, %sq, %io, %k, %t3e, %bms, %ist, %v, %ls, %ct, %s1, %q2, %rn\n"
+        "}\n";
+    axon_program_t *p = tc_compile(text, 1, NULL);
+    CHECK(p != NULL);
+    if (!p) {
+        axon_runtime_destroy(k.rt);
+        return;
+    }
+    float x[6] = {1, -2, 3, -4, 5, -6}, y[6] = {0.5f, 1, -1.5f, 2, -2.5f, 3};
+    int64_t idx[4] = {2, 0, 1, 1}, jdx[3] = {1, 1, 0};
+    int32_t a[4] = {7, -7, 9, -1}, b[4] = {2, 2, -4, 3};
+    int64_t s23[2] = {2, 3}, s22[2] = {2, 2}, s3[1] = {3}, s4[1] = {4};
+    axon_tensor_t in[6] = {tc_f32(x, 2, s23), tc_f32(y, 2, s23), kc_tensor(idx, AXON_INT64, 2, s22, NULL),
+                           kc_tensor(jdx, AXON_INT64, 1, s3, NULL), kc_tensor(a, AXON_INT32, 1, s4, NULL),
+                           kc_tensor(b, AXON_INT32, 1, s4, NULL)};
+    axon_tensor_t out[15];
+    CHECK_OK(tc_run(&k, p, 6, in, 15, out, NULL));
+    if (out[0].data) {
+        double w[6], c[12], g[4], sq[9], kk[6], t3e[12], bms[4], ist[6], v[2], ls[6], ct[6], s1[3];
+        for (int i = 0; i < 6; i++) w[i] = x[i] > 0 ? x[i] : -y[i], kk[i] = 1.5;
+        for (int r = 0; r < 2; r++)
+            for (int q = 0; q < 6; q++) c[r * 6 + q] = q < 3 ? x[r * 3 + q] : y[r * 3 + q - 3];
+        for (int r = 0; r < 2; r++)
+            for (int q = 0; q < 2; q++) g[r * 2 + q] = x[r * 3 + idx[r * 2 + q]];
+        for (int r = 0; r < 3; r++)
+            for (int q = 0; q < 3; q++) {
+                sq[r * 3 + q] = x[r] * x[q] + x[3 + r] * x[3 + q];
+            }
+        for (int bb = 0; bb < 2; bb++)
+            for (int r = 0; r < 3; r++)
+                for (int q = 0; q < 2; q++) t3e[bb * 6 + r * 2 + q] = x[q * 3 + r];
+        for (int bb = 0; bb < 2; bb++)
+            for (int q = 0; q < 2; q++) {
+                double acc = 0;
+                for (int r = 0; r < 3; r++) acc += x[bb * 3 + r] * x[q * 3 + r];
+                bms[bb * 2 + q] = acc;
+            }
+        for (int r = 0; r < 2; r++)
+            for (int q = 0; q < 3; q++) ist[r * 3 + q] = x[r * 3 + jdx[q]];
+        for (int r = 0; r < 2; r++) {
+            double m = (x[r * 3] + x[r * 3 + 1] + x[r * 3 + 2]) / 3, acc = 0;
+            for (int q = 0; q < 3; q++) acc += (x[r * 3 + q] - m) * (x[r * 3 + q] - m);
+            v[r] = acc / 2;
+        }
+        for (int q = 0; q < 3; q++) {
+            double mx = fmax(x[q], x[3 + q]), lse = mx + log(exp(x[q] - mx) + exp(x[3 + q] - mx));
+            ls[q] = x[q] - lse, ls[3 + q] = x[3 + q] - lse;
+        }
+        for (int r = 0; r < 3; r++)
+            for (int q = 0; q < 2; q++) ct[r * 2 + q] = x[q * 3 + r];
+        for (int r = 0; r < 3; r++) {
+            s1[r] = 0;
+            for (int q = 0; q < 3; q++) s1[r] += 2.5 * sq[r * 3 + q];
+        }
+        CHECK(tc_close(out[0].data, w, 6, "where"));
+        CHECK(tc_close(out[1].data, c, 12, "cat"));
+        CHECK(tc_close(out[2].data, g, 4, "gather"));
+        CHECK(tc_close(out[3].data, sq, 9, "mm"));
+        for (int i = 0; i < 5; i++) CHECK_EQ_I64(((int64_t *)out[4].data)[i], 2 + 3 * i);
+        CHECK(tc_close(out[5].data, kk, 6, "shaped const"));
+        CHECK(tc_close(out[6].data, t3e, 12, "reshape+expand"));
+        CHECK(tc_close(out[7].data, bms, 4, "bmm+squeeze"));
+        CHECK(tc_close(out[8].data, ist, 6, "index_select"));
+        CHECK(tc_close(out[9].data, v, 2, "var"));
+        CHECK(tc_close(out[10].data, ls, 6, "log_softmax dim 0"));
+        CHECK(tc_close(out[11].data, ct, 6, "contiguous"));
+        CHECK(tc_close(out[12].data, s1, 3, "addmm full bias + sum"));
+        double rn[6];
+        for (int r = 0; r < 2; r++) {
+            double ms = (x[r * 3] * x[r * 3] + x[r * 3 + 1] * x[r * 3 + 1] + x[r * 3 + 2] * x[r * 3 + 2]) / 3;
+            for (int q = 0; q < 3; q++) rn[r * 3 + q] = x[r * 3 + q] / sqrt(ms + 1e-6);
+        }
+        CHECK(tc_close(out[14].data, rn, 6, "rms_norm"));
+        const int32_t q2[4] = {3 + 7, -4 - 7, -3 + 9, -1 - 1};
+        for (int i = 0; i < 4; i++) CHECK_EQ_I64(((int32_t *)out[13].data)[i], q2[i]);
+    }
+    tc_free_outs(15, out);
+    axon_program_destroy(p);
+    axon_runtime_destroy(k.rt);
+}
+
+/* One program, prepared and run from two threads at once with different batch sizes, each on its own stream. */
+typedef struct tc_thread {
+    const axon_program_t *p;
+    kc_dev_t k;
+    int64_t s0;
+    int failures;
+} tc_thread_t;
+
+static void *tc_thread_main(void *arg) {
+    tc_thread_t *t = arg;
+    const int64_t n = t->s0 * 300;
+    float *x = malloc((size_t)n * 4), *y = malloc((size_t)n * 4), b[300];
+    tc_fill(x, n, 80), tc_fill(y, n, 81), tc_fill(b, 300, 82);
+    int64_t xs[2] = {t->s0, 300}, bs[1] = {300};
+    axon_tensor_t in[3] = {tc_f32(x, 2, xs), tc_f32(y, 2, xs), tc_f32(b, 1, bs)};
+    for (int it = 0; it < 20; it++) {
+        axon_tensor_t out[2];
+        if (tc_run(&t->k, t->p, 3, in, 2, out, NULL) != AXON_OK) t->failures++;
+        for (int64_t i = 0; i < n && out[1].data; i++)
+            if (((float *)out[1].data)[i] != x[i] * y[i] + b[i % 300]) {
+                t->failures++;
+                break;
+            }
+        tc_free_outs(2, out);
+    }
+    free(x), free(y);
+    return NULL;
+}
+
+static void test_threads(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    axon_program_t *p = tc_compile(chain_text, 1, NULL);
+    CHECK(p != NULL);
+    if (p) {
+        tc_thread_t t[2] = {{p, k, 5, 0}, {p, k, 11, 0}};
+        pthread_t th[2];
+        for (int i = 0; i < 2; i++) {
+            CHECK_OK(axon_stream_create(k.dev, 0, &t[i].k.s));
+            pthread_create(&th[i], NULL, tc_thread_main, &t[i]);
+        }
+        for (int i = 0; i < 2; i++) {
+            pthread_join(th[i], NULL);
+            CHECK_EQ_I64(t[i].failures, 0);
+            axon_stream_destroy(t[i].k.s);
+        }
+        axon_program_destroy(p);
+    }
+    axon_runtime_destroy(k.rt);
+}
+
 int main(void) {
     RUN(test_mlp_dynamic);
     RUN(test_softmax_layer_norm);
@@ -627,5 +796,7 @@ int main(void) {
     RUN(test_passes);
     RUN(test_bad_inputs);
     RUN(test_library_ops);
+    RUN(test_more_ops);
+    RUN(test_threads);
     return check_report();
 }
