@@ -30,13 +30,33 @@ int32_t axon_axir_func_symbol(axon_axir_module_t *m, axon_axir_func_t *f, const 
     return f->num_symbols++;
 }
 
-static int name_used(const axon_axir_func_t *f, const char *name) {
-    for (int i = 0; i < f->num_params; i++)
-        if (strcmp(f->params[i]->name, name) == 0) return 1;
-    for (const axon_axir_node_t *n = f->first; n; n = n->next)
-        for (int i = 0; i < n->num_results; i++)
-            if (strcmp(n->results[i]->name, name) == 0) return 1;
-    return 0;
+/* The number an all-digit name spells (at most 18 digits), else -1. */
+static int64_t numeric_name(const char *s) {
+    int64_t v = 0;
+    int n = 0;
+    for (; s[n]; n++) {
+        if (s[n] < '0' || s[n] > '9' || n >= 18) return -1;
+        v = v * 10 + (s[n] - '0');
+    }
+    return n ? v : -1;
+}
+
+/* f's slot in m's table of largest numeric names, filled by one scan of f the first time. */
+static int64_t *max_numeric_slot(axon_axir_module_t *m, const axon_axir_func_t *f) {
+    int i = 0;
+    while (i < m->num_funcs && m->funcs[i] != f) i++;
+    if (i == m->num_funcs) return NULL;
+    int64_t *slot = &m->max_numeric_name[i];
+    if (*slot == -2) {
+        int64_t best = -1, v;
+        for (int k = 0; k < f->num_params; k++)
+            if ((v = numeric_name(f->params[k]->name)) > best) best = v;
+        for (const axon_axir_node_t *n = f->first; n; n = n->next)
+            for (int k = 0; k < n->num_results; k++)
+                if ((v = numeric_name(n->results[k]->name)) > best) best = v;
+        *slot = best;
+    }
+    return slot;
 }
 
 axon_axir_value_t *axir_value_new(axon_axir_module_t *m, axon_axir_func_t *f, const char *name,
@@ -44,14 +64,21 @@ axon_axir_value_t *axir_value_new(axon_axir_module_t *m, axon_axir_func_t *f, co
     axon_axir_value_t *v = axir_alloc(m, sizeof *v);
     if (v == NULL) return NULL;
     if (name == NULL) {
-        /* a fresh "%<n>": the next id, or the first number after it that no value of f is called */
+        /* a fresh "%<n>": the value's id, or the next number above every all-digit name of f */
+        int64_t *max_numeric = max_numeric_slot(m, f);
+        int64_t k = f->next_value_id;
+        if (max_numeric && *max_numeric >= k) k = *max_numeric + 1;
         char buf[32];
-        for (int32_t k = f->next_value_id;; k++) {
-            snprintf(buf, sizeof buf, "%d", (int)k);
-            if (!name_used(f, buf)) break;
-        }
+        snprintf(buf, sizeof buf, "%lld", (long long)k);
         name = axon_axir_strdup(m, buf, strlen(buf));
         if (name == NULL) return NULL;
+    }
+    /* keep the table current once it exists (the parser names every value before anyone asks for a fresh one) */
+    int64_t num = numeric_name(name);
+    if (num >= 0) {
+        for (int i = 0; i < m->num_funcs; i++)
+            if (m->funcs[i] == f && m->max_numeric_name[i] != -2 && num > m->max_numeric_name[i])
+                m->max_numeric_name[i] = num;
     }
     v->name = name;
     if (type) v->type = *type;
@@ -198,7 +225,9 @@ static int count_uses(const axon_axir_func_t *f, const axon_axir_value_t *v) {
 axon_status_t axon_axir_node_erase(axon_axir_func_t *f, axon_axir_node_t *n) {
     if (f == NULL || n == NULL) return axon_fail(AXON_ERROR_INVALID_ARG, "axir_node_erase: NULL argument");
     for (int i = 0; i < n->num_results; i++) {
-        int uses = count_uses(f, n->results[i]);
+        /* num_uses of 0 is trusted, so that dead-code elimination stays linear; a count above 0 may be stale (a pass
+         * rewired operands by hand), so it is confirmed by a scan before the erase is refused */
+        int uses = n->results[i]->num_uses ? count_uses(f, n->results[i]) : 0;
         if (uses)
             return axon_fail(AXON_ERROR_MISUSE, "axir_node_erase: %s result %%%s still has %d use(s)",
                              axon_axir_op_name(n->op), n->results[i]->name, uses);

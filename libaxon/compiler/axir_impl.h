@@ -26,6 +26,10 @@ struct axon_axir_module {
     char *cur, *end;               /* free space in the newest chunk */
     int num_funcs, cap_funcs;
     axon_axir_func_t **funcs;      /* malloc'd; the functions themselves live in the arena */
+    /* Per function (same index): the largest all-digit value name it has, so that a fresh "%<n>" costs O(1) rather
+     * than a scan of the function; -2 until first needed (axir_build.c). Names set by hand bypass it, and a clash
+     * that causes is caught by the verifier. */
+    int64_t *max_numeric_name;
 };
 
 /* size zeroed bytes, 16-byte aligned, in m's arena; NULL on allocation failure. */

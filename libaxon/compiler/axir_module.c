@@ -60,6 +60,7 @@ void axon_axir_module_destroy(axon_axir_module_t *m) {
         c = next;
     }
     free(m->funcs);
+    free(m->max_numeric_name);
     free(m);
 }
 
@@ -69,8 +70,12 @@ axon_status_t axir_module_append(axon_axir_module_t *m, axon_axir_func_t *f) {
         axon_axir_func_t **p = realloc(m->funcs, (size_t)cap * sizeof *p);
         if (p == NULL) return AXON_ERROR_OUT_OF_MEMORY;
         m->funcs = p;
+        int64_t *h = realloc(m->max_numeric_name, (size_t)cap * sizeof *h);
+        if (h == NULL) return AXON_ERROR_OUT_OF_MEMORY;
+        m->max_numeric_name = h;
         m->cap_funcs = cap;
     }
+    m->max_numeric_name[m->num_funcs] = -2;
     m->funcs[m->num_funcs++] = f;
     return AXON_OK;
 }

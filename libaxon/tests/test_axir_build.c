@@ -145,6 +145,27 @@ static void test_verifier_reports_builder_mistakes_without_a_location(void) {
     axon_axir_module_destroy(m);
 }
 
+static void test_fresh_names_skip_numbers_the_text_used(void) {
+    const char *text = "axir 1\n\nfunc @f(%7: f32[2], %x: f32[2]) -> (f32[2]) {\n  %3 = neg(%7) : f32[2]\n"
+                       "  return %3\n}\n";
+    axon_axir_module_t *m = NULL;
+    axon_axir_diag_t d;
+    REQUIRE(axon_axir_parse(text, strlen(text), &m, &d) == AXON_OK);
+    axon_axir_func_t *f = axon_axir_module_find(m, "f");
+    REQUIRE(f != NULL);
+    axon_axir_value_t *x = f->params[1];
+    axon_axir_type_t t = x->type;
+    axon_axir_node_t *a = axon_axir_node_create(m, f, NULL, AXON_AXIR_OP_EXP, NULL, 1, &x, 1, &t, 0, NULL);
+    axon_axir_node_t *b = axon_axir_node_create(m, f, NULL, AXON_AXIR_OP_EXP, NULL, 1, &x, 1, &t, 0, NULL);
+    axon_axir_value_t *p = axon_axir_func_add_param(m, f, NULL, &t);
+    REQUIRE(a && b && p);
+    CHECK(strcmp(a->results[0]->name, "8") == 0);
+    CHECK(strcmp(b->results[0]->name, "9") == 0);
+    CHECK(strcmp(p->name, "10") == 0);
+    CHECK_OK(axon_axir_verify(m, &d));
+    axon_axir_module_destroy(m);
+}
+
 static void test_op_table_names_round_trip(void) {
     for (int op = 1; op < AXON_AXIR_OP_COUNT; op++) {
         const char *name = axon_axir_op_name((axon_axir_op_t)op);
@@ -169,6 +190,7 @@ int main(void) {
     RUN(test_built_function_prints_and_parses_back);
     RUN(test_erase_needs_no_uses_and_replace_uses_moves_them);
     RUN(test_verifier_reports_builder_mistakes_without_a_location);
+    RUN(test_fresh_names_skip_numbers_the_text_used);
     RUN(test_op_table_names_round_trip);
     return check_report();
 }
