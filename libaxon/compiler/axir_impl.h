@@ -72,7 +72,8 @@ typedef enum axir_dtypes {
     AXIR_DT_NUMERIC,               /* any but bool (complex included) */
     AXIR_DT_REAL,                  /* integers and floats: no bool, no complex */
     AXIR_DT_INT_BOOL,              /* integers and bool */
-    AXIR_DT_INT                    /* integers (indices) */
+    AXIR_DT_INT,                   /* integers (indices) */
+    AXIR_DT_ORDERED                /* anything but complex: integers, floats and bool compare and order */
 } axir_dtypes_t;
 
 enum { AXIR_ATTR_OPTIONAL = 0, AXIR_ATTR_REQUIRED = 1 };

@@ -28,6 +28,14 @@ static int deq(axir_infer_ctx_t *c, axon_axir_dim_t a, axon_axir_dim_t b) {
 
 static int is_static(axon_axir_dim_t d, int64_t v) { return d.expr == NULL && d.size == v; }
 
+static int has_div(axon_axir_dim_t d) { return d.expr && axir_sym_has_div(d.expr); }
+
+/* Dims an op needs equal: equal after simplification, or not comparable (a // or % in either, whose forms are not
+ * canonical), so that only a provable mismatch is an error. */
+static int compat(axir_infer_ctx_t *c, axon_axir_dim_t a, axon_axir_dim_t b) {
+    return deq(c, a, b) || has_div(a) || has_div(b);
+}
+
 static int64_t attr_i(const axon_axir_node_t *n, const char *name, int64_t dflt) {
     const axon_axir_attr_t *a = axon_axir_node_attr(n, name);
     return a ? a->i : dflt;
@@ -79,7 +87,7 @@ static int broadcast(axir_infer_ctx_t *c, const axon_axir_type_t *a, const axon_
     int off = big->rank - small->rank;
     for (int i = 0; i < small->rank; i++) {
         axon_axir_dim_t x = big->dims[off + i], y = small->dims[i];
-        if (deq(c, x, y) || is_static(y, 1)) continue;
+        if (compat(c, x, y) || is_static(y, 1)) continue;
         if (is_static(x, 1)) {
             r.dims[off + i] = y;
             continue;
@@ -109,8 +117,6 @@ static axon_axir_dim_t numel(axir_infer_ctx_t *c, const axon_axir_dim_t *dims, i
     }
     return r;
 }
-
-static int has_div(axon_axir_dim_t d) { return d.expr && axir_sym_has_div(d.expr); }
 
 /* ---- op families ---- */
 
@@ -257,7 +263,7 @@ static int infer_expand(axir_infer_ctx_t *c, const axon_axir_node_t *n, axon_axi
             continue;
         }
         axon_axir_dim_t have = x->dims[i - off];
-        if (keep || deq(c, have, want)) {
+        if (keep || compat(c, have, want)) {
             r.dims[i] = have;
         } else if (is_static(have, 1)) {
             r.dims[i] = want;
@@ -368,7 +374,7 @@ static int infer_cat(axir_infer_ctx_t *c, const axon_axir_node_t *n, axon_axir_t
             return axir_infer_fail(c, "operand %d has rank %d, expected %d", i + 1, y->rank, x->rank);
         for (int k = 0; k < x->rank; k++) {
             if (k == d) continue;
-            if (!deq(c, x->dims[k], y->dims[k])) {
+            if (!compat(c, x->dims[k], y->dims[k])) {
                 char sa[160], sb[160];
                 return axir_infer_fail(c, "operand %d is %s, which differs from %s outside dim %d", i + 1,
                                        tstr(c, y, sa, sizeof sa), tstr(c, x, sb, sizeof sb), d);
@@ -387,7 +393,7 @@ static int need_rank(axir_infer_ctx_t *c, const axon_axir_node_t *n, int i, int 
 
 static int dims_match(axir_infer_ctx_t *c, const axon_axir_node_t *n, int i, int di, int j, int dj,
                       const char *what) {
-    if (deq(c, TYPE(i)->dims[di], TYPE(j)->dims[dj])) return 1;
+    if (compat(c, TYPE(i)->dims[di], TYPE(j)->dims[dj])) return 1;
     char sa[160], sb[160];
     return axir_infer_fail(c, "%s: operand %d is %s, operand %d is %s", what, i + 1, tstr(c, TYPE(i), sa, sizeof sa),
                            j + 1, tstr(c, TYPE(j), sb, sizeof sb));
@@ -410,7 +416,7 @@ static int infer_matmul(axir_infer_ctx_t *c, const axon_axir_node_t *n, axon_axi
                                                       TYPE(0)->rank);
         if (!broadcast(c, &r, TYPE(0), &t)) return 0;
         for (int i = 0; i < 2; i++)
-            if (!deq(c, t.dims[i], r.dims[i]))
+            if (!compat(c, t.dims[i], r.dims[i]))
                 return axir_infer_fail(c, "operand 1 (bias) does not broadcast to the product's shape");
     }
     out[0] = r;
@@ -427,7 +433,7 @@ static int infer_norm(axir_infer_ctx_t *c, const axon_axir_node_t *n, axon_axir_
         const axon_axir_type_t *w = TYPE(i);
         if (!same_dtype(c, n, i, x->dtype)) return 0;
         int ok = w->rank == k;
-        for (int j = 0; ok && j < k; j++) ok = deq(c, w->dims[j], x->dims[x->rank - k + j]);
+        for (int j = 0; ok && j < k; j++) ok = compat(c, w->dims[j], x->dims[x->rank - k + j]);
         if (!ok) {
             char sa[160], sb[160];
             return axir_infer_fail(c, "operand %d is %s; it must be the last %lld dims of %s", i + 1,
@@ -502,7 +508,7 @@ static int infer_sdpa(axir_infer_ctx_t *c, const axon_axir_node_t *n, axon_axir_
                                    tstr(c, mask, sa, sizeof sa), tstr(c, &scores, sb, sizeof sb));
         }
         for (int i = 0; i < r; i++)
-            if (!deq(c, t.dims[i], scores.dims[i]))
+            if (!compat(c, t.dims[i], scores.dims[i]))
                 return axir_infer_fail(c, "operand 4 (mask) does not broadcast to the scores");
     }
     out[0] = *q;

@@ -65,8 +65,8 @@ static const axir_op_info_t axir_ops[AXON_AXIR_OP_COUNT] = {
     BINARY(MUL, "mul", AXIR_DT_ANY),
     {AXON_AXIR_OP_DIV, "div", C_EW, 2, 2, 1, AXIR_DT_NUMERIC, 0, {{"rounding_mode", K_STR, OPT}}},
     BINARY(POW, "pow", AXIR_DT_NUMERIC),
-    BINARY(MAXIMUM, "maximum", AXIR_DT_ANY),
-    BINARY(MINIMUM, "minimum", AXIR_DT_ANY),
+    BINARY(MAXIMUM, "maximum", AXIR_DT_ORDERED),
+    BINARY(MINIMUM, "minimum", AXIR_DT_ORDERED),
     BINARY(REMAINDER, "remainder", AXIR_DT_REAL),
     BINARY(FMOD, "fmod", AXIR_DT_REAL),
     BINARY(ATAN2, "atan2", AXIR_DT_FLOAT),
@@ -77,10 +77,10 @@ static const axir_op_info_t axir_ops[AXON_AXIR_OP_COUNT] = {
     COMPARE(LOGICAL_OR, "logical_or", AXIR_DT_ANY),
     COMPARE(EQ, "eq", AXIR_DT_ANY),
     COMPARE(NE, "ne", AXIR_DT_ANY),
-    COMPARE(LT, "lt", AXIR_DT_REAL),
-    COMPARE(LE, "le", AXIR_DT_REAL),
-    COMPARE(GT, "gt", AXIR_DT_REAL),
-    COMPARE(GE, "ge", AXIR_DT_REAL),
+    COMPARE(LT, "lt", AXIR_DT_ORDERED),
+    COMPARE(LE, "le", AXIR_DT_ORDERED),
+    COMPARE(GT, "gt", AXIR_DT_ORDERED),
+    COMPARE(GE, "ge", AXIR_DT_ORDERED),
     {AXON_AXIR_OP_WHERE, "where", C_EW, 3, 3, 1, AXIR_DT_ANY, 0, {{0}}},
     REDUCE(SUM, "sum", AXIR_DT_ANY),
     REDUCE(PROD, "prod", AXIR_DT_ANY),
@@ -159,6 +159,7 @@ int axir_dtype_ok(axir_dtypes_t set, axon_dtype_t d) {
     case AXIR_DT_REAL: return fl || in;
     case AXIR_DT_INT_BOOL: return in || d == AXON_BOOL;
     case AXIR_DT_INT: return in;
+    case AXIR_DT_ORDERED: return d != AXON_COMPLEX64 && d != AXON_COMPLEX128;
     }
     return 0;
 }
@@ -171,6 +172,7 @@ const char *axir_dtypes_text(axir_dtypes_t set) {
     case AXIR_DT_REAL: return "an integer or floating dtype";
     case AXIR_DT_INT_BOOL: return "an integer or bool dtype";
     case AXIR_DT_INT: return "an integer dtype";
+    case AXIR_DT_ORDERED: return "a dtype that is not complex";
     }
     return "?";
 }

@@ -172,6 +172,12 @@ static void test_valid_symbolic_forms_pass(void) {
     check_valid("axir 1\nfunc @f(%x: f32[s0, 1], %y: f32[1, s1]) -> (f32[s0, s1]) {\n"
                 "  %r = add(%x, %y) : f32[s0, s1]\n  %q = reshape(%r) {shape = [-1]} : f32[s1*s0]\n"
                 "  %z = reshape(%q) {shape = [s0, s1]} : f32[s0, s1]\n  return %z\n}\n");
+    /* forms with // or % are not canonical: s0//2*2 and s0-s0%2 are equal but differ in form, so they pass */
+    check_valid("axir 1\nfunc @f(%x: f32[s0//2*2], %y: f32[s0-s0%2], %s: f32[s0]) -> (f32[s0//2*2]) {\n"
+                "  %r = add(%x, %y) : f32[s0-s0%2]\n  return %r\n}\n");
+    /* bools order and compare */
+    check_valid("axir 1\nfunc @f(%x: bool[3]) -> (bool[3]) {\n  %r = lt(%x, %x) : bool[3]\n"
+                "  %m = maximum(%x, %r) : bool[3]\n  return %m\n}\n");
 }
 
 int main(void) {
