@@ -81,6 +81,26 @@ AXON_API axon_status_t axon_program_run(const axon_program_t *p, axon_stream_t s
                                         const axon_tensor_t *inputs, int num_outputs, const axon_tensor_t *outputs,
                                         void *workspace, size_t workspace_bytes);
 
+/* ---- tier 1, offline ---------------------------------------------------------------------------------------- */
+
+/* What axon_compile_offline made. Free with axon_offline_result_free. */
+typedef struct axon_offline_result {
+    int num_kernels;                     /* kernel functions after the passes */
+    int num_compiled;                    /* of those, how many tier 1 compiled (the rest run on tier 0) */
+    char key[65];                        /* the cache key, "" if nothing was generated */
+    char *library;                       /* the cache entry's path (malloc'd), NULL if nothing was compiled */
+    char *source;                        /* the generated C (malloc'd), NULL if nothing was generated */
+    char *module_text;                   /* the AXIR after all passes (malloc'd) */
+} axon_offline_result_t;
+
+/* Parses and compiles AXIR text as axon_compile does, then compiles its tier 1 now, into the disk cache that a later
+ * process running the same program will hit (axon-cc; no device needed). AXON_ERROR_INVALID_ARG for malformed text
+ * (located in diag), AXON_ERROR_CONFIG / AXON_ERROR_UNSUPPORTED when no compiler or the compile fails (message
+ * says why; result still holds the module text and source). */
+AXON_API axon_status_t axon_compile_offline(const char *text, size_t len, const axon_compile_options_t *opts,
+                                            axon_offline_result_t *result, axon_axir_diag_t *diag);
+AXON_API void axon_offline_result_free(axon_offline_result_t *result);
+
 AXON_EXTERN_C_END
 
 #endif
