@@ -106,6 +106,18 @@ def _single_output(gm: fx.GraphModule) -> bool:
     return not isinstance(out.args[0], (tuple, list))
 
 
+def _num_user_outputs(kind: str) -> int | None:
+    """How many leading outputs of this graph the user (through aot_autograd's alias handling) sees: for forward and
+    inference graphs the mutated inputs, outputs and intermediate bases (not the activations saved for backward);
+    none for backward graphs (gradients carry no aliasing contract). None if unknown: then all of them."""
+    if kind == "backward":
+        return 0
+    ctx = torch._guards.TracingContext.try_get()
+    meta = getattr(ctx, "fw_metadata", None) if ctx is not None else None
+    n = getattr(meta, "num_forward_returns", None)
+    return n if isinstance(n, int) else None
+
+
 def compile_graph(gm: fx.GraphModule, example_inputs, kind: str = "forward", reports: list | None = None):
     """aot_autograd's fw/bw/inference compiler: returns a boxed callable running gm with its partitions compiled."""
     counters.bump("graphs")
@@ -115,7 +127,7 @@ def compile_graph(gm: fx.GraphModule, example_inputs, kind: str = "forward", rep
     dump = Dump(kind)
     dump.graph("graph.py", gm)
     try:
-        verdict = classify(gm)
+        verdict = classify(gm, _num_user_outputs(kind))
         fused, names = partition(gm, verdict)
         for name in names:
             sub = getattr(fused, name)
@@ -139,9 +151,10 @@ def compile_graph(gm: fx.GraphModule, example_inputs, kind: str = "forward", rep
                 dump.write(f"{name}.passes.axir", _C._program_text(program))
             setattr(fused, name, CompiledPartition(name, program, positions, _single_output(sub), sub))
             report.partitions.append(PartitionReport(name, _ops(sub), True))
+        by_name = {n.name: why for n, why in verdict.items()}
         for n in fused.graph.nodes:
             if n.op == "call_function":
-                why = verdict.get(n) or "view or getitem at a partition edge (free eagerly)"
+                why = by_name.get(n.name) or "view or getitem outside the partitions (free eagerly)"
                 report.eager_nodes.append((n.name, str(n.target), why))
         _eager_views(fused)
         dump.graph("partitioned.py", fused)

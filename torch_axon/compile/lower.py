@@ -55,6 +55,8 @@ class Lowering:
         self.used: set[str] = set()               # symbols that some type or attribute mentions
         self._names: set[str] = set()
         self._fresh = 0
+        self.vtype: dict[str, str] = {}           # value -> its AXIR dtype
+        self.ops: list[tuple[str, str]] = []      # (op, the dtype tier 0 is asked about), for tier0_refusal
 
     # ---- names and statements ----
 
@@ -84,6 +86,12 @@ class Lowering:
         if attrs:
             attr = " {" + ", ".join(f"{k} = {attr_text(v)}" for k, v in sorted(attrs.items())) + "}"
         res = result_types[0] if len(result_types) == 1 else "(" + ", ".join(result_types) + ")"
+        for nm, ty in zip(names, result_types):
+            self.vtype[nm] = ty.split("[")[0]
+        # The dtype axon_compile_supports is asked about: the operands' for comparisons, isnan, logical_not and
+        # where's branches, else the result's.
+        key = 1 if op == "where" else 0 if op in _OPERAND_DTYPE_OPS else None
+        self.ops.append((op, self.vtype.get(operands[key], "") if key is not None else result_types[0].split("[")[0]))
         self.lines.append(f"  {', '.join(names)} = {op}({', '.join(operands)}){attr} : {res}")
         return names
 
@@ -95,6 +103,7 @@ class Lowering:
         check_device(t, node)
         n = self.name(node.name)
         self.params.append(f"{n}: {type_text(t)}")
+        self.vtype[n] = type_text(t).split("[")[0]
         self.param_nodes.append(node)
         for d in t.shape:
             if isinstance(d, torch.SymInt):
@@ -237,15 +246,33 @@ def lower_graph(gm: fx.GraphModule) -> tuple[str, list[int]]:
     return text, [placeholders.index(n) for n in L.param_nodes]
 
 
+_OPERAND_DTYPE_OPS = {"eq", "ne", "lt", "le", "gt", "ge", "isnan", "logical_not"}
+
+
+def tier0_refusal(ops) -> str | None:
+    """The first (op, dtype) that libaxon's compiler says tier 0 cannot run, as a reason; None if all can (or if
+    this libaxon build cannot say: then the compile itself decides)."""
+    from torch_axon import _C
+
+    ask = getattr(_C, "_compile_supports", None)
+    if ask is None:
+        return None
+    for op, dt in ops:
+        if ask(op, dt) is False:
+            return f"tier 0 does not run {op} on {dt}"
+    return None
+
+
 def check_node(node: fx.Node) -> str | None:
-    """None if node can be lowered on its own (operands as parameters), else the reason it cannot."""
+    """None if node can be lowered on its own (operands as parameters) into ops tier 0 runs, else the reason."""
     try:
-        Lowering(check_only=True).lower_node(node)
+        L = Lowering(check_only=True)
+        L.lower_node(node)
     except Unsupported as e:
         return str(e)
     except Exception as e:  # noqa: BLE001  (an unexpected argument form: not lowered, reason kept)
         return f"{type(e).__name__}: {e}"
-    return None
+    return tier0_refusal(L.ops)
 
 
 # ---- helpers shared by the families ----

@@ -4,7 +4,9 @@ A node is supported when lower.py can lower it on its own (op, dtypes, shapes; l
 compiler offers it, when tier 0 can run its op and dtype. Two more rules keep eager semantics:
 - graph outputs reached from a node through view ops only stay eager: a program returns fresh buffers, but
   aot_autograd regenerates aliases of inputs and intermediates from the view it traced;
-- view ops at the edges of a partition stay eager too (free there; programs accept strided inputs).
+- a partition of view ops alone is not compiled (eager views are free).
+View ops at a partition's edges stay in it: a view of an input may have symbolic sizes that only the un-viewed
+input binds (AXIR reads symbols from whole parameter dimensions).
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ import dataclasses
 import operator
 
 import torch.fx as fx
-from torch.fx.node import _get_qualified_name
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
@@ -29,11 +30,15 @@ class NodeVerdict:
     reason: str | None      # None: supported
 
 
-def _aliased_outputs(gm: fx.GraphModule) -> set[fx.Node]:
-    """Nodes from which a graph output is reached through view ops only (the output itself included)."""
+def _aliased_outputs(gm: fx.GraphModule, num_user_outputs: int | None) -> set[fx.Node]:
+    """Nodes from which one of the first num_user_outputs graph outputs (all when None) is reached through view ops
+    only (the output itself included). The other outputs (activations saved for backward) may be copies."""
     out = next(n for n in gm.graph.nodes if n.op == "output")
+    outs = out.args[0] if isinstance(out.args[0], (tuple, list)) else [out.args[0]]
+    if num_user_outputs is not None:
+        outs = outs[:num_user_outputs]
     seen: set[fx.Node] = set()
-    stack = list(out.all_input_nodes)
+    stack = [o for o in outs if isinstance(o, fx.Node)]
     while stack:
         n = stack.pop()
         if n in seen or n.op != "call_function" or n.target not in VIEW_OPS:
@@ -43,9 +48,10 @@ def _aliased_outputs(gm: fx.GraphModule) -> set[fx.Node]:
     return seen
 
 
-def classify(gm: fx.GraphModule) -> dict[fx.Node, str | None]:
-    """Per compute node: None if it may go into a compiled partition, else the reason it runs eagerly."""
-    aliased = _aliased_outputs(gm)
+def classify(gm: fx.GraphModule, num_user_outputs: int | None = None) -> dict[fx.Node, str | None]:
+    """Per compute node: None if it may go into a compiled partition, else the reason it runs eagerly.
+    num_user_outputs: how many leading graph outputs the caller sees (aliasing matters for them only)."""
+    aliased = _aliased_outputs(gm, num_user_outputs)
     verdict: dict[fx.Node, str | None] = {}
     for n in gm.graph.nodes:
         if n.op != "call_function":
@@ -71,15 +77,10 @@ class _Support(OperatorSupportBase):
         return node.op == "call_function" and self.verdict.get(node, "unknown") is None
 
 
-_NON_COMPUTE = [_get_qualified_name(op) for op in VIEW_OPS if op is not operator.getitem]
-
-
 def partition(gm: fx.GraphModule, verdict: dict[fx.Node, str | None]) -> tuple[fx.GraphModule, list[str]]:
     """gm with each supported partition fused into a call_module node (fused_0, fused_1, ...); returns the names."""
-    p = CapabilityBasedPartitioner(gm, _Support(verdict), allows_single_node_partition=True,
-                                   non_compute_ops=_NON_COMPUTE)
+    p = CapabilityBasedPartitioner(gm, _Support(verdict), allows_single_node_partition=True)
     parts = p.propose_partitions()
-    p.remove_bookend_non_compute_ops(parts)
     # A partition of views and getitems alone computes nothing: eager views are free.
     parts = [q for q in parts
              if any(n.target not in VIEW_OPS for n in q.nodes if n.op == "call_function")]
