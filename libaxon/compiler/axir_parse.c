@@ -428,6 +428,7 @@ static int attr_name_cmp(const void *a, const void *b) {
 static int parse_attrs(parser_t *p, axon_axir_op_t op, vec_t *attrs) {
     const axir_op_info_t *info = axir_op_info(op);
     if (!expect(p, AXIR_T_LBRACE, "'{'")) return 0;
+    if (p->tok.kind == AXIR_T_RBRACE) return expect(p, AXIR_T_RBRACE, "'}'");   /* `{}`: no attributes */
     for (;;) {
         axir_token_t name = p->tok;
         if (name.kind != AXIR_T_NAME) return expected(p, "an attribute name");

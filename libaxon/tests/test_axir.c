@@ -68,7 +68,7 @@ static void test_every_op_appears_in_the_every_op_module(void) {
 static void test_free_form_text_prints_canonically(void) {
     const char *in =
         "axir 1 func @f( %x : f32[ s0 ,(4) ] ,%y:f32[4]) -> ( f32[s0,4] ) {   # trailing comment\n"
-        "  %z=add( %x,%y ):f32[ s0 , 2*2 ]\n"
+        "  %z=add( %x,%y ) { } :f32[ s0 , 2*2 ]\n"
         "  %w = softmax(%z) {dim=-1}:f32[s0,4]\n"
         "  %e = reshape(%w) {shape=[ s0 , 4 ]} : f32[s0,4]\n"
         "return %e}\n";
