@@ -197,6 +197,109 @@ static void test_eval_reports_division_by_zero_overflow_and_unbound_symbols(void
     axon_axir_module_destroy(x.m);
 }
 
+/* ---- random expressions: simplify keeps the value, and print/parse keeps the structure ---- */
+
+static uint64_t rnd(uint64_t *st) {
+    *st ^= *st << 13;
+    *st ^= *st >> 7;
+    *st ^= *st << 17;
+    return *st;
+}
+
+static const axon_sym_expr_t *random_expr(symfix_t *x, uint64_t *st, int depth) {
+    if (depth == 0 || rnd(st) % 10 < 3) {
+        if (rnd(st) % 2) return rnd(st) % 2 ? x->s0 : x->s1;
+        return C(x, (int64_t)(rnd(st) % 26) - 5);
+    }
+    axon_sym_kind_t k = (axon_sym_kind_t)(AXON_SYM_ADD + (int)(rnd(st) % 5));
+    const axon_sym_expr_t *l = random_expr(x, st, depth - 1);
+    return B(x, k, l, random_expr(x, st, depth - 1));
+}
+
+static void test_simplify_keeps_the_value_of_random_expressions(void) {
+    symfix_t x;
+    REQUIRE(fix_open(&x));
+    uint64_t st = 0x9e3779b97f4a7c15ull;
+    int checked = 0;
+    for (int it = 0; it < 3000; it++) {
+        const axon_sym_expr_t *e = random_expr(&x, &st, 5), *s = axon_sym_simplify(x.m, e);
+        REQUIRE(s != NULL);
+        for (int b = 0; b < 6; b++) {
+            int64_t vals[2] = {(int64_t)(rnd(&st) % 41) - 20, (int64_t)(rnd(&st) % 41) - 20}, want, got;
+            if (axon_sym_eval(e, vals, 2, &want) != AXON_OK) continue;   /* simplify may drop a 0 * (x // 0) */
+            checked++;
+            CHECK_OK(axon_sym_eval(s, vals, 2, &got));
+            if (got != want) {
+                fprintf(stderr, "iteration %d, s0=%lld s1=%lld: %lld before simplify, %lld after\n", it,
+                        (long long)vals[0], (long long)vals[1], (long long)want, (long long)got);
+                CHECK(0);
+                axon_axir_module_destroy(x.m);
+                return;
+            }
+        }
+    }
+    CHECK(checked > 5000);
+    axon_axir_module_destroy(x.m);
+}
+
+static void test_random_expressions_print_and_parse_back(void) {
+    uint64_t st = 12345;
+    int parsed = 0;
+    for (int it = 0; it < 1500; it++) {
+        symfix_t x;
+        REQUIRE(fix_open(&x));
+        axon_axir_type_t t;
+        memset(&t, 0, sizeof t);
+        t.dtype = AXON_INT64;
+        t.rank = 1;
+        t.dims[0].size = -1;
+        t.dims[0].expr = x.s0;
+        axon_axir_func_add_param(x.m, x.f, "a", &t);
+        t.dims[0].expr = x.s1;
+        axon_axir_func_add_param(x.m, x.f, "b", &t);
+        const axon_sym_expr_t *e = random_expr(&x, &st, 5);
+        t.dims[0].expr = e;
+        axon_axir_func_add_param(x.m, x.f, "c", &t);
+        char *text = NULL;
+        CHECK_OK(axon_axir_print(x.m, &text, NULL));
+        axon_axir_module_t *m2 = NULL;
+        axon_axir_diag_t d;
+        if (text && axon_axir_parse(text, strlen(text), &m2, &d) == AXON_OK) {
+            parsed++;
+            const axon_axir_func_t *f2 = axon_axir_module_find(m2, "f");
+            axon_axir_dim_t d2 = f2->params[2]->type.dims[0];
+            for (int b = 0; b < 4; b++) {
+                int64_t vals[2] = {(int64_t)(rnd(&st) % 41) - 20, (int64_t)(rnd(&st) % 41) - 20}, want, got = 0;
+                axon_status_t s1 = axon_sym_eval(e, vals, 2, &want);
+                axon_status_t s2 = d2.expr ? axon_sym_eval(d2.expr, vals, 2, &got) : AXON_OK;
+                if (!d2.expr) got = d2.size;
+                CHECK(s1 == s2);
+                if (s1 == AXON_OK && s2 == AXON_OK && got != want) {
+                    fprintf(stderr, "%s: s0=%lld s1=%lld gives %lld, built %lld\n", text, (long long)vals[0],
+                            (long long)vals[1], (long long)got, (long long)want);
+                    CHECK(0);
+                }
+            }
+            char *text2 = NULL;
+            CHECK_OK(axon_axir_print(m2, &text2, NULL));
+            /* the parser folds a dim without symbols, so only a symbolic one must print back unchanged */
+            if (d2.expr && text2 && strcmp(text, text2) != 0) {
+                fprintf(stderr, "printed:\n%sreprinted:\n%s", text, text2);
+                CHECK(0);
+            }
+            free(text2);
+        } else {
+            /* only a dim without symbols that is negative or divides by zero may fail */
+            CHECK(strstr(d.message, "dimension") != NULL);
+        }
+        free(text);
+        axon_axir_module_destroy(m2);
+        axon_axir_module_destroy(x.m);
+        if (check_failures_in_test) return;
+    }
+    CHECK(parsed > 1000);
+}
+
 int main(void) {
     RUN(test_commuted_and_distributed_forms_are_equal);
     RUN(test_static_and_symbolic_dims_compare_after_folding);
@@ -204,5 +307,7 @@ int main(void) {
     RUN(test_simplify_gives_up_cleanly_on_overflow);
     RUN(test_eval_uses_python_floor_division_and_modulo);
     RUN(test_eval_reports_division_by_zero_overflow_and_unbound_symbols);
+    RUN(test_simplify_keeps_the_value_of_random_expressions);
+    RUN(test_random_expressions_print_and_parse_back);
     return check_report();
 }
