@@ -79,8 +79,13 @@ def _run(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     # Op-level warnings (e.g. each host fallback) are what `check` reports in its table; in the terminal they are noise.
-    if not os.environ.get("AXON_CLI_WARNINGS"):
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings():
+        if not os.environ.get("AXON_CLI_WARNINGS"):
+            warnings.simplefilter("ignore")
+        return _main(args)
+
+
+def _main(args) -> int:
     try:
         return _run(args)
     except CliError as e:

@@ -145,7 +145,8 @@ def _rate(x) -> str:
     return "-" if x is None else f"{x:.1f}" if x < 1000 else f"{x:,.0f}"
 
 
-def print_report(r: dict, out=sys.stdout) -> None:
+def print_report(r: dict, out=None) -> None:
+    out = out or sys.stdout  # looked up per call: tests and callers may swap sys.stdout
     p = lambda *a: print(*a, file=out)  # noqa: E731
     unit = "tokens/s" if r["tokens_per_call"] else "samples/s"
     p(f"axon bench {r['model']}: {r['dtype']}, batch {r['batch']}, {'train step' if r['train'] else 'inference'}, "

@@ -232,7 +232,8 @@ def _fmt(x) -> str:
     return "-" if x is None else f"{x:.2e}"
 
 
-def print_report(r: dict, out=sys.stdout) -> None:
+def print_report(r: dict, out=None) -> None:
+    out = out or sys.stdout  # looked up per call: tests and callers may swap sys.stdout
     p = lambda *a: print(*a, file=out)  # noqa: E731
     p(f"axon check {r['model']}: dtype {r['dtype']}, batch {r['batch']}, {'train' if r['train'] else 'inference'}"
       f"{', strict' if r['strict'] else ''}; tolerance rtol {r['tolerance']['rtol']:g} atol {r['tolerance']['atol']:g}")

@@ -191,7 +191,7 @@ def load(target: str, batch: int | None = None) -> ModelSpec:
             raise CliError(f"preset {target!r} failed to build: {one_line(e)}", code=1) from None
         args, kwargs = _as_inputs(inputs, f"preset {target!r}")
         return ModelSpec(target, model, args, kwargs, b, tokens)
-    if ":" not in target:
+    if ":" not in target or target.startswith("hf:"):
         raise CliError(f"unknown preset {target!r}: one of {', '.join(PRESETS)} (see `axon presets`), "
                        "or package.module:factory for your own model")
     factory = _load_factory(target)
