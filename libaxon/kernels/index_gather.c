@@ -4,7 +4,8 @@
  * index_select is a gather whose index is the 1-d index broadcast (0 strides) to out's shape, so both run one loop:
  * out, index and `in` walked together in out's memory order, with in's stride at dim set to 0 so that its pointer
  * names the start of the line that index picks from. Embedding lookups ([V, D] rows by [N] indices) then copy
- * rows along D contiguously. cat is one element-wise copy per input into its slice of out, so it inherits the copy's
+ * rows along D contiguously; when the elements after dim are dense rows in both tensors, index_select instead copies
+ * whole rows (gather_rows). cat is one element-wise copy per input into its slice of out, so it inherits the copy's
  * conversions and layouts. */
 #include <inttypes.h>
 #include <stdatomic.h>
@@ -115,11 +116,59 @@ static void gather_range(void *ctx, int64_t begin, int64_t end, int slot) {
     axon_iter_runs(&j->it, begin, end, gather_run, j);
 }
 
+/* index_select whose elements after dim form dense rows in both in and out (an embedding lookup, a row pick from
+ * a matrix): one memcpy of a whole row per (position before dim, index), instead of one index load and one move per
+ * element. Units are those rows in out's order, so a chunk of units writes one stretch of out. */
+struct gather_rows_job {
+    const struct gather_args *a;
+    int64_t n;                       /* index's numel: rows per position before dim */
+    int64_t size;                    /* in's size at dim */
+    int64_t es;
+    size_t row;                      /* bytes per row */
+    int is64;
+};
+
+static void gather_rows_range(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    const struct gather_rows_job *j = ctx;
+    const struct gather_args *a = j->a;
+    const int dim = a->dim;
+    const char *x = a->check.data;
+    const int64_t xs = a->check.ndim ? a->check.strides[0] * (int64_t)axon_dtype_size(a->check.dtype) : 0;
+    const int64_t os = a->out.strides[dim] * j->es, is = a->in.strides[dim] * j->es;
+    for (int64_t u = begin; u < end;) {
+        const int64_t o = u / j->n;
+        char *ob = (char *)a->out.data + ix_outer_offset(&a->out, &a->out, dim, o) * j->es;
+        const char *ib = (const char *)a->in.data + ix_outer_offset(&a->in, &a->out, dim, o) * j->es;
+        for (int64_t i = u % j->n; i < j->n && u < end; i++, u++) {
+            int64_t v = ix_load(x + i * xs, j->is64);
+            v += v < 0 ? j->size : 0;
+            memcpy(ob + i * os, ib + v * is, j->row);
+        }
+    }
+}
+
+/* Runs the row path and returns 1 when a's layout allows it, else returns 0 having done nothing. */
+static int gather_rows(const struct gather_args *a, axon_pool_t pool) {
+    int64_t inner_out, inner_in;
+    const int64_t es = (int64_t)axon_dtype_size(a->out.dtype);
+    if (!a->select || !ix_inner_rows(&a->out, a->dim, &inner_out) || !ix_inner_rows(&a->in, a->dim, &inner_in) ||
+        inner_out != inner_in || inner_out * es < IX_ROW_MIN_BYTES)
+        return 0;
+    struct gather_rows_job j = {a, axon_tensor_numel(&a->check), a->in.sizes[a->dim], es, (size_t)(inner_out * es),
+                                a->check.dtype == AXON_INT64};
+    const int64_t rows = axon_tensor_numel(&a->out) / inner_out;
+    const int64_t grain = (int64_t)((size_t)1 << 16) / (int64_t)j.row; /* ~64 KiB of copying per chunk */
+    axon_parallel_for(pool, 0, rows, grain < 1 ? 1 : grain, gather_rows_range, &j);
+    return 1;
+}
+
 static axon_status_t gather_kernel(const void *args, const axon_exec_t *ex) {
     const struct gather_args *a = args;
     const char *op = a->select ? "index_select" : "gather";
     axon_status_t st = axon_ix_check_bounds(&a->check, a->in.sizes[a->dim], a->wrap, a->dim, op, ex->pool);
     if (st != AXON_OK) return st;
+    if (gather_rows(a, ex->pool)) return AXON_OK;
     struct gather_job j;
     axon_tensor_t in0 = a->in;
     for (int d = 0; d < in0.ndim; d++) in0.sizes[d] = a->out.sizes[d];

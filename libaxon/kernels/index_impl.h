@@ -33,6 +33,31 @@ static inline void ix_move(char *d, const char *s, size_t es) {
     }
 }
 
+/* Rows: the elements after dim, when they form one dense block (row-major strides; dims of size 1 do not count),
+ * are one row of *inner elements that a single memcpy or vector loop can move. 1 if they do, else 0. */
+static inline int ix_inner_rows(const axon_tensor_t *t, int dim, int64_t *inner) {
+    int64_t step = 1;
+    for (int d = t->ndim - 1; d > dim; d--) {
+        if (t->sizes[d] != 1 && t->strides[d] != step) return 0;
+        step *= t->sizes[d];
+    }
+    *inner = step;
+    return 1;
+}
+
+/* Element offset of the o-th (row-major) position of the dims before dim, for t's strides and `shape`'s sizes. */
+static inline int64_t ix_outer_offset(const axon_tensor_t *t, const axon_tensor_t *shape, int dim, int64_t o) {
+    int64_t off = 0;
+    for (int d = dim - 1; d >= 0 && o > 0; d--) {
+        off += o % shape->sizes[d] * t->strides[d];
+        o /= shape->sizes[d];
+    }
+    return off;
+}
+
+/* Below this many bytes a row is cheaper to move element by element than to set up as a row. */
+#define IX_ROW_MIN_BYTES 64
+
 /* Launch-time checks shared by the ops: index dtype (int32/int64) and a dim in [-ndim, ndim), wrapped into *dim. */
 axon_status_t axon_ix_check_index(const axon_tensor_t *index, const char *op);
 axon_status_t axon_ix_wrap_dim(const char *op, int ndim, int *dim);

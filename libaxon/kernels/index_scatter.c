@@ -9,7 +9,8 @@
  * than dim write different output elements. So the work is split over "lines" (the positions of index with dim
  * removed): each line belongs to one thread, which applies its updates in index order. Neighbouring lines are
  * processed together, the dim loop outside and the lines inside, so that an embedding gradient reads and updates
- * whole rows contiguously. */
+ * whole rows contiguously. When the index is 1-d and the elements after dim are dense rows, index_add and embedding
+ * backward instead add whole rows (scatter_rows), with the same order of updates per element. */
 #include <inttypes.h>
 #include <stdio.h>
 
@@ -98,6 +99,37 @@ IX_DEFINE(b8, uint8_t, int64_t, i)
 static const ix_combine_fn ix_combine[AXON_SCATTER_REDUCE_COUNT - 1][AXON_DTYPE_COUNT] = {
     IX_ROW(sum), IX_ROW(prod), IX_ROW(amax), IX_ROW(amin)};
 
+/* The SUM update along a row of n elements: ix_sum_<dtype>'s arithmetic, element by element in the same order, so
+ * the row path and the element path give the same bits; as a plain loop it vectorizes where the dtype allows. */
+typedef void (*ix_rowsum_fn)(char *d, const char *s, int64_t n, const ix_alpha_t *al);
+
+#define IX_ROWSUM_DEFINE(dn, T, W, AL)                                                                            \
+    AXON_CLONES static void ix_rowsum_##dn(char *d, const char *s, int64_t n, const ix_alpha_t *al) {           \
+        const W alpha = al->AL;                                                                                   \
+        for (int64_t c = 0; c < n; c++) {                                                                         \
+            T x, y;                                                                                               \
+            memcpy(&x, d + c * (int64_t)sizeof x, sizeof x), memcpy(&y, s + c * (int64_t)sizeof y, sizeof y);     \
+            W r = IX_ADD_##W((W)AXON_LOAD_##dn(x), IX_MUL_##W((W)AXON_LOAD_##dn(y), alpha));                      \
+            x = AXON_TO(dn, r);                                                                                   \
+            memcpy(d + c * (int64_t)sizeof x, &x, sizeof x);                                                      \
+        }                                                                                                         \
+    }
+
+IX_ROWSUM_DEFINE(f32, float, float, f)
+IX_ROWSUM_DEFINE(f64, double, double, d)
+IX_ROWSUM_DEFINE(f16, uint16_t, float, f)
+IX_ROWSUM_DEFINE(bf16, uint16_t, float, f)
+IX_ROWSUM_DEFINE(i8, int8_t, int64_t, i)
+IX_ROWSUM_DEFINE(u8, uint8_t, int64_t, i)
+IX_ROWSUM_DEFINE(i16, int16_t, int64_t, i)
+IX_ROWSUM_DEFINE(i32, int32_t, int64_t, i)
+IX_ROWSUM_DEFINE(i64, int64_t, int64_t, i)
+IX_ROWSUM_DEFINE(b8, uint8_t, int64_t, i)
+
+static const ix_rowsum_fn ix_rowsum[AXON_DTYPE_COUNT] = {
+    ix_rowsum_f32, ix_rowsum_f64, ix_rowsum_f16, ix_rowsum_bf16, ix_rowsum_i8,
+    ix_rowsum_u8,  ix_rowsum_i16, ix_rowsum_i32, ix_rowsum_i64,  ix_rowsum_b8, NULL, NULL};
+
 struct scatter_args {
     axon_tensor_t out;
     axon_tensor_t index;             /* the positions p: out's ndim, at most out's sizes apart from dim */
@@ -169,11 +201,90 @@ static axon_tensor_t scatter_line_desc(const axon_tensor_t *t, const axon_tensor
     return r;
 }
 
+/* index_add and embedding backward whose elements after dim form dense rows in out and src: whole rows added with
+ * a vector loop instead of one indirect call per element. Each participant owns a range of slots of out along dim
+ * (rows for an embedding gradient), reads the whole index and applies, in index order, the updates that land in
+ * its range: as deterministic as the element path, and with the same bits. A zeroed out (embedding backward) is
+ * zeroed by the owner of each row, just before its updates, while the row is about to be in cache. */
+struct scatter_rows_job {
+    const struct scatter_args *a;
+    ix_rowsum_fn add;
+    int64_t outer;                   /* positions before dim */
+    int64_t inner, es;               /* row length in elements, element size */
+    int64_t os, ss;                  /* out's and src's strides at dim, in bytes */
+    const char *x;                   /* the 1-d index as given */
+    int64_t xs, len;                 /* its stride in bytes, its numel */
+    int is64;
+};
+
+static void scatter_rows_range(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    const struct scatter_rows_job *j = ctx;
+    const struct scatter_args *a = j->a;
+    const int dim = a->dim;
+    const int64_t size = a->out.sizes[dim];
+    const size_t row = (size_t)(j->inner * j->es);
+    for (int64_t o = 0; o < j->outer; o++) {
+        char *ob = (char *)a->out.data + ix_outer_offset(&a->out, &a->index, dim, o) * j->es;
+        const char *sb = (const char *)a->src.data + ix_outer_offset(&a->src, &a->index, dim, o) * j->es;
+        if (a->zero_first)
+            for (int64_t v = begin; v < end; v++) memset(ob + v * j->os, 0, row);
+        for (int64_t k = 0; k < j->len; k++) {
+            int64_t v = ix_load(j->x + k * j->xs, j->is64);
+            v += v < 0 ? size : 0;
+            if (v < begin || v >= end || (a->has_skip && v == a->skip)) continue;
+            j->add(ob + v * j->os, sb + k * j->ss, j->inner, &a->alpha);
+        }
+    }
+}
+
+/* Runs the row path and returns 1 when a allows it (a summing update through a 1-d index broadcast over dense
+ * rows), else returns 0 having done nothing. */
+static int scatter_rows(const struct scatter_args *a, axon_pool_t pool) {
+    const int dim = a->dim;
+    const axon_tensor_t *x = &a->check;
+    int64_t inner_out, inner_src, outer = 1;
+    const int64_t es = (int64_t)axon_dtype_size(a->out.dtype);
+    if (a->reduce != AXON_SCATTER_SUM || !a->has_src || x->ndim > 1 || !ix_rowsum[a->out.dtype] ||
+        axon_tensor_numel(x) != a->index.sizes[dim])
+        return 0;
+    for (int d = 0; d < a->out.ndim; d++) {
+        /* The index must be the broadcast one, and cover out and src entirely apart from dim. */
+        if (d == dim) continue;
+        if ((a->index.strides[d] != 0 && a->index.sizes[d] != 1) || a->index.sizes[d] != a->out.sizes[d] ||
+            a->index.sizes[d] != a->src.sizes[d])
+            return 0;
+        if (d < dim) outer *= a->index.sizes[d];
+    }
+    if (!ix_inner_rows(&a->out, dim, &inner_out) || !ix_inner_rows(&a->src, dim, &inner_src) ||
+        inner_out != inner_src || inner_out * es < IX_ROW_MIN_BYTES)
+        return 0;
+    struct scatter_rows_job j = {a,
+                                 ix_rowsum[a->out.dtype],
+                                 outer,
+                                 inner_out,
+                                 es,
+                                 a->out.strides[dim] * es,
+                                 a->src.strides[dim] * es,
+                                 x->data,
+                                 x->ndim ? x->strides[0] * (int64_t)axon_dtype_size(x->dtype) : 0,
+                                 axon_tensor_numel(x),
+                                 x->dtype == AXON_INT64};
+    /* Every chunk reads the whole index: keep chunks few (the pool makes a handful per participant) unless the
+     * work is too small to share. */
+    const int64_t size = a->out.sizes[dim];
+    const double work = (double)outer * (double)(j.len + (a->zero_first ? size : 0)) * (double)inner_out;
+    const int64_t grain = work < (double)AXON_KERNEL_GRAIN ? size : 1;
+    axon_parallel_for(pool, 0, size, grain, scatter_rows_range, &j);
+    return 1;
+}
+
 static axon_status_t scatter_kernel(const void *args, const axon_exec_t *ex) {
     const struct scatter_args *a = args;
     const int dim = a->dim;
     axon_status_t st = axon_ix_check_bounds(&a->check, a->out.sizes[dim], a->wrap, dim, a->op, ex->pool);
     if (st != AXON_OK) return st;
+    if (scatter_rows(a, ex->pool)) return AXON_OK;
     if (a->zero_first) {
         static const double zeros[2] = {0.0, 0.0};
         axon_tensor_t z = a->out;
