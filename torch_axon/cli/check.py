@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import sys
 import time
 
@@ -261,8 +262,9 @@ def print_report(r: dict, out=None) -> None:
             p(f"left out of the compiled graph: {len(lo) or 'nothing'}"
               + (f" (and {benign} view/getitem node(s) at partition edges, free eagerly)" if benign else ""))
             groups: dict[tuple, int] = {}
-            for item in lo:
-                groups[(item["op"], item["reason"])] = groups.get((item["op"], item["reason"]), 0) + 1
+            for item in lo:  # one line per (op, reason), whatever partition it was in
+                key = (item["op"], re.sub(r"^in eager \w+: ", "its partition ran eagerly: ", item["reason"]))
+                groups[key] = groups.get(key, 0) + 1
             for (op, reason), n in list(groups.items())[:20]:
                 p(f"  {op} x{n}: {reason}")
             if len(groups) > 20:

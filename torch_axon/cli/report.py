@@ -57,9 +57,16 @@ def _frame(axis: _Axis, height: int, title: str, unit: str) -> list[str]:
         x = axis.x(t)
         out.append(f'<line x1="{x:.1f}" y1="28" x2="{x:.1f}" y2="{height - 26}" class="grid"/>')
         out.append(f'<text x="{x:.1f}" y="{height - 10}" class="tick" text-anchor="middle">{_e(_fmt(t))}</text>')
-    out.append(f'<text x="{W - RIGHT}" y="{height - 10}" class="tick" text-anchor="end">'
-               f'{_e(unit)}{" (log)" if axis.log else ""}</text>')
+    out.append(f'<text x="{W - RIGHT}" y="16" class="tick" text-anchor="end">'
+               f'{_e(unit)}{" (log scale)" if axis.log else ""}</text>')
     return out
+
+
+def _value_label(x: float, y: float, text: str) -> str:
+    """A bar's value after its end, or inside it (white, right-aligned) when it would run off the plot."""
+    if x + 7 * len(text) > W:
+        return f'<text x="{x - 4:.1f}" y="{y}" class="value" text-anchor="end" style="fill:#fff">{_e(text)}</text>'
+    return f'<text x="{x + 4:.1f}" y="{y}" class="value">{_e(text)}</text>'
 
 
 def latency_svg(backends: list[dict]) -> str:
@@ -104,7 +111,7 @@ def throughput_svg(backends: list[dict], tokens: bool) -> str:
         out.append(f'<text x="{LEFT - 8}" y="{y + 19}" text-anchor="end" class="label">{_e(name)}</text>')
         out.append(f'<rect x="{x0:.1f}" y="{y + 5}" width="{max(1.0, axis.x(v) - x0):.1f}" height="{row_h - 10}" '
                    f'fill="{COLORS.get(name, "#444")}"><title>{_e(name)}: {v:,.1f} {unit}</title></rect>')
-        out.append(f'<text x="{axis.x(v) + 4:.1f}" y="{y + 19}" class="value">{_e(_fmt(v))}</text>')
+        out.append(_value_label(axis.x(v), y + 19, _fmt(v)))
     out.append("</svg>")
     return "\n".join(out)
 
@@ -133,8 +140,7 @@ def compile_svg(backends: list[dict]) -> str:
         out.append(f'<rect x="{x0:.1f}" y="{y + 4}" width="{max(1.0, axis.x(max(v, axis.lo)) - x0):.1f}" '
                    f'height="{row_h - 8}" fill="{COLORS.get(name, "#444")}" fill-opacity="{shade[what]}">'
                    f'<title>{_e(name)} {what}: {v:.1f} ms</title></rect>')
-        out.append(f'<text x="{axis.x(max(v, axis.lo)) + 4:.1f}" y="{y + 16}" class="value">'
-                   f'{_e(what)} {_e(_fmt(v))} ms</text>')
+        out.append(_value_label(axis.x(max(v, axis.lo)), y + 16, f"{what} {_fmt(v)} ms"))
     out.append("</svg>")
     return "\n".join(out)
 
