@@ -137,6 +137,9 @@ void prog_broadcast(const axon_tensor_t *t, int ndim, const int64_t *sizes, axon
 
 /* 1 if tier 0's tile interpreter can run node n inside a kernel function (floating elementwise ops). */
 int fused_can_run(const axon_axir_node_t *n);
+/* How many trailing dimensions n reduces if it can end a fused group (sum, mean, amax, amin of a float operand over
+ * trailing dimensions), else 0. */
+int fused_reduce_dims(const axon_axir_node_t *n);
 /* Compiles kernel function kf into an interpreter program. UNSUPPORTED (in diag) for an op it cannot run. */
 axon_status_t fused_build(const axon_axir_func_t *kf, struct fused_prog **out, axon_axir_diag_t *diag);
 void fused_destroy(struct fused_prog *fp);

@@ -43,6 +43,28 @@ int fused_can_run(const axon_axir_node_t *n) {
     return insn_loop(n, w, &is_cast, &ctx) != NULL || is_cast;
 }
 
+int fused_reduce_dims(const axon_axir_node_t *n) {
+    if (n->op != AXON_AXIR_OP_SUM && n->op != AXON_AXIR_OP_MEAN && n->op != AXON_AXIR_OP_AMAX &&
+        n->op != AXON_AXIR_OP_AMIN)
+        return 0;
+    if (n->num_operands != 1 || n->num_results != 1) return 0;
+    axon_dtype_t w = work_of(n->operands[0]->type.dtype);
+    if (w == AXON_DTYPE_COUNT || work_of(n->results[0]->type.dtype) != w) return 0;
+    const int rank = n->operands[0]->type.rank;
+    const axon_axir_attr_t *a = axon_axir_node_attr(n, "dims");
+    if (!a || a->count == 0) return rank;
+    int reduced[AXON_MAX_DIMS] = {0}, k = 0;
+    for (int i = 0; i < a->count; i++) {
+        int64_t d = a->items[i].size < 0 ? a->items[i].size + rank : a->items[i].size;
+        if (a->items[i].expr || d < 0 || d >= rank) return 0;
+        reduced[d] = 1;
+    }
+    while (k < rank && reduced[rank - 1 - k]) k++;
+    for (int d = 0; d < rank - k; d++)
+        if (reduced[d]) return 0;    /* not a trailing set */
+    return k;
+}
+
 void fused_destroy(struct fused_prog *fp) {
     if (!fp) return;
     free(fp->insns);
@@ -78,9 +100,19 @@ axon_status_t fused_build(const axon_axir_func_t *kf, struct fused_prog **out, a
         reg[kf->params[k]->id] = k;
     }
     int nregs = kf->num_params;
+    const axon_axir_value_t *reduced = NULL;
+    fp->reduce_op = AXON_AXIR_OP_INVALID;
+    fp->reduce_in = fp->reduce_out = -1;
     for (const axon_axir_node_t *n = kf->first; n && st == AXON_OK; n = n->next) {
         fused_insn_t *in = &fp->insns[fp->num_insns];
         int is_cast;
+        if (!n->next && fused_reduce_dims(n) > 0 && work_of(n->operands[0]->type.dtype) == fp->work) {
+            fp->reduce_op = n->op;
+            fp->reduce_in = reg[n->operands[0]->id];
+            fp->reduce_dims = fused_reduce_dims(n);
+            reduced = n->results[0];
+            break;
+        }
         if (!fused_can_run(n) || work_of(n->results[0]->type.dtype) != fp->work || n->num_operands > 3) {
             st = compile_diag(diag, n, AXON_ERROR_UNSUPPORTED, "tier 0 cannot run %s on %s inside kernel @%s",
                               axon_axir_op_name(n->op), axon_axir_dtype_name(n->results[0]->type.dtype), kf->name);
@@ -106,7 +138,12 @@ axon_status_t fused_build(const axon_axir_func_t *kf, struct fused_prog **out, a
     }
     for (int r = 0; r < kf->num_results && st == AXON_OK; r++) {
         axon_dtype_t d = kf->result_types[r].dtype;
-        fp->out_reg[r] = reg[kf->returns[r]->id];
+        if (kf->returns[r] == reduced) {
+            fp->out_reg[r] = -1;
+            fp->reduce_out = r;
+        } else {
+            fp->out_reg[r] = reg[kf->returns[r]->id];
+        }
         fp->store[r] = axon_convert_get(fp->work, d);
     }
     fp->num_regs = nregs;

@@ -3,6 +3,7 @@
  * its own stack, so intermediates never touch memory. Each tile: load the inputs (converting, following strides and
  * broadcasts), run the instructions, store the outputs. An element's value depends only on its inputs, never on the
  * tile or thread it fell in. */
+#include <math.h>
 #include <string.h>
 
 #include "axon/stream.h"
@@ -13,6 +14,7 @@ typedef struct fused_args {
     int ndim;
     int64_t sizes[AXON_MAX_DIMS];
     int64_t numel;
+    int64_t len, rows;                     /* reduction groups: elements per row, rows */
     axon_tensor_t in[FUSED_MAX_INPUTS];    /* broadcast to the group's shape */
     axon_tensor_t out[FUSED_MAX_OUTPUTS];
 } fused_args_t;
@@ -51,38 +53,84 @@ static void fused_move(const fused_args_t *a, const axon_tensor_t *t, axon_conve
     }
 }
 
+/* Loads, computes and stores elements [i0, i0 + n) of the iteration space into regs. */
+static void fused_tile(const fused_args_t *a, char (*regs)[FUSED_TILE * sizeof(double)], char *tmp, int64_t i0,
+                       int64_t n) {
+    const fused_prog_t *fp = a->fp;
+    const size_t ws = axon_dtype_size(fp->work);
+    for (int k = 0; k < fp->num_inputs; k++) fused_move(a, &a->in[k], fp->load[k], regs[k], ws, i0, n, 0);
+    for (int i = 0; i < fp->num_insns; i++) {
+        const fused_insn_t *in = &fp->insns[i];
+        if (in->loop) {
+            const char *ins[3] = {NULL, NULL, NULL};
+            for (int k = 0; k < in->arity; k++) ins[k] = regs[in->in[k]];
+            in->loop(regs[in->out], ins, 0u, n, &in->ctx);
+            continue;
+        }
+        memcpy(regs[in->out], regs[in->in[0]], (size_t)n * ws);
+        if (in->round_to != AXON_DTYPE_COUNT) {
+            in->round_down(tmp, 1, regs[in->out], 1, n);
+            in->round_up(regs[in->out], 1, tmp, 1, n);
+        }
+    }
+    for (int r = 0; r < fp->num_outputs; r++)
+        if (fp->out_reg[r] >= 0) fused_move(a, &a->out[r], fp->store[r], regs[fp->out_reg[r]], ws, i0, n, 1);
+}
+
 static void fused_range(void *ctx, int64_t t0, int64_t t1, int slot) {
     (void)slot;
     const fused_args_t *a = ctx;
-    const fused_prog_t *fp = a->fp;
-    const size_t ws = axon_dtype_size(fp->work);
     _Alignas(64) char regs[FUSED_MAX_REGS][FUSED_TILE * sizeof(double)];
     _Alignas(64) char tmp[FUSED_TILE * sizeof(double)];
     for (int64_t t = t0; t < t1; t++) {
         const int64_t i0 = t * FUSED_TILE;
-        const int64_t n = a->numel - i0 < FUSED_TILE ? a->numel - i0 : FUSED_TILE;
-        for (int k = 0; k < fp->num_inputs; k++) fused_move(a, &a->in[k], fp->load[k], regs[k], ws, i0, n, 0);
-        for (int i = 0; i < fp->num_insns; i++) {
-            const fused_insn_t *in = &fp->insns[i];
-            if (in->loop) {
-                const char *ins[3] = {NULL, NULL, NULL};
-                for (int k = 0; k < in->arity; k++) ins[k] = regs[in->in[k]];
-                in->loop(regs[in->out], ins, 0u, n, &in->ctx);
-                continue;
-            }
-            memcpy(regs[in->out], regs[in->in[0]], (size_t)n * ws);
-            if (in->round_to != AXON_DTYPE_COUNT) {
-                in->round_down(tmp, 1, regs[in->out], 1, n);
-                in->round_up(regs[in->out], 1, tmp, 1, n);
+        fused_tile(a, regs, tmp, i0, a->numel - i0 < FUSED_TILE ? a->numel - i0 : FUSED_TILE);
+    }
+}
+
+/* Groups that end in a reduction: one row (a run of `len` elements over the reduced trailing dimensions) per index,
+ * accumulated in double in element order, so the result does not depend on the thread count. */
+static void fused_rows(void *ctx, int64_t r0, int64_t r1, int slot) {
+    (void)slot;
+    const fused_args_t *a = ctx;
+    const fused_prog_t *fp = a->fp;
+    _Alignas(64) char regs[FUSED_MAX_REGS][FUSED_TILE * sizeof(double)];
+    _Alignas(64) char tmp[FUSED_TILE * sizeof(double)];
+    const int is_max = fp->reduce_op == AXON_AXIR_OP_AMAX, is_min = fp->reduce_op == AXON_AXIR_OP_AMIN;
+    for (int64_t row = r0; row < r1; row++) {
+        double acc = is_max ? -INFINITY : is_min ? INFINITY : 0.0;
+        for (int64_t j = 0; j < a->len; j += FUSED_TILE) {
+            const int64_t n = a->len - j < FUSED_TILE ? a->len - j : FUSED_TILE;
+            fused_tile(a, regs, tmp, row * a->len + j, n);
+            const char *v = regs[fp->reduce_in];
+            for (int64_t i = 0; i < n; i++) {
+                double x = fp->work == AXON_FLOAT64 ? ((const double *)(const void *)v)[i]
+                                                    : (double)((const float *)(const void *)v)[i];
+                if (is_max) acc = isnan(x) || x > acc ? x : acc;
+                else if (is_min) acc = isnan(x) || x < acc ? x : acc;
+                else acc += x;
+                if (isnan(acc) && (is_max || is_min)) break;
             }
         }
-        for (int r = 0; r < fp->num_outputs; r++)
-            fused_move(a, &a->out[r], fp->store[r], regs[fp->out_reg[r]], ws, i0, n, 1);
+        if (fp->reduce_op == AXON_AXIR_OP_MEAN) acc /= (double)a->len;
+        const axon_tensor_t *o = &a->out[fp->reduce_out];
+        char *dst = (char *)o->data + row * (int64_t)axon_dtype_size(o->dtype);
+        if (fp->work == AXON_FLOAT64) {
+            fp->store[fp->reduce_out](dst, 1, (const char *)&acc, 1, 1);
+        } else {
+            float f = (float)acc;
+            fp->store[fp->reduce_out](dst, 1, (const char *)&f, 1, 1);
+        }
     }
 }
 
 static axon_status_t fused_kernel(const void *args, const axon_exec_t *ex) {
     const fused_args_t *a = args;
+    if (a->fp->reduce_op != AXON_AXIR_OP_INVALID) {
+        const int64_t grain = (AXON_KERNEL_GRAIN + a->len) / (a->len + 1);
+        axon_parallel_for(ex->pool, 0, a->rows, grain, fused_rows, (void *)a);
+        return AXON_OK;
+    }
     const int64_t tiles = (a->numel + FUSED_TILE - 1) / FUSED_TILE;
     axon_parallel_for(ex->pool, 0, tiles, 16, fused_range, (void *)a);
     return AXON_OK;
@@ -96,24 +144,39 @@ axon_status_t fused_launch(axon_stream_t s, const struct fused_prog *fp, int num
     fused_args_t a;
     memset(&a, 0, sizeof a);
     a.fp = fp;
-    a.ndim = outputs[0].ndim;
+    /* The iteration space: the inputs broadcast together (every member of a group has this shape). */
+    for (int k = 0; k < num_inputs; k++) a.ndim = inputs[k].ndim > a.ndim ? inputs[k].ndim : a.ndim;
+    for (int d = 0; d < a.ndim; d++) a.sizes[d] = 1;
+    for (int k = 0; k < num_inputs; k++) {
+        const int lead = a.ndim - inputs[k].ndim;
+        for (int d = 0; d < inputs[k].ndim; d++) {
+            int64_t sz = inputs[k].sizes[d];
+            if (sz == 1) continue;
+            if (a.sizes[lead + d] != 1 && a.sizes[lead + d] != sz)
+                return axon_fail(AXON_ERROR_INVALID_ARG, "fused: input %d does not broadcast to the group's shape", k);
+            a.sizes[lead + d] = sz;
+        }
+    }
     a.numel = 1;
+    for (int d = 0; d < a.ndim; d++) a.numel *= a.sizes[d];
+    a.len = 1;
+    a.rows = 1;
+    if (fp->reduce_op != AXON_AXIR_OP_INVALID && fp->reduce_dims > a.ndim)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "fused: the group reduces %d dimensions of %d", fp->reduce_dims, a.ndim);
     for (int d = 0; d < a.ndim; d++) {
-        a.sizes[d] = outputs[0].sizes[d];
-        a.numel *= a.sizes[d];
+        if (fp->reduce_op != AXON_AXIR_OP_INVALID && d >= a.ndim - fp->reduce_dims) a.len *= a.sizes[d];
+        else a.rows *= a.sizes[d];
     }
     for (int r = 0; r < num_outputs; r++) {
-        int same = outputs[r].ndim == a.ndim;
-        for (int d = 0; same && d < a.ndim; d++) same = outputs[r].sizes[d] == a.sizes[d];
-        if (!same) return axon_fail(AXON_ERROR_INVALID_ARG, "fused: output %d's shape differs from output 0's", r);
+        int same = r == fp->reduce_out ? axon_tensor_numel(&outputs[r]) == a.rows &&
+                                             axon_tensor_is_contiguous(&outputs[r])
+                                       : outputs[r].ndim == a.ndim;
+        for (int d = 0; same && r != fp->reduce_out && d < a.ndim; d++) same = outputs[r].sizes[d] == a.sizes[d];
+        if (!same) return axon_fail(AXON_ERROR_INVALID_ARG, "fused: output %d does not fit the group's shape", r);
         a.out[r] = outputs[r];
     }
-    for (int k = 0; k < num_inputs; k++) {
-        if (inputs[k].ndim > a.ndim)
-            return axon_fail(AXON_ERROR_INVALID_ARG, "fused: input %d has more dimensions than the group", k);
-        prog_broadcast(&inputs[k], a.ndim, a.sizes, &a.in[k]);
-    }
-    if (a.numel == 0) return AXON_OK;
+    for (int k = 0; k < num_inputs; k++) prog_broadcast(&inputs[k], a.ndim, a.sizes, &a.in[k]);
+    if (fp->reduce_op != AXON_AXIR_OP_INVALID ? a.rows == 0 : a.numel == 0) return AXON_OK;
     axon_launch_t l = {fused_kernel, &a, sizeof a, "fused", 0};
     return axon_stream_launch(s, &l);
 }

@@ -22,8 +22,12 @@ typedef struct fused_prog {
     int num_inputs, num_outputs, num_regs, num_insns;
     axon_convert_fn load[FUSED_MAX_INPUTS];    /* input dtype -> work */
     axon_convert_fn store[FUSED_MAX_OUTPUTS];  /* work -> output dtype */
-    int out_reg[FUSED_MAX_OUTPUTS];
+    int out_reg[FUSED_MAX_OUTPUTS];            /* -1 for the reduction's output */
     fused_insn_t *insns;
+    /* A group may end in a reduction over its trailing dimensions: register reduce_in folded into output
+     * reduce_out, one value per row of the other dimensions. */
+    axon_axir_op_t reduce_op;                  /* AXON_AXIR_OP_INVALID: none */
+    int reduce_in, reduce_out, reduce_dims;    /* reduce_dims: how many trailing dimensions */
 } fused_prog_t;
 
 #endif

@@ -1,5 +1,6 @@
 /* Fusion: runs of consecutive elementwise nodes that the tile interpreter can run (fused_can_run) and that share one
- * result shape become a `kernel` function and one `fused` call in its place. A run is contiguous in program order,
+ * result shape, optionally ended by a reduction over trailing dimensions of a member's result (fused_reduce_dims),
+ * become a `kernel` function and one `fused` call in its place. A run is contiguous in program order,
  * so every value a member reads from outside is defined before the run starts, and the call can take the first
  * member's place. The call returns the members' results that anything after the run (or the return) reads.
  * Runs of one node stay as they are: a library launch is just as good. */
@@ -16,6 +17,7 @@ typedef struct group {
     int num_nodes;
     axon_axir_value_t *inputs[FUSED_MAX_INPUTS];
     int num_inputs;
+    int closed;                  /* ends in a reduction: nothing more joins */
 } group_t;
 
 static int work_family(axon_dtype_t d) { return d == AXON_FLOAT64 ? 2 : 1; }
@@ -35,12 +37,18 @@ static int shape_equal(axon_axir_module_t *m, const axon_axir_type_t *a, const a
 
 /* Adds n to g if it fits: same shape and work type, and room for its outside operands. */
 static int try_add(axon_axir_module_t *m, group_t *g, axon_axir_node_t *n) {
-    if (!fused_can_run(n)) return 0;
+    if (g->closed) return 0;
+    /* A reduction over trailing dimensions of a member's result may end the group. */
+    const int reduce = !fused_can_run(n) && fused_reduce_dims(n) > 0;
+    if (!reduce && !fused_can_run(n)) return 0;
+    if (reduce && (g->num_nodes == 0 || !in_group(g, n->operands[0]))) return 0;
     if (g->num_nodes > 0) {
-        const axon_axir_type_t *t0 = &g->nodes[0]->results[0]->type, *t = &n->results[0]->type;
+        const axon_axir_type_t *t0 = &g->nodes[0]->results[0]->type;
+        const axon_axir_type_t *t = reduce ? &n->operands[0]->type : &n->results[0]->type;
         if (!shape_equal(m, t0, t) || work_family(t0->dtype) != work_family(t->dtype)) return 0;
         if (g->num_nodes >= FUSE_MAX_NODES) return 0;
     }
+    g->closed = reduce;
     axon_axir_value_t *extra[3];
     int ne = 0;
     for (int k = 0; k < n->num_operands; k++) {

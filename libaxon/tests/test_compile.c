@@ -785,6 +785,65 @@ static void test_threads(void) {
     axon_runtime_destroy(k.rt);
 }
 
+/* A group ended by a reduction over its trailing dimensions: x*x + x summed per row (the sum inside the kernel, with
+ * the elementwise result also returned), a mean with keepdim over the last dim, and a full amax. */
+static void test_fused_reduction(void) {
+    kc_dev_t k = kc_open(3);
+    REQUIRE(k.rt);
+    const char *text =
+        "axir 1\n"
+        "func @main(%x: f32[s0, 700]) -> (f32[s0], f32[s0, 700], f32[s0, 1], f32[]) {\n"
+        "  %0 = mul(%x, %x) : f32[s0, 700]\n"
+        "  %1 = add(%0, %x) : f32[s0, 700]\n"
+        "  %2 = sum(%1) {dims = [1], keepdim = false} : f32[s0]\n"
+        "  %3 = exp(%x) : f32[s0, 700]\n"
+        "  %4 = mean(%3) {dims = [-1], keepdim = true} : f32[s0, 1]\n"
+        "  %5 = neg(%x) : f32[s0, 700]\n"
+        "  %6 = amax(%5) {dims = [], keepdim = false} : f32[]\n"
+        "  return %2, %1, %4, %6\n"
+        "}\n";
+    tc_log_t *log = calloc(1, sizeof *log);
+    axon_program_t *p = tc_compile(text, 1, log);
+    CHECK(p != NULL);
+    char buf[8192];
+    tc_after(log, "fuse", buf, sizeof buf);
+    CHECK(strstr(buf, "= fused @fused_0(%x)") != NULL);
+    CHECK(strstr(buf, "= fused @fused_1(%x)") != NULL);
+    CHECK(strstr(buf, "= fused @fused_2(%x)") != NULL);
+    char *kernel = strstr(buf, "kernel @");
+    if (kernel) *kernel = 0;
+    CHECK(strstr(buf, "sum(") == NULL && strstr(buf, "mean(") == NULL && strstr(buf, "amax(") == NULL);
+    for (int64_t s0 = 1; p && s0 <= 5; s0 += 4) {
+        float x[5 * 700];
+        tc_fill(x, s0 * 700, 90 + (unsigned)s0);
+        int64_t xs[2] = {s0, 700};
+        axon_tensor_t in[1] = {tc_f32(x, 2, xs)};
+        axon_tensor_t out[4];
+        CHECK_OK(tc_run(&k, p, 1, in, 4, out, NULL));
+        double sum[5], h[5 * 700], mean[5], mx = -INFINITY;
+        for (int64_t r = 0; r < s0; r++) {
+            sum[r] = 0, mean[r] = 0;
+            for (int j = 0; j < 700; j++) {
+                float v = x[r * 700 + j] * x[r * 700 + j] + x[r * 700 + j];
+                h[r * 700 + j] = v;
+                sum[r] += v;
+                mean[r] += (float)exp(x[r * 700 + j]) / 700.0;
+                mx = fmax(mx, -x[r * 700 + j]);
+            }
+        }
+        if (out[0].data) {
+            CHECK(tc_close(out[0].data, sum, s0, "fused sum"));
+            CHECK(tc_close(out[1].data, h, s0 * 700, "fused sum's operand"));
+            CHECK(tc_close(out[2].data, mean, s0, "fused mean"));
+            CHECK(tc_close(out[3].data, &mx, 1, "fused amax"));
+        }
+        tc_free_outs(4, out);
+    }
+    axon_program_destroy(p);
+    free(log);
+    axon_runtime_destroy(k.rt);
+}
+
 int main(void) {
     RUN(test_mlp_dynamic);
     RUN(test_softmax_layer_norm);
@@ -792,6 +851,7 @@ int main(void) {
     RUN(test_views);
     RUN(test_fused_chain);
     RUN(test_fused_cast_broadcast);
+    RUN(test_fused_reduction);
     RUN(test_workspace_reuse);
     RUN(test_passes);
     RUN(test_bad_inputs);
