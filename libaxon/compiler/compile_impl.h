@@ -92,6 +92,7 @@ struct axon_program {
     prog_step_t *steps;
     int num_fused;
     struct fused_prog **fused;
+    struct axon_tier1 *tier1;    /* generated C for the fused groups (tier1.h); NULL without fused groups or opts->tier1 */
 };
 
 /* Lowers p->func into steps, values and buffers with their lifetimes (the memory plan). UNSUPPORTED names the first

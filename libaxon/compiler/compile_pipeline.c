@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "compile_impl.h"
+#include "tier1.h"
 
 static axon_status_t pass_verify(axon_axir_module_t *m, axon_axir_func_t *f, axon_axir_diag_t *diag) {
     (void)f;
@@ -73,6 +74,12 @@ AXON_API axon_status_t axon_compile(axon_axir_module_t *m, const axon_compile_op
     if (st == AXON_OK) {
         st = program_build(p, diag);
         if (st == AXON_OK) print_module(&o, "plan", m);
+    }
+    /* Tier 1 compiles the fused groups to C in the background; until a group's function is loaded (or forever, without
+     * a C compiler) tier 0 runs it. Only running out of memory fails the compile. */
+    if (st == AXON_OK && o.tier1 && p->num_fused > 0) {
+        axon_status_t ts = axon_tier1_start(m, 0, &p->tier1);
+        if (ts == AXON_ERROR_OUT_OF_MEMORY) st = compile_diag(diag, NULL, ts, "axon_compile: tier 1: out of memory");
     }
     if (st != AXON_OK) {
         axon_program_destroy(p);

@@ -11,6 +11,7 @@
 #include "axon/pointwise.h"
 #include "axon/reduce.h"
 #include "compile_impl.h"
+#include "tier1.h"
 
 static int norm_dim(int64_t d, int ndim) { return (int)(d < 0 ? d + ndim : d); }
 
@@ -228,10 +229,13 @@ axon_status_t prog_run_node(prog_call_t *c, axon_stream_t s, const prog_step_t *
                                         AXON_INDEX_DEFAULT);
     case AXON_AXIR_OP_SDPA: return run_sdpa(c, s, st);
     case AXON_AXIR_OP_FUSED: {
-        axon_tensor_t ins[FUSED_MAX_INPUTS], outs[FUSED_MAX_OUTPUTS];
-        for (int k = 0; k < n->num_operands; k++) ins[k] = *operand(c, n, k);
-        for (int r = 0; r < n->num_results; r++) outs[r] = c->desc[n->results[r]->id];
-        return fused_launch(s, st->fused, n->num_operands, ins, n->num_results, outs);
+        /* tier 1's generated function once it is loaded (operands: parameters, then results), else the interpreter */
+        axon_tier1_fn fn = c->p->tier1 ? axon_tier1_lookup(c->p->tier1, n->callee) : NULL;
+        axon_tensor_t ops[FUSED_MAX_INPUTS + FUSED_MAX_OUTPUTS];
+        for (int k = 0; k < n->num_operands; k++) ops[k] = *operand(c, n, k);
+        for (int r = 0; r < n->num_results; r++) ops[n->num_operands + r] = c->desc[n->results[r]->id];
+        if (fn) return axon_tier1_launch(s, fn, n->num_operands + n->num_results, ops, out);
+        return fused_launch(s, st->fused, n->num_operands, ops, n->num_results, ops + n->num_operands);
     }
     default: return axon_fail(AXON_ERROR_UNSUPPORTED, "tier 0 cannot run %s", axon_axir_op_name(n->op));
     }

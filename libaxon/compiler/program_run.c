@@ -7,6 +7,7 @@
 
 #include "axon/kernels.h"
 #include "compile_impl.h"
+#include "tier1.h"
 
 static axon_status_t check_outputs(const prog_call_t *c, int num_outputs, const axon_tensor_t *outputs) {
     const axon_program_t *p = c->p;
@@ -70,6 +71,7 @@ AXON_API axon_status_t axon_program_run(const axon_program_t *p, axon_stream_t s
 
 AXON_API void axon_program_destroy(axon_program_t *p) {
     if (!p) return;
+    axon_tier1_destroy(p->tier1);
     for (int k = 0; k < p->num_fused; k++) fused_destroy(p->fused[k]);
     free(p->fused);
     free(p->vals);

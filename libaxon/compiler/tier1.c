@@ -36,6 +36,7 @@ struct axon_tier1 {
     char cc[1024];                       /* the compiler's path; "" if none */
     pthread_t thread;
     int has_thread;
+    pthread_mutex_t join_lock;           /* several threads may wait for the same compile */
     void *library_handle;
     char library[AXON_CACHE_PATH_MAX + 160];
     atomic_int done;                     /* 1 once the library is loaded or given up on */
@@ -232,6 +233,7 @@ axon_status_t axon_tier1_start(const axon_axir_module_t *m, int sync, axon_tier1
         return axon_fail(AXON_ERROR_OUT_OF_MEMORY, "tier 1: out of memory");
     }
     t->nfuncs = n;
+    pthread_mutex_init(&t->join_lock, NULL);
     *out = t;
     axon_status_t s = generate(t, m);
     if (s != AXON_OK || !t->source) {
@@ -274,10 +276,12 @@ axon_tier1_fn axon_tier1_lookup(const axon_tier1_t *t, const char *kernel_name) 
 
 axon_status_t axon_tier1_wait(axon_tier1_t *t) {
     if (!t) return axon_fail(AXON_ERROR_INVALID_ARG, "tier 1: NULL");
+    pthread_mutex_lock(&t->join_lock);
     if (t->has_thread) {
         pthread_join(t->thread, NULL);
         t->has_thread = 0;
     }
+    pthread_mutex_unlock(&t->join_lock);
     if (t->library_handle) return AXON_OK;
     return axon_fail(t->status == AXON_OK ? AXON_ERROR_INTERNAL : t->status, "%s", t->message);
 }
@@ -293,6 +297,7 @@ void axon_tier1_destroy(axon_tier1_t *t) {
     if (!t) return;
     if (t->has_thread) pthread_join(t->thread, NULL);
     if (t->library_handle) dlclose(t->library_handle);
+    pthread_mutex_destroy(&t->join_lock);
     free(t->source);
     free((void *)t->names);
     free((void *)t->fns);

@@ -264,6 +264,79 @@ static void test_without_compiler(void) {
     axon_axir_module_destroy(m);
 }
 
+/* A whole program: tier 0 (the tile interpreter) and tier 1 (generated C) give the same outputs, for several batch
+ * sizes of one compile. */
+static void test_program_tier0_matches_tier1(void) {
+    static const char *const text =
+        "axir 1\n"
+        "\n"
+        "func @main(%x: f32[s0, 48], %b: f32[48], %y: f32[s0, 48]) -> (f32[s0, 48]) {\n"
+        "  %0 = add(%x, %b) : f32[s0, 48]\n"
+        "  %1 = gelu(%0) {approximate = \"none\"} : f32[s0, 48]\n"
+        "  %2 = mul(%1, %y) : f32[s0, 48]\n"
+        "  %3 = sigmoid(%2) : f32[s0, 48]\n"
+        "  %4 = sub(%3, %x) : f32[s0, 48]\n"
+        "  return %4\n"
+        "}\n";
+    axon_compile_options_t o0 = axon_compile_options_default(), o1 = axon_compile_options_default();
+    o0.tier1 = 0;
+    axon_program_t *p0 = NULL, *p1 = NULL;
+    axon_axir_diag_t d;
+    CHECK_OK(axon_compile_text(text, strlen(text), &o0, &p0, &d));
+    CHECK_OK(axon_compile_text(text, strlen(text), &o1, &p1, &d));
+    if (!p0 || !p1) return;
+    CHECK_STATUS(axon_program_wait_tier1(p0), AXON_ERROR_UNSUPPORTED);
+    CHECK_OK(axon_program_wait_tier1(p1));
+    CHECK(axon_program_tier1_ready(p0) == 0);
+    CHECK(axon_program_tier1_ready(p1) >= 1);
+    kc_dev_t k = kc_open(2);
+    CHECK(k.rt != NULL);
+    static const int64_t batches[] = {1, 7, 300};
+    for (size_t bi = 0; k.rt && bi < sizeof batches / sizeof batches[0]; bi++) {
+        int64_t rows = batches[bi], n = rows * 48, c = 48;
+        float *hx = malloc((size_t)n * 4), *hy = malloc((size_t)n * 4), hb[48];
+        float *r0 = malloc((size_t)n * 4), *r1 = malloc((size_t)n * 4);
+        CHECK(hx && hy && r0 && r1);
+        if (!hx || !hy || !r0 || !r1) break;
+        for (int64_t i = 0; i < n; i++) {
+            hx[i] = (float)((i * 37) % 101) * 0.05f - 2.5f;
+            hy[i] = (float)((i * 11) % 17) * 0.2f - 1.6f;
+        }
+        for (int i = 0; i < 48; i++) hb[i] = (float)i * 0.01f;
+        void *dx = kc_upload(&k, hx, (size_t)n * 4), *dy = kc_upload(&k, hy, (size_t)n * 4);
+        void *db = kc_upload(&k, hb, sizeof hb);
+        int64_t xs[2] = {rows, 48};
+        axon_tensor_t in[3] = {kc_tensor(dx, AXON_FLOAT32, 2, xs, NULL), kc_tensor(db, AXON_FLOAT32, 1, &c, NULL),
+                               kc_tensor(dy, AXON_FLOAT32, 2, xs, NULL)};
+        float *results[2] = {r0, r1};
+        axon_program_t *progs[2] = {p0, p1};
+        for (int t = 0; t < 2; t++) {
+            axon_tensor_t out;
+            size_t ws = 0;
+            CHECK_OK(axon_program_prepare(progs[t], 3, in, 1, &out, &ws));
+            void *dout = kc_upload(&k, NULL, (size_t)n * 4), *dws = ws ? kc_upload(&k, NULL, ws) : NULL;
+            out.data = dout;
+            CHECK_OK(axon_program_run(progs[t], k.s, 3, in, 1, &out, dws, ws));
+            CHECK(kc_download(&k, results[t], dout, (size_t)n * 4));
+            axon_mem_free(k.dev, dout);
+            if (dws) axon_mem_free(k.dev, dws);
+        }
+        int bad = 0;
+        for (int64_t i = 0; i < n; i++) bad += fabsf(r0[i] - r1[i]) > 1e-6f * (1.0f + fabsf(r0[i]));
+        CHECK(bad == 0);
+        axon_mem_free(k.dev, dx);
+        axon_mem_free(k.dev, dy);
+        axon_mem_free(k.dev, db);
+        free(hx);
+        free(hy);
+        free(r0);
+        free(r1);
+    }
+    if (k.rt) axon_runtime_destroy(k.rt);
+    axon_program_destroy(p0);
+    axon_program_destroy(p1);
+}
+
 int main(void) {
     snprintf(cache_dir, sizeof cache_dir, "/tmp/axon-test-tier1-XXXXXX");
     if (!mkdtemp(cache_dir)) return 1;
@@ -274,6 +347,7 @@ int main(void) {
     RUN(test_generated_bias_gelu);
     RUN(test_generated_bf16_launch);
     RUN(test_unsupported_kernel);
+    RUN(test_program_tier0_matches_tier1);
     RUN(test_without_compiler);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);

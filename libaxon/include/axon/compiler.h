@@ -3,7 +3,9 @@
  * axon_compile runs the passes (verify, canonicalize, dead-code elimination, constant folding, view propagation,
  * fusion, memory planning, scheduling) over the module's entry function and builds a tier-0 program: a list of steps,
  * each a libaxon kernel or a fused group, over one workspace arena whose layout the memory plan fixed (symbolic sizes
- * are evaluated per call, so one program serves every binding of its symbols).
+ * are evaluated per call, so one program serves every binding of its symbols). With opts->tier1, it also starts tier 1:
+ * C generated for the fused groups, compiled in the background (AXON_COMPILE_SYNC=1: before axon_compile returns) or
+ * loaded from the disk cache; each fused group switches from tier 0 to its tier-1 function once that is loaded.
  *
  * Calling protocol, per call of the compiled graph:
  *   1. axon_program_prepare(inputs) binds the symbols from the inputs' shapes, checks the inputs against the
@@ -39,10 +41,11 @@ typedef struct axon_compile_options {
     int print_after_all;                 /* 1: call print after every pass */
     axon_compile_print_fn print;
     void *print_user;
+    int tier1;                           /* 1: also compile fused groups to C (tier 1, in the background; default) */
 } axon_compile_options_t;
 
 static inline axon_compile_options_t axon_compile_options_default(void) {
-    axon_compile_options_t o = {NULL, 1, 0, NULL, NULL};
+    axon_compile_options_t o = {NULL, 1, 0, NULL, NULL, 1};
     return o;
 }
 
@@ -80,6 +83,12 @@ AXON_API axon_status_t axon_program_prepare(const axon_program_t *p, int num_inp
 AXON_API axon_status_t axon_program_run(const axon_program_t *p, axon_stream_t s, int num_inputs,
                                         const axon_tensor_t *inputs, int num_outputs, const axon_tensor_t *outputs,
                                         void *workspace, size_t workspace_bytes);
+
+/* How many of p's fused groups run as tier-1 C now (0 until the background compile is done, and without one). */
+AXON_API int axon_program_tier1_ready(const axon_program_t *p);
+/* Waits for p's tier-1 compile. AXON_OK once loaded; otherwise why not (no fused group, no C compiler, the compile
+ * failed: the message names its log). Never needed for correctness: tier 0 runs meanwhile. */
+AXON_API axon_status_t axon_program_wait_tier1(const axon_program_t *p);
 
 /* ---- tier 1, offline ---------------------------------------------------------------------------------------- */
 
