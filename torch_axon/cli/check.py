@@ -261,14 +261,18 @@ def print_report(r: dict, out=None) -> None:
             benign = len(section["left_out"]) - len(lo)
             p(f"left out of the compiled graph: {len(lo) or 'nothing'}"
               + (f" (and {benign} view/getitem node(s) at partition edges, free eagerly)" if benign else ""))
-            groups: dict[tuple, int] = {}
-            for item in lo:  # one line per (op, reason), whatever partition it was in
-                key = (item["op"], re.sub(r"^in eager \w+: ", "its partition ran eagerly: ", item["reason"]))
-                groups[key] = groups.get(key, 0) + 1
-            for (op, reason), n in list(groups.items())[:20]:
-                p(f"  {op} x{n}: {reason}")
-            if len(groups) > 20:
-                p(f"  ... {len(groups) - 20} more (op, reason) pairs (see --json)")
+            by_reason: dict[str, dict[str, int]] = {}  # reason -> op -> nodes, whatever partition it was in
+            for item in lo:
+                reason = re.sub(r"^in eager \w+: ", "its partition ran eagerly: ", item["reason"])
+                ops = by_reason.setdefault(reason, {})
+                ops[item["op"]] = ops.get(item["op"], 0) + 1
+            for reason, ops in sorted(by_reason.items(), key=lambda kv: -sum(kv[1].values()))[:12]:
+                listed = ", ".join(f"{op.removeprefix('aten.')} x{n}" for op, n in
+                                   sorted(ops.items(), key=lambda kv: -kv[1]))
+                p(f"  {sum(ops.values())} node(s), {reason}")
+                p(f"      {listed if len(listed) <= 110 else listed[:107] + '...'}")
+            if len(by_reason) > 12:
+                p(f"  ... {len(by_reason) - 12} more reasons (see --json)")
     p("")
     if r["passed"]:
         p("PASS")
