@@ -1,0 +1,91 @@
+"""The torch.compile front end's FX -> AXIR translation (torch_axon/compile/lower.py, axir_text.py), checked on its
+text: spellings of dims, types and attributes, explicit casts and constants, symbols bound from inputs, and the
+reasons given for what is not lowered. Needs no libaxon compiler."""
+
+import sympy
+import pytest
+import torch
+from torch.fx.experimental.proxy_tensor import make_fx
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+from torch_axon.compile import decompositions
+from torch_axon.compile.axir_text import Unsupported, attr_text, dim_text, float_text
+from torch_axon.compile.lower import lower_graph
+from torch_axon.compile.partition import classify
+from torch.utils._sympy.functions import FloorDiv
+
+
+def test_dims_print_as_axir_expressions():
+    s0, s1 = sympy.symbols("s0 s1", integer=True, positive=True)
+    assert dim_text(7) == "7"
+    assert dim_text(s0) == "s0"
+    assert dim_text(12 * s0) in ("12*s0", "s0*12")
+    assert dim_text(s0 - 1) == "s0-1"
+    assert dim_text(FloorDiv(s0 + 1, 2)) == "(1+s0)//2" or dim_text(FloorDiv(s0 + 1, 2)) == "(s0+1)//2"
+    assert dim_text(s0 * s1 + 3).replace("(", "").replace(")", "") in ("3+s0*s1", "s0*s1+3")
+    with pytest.raises(Unsupported, match="negative size"):
+        dim_text(-1)
+    with pytest.raises(Unsupported, match="data-dependent"):
+        dim_text(sympy.Symbol("u0", integer=True))
+
+
+def test_attribute_values_print_as_the_grammar_says():
+    assert attr_text(True) == "true" and attr_text(3) == "3" and attr_text(2.0) == "2.0"
+    assert float_text(1e-5) == "1e-05" and float_text(1e20) == "1e20"
+    assert float_text(float("inf")) == "inf" and float_text(float("-inf")) == "-inf" and float_text(float("nan")) == "nan"
+    assert attr_text("tanh") == '"tanh"' and attr_text('a"b') == '"a\\"b"'
+    assert attr_text([1, 0]) == "[1, 0]"
+
+
+def trace(fn, *inputs, dynamic=False):
+    """fn in core ATen IR with fake-tensor metadata on axon, as aot_autograd hands graphs to the backend."""
+    mode = FakeTensorMode(shape_env=ShapeEnv()) if dynamic else FakeTensorMode()
+    with mode:
+        fakes = [mode.from_tensor(x) for x in inputs]
+    return make_fx(fn, decomposition_table=decompositions(), tracing_mode="symbolic" if dynamic else "fake")(*fakes)
+
+
+def axon(*shape, dtype=torch.float32):
+    return torch.zeros(shape, dtype=dtype, device="axon")
+
+
+def test_mlp_lowers_to_addmm_and_gelu():
+    w, b, x = axon(16, 8), axon(16), axon(3, 8)
+    text, positions = lower_graph(trace(lambda w, b, x: torch.nn.functional.gelu(torch.addmm(b, x, w.t())), w, b, x))
+    assert text.startswith("axir 1\n\nfunc @main(")
+    assert "permute(" in text and "addmm(" in text and 'gelu(' in text and '{approximate = "none"}' in text
+    assert positions == [0, 1, 2]
+
+
+def test_promotion_is_explicit_and_scalars_are_consts():
+    text, _ = lower_graph(trace(lambda x, i: (x * 2 + i) > 1.5, axon(4), axon(4, dtype=torch.int64)))
+    assert "cast(" in text and ": f32[4]" in text
+    assert "const() {value = 2.0} : f32[]" in text
+    assert "gt(" in text and ": bool[4]" in text
+
+
+def test_symbolic_batch_is_bound_by_the_input_and_used_in_reshape():
+    gm = trace(lambda x: (x.reshape(-1, 6) * 2).sum(0), axon(3, 5, 6), dynamic=True)
+    text, _ = lower_graph(gm)
+    syms = text.split("f32[")[1].split("]")[0].split(", ")[:2]   # the input's first two dimensions: symbols
+    assert all(s.startswith("s") for s in syms), text
+    assert f"reshape(%x_1) {{shape = [{syms[0]}*{syms[1]}, 6]}}" in text, text
+
+
+def test_unsupported_ops_get_reasons():
+    gm = trace(lambda x: torch.cumsum(x, 0) + 1, axon(4))
+    verdict = {n.target: why for n, why in classify(gm).items()}
+    assert "no AXIR lowering" in verdict[torch.ops.aten.cumsum.default]
+    assert verdict[torch.ops.aten.add.Tensor] is None
+
+
+def test_outputs_that_view_inputs_stay_eager():
+    gm = trace(lambda x: (x.t(), x + 1), axon(2, 3))
+    verdict = {n.target: why for n, why in classify(gm).items()}
+    assert "aliases" in verdict[torch.ops.aten.permute.default]
+
+
+def test_cpu_tensors_are_not_lowered():
+    gm = trace(lambda x: x + 1, torch.zeros(3))
+    assert all("not an axon device" in why for why in classify(gm).values())
