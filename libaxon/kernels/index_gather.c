@@ -37,6 +37,26 @@ axon_status_t axon_ix_wrap_dim(const char *op, int ndim, int *dim) {
     return AXON_OK;
 }
 
+axon_status_t axon_ix_scalar_bytes(axon_scalar_t value, axon_dtype_t dtype, unsigned char *bytes, const char *op) {
+    union {
+        double f;
+        int64_t i;
+        uint8_t b;
+        axon_c128_t c;
+    } v;
+    switch (value.dtype) {
+    case AXON_FLOAT64: v.f = value.f; break;
+    case AXON_INT64: v.i = value.i; break;
+    case AXON_BOOL: v.b = value.i != 0; break;
+    case AXON_COMPLEX128: v.c.re = value.f, v.c.im = value.imag; break;
+    default:
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: scalar dtype %s is not float64, int64, bool or complex128", op,
+                         axon_dtype_name(value.dtype));
+    }
+    axon_convert_get(value.dtype, dtype)((char *)bytes, 1, (const char *)&v, 1, 1);
+    return AXON_OK;
+}
+
 struct ix_scan {
     axon_iter_t it;
     int64_t size, lo;
@@ -308,23 +328,7 @@ axon_status_t axon_kernel_masked_fill(axon_stream_t s, const axon_tensor_t *out,
     memset(&a, 0, sizeof a);
     a.out = *out, a.mask = *mask;
     /* Convert once here, as fill does; the kernel then only moves bytes. */
-    union {
-        double f;
-        int64_t i;
-        uint8_t b;
-        axon_c128_t c;
-    } v;
-    switch (value.dtype) {
-    case AXON_FLOAT64: v.f = value.f; break;
-    case AXON_INT64: v.i = value.i; break;
-    case AXON_BOOL: v.b = value.i != 0; break;
-    case AXON_COMPLEX128: v.c.re = value.f, v.c.im = value.imag; break;
-    default:
-        return axon_fail(AXON_ERROR_INVALID_ARG,
-                         "masked_fill: scalar dtype %s is not float64, int64, bool or complex128",
-                         axon_dtype_name(value.dtype));
-    }
-    axon_convert_get(value.dtype, out->dtype)((char *)a.value.bytes, 1, (const char *)&v, 1, 1);
+    if ((st = axon_ix_scalar_bytes(value, out->dtype, a.value.bytes, "masked_fill")) != AXON_OK) return st;
     int64_t n = axon_tensor_numel(out);
     if (n == 0) return AXON_OK;
     axon_launch_t l = {mfill_kernel, &a, sizeof a, "masked_fill", (uint64_t)n * (axon_dtype_size(out->dtype) + 1)};

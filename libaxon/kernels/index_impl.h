@@ -62,6 +62,10 @@ static inline int64_t ix_outer_offset(const axon_tensor_t *t, const axon_tensor_
 axon_status_t axon_ix_check_index(const axon_tensor_t *index, const char *op);
 axon_status_t axon_ix_wrap_dim(const char *op, int ndim, int *dim);
 
+/* value (float64, int64, bool or complex128) converted with the copy rules into one element of dtype at bytes
+ * (16 bytes of room); INVALID_ARG naming op for another scalar dtype. */
+axon_status_t axon_ix_scalar_bytes(axon_scalar_t value, axon_dtype_t dtype, unsigned char *bytes, const char *op);
+
 /* Run time: scan index (on pool) for a value outside [-size, size) (wrap) or [0, size). Returns AXON_OK, or fails with INVALID_ARG and
  * PyTorch's message naming op, the first bad value (in index's memory order), dim and size. */
 axon_status_t axon_ix_check_bounds(const axon_tensor_t *index, int64_t size, int wrap, int dim, const char *op,

@@ -394,24 +394,7 @@ axon_status_t axon_kernel_scatter(axon_stream_t s, axon_scatter_reduce_t reduce,
     a.reduce = reduce;
     a.wrap = flags & AXON_INDEX_WRAP;
     a.alpha = scatter_alpha(axon_scalar_int(1));
-    if (!src) {
-        union {
-            double f;
-            int64_t i;
-            uint8_t b;
-            axon_c128_t c;
-        } v;
-        switch (value.dtype) {
-        case AXON_FLOAT64: v.f = value.f; break;
-        case AXON_INT64: v.i = value.i; break;
-        case AXON_BOOL: v.b = value.i != 0; break;
-        case AXON_COMPLEX128: v.c.re = value.f, v.c.im = value.imag; break;
-        default:
-            return axon_fail(AXON_ERROR_INVALID_ARG, "scatter: scalar dtype %s is not float64, int64, bool or "
-                             "complex128", axon_dtype_name(value.dtype));
-        }
-        axon_convert_get(value.dtype, out->dtype)((char *)a.value.bytes, 1, (const char *)&v, 1, 1);
-    }
+    if (!src && (st = axon_ix_scalar_bytes(value, out->dtype, a.value.bytes, "scatter")) != AXON_OK) return st;
     return scatter_launch(s, &a);
 }
 
