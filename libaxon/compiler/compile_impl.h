@@ -16,6 +16,8 @@ typedef axon_status_t (*compile_pass_fn)(axon_axir_module_t *m, axon_axir_func_t
 axon_status_t pass_canonicalize(axon_axir_module_t *m, axon_axir_func_t *f, axon_axir_diag_t *diag);
 axon_status_t pass_dce(axon_axir_module_t *m, axon_axir_func_t *f, axon_axir_diag_t *diag);
 axon_status_t pass_fold(axon_axir_module_t *m, axon_axir_func_t *f, axon_axir_diag_t *diag);
+/* Reorders the body (topologically) so that fusable producer/consumer chains are adjacent (pass_schedule.c). */
+axon_status_t pass_schedule(axon_axir_module_t *m, axon_axir_func_t *f, axon_axir_diag_t *diag);
 axon_status_t pass_fuse(axon_axir_module_t *m, axon_axir_func_t *f, axon_axir_diag_t *diag);
 
 /* Fills diag (if not NULL) with n's location and the message, sets this thread's error to the same text, returns st. */

@@ -32,6 +32,7 @@ static const compile_pass_t compile_passes[] = {
     {"canonicalize", pass_canonicalize, 0},
     {"dce", pass_dce, 0},
     {"fold", pass_fold, 0},
+    {"schedule", pass_schedule, 1},
     {"fuse", pass_fuse, 1},
     {"verify", pass_verify, 1},
 };
