@@ -182,7 +182,7 @@ def print_report(r: dict, out=None) -> None:
 
 
 def command(args) -> int:
-    parse_dtype(args.dtype)
+    dtype = str(parse_dtype(args.dtype)).removeprefix("torch.")  # bf16 -> bfloat16 in the table and JSON
     batch = positive_int("batch", args.batch) if args.batch is not None else None
     steps = positive_int("steps", args.steps)
     if not str(args.warmup).isdigit():
@@ -197,7 +197,7 @@ def command(args) -> int:
     if args.model not in presets.PRESETS:
         presets.load(args.model, batch)
     threads = positive_int("threads", args.threads) if args.threads is not None else None
-    report = run(args.model, args.dtype, batch, args.train, steps, warmup, backends, pph, not args.no_warm,
+    report = run(args.model, dtype, batch, args.train, steps, warmup, backends, pph, not args.no_warm,
                  threads=threads, bar=Bar(enabled=sys.stderr.isatty()))
     if args.json == "-":
         json.dump(report, sys.stdout, indent=2)
