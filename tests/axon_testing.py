@@ -11,6 +11,8 @@ import sys
 import pytest
 import torch
 
+import torch_axon
+
 # Every dtype the axon kernels handle natively.
 KERNEL_DTYPES = [
     torch.float32, torch.float64, torch.float16, torch.bfloat16,
@@ -102,6 +104,27 @@ def assert_close(actual: torch.Tensor, expected: torch.Tensor, dtype=None) -> No
     """actual (any device) is within the dtype's tolerance of the CPU tensor expected."""
     rtol, atol = TOLERANCES[dtype or expected.dtype]
     torch.testing.assert_close(actual.cpu(), expected, rtol=rtol, atol=atol, equal_nan=True)
+
+
+def native(fn):
+    """fn() with the fallback counters reset; fails if any op went through the host fallback."""
+    torch_axon.reset_fallback_stats()
+    out = fn()
+    torch.axon.synchronize()
+    stats = torch_axon.fallback_stats()
+    assert stats == {}, stats
+    return out
+
+
+def same(result, expected):
+    """Pure data movement: equal values (any NaN matches any NaN), same dtype and shape."""
+    result = result.cpu()
+    assert result.dtype == expected.dtype and result.shape == expected.shape, (result.dtype, result.shape,
+                                                                                 expected.shape)
+    if expected.is_floating_point() or expected.is_complex():
+        torch.testing.assert_close(result, expected, rtol=0, atol=0, equal_nan=True)
+    else:
+        assert torch.equal(result, expected)
 
 
 def run_python(code: str, timeout: float = 120, **env) -> subprocess.CompletedProcess:

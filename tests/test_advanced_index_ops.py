@@ -7,30 +7,9 @@ import pytest
 import torch
 
 import torch_axon
-from axon_testing import KERNEL_DTYPES, dtype_id, sample
+from axon_testing import KERNEL_DTYPES, dtype_id, native, same, sample
 
 FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
-
-
-def native(fn):
-    """fn() with the fallback counters reset; fails if any op went through the host fallback."""
-    torch_axon.reset_fallback_stats()
-    out = fn()
-    torch.axon.synchronize()
-    stats = torch_axon.fallback_stats()
-    assert stats == {}, stats
-    return out
-
-
-def same(result, expected):
-    """Pure data movement: bit for bit (NaN payloads included), same dtype and shape."""
-    result = result.cpu()
-    assert result.dtype == expected.dtype and result.shape == expected.shape, (result.dtype, result.shape,
-                                                                                 expected.shape)
-    if expected.is_floating_point() or expected.is_complex():
-        torch.testing.assert_close(result, expected, rtol=0, atol=0, equal_nan=True)
-    else:
-        assert torch.equal(result, expected)
 
 
 def ix(*shape, high, seed=1, dtype=torch.int64):

@@ -7,8 +7,8 @@ import torch
 import torch.nn.functional as F
 
 import torch_axon
+from spatial_testing import DTYPES, EXACT, close, compare_both, sample
 
-DTYPES = [torch.float32, torch.float64, torch.bfloat16, torch.float16]
 # (rtol, atol). Max pooling picks an element: exact. Averages are summed in float64 and rounded once (CPU sums in
 # float32 for float32 and the half types), so they differ by about one rounding of the output dtype.
 TOL = {torch.float32: (1e-6, 1e-6), torch.float64: (1e-12, 1e-12), torch.bfloat16: (1e-2, 1e-2),
@@ -17,48 +17,10 @@ TOL = {torch.float32: (1e-6, 1e-6), torch.float64: (1e-12, 1e-12), torch.bfloat1
 # kernel-volume roundings of the output dtype apart).
 GRAD_TOL = {torch.float32: (1e-5, 1e-6), torch.float64: (1e-12, 1e-12), torch.bfloat16: (4e-2, 4e-2),
             torch.float16: (5e-3, 5e-3)}
-EXACT = {d: (0.0, 0.0) for d in DTYPES}
-
-
-def sample(shape, dtype, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    return torch.randn(shape, generator=g, dtype=torch.float64).to(dtype)
-
-
-def close(result, expected, tol):
-    result = result.cpu()
-    assert result.dtype == expected.dtype and result.shape == expected.shape, (result.dtype, result.shape)
-    rtol, atol = tol[expected.dtype] if expected.is_floating_point() else (0, 0)
-    torch.testing.assert_close(result, expected, rtol=rtol, atol=atol, equal_nan=True)
-
-
-def run_both(fn, x, grad_seed=7):
-    """fn(x) on CPU and on axon (a tensor or a tuple whose first item is differentiated), then backward with the
-    same random gradient; returns [(outputs, grad, fallback stats)] for cpu and axon."""
-    results = []
-    for device in ("cpu", "axon"):
-        leaf = x.detach().to(device).requires_grad_(True)
-        torch_axon.reset_fallback_stats()
-        out = fn(leaf)
-        outs = out if isinstance(out, tuple) else (out,)
-        outs[0].backward(sample(outs[0].shape, outs[0].dtype, seed=grad_seed).to(device))
-        results.append(([o.detach() for o in outs], leaf.grad, torch_axon.fallback_stats()))
-    return results
 
 
 def check(fn, x, tol=TOL, grad_tol=GRAD_TOL):
-    try:
-        (ref, ref_grad, _), (out, grad, stats) = run_both(fn, x)
-    except NotImplementedError:
-        # CPU lacks some half-type kernels (avg_pool3d): axon has them; the reference is CPU in float32, rounded.
-        (ref, ref_grad, _), (out, grad, stats) = run_both(lambda t: fn(t if t.device.type == "axon" else t.float()),
-                                                          x)
-        ref = [r.to(x.dtype) if r.is_floating_point() else r for r in ref]
-        ref_grad = ref_grad.to(x.dtype)
-    assert stats == {}, stats
-    for o, r in zip(out, ref):
-        close(o, r, tol)  # indices (int64) must be equal
-    close(grad, ref_grad, grad_tol)
+    compare_both(fn, x, tol, grad_tol)
 
 
 MAX_CASES = [  # (shape, kernel, stride, padding, dilation, ceil_mode)

@@ -7,29 +7,10 @@ import torch
 import torch.nn.functional as F
 
 import torch_axon
-from axon_testing import KERNEL_DTYPES, FLOAT_DTYPES, dtype_id, sample
+from axon_testing import KERNEL_DTYPES, FLOAT_DTYPES, dtype_id, native, same, sample
 
 GRAD_TOL = {torch.float32: (1e-5, 1e-5), torch.float64: (1e-12, 1e-12), torch.float16: (1e-3, 1e-3),
             torch.bfloat16: (1e-2, 1e-2)}
-
-
-def native(fn):
-    torch_axon.reset_fallback_stats()
-    out = fn()
-    torch.axon.synchronize()
-    stats = torch_axon.fallback_stats()
-    assert stats == {}, stats
-    return out
-
-
-def same(result, expected):
-    result = result.cpu()
-    assert result.dtype == expected.dtype and result.shape == expected.shape, (result.dtype, result.shape,
-                                                                                 expected.shape)
-    if expected.is_floating_point() or expected.is_complex():
-        torch.testing.assert_close(result, expected, rtol=0, atol=0, equal_nan=True)
-    else:
-        assert torch.equal(result, expected)
 
 
 @pytest.mark.parametrize("dtype", KERNEL_DTYPES, ids=dtype_id)

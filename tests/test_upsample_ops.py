@@ -7,8 +7,8 @@ import torch
 import torch.nn.functional as F
 
 import torch_axon
+from spatial_testing import DTYPES, EXACT, close, compare_both, sample
 
-DTYPES = [torch.float32, torch.float64, torch.bfloat16, torch.float16]
 # Nearest modes copy elements: exact (their gradients are sums, see GRAD_TOL). Interpolating modes sum in float64
 # with PyTorch's float32 weights and round once; CPU sums in float32: about one rounding of the output dtype, plus,
 # for float32, an absolute term for bicubic's 16-term sums with negative weights, where CPU's float32 sum is off by
@@ -17,33 +17,10 @@ TOL = {torch.float32: (1e-5, 5e-6), torch.float64: (1e-12, 1e-12), torch.bfloat1
        torch.float16: (2e-3, 2e-3)}
 GRAD_TOL = {torch.float32: (1e-5, 1e-5), torch.float64: (1e-12, 1e-12), torch.bfloat16: (2e-2, 3e-2),
             torch.float16: (3e-3, 3e-3)}
-EXACT = {d: (0.0, 0.0) for d in DTYPES}
-
-
-def sample(shape, dtype, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    return torch.randn(shape, generator=g, dtype=torch.float64).to(dtype)
-
-
-def close(result, expected, tol):
-    result = result.cpu()
-    assert result.dtype == expected.dtype and result.shape == expected.shape, (result.dtype, result.shape)
-    rtol, atol = tol[expected.dtype] if expected.is_floating_point() else (0, 0)
-    torch.testing.assert_close(result, expected, rtol=rtol, atol=atol)
 
 
 def check(fn, x, tol=TOL, grad_tol=GRAD_TOL):
-    results = []
-    for device in ("cpu", "axon"):
-        leaf = x.detach().to(device).requires_grad_(True)
-        torch_axon.reset_fallback_stats()
-        out = fn(leaf)
-        out.backward(sample(out.shape, out.dtype, seed=7).to(device))
-        results.append((out.detach(), leaf.grad, torch_axon.fallback_stats()))
-    (ref, ref_grad, _), (out, grad, stats) = results
-    assert stats == {}, stats
-    close(out, ref, tol)
-    close(grad, ref_grad, grad_tol)
+    compare_both(fn, x, tol, grad_tol)
 
 
 NEAREST_CASES = [  # (shape, size, scale_factor)
