@@ -40,6 +40,7 @@ def parse_backends(text: str) -> list[str]:
 def _worker(job: dict, env: dict, bar: Bar, label: str, timeout: float) -> dict:
     cmd = [sys.executable, "-m", "torch_axon.cli.worker", json.dumps(job)]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    bar.update(label, 0, 1, "starting")  # importing torch and building the model come first
     result = None
     deadline = time.monotonic() + timeout
     try:

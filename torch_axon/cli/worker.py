@@ -65,7 +65,7 @@ def run(job: dict) -> dict:
     t0 = time.perf_counter()
     step()
     result["first_call_ms"] = (time.perf_counter() - t0) * 1e3
-    _emit("progress", f"1 {total} warm-up")
+    _emit("progress", f"1 {total} {'done' if total == 1 else 'warm-up'}")
     if job["mode"] == "start":
         return result
     for i in range(job["warmup"]):
