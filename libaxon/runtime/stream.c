@@ -11,7 +11,16 @@
  * bookkeeping. The kernels' parallelism comes from the device's pool, which the executor joins when it runs a kernel.
  *
  * Latency: executors and waiting hosts spin for a short while before they sleep, so back-to-back commands and short
- * round trips never pay a wake-up; a producer makes a wake syscall only when the executor is actually asleep. */
+ * round trips never pay a wake-up; a producer makes a wake syscall only when the executor is actually asleep.
+ *
+ * Small kernels on an idle stream run inline: when a kernel moves at most INLINE_BYTES and every command enqueued
+ * before it has completed, the producer runs it itself, under push_lock, instead of queueing it. Handing a tiny op to
+ * the executor costs more than the op (copying the command, waking or racing the executor, which then spins on a
+ * core the host needs, and the round trip of the next synchronize). Stream order still holds: nothing is pending, and
+ * no other producer can enqueue until the command has completed. The command still takes a sequence number, so
+ * events, queries and the allocator's stream-aware reuse see it like any other, and a failure is recorded on the
+ * stream and reported at its next synchronization point, as from the executor. Kernels that state no size (bytes 0)
+ * are always queued: they may be long, or wait for the host. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -24,6 +33,8 @@
 #define RING_BYTES ((size_t)1 << 18)
 #define ENTRY_ALIGN 64              /* entries and the ring end are multiples: a skip header always fits */
 #define SPIN_NS 50000               /* how long an idle executor or a waiting host spins before sleeping */
+#define INLINE_BYTES ((uint64_t)64 << 10) /* kernels moving up to this many bytes may run inline (see above): a few
+                                           * microseconds of work, about the cost of queueing them */
 
 enum entry_kind { ENTRY_COMMAND = 0, ENTRY_SKIP = 1 };
 
@@ -100,22 +111,31 @@ static void record_error(axon_stream_t s, const char *name, axon_status_t st, co
     pthread_mutex_unlock(&s->err_lock);
 }
 
-static void run_entry(axon_stream_t s, const struct entry *e) {
+/* Run one command on the calling thread (the executor, or a producer running a small kernel inline); a failure is
+ * recorded on s. Leaves this thread's error cleared. */
+static void run_command(axon_stream_t s, const axon_launch_t *l, enum axon_cmd_route route) {
     axon_device_t d = s->dev;
     axon_runtime_t rt = d->rt;
     const axon_exec_t ex = {d, s, d->pool};
-    const axon_launch_t l = {e->fn, (const unsigned char *)e + ENTRY_HEADER, e->args_size, e->name, e->bytes};
     int tracing = axon_trace_is_on(rt->trace);
     uint64_t t0 = tracing ? axon_clock_ns() : 0;
     axon_clear_error();
     axon_strict_enter(rt);
-    axon_status_t st = e->route == AXON_ROUTE_PORT ? d->hw->execute(d->hw_ctx, &l, &ex) : e->fn(l.args, &ex);
+    axon_status_t st = route == AXON_ROUTE_PORT ? d->hw->execute(d->hw_ctx, l, &ex) : l->fn(l->args, &ex);
     axon_strict_leave(rt);
-    if (st != AXON_OK) record_error(s, e->name, st, axon_last_error());
+    if (st != AXON_OK) {
+        record_error(s, l->name, st, axon_last_error());
+        axon_clear_error();
+    }
     if (tracing) {
-        axon_trace_record_t r = {e->name, d->index, s->id, t0, axon_clock_ns(), e->bytes};
+        axon_trace_record_t r = {l->name, d->index, s->id, t0, axon_clock_ns(), l->bytes};
         axon_trace_add(rt->trace, &r);
     }
+}
+
+static void run_entry(axon_stream_t s, const struct entry *e) {
+    const axon_launch_t l = {e->fn, (const unsigned char *)e + ENTRY_HEADER, e->args_size, e->name, e->bytes};
+    run_command(s, &l, (enum axon_cmd_route)e->route);
 }
 
 static void notify_progress(axon_stream_t s) {
@@ -214,10 +234,34 @@ static void write_skip(axon_stream_t s, uint64_t at, uint32_t size) {
     e->kind = ENTRY_SKIP;
 }
 
+/* Run l inline if it is small and s is idle (see the top of this file); the caller holds push_lock. Returns 1 and
+ * sets *seq if it ran, 0 if the command must be queued. */
+static int try_run_inline(axon_stream_t s, const axon_launch_t *l, enum axon_cmd_route route, uint64_t *seq) {
+    if (route != AXON_ROUTE_PORT || l->bytes == 0 || l->bytes > INLINE_BYTES) return 0;
+    /* Acquire: every earlier command's writes are visible before we touch the memory they wrote. The executor bumps
+     * `completed` last, after it retired the entry, so equality also means it is idle until the next push. */
+    uint64_t done = atomic_load_explicit(&s->completed, memory_order_acquire);
+    uint64_t my_seq = atomic_load_explicit(&s->enqueued, memory_order_relaxed) + 1;
+    if (done + 1 != my_seq) return 0;
+    /* Published first, so a query or an event from another thread sees the command as pending while it runs. */
+    atomic_store_explicit(&s->enqueued, my_seq, memory_order_release);
+    run_command(s, l, route);
+    atomic_fetch_add(&s->completed, 1);
+    *seq = my_seq;
+    return 1;
+}
+
 axon_status_t axon_stream_submit(axon_stream_t s, const axon_launch_t *l, enum axon_cmd_route route,
                                  uint64_t *seq) {
     size_t size = (ENTRY_HEADER + l->args_size + ENTRY_ALIGN - 1) / ENTRY_ALIGN * ENTRY_ALIGN;
     pthread_mutex_lock(&s->push_lock);
+    uint64_t inline_seq;
+    if (try_run_inline(s, l, route, &inline_seq)) {
+        pthread_mutex_unlock(&s->push_lock);
+        notify_progress(s);
+        if (seq) *seq = inline_seq;
+        return AXON_OK;
+    }
     uint64_t head = atomic_load_explicit(&s->head, memory_order_relaxed);
     size_t room_to_end = RING_BYTES - head % RING_BYTES;
     size_t skip = size > room_to_end ? room_to_end : 0; /* entries never wrap: pad to the ring's start */

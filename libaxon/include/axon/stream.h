@@ -46,7 +46,7 @@ typedef struct axon_launch {
     const void *args;            /* copied at launch: the caller may reuse its buffer at once */
     size_t args_size;            /* 0..AXON_LAUNCH_MAX_ARGS; copies keep 16-byte alignment */
     const char *name;            /* static string: the kernel's name for traces and errors; NULL = "kernel" */
-    uint64_t bytes;              /* bytes the command moves, for traces; 0 if unknown */
+    uint64_t bytes;              /* bytes the command moves, for traces and the inline rule below; 0 if unknown */
 } axon_launch_t;
 
 /* A host function run in stream order on the stream's worker. */
@@ -69,7 +69,9 @@ AXON_API uint64_t axon_stream_id(axon_stream_t s);
 /* Look up a live stream of d by its identifier (AXON_ERROR_INVALID_ARG if none). */
 AXON_API axon_status_t axon_stream_from_id(axon_device_t d, uint64_t id, axon_stream_t *out);
 
-/* Enqueue a kernel. Does not wait for it; may block only when the queue is full (backpressure). */
+/* Enqueue a kernel. Does not wait for it; may block only when the queue is full (backpressure). Exception: a small
+ * kernel (bytes 1..64 KiB) on a stream with nothing pending runs on the calling thread before the call returns, in
+ * stream order; its failure is still reported at the stream's next synchronization point. bytes 0: always queued. */
 AXON_API axon_status_t axon_stream_launch(axon_stream_t s, const axon_launch_t *l);
 
 /* Enqueue fn(user), run on the stream's worker after everything queued before it. */
