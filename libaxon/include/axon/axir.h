@@ -261,7 +261,9 @@ AXON_API axon_axir_node_t *axon_axir_node_create(axon_axir_module_t *m, axon_axi
                                                  axon_axir_value_t *const *operands, int num_results,
                                                  const axon_axir_type_t *result_types, int num_attrs,
                                                  const axon_axir_attr_t *attrs);
-/* Unlinks n from f's body. Its results must have no uses left (AXON_ERROR_MISUSE otherwise). */
+/* Unlinks n from f's body. Its results must have no uses left (AXON_ERROR_MISUSE otherwise). A result whose num_uses
+ * is 0 is taken at its word, so that erasing dead nodes stays linear: the builders keep num_uses current; after
+ * rewiring operands by hand, call axon_axir_func_recompute_uses first. */
 AXON_API axon_status_t axon_axir_node_erase(axon_axir_func_t *f, axon_axir_node_t *n);
 /* Replaces every use of `from` (operands and returns) in f with `to`. */
 AXON_API void axon_axir_replace_uses(axon_axir_func_t *f, axon_axir_value_t *from, axon_axir_value_t *to);
