@@ -136,7 +136,7 @@ static axon_status_t layout(prog_call_t *c) {
     for (int b = 0; b < p->num_bufs && st == AXON_OK; b++) {
         const prog_buf_t *pb = &p->bufs[b];
         c->offsets[b] = 0;
-        if (pb->output >= 0) continue;
+        if (pb->output >= 0 || pb->def < 0) continue;   /* the caller's output, or merged into another (in place) */
         size[b] = buf_bytes(c, pb, &st);
         if (st != AXON_OK || size[b] == 0) continue;
         int keep = 0;

@@ -170,6 +170,35 @@ static axon_status_t lower_node(build_t *b, const axon_axir_node_t *n, int i) {
     return AXON_OK;
 }
 
+static int same_type(axon_axir_module_t *m, const axon_axir_type_t *a, const axon_axir_type_t *b) {
+    if (a->dtype != b->dtype || a->rank != b->rank) return 0;
+    for (int d = 0; d < a->rank; d++)
+        if (!axon_axir_dim_equal(m, a->dims[d], b->dims[d])) return 0;
+    return 1;
+}
+
+/* In place: a plain elementwise node writes its result over an operand that it reads for the last time, when that
+ * operand has workspace storage of its own with the result's dtype and shape (libaxon's pointwise kernels accept an
+ * input that is the very same view as out). The result's own buffer is then never laid out (def -1). */
+static void share_in_place(axon_program_t *p, int nodes, const int *last) {
+    for (int j = 0; j < nodes; j++) {
+        const axon_axir_node_t *n = p->steps[j].node;
+        if (axon_axir_op_class(n->op) != AXON_AXIR_CLASS_ELEMENTWISE || n->op == AXON_AXIR_OP_CAST) continue;
+        prog_val_t *rv = &p->vals[n->results[0]->id];
+        if (rv->buf < 0 || p->bufs[rv->buf].output >= 0) continue;
+        for (int k = 0; k < n->num_operands; k++) {
+            const axon_axir_value_t *o = n->operands[k];
+            const prog_val_t *ov = &p->vals[o->id];
+            if (ov->buf < 0 || !o->def || is_view(o->def->op) || last[o->id] != j || p->bufs[ov->buf].output >= 0)
+                continue;
+            if (!same_type(p->module, &o->type, &n->results[0]->type)) continue;
+            p->bufs[rv->buf].def = -1;
+            rv->buf = ov->buf;
+            break;
+        }
+    }
+}
+
 axon_status_t program_build(axon_program_t *p, axon_axir_diag_t *diag) {
     build_t b = {p, 0, diag};
     axon_axir_func_t *f = p->func;
@@ -231,6 +260,7 @@ axon_status_t program_build(axon_program_t *p, axon_axir_diag_t *diag) {
         int src = n->operands[0]->id, res = n->results[0]->id;
         if (last[res] > last[src]) last[src] = last[res];
     }
+    share_in_place(p, nodes, last);
     for (int v = 0; v < p->num_values; v++) {
         int bi = p->vals[v].buf;
         if (bi >= 0 && last[v] > p->bufs[bi].last) p->bufs[bi].last = last[v];
