@@ -97,6 +97,7 @@ axon_status_t fused_build(const axon_axir_func_t *kf, struct fused_prog **out, a
             st = compile_diag(diag, NULL, AXON_ERROR_UNSUPPORTED, "tier 0 cannot run kernel @%s: input %d is %s", kf->name,
                               k, axon_axir_dtype_name(d));
         else fp->load[k] = axon_convert_get(d, fp->work);
+        fp->direct[k] = d == fp->work;
         reg[kf->params[k]->id] = k;
     }
     int nregs = kf->num_params;
@@ -145,6 +146,7 @@ axon_status_t fused_build(const axon_axir_func_t *kf, struct fused_prog **out, a
             fp->out_reg[r] = reg[kf->returns[r]->id];
         }
         fp->store[r] = axon_convert_get(fp->work, d);
+        fp->store_direct[r] = d == fp->work && fp->out_reg[r] >= kf->num_params;
     }
     fp->num_regs = nregs;
     free(reg);

@@ -15,6 +15,7 @@ typedef struct fused_args {
     int64_t sizes[AXON_MAX_DIMS];
     int64_t numel;
     int64_t len, rows;                     /* reduction groups: elements per row, rows */
+    int64_t row_tiles;                     /* > 0: tiles never cross a row of the innermost dimension */
     axon_tensor_t in[FUSED_MAX_INPUTS];    /* broadcast to the group's shape */
     axon_tensor_t out[FUSED_MAX_OUTPUTS];
 } fused_args_t;
@@ -53,28 +54,61 @@ static void fused_move(const fused_args_t *a, const axon_tensor_t *t, axon_conve
     }
 }
 
-/* Loads, computes and stores elements [i0, i0 + n) of the iteration space into regs. */
-static void fused_tile(const fused_args_t *a, char (*regs)[FUSED_TILE * sizeof(double)], char *tmp, int64_t i0,
-                       int64_t n) {
+/* Loads, computes and stores elements [i0, i0 + n) of the iteration space; ptr[r] is where register r's values are.
+ * An input of the work dtype whose tile is one contiguous run in memory is read where it lies, not copied. */
+static void fused_tile(const fused_args_t *a, char (*regs)[FUSED_TILE * sizeof(double)], char *tmp, const char **ptr,
+                       int64_t i0, int64_t n) {
     const fused_prog_t *fp = a->fp;
     const size_t ws = axon_dtype_size(fp->work);
-    for (int k = 0; k < fp->num_inputs; k++) fused_move(a, &a->in[k], fp->load[k], regs[k], ws, i0, n, 0);
-    for (int i = 0; i < fp->num_insns; i++) {
-        const fused_insn_t *in = &fp->insns[i];
-        if (in->loop) {
-            const char *ins[3] = {NULL, NULL, NULL};
-            for (int k = 0; k < in->arity; k++) ins[k] = regs[in->in[k]];
-            in->loop(regs[in->out], ins, 0u, n, &in->ctx);
+    const int nd = a->ndim;
+    int64_t idx[AXON_MAX_DIMS], rem = i0;
+    for (int d = nd - 1; d >= 0; d--) {
+        idx[d] = rem % a->sizes[d];
+        rem /= a->sizes[d];
+    }
+    const int one_run = nd > 0 && idx[nd - 1] + n <= a->sizes[nd - 1];
+    for (int k = 0; k < fp->num_inputs; k++) {
+        const axon_tensor_t *t = &a->in[k];
+        if (fp->direct[k] && one_run && t->strides[nd - 1] == 1) {
+            int64_t off = 0;
+            for (int d = 0; d < nd; d++) off += idx[d] * t->strides[d];
+            ptr[k] = (const char *)t->data + off * (int64_t)ws;
             continue;
         }
-        memcpy(regs[in->out], regs[in->in[0]], (size_t)n * ws);
-        if (in->round_to != AXON_DTYPE_COUNT) {
-            in->round_down(tmp, 1, regs[in->out], 1, n);
-            in->round_up(regs[in->out], 1, tmp, 1, n);
+        fused_move(a, t, fp->load[k], regs[k], ws, i0, n, 0);
+        ptr[k] = regs[k];
+    }
+    /* Outputs of the work dtype whose tile is one contiguous run are computed straight into place. */
+    char *dst[FUSED_MAX_REGS] = {NULL};
+    int written[FUSED_MAX_OUTPUTS] = {0};
+    for (int r = 0; r < fp->num_outputs; r++) {
+        const axon_tensor_t *t = &a->out[r];
+        int reg = fp->out_reg[r];
+        if (reg < 0 || !fp->store_direct[r] || !one_run || t->strides[nd - 1] != 1 || dst[reg]) continue;
+        int64_t off = 0;
+        for (int d = 0; d < nd; d++) off += idx[d] * t->strides[d];
+        dst[reg] = (char *)t->data + off * (int64_t)ws;
+        written[r] = 1;
+    }
+    for (int i = 0; i < fp->num_insns; i++) {
+        const fused_insn_t *in = &fp->insns[i];
+        char *out = dst[in->out] ? dst[in->out] : regs[in->out];
+        if (in->loop) {
+            const char *ins[3] = {NULL, NULL, NULL};
+            for (int k = 0; k < in->arity; k++) ins[k] = ptr[in->in[k]];
+            in->loop(out, ins, 0u, n, &in->ctx);
+        } else {
+            memcpy(out, ptr[in->in[0]], (size_t)n * ws);
+            if (in->round_to != AXON_DTYPE_COUNT) {
+                in->round_down(tmp, 1, out, 1, n);
+                in->round_up(out, 1, tmp, 1, n);
+            }
         }
+        ptr[in->out] = out;
     }
     for (int r = 0; r < fp->num_outputs; r++)
-        if (fp->out_reg[r] >= 0) fused_move(a, &a->out[r], fp->store[r], regs[fp->out_reg[r]], ws, i0, n, 1);
+        if (fp->out_reg[r] >= 0 && !written[r])
+            fused_move(a, &a->out[r], fp->store[r], (char *)ptr[fp->out_reg[r]], ws, i0, n, 1);
 }
 
 static void fused_range(void *ctx, int64_t t0, int64_t t1, int slot) {
@@ -82,9 +116,15 @@ static void fused_range(void *ctx, int64_t t0, int64_t t1, int slot) {
     const fused_args_t *a = ctx;
     _Alignas(64) char regs[FUSED_MAX_REGS][FUSED_TILE * sizeof(double)];
     _Alignas(64) char tmp[FUSED_TILE * sizeof(double)];
+    const char *ptr[FUSED_MAX_REGS];
     for (int64_t t = t0; t < t1; t++) {
+        if (a->row_tiles > 0) {
+            const int64_t inner = a->sizes[a->ndim - 1], j = t % a->row_tiles * FUSED_TILE;
+            fused_tile(a, regs, tmp, ptr, t / a->row_tiles * inner + j, inner - j < FUSED_TILE ? inner - j : FUSED_TILE);
+            continue;
+        }
         const int64_t i0 = t * FUSED_TILE;
-        fused_tile(a, regs, tmp, i0, a->numel - i0 < FUSED_TILE ? a->numel - i0 : FUSED_TILE);
+        fused_tile(a, regs, tmp, ptr, i0, a->numel - i0 < FUSED_TILE ? a->numel - i0 : FUSED_TILE);
     }
 }
 
@@ -96,13 +136,14 @@ static void fused_rows(void *ctx, int64_t r0, int64_t r1, int slot) {
     const fused_prog_t *fp = a->fp;
     _Alignas(64) char regs[FUSED_MAX_REGS][FUSED_TILE * sizeof(double)];
     _Alignas(64) char tmp[FUSED_TILE * sizeof(double)];
+    const char *ptr[FUSED_MAX_REGS];
     const int is_max = fp->reduce_op == AXON_AXIR_OP_AMAX, is_min = fp->reduce_op == AXON_AXIR_OP_AMIN;
     for (int64_t row = r0; row < r1; row++) {
         double acc = is_max ? -INFINITY : is_min ? INFINITY : 0.0;
         for (int64_t j = 0; j < a->len; j += FUSED_TILE) {
             const int64_t n = a->len - j < FUSED_TILE ? a->len - j : FUSED_TILE;
-            fused_tile(a, regs, tmp, row * a->len + j, n);
-            const char *v = regs[fp->reduce_in];
+            fused_tile(a, regs, tmp, ptr, row * a->len + j, n);
+            const char *v = ptr[fp->reduce_in];
             for (int64_t i = 0; i < n; i++) {
                 double x = fp->work == AXON_FLOAT64 ? ((const double *)(const void *)v)[i]
                                                     : (double)((const float *)(const void *)v)[i];
@@ -131,7 +172,8 @@ static axon_status_t fused_kernel(const void *args, const axon_exec_t *ex) {
         axon_parallel_for(ex->pool, 0, a->rows, grain, fused_rows, (void *)a);
         return AXON_OK;
     }
-    const int64_t tiles = (a->numel + FUSED_TILE - 1) / FUSED_TILE;
+    const int64_t tiles = a->row_tiles > 0 ? a->numel / a->sizes[a->ndim - 1] * a->row_tiles
+                                           : (a->numel + FUSED_TILE - 1) / FUSED_TILE;
     axon_parallel_for(ex->pool, 0, tiles, 16, fused_range, (void *)a);
     return AXON_OK;
 }
@@ -176,6 +218,9 @@ axon_status_t fused_launch(axon_stream_t s, const struct fused_prog *fp, int num
         a.out[r] = outputs[r];
     }
     for (int k = 0; k < num_inputs; k++) prog_broadcast(&inputs[k], a.ndim, a.sizes, &a.in[k]);
+    /* Rows of a quarter tile or more are tiled row by row, so that each tile is one run in memory (read in place). */
+    if (a.ndim > 0 && a.sizes[a.ndim - 1] >= FUSED_TILE / 4)
+        a.row_tiles = (a.sizes[a.ndim - 1] + FUSED_TILE - 1) / FUSED_TILE;
     if (fp->reduce_op != AXON_AXIR_OP_INVALID ? a.rows == 0 : a.numel == 0) return AXON_OK;
     axon_launch_t l = {fused_kernel, &a, sizeof a, "fused", 0};
     return axon_stream_launch(s, &l);

@@ -21,7 +21,9 @@ typedef struct fused_prog {
     axon_dtype_t work;           /* AXON_FLOAT32 or AXON_FLOAT64 */
     int num_inputs, num_outputs, num_regs, num_insns;
     axon_convert_fn load[FUSED_MAX_INPUTS];    /* input dtype -> work */
+    int direct[FUSED_MAX_INPUTS];              /* input k is of the work dtype: read in place when contiguous */
     axon_convert_fn store[FUSED_MAX_OUTPUTS];  /* work -> output dtype */
+    int store_direct[FUSED_MAX_OUTPUTS];       /* output r is of the work dtype: computed in place when contiguous */
     int out_reg[FUSED_MAX_OUTPUTS];            /* -1 for the reduction's output */
     fused_insn_t *insns;
     /* A group may end in a reduction over its trailing dimensions: register reduce_in folded into output

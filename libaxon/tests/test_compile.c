@@ -340,10 +340,13 @@ static void test_fused_chain(void) {
         const int64_t batches[3] = {1, 2, 9};
         for (int bi = 0; bi < 3; bi++) {
             int64_t s0 = batches[bi], n = s0 * 300;
-            float *x = malloc((size_t)n * 4), *y = malloc((size_t)n * 4), b[300];
+            float *x = malloc((size_t)n * 4), *y = malloc((size_t)n * 4), *y2 = malloc((size_t)n * 8), b[300];
             tc_fill(x, n, 20 + (unsigned)bi), tc_fill(y, n, 30 + (unsigned)bi), tc_fill(b, 300, 40);
-            int64_t xs[2] = {s0, 300}, bs[1] = {300};
-            axon_tensor_t in[3] = {tc_f32(x, 2, xs), tc_f32(y, 2, xs), tc_f32(b, 1, bs)};
+            for (int64_t i = 0; i < n; i++) y2[2 * i] = y[i], y2[2 * i + 1] = NAN;
+            int64_t xs[2] = {s0, 300}, bs[1] = {300}, ystr[2] = {600, 2};
+            /* y is read through a stride of 2 (every other element) from the second batch size on: the copying path */
+            axon_tensor_t in[3] = {tc_f32(x, 2, xs), bi ? kc_tensor(y2, AXON_FLOAT32, 2, xs, ystr) : tc_f32(y, 2, xs),
+                                   tc_f32(b, 1, bs)};
             axon_tensor_t out[2];
             CHECK_OK(tc_run(&k, p, 3, in, 2, out, NULL));
             double *sm = malloc((size_t)n * 8), *h = malloc((size_t)n * 8);
@@ -364,7 +367,7 @@ static void test_fused_chain(void) {
                 CHECK(tc_close(out[1].data, h, n, "fused chain add"));
             }
             tc_free_outs(2, out);
-            free(x), free(y), free(sm), free(h);
+            free(x), free(y), free(y2), free(sm), free(h);
         }
         axon_program_destroy(p);
     }
