@@ -131,6 +131,23 @@ def test_check_reports_host_fallback_and_strict_fails_it(capsys, monkeypatch):
     assert "FAIL" in p.stdout and "--strict: aten.lgamma.default" in p.stdout and "refused" in p.stdout
 
 
+def test_without_the_compiled_backend_check_and_bench_report_eager_only(capsys, monkeypatch):
+    """Before backend="axon" is registered, the compiled columns say why and the exit status stays 0."""
+    from torch_axon.cli import bench, check
+
+    reason = 'torch.compile backend "axon" is not registered (test)'
+    monkeypatch.setattr(check, "compiled_backend_status", lambda: (False, reason))
+    monkeypatch.setattr(bench, "compiled_backend_status", lambda: (False, reason))
+    p = axon_here(["check", "cli_models:tiny", "--json", "-"], capsys, monkeypatch)
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    assert r["passed"] and r["compiled"] == {"status": "not available", "reason": reason}
+    p = axon_here(["bench", "cli_models:tiny", "--backends", "axon-compiled", "--json", "-"], capsys, monkeypatch)
+    assert p.returncode == 0, p.stderr
+    (b,) = json.loads(p.stdout)["backends"]
+    assert b["status"] == "not available" and b["reason"] == reason
+
+
 # ---- bench, report, trace -------------------------------------------------------------------------------------
 
 
