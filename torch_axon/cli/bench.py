@@ -74,8 +74,9 @@ def run(model: str, dtype: str = "float32", batch: int | None = None, train: boo
     env_base = dict(os.environ, AXON_THREADS=str(threads), TORCHINDUCTOR_FX_GRAPH_CACHE="1",
                     TORCHINDUCTOR_AUTOGRAD_CACHE="1")
     # One place to find out what this run measured.
-    from torch_axon.cli.info import PINNED
     from importlib import metadata
+
+    from torch_axon.cli.info import PINNED, _git_commit
 
     pins = {}
     for name in PINNED:
@@ -83,6 +84,7 @@ def run(model: str, dtype: str = "float32", batch: int | None = None, train: boo
             pins[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             pass
+    pins["torch_axon_commit"] = _git_commit()
     report = {"schema": "axon-bench/1", "model": model, "dtype": dtype, "batch": batch, "train": train,
               "steps": steps, "warmup": warmup, "threads": threads, "price_per_hour": price_per_hour,
               "tokens_per_call": None, "versions": pins, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

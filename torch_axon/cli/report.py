@@ -178,7 +178,9 @@ code{background:#edf2f7;padding:0 3px}"""
 
 def render(r: dict) -> str:
     workload = "train step (forward, backward, SGD)" if r["train"] else "inference (no_grad)"
-    versions = " ".join(f"{k}=={v}" for k, v in r["versions"].items())
+    versions = " ".join(f"{k}=={v}" for k, v in r["versions"].items() if k != "torch_axon_commit")
+    if r["versions"].get("torch_axon_commit"):
+        versions += f" (torch-axon commit {r['versions']['torch_axon_commit']})"
     body = [
         f"<h1>axon bench {_e(r['model'])}</h1>",
         f"<p>{_e(r['dtype'])}, batch {_e(r['batch'])}, {_e(workload)}, {r['steps']} timed steps after "
