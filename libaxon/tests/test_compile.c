@@ -879,6 +879,90 @@ static void test_fused_reduction(void) {
     axon_runtime_destroy(k.rt);
 }
 
+/* Random graphs of elementwise ops (some on a broadcast row, some values returned, some read long after they were
+ * made) against a plain C evaluation, unfused and fused: the memory plan (reuse, in place) and fusion must never
+ * change a result. */
+enum { RG_VALUES = 24, RG_COLS = 37 };
+
+static unsigned rg_next(unsigned *seed) {
+    *seed = *seed * 1103515245u + 12345u;
+    return *seed >> 8;
+}
+
+static void test_random_graphs(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    static const char *const unary[] = {"neg", "abs", "sigmoid", "tanh"};
+    static const char *const binary[] = {"add", "sub", "mul", "maximum"};
+    unsigned seed = 12345;
+    for (int g = 0; g < 40; g++) {
+        char text[8192];
+        int len = snprintf(text, sizeof text,
+                           "axir 1\nfunc @main(%%x: f32[s0, %d], %%y: f32[s0, %d], %%r: f32[%d]) -> (f32[s0, %d], "
+                           "f32[s0, %d]) {\n",
+                           RG_COLS, RG_COLS, RG_COLS, RG_COLS, RG_COLS);
+        /* value v: kind (0 unary, 1 binary), op, operands; values 0, 1 are x, y; the row r is operand -1 */
+        int kind[RG_VALUES], op[RG_VALUES], a[RG_VALUES], b[RG_VALUES];
+        int nv = 6 + (int)(rg_next(&seed) % (RG_VALUES - 6));
+        for (int v = 2; v < nv; v++) {
+            kind[v] = (int)(rg_next(&seed) % 2);
+            op[v] = (int)(rg_next(&seed) % 4);
+            a[v] = (int)(rg_next(&seed) % (unsigned)v);
+            b[v] = rg_next(&seed) % 5 == 0 ? -1 : (int)(rg_next(&seed) % (unsigned)v);
+            char an[16], bn[16];
+            if (a[v] < 2) snprintf(an, sizeof an, "%%%c", "xy"[a[v]]);
+            else snprintf(an, sizeof an, "%%v%d", a[v]);
+            if (b[v] < 0) snprintf(bn, sizeof bn, "%%r");
+            else if (b[v] < 2) snprintf(bn, sizeof bn, "%%%c", "xy"[b[v]]);
+            else snprintf(bn, sizeof bn, "%%v%d", b[v]);
+            if (kind[v] == 0)
+                len += snprintf(text + len, sizeof text - (size_t)len, "  %%v%d = %s(%s) : f32[s0, %d]\n", v,
+                                unary[op[v]], an, RG_COLS);
+            else
+                len += snprintf(text + len, sizeof text - (size_t)len, "  %%v%d = %s(%s, %s) : f32[s0, %d]\n", v,
+                                binary[op[v]], an, bn, RG_COLS);
+        }
+        int r0 = nv - 1, r1 = 2 + (int)(rg_next(&seed) % (unsigned)(nv - 2));
+        snprintf(text + len, sizeof text - (size_t)len, "  return %%v%d, %%v%d\n}\n", r0, r1);
+        const int64_t s0 = 1 + (int64_t)(rg_next(&seed) % 9), n = s0 * RG_COLS;
+        float *val[RG_VALUES], row[RG_COLS];
+        for (int v = 0; v < nv; v++) val[v] = malloc((size_t)n * sizeof(float));
+        tc_fill(val[0], n, seed), tc_fill(val[1], n, seed + 1), tc_fill(row, RG_COLS, seed + 2);
+        for (int v = 2; v < nv; v++)
+            for (int64_t i = 0; i < n; i++) {
+                float x = val[a[v]][i], y = b[v] < 0 ? row[i % RG_COLS] : val[b[v]][i], z;
+                if (kind[v] == 0) z = op[v] == 0 ? -x : op[v] == 1 ? fabsf(x) : op[v] == 2 ? 1.0f / (1.0f + expf(-x))
+                                                                                           : tanhf(x);
+                else z = op[v] == 0 ? x + y : op[v] == 1 ? x - y : op[v] == 2 ? x * y : (x > y || isnan(x) ? x : y);
+                val[v][i] = z;
+            }
+        for (int fuse = 0; fuse < 2; fuse++) {
+            axon_program_t *p = tc_compile(text, fuse, NULL);
+            CHECK(p != NULL);
+            if (!p) {
+                fprintf(stderr, "%s", text);
+                continue;
+            }
+            int64_t xs[2] = {s0, RG_COLS}, rs[1] = {RG_COLS};
+            axon_tensor_t in[3] = {tc_f32(val[0], 2, xs), tc_f32(val[1], 2, xs), tc_f32(row, 1, rs)};
+            axon_tensor_t out[2];
+            CHECK_OK(tc_run(&k, p, 3, in, 2, out, NULL));
+            /* sigmoid and tanh may differ from libm's by an ulp or two, and that can grow through a chain */
+            int bad = 0;
+            for (int o = 0; o < 2 && out[0].data; o++) {
+                const float *got = out[o].data, *want = val[o ? r1 : r0];
+                for (int64_t i = 0; i < n; i++) bad += fabsf(got[i] - want[i]) > 1e-4f + 1e-4f * fabsf(want[i]);
+            }
+            CHECK_EQ_I64(bad, 0);
+            if (bad) fprintf(stderr, "graph %d (fuse %d, s0 %lld):\n%s", g, fuse, (long long)s0, text);
+            tc_free_outs(2, out);
+            axon_program_destroy(p);
+        }
+        for (int v = 0; v < nv; v++) free(val[v]);
+    }
+    axon_runtime_destroy(k.rt);
+}
+
 int main(void) {
     RUN(test_mlp_dynamic);
     RUN(test_softmax_layer_norm);
@@ -893,5 +977,6 @@ int main(void) {
     RUN(test_library_ops);
     RUN(test_more_ops);
     RUN(test_threads);
+    RUN(test_random_graphs);
     return check_report();
 }
