@@ -252,7 +252,13 @@ def print_report(r: dict, out=None) -> None:
         if section.get("outputs"):
             rows = [[o["name"], "x".join(map(str, o["shape"])) or "scalar", o["dtype"], _fmt(o["max_abs_err"]),
                      _fmt(o["max_rel_err"]), "pass" if o["pass"] else "FAIL"] for o in section["outputs"]]
-            shown = rows if len(rows) <= 24 else rows[:12] + [["...", f"{len(rows) - 24} more", "", "", "", ""]] + rows[-12:]
+            if len(rows) > 24:  # every failure, then passing rows up to 24 (--json has them all)
+                fails = [x for x in rows if x[-1] == "FAIL"]
+                shown = fails + [x for x in rows if x[-1] == "pass"][:max(0, 24 - len(fails))]
+                hidden = len(rows) - len(shown)
+                shown += [["...", f"{hidden} more passed", "", "", "", ""]] if hidden else []
+            else:
+                shown = rows
             p(table(["output", "shape", "dtype", "max abs err", "max rel err", "result"], shown))
             failed = sum(not o["pass"] for o in section["outputs"])
             p(f"{len(rows) - failed}/{len(rows)} outputs within tolerance")
