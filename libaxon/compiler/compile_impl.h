@@ -140,6 +140,9 @@ void prog_broadcast(const axon_tensor_t *t, int ndim, const int64_t *sizes, axon
 
 /* 1 if tier 0's tile interpreter can run node n inside a kernel function (floating elementwise ops). */
 int fused_can_run(const axon_axir_node_t *n);
+/* The float dtype the interpreter computes n in (AXON_FLOAT32 for float32/float16/bfloat16, AXON_FLOAT64), AXON_BOOL
+ * for a node on bools only (logical ops), AXON_DTYPE_COUNT if it cannot run n. */
+axon_dtype_t fused_work(const axon_axir_node_t *n);
 /* How many trailing dimensions n reduces if it can end a fused group (sum, mean, amax, amin of a float operand over
  * trailing dimensions), else 0. */
 int fused_reduce_dims(const axon_axir_node_t *n);

@@ -1,5 +1,5 @@
 /* A kernel function (a fused group) compiled for the tile interpreter (fused_exec.c): one register per value, each a
- * tile of work-type numbers (float for float32/float16/bfloat16 groups, double for float64), and one instruction
+ * tile of work-type numbers (float for float32/float16/bfloat16 groups, double for float64) or of bools, and one instruction
  * per node: a loop of libaxon's pointwise tables (kernels/pointwise_*.c) for the work dtype, or a cast, which rounds
  * the register through its target dtype. Inputs convert to the work type when loaded and outputs on store, so
  * intermediates stay in registers and never reach memory. */
@@ -11,36 +11,72 @@
 static axon_dtype_t work_of(axon_dtype_t d) {
     if (d == AXON_FLOAT32 || d == AXON_FLOAT16 || d == AXON_BFLOAT16) return AXON_FLOAT32;
     if (d == AXON_FLOAT64) return AXON_FLOAT64;
+    if (d == AXON_BOOL) return AXON_BOOL;
     return AXON_DTYPE_COUNT;
 }
 
-/* The loop for n in work dtype w; NULL with *is_cast set for a cast. */
-static pw_loop_fn insn_loop(const axon_axir_node_t *n, axon_dtype_t w, int *is_cast, pw_ctx_t *ctx) {
+static int is_float_work(axon_dtype_t w) { return w == AXON_FLOAT32 || w == AXON_FLOAT64; }
+
+/* The float work dtype node n computes in (AXON_BOOL for a node on bools only), its loop and parameters, or
+ * AXON_DTYPE_COUNT if the interpreter cannot run it. Registers hold floats of the work dtype or bools (one byte): the
+ * comparisons and isnan make a bool from floats, the logical ops combine bools, where picks floats by a bool. */
+static axon_dtype_t node_work(const axon_axir_node_t *n, pw_loop_fn *loop, int *is_cast, pw_ctx_t *ctx) {
     int op;
+    *loop = NULL;
     *is_cast = 0;
     memset(ctx, 0, sizeof *ctx);
-    if (n->op == AXON_AXIR_OP_CAST) {
+    if (axon_axir_op_class(n->op) != AXON_AXIR_CLASS_ELEMENTWISE || n->num_results != 1 || n->num_operands > 3)
+        return AXON_DTYPE_COUNT;
+    axon_dtype_t r = work_of(n->results[0]->type.dtype), w[3] = {AXON_DTYPE_COUNT, AXON_DTYPE_COUNT, AXON_DTYPE_COUNT};
+    for (int k = 0; k < n->num_operands; k++) w[k] = work_of(n->operands[k]->type.dtype);
+    switch (n->op) {
+    case AXON_AXIR_OP_CAST:
         *is_cast = 1;
-        return NULL;
+        return is_float_work(r) && w[0] == r ? r : AXON_DTYPE_COUNT;
+    case AXON_AXIR_OP_EQ: case AXON_AXIR_OP_NE: case AXON_AXIR_OP_LT: case AXON_AXIR_OP_LE: case AXON_AXIR_OP_GT:
+    case AXON_AXIR_OP_GE:
+        if (r != AXON_BOOL || !is_float_work(w[0]) || w[1] != w[0]) return AXON_DTYPE_COUNT;
+        compile_map_binary(n, n->op, &op);
+        *loop = axon_pw_binary_loops[op][w[0]];
+        return *loop ? w[0] : AXON_DTYPE_COUNT;
+    case AXON_AXIR_OP_ISNAN:
+        if (r != AXON_BOOL || !is_float_work(w[0])) return AXON_DTYPE_COUNT;
+        *loop = axon_pw_unary_loops[AXON_UNARY_ISNAN][w[0]];
+        return *loop ? w[0] : AXON_DTYPE_COUNT;
+    case AXON_AXIR_OP_LOGICAL_AND: case AXON_AXIR_OP_LOGICAL_OR:
+        if (r != AXON_BOOL || w[0] != AXON_BOOL || w[1] != AXON_BOOL) return AXON_DTYPE_COUNT;
+        compile_map_binary(n, n->op, &op);
+        *loop = axon_pw_binary_loops[op][AXON_BOOL];
+        return *loop ? AXON_BOOL : AXON_DTYPE_COUNT;
+    case AXON_AXIR_OP_LOGICAL_NOT:
+        if (r != AXON_BOOL || w[0] != AXON_BOOL) return AXON_DTYPE_COUNT;
+        *loop = axon_pw_unary_loops[AXON_UNARY_LOGICAL_NOT][AXON_BOOL];
+        return *loop ? AXON_BOOL : AXON_DTYPE_COUNT;
+    case AXON_AXIR_OP_WHERE:
+        if (!is_float_work(r) || w[0] != AXON_BOOL || w[1] != r || w[2] != r) return AXON_DTYPE_COUNT;
+        *loop = axon_pw_ternary_loops[AXON_TERNARY_WHERE][r];
+        return *loop ? r : AXON_DTYPE_COUNT;
+    default: break;
     }
-    if (compile_op_bool_result(n->op)) return NULL;
-    if (compile_map_unary(n, n->op, &op)) return op == AXON_UNARY_BITWISE_NOT ? NULL : axon_pw_unary_loops[op][w];
-    if (compile_map_binary(n, n->op, &op)) {
+    if (!is_float_work(r)) return AXON_DTYPE_COUNT;
+    for (int k = 0; k < n->num_operands; k++)
+        if (w[k] != r) return AXON_DTYPE_COUNT;
+    if (compile_map_unary(n, n->op, &op)) {
+        if (op != AXON_UNARY_BITWISE_NOT) *loop = axon_pw_unary_loops[op][r];
+    } else if (compile_map_binary(n, n->op, &op)) {
         if (op == AXON_BINARY_ADD || op == AXON_BINARY_SUB) ctx->pf[0] = 1.0f, ctx->pd[0] = 1.0, ctx->pi[0] = 1;
-        return axon_pw_binary_loops[op][w];
+        *loop = axon_pw_binary_loops[op][r];
     }
-    return NULL;
+    return *loop ? r : AXON_DTYPE_COUNT;
 }
 
-int fused_can_run(const axon_axir_node_t *n) {
-    if (axon_axir_op_class(n->op) != AXON_AXIR_CLASS_ELEMENTWISE || n->num_results != 1) return 0;
-    axon_dtype_t w = work_of(n->results[0]->type.dtype);
-    if (w == AXON_DTYPE_COUNT) return 0;
-    for (int k = 0; k < n->num_operands; k++)
-        if (work_of(n->operands[k]->type.dtype) != w) return 0;
+int fused_can_run(const axon_axir_node_t *n) { return fused_work(n) != AXON_DTYPE_COUNT; }
+
+axon_dtype_t fused_work(const axon_axir_node_t *n) {
+    pw_loop_fn loop;
     int is_cast;
     pw_ctx_t ctx;
-    return insn_loop(n, w, &is_cast, &ctx) != NULL || is_cast;
+    return node_work(n, &loop, &is_cast, &ctx);
 }
 
 int fused_reduce_dims(const axon_axir_node_t *n) {
@@ -88,16 +124,25 @@ axon_status_t fused_build(const axon_axir_func_t *kf, struct fused_prog **out, a
         return compile_diag(diag, NULL, AXON_ERROR_OUT_OF_MEMORY, "fused: out of memory");
     }
     axon_status_t st = AXON_OK;
-    fp->work = work_of(kf->result_types[0].dtype);
+    /* The group's float work dtype: the first a node computes in (bools are neutral). */
+    fp->work = AXON_FLOAT32;
+    for (const axon_axir_node_t *n = kf->first; n; n = n->next) {
+        axon_dtype_t w = fused_reduce_dims(n) > 0 ? work_of(n->operands[0]->type.dtype) : fused_work(n);
+        if (is_float_work(w)) {
+            fp->work = w;
+            break;
+        }
+    }
     fp->num_inputs = kf->num_params;
     fp->num_outputs = kf->num_results;
     for (int k = 0; k < kf->num_params && st == AXON_OK; k++) {
-        axon_dtype_t d = kf->params[k]->type.dtype;
-        if (work_of(d) != fp->work)
+        axon_dtype_t d = kf->params[k]->type.dtype, rd = work_of(d) == AXON_BOOL ? AXON_BOOL : fp->work;
+        if (work_of(d) != rd)
             st = compile_diag(diag, NULL, AXON_ERROR_UNSUPPORTED, "tier 0 cannot run kernel @%s: input %d is %s", kf->name,
                               k, axon_axir_dtype_name(d));
-        else fp->load[k] = axon_convert_get(d, fp->work);
-        fp->direct[k] = d == fp->work;
+        else fp->load[k] = axon_convert_get(d, rd);
+        fp->direct[k] = d == rd;
+        fp->reg_dtype[k] = rd;
         reg[kf->params[k]->id] = k;
     }
     int nregs = kf->num_params;
@@ -114,7 +159,8 @@ axon_status_t fused_build(const axon_axir_func_t *kf, struct fused_prog **out, a
             reduced = n->results[0];
             break;
         }
-        if (!fused_can_run(n) || work_of(n->results[0]->type.dtype) != fp->work || n->num_operands > 3) {
+        axon_dtype_t w = node_work(n, &in->loop, &is_cast, &in->ctx);
+        if (w == AXON_DTYPE_COUNT || (w != AXON_BOOL && w != fp->work)) {
             st = compile_diag(diag, n, AXON_ERROR_UNSUPPORTED, "tier 0 cannot run %s on %s inside kernel @%s",
                               axon_axir_op_name(n->op), axon_axir_dtype_name(n->results[0]->type.dtype), kf->name);
             break;
@@ -124,12 +170,12 @@ axon_status_t fused_build(const axon_axir_func_t *kf, struct fused_prog **out, a
                               kf->name, FUSED_MAX_REGS);
             break;
         }
-        in->loop = insn_loop(n, fp->work, &is_cast, &in->ctx);
         in->arity = n->num_operands;
         for (int k = 0; k < n->num_operands; k++) in->in[k] = reg[n->operands[k]->id];
         in->out = reg[n->results[0]->id] = nregs++;
-        in->round_to = AXON_DTYPE_COUNT;
         axon_dtype_t to = n->results[0]->type.dtype;
+        fp->reg_dtype[in->out] = to == AXON_BOOL ? AXON_BOOL : fp->work;
+        in->round_to = AXON_DTYPE_COUNT;
         if (is_cast && to != fp->work) {
             in->round_to = to;
             in->round_down = axon_convert_get(fp->work, to);
@@ -139,14 +185,16 @@ axon_status_t fused_build(const axon_axir_func_t *kf, struct fused_prog **out, a
     }
     for (int r = 0; r < kf->num_results && st == AXON_OK; r++) {
         axon_dtype_t d = kf->result_types[r].dtype;
+        axon_dtype_t rd = fp->work;
         if (kf->returns[r] == reduced) {
             fp->out_reg[r] = -1;
             fp->reduce_out = r;
         } else {
             fp->out_reg[r] = reg[kf->returns[r]->id];
+            rd = fp->reg_dtype[fp->out_reg[r]];
         }
-        fp->store[r] = axon_convert_get(fp->work, d);
-        fp->store_direct[r] = d == fp->work && fp->out_reg[r] >= kf->num_params;
+        fp->store[r] = axon_convert_get(rd, d);
+        fp->store_direct[r] = d == rd && fp->out_reg[r] >= kf->num_params;
     }
     fp->num_regs = nregs;
     free(reg);

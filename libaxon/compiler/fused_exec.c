@@ -72,10 +72,10 @@ static void fused_tile(const fused_args_t *a, char (*regs)[FUSED_TILE * sizeof(d
         if (fp->direct[k] && one_run && t->strides[nd - 1] == 1) {
             int64_t off = 0;
             for (int d = 0; d < nd; d++) off += idx[d] * t->strides[d];
-            ptr[k] = (const char *)t->data + off * (int64_t)ws;
+            ptr[k] = (const char *)t->data + off * (int64_t)axon_dtype_size(t->dtype);
             continue;
         }
-        fused_move(a, t, fp->load[k], regs[k], ws, i0, n, 0);
+        fused_move(a, t, fp->load[k], regs[k], axon_dtype_size(fp->reg_dtype[k]), i0, n, 0);
         ptr[k] = regs[k];
     }
     /* Outputs of the work dtype whose tile is one contiguous run are computed straight into place. */
@@ -87,7 +87,7 @@ static void fused_tile(const fused_args_t *a, char (*regs)[FUSED_TILE * sizeof(d
         if (reg < 0 || !fp->store_direct[r] || !one_run || t->strides[nd - 1] != 1 || dst[reg]) continue;
         int64_t off = 0;
         for (int d = 0; d < nd; d++) off += idx[d] * t->strides[d];
-        dst[reg] = (char *)t->data + off * (int64_t)ws;
+        dst[reg] = (char *)t->data + off * (int64_t)axon_dtype_size(t->dtype);
         written[r] = 1;
     }
     for (int i = 0; i < fp->num_insns; i++) {
@@ -108,7 +108,8 @@ static void fused_tile(const fused_args_t *a, char (*regs)[FUSED_TILE * sizeof(d
     }
     for (int r = 0; r < fp->num_outputs; r++)
         if (fp->out_reg[r] >= 0 && !written[r])
-            fused_move(a, &a->out[r], fp->store[r], (char *)ptr[fp->out_reg[r]], ws, i0, n, 1);
+            fused_move(a, &a->out[r], fp->store[r], (char *)ptr[fp->out_reg[r]],
+                       axon_dtype_size(fp->reg_dtype[fp->out_reg[r]]), i0, n, 1);
 }
 
 static void fused_range(void *ctx, int64_t t0, int64_t t1, int slot) {

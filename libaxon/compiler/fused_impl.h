@@ -25,6 +25,7 @@ typedef struct fused_prog {
     axon_convert_fn store[FUSED_MAX_OUTPUTS];  /* work -> output dtype */
     int store_direct[FUSED_MAX_OUTPUTS];       /* output r is of the work dtype: computed in place when contiguous */
     int out_reg[FUSED_MAX_OUTPUTS];            /* -1 for the reduction's output */
+    axon_dtype_t reg_dtype[FUSED_MAX_REGS];    /* work, or AXON_BOOL */
     fused_insn_t *insns;
     /* A group may end in a reduction over its trailing dimensions: register reduce_in folded into output
      * reduce_out, one value per row of the other dimensions. */

@@ -18,9 +18,8 @@ typedef struct group {
     axon_axir_value_t *inputs[FUSED_MAX_INPUTS];
     int num_inputs;
     int closed;                  /* ends in a reduction: nothing more joins */
+    axon_dtype_t work;           /* the members' float work dtype (fused_work); AXON_DTYPE_COUNT while none has one */
 } group_t;
-
-static int work_family(axon_dtype_t d) { return d == AXON_FLOAT64 ? 2 : 1; }
 
 static int in_group(const group_t *g, const axon_axir_value_t *v) {
     for (int i = 0; i < g->num_nodes; i++)
@@ -42,13 +41,17 @@ static int try_add(axon_axir_module_t *m, group_t *g, axon_axir_node_t *n) {
     const int reduce = !fused_can_run(n) && fused_reduce_dims(n) > 0;
     if (!reduce && !fused_can_run(n)) return 0;
     if (reduce && (g->num_nodes == 0 || !in_group(g, n->operands[0]))) return 0;
+    /* Bools mix with either float work dtype; float32 and float64 members do not mix. */
+    const axon_dtype_t w = reduce ? (n->operands[0]->type.dtype == AXON_FLOAT64 ? AXON_FLOAT64 : AXON_FLOAT32)
+                                  : fused_work(n);
+    if (g->num_nodes == 0) g->work = AXON_DTYPE_COUNT;
+    if (w != AXON_BOOL && g->work != AXON_DTYPE_COUNT && w != g->work) return 0;
     if (g->num_nodes > 0) {
         const axon_axir_type_t *t0 = &g->nodes[0]->results[0]->type;
         const axon_axir_type_t *t = reduce ? &n->operands[0]->type : &n->results[0]->type;
-        if (!shape_equal(m, t0, t) || work_family(t0->dtype) != work_family(t->dtype)) return 0;
+        if (!shape_equal(m, t0, t)) return 0;
         if (g->num_nodes >= FUSE_MAX_NODES) return 0;
     }
-    g->closed = reduce;
     axon_axir_value_t *extra[3];
     int ne = 0;
     for (int k = 0; k < n->num_operands; k++) {
@@ -61,6 +64,8 @@ static int try_add(axon_axir_module_t *m, group_t *g, axon_axir_node_t *n) {
     if (g->num_inputs + ne > FUSED_MAX_INPUTS) return 0;
     for (int i = 0; i < ne; i++) g->inputs[g->num_inputs++] = extra[i];
     g->nodes[g->num_nodes++] = n;
+    g->closed = reduce;
+    if (w != AXON_BOOL) g->work = w;
     return 1;
 }
 
