@@ -4,7 +4,7 @@ For each op and size it times the op on CPU tensors and on axon tensors (includi
 figures compare finished work), reports microseconds per call, the ratio axon/CPU (below 1 means axon is faster),
 and whether axon ran it natively or through the host fallback.
 
-    python benchmarks/ops.py [--quick] [--threads N] [--filter NAME]
+    python benchmarks/ops.py [--quick] [--tiny] [--threads N] [--filter NAME]
 
 Tiny sizes measure per-op overhead (dispatch, launch, the round trip to the worker); large sizes measure throughput.
 Both backends get the same number of threads (torch.set_num_threads and AXON_THREADS)."""
@@ -24,6 +24,7 @@ def parse() -> argparse.Namespace:
     p.add_argument("--quick", action="store_true", help="fewer repetitions and sizes")
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     p.add_argument("--filter", default="", help="only ops whose name contains this")
+    p.add_argument("--tiny", action="store_true", help="only the 64-element cases (per-op host overhead)")
     return p.parse_args()
 
 
@@ -107,7 +108,7 @@ def cases():
                 torch.randn(n, n, device=d).to(dtype))))
         out.append((f"bmm {tag}", "32x128x64x128", lambda d, dtype=dtype: (lambda a, b: (lambda: a @ b))(
             torch.randn(32, 128, 64, device=d).to(dtype), torch.randn(32, 64, 128, device=d).to(dtype))))
-    return [c for c in out if ARGS.filter in c[0]]
+    return [c for c in out if ARGS.filter in c[0] and (not ARGS.tiny or c[1] == "64")]
 
 
 def main() -> int:

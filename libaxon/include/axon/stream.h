@@ -70,7 +70,7 @@ AXON_API uint64_t axon_stream_id(axon_stream_t s);
 AXON_API axon_status_t axon_stream_from_id(axon_device_t d, uint64_t id, axon_stream_t *out);
 
 /* Enqueue a kernel. Does not wait for it; may block only when the queue is full (backpressure). Exception: a small
- * kernel (bytes 1..64 KiB) on a stream with nothing pending runs on the calling thread before the call returns, in
+ * kernel (bytes 1..16 KiB) on a stream with nothing pending runs on the calling thread before the call returns, in
  * stream order; its failure is still reported at the stream's next synchronization point. bytes 0: always queued. */
 AXON_API axon_status_t axon_stream_launch(axon_stream_t s, const axon_launch_t *l);
 
