@@ -138,7 +138,7 @@ void prog_broadcast(const axon_tensor_t *t, int ndim, const int64_t *sizes, axon
 #define FUSED_MAX_OUTPUTS 4
 #define FUSED_MAX_REGS 32
 
-/* 1 if tier 0's tile interpreter can run node n inside a kernel function (floating elementwise ops). */
+/* 1 if tier 0's tile interpreter can run node n inside a kernel function (float elementwise ops, masks). */
 int fused_can_run(const axon_axir_node_t *n);
 /* The float dtype the interpreter computes n in (AXON_FLOAT32 for float32/float16/bfloat16, AXON_FLOAT64), AXON_BOOL
  * for a node on bools only (logical ops), AXON_DTYPE_COUNT if it cannot run n. */
