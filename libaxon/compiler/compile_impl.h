@@ -24,7 +24,8 @@ axon_status_t pass_fuse(axon_axir_module_t *m, axon_axir_func_t *f, axon_axir_di
 axon_status_t compile_diag(axon_axir_diag_t *diag, const axon_axir_node_t *n, axon_status_t st, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/* Erases n if none of its results has a use; 1 if it did. Recomputes f's use counts first. */
+/* Erases n if none of its results has a use; 1 if it did. Trusts the use counts: passes recompute them once when they
+ * start and then edit only through the builders (which keep them), or fix them by hand where they rewire operands. */
 int compile_erase_if_dead(axon_axir_func_t *f, axon_axir_node_t *n);
 
 /* The dtype that decides whether tier 0 runs n: the operands' for comparisons, isnan, logical_not and where's

@@ -22,7 +22,6 @@ axon_status_t compile_diag(axon_axir_diag_t *diag, const axon_axir_node_t *n, ax
 }
 
 int compile_erase_if_dead(axon_axir_func_t *f, axon_axir_node_t *n) {
-    axon_axir_func_recompute_uses(f);
     for (int r = 0; r < n->num_results; r++)
         if (n->results[r]->num_uses > 0) return 0;
     return axon_axir_node_erase(f, n) == AXON_OK;

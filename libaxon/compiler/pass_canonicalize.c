@@ -68,12 +68,15 @@ static axon_axir_value_t *simplify(axon_axir_module_t *m, axon_axir_node_t *n) {
 
 axon_status_t pass_canonicalize(axon_axir_module_t *m, axon_axir_func_t *f, axon_axir_diag_t *diag) {
     (void)diag;
+    axon_axir_func_recompute_uses(f);
     for (axon_axir_node_t *n = f->first, *next; n; n = next) {
         next = n->next;
         /* reshape(reshape(x)) reads x directly; the inner one may then die. */
         if (n->op == AXON_AXIR_OP_RESHAPE && n->operands[0]->def && n->operands[0]->def->op == AXON_AXIR_OP_RESHAPE) {
             axon_axir_node_t *inner = n->operands[0]->def;
+            n->operands[0]->num_uses--;   /* rewired by hand: keep the counts that erase trusts */
             n->operands[0] = inner->operands[0];
+            n->operands[0]->num_uses++;
             compile_erase_if_dead(f, inner);
         }
         axon_axir_value_t *to = simplify(m, n);

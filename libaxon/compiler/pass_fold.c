@@ -92,6 +92,7 @@ static int fold_node(axon_axir_module_t *m, axon_axir_func_t *f, axon_axir_node_
 
 axon_status_t pass_fold(axon_axir_module_t *m, axon_axir_func_t *f, axon_axir_diag_t *diag) {
     (void)diag;
+    axon_axir_func_recompute_uses(f);
     for (axon_axir_node_t *n = f->first, *next; n; n = next) {
         next = n->next;
         fold_node(m, f, n);

@@ -69,14 +69,13 @@ static int try_add(axon_axir_module_t *m, group_t *g, axon_axir_node_t *n) {
     return 1;
 }
 
-/* 1 if v is read by a node outside g or returned. */
-static int used_outside(const axon_axir_func_t *f, const group_t *g, const axon_axir_value_t *v) {
-    for (int r = 0; r < f->num_results; r++)
-        if (f->returns[r] == v) return 1;
-    for (const axon_axir_node_t *n = g->nodes[g->num_nodes - 1]->next; n; n = n->next)
-        for (int k = 0; k < n->num_operands; k++)
-            if (n->operands[k] == v) return 1;
-    return 0;
+/* 1 if v is read by a node outside g or returned: it has more uses than the members' operand slots that name it
+ * (use counts are exact here: recomputed when the pass starts, kept by the builders since). */
+static int used_outside(const group_t *g, const axon_axir_value_t *v) {
+    int inside = 0;
+    for (int i = 0; i < g->num_nodes; i++)
+        for (int k = 0; k < g->nodes[i]->num_operands; k++) inside += g->nodes[i]->operands[k] == v;
+    return v->num_uses > inside;
 }
 
 /* e with f's symbols renamed to kf's (symbols are per function). NULL on allocation failure. */
@@ -107,7 +106,7 @@ static axon_status_t emit(axon_axir_module_t *m, axon_axir_func_t *f, group_t *g
     int nout = 0;
     for (int i = 0; i < g->num_nodes; i++) {
         axon_axir_value_t *v = g->nodes[i]->results[0];
-        if (!used_outside(f, g, v)) continue;
+        if (!used_outside(g, v)) continue;
         if (nout == FUSED_MAX_OUTPUTS) return AXON_OK;   /* too many results: leave the run unfused */
         outs[nout++] = v;
     }
