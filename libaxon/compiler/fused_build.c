@@ -30,9 +30,10 @@ static axon_dtype_t node_work(const axon_axir_node_t *n, pw_loop_fn *loop, int *
     axon_dtype_t r = work_of(n->results[0]->type.dtype), w[3] = {AXON_DTYPE_COUNT, AXON_DTYPE_COUNT, AXON_DTYPE_COUNT};
     for (int k = 0; k < n->num_operands; k++) w[k] = work_of(n->operands[k]->type.dtype);
     switch (n->op) {
-    case AXON_AXIR_OP_CAST:
+    case AXON_AXIR_OP_CAST:   /* among floats of one work dtype, and between those and bool (mask.float()) */
         *is_cast = 1;
-        return is_float_work(r) && w[0] == r ? r : AXON_DTYPE_COUNT;
+        if (is_float_work(r) && (w[0] == r || w[0] == AXON_BOOL)) return r;
+        return r == AXON_BOOL && is_float_work(w[0]) ? w[0] : AXON_DTYPE_COUNT;
     case AXON_AXIR_OP_EQ: case AXON_AXIR_OP_NE: case AXON_AXIR_OP_LT: case AXON_AXIR_OP_LE: case AXON_AXIR_OP_GT:
     case AXON_AXIR_OP_GE:
         if (r != AXON_BOOL || !is_float_work(w[0]) || w[1] != w[0]) return AXON_DTYPE_COUNT;
@@ -176,7 +177,10 @@ axon_status_t fused_build(const axon_axir_func_t *kf, struct fused_prog **out, a
         axon_dtype_t to = n->results[0]->type.dtype;
         fp->reg_dtype[in->out] = to == AXON_BOOL ? AXON_BOOL : fp->work;
         in->round_to = AXON_DTYPE_COUNT;
-        if (is_cast && to != fp->work) {
+        in->convert = NULL;
+        if (is_cast && fp->reg_dtype[in->in[0]] != fp->reg_dtype[in->out])
+            in->convert = axon_convert_get(fp->reg_dtype[in->in[0]], fp->reg_dtype[in->out]);
+        if (is_cast && (to == AXON_FLOAT16 || to == AXON_BFLOAT16)) {
             in->round_to = to;
             in->round_down = axon_convert_get(fp->work, to);
             in->round_up = axon_convert_get(to, fp->work);

@@ -98,7 +98,8 @@ static void fused_tile(const fused_args_t *a, char (*regs)[FUSED_TILE * sizeof(d
             for (int k = 0; k < in->arity; k++) ins[k] = ptr[in->in[k]];
             in->loop(out, ins, 0u, n, &in->ctx);
         } else {
-            memcpy(out, ptr[in->in[0]], (size_t)n * ws);
+            if (in->convert) in->convert(out, 1, ptr[in->in[0]], 1, n);
+            else memcpy(out, ptr[in->in[0]], (size_t)n * ws);
             if (in->round_to != AXON_DTYPE_COUNT) {
                 in->round_down(tmp, 1, out, 1, n);
                 in->round_up(out, 1, tmp, 1, n);

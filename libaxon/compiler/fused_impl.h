@@ -9,11 +9,12 @@
 #define FUSED_TILE 512
 
 typedef struct fused_insn {
-    pw_loop_fn loop;             /* NULL: a cast (copy the register, then round it if round_to is set) */
+    pw_loop_fn loop;             /* NULL: a cast (copy or convert the register, then round it if round_to is set) */
     int arity;
     int in[3], out;              /* registers */
     pw_ctx_t ctx;
     axon_dtype_t round_to;       /* AXON_DTYPE_COUNT: no rounding */
+    axon_convert_fn convert;     /* a cast between a bool and a float register; NULL: a copy */
     axon_convert_fn round_down, round_up;
 } fused_insn_t;
 

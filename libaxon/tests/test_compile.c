@@ -963,14 +963,16 @@ static void test_random_graphs(void) {
     axon_runtime_destroy(k.rt);
 }
 
-/* Masks inside a fused group: comparisons and isnan make bools, logical ops combine them, where picks floats, and a
- * bool result is returned as well (relu's backward and attention masks look like this). */
+/* Masks inside a fused group: comparisons and isnan make bools, logical ops combine them, where picks floats, casts
+ * turn bools into floats and back, and a bool result is returned as well (relu's backward and attention masks look
+ * like this). */
 static void test_fused_masks(void) {
     kc_dev_t k = kc_open(2);
     REQUIRE(k.rt);
     const char *text =
         "axir 1\n"
-        "func @main(%x: f32[s0, 300], %y: f32[s0, 300], %m: bool[300]) -> (f32[s0, 300], bool[s0, 300]) {\n"
+        "func @main(%x: f32[s0, 300], %y: f32[s0, 300], %m: bool[300]) -> (f32[s0, 300], bool[s0, 300], "
+        "bool[s0, 300]) {\n"
         "  %z = const() {value = 0.0} : f32[]\n"
         "  %0 = gt(%x, %z) : bool[s0, 300]\n"
         "  %1 = isnan(%y) : bool[s0, 300]\n"
@@ -980,7 +982,10 @@ static void test_fused_masks(void) {
         "  %5 = mul(%x, %y) : f32[s0, 300]\n"
         "  %6 = neg(%x) : f32[s0, 300]\n"
         "  %7 = where(%4, %5, %6) : f32[s0, 300]\n"
-        "  return %7, %4\n"
+        "  %8 = cast(%4) : f32[s0, 300]\n"
+        "  %9 = add(%7, %8) : f32[s0, 300]\n"
+        "  %10 = cast(%9) : bool[s0, 300]\n"
+        "  return %9, %4, %10\n"
         "}\n";
     tc_log_t *log = calloc(1, sizeof *log);
     axon_program_t *p = tc_compile(text, 1, log);
@@ -990,7 +995,9 @@ static void test_fused_masks(void) {
     char *kernel = strstr(buf, "kernel @");
     CHECK(kernel != NULL);
     if (kernel) *kernel = 0;
-    CHECK(strstr(buf, "where(") == NULL && strstr(buf, "gt(") == NULL && strstr(buf, "logical_or(") == NULL);
+    CHECK(strstr(buf, "where(") == NULL && strstr(buf, "gt(") == NULL && strstr(buf, "logical_or(") == NULL &&
+          strstr(buf, "cast(") == NULL);
+    CHECK(strstr(buf, "fused @fused_1") == NULL);   /* one group */
     for (int64_t s0 = 1; p && s0 <= 4; s0 += 3) {
         const int64_t n = s0 * 300;
         float x[4 * 300], y[4 * 300];
@@ -1000,18 +1007,19 @@ static void test_fused_masks(void) {
         for (int j = 0; j < 300; j++) mask[j] = (uint8_t)(j % 5 == 0);
         int64_t xs[2] = {s0, 300}, ms[1] = {300};
         axon_tensor_t in[3] = {tc_f32(x, 2, xs), tc_f32(y, 2, xs), kc_tensor(mask, AXON_BOOL, 1, ms, NULL)};
-        axon_tensor_t out[2];
-        CHECK_OK(tc_run(&k, p, 3, in, 2, out, NULL));
+        axon_tensor_t out[3];
+        CHECK_OK(tc_run(&k, p, 3, in, 3, out, NULL));
         int bad = 0;
         for (int64_t i = 0; i < n && out[0].data; i++) {
             int keep = (x[i] > 0 && !isnan(y[i])) || mask[i % 300];
-            float want = keep ? x[i] * y[i] : -x[i];
+            float want = (keep ? x[i] * y[i] : -x[i]) + (float)keep;
             float got = ((float *)out[0].data)[i];
             bad += ((uint8_t *)out[1].data)[i] != keep;
             bad += isnan(want) ? !isnan(got) : got != want;
+            bad += ((uint8_t *)out[2].data)[i] != (want != 0.0f);   /* NaN is true, as in the copy rules */
         }
         CHECK_EQ_I64(bad, 0);
-        tc_free_outs(2, out);
+        tc_free_outs(3, out);
     }
     axon_program_destroy(p);
     free(log);
