@@ -42,6 +42,12 @@ AXON_API axon_status_t axon_program_run(const axon_program_t *p, axon_stream_t s
     axon_status_t st = prog_call_begin(p, num_inputs, inputs, &c);
     if (st != AXON_OK) return st;
     st = check_outputs(&c, num_outputs, outputs);
+    /* prepare accepts inputs without data; run reads them (fused groups with no launch-time check of their own) */
+    for (int k = 0; k < num_inputs && st == AXON_OK; k++) {
+        char what[96];
+        snprintf(what, sizeof what, "axon_program_run: input %d (%%%s)", k, p->func->params[k]->name);
+        st = axon_tensor_check(&inputs[k], what);
+    }
     if (st == AXON_OK && c.workspace > 0 && (!workspace || workspace_bytes < c.workspace))
         st = axon_fail(AXON_ERROR_INVALID_ARG, "axon_program_run: workspace of %zu bytes given, %zu needed",
                        workspace ? workspace_bytes : (size_t)0, c.workspace);

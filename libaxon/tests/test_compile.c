@@ -574,6 +574,10 @@ static void test_bad_inputs(void) {
         out[0] = tc_f32(o, 2, s24);
         CHECK_STATUS(axon_program_run(p, k.s, 2, in, 1, out, NULL, 0), AXON_ERROR_INVALID_ARG);
         CHECK_MSG("output 0");
+        out[0] = tc_f32(o, 2, s34);
+        in[1].data = NULL;
+        CHECK_STATUS(axon_program_run(p, k.s, 2, in, 1, out, NULL, 0), AXON_ERROR_INVALID_ARG);
+        CHECK_MSG("input 1 (%y)");
         axon_program_destroy(p);
     }
     /* sdpa with dropout has no tier-0 kernel: UNSUPPORTED, naming the op */
