@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../kernels/kernels_impl.h"
 #include "axon/kernels.h"
 #include "compile_impl.h"
 #include "tier1.h"
@@ -46,7 +47,7 @@ AXON_API axon_status_t axon_program_run(const axon_program_t *p, axon_stream_t s
     for (int k = 0; k < num_inputs && st == AXON_OK; k++) {
         char what[96];
         snprintf(what, sizeof what, "axon_program_run: input %d (%%%s)", k, p->func->params[k]->name);
-        st = axon_tensor_check(&inputs[k], what);
+        st = axon_kernel_check_src(&inputs[k], what);   /* well formed, and aligned for its dtype */
     }
     if (st == AXON_OK && c.workspace > 0 && (!workspace || workspace_bytes < c.workspace))
         st = axon_fail(AXON_ERROR_INVALID_ARG, "axon_program_run: workspace of %zu bytes given, %zu needed",
