@@ -1,6 +1,7 @@
 /* Canonicalization: rewrites that make a node a no-op, or shorten a chain, without changing any result bit.
  *   cast to the operand's own dtype             -> the operand
  *   reshape/squeeze/unsqueeze/expand to the operand's own shape, permute by the identity -> the operand
+ *   permute of a permute that it undoes                         -> the first one's operand
  *   reshape of reshape                          -> one reshape of the first operand
  *   mul by 1, sub 0, add -0.0 (any dtype) and add 0 (integers and bool) -> the other operand, when that already has
  *   the result's type (no broadcasting hidden in the op). Floating x + 0.0 is not x for x = -0.0, so it stays.
@@ -23,6 +24,19 @@ static int is_identity_permute(const axon_axir_node_t *n) {
         int64_t v = a->items[d].size;
         if (v < 0) v += a->count;
         if (a->items[d].expr || v != d) return 0;
+    }
+    return 1;
+}
+
+/* 1 if permuting by inner's dims and then by outer's gives the identity. */
+static int permutes_cancel(const axon_axir_node_t *outer, const axon_axir_node_t *inner) {
+    const axon_axir_attr_t *o = axon_axir_node_attr(outer, "dims"), *i = axon_axir_node_attr(inner, "dims");
+    if (!o || !i || o->count != i->count) return 0;
+    for (int d = 0; d < o->count; d++) {
+        int64_t od = o->items[d].size < 0 ? o->items[d].size + o->count : o->items[d].size;
+        if (o->items[d].expr || od < 0 || od >= i->count || i->items[od].expr) return 0;
+        int64_t id = i->items[od].size < 0 ? i->items[od].size + i->count : i->items[od].size;
+        if (id != d) return 0;
     }
     return 1;
 }
@@ -55,7 +69,9 @@ static axon_axir_value_t *simplify(axon_axir_module_t *m, axon_axir_node_t *n) {
     case AXON_AXIR_OP_RESHAPE: case AXON_AXIR_OP_SQUEEZE: case AXON_AXIR_OP_UNSQUEEZE: case AXON_AXIR_OP_EXPAND:
         return same_type(m, &x->type, &r->type) ? x : NULL;
     case AXON_AXIR_OP_PERMUTE:
-        return is_identity_permute(n) ? x : NULL;
+        if (is_identity_permute(n)) return x;
+        /* permute of a permute that undoes it (a transpose transposed back, as autograd's mm backward makes) */
+        return x->def && x->def->op == AXON_AXIR_OP_PERMUTE && permutes_cancel(n, x->def) ? x->def->operands[0] : NULL;
     case AXON_AXIR_OP_MUL: case AXON_AXIR_OP_ADD: case AXON_AXIR_OP_SUB:
         for (int pos = 0; pos < 2; pos++) {
             axon_axir_value_t *other = n->operands[1 - pos];
@@ -82,7 +98,11 @@ axon_status_t pass_canonicalize(axon_axir_module_t *m, axon_axir_func_t *f, axon
         axon_axir_value_t *to = simplify(m, n);
         if (!to) continue;
         axon_axir_replace_uses(f, n->results[0], to);
-        compile_erase_if_dead(f, n);
+        axon_axir_node_t *inner = n->operands[0]->def;
+        /* a node the rewrite skipped over (the first of two cancelling permutes) may be left without uses too */
+        if (compile_erase_if_dead(f, n) && inner && inner != to->def && inner->num_results == 1 &&
+            axon_axir_op_class(inner->op) == AXON_AXIR_CLASS_VIEW)
+            compile_erase_if_dead(f, inner);
     }
     axon_axir_func_recompute_uses(f);
     return AXON_OK;

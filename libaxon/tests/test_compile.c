@@ -500,7 +500,11 @@ static void test_passes(void) {
         "  %0 = cast(%x) : f32[4]\n"
         "  %1 = mul(%0, %one) : f32[4]\n"
         "  %2 = mul(%1, %c) : f32[4]\n"
-        "  return %2\n"
+        "  %r = reshape(%2) {shape = [2, 2]} : f32[2, 2]\n"
+        "  %t = permute(%r) {dims = [1, 0]} : f32[2, 2]\n"
+        "  %tt = permute(%t) {dims = [1, 0]} : f32[2, 2]\n"
+        "  %u = reshape(%tt) {shape = [4]} : f32[4]\n"
+        "  return %u\n"
         "}\n";
     tc_log_t *log = calloc(1, sizeof *log);
     axon_program_t *p = tc_compile(text, 1, log);
@@ -511,6 +515,8 @@ static void test_passes(void) {
     CHECK(strstr(buf, "%1 = mul") == NULL);
     CHECK(strstr(buf, "%2 = mul(%x, %c)") != NULL);
     CHECK(strstr(buf, "%dead") != NULL);
+    CHECK(strstr(buf, "permute") == NULL);   /* the transpose and its inverse cancel */
+    CHECK(strstr(buf, "reshape") == NULL);   /* then the reshapes meet and end where they started */
     tc_after(log, "dce", buf, sizeof buf);
     CHECK(strstr(buf, "%dead") == NULL);
     CHECK(strstr(buf, "%one") == NULL);
