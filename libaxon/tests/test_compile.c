@@ -451,6 +451,31 @@ static void test_workspace_reuse(void) {
         tc_free_outs(1, out);
         axon_program_destroy(p);
     }
+    /* a keepdim reduction viewed without its 1 and returned: the sum writes straight into the output */
+    const char *sumview =
+        "axir 1\n"
+        "func @main(%x: f32[4, 1024]) -> (f32[1024]) {\n"
+        "  %s = sum(%x) {dims = [0], keepdim = true} : f32[1, 1024]\n"
+        "  %v = reshape(%s) {shape = [1024]} : f32[1024]\n"
+        "  return %v\n"
+        "}\n";
+    p = tc_compile(sumview, 1, NULL);
+    CHECK(p != NULL);
+    if (p) {
+        float x[4096];
+        tc_fill(x, 4096, 62);
+        int64_t xs[2] = {4, 1024};
+        axon_tensor_t in[1] = {tc_f32(x, 2, xs)};
+        axon_tensor_t out[1];
+        size_t ws = 1;
+        CHECK_OK(tc_run(&k, p, 1, in, 1, out, &ws));
+        CHECK_EQ_I64(ws, 0);
+        double want[1024];
+        for (int j = 0; j < 1024; j++) want[j] = (double)x[j] + x[1024 + j] + x[2048 + j] + x[3072 + j];
+        if (out[0].data) CHECK(tc_close(out[0].data, want, 1024, "sum viewed"));
+        tc_free_outs(1, out);
+        axon_program_destroy(p);
+    }
     const char *diamond =
         "axir 1\n"
         "func @main(%x: f32[1024]) -> (f32[1024]) {\n"
