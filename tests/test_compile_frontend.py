@@ -308,7 +308,8 @@ def test_mlp_runs_as_one_program():
     with torch.no_grad():
         torch.compile(model, backend="axon")(sample((3, 32)).to(DEV))
     s = tc.stats()
-    assert s["programs"] >= 1 and s["program_calls"] >= 1 and s["eager_partitions"] == 0, s
+    # programs counts compiles; an earlier test may have compiled the same text (programs are cached by text).
+    assert s["partitions"] == 1 and s["program_calls"] == 1 and s["eager_partitions"] == 0, s
 
 
 @needs_compiler
@@ -316,7 +317,7 @@ def test_training_runs_programs_forward_and_backward():
     model = MLP().to(DEV)
     torch.compile(model, backend="axon")(sample((3, 32)).to(DEV)).sum().backward()
     s = tc.stats()
-    assert s["programs"] >= 2 and s["eager_partitions"] == 0, s
+    assert s["program_calls"] >= 2 and s["eager_partitions"] == 0, s
 
 
 @needs_compiler

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "AxonCompile.h"
 #include "AxonException.h"
 #include "AxonFallback.h"
 #include "AxonFunctions.h"
@@ -162,6 +163,7 @@ PYBIND11_MODULE(_C, m) {
   using namespace torch_axon;
   m.doc() = "torch_axon's native part: bindings over libaxon and the PyTorch glue";
   py::register_local_exception_translator(&translate_c10_error);
+  register_compile_bindings(m);
   m.def("runtime_info", &runtime_info,
         "What the default runtime sees: libaxon's version and, per device, its properties and memory info.");
   m.def("_raise_status", &raise_status, "Raise what a libaxon call failing with this status raises.");
