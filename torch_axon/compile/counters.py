@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 _lock = threading.Lock()
-_KEYS = ("graphs", "partitions", "programs", "eager_partitions", "eager_graphs", "program_calls", "eager_calls")
+_KEYS = ("graphs", "partitions", "programs", "eager_partitions", "eager_graphs", "program_calls")
 _counts = dict.fromkeys(_KEYS, 0)
 
 
@@ -18,7 +18,7 @@ def stats() -> dict[str, int]:
     """graphs: FX graphs compiled (forward, backward, inference each count); partitions: supported partitions found;
     programs: partitions compiled into libaxon programs; eager_partitions: partitions that run eagerly because
     lowering or the C compiler refused them; eager_graphs: graphs that run wholly eagerly after an unexpected error;
-    program_calls / eager_calls: runs of compiled programs / of eager partitions that replaced one at run time."""
+    program_calls: runs of compiled programs."""
     with _lock:
         return dict(_counts)
 
