@@ -14,7 +14,6 @@
 #include <ATen/ExpandUtils.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/Operators.h>
-#include <ATen/native/CPUFallback.h>
 #include <ATen/native/IndexingUtils.h>
 #include <ATen/native/TensorAdvancedIndexingUtils.h>
 #include <ATen/WrapDimUtils.h>
@@ -33,11 +32,6 @@
 
 namespace torch_axon {
 namespace {
-
-template <class Op, class... Args>
-decltype(auto) fall_back(Args&&... args) {
-  return at::native::call_fallback_fn<&host_fallback, Op>::call(std::forward<Args>(args)...);
-}
 
 axon_stream_t stream_of(const at::Tensor& t) { return current_stream(t.device().index()); }
 

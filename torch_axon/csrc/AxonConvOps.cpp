@@ -8,7 +8,6 @@
 // as the whole aten::convolution (or convolution_backward): the CPU has no convolution_overrideable to fall back to.
 #include <ATen/ATen.h>
 #include <ATen/Operators.h>
-#include <ATen/native/CPUFallback.h>
 #include <axon/conv.h>
 #include <c10/util/Exception.h>
 #include <torch/library.h>
@@ -25,12 +24,6 @@
 
 namespace torch_axon {
 namespace {
-
-// The convolution ops' sizes are SymInt: the fallback is called with them as they came.
-template <class Op, class... Args>
-decltype(auto) fall_back(Args&&... args) {
-  return at::native::call_fallback_fn_symint<&host_fallback, Op>::call(std::forward<Args>(args)...);
-}
 
 bool is_float(c10::ScalarType t) {
   return t == at::kFloat || t == at::kDouble || t == at::kHalf || t == at::kBFloat16;
@@ -87,8 +80,8 @@ at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& w
                                     c10::SymIntArrayRef output_padding, c10::SymInt groups) {
   const at::Tensor bias = bias_opt.has_value() && bias_opt->defined() ? bias_opt->contiguous() : at::Tensor();
   if (!native(input, weight, bias))
-    return fall_back<ATEN_OP(convolution)>(input, weight, bias_opt, stride, padding, dilation, transposed,
-                                           output_padding, groups);
+    return fall_back_symint<ATEN_OP(convolution)>(input, weight, bias_opt, stride, padding, dilation, transposed,
+                                                  output_padding, groups);
   const char* name = transposed ? "conv_transpose" : "conv";
   const axon_conv_params_t p = params(static_cast<int>(weight.dim()) - 2, stride, padding, dilation, transposed,
                                       output_padding, groups);
@@ -107,7 +100,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
   const int64_t out_channels = transposed ? weight.size(1) * groups.expect_int() : weight.size(0);
   if (!native(input, weight, at::Tensor()) || grad_output.scalar_type() != input.scalar_type()) {
     const std::vector<c10::SymInt> bias_sizes{c10::SymInt(out_channels)};
-    return fall_back<ATEN_OP(convolution_backward)>(
+    return fall_back_symint<ATEN_OP(convolution_backward)>(
         grad_output, input, weight, output_mask[2] ? at::OptionalSymIntArrayRef(bias_sizes) : std::nullopt, stride,
         padding, dilation, transposed, output_padding, groups, output_mask);
   }

@@ -5,7 +5,6 @@
 #include <ATen/ATen.h>
 #include <ATen/Operators.h>
 #include <ATen/core/DistributionsHelper.h>
-#include <ATen/native/CPUFallback.h>
 #include <axon/dropout.h>
 #include <axon/kernels.h>
 #include <c10/util/Exception.h>
@@ -23,11 +22,6 @@
 
 namespace torch_axon {
 namespace {
-
-template <class Op, class... Args>
-decltype(auto) fall_back(Args&&... args) {
-  return at::native::call_fallback_fn<&host_fallback, Op>::call(std::forward<Args>(args)...);
-}
 
 bool is_float(c10::ScalarType t) {
   return t == at::kFloat || t == at::kDouble || t == at::kHalf || t == at::kBFloat16;

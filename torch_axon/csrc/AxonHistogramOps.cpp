@@ -5,7 +5,6 @@
 // histc refuses them, but Mixture-of-Experts routers on accelerators rely on them).
 #include <ATen/ATen.h>
 #include <ATen/Operators.h>
-#include <ATen/native/CPUFallback.h>
 #include <ATen/native/Resize.h>
 #include <axon/histogram.h>
 #include <c10/util/Exception.h>
@@ -20,11 +19,6 @@
 
 namespace torch_axon {
 namespace {
-
-template <class Op, class... Args>
-decltype(auto) fall_back(Args&&... args) {
-  return at::native::call_fallback_fn<&host_fallback, Op>::call(std::forward<Args>(args)...);
-}
 
 bool countable(c10::ScalarType t) {
   return kernels_support(t) && t != at::kBool && !c10::isComplexType(t);

@@ -12,7 +12,6 @@
 #include <ATen/MemoryOverlap.h>
 #include <ATen/Operators.h>
 #include <ATen/WrapDimUtils.h>
-#include <ATen/native/CPUFallback.h>
 #include <ATen/native/Resize.h>
 #include <ATen/native/TypeProperties.h>
 #include <axon/index.h>
@@ -29,11 +28,6 @@
 
 namespace torch_axon {
 namespace {
-
-template <class Op, class... Args>
-decltype(auto) fall_back(Args&&... args) {
-  return at::native::call_fallback_fn<&host_fallback, Op>::call(std::forward<Args>(args)...);
-}
 
 axon_stream_t stream_of(const at::Tensor& t) { return current_stream(t.device().index()); }
 

@@ -4,7 +4,6 @@
 // into out first. What libaxon does not cover (bool, complex) runs through the host fallback.
 #include <ATen/ATen.h>
 #include <ATen/Operators.h>
-#include <ATen/native/CPUFallback.h>
 #include <ATen/native/Resize.h>
 #include <axon/gemm.h>
 #include <c10/util/Exception.h>
@@ -17,11 +16,6 @@
 
 namespace torch_axon {
 namespace {
-
-template <class Op, class... Args>
-decltype(auto) fall_back(Args&&... args) {
-  return at::native::call_fallback_fn<&host_fallback, Op>::call(std::forward<Args>(args)...);
-}
 
 bool gemm_dtype(c10::ScalarType t) {
   return kernels_support(t) && t != c10::kBool && !c10::isComplexType(t);

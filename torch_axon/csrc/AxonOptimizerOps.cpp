@@ -8,7 +8,6 @@
 // through the host fallback. The step counts are incremented by the optimizer before the call, as PyTorch expects.
 #include <ATen/ATen.h>
 #include <ATen/Operators.h>
-#include <ATen/native/CPUFallback.h>
 #include <axon/optim.h>
 #include <c10/util/Exception.h>
 #include <torch/library.h>
@@ -24,11 +23,6 @@
 
 namespace torch_axon {
 namespace {
-
-template <class Op, class... Args>
-decltype(auto) fall_back(Args&&... args) {
-  return at::native::call_fallback_fn<&host_fallback, Op>::call(std::forward<Args>(args)...);
-}
 
 bool is_float(c10::ScalarType t) {
   return t == at::kFloat || t == at::kDouble || t == at::kHalf || t == at::kBFloat16;

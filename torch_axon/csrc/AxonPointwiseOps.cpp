@@ -126,12 +126,6 @@ bool run_ternary(at::TensorIteratorBase& iter, axon_ternary_op_t op, axon_op_par
   return true;
 }
 
-// The host fallback for an op whose native path declined, with the op's own unboxed signature.
-template <class Op, class... Args>
-decltype(auto) fall_back(Args&&... args) {
-  return at::native::call_fallback_fn<&host_fallback, Op>::call(std::forward<Args>(args)...);
-}
-
 // For out= ops: PyTorch's rule that the result type must be castable to out's dtype.
 void check_castable(c10::ScalarType result, const at::Tensor& out) {
   TORCH_CHECK(c10::canCast(result, out.scalar_type()), "result type ", result, " can't be cast to the desired output type ",

@@ -11,7 +11,6 @@
 // through the host fallback.
 #include <ATen/ATen.h>
 #include <ATen/Operators.h>
-#include <ATen/native/CPUFallback.h>
 #include <ATen/native/Pool.h>
 #include <ATen/native/Resize.h>
 #include <axon/pooling.h>
@@ -30,11 +29,6 @@
 
 namespace torch_axon {
 namespace {
-
-template <class Op, class... Args>
-decltype(auto) fall_back(Args&&... args) {
-  return at::native::call_fallback_fn<&host_fallback, Op>::call(std::forward<Args>(args)...);
-}
 
 bool floats(std::initializer_list<const at::Tensor*> ts) {
   for (const at::Tensor* t : ts) {

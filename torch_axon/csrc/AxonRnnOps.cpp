@@ -3,7 +3,6 @@
 // Bias gradients are the batch sums of the gate gradients, as PyTorch's CUDA backward computes them.
 #include <ATen/ATen.h>
 #include <ATen/Operators.h>
-#include <ATen/native/CPUFallback.h>
 #include <axon/rnn.h>
 #include <c10/util/Exception.h>
 #include <torch/library.h>
@@ -18,11 +17,6 @@
 
 namespace torch_axon {
 namespace {
-
-template <class Op, class... Args>
-decltype(auto) fall_back(Args&&... args) {
-  return at::native::call_fallback_fn<&host_fallback, Op>::call(std::forward<Args>(args)...);
-}
 
 bool floats(std::initializer_list<const at::Tensor*> ts) {
   for (const at::Tensor* t : ts)

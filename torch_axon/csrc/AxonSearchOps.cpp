@@ -7,7 +7,6 @@
 #include <ATen/ATen.h>
 #include <ATen/Operators.h>
 #include <ATen/ScalarOps.h>
-#include <ATen/native/CPUFallback.h>
 #include <ATen/native/Resize.h>
 #include <axon/search.h>
 #include <c10/util/Exception.h>
@@ -25,11 +24,6 @@
 
 namespace torch_axon {
 namespace {
-
-template <class Op, class... Args>
-decltype(auto) fall_back(Args&&... args) {
-  return at::native::call_fallback_fn<&host_fallback, Op>::call(std::forward<Args>(args)...);
-}
 
 bool orderable(c10::ScalarType t) {
   return kernels_support(t) && t != at::kBool && !c10::isComplexType(t);

@@ -7,7 +7,6 @@
 #include <ATen/ATen.h>
 #include <ATen/Operators.h>
 #include <ATen/WrapDimUtils.h>
-#include <ATen/native/CPUFallback.h>
 #include <ATen/native/Resize.h>
 #include <axon/sort.h>
 #include <c10/util/Exception.h>
@@ -25,11 +24,6 @@
 
 namespace torch_axon {
 namespace {
-
-template <class Op, class... Args>
-decltype(auto) fall_back(Args&&... args) {
-  return at::native::call_fallback_fn<&host_fallback, Op>::call(std::forward<Args>(args)...);
-}
 
 // Whether the kernels take self, and values/indices of the dtypes the op produces. PyTorch's CPU topk, kthvalue and
 // median refuse bool (`bool_ok` false): those go to the fallback, which raises the same error.

@@ -7,7 +7,6 @@
 // know go through the host fallback.
 #include <ATen/ATen.h>
 #include <ATen/Operators.h>
-#include <ATen/native/CPUFallback.h>
 #include <axon/unique.h>
 #include <c10/util/Exception.h>
 #include <torch/library.h>
@@ -22,11 +21,6 @@
 
 namespace torch_axon {
 namespace {
-
-template <class Op, class... Args>
-decltype(auto) fall_back(Args&&... args) {
-  return at::native::call_fallback_fn<&host_fallback, Op>::call(std::forward<Args>(args)...);
-}
 
 bool native(const at::Tensor& self) { return kernels_support(self.scalar_type()) && !self.is_complex(); }
 

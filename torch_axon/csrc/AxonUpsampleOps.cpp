@@ -10,7 +10,6 @@
 // temporary. Dtypes other than the four float types (PyTorch CPU also resizes uint8 images) use the host fallback.
 #include <ATen/ATen.h>
 #include <ATen/Operators.h>
-#include <ATen/native/CPUFallback.h>
 #include <ATen/native/Resize.h>
 #include <ATen/native/UpSample.h>
 #include <axon/upsample.h>
@@ -28,11 +27,6 @@
 
 namespace torch_axon {
 namespace {
-
-template <class Op, class... Args>
-decltype(auto) fall_back(Args&&... args) {
-  return at::native::call_fallback_fn<&host_fallback, Op>::call(std::forward<Args>(args)...);
-}
 
 bool floats(std::initializer_list<const at::Tensor*> ts) {
   for (const at::Tensor* t : ts) {
