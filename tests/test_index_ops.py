@@ -137,6 +137,35 @@ def test_embedding_backward_is_deterministic():
     torch.testing.assert_close(a, torch.ops.aten.embedding_dense_backward(grad.cpu(), idx.cpu(), 20, -1, False))
 
 
+# Rows of at least 64 bytes after dim take libaxon's whole-row paths (a memcpy per index for index_select, a vector
+# add per index for index_add and embedding backward); these shapes reach them, with dims before dim and a strided
+# outer view. Summed values are small integers, exact in every dtype here whatever the order of the additions, so
+# the sums must match CPU's exactly (rounding differences of bfloat16 sums are not what this test is about).
+ROW_DTYPES = [torch.float32, torch.float64, torch.bfloat16, torch.int64]
+
+
+@pytest.mark.parametrize("dtype", ROW_DTYPES, ids=dtype_id)
+def test_whole_row_paths_match_cpu(dtype):
+    x = sample(dtype, (3, 2 * 9, 40))[:, ::2]  # [3, 9, 40] with a gap between the outer slices
+    if dtype.is_floating_point:
+        x = x.nan_to_num(0, 0, 0).clamp(-8, 8).round()
+    idx = randidx((25,), 9, seed=3)
+    same(native(lambda t, i: t.index_select(1, i), x, idx), x.index_select(1, idx))
+    src = sample(dtype, (3, 25, 40), seed=5)
+    if dtype.is_floating_point:
+        src = src.nan_to_num(0, 0, 0).clamp(-8, 8).round()
+    base = x.contiguous()
+    same(native(lambda t, i, v: t.index_add(1, i, v, alpha=3), base, idx, src), base.index_add(1, idx, src, alpha=3))
+    if dtype.is_floating_point:
+        table = sample(dtype, (50, 64), seed=6).nan_to_num(0, 0, 0)
+        ids = randidx((7, 30), 50, seed=7)
+        same(native(torch.nn.functional.embedding, ids, table), torch.nn.functional.embedding(ids, table))
+        grad = sample(dtype, (7, 30, 64), seed=8).nan_to_num(0, 0, 0).clamp(-8, 8).round()
+        for pad in (-1, 4):
+            same(native(torch.ops.aten.embedding_dense_backward, grad, ids, 50, pad, False),
+                 torch.ops.aten.embedding_dense_backward(grad, ids, 50, pad, False))
+
+
 @pytest.mark.parametrize("dtype", KERNEL_DTYPES, ids=dtype_id)
 def test_masked_fill_matches_cpu(dtype):
     x = sample(dtype, (4, 5))
