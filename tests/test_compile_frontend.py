@@ -340,3 +340,23 @@ def test_program_refuses_cpu_tensors_with_a_clear_error():
 def test_compile_error_names_status_and_location():
     with pytest.raises(RuntimeError, match=r"AXON_ERROR_\w+: axir:\d+:\d+"):
         _C._compile("axir 1\n\nfunc @main(%x: f32[2]) -> (f32[2]) {\n  %y = neg(%q) : f32[2]\n  return %y\n}\n")
+
+
+def test_op_families_match_cpu():
+    def f(x, i):
+        a = torch.clamp(x, -0.5, 0.5) + torch.clamp(x, min=0.1)
+        b = torch.var(x, dim=1, keepdim=True) + x.amax(dim=0) - x.mean()
+        c = torch.where(x > 0, x, -x)[1:3, ::2].sum() + x.select(1, -1).sum()
+        d, e = torch.split(x, [2, 2], dim=0)
+        g = torch.cat([d, e * 2], dim=1).unsqueeze(0).squeeze(0)
+        h = torch.softmax(x, -1) + torch.log_softmax(x, 0) + torch.argmax(x).float()
+        k = torch.index_select(x, 0, i) + torch.gather(x, 1, i.unsqueeze(1).expand(4, 6))
+        return a, b, c, g, h, k
+
+    x, i = sample((4, 6)), torch.tensor([3, 0, 2, 1])
+    got = torch.compile(f, backend="axon")(x.to(DEV), i.to(DEV))
+    for g, r in zip(got, f(x, i)):
+        close(g, r)
+    if HAS_COMPILER:
+        s = tc.stats()
+        assert s["program_calls"] >= 1 and s["eager_partitions"] == 0, s

@@ -89,3 +89,24 @@ def test_outputs_that_view_inputs_stay_eager():
 def test_cpu_tensors_are_not_lowered():
     gm = trace(lambda x: x + 1, torch.zeros(3))
     assert all("not an axon device" in why for why in classify(gm).values())
+
+
+@pytest.mark.skipif(not __import__("torch_axon")._C._axir_parser_available(), reason="libaxon has no AXIR parser")
+def test_op_families_lower_to_text_that_libaxon_verifies():
+    from torch_axon import _C
+
+    def f(x, i):
+        a = torch.clamp(x, -0.5, 0.5) + torch.clamp(x, min=0.1)
+        b = torch.var(x, dim=1, keepdim=True) + x.amax(dim=0) - x.mean()
+        c = torch.where(x > 0, x, -x)[1:3, ::2].sum() + x.select(1, -1).sum()
+        d, e = torch.split(x, [2, 2], dim=0)
+        g = torch.cat([d, e * 2], dim=1).unsqueeze(0).squeeze(0)
+        h = torch.softmax(x, -1) + torch.log_softmax(x, 0) + torch.argmax(x).float()
+        k = torch.index_select(x, 0, i) + torch.gather(x, 1, i.unsqueeze(1).expand(4, 6))
+        return a, b, c, g, h, k
+
+    gm = trace(f, axon(4, 6), torch.zeros(4, dtype=torch.int64, device="axon"))
+    verdict = classify(gm)
+    assert all(why is None or "aliases" in why for why in verdict.values()), verdict
+    text, _ = lower_graph(gm)
+    _C._axir_parse(text)   # raises with the located diagnostic on any mistake
