@@ -356,18 +356,16 @@ def _where(L: Lowering, n: fx.Node):
 
 
 def _clamp(L: Lowering, n: fx.Node):
+    """clamp(x, lo, hi) = minimum(maximum(x, lo), hi), with either bound optional."""
     out = _out(n)
-    x = L.operand(n.args[0], out.dtype)
     lo, hi = _arg(n, 1, "min"), _arg(n, 2, "max")
-    shape = _val(n.args[0]).shape
-    ty = [f"{dtype_text(out.dtype)}[{', '.join(dim_text(d) for d in shape)}]"]
-    if lo is not None:
-        x = L.emit("maximum", [x, L.operand(lo, out.dtype)], {}, ty)[0] if hi is not None else \
-            L.emit1("maximum", [x, L.operand(lo, out.dtype)], {}, out, n.name)
-    if hi is not None:
-        x = L.emit1("minimum", [x, L.operand(hi, out.dtype)], {}, out, n.name)
     if lo is None and hi is None:
         raise Unsupported("clamp without bounds")
+    x = L.operand(n.args[0], out.dtype)
+    if lo is not None:
+        x = L.emit1("maximum", [x, L.operand(lo, out.dtype)], {}, out, n.name if hi is None else None)
+    if hi is not None:
+        x = L.emit1("minimum", [x, L.operand(hi, out.dtype)], {}, out, n.name)
     return x
 
 
