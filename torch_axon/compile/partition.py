@@ -11,7 +11,6 @@ input binds (AXIR reads symbols from whole parameter dimensions).
 
 from __future__ import annotations
 
-import dataclasses
 import operator
 
 import torch.fx as fx
@@ -20,14 +19,7 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 
 from .lower import VIEW_OPS, check_node
 
-__all__ = ["NodeVerdict", "classify", "partition"]
-
-
-@dataclasses.dataclass
-class NodeVerdict:
-    node: str
-    target: str
-    reason: str | None      # None: supported
+__all__ = ["classify", "partition"]
 
 
 def _aliased_outputs(gm: fx.GraphModule, num_user_outputs: int | None) -> set[fx.Node]:
