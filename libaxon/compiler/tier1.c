@@ -23,7 +23,13 @@ extern char **environ;
 
 /* Flags of every tier-1 compile; part of the cache key. -ffp-contract=off: no fused multiply-adds, as in tier 0. */
 static const char *const CC_FLAGS[] = {"-O3", "-march=native", "-std=c11", "-fPIC", "-shared", "-fno-math-errno",
-                                       "-fno-trapping-math", "-ffp-contract=off", "-w"};
+                                       "-fno-trapping-math", "-ffp-contract=off", "-w",
+#if defined(__x86_64__)
+                                       /* GCC keeps to 256-bit vectors on AVX-512 machines unless told otherwise;
+                                        * the kernels' AVX-512 clones use the full width too */
+                                       "-mprefer-vector-width=512",
+#endif
+};
 #define NUM_CC_FLAGS (sizeof CC_FLAGS / sizeof CC_FLAGS[0])
 
 struct axon_tier1 {
@@ -152,6 +158,9 @@ static axon_status_t compile_and_load(axon_tier1_t *t) {
     argv[argc++] = (char *)"-o";
     argv[argc++] = so;
     argv[argc++] = src;
+#ifdef AXON_HAVE_LIBMVEC
+    argv[argc++] = (char *)"-lmvec";   /* the prelude declares libmvec's vector math (tier1_codegen.c) */
+#endif
     argv[argc++] = (char *)"-lm";
     argv[argc] = NULL;
     int rc = run_logged(argv, log);
@@ -211,8 +220,13 @@ static void compute_key(axon_tier1_t *t) {
     compiler_identity(t->cc, &t->cache, id, sizeof id);
     axon_cpu_model(cpu, sizeof cpu);
     char head[512];
-    snprintf(head, sizeof head, "axon tier1 | axir %d | libaxon %s | cpu %s %08x |", AXON_AXIR_VERSION,
-             axon_version(), cpu, axon_cpu_features());
+#ifdef AXON_HAVE_LIBMVEC
+    const char *mvec = "mvec";
+#else
+    const char *mvec = "";
+#endif
+    snprintf(head, sizeof head, "axon tier1 | axir %d | libaxon %s | cpu %s %08x | %s |", AXON_AXIR_VERSION,
+             axon_version(), cpu, axon_cpu_features(), mvec);
     axon_sha256_update(&h, head, strlen(head));
     axon_sha256_update(&h, id, strlen(id));
     for (size_t i = 0; i < NUM_CC_FLAGS; i++) axon_sha256_update(&h, CC_FLAGS[i], strlen(CC_FLAGS[i]) + 1);

@@ -14,7 +14,9 @@
 
 #include "tier1.h"
 
-extern const char axon_tier1_dtype_h[];    /* kernels/dtype.h, embedded at build time (CMakeLists.txt) */
+/* kernels/dtype.h and kernels/pointwise_math.h, embedded at build time (CMakeLists.txt) */
+extern const char axon_tier1_dtype_h[];
+extern const char axon_tier1_pointwise_math_h[];
 
 /* ---- dtypes ---- */
 
@@ -214,7 +216,7 @@ static void emit_expr(axir_buf_t *b, const axon_axir_node_t *n) {
         else axir_buf_printf(b, "(%s)~%s", W, a);
         return;
     case AXON_AXIR_OP_ISNAN: axir_buf_printf(b, "(uint8_t)(%s != %s)", a, a); return;
-    case AXON_AXIR_OP_EXP: axir_buf_printf(b, "exp%s(%s)", f, a); return;
+    case AXON_AXIR_OP_EXP: axir_buf_printf(b, "%s(%s)", dbl ? "exp" : "pw_expf", a); return;
     case AXON_AXIR_OP_EXP2: axir_buf_printf(b, "exp2%s(%s)", f, a); return;
     case AXON_AXIR_OP_EXPM1: axir_buf_printf(b, "expm1%s(%s)", f, a); return;
     case AXON_AXIR_OP_LOG: axir_buf_printf(b, "log%s(%s)", f, a); return;
@@ -228,12 +230,14 @@ static void emit_expr(axir_buf_t *b, const axon_axir_node_t *n) {
     case AXON_AXIR_OP_TANH: axir_buf_printf(b, "tanh%s(%s)", f, a); return;
     case AXON_AXIR_OP_ERF: axir_buf_printf(b, "erf%s(%s)", f, a); return;
     case AXON_AXIR_OP_RECIPROCAL: axir_buf_printf(b, "((%s)1 / %s)", W, a); return;
-    case AXON_AXIR_OP_FLOOR: axir_buf_printf(b, "floor%s(%s)", f, a); return;
-    case AXON_AXIR_OP_CEIL: axir_buf_printf(b, "ceil%s(%s)", f, a); return;
-    case AXON_AXIR_OP_ROUND: axir_buf_printf(b, "nearbyint%s(%s)", f, a); return;
-    case AXON_AXIR_OP_TRUNC: axir_buf_printf(b, "trunc%s(%s)", f, a); return;
-    case AXON_AXIR_OP_SIGMOID: axir_buf_printf(b, "((%s)1 / ((%s)1 + exp%s(-%s)))", W, W, f, a); return;
-    case AXON_AXIR_OP_SILU: axir_buf_printf(b, "(%s / ((%s)1 + exp%s(-%s)))", a, W, f, a); return;
+    case AXON_AXIR_OP_FLOOR: axir_buf_printf(b, "pw_floor_%s(%s)", dbl ? "f64" : "f32", a); return;
+    case AXON_AXIR_OP_CEIL: axir_buf_printf(b, "pw_ceil_%s(%s)", dbl ? "f64" : "f32", a); return;
+    case AXON_AXIR_OP_ROUND: axir_buf_printf(b, "pw_rint_%s(%s)", dbl ? "f64" : "f32", a); return;
+    case AXON_AXIR_OP_TRUNC: axir_buf_printf(b, "pw_trunc_%s(%s)", dbl ? "f64" : "f32", a); return;
+    case AXON_AXIR_OP_SIGMOID:
+        axir_buf_printf(b, "((%s)1 / ((%s)1 + %s(-%s)))", W, W, dbl ? "exp" : "pw_expf", a);
+        return;
+    case AXON_AXIR_OP_SILU: axir_buf_printf(b, "(%s / ((%s)1 + %s(-%s)))", a, W, dbl ? "exp" : "pw_expf", a); return;
     case AXON_AXIR_OP_GELU: {
         const axon_axir_attr_t *ap = axon_axir_node_attr(n, "approximate");
         if (ap && ap->kind == AXON_AXIR_ATTR_STRING && strcmp(ap->s, "tanh") == 0)
@@ -256,9 +260,9 @@ static void emit_expr(axir_buf_t *b, const axon_axir_node_t *n) {
     case AXON_AXIR_OP_DIV: {
         const axon_axir_attr_t *rm = axon_axir_node_attr(n, "rounding_mode");
         if (rm && rm->kind == AXON_AXIR_ATTR_STRING && strcmp(rm->s, "trunc") == 0)
-            axir_buf_printf(b, "trunc%s(%s / %s)", f, a, c);
+            axir_buf_printf(b, "pw_trunc_%s(%s / %s)", dbl ? "f64" : "f32", a, c);
         else if (rm && rm->kind == AXON_AXIR_ATTR_STRING && strcmp(rm->s, "floor") == 0)
-            axir_buf_printf(b, "floor%s(%s / %s)", f, a, c);
+            axir_buf_printf(b, "pw_floor_%s(%s / %s)", dbl ? "f64" : "f32", a, c);
         else
             axir_buf_printf(b, "(%s / %s)", a, c);
         return;
@@ -348,17 +352,42 @@ static int broadcast_inner(const axon_axir_type_t *t, const axon_axir_type_t *it
     return last.expr == NULL && last.size == 1 && !(it.expr == NULL && it.size == 1);
 }
 
+/* Rows are computed in runs of this many elements by one vectorized body, and a shorter tail goes through the same
+ * body on a zero-padded block, as kernels/pointwise_unary.c does: a vector math function and its scalar version may
+ * differ in the last bit, and an element's value must not depend on where a row or a thread's range ends. */
+#define T1_PAD 64
+
+static axon_dtype_t operand_dtype(const axon_axir_func_t *k, int o) {
+    return o < k->num_params ? k->params[o]->type.dtype : k->result_types[o - k->num_params].dtype;
+}
+
 axon_status_t axon_tier1_generate(const axon_axir_func_t *k, const char *symbol, axir_buf_t *b) {
     char why[256];
     if (!axon_tier1_can_generate(k, why, sizeof why)) return AXON_ERROR_UNSUPPORTED;
     const axon_axir_type_t *iter = &k->result_types[0];
     const int nops = k->num_params + k->num_results;
-    axir_buf_printf(b, "\n/* @%s */\nvoid %s(char *const *ptrs, const int64_t *strides, const int64_t *sizes, "
-                       "int rank, int64_t begin, int64_t end) {\n", k->name, symbol);
+    char steps[AXON_TIER1_MAX_OPERANDS][32];
+    int bcast[AXON_TIER1_MAX_OPERANDS];
+    for (int o = 0; o < nops; o++) bcast[o] = o < k->num_params && broadcast_inner(&k->params[o]->type, iter);
+
+    /* The row body over contiguous (or, where the type broadcasts the row, fixed) operands. */
+    axir_buf_printf(b, "\n/* @%s */\n__attribute__((noinline)) static void %s_row(", k->name, symbol);
     for (int o = 0; o < nops; o++) {
-        axon_dtype_t d = o < k->num_params ? k->params[o]->type.dtype : k->result_types[o - k->num_params].dtype;
-        axir_buf_printf(b, "    %s%s *const base%d = (%s%s *)ptrs[%d];\n", o < k->num_params ? "const " : "",
-                        storage_type(d), o, o < k->num_params ? "const " : "", storage_type(d), o);
+        axon_dtype_t d = operand_dtype(k, o);
+        axir_buf_printf(b, "%s%s *restrict p%d, ", o < k->num_params ? "const " : "", storage_type(d), o);
+        snprintf(steps[o], sizeof steps[o], "%s", bcast[o] ? "0" : "j");
+    }
+    axir_buf_puts(b, "int64_t n) {\n    for (int64_t j = 0; j < n; j++) {\n");
+    emit_body(b, k, steps);
+    axir_buf_puts(b, "    }\n}\n");
+
+    axir_buf_printf(b, "void %s(char *const *ptrs, const int64_t *strides, const int64_t *sizes, int rank, "
+                       "int64_t begin, int64_t end) {\n", symbol);
+    for (int o = 0; o < nops; o++) {
+        axon_dtype_t d = operand_dtype(k, o);
+        const char *cq = o < k->num_params ? "const " : "";
+        axir_buf_printf(b, "    %s%s *const base%d = (%s%s *)ptrs[%d];\n", cq, storage_type(d), o, cq,
+                        storage_type(d), o);
     }
     axir_buf_puts(b,
                   "    int64_t idx[8] = {0};\n"
@@ -373,36 +402,40 @@ axon_status_t axon_tier1_generate(const axon_axir_func_t *k, const char *symbol,
                   "        const int64_t j0 = rank > 0 ? idx[rank - 1] : 0;\n"
                   "        const int64_t n = inner - j0 < end - i ? inner - j0 : end - i;\n");
     for (int o = 0; o < nops; o++) {
+        axon_dtype_t d = operand_dtype(k, o);
         axir_buf_printf(b, "        int64_t off%d = 0;\n", o);
-        axir_buf_printf(b, "        for (int d = 0; d < rank - 1; d++) off%d += idx[d] * strides[%d * 8 + d];\n", o, o);
+        axir_buf_printf(b, "        for (int d = 0; d < rank - 1; d++) off%d += idx[d] * strides[%d * 8 + d];\n", o,
+                        o);
         axir_buf_printf(b, "        const int64_t s%d = rank > 0 ? strides[%d * 8 + rank - 1] : 0;\n", o, o);
-        axir_buf_printf(b, "        off%d += j0 * s%d;\n", o, o);
+        axir_buf_printf(b, "        %s%s *p%d = base%d + off%d + j0 * s%d;\n", o < k->num_params ? "const " : "",
+                        storage_type(d), o, o, o, o);
     }
-    /* The fast row: literal strides (1, or 0 for an operand broadcast along the row). */
+    /* Fast rows: every operand's row stride is what its type promises for a dense operand (1, or 0 where the type
+     * broadcasts the row): the vectorized body, then the tail through padded blocks. */
     axir_buf_puts(b, "        if (1");
-    char steps[2 * AXON_MAX_DIMS + 64][32];
+    for (int o = 0; o < nops; o++) axir_buf_printf(b, " && s%d == %d", o, bcast[o] ? 0 : 1);
+    axir_buf_printf(b, ") {\n            const int64_t bulk = n & ~(int64_t)%d;\n", T1_PAD - 1);
+    axir_buf_printf(b, "            if (bulk > 0) %s_row(", symbol);
+    for (int o = 0; o < nops; o++) axir_buf_printf(b, "p%d, ", o);
+    axir_buf_puts(b, "bulk);\n            if (n > bulk) {\n                const int64_t tail = n - bulk;\n");
     for (int o = 0; o < nops; o++) {
-        int bc = o < k->num_params && broadcast_inner(&k->params[o]->type, iter);
-        axir_buf_printf(b, " && s%d == %d", o, bc ? 0 : 1);
+        axon_dtype_t d = operand_dtype(k, o);
+        if (bcast[o]) continue;
+        axir_buf_printf(b, "                %s q%d[%d];\n", storage_type(d), o, T1_PAD);
+        if (o < k->num_params)
+            axir_buf_printf(b, "                memset(q%d, 0, sizeof q%d);\n"
+                               "                memcpy(q%d, p%d + bulk, (size_t)tail * sizeof q%d[0]);\n",
+                            o, o, o, o, o);
     }
-    axir_buf_puts(b, ") {\n");
-    for (int o = 0; o < nops; o++) {
-        axon_dtype_t d = o < k->num_params ? k->params[o]->type.dtype : k->result_types[o - k->num_params].dtype;
-        axir_buf_printf(b, "            %s%s *restrict p%d = base%d + off%d;\n", o < k->num_params ? "const " : "",
-                        storage_type(d), o, o, o);
-        int bc = o < k->num_params && broadcast_inner(&k->params[o]->type, iter);
-        snprintf(steps[o], sizeof steps[o], "%s", bc ? "0" : "j");
-    }
-    axir_buf_puts(b, "            for (int64_t j = 0; j < n; j++) {\n");
-    emit_body(b, k, steps);
-    axir_buf_puts(b, "            }\n        } else {\n");
-    for (int o = 0; o < nops; o++) {
-        axon_dtype_t d = o < k->num_params ? k->params[o]->type.dtype : k->result_types[o - k->num_params].dtype;
-        axir_buf_printf(b, "            %s%s *p%d = base%d + off%d;\n", o < k->num_params ? "const " : "",
-                        storage_type(d), o, o, o);
-        snprintf(steps[o], sizeof steps[o], "j * s%d", o);
-    }
-    axir_buf_puts(b, "            for (int64_t j = 0; j < n; j++) {\n");
+    axir_buf_printf(b, "                %s_row(", symbol);
+    for (int o = 0; o < nops; o++)
+        if (bcast[o]) axir_buf_printf(b, "p%d, ", o);
+        else axir_buf_printf(b, "q%d, ", o);
+    axir_buf_printf(b, "%d);\n", T1_PAD);
+    for (int o = k->num_params; o < nops; o++)
+        axir_buf_printf(b, "                memcpy(p%d + bulk, q%d, (size_t)tail * sizeof q%d[0]);\n", o, o, o);
+    axir_buf_puts(b, "            }\n        } else {\n            for (int64_t j = 0; j < n; j++) {\n");
+    for (int o = 0; o < nops; o++) snprintf(steps[o], sizeof steps[o], "j * s%d", o);
     emit_body(b, k, steps);
     axir_buf_puts(b,
                   "            }\n"
@@ -421,18 +454,28 @@ axon_status_t axon_tier1_generate(const axon_axir_func_t *k, const char *symbol,
     return b->oom ? AXON_ERROR_OUT_OF_MEMORY : AXON_OK;
 }
 
-void axon_tier1_prelude(axir_buf_t *b) {
-    axir_buf_puts(b, "/* Generated by libaxon's tier-1 compiler. */\n"
-                     "#include <math.h>\n#include <stdint.h>\n#include <string.h>\n"
-                     "#define AXON_TENSOR_H 1\n");
-    /* kernels/dtype.h, minus its include of axon/tensor.h (which the generated code does not need). */
-    const char *s = axon_tier1_dtype_h;
+/* Appends text without its quoted #include lines (the embedded headers include each other; the prelude already
+ * holds them in order). */
+static void put_embedded(axir_buf_t *b, const char *s) {
     while (*s) {
         const char *eol = strchr(s, '\n');
         size_t len = eol ? (size_t)(eol - s + 1) : strlen(s);
-        if (!(len >= 8 && strncmp(s, "#include", 8) == 0 && memmem(s, len, "axon/tensor.h", 13))) axir_buf_put(b, s, len);
+        if (!(len >= 10 && strncmp(s, "#include \"", 10) == 0)) axir_buf_put(b, s, len);
         s += len;
     }
+}
+
+void axon_tier1_prelude(axir_buf_t *b) {
+    axir_buf_puts(b, "/* Generated by libaxon's tier-1 compiler. */\n"
+                     "#include <math.h>\n#include <stdint.h>\n#include <string.h>\n");
+#ifdef AXON_HAVE_LIBMVEC
+    /* As in kernels/pointwise_unary.c: libmvec's vector versions, so that loops calling these vectorize. */
+    axir_buf_puts(b, "#define AX_SIMD __attribute__((simd(\"notinbranch\")))\n"
+                     "float erff(float) AX_SIMD;\nfloat tanhf(float) AX_SIMD;\nfloat tanf(float) AX_SIMD;\n"
+                     "float atanf(float) AX_SIMD;\nfloat sinf(float) AX_SIMD;\nfloat cosf(float) AX_SIMD;\n");
+#endif
+    put_embedded(b, axon_tier1_dtype_h);
+    put_embedded(b, axon_tier1_pointwise_math_h);
     axir_buf_puts(b,
                   "\nstatic inline float ax_remainder_f32(float a, float b) {\n"
                   "    float r = fmodf(a, b);\n"
