@@ -3,6 +3,7 @@
 #ifndef AXON_COMPILE_IMPL_H
 #define AXON_COMPILE_IMPL_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -96,6 +97,9 @@ struct axon_program {
     int num_fused;
     struct fused_prog **fused;
     struct axon_tier1 *tier1;    /* generated C for the fused groups (tier1.h); NULL without fused groups or opts->tier1 */
+    /* 1 for the caller's handle plus 1 per run still queued: a queued fused step reads the interpreter's program or
+     * calls into tier 1's library, so axon_program_destroy only frees once the last run has executed. */
+    atomic_int refs;
 };
 
 /* Lowers p->func into steps, values and buffers with their lifetimes (the memory plan). UNSUPPORTED names the first

@@ -61,6 +61,7 @@ AXON_API axon_status_t axon_compile(axon_axir_module_t *m, const axon_compile_op
         axon_axir_module_destroy(m);
         return compile_diag(diag, NULL, AXON_ERROR_OUT_OF_MEMORY, "axon_compile: out of memory");
     }
+    atomic_init(&p->refs, 1);
     p->module = m;
     p->func = axon_axir_module_find(m, entry);
     axon_status_t st = AXON_OK;

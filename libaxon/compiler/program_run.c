@@ -34,6 +34,9 @@ static axon_status_t check_outputs(const prog_call_t *c, int num_outputs, const 
     return AXON_OK;
 }
 
+/* The end of a queued run: drops the reference that run held. */
+static void program_release(void *user) { axon_program_destroy(user); }
+
 AXON_API axon_status_t axon_program_run(const axon_program_t *p, axon_stream_t s, int num_inputs,
                                         const axon_tensor_t *inputs, int num_outputs, const axon_tensor_t *outputs,
                                         void *workspace, size_t workspace_bytes) {
@@ -73,11 +76,20 @@ AXON_API axon_status_t axon_program_run(const axon_program_t *p, axon_stream_t s
         }
     }
     prog_call_end(&c);
+    /* The queued steps may read p (fused groups, tier 1's library) until they run: hold a reference until the
+     * stream reaches this point. If even that cannot be queued, wait for the stream instead. */
+    axon_program_t *held = (axon_program_t *)p;   /* the count is the only field a run writes */
+    atomic_fetch_add_explicit(&held->refs, 1, memory_order_relaxed);
+    if (axon_stream_add_callback(s, program_release, held) != AXON_OK) {
+        axon_status_t sync = axon_stream_sync(s);
+        axon_program_destroy(held);
+        if (st == AXON_OK) st = sync;
+    }
     return st;
 }
 
 AXON_API void axon_program_destroy(axon_program_t *p) {
-    if (!p) return;
+    if (!p || atomic_fetch_sub_explicit(&p->refs, 1, memory_order_acq_rel) != 1) return;
     axon_tier1_destroy(p->tier1);
     for (int k = 0; k < p->num_fused; k++) fused_destroy(p->fused[k]);
     free(p->fused);

@@ -14,6 +14,11 @@
 
 static char cache_dir[256];
 
+static void usleep_20ms(void *unused) {
+    (void)unused;
+    usleep(20000);
+}
+
 static void hex_of(const char *s, size_t n, char hex[65]) {
     axon_sha256_t h;
     uint8_t d[32];
@@ -337,6 +342,52 @@ static void test_program_tier0_matches_tier1(void) {
     axon_program_destroy(p1);
 }
 
+/* A program destroyed while its run is still queued stays alive until the run has executed (ASan would report the
+ * fused step reading a freed program or calling into an unloaded library). */
+static void test_destroy_while_queued(void) {
+    static const char *const text =
+        "axir 1\n"
+        "\n"
+        "func @main(%x: f32[4096]) -> (f32[4096]) {\n"
+        "  %0 = mul(%x, %x) : f32[4096]\n"
+        "  %1 = tanh(%0) : f32[4096]\n"
+        "  return %1\n"
+        "}\n";
+    kc_dev_t k = kc_open(2);
+    CHECK(k.rt != NULL);
+    if (!k.rt) return;
+    for (int tier1 = 0; tier1 < 2; tier1++) {
+        axon_compile_options_t o = axon_compile_options_default();
+        o.tier1 = tier1;
+        axon_program_t *p = NULL;
+        axon_axir_diag_t d;
+        CHECK_OK(axon_compile_text(text, strlen(text), &o, &p, &d));
+        if (!p) continue;
+        if (tier1) CHECK_OK(axon_program_wait_tier1(p));
+        float h[4096], r[4096];
+        for (int i = 0; i < 4096; i++) h[i] = (float)(i % 64) / 32.0f - 1.0f;
+        int64_t n = 4096;
+        void *dx = kc_upload(&k, h, sizeof h), *dout = kc_upload(&k, NULL, sizeof r);
+        axon_tensor_t in = kc_tensor(dx, AXON_FLOAT32, 1, &n, NULL), out;
+        size_t ws = 0;
+        CHECK_OK(axon_program_prepare(p, 1, &in, 1, &out, &ws));
+        out.data = dout;
+        void *dws = ws ? kc_upload(&k, NULL, ws) : NULL;
+        /* a host callback that sleeps keeps the stream busy, so the run is still queued at destroy */
+        CHECK_OK(axon_stream_add_callback(k.s, usleep_20ms, NULL));
+        CHECK_OK(axon_program_run(p, k.s, 1, &in, 1, &out, dws, ws));
+        axon_program_destroy(p);
+        CHECK(kc_download(&k, r, dout, sizeof r));
+        int bad = 0;
+        for (int i = 0; i < 4096; i++) bad += fabsf(r[i] - tanhf(h[i] * h[i])) > 1e-6f;
+        CHECK(bad == 0);
+        axon_mem_free(k.dev, dx);
+        axon_mem_free(k.dev, dout);
+        if (dws) axon_mem_free(k.dev, dws);
+    }
+    axon_runtime_destroy(k.rt);
+}
+
 int main(void) {
     snprintf(cache_dir, sizeof cache_dir, "/tmp/axon-test-tier1-XXXXXX");
     if (!mkdtemp(cache_dir)) return 1;
@@ -348,6 +399,7 @@ int main(void) {
     RUN(test_generated_bf16_launch);
     RUN(test_unsupported_kernel);
     RUN(test_program_tier0_matches_tier1);
+    RUN(test_destroy_while_queued);
     RUN(test_without_compiler);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);

@@ -63,7 +63,7 @@ AXON_API int axon_compile_supports(axon_axir_op_t op, axon_dtype_t dtype);
 AXON_API axon_status_t axon_compile_text(const char *text, size_t len, const axon_compile_options_t *opts,
                                          axon_program_t **out, axon_axir_diag_t *diag);
 
-/* Frees p. NULL is a no-op. The caller must not destroy a program whose run is still queued on a stream. */
+/* Releases p. NULL is a no-op. Runs still queued on a stream keep it alive until they have executed. */
 AXON_API void axon_program_destroy(axon_program_t *p);
 
 AXON_API int axon_program_num_inputs(const axon_program_t *p);
