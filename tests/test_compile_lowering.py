@@ -91,7 +91,6 @@ def test_cpu_tensors_are_not_lowered():
     assert all("not an axon device" in why for why in classify(gm).values())
 
 
-@pytest.mark.skipif(not __import__("torch_axon")._C._axir_parser_available(), reason="libaxon has no AXIR parser")
 def test_op_families_lower_to_text_that_libaxon_verifies():
     from torch_axon import _C
 

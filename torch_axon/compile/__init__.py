@@ -14,9 +14,9 @@ import torch
 
 from .counters import reset_stats, stats
 from .explain import Explanation, explain
-from .graph import compile_graph
+from .graph import compile_graph, tier1_groups
 
-__all__ = ["backend", "explain", "Explanation", "stats", "reset_stats", "decompositions"]
+__all__ = ["backend", "explain", "Explanation", "stats", "reset_stats", "decompositions", "tier1_groups"]
 
 aten = torch.ops.aten
 

@@ -23,7 +23,7 @@ from .partition import classify, partition
 log = logging.getLogger("torch_axon.compile")
 aten = torch.ops.aten
 
-__all__ = ["compile_graph", "CompiledPartition", "GraphReport"]
+__all__ = ["compile_graph", "CompiledPartition", "GraphReport", "tier1_groups"]
 
 
 @dataclasses.dataclass
@@ -77,8 +77,6 @@ def _compile_text(text: str):
         if prog is not None:
             _cache.move_to_end(text)
             return prog
-    if not _C._compiler_available():
-        raise Unsupported("this libaxon build has no graph compiler (libaxon/compiler)")
     prog = _C._compile(text)
     counters.bump("programs")
     with _cache_lock:
@@ -86,6 +84,22 @@ def _compile_text(text: str):
         while len(_cache) > _CACHE_SIZE:
             _cache.popitem(last=False)
     return prog
+
+
+def tier1_groups(wait: bool = False) -> int:
+    """How many fused groups of the compiled programs run as tier-1 generated C now; with wait, after every program's
+    tier-1 compile has finished (AXON_COMPILE_SYNC=1 makes compiles finish before the first run instead)."""
+    from torch_axon import _C
+
+    with _cache_lock:
+        programs = list(_cache.values())
+    total = 0
+    for prog in programs:
+        try:
+            total += _C._program_tier1_ready(prog, wait)
+        except RuntimeError:
+            pass   # no fused group, no C compiler or a failed compile: tier 0 runs that program's groups
+    return total
 
 
 def _eager_views(gm: fx.GraphModule) -> None:

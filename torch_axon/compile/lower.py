@@ -250,15 +250,11 @@ _OPERAND_DTYPE_OPS = {"eq", "ne", "lt", "le", "gt", "ge", "isnan", "logical_not"
 
 
 def tier0_refusal(ops) -> str | None:
-    """The first (op, dtype) that libaxon's compiler says tier 0 cannot run, as a reason; None if all can (or if
-    this libaxon build cannot say: then the compile itself decides)."""
+    """The first (op, dtype) that libaxon's compiler says tier 0 cannot run, as a reason; None if all can."""
     from torch_axon import _C
 
-    ask = getattr(_C, "_compile_supports", None)
-    if ask is None:
-        return None
     for op, dt in ops:
-        if ask(op, dt) is False:
+        if not _C._compile_supports(op, dt):
             return f"tier 0 does not run {op} on {dt}"
     return None
 

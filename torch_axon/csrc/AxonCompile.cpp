@@ -2,10 +2,6 @@
 // (libaxon/include/axon/compiler.h, axir.h). It holds no algorithms: it hands AXIR text to libaxon, keeps the program
 // in a Python object, and runs it with the calling protocol of compiler.h (prepare, allocate outputs and workspace
 // with the axon caching allocator, run on the current stream).
-//
-// The compiler and the AXIR parser are built in libaxon/compiler/ by separate work; until a build has them, their
-// entry points are weak references that resolve to NULL, and the bindings report "not built" (the front end then
-// runs every partition eagerly) instead of failing to load.
 #include "AxonCompile.h"
 
 #include <ATen/ATen.h>
@@ -26,33 +22,11 @@
 #include "AxonFunctions.h"
 #include "AxonTensor.h"
 
-#pragma weak axon_compile_text
-#pragma weak axon_program_destroy
-#pragma weak axon_program_num_inputs
-#pragma weak axon_program_num_outputs
-#pragma weak axon_program_module
-#pragma weak axon_program_prepare
-#pragma weak axon_program_run
-#pragma weak axon_axir_parse
-#pragma weak axon_axir_print
-#pragma weak axon_axir_module_destroy
-#pragma weak axon_axir_diag_format
-#pragma weak axon_compile_supports
-#pragma weak axon_axir_op_lookup
-#pragma weak axon_axir_dtype_lookup
 
 namespace py = pybind11;
 
 namespace torch_axon {
 namespace {
-
-bool compiler_available() {
-  return axon_compile_text && axon_program_destroy && axon_program_num_inputs && axon_program_num_outputs &&
-         axon_program_module && axon_program_prepare && axon_program_run && axon_axir_print &&
-         axon_axir_diag_format;
-}
-
-bool parser_available() { return axon_axir_parse && axon_axir_print && axon_axir_module_destroy && axon_axir_diag_format; }
 
 // A compiled program, owned by Python; destroyed with the last reference.
 struct Program {
@@ -73,7 +47,6 @@ std::string take_text(char* text, size_t len) {
 }
 
 Program compile(const std::string& text) {
-  TORCH_CHECK_NOT_IMPLEMENTED(compiler_available(), "axon compile: this libaxon build has no graph compiler");
   axon_compile_options_t opts = axon_compile_options_default();
   axon_program_t* p = nullptr;
   axon_axir_diag_t diag{};
@@ -87,18 +60,30 @@ Program compile(const std::string& text) {
   return Program{std::shared_ptr<axon_program_t>(p, [](axon_program_t* q) { axon_program_destroy(q); })};
 }
 
-// Whether tier 0 runs AXIR op `op` with dtype `dtype` (AXIR spellings); None when this build cannot say.
-py::object compile_supports(const std::string& op, const std::string& dtype) {
-  if (!axon_compile_supports || !axon_axir_op_lookup || !axon_axir_dtype_lookup) return py::none();
+// Whether tier 0 runs AXIR op `op` with dtype `dtype` (AXIR spellings).
+bool compile_supports(const std::string& op, const std::string& dtype) {
   const axon_axir_op_t o = axon_axir_op_lookup(op.data(), op.size());
   axon_dtype_t d;
-  if (o == AXON_AXIR_OP_INVALID || !axon_axir_dtype_lookup(dtype.data(), dtype.size(), &d)) return py::bool_(false);
-  return py::bool_(axon_compile_supports(o, d) != 0);
+  if (o == AXON_AXIR_OP_INVALID || !axon_axir_dtype_lookup(dtype.data(), dtype.size(), &d)) return false;
+  return axon_compile_supports(o, d) != 0;
+}
+
+// How many of the program's fused groups run as tier-1 generated C now; with wait, after its compile has finished
+// (raising with the reason if there is none: no fused group, no C compiler, a failed compile).
+int program_tier1_ready(const Program& prog, bool wait) {
+  if (wait) {
+    axon_status_t s;
+    {
+      py::gil_scoped_release no_gil;
+      s = axon_program_wait_tier1(prog.p.get());
+    }
+    AXON_CHECK(s);
+  }
+  return axon_program_tier1_ready(prog.p.get());
 }
 
 // The canonical text of a parsed module: the parser and printer's view of the front end's output.
 std::string axir_parse(const std::string& text) {
-  TORCH_CHECK_NOT_IMPLEMENTED(parser_available(), "axon compile: this libaxon build has no AXIR parser");
   axon_axir_module_t* m = nullptr;
   axon_axir_diag_t diag{};
   const axon_status_t s = axon_axir_parse(text.data(), text.size(), &m, &diag);
@@ -188,10 +173,10 @@ void register_compile_bindings(py::module_& m) {
   py::class_<Program>(m, "_AxonProgram")
       .def_property_readonly("num_inputs", [](const Program& p) { return axon_program_num_inputs(p.p.get()); })
       .def_property_readonly("num_outputs", [](const Program& p) { return axon_program_num_outputs(p.p.get()); });
-  m.def("_compiler_available", &compiler_available, "Whether this libaxon build has the graph compiler.");
-  m.def("_axir_parser_available", &parser_available, "Whether this libaxon build has the AXIR parser.");
   m.def("_compile_supports", &compile_supports, py::arg("op"), py::arg("dtype"),
-        "Whether tier 0 runs this AXIR op with this dtype (AXIR spellings); None if the build cannot say.");
+        "Whether tier 0 runs this AXIR op with this dtype (AXIR spellings).");
+  m.def("_program_tier1_ready", &program_tier1_ready, py::arg("program"), py::arg("wait") = false,
+        "How many of the program's fused groups run as tier-1 C; wait=True waits for tier 1's compile first.");
   m.def("_compile", &compile, py::arg("text"),
         "Compile AXIR text into a program; RuntimeError '<status name>: axir:LINE:COL: reason' on failure.");
   m.def("_axir_parse", &axir_parse, py::arg("text"),

@@ -6,7 +6,7 @@
 
 namespace torch_axon {
 
-// Adds _compile, _compile_supports, _program_run, _program_text, _axir_parse and _compiler_available to m.
+// Adds _compile, _compile_supports, _program_run, _program_text, _program_tier1_ready and _axir_parse to m.
 void register_compile_bindings(pybind11::module_& m);
 
 }  // namespace torch_axon
