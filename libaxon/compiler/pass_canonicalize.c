@@ -82,6 +82,41 @@ static axon_axir_value_t *simplify(axon_axir_module_t *m, axon_axir_node_t *n) {
     }
 }
 
+/* pow with a constant exponent that PyTorch's CPU kernel computes without pow (x*x, x*x*x, 1/(x*x), sqrt, rsqrt,
+ * reciprocal) becomes those ops, in its order of operations, so results keep their bits and the chain vectorizes
+ * (libm's pow does not). GPT-2's tanh-GELU is written with pow(x, 3). The result replacing n, or NULL; nodes are
+ * inserted before n. */
+static axon_axir_value_t *expand_pow(axon_axir_module_t *m, axon_axir_func_t *f, axon_axir_node_t *n) {
+    if (n->op != AXON_AXIR_OP_POW || n->num_operands != 2 || n->num_results != 1) return NULL;
+    axon_axir_value_t *x = n->operands[0], *r = n->results[0];
+    const axon_dtype_t d = r->type.dtype;
+    if (d != AXON_FLOAT32 && d != AXON_FLOAT64 && d != AXON_FLOAT16 && d != AXON_BFLOAT16) return NULL;
+    if (x->type.dtype != d || !same_type(m, &x->type, &r->type)) return NULL;   /* no broadcast by the exponent */
+    const axon_axir_node_t *e = n->operands[1]->def;
+    const axon_axir_type_t *t = &r->type;
+    axon_axir_node_t *a, *b;
+    if (compile_const_equals(e, 1.0)) return x;
+    if (compile_const_equals(e, 2.0) || compile_const_equals(e, 3.0) || compile_const_equals(e, -2.0)) {
+        axon_axir_value_t *xx[2] = {x, x};
+        if (!(a = axon_axir_node_create(m, f, n, AXON_AXIR_OP_MUL, NULL, 2, xx, 1, t, 0, NULL))) return NULL;
+        if (compile_const_equals(e, 2.0)) return a->results[0];
+        if (compile_const_equals(e, -2.0))
+            b = axon_axir_node_create(m, f, n, AXON_AXIR_OP_RECIPROCAL, NULL, 1, a->results, 1, t, 0, NULL);
+        else {
+            axon_axir_value_t *sq_x[2] = {a->results[0], x};
+            b = axon_axir_node_create(m, f, n, AXON_AXIR_OP_MUL, NULL, 2, sq_x, 1, t, 0, NULL);
+        }
+        return b ? b->results[0] : NULL;
+    }
+    axon_axir_op_t op = compile_const_equals(e, 0.5)    ? AXON_AXIR_OP_SQRT
+                        : compile_const_equals(e, -0.5) ? AXON_AXIR_OP_RSQRT
+                        : compile_const_equals(e, -1.0) ? AXON_AXIR_OP_RECIPROCAL
+                                                        : AXON_AXIR_OP_INVALID;
+    if (op == AXON_AXIR_OP_INVALID) return NULL;
+    a = axon_axir_node_create(m, f, n, op, NULL, 1, &x, 1, t, 0, NULL);
+    return a ? a->results[0] : NULL;
+}
+
 axon_status_t pass_canonicalize(axon_axir_module_t *m, axon_axir_func_t *f, axon_axir_diag_t *diag) {
     (void)diag;
     axon_axir_func_recompute_uses(f);
@@ -96,6 +131,15 @@ axon_status_t pass_canonicalize(axon_axir_module_t *m, axon_axir_func_t *f, axon
             compile_erase_if_dead(f, inner);
         }
         axon_axir_value_t *to = simplify(m, n);
+        if (!to && (to = expand_pow(m, f, n)) != NULL) {
+            /* the new nodes were made with use counts of their own: recount before erasing by count */
+            axon_axir_node_t *exponent = n->operands[1]->def;
+            axon_axir_replace_uses(f, n->results[0], to);
+            axon_axir_func_recompute_uses(f);
+            compile_erase_if_dead(f, n);
+            if (exponent) compile_erase_if_dead(f, exponent);
+            continue;
+        }
         if (!to) continue;
         axon_axir_replace_uses(f, n->results[0], to);
         axon_axir_node_t *inner = n->operands[0]->def;

@@ -1,0 +1,137 @@
+/* Rewrites that make graphs fuse and vectorize: the schedule pass (chains that a front end interleaves with
+ * constants, views and unrelated work still fuse; a graph with nothing to fuse keeps its order), and pow by a
+ * constant exponent expanded the way PyTorch's CPU kernel computes it. */
+#include <math.h>
+#include <string.h>
+
+#include "kernels_check.h"
+
+/* The entry function's text after all passes, or NULL. */
+static char *compiled_text(const char *text) {
+    axon_program_t *p = NULL;
+    axon_axir_diag_t d;
+    axon_compile_options_t o = axon_compile_options_default();
+    o.tier1 = 0;
+    if (axon_compile_text(text, strlen(text), &o, &p, &d) != AXON_OK) return NULL;
+    char *out = NULL;
+    if (axon_axir_print(axon_program_module(p), &out, NULL) != AXON_OK) out = NULL;
+    axon_program_destroy(p);
+    return out;
+}
+
+static int count(const char *hay, const char *needle) {
+    int n = 0;
+    for (const char *s = strstr(hay, needle); s; s = strstr(s + 1, needle)) n++;
+    return n;
+}
+
+static void test_interleaved_chain_fuses(void) {
+    /* x*0.5 -> (a transpose of w in between) -> +b -> (an unrelated exp of w) -> tanh: one group of three */
+    static const char *const text =
+        "axir 1\n"
+        "func @main(%x: f32[8, 16], %b: f32[16], %w: f32[16, 8]) -> (f32[8, 16], f32[16, 8]) {\n"
+        "  %half = const() {value = 0.5} : f32[]\n"
+        "  %0 = mul(%x, %half) : f32[8, 16]\n"
+        "  %wt = permute(%w) {dims = [1, 0]} : f32[8, 16]\n"
+        "  %1 = add(%0, %b) : f32[8, 16]\n"
+        "  %e = exp(%w) : f32[16, 8]\n"
+        "  %2 = tanh(%1) : f32[8, 16]\n"
+        "  %3 = add(%2, %wt) : f32[8, 16]\n"
+        "  return %3, %e\n"
+        "}\n";
+    char *out = compiled_text(text);
+    CHECK(out != NULL);
+    if (!out) return;
+    CHECK(count(out, "kernel @") == 1);
+    CHECK(count(out, "= fused @") == 1);
+    /* the group holds all four elementwise ops on [8, 16] */
+    const char *k = strstr(out, "kernel @");
+    CHECK(k && strstr(k, "mul(") && strstr(k, "tanh(") && count(k, "add(") == 2);
+    free(out);
+}
+
+static void test_unfusable_graph_keeps_order(void) {
+    static const char *const text =
+        "axir 1\n"
+        "\n"
+        "func @main(%a: f32[4, 4], %b: f32[4, 4]) -> (f32[4, 4], f32[4, 4]) {\n"
+        "  %0 = mm(%a, %b) : f32[4, 4]\n"
+        "  %1 = mm(%b, %a) : f32[4, 4]\n"
+        "  %2 = softmax(%0) {dim = 1} : f32[4, 4]\n"
+        "  return %2, %1\n"
+        "}\n";
+    char *out = compiled_text(text);
+    CHECK(out != NULL);
+    if (!out) return;
+    CHECK(strcmp(out, text) == 0);
+    if (strcmp(out, text) != 0) fprintf(stderr, "got:\n%s", out);
+    free(out);
+}
+
+static void test_pow_by_small_constants_expands(void) {
+    static const char *const text =
+        "axir 1\n"
+        "func @main(%x: f32[8]) -> (f32[8], f32[8], f32[8], f32[8]) {\n"
+        "  %three = const() {value = 3.0} : f32[]\n"
+        "  %two = const() {value = 2} : f32[]\n"
+        "  %half = const() {value = 0.5} : f32[]\n"
+        "  %e = const() {value = 2.5} : f32[]\n"
+        "  %0 = pow(%x, %three) : f32[8]\n"
+        "  %1 = pow(%x, %two) : f32[8]\n"
+        "  %2 = pow(%x, %half) : f32[8]\n"
+        "  %3 = pow(%x, %e) : f32[8]\n"
+        "  return %0, %1, %2, %3\n"
+        "}\n";
+    axon_compile_options_t o = axon_compile_options_default();
+    o.tier1 = 0;
+    o.fuse = 0;   /* look at the rewrite itself */
+    axon_program_t *p = NULL;
+    axon_axir_diag_t d;
+    CHECK_OK(axon_compile_text(text, strlen(text), &o, &p, &d));
+    if (!p) return;
+    char *out = NULL;
+    CHECK_OK(axon_axir_print(axon_program_module(p), &out, NULL));
+    if (out) {
+        CHECK(count(out, "pow(") == 1);              /* only x^2.5 keeps pow */
+        CHECK(count(out, "mul(") == 3);              /* x*x*x (two) and x*x (one) */
+        CHECK(count(out, "sqrt(") == 1);
+        CHECK(count(out, "value = 3.0") == 0 && count(out, "value = 2.5") == 1);   /* dead exponents go */
+        free(out);
+    }
+    /* and the values are PyTorch's: x*x*x is (x*x)*x */
+    kc_dev_t k = kc_open(1);
+    CHECK(k.rt != NULL);
+    if (k.rt) {
+        float h[8] = {-2.5f, -1.0f, 0.0f, 0.3f, 1.7f, 3.1f, 10.0f, 1e-3f}, r[4][8];
+        int64_t n = 8;
+        void *dx = kc_upload(&k, h, sizeof h);
+        axon_tensor_t in = kc_tensor(dx, AXON_FLOAT32, 1, &n, NULL), outs[4];
+        size_t ws = 0;
+        CHECK_OK(axon_program_prepare(p, 1, &in, 4, outs, &ws));
+        void *dev[4];
+        for (int i = 0; i < 4; i++) outs[i].data = dev[i] = kc_upload(&k, NULL, sizeof r[i]);
+        void *dws = ws ? kc_upload(&k, NULL, ws) : NULL;
+        CHECK_OK(axon_program_run(p, k.s, 1, &in, 4, outs, dws, ws));
+        for (int i = 0; i < 4; i++) CHECK(kc_download(&k, r[i], dev[i], sizeof r[i]));
+        int bad = 0;
+        for (int j = 0; j < 8; j++) {
+            float x = h[j];
+            bad += r[0][j] != (x * x) * x || r[1][j] != x * x;
+            bad += !(r[2][j] == sqrtf(x) || (x < 0 && r[2][j] != r[2][j]));
+            bad += !(r[3][j] == powf(x, 2.5f) || (x < 0 && r[3][j] != r[3][j]));
+        }
+        CHECK(bad == 0);
+        for (int i = 0; i < 4; i++) axon_mem_free(k.dev, dev[i]);
+        axon_mem_free(k.dev, dx);
+        if (dws) axon_mem_free(k.dev, dws);
+        axon_runtime_destroy(k.rt);
+    }
+    axon_program_destroy(p);
+}
+
+int main(void) {
+    RUN(test_interleaved_chain_fuses);
+    RUN(test_unfusable_graph_keeps_order);
+    RUN(test_pow_by_small_constants_expands);
+    return check_report();
+}
