@@ -77,7 +77,10 @@ AXON_API axon_status_t axon_program_run(const axon_program_t *p, axon_stream_t s
     }
     prog_call_end(&c);
     /* The queued steps may read p (fused groups, tier 1's library) until they run: hold a reference until the
-     * stream reaches this point. If even that cannot be queued, wait for the stream instead. */
+     * stream reaches this point. If even that cannot be queued, wait for the stream instead. When every step already
+     * ran (small steps on an idle stream run inline), there is nothing to hold, and no callback to wake the worker
+     * for: the next run's small steps can then run inline too. */
+    if (axon_stream_completed(s) >= axon_stream_enqueued(s)) return st;
     axon_program_t *held = (axon_program_t *)p;   /* the count is the only field a run writes */
     atomic_fetch_add_explicit(&held->refs, 1, memory_order_relaxed);
     if (axon_stream_add_callback(s, program_release, held) != AXON_OK) {
