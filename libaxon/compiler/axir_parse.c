@@ -172,6 +172,22 @@ static axon_axir_value_t *use_value(parser_t *p) {
     return p->status == AXON_OK ? v : NULL;
 }
 
+/* A comma-separated list of value uses (at least one) into out: operands, return values. 0 on error. */
+static int parse_values(parser_t *p, vec_t *out) {
+    for (;;) {
+        axon_axir_value_t *v = use_value(p);
+        axon_axir_value_t **slot = v ? vec_push(out) : NULL;
+        if (v == NULL || slot == NULL) {
+            if (v) oom(p);
+            return 0;
+        }
+        *slot = v;
+        if (p->tok.kind != AXIR_T_COMMA) return 1;
+        next(p);
+        if (p->status != AXON_OK) return 0;
+    }
+}
+
 /* ---- dimensions ---- */
 
 typedef struct dim_ctx {
@@ -515,18 +531,7 @@ static int parse_statement(parser_t *p) {
     }
     if (!expect(p, AXIR_T_LPAREN, "'('")) goto done;
     if (p->tok.kind != AXIR_T_RPAREN) {
-        for (;;) {
-            axon_axir_value_t *v = use_value(p);
-            axon_axir_value_t **slot = v ? vec_push(&operands) : NULL;
-            if (v == NULL || slot == NULL) {
-                if (v) oom(p);
-                goto done;
-            }
-            *slot = v;
-            if (p->tok.kind != AXIR_T_COMMA) break;
-            next(p);
-            if (p->status != AXON_OK) goto done;
-        }
+        if (!parse_values(p, &operands)) goto done;
     }
     if (!expect(p, AXIR_T_RPAREN, "',' or ')'")) goto done;
     if (p->tok.kind == AXIR_T_LBRACE && !parse_attrs(p, op, &attrs)) goto done;
@@ -678,18 +683,7 @@ static int parse_function(parser_t *p) {
     }
     next(p);
     if (p->tok.kind == AXIR_T_VALUE) {
-        for (;;) {
-            axon_axir_value_t *v = use_value(p);
-            axon_axir_value_t **slot = v ? vec_push(&rets) : NULL;
-            if (v == NULL || slot == NULL) {
-                if (v) oom(p);
-                goto done;
-            }
-            *slot = v;
-            if (p->tok.kind != AXIR_T_COMMA) break;
-            next(p);
-            if (p->status != AXON_OK) goto done;
-        }
+        if (!parse_values(p, &rets)) goto done;
     }
     if (!expect(p, AXIR_T_RBRACE, "',' or '}'")) goto done;
     if (rets.n != types.n) {
