@@ -6,8 +6,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "axon/axon.h"
+
+/* Sleeps ms milliseconds (tests that need work to still be queued, or a timeout to pass). */
+static inline void sleep_ms(int ms) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
 
 static int check_failures_in_test;
 static int check_tests_passed;

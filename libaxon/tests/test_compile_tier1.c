@@ -16,7 +16,7 @@ static char cache_dir[256];
 
 static void usleep_20ms(void *unused) {
     (void)unused;
-    usleep(20000);
+    sleep_ms(20);
 }
 
 static void hex_of(const char *s, size_t n, char hex[65]) {

@@ -5,11 +5,6 @@
 
 #include "check.h"
 
-static void sleep_ms(int ms) {
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 /* Holds its stream until the host opens the gate: work queued behind it cannot have run while it is closed. */
 static axon_status_t gate_kernel(const void *args, const axon_exec_t *ex) {
     (void)ex;

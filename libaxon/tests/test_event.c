@@ -4,11 +4,6 @@
 
 #include "check.h"
 
-static void sleep_ms(int ms) {
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 struct sleep_args {
     int ms;
     atomic_int *flag;

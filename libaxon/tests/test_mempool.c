@@ -9,11 +9,6 @@
 #define KIB ((size_t)1 << 10)
 #define MIB ((size_t)1 << 20)
 
-static void sleep_ms(int ms) {
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 static axon_status_t sleep_kernel(const void *args, const axon_exec_t *ex) {
     (void)ex;
     sleep_ms(*(const int *)args);

@@ -10,11 +10,6 @@
 
 #define SMALL 256 /* bytes a small kernel says it moves: well below the inline limit */
 
-static void sleep_ms(int ms) {
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 struct append_args {
     int *log;
     atomic_int *len;
