@@ -16,6 +16,7 @@ import torch.nn.functional as F
 import torch_axon
 import torch_axon.compile as tc
 from torch_axon import _C
+from compile_cases import op_families
 
 DEV = "axon"
 # (rtol, atol) against CPU: GEMMs sum in another order than CPU's BLAS; bfloat16 rounds each op's result.
@@ -333,16 +334,7 @@ def test_compile_error_names_status_and_location():
 
 
 def test_op_families_match_cpu():
-    def f(x, i):
-        a = torch.clamp(x, -0.5, 0.5) + torch.clamp(x, min=0.1)
-        b = torch.var(x, dim=1, keepdim=True) + x.amax(dim=0) - x.mean()
-        c = torch.where(x > 0, x, -x)[1:3, ::2].sum() + x.select(1, -1).sum()
-        d, e = torch.split(x, [2, 2], dim=0)
-        g = torch.cat([d, e * 2], dim=1).unsqueeze(0).squeeze(0)
-        h = torch.softmax(x, -1) + torch.log_softmax(x, 0) + torch.argmax(x).float()
-        k = torch.index_select(x, 0, i) + torch.gather(x, 1, i.unsqueeze(1).expand(4, 6))
-        return a, b, c, g, h, k
-
+    f = op_families
     x, i = sample((4, 6)), torch.tensor([3, 0, 2, 1])
     got = torch.compile(f, backend="axon")(x.to(DEV), i.to(DEV))
     for g, r in zip(got, f(x, i)):

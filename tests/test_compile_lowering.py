@@ -14,6 +14,7 @@ from torch_axon.compile.axir_text import Unsupported, attr_text, dim_text, float
 from torch_axon.compile.lower import lower_graph
 from torch_axon.compile.partition import classify
 from torch.utils._sympy.functions import FloorDiv
+from compile_cases import op_families
 
 
 def test_dims_print_as_axir_expressions():
@@ -94,16 +95,7 @@ def test_cpu_tensors_are_not_lowered():
 def test_op_families_lower_to_text_that_libaxon_verifies():
     from torch_axon import _C
 
-    def f(x, i):
-        a = torch.clamp(x, -0.5, 0.5) + torch.clamp(x, min=0.1)
-        b = torch.var(x, dim=1, keepdim=True) + x.amax(dim=0) - x.mean()
-        c = torch.where(x > 0, x, -x)[1:3, ::2].sum() + x.select(1, -1).sum()
-        d, e = torch.split(x, [2, 2], dim=0)
-        g = torch.cat([d, e * 2], dim=1).unsqueeze(0).squeeze(0)
-        h = torch.softmax(x, -1) + torch.log_softmax(x, 0) + torch.argmax(x).float()
-        k = torch.index_select(x, 0, i) + torch.gather(x, 1, i.unsqueeze(1).expand(4, 6))
-        return a, b, c, g, h, k
-
+    f = op_families
     gm = trace(f, axon(4, 6), torch.zeros(4, dtype=torch.int64, device="axon"))
     verdict = classify(gm)
     assert all(why is None or "aliases" in why for why in verdict.values()), verdict
