@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "axon/compiler.h"
+#include "compile_check.h"
 #include "kernels_check.h"
 
 /* ---- helpers ---- */
@@ -65,29 +66,6 @@ static axon_program_t *tc_compile(const char *text, int fuse, tc_log_t *log) {
 
 static axon_tensor_t tc_f32(float *data, int ndim, const int64_t *sizes) {
     return kc_tensor(data, AXON_FLOAT32, ndim, sizes, NULL);
-}
-
-/* Prepare, allocate the outputs (host memory) and the workspace, run and wait. outs[k].data is malloc'd; the caller
- * frees it. Returns the status of the first failing call; *ws_bytes gets the workspace size. */
-static axon_status_t tc_run(const kc_dev_t *k, const axon_program_t *p, int nin, const axon_tensor_t *ins, int nout,
-                            axon_tensor_t *outs, size_t *ws_bytes) {
-    size_t ws = 0;
-    axon_status_t st = axon_program_prepare(p, nin, ins, nout, outs, &ws);
-    if (st != AXON_OK) return st;
-    for (int i = 0; i < nout; i++) {
-        size_t bytes = (size_t)axon_tensor_numel(&outs[i]) * axon_dtype_size(outs[i].dtype);
-        outs[i].data = calloc(1, bytes ? bytes : 1);
-    }
-    void *w = ws ? aligned_alloc(64, (ws + 63) / 64 * 64) : NULL;
-    st = axon_program_run(p, k->s, nin, ins, nout, outs, w, ws);
-    if (st == AXON_OK) st = axon_stream_sync(k->s);
-    free(w);
-    if (ws_bytes) *ws_bytes = ws;
-    return st;
-}
-
-static void tc_free_outs(int nout, axon_tensor_t *outs) {
-    for (int i = 0; i < nout; i++) free(outs[i].data);
 }
 
 static int tc_close(const float *got, const double *want, int64_t n, const char *what) {

@@ -1,0 +1,32 @@
+/* Helpers for the compiler's C tests: run a compiled program on host memory (the CPU port accepts it) and wait. */
+#ifndef AXON_COMPILE_CHECK_H
+#define AXON_COMPILE_CHECK_H
+
+#include <stdlib.h>
+
+#include "kernels_check.h"
+
+/* Prepare, allocate the outputs (host memory) and the workspace, run and wait. outs[k].data is malloc'd; the caller
+ * frees it. Returns the status of the first failing call; *ws_bytes gets the workspace size. */
+static inline axon_status_t tc_run(const kc_dev_t *k, const axon_program_t *p, int nin, const axon_tensor_t *ins,
+                                   int nout, axon_tensor_t *outs, size_t *ws_bytes) {
+    size_t ws = 0;
+    axon_status_t st = axon_program_prepare(p, nin, ins, nout, outs, &ws);
+    if (st != AXON_OK) return st;
+    for (int i = 0; i < nout; i++) {
+        size_t bytes = (size_t)axon_tensor_numel(&outs[i]) * axon_dtype_size(outs[i].dtype);
+        outs[i].data = calloc(1, bytes ? bytes : 1);
+    }
+    void *w = ws ? aligned_alloc(64, (ws + 63) / 64 * 64) : NULL;
+    st = axon_program_run(p, k->s, nin, ins, nout, outs, w, ws);
+    if (st == AXON_OK) st = axon_stream_sync(k->s);
+    free(w);
+    if (ws_bytes) *ws_bytes = ws;
+    return st;
+}
+
+static inline void tc_free_outs(int nout, axon_tensor_t *outs) {
+    for (int i = 0; i < nout; i++) free(outs[i].data);
+}
+
+#endif
