@@ -29,6 +29,14 @@ int axon_gemm_portable_f32(int ta, int tb, int64_t m, int64_t n, int64_t k, floa
 int axon_gemm_portable_f64(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha, const double *a,
                            int64_t lda, const double *b, int64_t ldb, double beta, double *c, int64_t ldc);
 
+/* Few-row float32 GEMM (gemm_skinny.c): B streamed once as it is stored, AVX-512 when the CPU has it, else
+ * portable C. Same contract as axon_gemm_f32 for m <= AXON_GEMM_SKINNY, or n <= AXON_GEMM_SKINNY (computed
+ * transposed); returns 1, C untouched, for any other shape, 0 when done. Never allocates. axon_gemm_f32 calls it
+ * for the shapes where it measured faster than the library (axon_gemm_skinny_wanted). */
+#define AXON_GEMM_SKINNY 8
+int axon_gemm_skinny_f32(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                         const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+
 /* Integer GEMM in int64 with two's complement wrap-around (no overflow UB): same contract, no library. */
 void axon_gemm_i64(int ta, int tb, int64_t m, int64_t n, int64_t k, int64_t alpha, const int64_t *a, int64_t lda,
                    const int64_t *b, int64_t ldb, int64_t beta, int64_t *c, int64_t ldc);

@@ -316,6 +316,37 @@ static void test_bad_shapes_dtypes_and_scalars_are_rejected(void) {
     CHECK_OK(axon_stream_sync(dev2.s));
 }
 
+/* float32 products with at most 8 rows (or, seen through a transposed out, 8 columns) and past OpenBLAS's
+ * small-product path go to gemm_skinny.c (m * n * k above 1e6 covers every layout): every row count 1..9, k with a
+ * tail past the 16-wide vectors, n with a tail past the 4-row and 64-column tiles, every layout of a, b and out
+ * (B stored (n, k) takes the dot form, B stored (k, n) the axpy form, A stored transposed is packed), alpha, beta
+ * over NaN, a strided bias, on 1 and 2 threads (the pool splits n). The sums are exact, so is the comparison. */
+static void test_skinny_products_match_the_reference(void) {
+    REQUIRE(dev1.s && dev2.s);
+    for (int64_t m = 1; m <= 9; m++)
+        for (int la = 0; la < LAY_BCAST_BATCH; la++)
+            for (int lb = 0; lb < LAY_BCAST_BATCH; lb++) {
+                const int64_t k = m & 1 ? 203 : 1100, n = 1000005 / (m * k) + 61;
+                mm_case_t c = basic(AXON_FLOAT32, m, k, n);
+                c.la = la, c.lb = lb, c.lo = (la + lb + (int)m) % LAY_BCAST_BATCH;
+                if ((la + lb) & 1) c.alpha = 0.5, c.beta = -2, c.bias = 2, c.bias_scale = 0.25;
+                else c.nan_out = 1, c.bias = lb & 1;
+                CHECK_EQ_I64(run_case(m & 1 ? &dev2 : &dev1, &c, NULL), 0);
+            }
+    /* Few columns, many rows: out^T = b^T @ a^T inside the kernel, out written through its strides. */
+    const int64_t ns[] = {1, 3, 4, 8};
+    for (int q = 0; q < 4; q++)
+        for (int la = 0; la < 2; la++)
+            for (int lb = 0; lb < 2; lb++)
+                for (int lo = 0; lo < 2; lo++) {
+                    mm_case_t c = basic(AXON_FLOAT32, 1000005 / (ns[q] * 203) + 37, 203, ns[q]);
+                    c.la = la ? LAY_TRANS : LAY_PADDED, c.lb = lb ? LAY_TRANS : LAY_CONTIG;
+                    c.lo = lo ? LAY_TRANS : LAY_CONTIG;
+                    c.alpha = 0.5, c.beta = q & 1 ? -2 : 0, c.bias = 1;
+                    CHECK_EQ_I64(run_case(&dev2, &c, NULL), 0);
+                }
+}
+
 /* The split over the pool changes which library call computes an element, not the order of its sum over k, so the
  * results agree; OpenBLAS may still pick different micro-kernels for edge blocks, so equality is checked within
  * float32 rounding of the sum of |products|, and exact equality is reported. */
@@ -456,6 +487,7 @@ int main(void) {
     RUN(test_k_zero_gives_beta_times_out);
     RUN(test_empty_out_enqueues_nothing);
     RUN(test_bad_shapes_dtypes_and_scalars_are_rejected);
+    RUN(test_skinny_products_match_the_reference);
     RUN(test_one_and_two_threads_agree);
     RUN(test_bf16_products_split_over_the_pool_match_the_reference);
     RUN(test_bf16_products_on_concurrent_streams_agree);
