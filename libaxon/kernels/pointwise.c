@@ -16,7 +16,7 @@ static const char *const unary_names[] = {
     "sigmoid", "relu", "gelu", "gelu_tanh",  "silu",      "mish",        "softplus",    "hardsigmoid", "hardswish",
     "hardtanh", "leaky_relu", "elu", "floor", "ceil",     "round",       "trunc",       "frac",       "logical_not",
     "bitwise_not", "isnan", "isinf", "isfinite", "square", "log_sigmoid", "logit", "softshrink", "hardshrink",
-    "threshold", "isposinf", "isneginf", "signbit",
+    "threshold", "isposinf", "isneginf", "signbit", "cube", "rsquare",
 };
 _Static_assert(sizeof unary_names / sizeof unary_names[0] == AXON_UNARY_COUNT, "every axon_unary_op_t needs a name");
 
@@ -37,6 +37,17 @@ static const char *const ternary_names[] = {"where", "lerp", "addcmul", "addcdiv
                                             "prelu_backward"};
 _Static_assert(sizeof ternary_names / sizeof ternary_names[0] == AXON_TERNARY_COUNT,
                "every axon_ternary_op_t needs a name");
+
+int axon_pow_scalar_unary(double exponent, axon_unary_op_t *op) {
+    if (exponent == 2.0) *op = AXON_UNARY_SQUARE;
+    else if (exponent == 3.0) *op = AXON_UNARY_CUBE;
+    else if (exponent == 0.5) *op = AXON_UNARY_SQRT;
+    else if (exponent == -0.5) *op = AXON_UNARY_RSQRT;
+    else if (exponent == -1.0) *op = AXON_UNARY_RECIPROCAL;
+    else if (exponent == -2.0) *op = AXON_UNARY_RSQUARE;
+    else return 0;
+    return 1;
+}
 
 const char *axon_unary_op_name(axon_unary_op_t op) {
     return (unsigned)op < AXON_UNARY_COUNT ? unary_names[op] : "invalid";

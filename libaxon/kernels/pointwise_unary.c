@@ -132,6 +132,8 @@ PW_FLOATS(PW_UB, isnan, (x != x))
 PW_FLOATS(PW_UB, isinf, (fabs(x) == (W)INFINITY))
 PW_FLOATS(PW_UB, isfinite, (fabs(x) < (W)INFINITY))
 PW_FLOATS(PW_U, square, (x * x))
+PW_FLOATS(PW_U, cube, (x * x * x))
+PW_FLOATS(PW_U, rsquare, ((W)1 / (x * x)))
 PW_FLOATS(PW_U, log_sigmoid, (PW_MIN_STD(x, (W)0) - log1p(PW_EXP(-fabs(x)))))
 /* p0 eps; the clamp keeps NaN (x < lo and x > hi are both false). */
 PW_FLOATS(PW_U, logit, (log((p0 < 0 ? x : x < p0 ? p0 : x > (W)1 - p0 ? (W)1 - p0 : x) /
@@ -231,4 +233,6 @@ const pw_loop_fn axon_pw_unary_loops[AXON_UNARY_COUNT][AXON_DTYPE_COUNT] = {
     [AXON_UNARY_ISPOSINF] = {PW_F(isposinf) PW_I(never) PW_B(never)},
     [AXON_UNARY_ISNEGINF] = {PW_F(isneginf) PW_I(never) PW_B(never)},
     [AXON_UNARY_SIGNBIT] = {PW_F(signbit) PW_I(negative) PW_B(never)},
+    [AXON_UNARY_CUBE] = {PW_F(cube)},
+    [AXON_UNARY_RSQUARE] = {PW_F(rsquare)},
 };

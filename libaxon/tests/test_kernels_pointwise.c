@@ -68,6 +68,7 @@ static const op_case_t unary_cases[] = {
     {AXON_UNARY_SOFTSHRINK, F, ROUND1, 0},    {AXON_UNARY_HARDSHRINK, F, EXACT, 0},
     {AXON_UNARY_THRESHOLD, F, EXACT, 0},      {AXON_UNARY_ISPOSINF, F | I | B, EXACT, 1},
     {AXON_UNARY_ISNEGINF, F | I | B, EXACT, 1}, {AXON_UNARY_SIGNBIT, F | I | B, EXACT, 1},
+    {AXON_UNARY_CUBE, F, ARITH, 0},           {AXON_UNARY_RSQUARE, F, ARITH, 0},
 };
 _Static_assert(sizeof unary_cases / sizeof unary_cases[0] == AXON_UNARY_COUNT, "a case for every unary op");
 
@@ -244,6 +245,8 @@ static long double unary_ref_f(int op, long double x, const axon_op_params_t *p)
     case AXON_UNARY_ISNEGINF: return isinf(x) && x < 0;
     case AXON_UNARY_SIGNBIT: return signbit(x) != 0;
     case AXON_UNARY_SQUARE: return x * x;
+    case AXON_UNARY_CUBE: return x * x * x;
+    case AXON_UNARY_RSQUARE: return 1 / (x * x);
     case AXON_UNARY_LOG_SIGMOID: return fminl(x, 0) - log1pl(expl(-fabsl(x)));
     case AXON_UNARY_LOGIT: {
         long double e = p->logit_eps, z = e < 0 ? x : ref_clamp(x, e, 1 - e);

@@ -342,6 +342,14 @@ at::Tensor& compare_scalar_out(const at::Tensor& self, const c10::Scalar& other,
 }
 
 at::Tensor& pow_tensor_scalar_out(const at::Tensor& self, const c10::Scalar& exponent, at::Tensor& out) {
+  // Exponents PyTorch's CPU kernel computes without pow (x*x, sqrt, ...) take the same unary form here: the same bits,
+  // and 20x faster than pow for x^3 (GPT-2's tanh GELU).
+  axon_unary_op_t fast;
+  if (!exponent.isComplex() && at::isFloatingType(self.scalar_type()) && self.scalar_type() == out.scalar_type() &&
+      axon_pow_scalar_unary(exponent.toDouble(), &fast)) {
+    at::TensorIterator iter = at::TensorIterator::unary_op(out, self);
+    if (run_unary(iter, fast, axon_op_params_default(), iter.common_dtype())) return out;
+  }
   const at::Tensor wrapped = at::native::wrapped_scalar_tensor(exponent);
   at::TensorIterator iter = at::TensorIterator::borrowing_binary_op(out, self, wrapped);
   if (run_binary(iter, AXON_BINARY_POW, axon_op_params_default(), iter.common_dtype())) return out;

@@ -107,6 +107,9 @@ typedef enum axon_unary_op {
     AXON_UNARY_ISPOSINF,         /* bool result; x == +inf (false for ints and bool) */
     AXON_UNARY_ISNEGINF,         /* bool result; x == -inf */
     AXON_UNARY_SIGNBIT,          /* bool result; the sign bit (true for -0.0 and negative NaN), x < 0 for ints */
+    /* Appended for pow by a constant: PyTorch's CPU kernel computes these exponents without pow. Floats only. */
+    AXON_UNARY_CUBE,             /* x * x * x */
+    AXON_UNARY_RSQUARE,          /* 1 / (x * x) */
     AXON_UNARY_COUNT
 } axon_unary_op_t;
 
@@ -219,6 +222,10 @@ static inline axon_op_params_t axon_op_params_default(void) {
     p.lambd = 0.5, p.logit_eps = -1.0, p.value = 0.0;
     return p;
 }
+
+/* The unary op that computes pow(x, exponent) for a floating x the way PyTorch's CPU kernel does, for the exponents
+ * it special-cases (2, 3, 0.5, -0.5, -1, -2); 0 for any other exponent (use AXON_BINARY_POW). Cannot fail. */
+AXON_API int axon_pow_scalar_unary(double exponent, axon_unary_op_t *op);
 
 /* Static lower-case names ("gelu_tanh", "div_floor"); "invalid" for values outside the enums. Never NULL. */
 AXON_API const char *axon_unary_op_name(axon_unary_op_t op);
