@@ -137,8 +137,8 @@ axon_status_t at_prepare(at_args_t *a, const char *op, const axon_tensor_t *q, c
 
 size_t at_slot_bytes(const at_args_t *a) {
     const size_t b = AT_BLOCK, e = (size_t)(a->E > 0 ? a->E : 1), ev = (size_t)(a->Ev > 0 ? a->Ev : 1);
-    /* q, k, acc_e: b x e; dout, v, acc_v: b x ev; s, dp, pd: b x b; four rows of b; z: b (attention_tile.h). */
-    return (3 * b * e + 3 * b * ev + 3 * b * b + 5 * b) * (a->f64 ? sizeof(double) : sizeof(float));
+    /* q, qt, k, acc_e: b x e; dout, v, acc_v: b x ev; s, dp, pd: b x b; four rows of b; z: b (attention_tile.h). */
+    return (4 * b * e + 3 * b * ev + 3 * b * b + 5 * b) * (a->f64 ? sizeof(double) : sizeof(float));
 }
 
 axon_status_t at_run(at_job_t *j, axon_pool_t pool, int64_t units, int64_t unit_work, axon_range_fn fn,

@@ -13,11 +13,10 @@
 #define AT_CAT2(a, b) a##_##b
 #define AT_CAT(a, b) AT_CAT2(a, b)
 #define AT_FN(name) AT_CAT(name, AT_SFX)
-#define AT_LANES 16
 
 /* The tiles of one worker's scratch. */
 typedef struct {
-    AT_T *q, *dout, *k, *v, *s, *dp, *pd, *acc_e, *acc_v, *rowa, *rowb, *rowc, *mrow, *z;
+    AT_T *q, *qt, *dout, *k, *v, *s, *dp, *pd, *acc_e, *acc_v, *rowa, *rowb, *rowc, *mrow, *z;
 } AT_FN(at_tiles_t);
 
 static inline AT_FN(at_tiles_t) AT_FN(at_tiles)(const at_args_t *a, void *scratch) {
@@ -25,6 +24,7 @@ static inline AT_FN(at_tiles_t) AT_FN(at_tiles)(const at_args_t *a, void *scratc
     AT_FN(at_tiles_t) t;
     AT_T *p = scratch;
     t.q = p, p += b * e;
+    t.qt = p, p += b * e;
     t.dout = p, p += b * ev;
     t.k = p, p += b * e;
     t.v = p, p += b * ev;
@@ -64,6 +64,16 @@ static inline const AT_T *AT_FN(at_rows)(const at_operand_t *t, int64_t b, int64
     return buf;
 }
 
+/* x (m x d, row stride ldx) transposed into buf (d x m, row stride *ld = m); returns buf. The score GEMM takes the
+ * query rows so (both operands transposed): OpenBLAS then uses its small-matrix kernel, while Q K^T with Q as it is
+ * goes through its packing path, which costs more than this copy. */
+static inline const AT_T *AT_FN(at_rows_t)(const AT_T *x, int64_t ldx, int64_t m, int64_t d, AT_T *buf,
+                                           int64_t *ld) {
+    AT_FN(at_transpose)(x, ldx, m, d, buf);
+    *ld = m;
+    return buf;
+}
+
 /* Store an n x d matrix (row stride ld) into rows [r0, r0 + n) of operand t at (b, h). */
 static inline void AT_FN(at_store_rows)(const at_operand_t *t, int64_t b, int64_t h, int64_t r0, int64_t n,
                                         int64_t d, const AT_T *buf, int64_t ld) {
@@ -82,15 +92,19 @@ static inline void AT_FN(at_row_values)(const at_operand_t *t, int64_t b, int64_
 static inline void AT_FN(at_scores)(at_job_t *j, AT_FN(at_tiles_t) *t, int64_t b, int64_t h, int64_t i0, int64_t m,
                                     int64_t j0, int64_t n, const AT_T *q, int64_t ldq, const AT_T *k, int64_t ldk) {
     const at_args_t *a = j->a;
-    AT_FN(at_gemm)(j, 0, 1, m, n, a->E, (AT_T)a->scale, q, ldq, k, ldk, 0, t->s, n);
+    if (q == t->qt) AT_FN(at_gemm)(j, 1, 1, m, n, a->E, (AT_T)a->scale, q, ldq, k, ldk, 0, t->s, n);
+    else AT_FN(at_gemm)(j, 0, 1, m, n, a->E, (AT_T)a->scale, q, ldq, k, ldk, 0, t->s, n);
     if (a->E == 0) memset(t->s, 0, (size_t)(m * n) * sizeof(AT_T)); /* not left to how BLAS treats k == 0 */
     const at_operand_t *mk = &a->mask;
-    for (int64_t r = 0; r < m; r++) {
+    const char *mp = mk->data ? mk->data + (b * mk->st[0] + h * mk->st[1] + i0 * mk->st[2] + j0 * mk->st[3]) *
+                                               (int64_t)mk->es
+                              : NULL;
+    const int direct = mp && !a->mask_bool && mk->dtype == AT_CDT && (mk->st[3] == 1 || n == 1);
+    if (direct) AT_FN(at_add_rows)(t->s, m, n, (const AT_T *)(const void *)mp, mk->st[2]);
+    for (int64_t r = 0; r < m && (a->causal || (mp && !direct)); r++) {
         AT_T *row = t->s + r * n;
-        if (mk->data) {
-            const char *p = mk->data + (b * mk->st[0] + h * mk->st[1] + (i0 + r) * mk->st[2] + j0 * mk->st[3]) *
-                                           (int64_t)mk->es;
-            mk->ld((char *)t->mrow, 1, p, mk->st[3], n);
+        if (mp && !direct) {
+            mk->ld((char *)t->mrow, 1, mp + r * mk->st[2] * (int64_t)mk->es, mk->st[3], n);
             if (a->mask_bool)
                 for (int64_t c = 0; c < n; c++) row[c] = t->mrow[c] != 0 ? row[c] : (AT_T)-INFINITY;
             else
@@ -116,32 +130,6 @@ static inline void AT_FN(at_dropout_row)(const at_args_t *a, int64_t b, int64_t 
     }
 }
 
-/* Max of init and x[0..n), NaN skipped; AT_LANES independent partial maxima so the loop vectorizes (a single
- * running maximum is a serial dependency chain). */
-static inline AT_T AT_FN(at_row_max)(const AT_T *x, int64_t n, AT_T init) {
-    AT_T part[AT_LANES];
-    for (int k = 0; k < AT_LANES; k++) part[k] = init;
-    int64_t c = 0;
-    for (; c + AT_LANES <= n; c += AT_LANES)
-        for (int k = 0; k < AT_LANES; k++) part[k] = x[c + k] > part[k] ? x[c + k] : part[k];
-    for (; c < n; c++) part[0] = x[c] > part[0] ? x[c] : part[0];
-    AT_T m = init;
-    for (int k = 0; k < AT_LANES; k++) m = part[k] > m ? part[k] : m;
-    return m;
-}
-
-/* x[c] = exp(x[c] - shift) for c in [0, n); returns their sum (AT_LANES partial sums, for the same reason). */
-static inline AT_T AT_FN(at_exp_sum)(AT_T *x, int64_t n, AT_T shift) {
-    AT_T part[AT_LANES] = {0};
-    int64_t c = 0;
-    for (; c + AT_LANES <= n; c += AT_LANES)
-        for (int k = 0; k < AT_LANES; k++) part[k] += x[c + k] = PW_EXP(x[c + k] - shift);
-    for (; c < n; c++) part[0] += x[c] = PW_EXP(x[c] - shift);
-    AT_T sum = 0;
-    for (int k = 0; k < AT_LANES; k++) sum += part[k];
-    return sum;
-}
-
 /* Last key + 1 that query rows [i0, i0 + m) may see. */
 static inline int64_t AT_FN(at_key_end)(const at_args_t *a, int64_t i0, int64_t m) {
     return a->causal && i0 + m < a->S ? i0 + m : a->S;
@@ -158,6 +146,7 @@ static inline void AT_FN(at_forward_unit)(at_job_t *j, int64_t u, void *scratch)
     AT_T *mx = t.rowa, *l = t.rowb, *acc = t.acc_v;
     int64_t ldq, ldk, ldv;
     const AT_T *q = AT_FN(at_rows)(&a->q, b, h, i0, m, a->E, t.q, &ldq);
+    q = AT_FN(at_rows_t)(q, ldq, m, a->E, t.qt, &ldq);
     for (int64_t r = 0; r < m; r++) mx[r] = (AT_T)-INFINITY, l[r] = 0;
     memset(acc, 0, (size_t)(m * (ev > 0 ? ev : 1)) * sizeof(AT_T));
     const int64_t jend = AT_FN(at_key_end)(a, i0, m);
@@ -165,22 +154,11 @@ static inline void AT_FN(at_forward_unit)(at_job_t *j, int64_t u, void *scratch)
         const int64_t n = jend - j0 < AT_BLOCK ? jend - j0 : AT_BLOCK;
         const AT_T *k = AT_FN(at_rows)(&a->k, b, hk, j0, n, a->E, t.k, &ldk);
         AT_FN(at_scores)(j, &t, b, h, i0, m, j0, n, q, ldq, k, ldk);
-        for (int64_t r = 0; r < m; r++) {
+        AT_FN(at_softmax_update)(t.s, m, n, mx, l, acc, ev);
+        for (int64_t r = 0; r < m && a->dropout; r++) { /* after the sums: dropout does not change them */
             AT_T *row = t.s + r * n;
-            const AT_T top = AT_FN(at_row_max)(row, n, mx[r]); /* NaN skipped; it reaches l below */
-            if (top == (AT_T)-INFINITY) { /* every key so far masked: nothing to add */
-                memset(row, 0, (size_t)n * sizeof(AT_T));
-                continue;
-            }
-            const AT_T alpha = PW_EXP(mx[r] - top); /* rescales what earlier blocks summed (0 for the first) */
-            l[r] = l[r] * alpha + AT_FN(at_exp_sum)(row, n, top);
-            mx[r] = top;
-            if (alpha != (AT_T)1)
-                for (int64_t c = 0; c < ev; c++) acc[r * ev + c] *= alpha;
-            if (a->dropout) {
-                AT_FN(at_dropout_row)(a, b, h, i0 + r, j0, n, t.z);
-                for (int64_t c = 0; c < n; c++) row[c] *= t.z[c];
-            }
+            AT_FN(at_dropout_row)(a, b, h, i0 + r, j0, n, t.z);
+            for (int64_t c = 0; c < n; c++) row[c] *= t.z[c];
         }
         const AT_T *v = AT_FN(at_rows)(&a->v, b, hk, j0, n, ev, t.v, &ldv);
         AT_FN(at_gemm)(j, 0, 0, m, ev, n, 1, t.s, n, v, ldv, 1, acc, ev);
@@ -211,17 +189,19 @@ static inline const AT_T *AT_FN(at_grad_tile)(at_job_t *j, AT_FN(at_tiles_t) *t,
     AT_FN(at_scores)(j, t, b, h, i0, m, j0, n, q, ldq, k, ldk);
     AT_FN(at_gemm)(j, 0, 1, m, n, a->Ev, 1, dout, lddo, v, ldv, 0, t->dp, n); /* dP = dout V^T */
     if (a->Ev == 0) memset(t->dp, 0, (size_t)(m * n) * sizeof(AT_T));
+    if (!a->dropout) {
+        AT_FN(at_grad_rows)(t->s, t->dp, m, n, lse, dd);
+        return t->s;
+    }
     for (int64_t r = 0; r < m; r++) {
         AT_T *p = t->s + r * n, *dp = t->dp + r * n, *pd = t->pd + r * n;
         const AT_T shift = lse[r], di = dd[r];
         for (int64_t c = 0; c < n; c++) p[c] = PW_EXP(p[c] - shift); /* lse = +inf (masked row) gives 0 */
-        if (a->dropout) {
-            AT_FN(at_dropout_row)(a, b, h, i0 + r, j0, n, t->z);
-            for (int64_t c = 0; c < n; c++) pd[c] = p[c] * t->z[c], dp[c] *= t->z[c];
-        }
+        AT_FN(at_dropout_row)(a, b, h, i0 + r, j0, n, t->z);
+        for (int64_t c = 0; c < n; c++) pd[c] = p[c] * t->z[c], dp[c] *= t->z[c];
         for (int64_t c = 0; c < n; c++) dp[c] = p[c] * (dp[c] - di);
     }
-    return a->dropout ? t->pd : t->s;
+    return t->pd;
 }
 
 /* D[b, h, i] = sum(dout * out) over Ev for one row u = (b * Hq + h) * L + i. */
@@ -333,7 +313,6 @@ static inline void AT_FN(at_backward_fused_unit)(at_job_t *j, int64_t u, void *s
 }
 
 #undef AT_FN
-#undef AT_LANES
 #undef AT_CAT
 #undef AT_CAT2
 #undef AT_T

@@ -21,6 +21,7 @@
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <mutex>
@@ -84,6 +85,22 @@ int64_t fused_sdp_choice(const at::Tensor& q, const at::Tensor& k, const at::Ten
   return static_cast<int64_t>(at::SDPBackend::math);
 }
 
+// An uninitialized tensor of `sizes` whose dimensions lie in memory in the order of like's strides (largest first,
+// ties in logical order), as PyTorch's CPU kernels lay out sdpa's output and gradients: q, k and v that are heads
+// split off a [B, L, H*E] projection by view + transpose give an output whose transpose back is a free view.
+at::Tensor empty_in_layout_of(const at::Tensor& like, at::IntArrayRef sizes) {
+  std::array<int64_t, 4> order{0, 1, 2, 3};
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t x, int64_t y) { return like.stride(x) > like.stride(y); });
+  std::array<int64_t, 4> strides{};
+  int64_t step = 1;
+  for (int64_t i = 3; i >= 0; --i) {
+    strides[order[i]] = step;
+    step *= std::max<int64_t>(sizes[order[i]], 1);
+  }
+  return at::empty_strided(sizes, strides, like.options());
+}
+
 double softmax_scale(const at::Tensor& q, std::optional<double> scale) {
   return scale.has_value() ? *scale : 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
 }
@@ -109,7 +126,7 @@ fused_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
   TORCH_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4, op, ": expected 4-d query, key and value, got ",
               q.sizes(), ", ", k.sizes(), ", ", v.sizes());
   const int64_t B = q.size(0), Hq = q.size(1), L = q.size(2), S = k.size(2), Ev = v.size(3);
-  at::Tensor out = at::empty({B, Hq, L, Ev}, q.options());
+  at::Tensor out = empty_in_layout_of(q, {B, Hq, L, Ev});
   at::Tensor lse = at::empty({B, Hq, L}, q.options().dtype(q.scalar_type() == at::kDouble ? at::kDouble : at::kFloat));
   uint64_t seed = 0, offset = 0;
   if (dropout_p > 0) {
@@ -145,10 +162,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backw
     const at::Tensor& philox_offset, std::optional<double> scale) {
   const char* op = "scaled_dot_product_attention_backward";
   if (!grad_out.defined()) return {at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
-  at::Tensor dq = grad_input_mask[0] ? at::empty(q.sizes(), q.options()) : at::Tensor();
+  at::Tensor dq = grad_input_mask[0] ? empty_in_layout_of(q, q.sizes()) : at::Tensor();
   const bool kv = grad_input_mask[1] || grad_input_mask[2];
-  at::Tensor dk = kv ? at::empty(k.sizes(), k.options()) : at::Tensor();
-  at::Tensor dv = kv ? at::empty(v.sizes(), v.options()) : at::Tensor();
+  at::Tensor dk = kv ? empty_in_layout_of(k, k.sizes()) : at::Tensor();
+  at::Tensor dv = kv ? empty_in_layout_of(v, v.sizes()) : at::Tensor();
   if (!dq.defined() && !kv) return {at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   const uint64_t seed = dropout_p > 0 ? static_cast<uint64_t>(philox_seed.item<int64_t>()) : 0;
   const uint64_t offset = dropout_p > 0 ? static_cast<uint64_t>(philox_offset.item<int64_t>()) : 0;
