@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import torch_axon
-from axon_testing import KERNEL_DTYPES, TOLERANCES, dtype_id, sample
+from axon_testing import KERNEL_DTYPES, TOLERANCES, assert_exact, dtype_id, sample
 
 REAL_DTYPES = [d for d in KERNEL_DTYPES if not d.is_complex]
 
@@ -222,3 +222,160 @@ def test_out_of_range_index_raises_out_of_bounds(op):
         r.cpu()
     # The stream stays usable afterwards.
     same(x.index_select(0, torch.tensor([4], device="axon")), torch.zeros(1, 2))
+
+
+# ---- index_copy: libaxon's index_copy kernel (rows of 64 bytes or more after dim take its whole-row path) ----
+
+def pick(size, n, seed):
+    """n distinct indices in [0, size): CPU's result with repeated ones depends on its threading."""
+    return torch.randperm(size, generator=torch.Generator().manual_seed(seed))[:n]
+
+
+@pytest.mark.parametrize("dtype", KERNEL_DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("dim", [0, 1, 2, 3, -1, -3])
+@pytest.mark.parametrize("shape", [(3, 4, 5, 6), (2, 3, 4, 40)], ids=["short_rows", "long_rows"])
+def test_index_copy_matches_cpu(dtype, dim, shape):
+    x = sample(dtype, shape)
+    n = max(1, x.size(dim) - 1)
+    src_shape = list(shape)
+    src_shape[dim] = n
+    src = sample(dtype, tuple(src_shape), seed=7)
+    idx = pick(x.size(dim), n, seed=dim % 4)
+
+    def inplace(t, i, s):
+        return t.index_copy_(dim, i, s)
+
+    assert_exact(native(inplace, x, idx, src), inplace(x.clone(), idx, src))
+    assert_exact(native(lambda t, i, s: torch.index_copy(t, dim, i, s), x, idx, src), x.index_copy(dim, idx, src))
+    out = torch.empty(0, dtype=dtype, device="axon")
+    native(lambda t, i, s: torch.index_copy(t, dim, i, s, out=out), x, idx, src)
+    assert_exact(out, x.index_copy(dim, idx, src))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.complex64], ids=dtype_id)
+def test_index_copy_with_strided_self_source_and_index_matches_cpu(dtype):
+    base = sample(dtype, (6, 5, 40))
+    src = sample(dtype, (40, 3, 6), seed=2)  # permuted below to [3, 6, 40]
+    wide = torch.zeros(6, dtype=torch.long)
+    wide[::2] = torch.tensor([4, 0, 2])  # read through a strided view: [4, 0, 2]
+
+    def run(b, s, w):
+        view = b.transpose(0, 1)  # [5, 6, 40], written through to b
+        view.index_copy_(0, w[::2], s.permute(1, 2, 0))
+        return b
+
+    assert_exact(native(run, base, src, wide), run(base.clone(), src, wide))
+    # Non-contiguous self along dim 1 with short rows: the element path.
+    x = sample(dtype, (4, 7, 3))
+    s = sample(dtype, (3, 2, 4), seed=4)
+    i = torch.tensor([6, 1])
+    assert_exact(native(lambda t, v, j: t.transpose(0, 2).index_copy(1, j, v), x, s, i),
+                 x.transpose(0, 2).index_copy(1, i, s))
+
+
+def test_index_copy_into_a_static_kv_cache_runs_natively():
+    """HF's StaticCache: cache.index_copy_(2, cache_position, new_states) per layer and step."""
+    cache = torch.zeros(4, 4, 128, 32)
+    cache_a = cache.to("axon")
+    torch_axon.reset_fallback_stats()
+    for step in range(3):
+        pos = torch.tensor([125 + step])
+        new = sample(torch.float32, (4, 4, 1, 32), seed=step)
+        cache.index_copy_(2, pos, new)
+        cache_a.index_copy_(2, pos.to("axon"), new.to("axon"))
+    prefill = torch.arange(0, 10)
+    states = sample(torch.float32, (4, 4, 10, 32), seed=9)
+    cache.index_copy_(2, prefill, states)
+    cache_a.index_copy_(2, prefill.to("axon"), states.to("axon"))
+    assert torch_axon.fallback_stats() == {}, torch_axon.fallback_stats()
+    assert_exact(cache_a, cache)
+
+
+def test_index_copy_of_a_0d_source_and_an_empty_index_match_cpu():
+    x = sample(torch.float64, (5,))
+    one, v = torch.tensor([3]), torch.tensor(2.5, dtype=x.dtype)
+    assert_exact(native(lambda t, i, s: t.index_copy(0, i, s), x, one, v), x.index_copy(0, one, v))
+    y = sample(torch.float32, (3, 4))
+    empty = torch.tensor([], dtype=torch.long)
+    assert_exact(native(lambda t, i, s: t.index_copy(0, i, s), y, empty, torch.empty(0, 4)),
+                 y.index_copy(0, empty, torch.empty(0, 4)))
+
+
+def raised(fn):
+    try:
+        fn()
+    except Exception as e:  # noqa: BLE001 - the exception itself is what is compared
+        return e
+    raise AssertionError("expected an error")
+
+
+@pytest.mark.parametrize("case", ["int32_index", "2d_index", "too_many_indices", "slice_shapes", "ndim", "dtype",
+                                  "dim", "scalar_source", "overlap"])
+def test_index_copy_bad_input_raises_like_cpu(case):
+    def make(device):
+        x = torch.zeros(3, 4, device=device)
+        i = torch.tensor([0, 2], device=device)
+        s = torch.ones(2, 4, device=device)
+        if case == "int32_index":
+            return lambda: x.index_copy_(0, i.int(), s)
+        if case == "2d_index":
+            return lambda: x.index_copy_(0, i.view(1, 2), s)
+        if case == "too_many_indices":
+            return lambda: x.index_copy_(0, torch.tensor([0, 1, 2], device=device), s)
+        if case == "slice_shapes":
+            return lambda: x.index_copy_(1, i, s)
+        if case == "ndim":
+            return lambda: x.index_copy_(0, i, s.view(2, 4, 1))
+        if case == "dtype":
+            return lambda: x.index_copy_(0, i, s.double())
+        if case == "dim":
+            return lambda: x.index_copy_(2, i, s)
+        if case == "scalar_source":
+            return lambda: x.index_copy_(0, i, torch.tensor(1.0, device=device))
+        return lambda: x.index_copy_(0, i, x[:2])
+
+    expected, got = raised(make("cpu")), raised(make("axon"))
+    assert type(got) is type(expected)
+    assert str(got).splitlines()[0] == str(expected).splitlines()[0]
+
+
+@pytest.mark.parametrize("bad", [7, -1])
+def test_index_copy_out_of_range_index_raises_at_sync_and_writes_nothing(bad):
+    for width in (2, 32):  # element path, row path
+        x = torch.zeros(5, width, device="axon")
+        with pytest.raises((RuntimeError, IndexError),
+                           match=f"index_copy\\(\\): index {bad} is out of bounds for dimension 0 with size 5"):
+            x.index_copy_(0, torch.tensor([1, bad, 0], device="axon"), torch.ones(3, width, device="axon"))
+            x.cpu()
+        assert_exact(x, torch.zeros(5, width))
+
+
+# ---- cat's row path: each input's dense block copied into out's rows in one launch ----
+
+@pytest.mark.parametrize("dim", [0, 1, 2, -1])
+def test_cat_row_path_matches_cpu_with_mixed_widths_and_layouts(dim):
+    base = (3, 4, 10)
+    shapes = []
+    for k, w in enumerate([1, 7, 16, 3, 40, 2]):
+        s = list(base)
+        s[dim] = w
+        shapes.append(s)
+    parts = [sample(torch.float32, tuple(s), seed=k) for k, s in enumerate(shapes)]
+    parts[1] = sample(torch.float32, tuple(reversed(shapes[1])), seed=11).permute(2, 1, 0)  # not dense: element copy
+    wide = list(shapes[2])
+    wide[0] *= 2
+    parts[2] = sample(torch.float32, tuple(wide), seed=12)[::2]  # gaps between outer positions
+    parts[4] = parts[4].double()  # converted: element copy
+    same(native(lambda *t: torch.cat(t, dim), *parts), torch.cat(parts, dim))
+
+
+def test_cat_along_the_last_dim_of_big_and_many_inputs_matches_cpu():
+    x = [sample(torch.float32, (512, 256), seed=k) for k in range(3)]
+    same(native(lambda *t: torch.cat(t, -1), *x), torch.cat(x, -1))
+    kv = [sample(torch.bfloat16, (4, 4, 64, 64), seed=k) for k in range(2)]
+    same(native(lambda *t: torch.cat(t, 2), *kv), torch.cat(kv, 2))
+    many = [sample(torch.int16, (33, 1 + k % 5), seed=k) for k in range(50)]  # two launches of 24 and one of 2
+    many[7] = many[7].t().contiguous().t()  # column-major: element copy
+    same(native(lambda *t: torch.cat(t, 1), *many), torch.cat(many, 1))
+    narrow = [sample(torch.bool, (1000, 1), seed=k) for k in range(5)]  # one-byte pieces
+    same(native(lambda *t: torch.cat(t, 1), *narrow), torch.cat(narrow, 1))

@@ -5,8 +5,9 @@
  * out, index and `in` walked together in out's memory order, with in's stride at dim set to 0 so that its pointer
  * names the start of the line that index picks from. Embedding lookups ([V, D] rows by [N] indices) then copy
  * rows along D contiguously; when the elements after dim are dense rows in both tensors, index_select instead copies
- * whole rows (gather_rows). cat is one element-wise copy per input into its slice of out, so it inherits the copy's
- * conversions and layouts. */
+ * whole rows (gather_rows). cat copies, for each position before dim, every input's dense block into out's row
+ * with memcpy, in one parallel loop over all rows (cat_rows); an input that converts or is not dense from dim on
+ * gets one element-wise copy into its slice of out instead, and so inherits the copy's conversions and layouts. */
 #include <inttypes.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -344,14 +345,87 @@ struct cat_args {
 };
 _Static_assert(sizeof(struct cat_args) <= AXON_LAUNCH_MAX_ARGS, "cat's inputs must fit one argument block");
 
+/* The row path: out seen as [outer, row] bytes, each row the dense block of out's elements from dim on for one
+ * position before dim; input k fills bytes [at[k], at[k] + len[k]) of every row from its own dense block. The units
+ * of the parallel loop are bytes of that [outer, row] space, so one loop balances many narrow rows (cat along the
+ * last dim) and a few wide ones (cat along dim 0) alike; a chunk copies the pieces of the inputs it overlaps. */
+struct cat_rows_job {
+    const struct cat_args *a;
+    int64_t es, row;                           /* element size; bytes per row of out */
+    int64_t at[AXON_CAT_MAX_INPUTS];           /* input k's first byte within a row */
+    int64_t len[AXON_CAT_MAX_INPUTS];          /* its bytes per row; 0: not on the row path (or empty) */
+};
+
+static void cat_rows_range(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    const struct cat_rows_job *j = ctx;
+    const struct cat_args *a = j->a;
+    const int dim = a->dim, n = a->n;
+    /* Byte offsets of row o in out ([0]) and in each input ([k + 1]), stepped from row to row like an odometer over
+     * the dims before dim: one division per dim per chunk rather than per row and input. */
+    int64_t coord[AXON_MAX_DIMS], off[AXON_CAT_MAX_INPUTS + 1];
+    int64_t o = begin / j->row, rest = o;
+    for (int d = dim - 1; d >= 0; d--) coord[d] = rest % a->out.sizes[d], rest /= a->out.sizes[d];
+    off[0] = ix_outer_offset(&a->out, &a->out, dim, o) * j->es;
+    for (int k = 0; k < n; k++) off[k + 1] = ix_outer_offset(&a->in[k], &a->out, dim, o) * j->es;
+    for (; o * j->row < end; o++) {
+        const int64_t lo = o * j->row < begin ? begin - o * j->row : 0;
+        const int64_t hi = end - o * j->row < j->row ? end - o * j->row : j->row;
+        char *ob = (char *)a->out.data + off[0];
+        for (int k = 0; k < n; k++) {
+            const int64_t from = j->at[k] > lo ? j->at[k] : lo;
+            const int64_t to = j->at[k] + j->len[k] < hi ? j->at[k] + j->len[k] : hi;
+            if (from < to) memcpy(ob + from, (const char *)a->in[k].data + off[k + 1] + (from - j->at[k]),
+                                  (size_t)(to - from));
+        }
+        for (int d = dim - 1; d >= 0; d--) {
+            const int last = ++coord[d] == a->out.sizes[d];
+            const int64_t steps = last ? 1 - a->out.sizes[d] : 1;
+            off[0] += steps * a->out.strides[d] * j->es;
+            for (int k = 0; k < n; k++) off[k + 1] += steps * a->in[k].strides[d] * j->es;
+            if (!last) break;
+            coord[d] = 0;
+        }
+    }
+}
+
+/* Fills j for the inputs that can take the row path (out's dtype, dense from dim on, as out must be); returns how
+ * many do. */
+static int cat_rows_plan(const struct cat_args *a, struct cat_rows_job *j) {
+    int64_t inner;
+    memset(j, 0, sizeof *j);
+    j->a = a;
+    j->es = (int64_t)axon_dtype_size(a->out.dtype);
+    if (!ix_inner_rows(&a->out, a->dim - 1, &inner)) return 0;
+    j->row = inner * j->es;
+    const int64_t per_slot = j->row / a->out.sizes[a->dim];   /* bytes of one slot along dim */
+    int rows = 0;
+    int64_t at = 0;
+    for (int k = 0; k < a->n; k++) {
+        const int64_t w = a->in[k].sizes[a->dim] * per_slot;
+        int64_t in_inner;
+        j->at[k] = at;
+        if (w > 0 && a->in[k].dtype == a->out.dtype && ix_inner_rows(&a->in[k], a->dim - 1, &in_inner))
+            j->len[k] = w, rows++;
+        at += w;
+    }
+    return rows;
+}
+
 static axon_status_t cat_kernel(const void *args, const axon_exec_t *ex) {
     const struct cat_args *a = args;
+    struct cat_rows_job j;
+    const int rows = cat_rows_plan(a, &j);
+    if (rows > 0) {
+        const int64_t outer = axon_tensor_numel(&a->out) * j.es / j.row;
+        axon_parallel_for(ex->pool, 0, outer * j.row, (int64_t)1 << 15, cat_rows_range, &j);
+        if (rows == a->n) return AXON_OK;
+    }
     axon_tensor_t slice = a->out;
-    const size_t es = axon_dtype_size(a->out.dtype);
     for (int k = 0; k < a->n; k++) {
         slice.sizes[a->dim] = a->in[k].sizes[a->dim];
-        if (axon_tensor_numel(&slice)) axon_copy_execute(&slice, &a->in[k], ex->pool);
-        slice.data = (char *)slice.data + slice.sizes[a->dim] * slice.strides[a->dim] * (int64_t)es;
+        if (!j.len[k] && axon_tensor_numel(&slice)) axon_copy_execute(&slice, &a->in[k], ex->pool);
+        slice.data = (char *)slice.data + slice.sizes[a->dim] * slice.strides[a->dim] * j.es;
     }
     return AXON_OK;
 }

@@ -1,16 +1,18 @@
-/* Indexing ops that may write one output element several times: scatter (plain and reducing), index_add and
- * embedding backward.
+/* Indexing ops that may write one output element several times: scatter (plain and reducing), index_add,
+ * index_copy and embedding backward.
  *
- * All three are one loop: for every position p of the index, out[p with coordinate dim replaced by index[p]] op=
- * src[p]. index_add is that loop with its 1-d index broadcast (0 strides) to src's shape; embedding backward is
- * index_add into a zeroed [V, D] weight gradient along dim 0, skipping padding_idx.
+ * All four are one loop: for every position p of the index, out[p with coordinate dim replaced by index[p]] op=
+ * src[p]. index_add and index_copy are that loop (summing, storing) with their 1-d index broadcast (0 strides) to
+ * src's shape; embedding backward is index_add into a zeroed [V, D] weight gradient along dim 0, skipping
+ * padding_idx.
  *
  * Why it is race-free and deterministic without atomics or sorting: positions that differ in any coordinate other
  * than dim write different output elements. So the work is split over "lines" (the positions of index with dim
  * removed): each line belongs to one thread, which applies its updates in index order. Neighbouring lines are
  * processed together, the dim loop outside and the lines inside, so that an embedding gradient reads and updates
- * whole rows contiguously. When the index is 1-d and the elements after dim are dense rows, index_add and embedding
- * backward instead add whole rows (scatter_rows), with the same order of updates per element. */
+ * whole rows contiguously. When the index is 1-d and the elements after dim are dense rows, index_add, index_copy
+ * and embedding backward instead add or copy whole rows (scatter_rows), with the same order of updates per
+ * element. */
 #include <inttypes.h>
 #include <stdio.h>
 
@@ -201,14 +203,15 @@ static axon_tensor_t scatter_line_desc(const axon_tensor_t *t, const axon_tensor
     return r;
 }
 
-/* index_add and embedding backward whose elements after dim form dense rows in out and src: whole rows added with
- * a vector loop instead of one indirect call per element. Each participant owns a range of slots of out along dim
- * (rows for an embedding gradient), reads the whole index and applies, in index order, the updates that land in
- * its range: as deterministic as the element path, and with the same bits. A zeroed out (embedding backward) is
- * zeroed by the owner of each row, just before its updates, while the row is about to be in cache. */
+/* index_add, index_copy and embedding backward whose elements after dim form dense rows in out and src: whole rows
+ * added with a vector loop (or copied with one memcpy) instead of one indirect call per element. The units of work
+ * are the rows of out, (position before dim, slot along dim) in row-major order; each participant owns a range of
+ * them, reads the whole index once per position before dim in its range and applies, in index order, the updates
+ * that land in its rows: as deterministic as the element path, and with the same bits. A zeroed out (embedding
+ * backward) is zeroed by the owner of each row, just before its updates, while the row is about to be in cache. */
 struct scatter_rows_job {
     const struct scatter_args *a;
-    ix_rowsum_fn add;
+    ix_rowsum_fn add;                /* NULL: copy (index_copy) */
     int64_t outer;                   /* positions before dim */
     int64_t inner, es;               /* row length in elements, element size */
     int64_t os, ss;                  /* out's and src's strides at dim, in bytes */
@@ -224,28 +227,35 @@ static void scatter_rows_range(void *ctx, int64_t begin, int64_t end, int slot) 
     const int dim = a->dim;
     const int64_t size = a->out.sizes[dim];
     const size_t row = (size_t)(j->inner * j->es);
-    for (int64_t o = 0; o < j->outer; o++) {
+    for (int64_t o = begin / size; o * size < end; o++) {
+        /* This participant's slots of position o: [lo, hi). */
+        const int64_t lo = o * size < begin ? begin - o * size : 0;
+        const int64_t hi = end - o * size < size ? end - o * size : size;
         char *ob = (char *)a->out.data + ix_outer_offset(&a->out, &a->index, dim, o) * j->es;
         const char *sb = (const char *)a->src.data + ix_outer_offset(&a->src, &a->index, dim, o) * j->es;
         if (a->zero_first)
-            for (int64_t v = begin; v < end; v++) memset(ob + v * j->os, 0, row);
+            for (int64_t v = lo; v < hi; v++) memset(ob + v * j->os, 0, row);
         for (int64_t k = 0; k < j->len; k++) {
             int64_t v = ix_load(j->x + k * j->xs, j->is64);
             v += v < 0 ? size : 0;
-            if (v < begin || v >= end || (a->has_skip && v == a->skip)) continue;
-            j->add(ob + v * j->os, sb + k * j->ss, j->inner, &a->alpha);
+            if (v < lo || v >= hi || (a->has_skip && v == a->skip)) continue;
+            if (j->add)
+                j->add(ob + v * j->os, sb + k * j->ss, j->inner, &a->alpha);
+            else
+                memcpy(ob + v * j->os, sb + k * j->ss, row);
         }
     }
 }
 
-/* Runs the row path and returns 1 when a allows it (a summing update through a 1-d index broadcast over dense
- * rows), else returns 0 having done nothing. */
+/* Runs the row path and returns 1 when a allows it (a summing or storing update through a 1-d index broadcast over
+ * dense rows), else returns 0 having done nothing. */
 static int scatter_rows(const struct scatter_args *a, axon_pool_t pool) {
     const int dim = a->dim;
     const axon_tensor_t *x = &a->check;
     int64_t inner_out, inner_src, outer = 1;
     const int64_t es = (int64_t)axon_dtype_size(a->out.dtype);
-    if (a->reduce != AXON_SCATTER_SUM || !a->has_src || x->ndim > 1 || !ix_rowsum[a->out.dtype] ||
+    const int copy = a->reduce == AXON_SCATTER_NONE;
+    if ((!copy && (a->reduce != AXON_SCATTER_SUM || !ix_rowsum[a->out.dtype])) || !a->has_src || x->ndim > 1 ||
         axon_tensor_numel(x) != a->index.sizes[dim])
         return 0;
     for (int d = 0; d < a->out.ndim; d++) {
@@ -260,7 +270,7 @@ static int scatter_rows(const struct scatter_args *a, axon_pool_t pool) {
         inner_out != inner_src || inner_out * es < IX_ROW_MIN_BYTES)
         return 0;
     struct scatter_rows_job j = {a,
-                                 ix_rowsum[a->out.dtype],
+                                 copy ? NULL : ix_rowsum[a->out.dtype],
                                  outer,
                                  inner_out,
                                  es,
@@ -270,12 +280,11 @@ static int scatter_rows(const struct scatter_args *a, axon_pool_t pool) {
                                  x->ndim ? x->strides[0] * (int64_t)axon_dtype_size(x->dtype) : 0,
                                  axon_tensor_numel(x),
                                  x->dtype == AXON_INT64};
-    /* Every chunk reads the whole index: keep chunks few (the pool makes a handful per participant) unless the
-     * work is too small to share. */
-    const int64_t size = a->out.sizes[dim];
-    const double work = (double)outer * (double)(j.len + (a->zero_first ? size : 0)) * (double)inner_out;
-    const int64_t grain = work < (double)AXON_KERNEL_GRAIN ? size : 1;
-    axon_parallel_for(pool, 0, size, grain, scatter_rows_range, &j);
+    /* Every chunk reads the whole index for each position before dim that it touches: keep chunks few (the pool
+     * makes a handful per participant) unless the work is too small to share. */
+    const int64_t rows = outer * a->out.sizes[dim];
+    const double work = (double)outer * (double)(j.len + (a->zero_first ? a->out.sizes[dim] : 0)) * (double)inner_out;
+    axon_parallel_for(pool, 0, rows, work < (double)AXON_KERNEL_GRAIN ? rows : 1, scatter_rows_range, &j);
     return 1;
 }
 
@@ -407,25 +416,44 @@ static axon_tensor_t scatter_broadcast_index(const axon_tensor_t *index, const a
     return r;
 }
 
-axon_status_t axon_kernel_index_add(axon_stream_t s, const axon_tensor_t *out, int dim, const axon_tensor_t *index,
-                                    const axon_tensor_t *src, axon_scalar_t alpha, unsigned flags) {
+/* Checks and arguments shared by index_add and index_copy (op names them): src along dim through a 0-d or 1-d
+ * index. */
+static axon_status_t index_along_begin(struct scatter_args *a, const char *op, const axon_tensor_t *out, int dim,
+                                       const axon_tensor_t *index, const axon_tensor_t *src, unsigned flags) {
     char sa[160], sb[160];
-    if (!src) return axon_fail(AXON_ERROR_INVALID_ARG, "index_add: src is NULL");
-    struct scatter_args a;
-    axon_status_t st = scatter_begin(&a, "index_add", out, index, src, &dim);
+    if (!src) return axon_fail(AXON_ERROR_INVALID_ARG, "%s: src is NULL", op);
+    axon_status_t st = scatter_begin(a, op, out, index, src, &dim);
     if (st != AXON_OK) return st;
     int ok = index->ndim <= 1 && src->ndim == out->ndim && out->ndim >= 1 &&
              axon_tensor_numel(index) == src->sizes[dim];
     for (int d = 0; ok && d < out->ndim; d++) ok = d == dim || src->sizes[d] == out->sizes[d];
     if (!ok)
-        return axon_fail(AXON_ERROR_INVALID_ARG, "index_add(): src %s must match out %s apart from dim %d, where "
-                         "it has index's %" PRId64 " elements (index must be 0-d or 1-d)",
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s(): src %s must match out %s apart from dim %d, where "
+                         "it has index's %" PRId64 " elements (index must be 0-d or 1-d)", op,
                          axon_shape_format(src, sa, sizeof sa), axon_shape_format(out, sb, sizeof sb), dim,
                          axon_tensor_numel(index));
-    a.index = scatter_broadcast_index(index, src, dim);
+    a->index = scatter_broadcast_index(index, src, dim);
+    a->wrap = flags & AXON_INDEX_WRAP;
+    return AXON_OK;
+}
+
+axon_status_t axon_kernel_index_add(axon_stream_t s, const axon_tensor_t *out, int dim, const axon_tensor_t *index,
+                                    const axon_tensor_t *src, axon_scalar_t alpha, unsigned flags) {
+    struct scatter_args a;
+    axon_status_t st = index_along_begin(&a, "index_add", out, dim, index, src, flags);
+    if (st != AXON_OK) return st;
     a.reduce = AXON_SCATTER_SUM;
     a.alpha = scatter_alpha(alpha);
-    a.wrap = flags & AXON_INDEX_WRAP;
+    return scatter_launch(s, &a);
+}
+
+axon_status_t axon_kernel_index_copy(axon_stream_t s, const axon_tensor_t *out, int dim, const axon_tensor_t *index,
+                                     const axon_tensor_t *src, unsigned flags) {
+    struct scatter_args a;
+    axon_status_t st = index_along_begin(&a, "index_copy", out, dim, index, src, flags);
+    if (st != AXON_OK) return st;
+    a.reduce = AXON_SCATTER_NONE;
+    a.alpha = scatter_alpha(axon_scalar_int(1));
     return scatter_launch(s, &a);
 }
 

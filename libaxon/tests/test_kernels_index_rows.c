@@ -1,8 +1,10 @@
-/* The row paths of index.h's kernels: index_select copying whole rows, and index_add / embedding backward adding
- * whole rows, when the elements after dim are dense. Each is compared with a plain per-element reference, with
- * dimensions before dim (some strided), int32 and int64 indices, repeats, negative indices under AXON_INDEX_WRAP,
- * padding, 1 and 2 threads (bitwise equal), and out-of-range indices that must fail at sync with nothing written.
- * Buffers are host memory sized exactly, so AddressSanitizer sees any access outside them. */
+/* The row paths of index.h's kernels: index_select copying whole rows, index_add / embedding backward adding whole
+ * rows, when the elements after dim are dense; cat copying each input's dense block into out's rows (any number of
+ * narrow rows, or a few wide ones split across threads), next to inputs that take the element copy. Each is
+ * compared with a plain per-element reference, with dimensions before dim (some strided), int32 and int64 indices,
+ * repeats, negative indices under AXON_INDEX_WRAP, padding, 1 and 2 threads (bitwise equal), and out-of-range
+ * indices that must fail at sync with nothing written. Buffers are host memory sized exactly, so AddressSanitizer
+ * sees any access outside them. */
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -202,11 +204,116 @@ static void test_row_paths_fail_on_an_out_of_range_index_and_write_nothing(void)
     axon_runtime_destroy(k.rt);
 }
 
+/* cat of n inputs [2, 3, 5, w_k] (some empty) along `dim` of a 4-d out, checked against a per-element reference.
+ * Input k is float32 and dense, except: every third is stored with gaps in its outer dims, every fifth is
+ * transposed within its last two dims (not dense from dim on: element copy), every seventh is int32 (converted:
+ * element copy). out has a gap after each position of dim 0 when `gap`. Sizes along dim: 1 + (k * 5) % 9. */
+static void cat_case(int n, int dim, int gap, int threads) {
+    int64_t base[4] = {2, 3, 5, 4}, total = 0, w[AXON_CAT_MAX_INPUTS];
+    void *buf[AXON_CAT_MAX_INPUTS];
+    axon_tensor_t in[AXON_CAT_MAX_INPUTS];
+    for (int k = 0; k < n; k++) {
+        int64_t sz[4] = {base[0], base[1], base[2], base[3]}, st[4];
+        w[k] = k % 4 == 3 ? 0 : 1 + (k * 5) % 9;
+        sz[dim] = w[k];
+        const int pad = k % 3 == 1 ? 2 : 0;
+        st[3] = 1, st[2] = sz[3], st[1] = sz[2] * sz[3] + pad, st[0] = sz[1] * st[1] + pad;
+        if (k % 5 == 4) st[3] = sz[2], st[2] = 1; /* [.., a, b] stored as [.., b, a] */
+        const axon_dtype_t dt = k % 7 == 6 ? AXON_INT32 : AXON_FLOAT32;
+        const size_t bytes = (size_t)(sz[0] * st[0] + 1) * 4;
+        buf[k] = malloc(bytes);
+        REQUIRE(buf[k]);
+        for (size_t i = 0; i < bytes / 4; i++) {
+            if (dt == AXON_INT32) ((int32_t *)buf[k])[i] = (int32_t)(rnd() % 1000);
+            else ((float *)buf[k])[i] = (float)(rnd() % 1000) + 0.5f;
+        }
+        in[k] = kc_tensor(buf[k], dt, 4, sz, st);
+        total += w[k];
+    }
+    int64_t osz[4] = {base[0], base[1], base[2], base[3]}, ost[4];
+    osz[dim] = total;
+    ost[3] = 1, ost[2] = osz[3], ost[1] = osz[2] * osz[3], ost[0] = osz[1] * ost[1] + (gap ? 7 : 0);
+    const size_t obytes = (size_t)(osz[0] * ost[0]) * sizeof(float);
+    float *out = malloc(obytes), *want = malloc(obytes);
+    REQUIRE(out && want);
+    for (size_t i = 0; i < obytes / sizeof(float); i++) out[i] = want[i] = -1.0f;
+    int64_t start = 0;
+    for (int k = 0; k < n; k++) {
+        const axon_tensor_t *t = &in[k];
+        for (int64_t a = 0; a < t->sizes[0]; a++)
+            for (int64_t b = 0; b < t->sizes[1]; b++)
+                for (int64_t c = 0; c < t->sizes[2]; c++)
+                    for (int64_t d = 0; d < t->sizes[3]; d++) {
+                        int64_t p[4] = {a, b, c, d};
+                        const int64_t e = a * t->strides[0] + b * t->strides[1] + c * t->strides[2] +
+                                          d * t->strides[3];
+                        const float v =
+                            t->dtype == AXON_INT32 ? (float)((int32_t *)t->data)[e] : ((float *)t->data)[e];
+                        p[dim] += start;
+                        want[p[0] * ost[0] + p[1] * ost[1] + p[2] * ost[2] + p[3] * ost[3]] = v;
+                    }
+        start += w[k];
+    }
+    kc_dev_t k = kc_open(threads);
+    REQUIRE(k.rt);
+    axon_tensor_t to = kc_tensor(out, AXON_FLOAT32, 4, osz, ost);
+    CHECK_OK(axon_kernel_cat(k.s, &to, in, n, dim - 4));
+    CHECK_OK(axon_stream_sync(k.s));
+    int64_t diff = kc_first_diff(out, want, obytes);
+    if (diff >= 0)
+        fprintf(stderr, "  n %d dim %d gap %d threads %d: first byte differing %lld\n", n, dim, gap, threads,
+                (long long)diff);
+    CHECK(diff < 0);
+    axon_runtime_destroy(k.rt);
+    for (int i = 0; i < n; i++) free(buf[i]);
+    free(out), free(want);
+}
+
+static void test_cat_rows_match_the_reference_along_every_dim_with_mixed_inputs(void) {
+    for (int threads = 1; threads <= 2; threads++)
+        for (int dim = 0; dim < 4; dim++)
+            for (int gap = 0; gap < 2; gap++) {
+                const int ns[4] = {1, 3, 8, AXON_CAT_MAX_INPUTS};
+                for (int i = 0; i < 4; i++) cat_case(ns[i], dim, gap, threads);
+            }
+}
+
+/* Big enough for the byte-split loop to cut rows and inputs between threads: 3 x [512, 256] along the last dim
+ * (narrow rows), and 2 x [300000] along dim 0 (one wide row). */
+static void test_cat_rows_split_across_threads_match_a_serial_copy(void) {
+    enum { R = 512, W = 256, L = 300000 };
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    enum { N = 2 * L > 3 * R * W ? 2 * L : 3 * R * W };
+    float *x = malloc(sizeof(float) * N), *out = malloc(sizeof(float) * N);
+    REQUIRE(x && out);
+    for (int i = 0; i < N; i++) x[i] = (float)i;
+    axon_tensor_t in[3];
+    const int64_t isz[2] = {R, W}, osz[2] = {R, 3 * W}, lsz[1] = {L}, l2[1] = {2 * L};
+    for (int i = 0; i < 3; i++) in[i] = kc_tensor(x + i * R * W, AXON_FLOAT32, 2, isz, NULL);
+    axon_tensor_t to = kc_tensor(out, AXON_FLOAT32, 2, osz, NULL);
+    CHECK_OK(axon_kernel_cat(k.s, &to, in, 3, -1));
+    CHECK_OK(axon_stream_sync(k.s));
+    int bad = 0;
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < 3 * W; c++) bad += out[r * 3 * W + c] != x[(c / W) * R * W + r * W + c % W];
+    CHECK(bad == 0);
+    in[0] = kc_tensor(x, AXON_FLOAT32, 1, lsz, NULL), in[1] = kc_tensor(x + L, AXON_FLOAT32, 1, lsz, NULL);
+    to = kc_tensor(out, AXON_FLOAT32, 1, l2, NULL);
+    CHECK_OK(axon_kernel_cat(k.s, &to, in, 2, 0));
+    CHECK_OK(axon_stream_sync(k.s));
+    CHECK(memcmp(out, x, sizeof(float) * 2 * L) == 0);
+    free(x), free(out);
+    axon_runtime_destroy(k.rt);
+}
+
 int main(void) {
     RUN(test_index_select_copies_whole_rows_with_dims_before_dim);
     RUN(test_index_select_rows_of_an_embedding_table_and_a_0d_index);
     RUN(test_index_add_rows_match_the_in_order_reference_bitwise);
     RUN(test_embedding_backward_rows_zero_every_row_and_skip_padding);
     RUN(test_row_paths_fail_on_an_out_of_range_index_and_write_nothing);
+    RUN(test_cat_rows_match_the_reference_along_every_dim_with_mixed_inputs);
+    RUN(test_cat_rows_split_across_threads_match_a_serial_copy);
     return check_report();
 }

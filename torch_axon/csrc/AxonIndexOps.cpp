@@ -1,6 +1,8 @@
 // Indexing and concatenation on libaxon's index kernels (libaxon/include/axon/index.h): index_select, gather,
-// scatter (src, value, reduce and scatter_reduce with include_self), scatter_add, index_add, embedding's dense
-// backward, masked_fill_ and cat. Embedding's forward is composite over index_select.
+// scatter (src, value, reduce and scatter_reduce with include_self), scatter_add, index_add, index_copy, embedding's
+// dense backward, masked_fill_ and cat. Embedding's forward is composite over index_select. index_copy and index_add
+// are structured: binding .out is enough, PyTorch routes index_copy_ and index_copy through it after its meta
+// checks (which .out repeats, for direct out= calls).
 //
 // Each op makes PyTorch's checks (with its messages), resizes out, describes the tensors and launches one kernel.
 // Indices follow these ops' PyTorch rule, [0, size) (no negative wrap). They are read on the device, so an
@@ -18,6 +20,7 @@
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -233,6 +236,65 @@ at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor&
   return out;
 }
 
+// ---- index_copy ----
+
+// PyTorch's index_copy meta checks, with its messages; dim is wrapped.
+void check_index_copy(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source) {
+  const int64_t n = index.numel();
+  TORCH_CHECK_INDEX(index.dim() < 2, "index_copy_(): Index should have dimension 1 or 0 (got ", index.dim(), ")");
+  TORCH_CHECK_INDEX(source.dim() != 0 || n == 1, "index_copy_(): When source is scalar, index should have one "
+                    "element (got ", n, ")");
+  TORCH_CHECK_INDEX(source.dim() == self.dim() || source.dim() == 0 || self.dim() == 0, "index_copy_(): When source "
+                    "and destination are not scalars, their dimensionality must match. Source dimensionality (",
+                    source.dim(), "), destination dimensionality (", self.dim(), ")");
+  TORCH_CHECK(index.scalar_type() == at::kLong, "index_copy_(): Expected a long tensor for index, but got ",
+              index.scalar_type());
+  TORCH_CHECK(self.scalar_type() == source.scalar_type(), "index_copy_(): self and source expected to have the same "
+              "dtype, but got (self) ", self.scalar_type(), " and (source) ", source.scalar_type());
+  std::vector<int64_t> self_slice(self.sizes().begin(), self.sizes().end());
+  std::vector<int64_t> source_slice(source.sizes().begin(), source.sizes().end());
+  if (!self_slice.empty()) self_slice.erase(self_slice.begin() + dim);
+  if (!source_slice.empty()) source_slice.erase(source_slice.begin() + dim);
+  if (self_slice != source_slice) {
+    auto words = [](const std::vector<int64_t>& v) {  // "4 5", as PyTorch prints the slice shapes
+      std::string r;
+      for (const int64_t x : v) r += (r.empty() ? "" : " ") + std::to_string(x);
+      return r;
+    };
+    TORCH_CHECK(false, "index_copy_(): Source/destination tensor must have same slice shapes. Destination slice "
+                "shape: ", words(self_slice), " at dimension ", dim, " and source slice shape: ", words(source_slice),
+                " at dimension 0.");
+  }
+  TORCH_CHECK_INDEX(source.dim() == 0 || n == source.size(dim), "index_copy_(): Number of indices (", n,
+                    ") should be equal to source.size(dim) (", source.size(dim), ")");
+}
+
+at::Tensor& index_copy_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+                           at::Tensor& out) {
+  if (!fits_dims(self) || !kernels_support(self.scalar_type()) || !on_device_of(self, index) ||
+      !on_device_of(self, source) || !on_device_of(self, out)) {
+    return fall_back<ATEN_OP2(index_copy, out)>(self, dim, index, source, out);
+  }
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  check_index_copy(self, dim, index, source);
+  if (!out.is_same(self)) {
+    TORCH_CHECK(out.scalar_type() == self.scalar_type(), "Expected out tensor to have dtype ", self.scalar_type(),
+                ", but got ", out.scalar_type(), " instead");
+    at::native::resize_output(out, self.sizes());
+    out.copy_(self);
+  }
+  at::assert_no_internal_overlap(out);
+  at::assert_no_overlap(out, index);
+  at::assert_no_overlap(out, source);
+  if (index.numel() == 0) return out;
+  // A 0-dim source goes into a 1-d self (the meta checks allow no other case): one element along dim.
+  const at::Tensor src = source.dim() == 0 ? source.view({1}) : source;
+  const axon_tensor_t o = describe(out, "index_copy"), x = describe(index, "index_copy"),
+                      s = describe(src, "index_copy");
+  AXON_CHECK(axon_kernel_index_copy(stream_of(self), &o, static_cast<int>(dim), &x, &s, AXON_INDEX_DEFAULT));
+  return out;
+}
+
 // ---- embedding ----
 
 at::Tensor embedding_dense_backward(const at::Tensor& grad_output, const at::Tensor& indices, int64_t num_weights,
@@ -339,7 +401,8 @@ at::Tensor& cat_out(const at::ITensorListRef& list, int64_t dim, at::Tensor& out
     const size_t n = std::min<size_t>(AXON_CAT_MAX_INPUTS, descs.size() - k);
     int64_t width = 0;
     for (size_t i = k; i < k + n; ++i) width += widths[i];
-    const axon_tensor_t o = describe(out.narrow(dim, offset, width), "cat");
+    // One group (the usual case) fills all of out: no narrowed view to build.
+    const axon_tensor_t o = n == descs.size() ? describe(out, "cat") : describe(out.narrow(dim, offset, width), "cat");
     AXON_CHECK(axon_kernel_cat(stream_of(out), &o, descs.data() + k, static_cast<int>(n), static_cast<int>(dim)));
     offset += width;
     k += n;
@@ -358,6 +421,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("scatter_add.out", TORCH_FN(scatter_add_out));
   m.impl("scatter_reduce.two_out", TORCH_FN(scatter_reduce_two_out));
   m.impl("index_add.out", TORCH_FN(index_add_out));
+  m.impl("index_copy.out", TORCH_FN(index_copy_out));
   m.impl("embedding_dense_backward", TORCH_FN(embedding_dense_backward));
   m.impl("masked_fill_.Scalar", TORCH_FN(masked_fill_scalar));
   m.impl("masked_fill_.Tensor", TORCH_FN(masked_fill_tensor));

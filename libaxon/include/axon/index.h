@@ -1,27 +1,28 @@
-/* Indexing kernels: index_select, gather, scatter (plain and reducing), index_add, embedding backward, masked_fill
- * and cat.
+/* Indexing kernels: index_select, gather, scatter (plain and reducing), index_add, index_copy, embedding backward,
+ * masked_fill and cat.
  *
  * Like every kernel (kernels.h), a launch checks its descriptors on the calling thread, enqueues one command on
  * stream s and returns at once; descriptors and scalars are copied at launch; nothing is enqueued on error or when
  * there is nothing to do. Shapes are the caller's business in PyTorch's sense (it resizes outputs first); libaxon
  * checks that they agree and says which do not.
  *
- * Indices: int32 or int64, any strides, in [0, size) as PyTorch's index_select, gather, scatter, index_add and
- * embedding require. With AXON_INDEX_WRAP in `flags`, a negative index i counts from the end (i + size), as PyTorch's
- * advanced indexing (x[idx]) does, and the valid range is [-size, size). Indices are read only when the command
- * runs, so an index out of range is found there: every index is checked before anything is written, so the command
- * then fails with INVALID_ARG and the message
+ * Indices: int32 or int64, any strides, in [0, size) as PyTorch's index_select, gather, scatter, index_add,
+ * index_copy and embedding require. With AXON_INDEX_WRAP in `flags`, a negative index i counts from the end
+ * (i + size), as PyTorch's advanced indexing (x[idx]) does, and the valid range is [-size, size). Indices are read
+ * only when the command runs, so an index out of range is found there: every index is checked before anything is
+ * written, so the command then fails with INVALID_ARG and the message
  * "<op>(): index 7 is out of bounds for dimension 0 with size 5" (reported at the stream's next synchronization,
  * stream.h) and leaves every output untouched. No out-of-bounds access happens.
  *
- * Determinism: ops that may write one output element several times (scatter, index_add, embedding backward) give
- * every output element to one thread, which applies the updates in index order. Results are bitwise identical for
- * any thread count; a plain scatter with repeated indices keeps the last update, in index order.
+ * Determinism: ops that may write one output element several times (scatter, index_add, index_copy, embedding
+ * backward) give every output element to one thread, which applies the updates in index order. Results are bitwise
+ * identical for any thread count; a plain scatter or index_copy with repeated indices keeps the last update, in
+ * index order.
  *
- * Dtypes: ops that only move elements (index_select, gather, plain scatter, masked_fill, cat of one dtype) take every
- * dtype, complex included. Reductions (scatter SUM/PROD/AMAX/AMIN, index_add, embedding backward) take real dtypes
- * and bool (sum = or, prod = and) and compute in out's dtype, rounding once per update as PyTorch's CPU kernels do
- * (float16/bfloat16 in float32); UNSUPPORTED for complex. Integer arithmetic wraps. */
+ * Dtypes: ops that only move elements (index_select, gather, plain scatter, index_copy, masked_fill, cat of one
+ * dtype) take every dtype, complex included. Reductions (scatter SUM/PROD/AMAX/AMIN, index_add, embedding backward)
+ * take real dtypes and bool (sum = or, prod = and) and compute in out's dtype, rounding once per update as
+ * PyTorch's CPU kernels do (float16/bfloat16 in float32); UNSUPPORTED for complex. Integer arithmetic wraps. */
 #ifndef AXON_INDEX_H
 #define AXON_INDEX_H
 
@@ -77,6 +78,11 @@ AXON_API axon_status_t axon_kernel_scatter(axon_stream_t s, axon_scatter_reduce_
 AXON_API axon_status_t axon_kernel_index_add(axon_stream_t s, const axon_tensor_t *out, int dim,
                                              const axon_tensor_t *index, const axon_tensor_t *src,
                                              axon_scalar_t alpha, unsigned flags);
+
+/* In place: out[..., index[i], ...] = src[..., i, ...] along dim, with index and src as for index_add; every dtype.
+ * Repeated indices: the last in index order wins. Errors as scatter. */
+AXON_API axon_status_t axon_kernel_index_copy(axon_stream_t s, const axon_tensor_t *out, int dim,
+                                              const axon_tensor_t *index, const axon_tensor_t *src, unsigned flags);
 
 /* grad_weight = 0, then grad_weight[indices[k], :] += grad[k, :] for every k with indices[k] != padding_idx
  * (padding_idx < 0: none); indices in [0, V). grad_weight is [V, D], grad [N, D] of the same
