@@ -121,3 +121,35 @@ def test_half_precision_products_at_model_sizes_match_cpu(name, dtype):
     scale = want.float().abs().amax().item()
     eps = torch.finfo(dtype).eps
     torch.testing.assert_close(got, want, rtol=2 * eps, atol=2 * eps * scale)
+
+
+# The Linear layers of a decode step (a few tokens): libaxon's few-row float32 kernel (gemm_skinny.c) takes those
+# past OpenBLAS's small-product path, in both forms (weight stored (n, k) as Linear keeps it, and (k, n)), and the
+# transposed-out form through a column-major out. Every row count 1..9 (9 is past the kernel's limit).
+SKINNY_KN = [(256, 688), (256, 256), (256, 128), (688, 256), (256, 8192), (203, 1031)]
+
+
+@pytest.mark.parametrize("k,n", SKINNY_KN, ids=str)
+@pytest.mark.parametrize("m", range(1, 10))
+def test_few_row_linear_matches_cpu(m, k, n):
+    x, w, b = rand(m, k), rand(n, k, seed=1), rand(n, seed=2)
+    for fn in (lambda x, w, b: torch.nn.functional.linear(x, w, b), lambda x, w, b: x @ w.t(),
+               lambda x, w, b: torch.addmm(b, x, w.t(), beta=0.5, alpha=-2.0),
+               lambda x, w, b: (w @ x.t()).t(), lambda x, w, b: x @ w.t().contiguous()):
+        want = fn(x, w, b)
+        # float32 sums over k in another order: allow 1e-4 of the result's scale.
+        torch.testing.assert_close(native(fn, x, w, b).cpu(), want, rtol=1e-4, atol=1e-4 * want.abs().amax().item())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_few_row_linear_backward_matches_cpu(dtype):
+    x, w, b = rand(4, 256, dtype=dtype), rand(688, 256, dtype=dtype, seed=1), rand(688, dtype=dtype, seed=2)
+    xc, wc = x.clone().requires_grad_(), w.clone().requires_grad_()
+    xa, wa = x.to("axon").requires_grad_(), w.to("axon").requires_grad_()
+    torch_axon.reset_fallback_stats()
+    torch.nn.functional.linear(xa, wa, b.to("axon")).pow(2).sum().backward()
+    assert torch_axon.fallback_stats() == {}, torch_axon.fallback_stats()
+    torch.nn.functional.linear(xc, wc, b).pow(2).sum().backward()
+    for got, want in ((xa.grad, xc.grad), (wa.grad, wc.grad)):
+        rtol, atol = TOL[dtype]
+        torch.testing.assert_close(got.cpu(), want, rtol=rtol, atol=atol * want.abs().amax().item())

@@ -269,6 +269,17 @@ static void gemm_lowp_strides(const gemm_mat_t *mt, int64_t *bs, int64_t *rs, in
     *cs = mt->trans ? mt->ld : 1;
 }
 
+/* float32 goes to oneDNN too where its brgemm kernels measured faster than single-threaded OpenBLAS 0.3.21 (Sapphire
+ * Rapids, per pool participant: 5-20% with B transposed, a Linear's weight, e.g. 256 x 256 @ 256 x 1024 1080 us
+ * against 1510 us; about even otherwise): single matrices with more than AXON_GEMM_SKINNY rows and columns (fewer
+ * go to gemm_skinny.c) past OpenBLAS's small-product path (m*n*k > 100^3), where a primitive's lookup is cheap
+ * against the product. Batched float32 stays with OpenBLAS (not measured). */
+static int gemm_lowp_takes(axon_dtype_t dt, int64_t bsz, int64_t m, int64_t n, int64_t k) {
+    if (dt == AXON_BFLOAT16 || dt == AXON_FLOAT16) return 1;
+    return dt == AXON_FLOAT32 && bsz == 1 && m > AXON_GEMM_SKINNY && n > AXON_GEMM_SKINNY &&
+           (double)m * (double)n * (double)k > 1e6;
+}
+
 /* Runs g through oneDNN and returns 1, with *st set; returns 0, having changed nothing, when oneDNN does not take
  * this product (not built in, another dtype, k == 0, out not row-major in its dtype, a shape it does not offer). */
 static int gemm_lowp_try(const struct gemm_args *g, const axon_exec_t *ex, axon_status_t *st) {
@@ -276,7 +287,7 @@ static int gemm_lowp_try(const struct gemm_args *g, const axon_exec_t *ex, axon_
     const int64_t bsz = g->out.sizes[0], m = g->out.sizes[1], n = g->out.sizes[2], k = g->a.sizes[2];
     int ctrans;
     int64_t ldc;
-    if ((dt != AXON_BFLOAT16 && dt != AXON_FLOAT16) || k == 0 || !axon_gemm_lowp_available() ||
+    if (!gemm_lowp_takes(dt, bsz, m, n, k) || k == 0 || !axon_gemm_lowp_available() ||
         !gemm_layout(m, n, g->out.strides[1], g->out.strides[2], &ctrans, &ldc) || ctrans ||
         (bsz > 1 && (g->a.strides[0] < 0 || g->b.strides[0] < 0 || g->out.strides[0] < 0))) /* oneDNN: none < 0 */
         return 0;

@@ -41,12 +41,12 @@ int axon_gemm_skinny_f32(int ta, int tb, int64_t m, int64_t n, int64_t k, float 
 void axon_gemm_i64(int ta, int tb, int64_t m, int64_t n, int64_t k, int64_t alpha, const int64_t *a, int64_t lda,
                    const int64_t *b, int64_t ldb, int64_t beta, int64_t *c, int64_t ldc);
 
-/* One low-precision product for oneDNN (gemm_onednn.c), on the calling thread with nthreads OpenMP threads:
+/* One bfloat16, float16 or float32 product for oneDNN (gemm_onednn.c), on the calling thread with nthreads OpenMP threads:
  *     C = alpha * A @ B + beta * C + bias      (float32 accumulation, one rounding to dtype on store)
  * A is bsz x m x k and B bsz x k x n, any element strides (a batch stride of 0 broadcasts one matrix); C is bsz x m x n
  * with column stride 1. bias is NULL or n contiguous floats (already scaled). beta == 0 never reads C. */
 typedef struct axon_gemm_lowp {
-    axon_dtype_t dtype;          /* BFLOAT16 or FLOAT16, shared by a, b and c */
+    axon_dtype_t dtype;          /* BFLOAT16, FLOAT16 or FLOAT32, shared by a, b and c */
     int nthreads;                /* OpenMP threads oneDNN may use; gemm.c passes 1 from each pool participant */
     int64_t bsz, m, n, k;        /* all >= 1 */
     const void *a;

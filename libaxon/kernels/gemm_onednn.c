@@ -1,8 +1,10 @@
-/* bfloat16 and float16 GEMM through oneDNN's matmul primitive (AXON_HAVE_ONEDNN), for gemm.c.
+/* bfloat16, float16 and (for the shapes gemm.c picks) float32 GEMM through oneDNN's matmul primitive
+ * (AXON_HAVE_ONEDNN), for gemm.c.
  *
  * Why oneDNN: it multiplies bf16 with the CPU's bf16 dot instructions (VDPBF16PS, or AMX where there is one),
  * about twice the float32 FMA rate, while the generic path converts to float32 and calls sgemm
- * (docs/benchmarks.md, "GEMM library choice").
+ * (docs/benchmarks.md, "GEMM library choice"). Its float32 brgemm kernels also beat OpenBLAS's sgemm on
+ * transformer-sized products with B transposed (gemm.c, gemm_lowp_takes).
  *
  * Threads: Debian's oneDNN uses OpenMP (libgomp). Every call here runs on the calling thread alone: before creating or
  * running a primitive the thread sets its own OpenMP thread count (a per-thread setting) to op->nthreads, which
@@ -13,7 +15,7 @@
  * Cache: creating a matmul primitive costs tens of microseconds, so primitives are kept, keyed by everything that
  * shapes them (dtype, sizes, strides, alpha, beta, bias, threads), in a small LRU list guarded by one mutex. An entry
  * in use is pinned by a count and never freed under its user. A key oneDNN refuses, or serves only with a reference
- * implementation (slower than the float32 path), is cached too, as "not offered", so it is asked only once. Only
+ * implementation (slower than the BLAS path), is cached too, as "not offered", so it is asked only once. Only
  * the brgemm implementations are taken (see onednn_entry_create for why not oneDNN's "gemm:jit" ones); a primitive
  * whose run fails is marked broken and not offered again.
  *
@@ -43,7 +45,7 @@ typedef struct onednn_key {
 
 typedef struct onednn_entry {
     onednn_key_t key;
-    dnnl_primitive_t prim;       /* NULL: oneDNN offers nothing better than the float32 path for this key */
+    dnnl_primitive_t prim;       /* NULL: oneDNN offers nothing better than the BLAS path for this key */
     dnnl_memory_desc_t md[4];    /* a, b, c, bias */
     size_t scratch_bytes;
     int refs;                    /* callers running prim now; the entry is freed only at 0 */
@@ -175,7 +177,7 @@ static onednn_entry_t *onednn_entry_create(const onednn_key_t *k) {
     dnnl_primitive_desc_iterator_t it = NULL;
     if (ok && dnnl_primitive_desc_iterator_create(&it, &desc, attr, onednn_engine, NULL) == dnnl_success) {
         /* Only the brgemm kernels ("brg:<isa>"), in the order oneDNN ranks them. Reference kernels are scalar loops,
-         * slower than the float32 path. The "gemm:jit" ones fail (unimplemented) inside a PyTorch process: they set
+         * slower than the BLAS path. The "gemm:jit" ones fail (unimplemented) inside a PyTorch process: they set
          * up their kernel tables in std::call_once thunks that libdnnl exports and that bind to the same-named ones
          * of the oneDNN inside libtorch_cpu.so, which fill that library's tables instead. */
         do {

@@ -347,6 +347,24 @@ static void test_skinny_products_match_the_reference(void) {
                 }
 }
 
+/* float32 single matrices past OpenBLAS's small-product path go to oneDNN's brgemm kernels where it offers them
+ * (a build without oneDNN, or a layout it does not offer, takes OpenBLAS): every layout, alpha, beta over NaN, a
+ * strided bias, row counts that split into strips of rows or of columns, on 1 and 2 threads. Exact sums. */
+static void test_float32_products_past_the_small_path_match_the_reference(void) {
+    REQUIRE(dev1.s && dev2.s);
+    const int64_t shapes[][3] = {{150, 203, 170}, {40, 300, 260}, {97, 129, 100}};
+    for (int s = 0; s < 3; s++)
+        for (int la = 0; la < LAY_BCAST_BATCH; la++)
+            for (int lb = 0; lb < LAY_BCAST_BATCH; lb++)
+                for (int v = 0; v < 2; v++) {
+                    mm_case_t c = basic(AXON_FLOAT32, shapes[s][0], shapes[s][1], shapes[s][2]);
+                    c.la = la, c.lb = lb, c.lo = (la + lb + s) % LAY_BCAST_BATCH;
+                    if (v) c.alpha = 0.5, c.beta = -2, c.bias = 2, c.bias_scale = 0.25;
+                    else c.nan_out = 1, c.bias = lb & 1;
+                    CHECK_EQ_I64(run_case(v ? &dev2 : &dev1, &c, NULL), 0);
+                }
+}
+
 /* The split over the pool changes which library call computes an element, not the order of its sum over k, so the
  * results agree; OpenBLAS may still pick different micro-kernels for edge blocks, so equality is checked within
  * float32 rounding of the sum of |products|, and exact equality is reported. */
@@ -488,6 +506,7 @@ int main(void) {
     RUN(test_empty_out_enqueues_nothing);
     RUN(test_bad_shapes_dtypes_and_scalars_are_rejected);
     RUN(test_skinny_products_match_the_reference);
+    RUN(test_float32_products_past_the_small_path_match_the_reference);
     RUN(test_one_and_two_threads_agree);
     RUN(test_bf16_products_split_over_the_pool_match_the_reference);
     RUN(test_bf16_products_on_concurrent_streams_agree);
