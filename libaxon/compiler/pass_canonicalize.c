@@ -3,6 +3,9 @@
  *   reshape/squeeze/unsqueeze/expand to the operand's own shape, permute by the identity -> the operand
  *   permute of a permute that it undoes                         -> the first one's operand
  *   reshape of reshape                          -> one reshape of the first operand
+ *   contiguous of a value that a compute op produced, directly or through reshape/squeeze/unsqueeze -> the operand:
+ *   every value that is not a view is row-major in its own storage, so the copy would change nothing (the output
+ *   projection after attention and its residual add asked for such copies)
  *   mul by 1, sub 0, add -0.0 (any dtype) and add 0 (integers and bool) -> the other operand, when that already has
  *   the result's type (no broadcasting hidden in the op). Floating x + 0.0 is not x for x = -0.0, so it stays.
  * A rewritten node that is left without uses is erased here; other dead code is dce's. */
@@ -59,6 +62,16 @@ static int is_identity_operand(const axon_axir_node_t *n, int pos) {
     }
 }
 
+/* 1 if x is row-major by construction: a non-view op's result, or a restriding view of one. Parameters and the other
+ * views (permute, slice, expand, select) may have any strides. */
+static int is_row_major(const axon_axir_value_t *x) {
+    for (const axon_axir_node_t *d = x->def; d; d = d->operands[0]->def) {
+        if (axon_axir_op_class(d->op) != AXON_AXIR_CLASS_VIEW) return 1;
+        if (d->op != AXON_AXIR_OP_RESHAPE && d->op != AXON_AXIR_OP_SQUEEZE && d->op != AXON_AXIR_OP_UNSQUEEZE) return 0;
+    }
+    return 0;
+}
+
 /* The value n reduces to, or NULL. */
 static axon_axir_value_t *simplify(axon_axir_module_t *m, axon_axir_node_t *n) {
     if (n->num_results != 1 || n->num_operands < 1) return NULL;
@@ -68,6 +81,8 @@ static axon_axir_value_t *simplify(axon_axir_module_t *m, axon_axir_node_t *n) {
         return x->type.dtype == r->type.dtype ? x : NULL;
     case AXON_AXIR_OP_RESHAPE: case AXON_AXIR_OP_SQUEEZE: case AXON_AXIR_OP_UNSQUEEZE: case AXON_AXIR_OP_EXPAND:
         return same_type(m, &x->type, &r->type) ? x : NULL;
+    case AXON_AXIR_OP_CONTIGUOUS:
+        return is_row_major(x) ? x : NULL;
     case AXON_AXIR_OP_PERMUTE:
         if (is_identity_permute(n)) return x;
         /* permute of a permute that undoes it (a transpose transposed back, as autograd's mm backward makes) */

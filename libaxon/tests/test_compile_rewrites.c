@@ -1,6 +1,7 @@
 /* Rewrites that make graphs fuse and vectorize: the schedule pass (chains that a front end interleaves with
  * constants, views and unrelated work still fuse; a graph with nothing to fuse keeps its order), and pow by a
- * constant exponent expanded the way PyTorch's CPU kernel computes it. */
+ * constant exponent expanded the way PyTorch's CPU kernel computes it, and `contiguous` of a value that is already
+ * row-major dropped. */
 #include <math.h>
 #include <string.h>
 
@@ -124,9 +125,68 @@ static void test_pow_by_small_constants_expands(void) {
     axon_program_destroy(p);
 }
 
+static void test_contiguous_of_row_major_values_goes(void) {
+    /* contiguous of an mm result through a reshape goes; contiguous of a transpose, and of a parameter (whose strides
+     * the caller chooses), stay; the values are the same either way */
+    static const char *const text =
+        "axir 1\n"
+        "func @main(%a: f32[4, 6], %b: f32[6, 8]) -> (f32[2, 2, 8], f32[8, 4], f32[4, 6]) {\n"
+        "  %0 = mm(%a, %b) : f32[4, 8]\n"
+        "  %1 = reshape(%0) {shape = [2, 2, 8]} : f32[2, 2, 8]\n"
+        "  %2 = contiguous(%1) : f32[2, 2, 8]\n"
+        "  %3 = permute(%0) {dims = [1, 0]} : f32[8, 4]\n"
+        "  %4 = contiguous(%3) : f32[8, 4]\n"
+        "  %5 = contiguous(%a) : f32[4, 6]\n"
+        "  return %2, %4, %5\n"
+        "}\n";
+    axon_compile_options_t o = axon_compile_options_default();
+    o.tier1 = 0;
+    axon_program_t *p = NULL;
+    axon_axir_diag_t d;
+    CHECK_OK(axon_compile_text(text, strlen(text), &o, &p, &d));
+    if (!p) return;
+    char *out = NULL;
+    CHECK_OK(axon_axir_print(axon_program_module(p), &out, NULL));
+    if (out) {
+        CHECK(count(out, "contiguous(") == 2);
+        CHECK(strstr(out, "contiguous(%1)") == NULL);
+        free(out);
+    }
+    kc_dev_t k = kc_open(1);
+    CHECK(k.rt != NULL);
+    if (k.rt) {
+        float ha[24], hb[48], r0[32], r1[32], r2[24];
+        for (int i = 0; i < 24; i++) ha[i] = (float)(i % 7) - 3.0f;
+        for (int i = 0; i < 48; i++) hb[i] = (float)(i % 5) * 0.5f;
+        int64_t sa[2] = {4, 6}, sb[2] = {6, 8};
+        axon_tensor_t in[2] = {kc_tensor(ha, AXON_FLOAT32, 2, sa, NULL), kc_tensor(hb, AXON_FLOAT32, 2, sb, NULL)};
+        axon_tensor_t outs[3];
+        memset(outs, 0, sizeof outs);
+        CHECK_OK(tc_run(&k, p, 2, in, 3, outs, NULL));
+        if (outs[0].data && outs[1].data && outs[2].data) {
+            memcpy(r0, outs[0].data, sizeof r0);
+            memcpy(r1, outs[1].data, sizeof r1);
+            memcpy(r2, outs[2].data, sizeof r2);
+            int bad = 0;
+            for (int i = 0; i < 4; i++)
+                for (int j = 0; j < 8; j++) {
+                    float acc = 0;
+                    for (int q = 0; q < 6; q++) acc += ha[i * 6 + q] * hb[q * 8 + j];
+                    bad += fabsf(r0[i * 8 + j] - acc) > 1e-4f || fabsf(r1[j * 4 + i] - acc) > 1e-4f;
+                }
+            bad += memcmp(r2, ha, sizeof r2) != 0;
+            CHECK(bad == 0);
+        }
+        tc_free_outs(3, outs);
+        axon_runtime_destroy(k.rt);
+    }
+    axon_program_destroy(p);
+}
+
 int main(void) {
     RUN(test_interleaved_chain_fuses);
     RUN(test_unfusable_graph_keeps_order);
     RUN(test_pow_by_small_constants_expands);
+    RUN(test_contiguous_of_row_major_values_goes);
     return check_report();
 }
