@@ -108,6 +108,13 @@ def cases():
                 torch.randn(n, n, device=d).to(dtype))))
         out.append((f"bmm {tag}", "32x128x64x128", lambda d, dtype=dtype: (lambda a, b: (lambda: a @ b))(
             torch.randn(32, 128, 64, device=d).to(dtype), torch.randn(32, 64, 128, device=d).to(dtype))))
+    # Linear layers as transformers run them (weight stored (n, k)): decode steps of 4 tokens (a few-row product) and
+    # a batch of 4 x 128 tokens.
+    for m, k, n in ((4, 256, 688), (4, 688, 256), (4, 256, 8192), (512, 256, 256), (512, 256, 768),
+                    (512, 1024, 256)):
+        out.append(("linear fp32", f"{m}x{k}x{n}", lambda d, m=m, k=k, n=n: (lambda x, w, b: (
+            lambda: torch.nn.functional.linear(x, w, b)))(torch.randn(m, k, device=d), torch.randn(n, k, device=d),
+                                                          torch.randn(n, device=d))))
     return [c for c in out if ARGS.filter in c[0] and (not ARGS.tiny or c[1] == "64")]
 
 
