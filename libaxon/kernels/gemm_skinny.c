@@ -4,8 +4,8 @@
  * slower than with B as it is, and both spend most of their time packing B for a product that reads each element of
  * B m times. Here B is streamed once, as it is stored:
  *   - B stored (n, k) (op(B) column-major, the Linear case): every output is a dot product over k; a tile of up to
- *     4 rows of A and 4 rows of B keeps 16 vector accumulators along k, and the 4 rows of B stay in L1 while all the
- *     rows of A pass over them. A stored transposed is first packed, a chunk of k at a time, on the stack.
+ *     4 rows of A and 4 rows of B (1 x 16, 2 x 8 for one or two rows) keeps 16 vector accumulators along k, and the
+ *     rows of B stay in L1 while all the rows of A pass over them. A stored transposed is first packed, a chunk of k at a time, on the stack.
  *   - B stored (k, n) row-major: each row of out is a sum of rows of B scaled by A's elements (axpy form); a tile of
  *     up to 4 rows of out and 64 columns keeps 16 vector accumulators while k rows of B stream by.
  * A product with few columns and many rows is the same computation on the transposes (out^T = op(B)^T op(A)^T), with
@@ -29,7 +29,7 @@
 
 enum {
     SK_MR = 4,                   /* rows of A per tile */
-    SK_NR = 4,                   /* rows of B per dot tile */
+    SK_NR = 4,                   /* rows of B per dot tile (16 and 8 when A has 1 or 2 rows) */
     SK_KC = 512,                 /* k per chunk when A must be packed */
     SK_NC = 256,                 /* columns per portable axpy tile */
 };
@@ -101,7 +101,7 @@ AXON_CLONES static void sk_axpy_portable(const sk_op_t *op) {
 
 static inline __mmask16 sk_mask(int64_t left) { return left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1); }
 
-_Static_assert(SK_MR * SK_NR == 16, "sk_sum16 reduces one 4 x 4 tile");
+_Static_assert(SK_MR * SK_NR == 16, "a dot tile has the 16 accumulators sk_sum16 reduces");
 
 /* The 16 sums of v[0..15]'s lanes, as one vector (lane t = sum of v[t]): pairs are interleaved and added, level by
  * level (within 32-bit pairs, 64-bit halves of a 128-bit lane, then across 128-bit lanes), 45 instructions where
@@ -123,61 +123,62 @@ SK_TARGET static inline __attribute__((always_inline)) __m512 sk_sum16(const __m
                          _mm512_shuffle_f32x4(y[0], y[1], _MM_SHUFFLE(3, 1, 3, 1)));
 }
 
-/* s[i * SK_NR + j] = sum_p a[i * lda + p] * bq[j][p] for i < mr (a compile-time constant after inlining), all SK_NR
- * j; the rows past mr sum to 0. */
-SK_TARGET static inline __attribute__((always_inline)) void sk_dot_tile512(int mr, int64_t k, const float *a,
+/* s[i * nr + j] = sum_p a[i * lda + p] * bq[j][p] for i < mr, j < nr (compile-time constants after inlining,
+ * mr * nr <= 16). The 16 accumulators are one 4 x 4 tile, or 1 x 16 and 2 x 8 for one or two rows of A, so that
+ * those too keep 16 independent FMA chains in flight. */
+SK_TARGET static inline __attribute__((always_inline)) void sk_dot_tile512(int mr, int nr, int64_t k, const float *a,
                                                                            int64_t lda, const float *const *bq,
-                                                                           float s[SK_MR * SK_NR]) {
-    __m512 acc[SK_MR * SK_NR];
+                                                                           float s[16]) {
+    __m512 acc[16];
     _Pragma("GCC unroll 16")
-    for (int t = 0; t < SK_MR * SK_NR; t++) acc[t] = _mm512_setzero_ps();
+    for (int t = 0; t < 16; t++) acc[t] = _mm512_setzero_ps();
     int64_t p = 0;
     for (; p + 16 <= k; p += 16) {
-        __m512 bv[SK_NR];
-        _Pragma("GCC unroll 4")
-        for (int j = 0; j < SK_NR; j++) bv[j] = _mm512_loadu_ps(bq[j] + p);
+        __m512 bv[16];
+        _Pragma("GCC unroll 16")
+        for (int j = 0; j < nr; j++) bv[j] = _mm512_loadu_ps(bq[j] + p);
         _Pragma("GCC unroll 4")
         for (int i = 0; i < mr; i++) {
             __m512 av = _mm512_loadu_ps(a + i * lda + p);
-            _Pragma("GCC unroll 4")
-            for (int j = 0; j < SK_NR; j++) acc[i * SK_NR + j] = _mm512_fmadd_ps(av, bv[j], acc[i * SK_NR + j]);
+            _Pragma("GCC unroll 16")
+            for (int j = 0; j < nr; j++) acc[i * nr + j] = _mm512_fmadd_ps(av, bv[j], acc[i * nr + j]);
         }
     }
     if (p < k) { /* masked lanes are not read, so nothing past the row is touched */
         const __mmask16 mk = sk_mask(k - p);
-        __m512 bv[SK_NR];
-        _Pragma("GCC unroll 4")
-        for (int j = 0; j < SK_NR; j++) bv[j] = _mm512_maskz_loadu_ps(mk, bq[j] + p);
+        __m512 bv[16];
+        _Pragma("GCC unroll 16")
+        for (int j = 0; j < nr; j++) bv[j] = _mm512_maskz_loadu_ps(mk, bq[j] + p);
         _Pragma("GCC unroll 4")
         for (int i = 0; i < mr; i++) {
             __m512 av = _mm512_maskz_loadu_ps(mk, a + i * lda + p);
-            _Pragma("GCC unroll 4")
-            for (int j = 0; j < SK_NR; j++) acc[i * SK_NR + j] = _mm512_fmadd_ps(av, bv[j], acc[i * SK_NR + j]);
+            _Pragma("GCC unroll 16")
+            for (int j = 0; j < nr; j++) acc[i * nr + j] = _mm512_fmadd_ps(av, bv[j], acc[i * nr + j]);
         }
     }
     _mm512_storeu_ps(s, sk_sum16(acc));
 }
 
 SK_TARGET static void sk_dot512(const sk_op_t *op) {
-    for (int64_t q0 = 0; q0 < op->n; q0 += SK_NR) {
-        const int64_t nr = sk_min(SK_NR, op->n - q0);
-        const float *bq[SK_NR];
-        _Pragma("GCC unroll 4")
-        for (int j = 0; j < SK_NR; j++) bq[j] = op->b + (q0 + (j < nr ? j : nr - 1)) * op->b_cs; /* tail: repeat */
+    const int64_t nr = op->m == 1 ? 16 : op->m == 2 ? 8 : SK_NR; /* rows of B per tile */
+    for (int64_t q0 = 0; q0 < op->n; q0 += nr) {
+        const int64_t nq = sk_min(nr, op->n - q0);
+        const float *bq[16];
+        for (int j = 0; j < nr; j++) bq[j] = op->b + (q0 + (j < nq ? j : nq - 1)) * op->b_cs; /* tail: repeat */
         for (int64_t i0 = 0; i0 < op->m; i0 += SK_MR) {
             const int64_t mr = sk_min(SK_MR, op->m - i0);
             const float *a = op->a + i0 * op->a_rs;
-            float s[SK_MR * SK_NR];
-            switch (mr) {
-            case 1: sk_dot_tile512(1, op->k, a, op->a_rs, bq, s); break;
-            case 2: sk_dot_tile512(2, op->k, a, op->a_rs, bq, s); break;
-            case 3: sk_dot_tile512(3, op->k, a, op->a_rs, bq, s); break;
-            default: sk_dot_tile512(4, op->k, a, op->a_rs, bq, s); break;
-            }
+            float s[16];
+            if (nr == 16) sk_dot_tile512(1, 16, op->k, a, op->a_rs, bq, s);
+            else if (nr == 8) sk_dot_tile512(2, 8, op->k, a, op->a_rs, bq, s);
+            else if (mr == 1) sk_dot_tile512(1, SK_NR, op->k, a, op->a_rs, bq, s);
+            else if (mr == 2) sk_dot_tile512(2, SK_NR, op->k, a, op->a_rs, bq, s);
+            else if (mr == 3) sk_dot_tile512(3, SK_NR, op->k, a, op->a_rs, bq, s);
+            else sk_dot_tile512(4, SK_NR, op->k, a, op->a_rs, bq, s);
             for (int64_t i = 0; i < mr; i++)
-                for (int64_t j = 0; j < nr; j++) {
+                for (int64_t j = 0; j < nq; j++) {
                     float *c = op->c + (i0 + i) * op->c_rs + (q0 + j) * op->c_cs;
-                    *c = sk_out(op, s[i * SK_NR + j], c);
+                    *c = sk_out(op, s[i * nr + j], c);
                 }
         }
     }
