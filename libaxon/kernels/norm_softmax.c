@@ -23,7 +23,7 @@ typedef struct sm_args {
     int backward, log;
     int f32_exp;                 /* no float64 tensor: exp in float32 (expf is several times faster than exp, and its
                                     ~1 ulp float32 error is below what a float32 or half result can hold) */
-    int f32_rows;                /* float32 forward along the last dim: the float fast path (sm_rows_f32) */
+    int f32_rows;                /* float32 along the last dim: the float fast paths (sm_rows_f32, sm_rows_f32_backward) */
     int64_t outer, len, inner;
     char *out;                   /* out, or grad_in */
     const char *a;               /* in, or grad_out */
@@ -176,11 +176,39 @@ AXON_CLONES static void sm_rows_f32(const sm_args_t *a, int64_t r0, int64_t r1) 
     }
 }
 
+/* The backward of float32 rows along the last dimension, in float as PyTorch's CPU kernel computes it:
+ * log-softmax: g - exp(y) * sum(g); softmax: y * (g - sum(g * y)). The sums use SM_PARTS partial sums, as above. */
+AXON_CLONES static void sm_rows_f32_backward(const sm_args_t *a, int64_t r0, int64_t r1) {
+    const int64_t n = a->len;
+    for (int64_t r = r0; r < r1; r++) {
+        const float *g = (const float *)(const void *)a->a + r * n, *y = (const float *)(const void *)a->b + r * n;
+        float *o = (float *)(void *)a->out + r * n;
+        float part[SM_PARTS] = {0};
+        int64_t i = 0;
+        if (a->log) {
+            for (; i + SM_PARTS <= n; i += SM_PARTS)
+                for (int k = 0; k < SM_PARTS; k++) part[k] += g[i + k];
+            for (; i < n; i++) part[i % SM_PARTS] += g[i];
+        } else {
+            for (; i + SM_PARTS <= n; i += SM_PARTS)
+                for (int k = 0; k < SM_PARTS; k++) part[k] += g[i + k] * y[i + k];
+            for (; i < n; i++) part[i % SM_PARTS] += g[i] * y[i];
+        }
+        float sum = 0;
+        for (int k = 0; k < SM_PARTS; k++) sum += part[k];
+        if (a->log)
+            for (int64_t j = 0; j < n; j++) o[j] = g[j] - pw_expf(y[j]) * sum;
+        else
+            for (int64_t j = 0; j < n; j++) o[j] = y[j] * (g[j] - sum);
+    }
+}
+
 static void sm_range(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
     const sm_args_t *a = ctx;
     if (a->f32_rows) {
-        sm_rows_f32(a, begin, end);
+        if (a->backward) sm_rows_f32_backward(a, begin, end);
+        else sm_rows_f32(a, begin, end);
         return;
     }
     const int64_t nblk = (a->inner + SM_LANES - 1) / SM_LANES;
@@ -259,7 +287,8 @@ static axon_status_t sm_launch(axon_stream_t s, const char *name, const axon_ten
     g.load_a = axon_convert_get(a->dtype, AXON_FLOAT64);
     g.load_b = b ? axon_convert_get(b->dtype, AXON_FLOAT64) : NULL;
     g.store = axon_convert_get(AXON_FLOAT64, out->dtype);
-    g.f32_rows = !b && g.inner == 1 && a->dtype == AXON_FLOAT32 && out->dtype == AXON_FLOAT32;
+    g.f32_rows = g.inner == 1 && a->dtype == AXON_FLOAT32 && out->dtype == AXON_FLOAT32 &&
+                 (!b || b->dtype == AXON_FLOAT32);
     uint64_t n = (uint64_t)axon_tensor_numel(a);
     axon_launch_t l = {sm_kernel, &g, sizeof g, name, n * (g.es_a + g.es_b + g.es_out)};
     return axon_stream_launch(s, &l);
