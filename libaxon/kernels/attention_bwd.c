@@ -14,6 +14,7 @@
 #define AT_T float
 #define AT_SFX f32
 #define AT_GEMM axon_gemm_f32
+#define AT_GEMM_FEW axon_gemm_skinny_f32
 #define AT_CDT AXON_FLOAT32
 #include "attention_tile.h"
 

@@ -13,6 +13,7 @@
 #define AT_T float
 #define AT_SFX f32
 #define AT_GEMM axon_gemm_f32
+#define AT_GEMM_FEW axon_gemm_skinny_f32
 #define AT_CDT AXON_FLOAT32
 #include "attention_tile.h"
 
@@ -137,8 +138,8 @@ axon_status_t at_prepare(at_args_t *a, const char *op, const axon_tensor_t *q, c
 
 size_t at_slot_bytes(const at_args_t *a) {
     const size_t b = AT_BLOCK, e = (size_t)(a->E > 0 ? a->E : 1), ev = (size_t)(a->Ev > 0 ? a->Ev : 1);
-    /* q, qt, k, acc_e: b x e; dout, v, acc_v: b x ev; s, dp, pd: b x b; four rows of b; z: b (attention_tile.h). */
-    return (4 * b * e + 3 * b * ev + 3 * b * b + 5 * b) * (a->f64 ? sizeof(double) : sizeof(float));
+    /* q, qt, k, acc_e: b x e; dout, gt, v, acc_v: b x ev; s, dp, pd: b x b; four rows of b; z: b (attention_tile.h). */
+    return (4 * b * e + 4 * b * ev + 3 * b * b + 5 * b) * (a->f64 ? sizeof(double) : sizeof(float));
 }
 
 axon_status_t at_run(at_job_t *j, axon_pool_t pool, int64_t units, int64_t unit_work, axon_range_fn fn,
@@ -174,7 +175,8 @@ static axon_status_t at_forward_kernel(const void *args, const axon_exec_t *ex) 
     j.a = a;
     atomic_init(&j.failed, 0);
     const int64_t units = a->B * a->Hq * ((a->L + AT_BLOCK - 1) / AT_BLOCK);
-    return at_run(&j, ex->pool, units, AT_BLOCK * (a->S + 1) * (a->E + a->Ev + 1), at_forward_range, "attention");
+    const int64_t rows = a->L < AT_BLOCK ? a->L : AT_BLOCK; /* a unit's query rows: few when decoding */
+    return at_run(&j, ex->pool, units, rows * (a->S + 1) * (a->E + a->Ev + 1), at_forward_range, "attention");
 }
 
 axon_status_t axon_kernel_attention(axon_stream_t s, const axon_tensor_t *out, const axon_tensor_t *lse,

@@ -16,6 +16,10 @@
  * unit's working set (a few 16 KiB float tiles) in L2 and give the GEMM calls enough work to pay their overhead. */
 #define AT_BLOCK 64
 
+/* Tiles of at least this many query rows are transposed for the GEMMs that multiply them by K^T or V^T (at_rows_t
+ * in attention_tile.h). */
+#define AT_TRANSPOSE_ROWS 16
+
 /* One operand: 4 strides in elements (lse uses 3, a broadcast mask has zeros), and its converters to and from the
  * compute type. */
 typedef struct at_operand {

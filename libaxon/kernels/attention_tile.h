@@ -1,7 +1,7 @@
 /* The attention tile code in one compute type: included once with AT_T float (float32 and the half types) and once
  * with AT_T double (float64) by attention_fwd.c and attention_bwd.c, each using its part. The includer defines
- * AT_T, AT_SFX (name suffix), AT_GEMM (axon_gemm_f32 / _f64) and AT_CDT (the axon dtype of AT_T); they are undefined
- * at the end. Everything is static inline so a file that uses only the forward or the backward part gets no
+ * AT_T, AT_SFX (name suffix), AT_GEMM (axon_gemm_f32 / _f64), for float AT_GEMM_FEW (axon_gemm_skinny_f32, taken
+ * for products of a few rows) and AT_CDT (the axon dtype of AT_T); they are undefined at the end. Everything is static inline so a file that uses only the forward or the backward part gets no
  * unused-function warnings. Scratch layout (elements of AT_T, per worker): see at_slot_bytes in attention_fwd.c. */
 #include <math.h>
 #include <string.h>
@@ -16,7 +16,7 @@
 
 /* The tiles of one worker's scratch. */
 typedef struct {
-    AT_T *q, *qt, *dout, *k, *v, *s, *dp, *pd, *acc_e, *acc_v, *rowa, *rowb, *rowc, *mrow, *z;
+    AT_T *q, *qt, *dout, *gt, *k, *v, *s, *dp, *pd, *acc_e, *acc_v, *rowa, *rowb, *rowc, *mrow, *z;
 } AT_FN(at_tiles_t);
 
 static inline AT_FN(at_tiles_t) AT_FN(at_tiles)(const at_args_t *a, void *scratch) {
@@ -26,6 +26,7 @@ static inline AT_FN(at_tiles_t) AT_FN(at_tiles)(const at_args_t *a, void *scratc
     t.q = p, p += b * e;
     t.qt = p, p += b * e;
     t.dout = p, p += b * ev;
+    t.gt = p, p += b * ev;
     t.k = p, p += b * e;
     t.v = p, p += b * ev;
     t.s = p, p += b * b;
@@ -46,6 +47,9 @@ static inline void AT_FN(at_gemm)(at_job_t *j, int ta, int tb, int64_t m, int64_
                                   const AT_T *x, int64_t ldx, const AT_T *y, int64_t ldy, AT_T beta, AT_T *c,
                                   int64_t ldc) {
     if (m <= 0 || n <= 0) return;
+#ifdef AT_GEMM_FEW /* a few query rows (decoding): OpenBLAS's per-call cost would dominate */
+    if (m <= AXON_GEMM_SKINNY && AT_GEMM_FEW(ta, tb, m, n, k, alpha, x, ldx, y, ldy, beta, c, ldc) == 0) return;
+#endif
     if (AT_GEMM(ta, tb, m, n, k, alpha, x, ldx, y, ldy, beta, c, ldc) != 0) atomic_store(&j->failed, 1);
 }
 
@@ -64,11 +68,17 @@ static inline const AT_T *AT_FN(at_rows)(const at_operand_t *t, int64_t b, int64
     return buf;
 }
 
-/* x (m x d, row stride ldx) transposed into buf (d x m, row stride *ld = m); returns buf. The score GEMM takes the
- * query rows so (both operands transposed): OpenBLAS then uses its small-matrix kernel, while Q K^T with Q as it is
- * goes through its packing path, which costs more than this copy. */
+/* x (m x d, row stride ldx) transposed into buf (d x m, row stride *ld = m) when m >= AT_TRANSPOSE_ROWS; returns
+ * buf, or x as it is. Products of the form X K^T (the scores, dP) then take X so (both operands transposed):
+ * OpenBLAS runs them on its small-matrix kernel, while with X as it is a tile of many rows goes through its packing
+ * path, which costs more than this copy. A few rows (decoding) are better off as they are: OpenBLAS's small kernel
+ * takes them either way, and faster untransposed. */
 static inline const AT_T *AT_FN(at_rows_t)(const AT_T *x, int64_t ldx, int64_t m, int64_t d, AT_T *buf,
                                            int64_t *ld) {
+    if (m < AT_TRANSPOSE_ROWS) {
+        *ld = ldx;
+        return x;
+    }
     AT_FN(at_transpose)(x, ldx, m, d, buf);
     *ld = m;
     return buf;
@@ -92,8 +102,7 @@ static inline void AT_FN(at_row_values)(const at_operand_t *t, int64_t b, int64_
 static inline void AT_FN(at_scores)(at_job_t *j, AT_FN(at_tiles_t) *t, int64_t b, int64_t h, int64_t i0, int64_t m,
                                     int64_t j0, int64_t n, const AT_T *q, int64_t ldq, const AT_T *k, int64_t ldk) {
     const at_args_t *a = j->a;
-    if (q == t->qt) AT_FN(at_gemm)(j, 1, 1, m, n, a->E, (AT_T)a->scale, q, ldq, k, ldk, 0, t->s, n);
-    else AT_FN(at_gemm)(j, 0, 1, m, n, a->E, (AT_T)a->scale, q, ldq, k, ldk, 0, t->s, n);
+    AT_FN(at_gemm)(j, q == t->qt, 1, m, n, a->E, (AT_T)a->scale, q, ldq, k, ldk, 0, t->s, n); /* q: at_rows_t */
     if (a->E == 0) memset(t->s, 0, (size_t)(m * n) * sizeof(AT_T)); /* not left to how BLAS treats k == 0 */
     const at_operand_t *mk = &a->mask;
     const char *mp = mk->data ? mk->data + (b * mk->st[0] + h * mk->st[1] + i0 * mk->st[2] + j0 * mk->st[3]) *
@@ -186,8 +195,11 @@ static inline const AT_T *AT_FN(at_grad_tile)(at_job_t *j, AT_FN(at_tiles_t) *t,
                                               const AT_T *k, int64_t ldk, const AT_T *dout, int64_t lddo,
                                               const AT_T *v, int64_t ldv, const AT_T *lse, const AT_T *dd) {
     const at_args_t *a = j->a;
-    AT_FN(at_scores)(j, t, b, h, i0, m, j0, n, q, ldq, k, ldk);
-    AT_FN(at_gemm)(j, 0, 1, m, n, a->Ev, 1, dout, lddo, v, ldv, 0, t->dp, n); /* dP = dout V^T */
+    int64_t ldqt, ldgt; /* both products with the rows transposed, for OpenBLAS's small-matrix kernel (at_rows_t) */
+    const AT_T *qt = AT_FN(at_rows_t)(q, ldq, m, a->E, t->qt, &ldqt);
+    const AT_T *gt = AT_FN(at_rows_t)(dout, lddo, m, a->Ev, t->gt, &ldgt);
+    AT_FN(at_scores)(j, t, b, h, i0, m, j0, n, qt, ldqt, k, ldk);
+    AT_FN(at_gemm)(j, gt == t->gt, 1, m, n, a->Ev, 1, gt, ldgt, v, ldv, 0, t->dp, n); /* dP = dout V^T */
     if (a->Ev == 0) memset(t->dp, 0, (size_t)(m * n) * sizeof(AT_T));
     if (!a->dropout) {
         AT_FN(at_grad_rows)(t->s, t->dp, m, n, lse, dd);
@@ -318,4 +330,5 @@ static inline void AT_FN(at_backward_fused_unit)(at_job_t *j, int64_t u, void *s
 #undef AT_T
 #undef AT_SFX
 #undef AT_GEMM
+#undef AT_GEMM_FEW
 #undef AT_CDT
