@@ -18,10 +18,19 @@
 
 /* ---- shared checks ---- */
 
+axon_status_t axon_ix_check_operand(const axon_tensor_t *t, const char *op, const char *role, int k, int is_dst) {
+    axon_status_t st = is_dst ? axon_kernel_check_dst(t, op) : axon_kernel_check_src(t, op);
+    if (st == AXON_OK) return AXON_OK;
+    char what[96];
+    if (k >= 0)
+        snprintf(what, sizeof what, "%s: %s[%d]", op, role, k);
+    else
+        snprintf(what, sizeof what, "%s: %s", op, role);
+    return is_dst ? axon_kernel_check_dst(t, what) : axon_kernel_check_src(t, what);
+}
+
 axon_status_t axon_ix_check_index(const axon_tensor_t *index, const char *op) {
-    char what[64];
-    snprintf(what, sizeof what, "%s: index", op);
-    axon_status_t st = axon_kernel_check_src(index, what);
+    axon_status_t st = axon_ix_check_operand(index, op, "index", -1, 0);
     if (st != AXON_OK) return st;
     if (index->dtype != AXON_INT64 && index->dtype != AXON_INT32)
         return axon_fail(AXON_ERROR_INVALID_ARG, "%s(): Expected dtype int32/int64 for index, got %s", op,
@@ -56,6 +65,58 @@ axon_status_t axon_ix_scalar_bytes(axon_scalar_t value, axon_dtype_t dtype, unsi
     }
     axon_convert_get(value.dtype, dtype)((char *)bytes, 1, (const char *)&v, 1, 1);
     return AXON_OK;
+}
+
+/* Each part is cut into pieces, claimed in order through the part's counter: a participant claims pieces of its own
+ * part first, then of the others' (a helper that is late or busy elsewhere leaves its part to whoever is free). */
+#define IX_PIECES_PER_PART 8
+
+struct ix_parts {
+    axon_range_fn fn;
+    void *ctx;
+    int64_t n;
+    int parts;
+    int64_t piece;                                       /* units per piece */
+    _Atomic int64_t next[64];                            /* next piece of part i, counted within the part */
+};
+
+/* [b, e) of part i. */
+static void ix_part_bounds(const struct ix_parts *p, int i, int64_t *b, int64_t *e) {
+    const int64_t base = p->n / p->parts, rem = p->n % p->parts;
+    *b = i * base + (i < rem ? i : rem);
+    *e = *b + base + (i < rem);
+}
+
+static void ix_parts_range(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)begin, (void)end; /* the unit only makes this participant join; what it runs is decided here */
+    struct ix_parts *p = ctx;
+    const int own = slot < p->parts ? slot : 0;
+    for (int k = 0; k < p->parts; k++) {
+        const int i = (own + k) % p->parts;
+        int64_t b, e;
+        ix_part_bounds(p, i, &b, &e);
+        for (;;) {
+            const int64_t at = b + atomic_fetch_add_explicit(&p->next[i], 1, memory_order_relaxed) * p->piece;
+            if (at >= e) break;
+            p->fn(p->ctx, at, at + p->piece < e ? at + p->piece : e, slot);
+        }
+    }
+}
+
+void axon_ix_parallel_parts(axon_pool_t pool, int64_t n, double bytes, axon_range_fn fn, void *ctx) {
+    int parts = axon_pool_size(pool);
+    if (parts > 64) parts = 64;
+    if (parts > n) parts = (int)n;
+    if (parts <= 1 || bytes < (double)((int64_t)1 << 16)) {
+        axon_parallel_for(pool, 0, n, n, fn, ctx); /* inline, with the caller's slot */
+        return;
+    }
+    struct ix_parts p;
+    p.fn = fn, p.ctx = ctx, p.n = n, p.parts = parts;
+    const int64_t len = (n + parts - 1) / parts;
+    p.piece = (len + IX_PIECES_PER_PART - 1) / IX_PIECES_PER_PART;
+    for (int i = 0; i < parts; i++) atomic_init(&p.next[i], 0);
+    axon_parallel_for(pool, 0, parts, 1, ix_parts_range, &p);
 }
 
 struct ix_scan {
@@ -179,8 +240,7 @@ static int gather_rows(const struct gather_args *a, axon_pool_t pool) {
     struct gather_rows_job j = {a, axon_tensor_numel(&a->check), a->in.sizes[a->dim], es, (size_t)(inner_out * es),
                                 a->check.dtype == AXON_INT64};
     const int64_t rows = axon_tensor_numel(&a->out) / inner_out;
-    const int64_t grain = (int64_t)((size_t)1 << 16) / (int64_t)j.row; /* ~64 KiB of copying per chunk */
-    axon_parallel_for(pool, 0, rows, grain < 1 ? 1 : grain, gather_rows_range, &j);
+    axon_ix_parallel_parts(pool, rows, (double)rows * (double)j.row, gather_rows_range, &j);
     return 1;
 }
 
@@ -354,6 +414,8 @@ struct cat_rows_job {
     int64_t es, row;                           /* element size; bytes per row of out */
     int64_t at[AXON_CAT_MAX_INPUTS];           /* input k's first byte within a row */
     int64_t len[AXON_CAT_MAX_INPUTS];          /* its bytes per row; 0: not on the row path (or empty) */
+    int64_t ostride[AXON_MAX_DIMS];            /* strides in bytes of out and each input, dims before dim */
+    int64_t istride[AXON_CAT_MAX_INPUTS][AXON_MAX_DIMS];
 };
 
 static void cat_rows_range(void *ctx, int64_t begin, int64_t end, int slot) {
@@ -369,20 +431,25 @@ static void cat_rows_range(void *ctx, int64_t begin, int64_t end, int slot) {
     off[0] = ix_outer_offset(&a->out, &a->out, dim, o) * j->es;
     for (int k = 0; k < n; k++) off[k + 1] = ix_outer_offset(&a->in[k], &a->out, dim, o) * j->es;
     for (; o * j->row < end; o++) {
+        char *ob = (char *)a->out.data + off[0];
         const int64_t lo = o * j->row < begin ? begin - o * j->row : 0;
         const int64_t hi = end - o * j->row < j->row ? end - o * j->row : j->row;
-        char *ob = (char *)a->out.data + off[0];
-        for (int k = 0; k < n; k++) {
-            const int64_t from = j->at[k] > lo ? j->at[k] : lo;
-            const int64_t to = j->at[k] + j->len[k] < hi ? j->at[k] + j->len[k] : hi;
-            if (from < to) memcpy(ob + from, (const char *)a->in[k].data + off[k + 1] + (from - j->at[k]),
-                                  (size_t)(to - from));
+        if (lo == 0 && hi == j->row) { /* a whole row: every piece whole (the common case, kept short) */
+            for (int k = 0; k < n; k++)
+                if (j->len[k]) memcpy(ob + j->at[k], (const char *)a->in[k].data + off[k + 1], (size_t)j->len[k]);
+        } else {
+            for (int k = 0; k < n; k++) {
+                const int64_t from = j->at[k] > lo ? j->at[k] : lo;
+                const int64_t to = j->at[k] + j->len[k] < hi ? j->at[k] + j->len[k] : hi;
+                if (from < to) memcpy(ob + from, (const char *)a->in[k].data + off[k + 1] + (from - j->at[k]),
+                                      (size_t)(to - from));
+            }
         }
         for (int d = dim - 1; d >= 0; d--) {
             const int last = ++coord[d] == a->out.sizes[d];
             const int64_t steps = last ? 1 - a->out.sizes[d] : 1;
-            off[0] += steps * a->out.strides[d] * j->es;
-            for (int k = 0; k < n; k++) off[k + 1] += steps * a->in[k].strides[d] * j->es;
+            off[0] += steps * j->ostride[d];
+            for (int k = 0; k < n; k++) off[k + 1] += steps * j->istride[k][d];
             if (!last) break;
             coord[d] = 0;
         }
@@ -401,6 +468,10 @@ static int cat_rows_plan(const struct cat_args *a, struct cat_rows_job *j) {
     const int64_t per_slot = j->row / a->out.sizes[a->dim];   /* bytes of one slot along dim */
     int rows = 0;
     int64_t at = 0;
+    for (int d = 0; d < a->dim; d++) {
+        j->ostride[d] = a->out.strides[d] * j->es;
+        for (int k = 0; k < a->n; k++) j->istride[k][d] = a->in[k].strides[d] * j->es;
+    }
     for (int k = 0; k < a->n; k++) {
         const int64_t w = a->in[k].sizes[a->dim] * per_slot;
         int64_t in_inner;
@@ -417,8 +488,8 @@ static axon_status_t cat_kernel(const void *args, const axon_exec_t *ex) {
     struct cat_rows_job j;
     const int rows = cat_rows_plan(a, &j);
     if (rows > 0) {
-        const int64_t outer = axon_tensor_numel(&a->out) * j.es / j.row;
-        axon_parallel_for(ex->pool, 0, outer * j.row, (int64_t)1 << 15, cat_rows_range, &j);
+        const int64_t bytes = axon_tensor_numel(&a->out) * j.es;
+        axon_ix_parallel_parts(ex->pool, bytes, (double)bytes, cat_rows_range, &j);
         if (rows == a->n) return AXON_OK;
     }
     axon_tensor_t slice = a->out;
@@ -431,7 +502,7 @@ static axon_status_t cat_kernel(const void *args, const axon_exec_t *ex) {
 }
 
 axon_status_t axon_kernel_cat(axon_stream_t s, const axon_tensor_t *out, const axon_tensor_t *inputs, int n, int dim) {
-    char what[64], sa[160], sb[160];
+    char sa[160], sb[160];
     axon_status_t st;
     if ((st = axon_kernel_check_dst(out, "cat: out")) != AXON_OK) return st;
     if (!inputs || n < 1 || n > AXON_CAT_MAX_INPUTS)
@@ -445,8 +516,7 @@ axon_status_t axon_kernel_cat(axon_stream_t s, const axon_tensor_t *out, const a
     int64_t total = 0;
     for (int k = 0; k < n; k++) {
         const axon_tensor_t *t = &inputs[k];
-        snprintf(what, sizeof what, "cat: inputs[%d]", k);
-        if ((st = axon_kernel_check_src(t, what)) != AXON_OK) return st;
+        if ((st = axon_ix_check_operand(t, "cat", "inputs", k, 0)) != AXON_OK) return st;
         int same = t->ndim == out->ndim;
         for (int d = 0; same && d < out->ndim; d++) same = d == dim || t->sizes[d] == out->sizes[d];
         if (!same)

@@ -60,11 +60,24 @@ static inline int64_t ix_outer_offset(const axon_tensor_t *t, const axon_tensor_
 
 /* Launch-time checks shared by the ops: index dtype (int32/int64) and a dim in [-ndim, ndim), wrapped into *dim. */
 axon_status_t axon_ix_check_index(const axon_tensor_t *index, const char *op);
+
+/* axon_kernel_check_dst (is_dst) or _src of an operand, naming it "op: role" (or "op: role[k]" for k >= 0) in the
+ * message. The name is formatted only when the check fails: launches of small ops should not pay for snprintf. */
+axon_status_t axon_ix_check_operand(const axon_tensor_t *t, const char *op, const char *role, int k, int is_dst);
 axon_status_t axon_ix_wrap_dim(const char *op, int ndim, int *dim);
 
 /* value (float64, int64, bool or complex128) converted with the copy rules into one element of dtype at bytes
  * (16 bytes of room); INVALID_ARG naming op for another scalar dtype. */
 axon_status_t axon_ix_scalar_bytes(axon_scalar_t value, axon_dtype_t dtype, unsigned char *bytes, const char *op);
+
+/* Run fn over [0, n) split into one contiguous part per participant of pool (at most 64), each participant working
+ * through the part of its own slot first (the caller part 0, helper i part i), then helping with the others' in
+ * pieces. Copy kernels repeated on the same, cache-resident data (a KV-cache update, an embedding lookup, a cat per
+ * layer and step) then find their part in the same core's cache as on the previous call. The pool's own chunks,
+ * claimed in a different order each call, move most lines between cores' caches every time: measured on 2 cores, a
+ * gather of 512 rows of 1 KiB took 7 us with fixed halves and 22 us with the halves swapped on every call (15 us on
+ * one thread). For work of even cost per unit; runs inline when the whole moves fewer than 64 KiB (`bytes`). */
+void axon_ix_parallel_parts(axon_pool_t pool, int64_t n, double bytes, axon_range_fn fn, void *ctx);
 
 /* Run time: scan index (on pool) for a value outside [-size, size) (wrap) or [0, size). Returns AXON_OK, or fails with INVALID_ARG and
  * PyTorch's message naming op, the first bad value (in index's memory order), dim and size. */

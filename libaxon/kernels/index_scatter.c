@@ -14,7 +14,6 @@
  * and embedding backward instead add or copy whole rows (scatter_rows), with the same order of updates per
  * element. */
 #include <inttypes.h>
-#include <stdio.h>
 
 #include "internal.h"
 #include "dtype.h"
@@ -364,16 +363,13 @@ static axon_status_t scatter_launch(axon_stream_t s, struct scatter_args *a) {
 /* Common argument checks; fills a's out, src and op. */
 static axon_status_t scatter_begin(struct scatter_args *a, const char *op, const axon_tensor_t *out,
                                    const axon_tensor_t *index, const axon_tensor_t *src, int *dim) {
-    char what[64];
     axon_status_t st;
     memset(a, 0, sizeof *a);
     a->op = op;
-    snprintf(what, sizeof what, "%s: out", op);
-    if ((st = axon_kernel_check_dst(out, what)) != AXON_OK) return st;
+    if ((st = axon_ix_check_operand(out, op, "out", -1, 1)) != AXON_OK) return st;
     if ((st = axon_ix_check_index(index, op)) != AXON_OK) return st;
     if (src) {
-        snprintf(what, sizeof what, "%s: src", op);
-        if ((st = axon_kernel_check_src(src, what)) != AXON_OK) return st;
+        if ((st = axon_ix_check_operand(src, op, "src", -1, 0)) != AXON_OK) return st;
         a->src = *src;
         a->has_src = 1;
     }

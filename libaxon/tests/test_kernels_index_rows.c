@@ -278,33 +278,36 @@ static void test_cat_rows_match_the_reference_along_every_dim_with_mixed_inputs(
             }
 }
 
-/* Big enough for the byte-split loop to cut rows and inputs between threads: 3 x [512, 256] along the last dim
- * (narrow rows), and 2 x [300000] along dim 0 (one wide row). */
+/* Big enough for the byte-split loop to cut rows and inputs between participants (1, 2 and 3, so parts of unequal
+ * sizes too): 3 x [512, 256] along the last dim (narrow rows), and 2 x [300001] along dim 0 (one wide row). */
 static void test_cat_rows_split_across_threads_match_a_serial_copy(void) {
-    enum { R = 512, W = 256, L = 300000 };
-    kc_dev_t k = kc_open(2);
-    REQUIRE(k.rt);
-    enum { N = 2 * L > 3 * R * W ? 2 * L : 3 * R * W };
+    enum { R = 512, W = 256, L = 300001, N = 2 * L > 3 * R * W ? 2 * L : 3 * R * W };
     float *x = malloc(sizeof(float) * N), *out = malloc(sizeof(float) * N);
     REQUIRE(x && out);
     for (int i = 0; i < N; i++) x[i] = (float)i;
-    axon_tensor_t in[3];
-    const int64_t isz[2] = {R, W}, osz[2] = {R, 3 * W}, lsz[1] = {L}, l2[1] = {2 * L};
-    for (int i = 0; i < 3; i++) in[i] = kc_tensor(x + i * R * W, AXON_FLOAT32, 2, isz, NULL);
-    axon_tensor_t to = kc_tensor(out, AXON_FLOAT32, 2, osz, NULL);
-    CHECK_OK(axon_kernel_cat(k.s, &to, in, 3, -1));
-    CHECK_OK(axon_stream_sync(k.s));
-    int bad = 0;
-    for (int r = 0; r < R; r++)
-        for (int c = 0; c < 3 * W; c++) bad += out[r * 3 * W + c] != x[(c / W) * R * W + r * W + c % W];
-    CHECK(bad == 0);
-    in[0] = kc_tensor(x, AXON_FLOAT32, 1, lsz, NULL), in[1] = kc_tensor(x + L, AXON_FLOAT32, 1, lsz, NULL);
-    to = kc_tensor(out, AXON_FLOAT32, 1, l2, NULL);
-    CHECK_OK(axon_kernel_cat(k.s, &to, in, 2, 0));
-    CHECK_OK(axon_stream_sync(k.s));
-    CHECK(memcmp(out, x, sizeof(float) * 2 * L) == 0);
+    for (int threads = 1; threads <= 3; threads++) {
+        kc_dev_t k = kc_open(threads);
+        REQUIRE(k.rt);
+        axon_tensor_t in[3];
+        const int64_t isz[2] = {R, W}, osz[2] = {R, 3 * W}, lsz[1] = {L}, l2[1] = {2 * L};
+        for (int i = 0; i < 3; i++) in[i] = kc_tensor(x + i * R * W, AXON_FLOAT32, 2, isz, NULL);
+        axon_tensor_t to = kc_tensor(out, AXON_FLOAT32, 2, osz, NULL);
+        memset(out, 0, sizeof(float) * N);
+        CHECK_OK(axon_kernel_cat(k.s, &to, in, 3, -1));
+        CHECK_OK(axon_stream_sync(k.s));
+        int bad = 0;
+        for (int r = 0; r < R; r++)
+            for (int c = 0; c < 3 * W; c++) bad += out[r * 3 * W + c] != x[(c / W) * R * W + r * W + c % W];
+        CHECK(bad == 0);
+        in[0] = kc_tensor(x, AXON_FLOAT32, 1, lsz, NULL), in[1] = kc_tensor(x + L, AXON_FLOAT32, 1, lsz, NULL);
+        to = kc_tensor(out, AXON_FLOAT32, 1, l2, NULL);
+        memset(out, 0, sizeof(float) * N);
+        CHECK_OK(axon_kernel_cat(k.s, &to, in, 2, 0));
+        CHECK_OK(axon_stream_sync(k.s));
+        CHECK(memcmp(out, x, sizeof(float) * 2 * L) == 0);
+        axon_runtime_destroy(k.rt);
+    }
     free(x), free(out);
-    axon_runtime_destroy(k.rt);
 }
 
 int main(void) {
