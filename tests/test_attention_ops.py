@@ -1,5 +1,6 @@
 """F.scaled_dot_product_attention on libaxon's fused attention kernel (forward and backward): results against
-PyTorch on CPU, causal, bool and float masks, GQA, dropout (determinism, dropped fraction, gradients against the
+PyTorch on CPU, causal, bool and float masks, GQA, the layouts HF models pass (heads split by view + transpose,
+masks expanded from one row: read as they are, no copies), decoding steps, dropout (determinism, dropped fraction, gradients against the
 math formula with the mask recovered), gradcheck, nn.MultiheadAttention and a Llama-style block with no host
 fallback, calls the kernel cannot take (PyTorch's math decomposition instead), and bad input.
 
@@ -14,6 +15,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.utils._python_dispatch import TorchDispatchMode
 
 import torch_axon
 
@@ -121,6 +123,95 @@ def test_strided_inputs_match_cpu():
     out = F.scaled_dot_product_attention(q.to("axon"), k.to("axon"), v.to("axon"), is_causal=True)
     assert torch_axon.fallback_stats() == {}
     close(out, ref, TOL)
+
+
+# ---- the layouts HF models pass: heads split by view + transpose, masks expanded from one row ----
+
+COPIES = {"aten.clone.default", "aten.copy_.default", "aten._to_copy.default", "aten.contiguous.default",
+          "aten.expand_copy.default"}
+
+
+class Ops(TorchDispatchMode):
+    """The aten ops that run inside the block."""
+
+    def __init__(self):
+        super().__init__()
+        self.names = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.names.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+def hf_attention(x, heads, **kw):
+    """GPT-2's attention core: x [B, L, 3 * C] split into q, k, v, heads split off by view + transpose, sdpa, and
+    the heads merged back by transpose + reshape."""
+    b, n, c3 = x.shape
+    c = c3 // 3
+    q, k, v = (t.view(b, n, heads, c // heads).transpose(1, 2) for t in x.split(c, dim=2))
+    out = F.scaled_dot_product_attention(q, k, v, **kw)
+    return out, out.transpose(1, 2).reshape(b, n, c)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [(2, 70, 3, 24), (1, 40, 2, 32)], ids=str)
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_heads_split_by_transpose_run_without_copies_and_match_cpu(shape, causal, dtype):
+    b, n, h, e = shape
+    x, g = sample((b, n, 3 * h * e), dtype, 1), sample((b, n, h * e), dtype, 2)
+    xr = x.to(torch.float64, copy=True).requires_grad_()
+    ref_sdpa, ref = hf_attention(xr, h, is_causal=causal)
+    ref.backward(g.to(torch.float64))
+    xa, ga = x.to("axon").requires_grad_(), g.to("axon")
+    torch_axon.reset_fallback_stats()
+    with Ops() as ops:
+        out_sdpa, out = hf_attention(xa, h, is_causal=causal)
+        out.backward(ga)
+    assert torch_axon.fallback_stats() == {}
+    assert uses_fused_kernel(out)
+    # CPU lays the output out like q ([B, L, H, E] memory), so the merge back is a view and nothing is copied
+    assert out_sdpa.stride() == ref_sdpa.stride()
+    assert not COPIES & set(ops.names), ops.names
+    close(out.detach(), ref.detach().to(dtype), TOL)
+    close(xa.grad, xr.grad.to(dtype), GRAD_TOL)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("kind", ["float", "bool"])
+def test_masks_expanded_from_one_row_match_cpu_forward_and_backward(kind, dtype):
+    # BERT: a [B, 1, 1, S] padding mask expanded to [B, 1, L, S] (stride 0 along L) is read as it is
+    b, h, n, e = 2, 3, 70, 16
+    pad = torch.zeros(b, 1, 1, n, dtype=torch.bool)
+    pad[0, ..., 50:] = True
+    small = pad.logical_not() if kind == "bool" else torch.where(pad, -1e4, 0.0).to(dtype)
+    q, k, v, g = (sample((b, h, n, e), dtype, i) for i in range(4))
+    results = []
+    for device, work in (("cpu", torch.float64), ("axon", dtype)):
+        leaves = [t.to(device, work, copy=True).requires_grad_() for t in (q, k, v)]
+        mask = small.to(device, small.dtype if kind == "bool" else work).expand(b, 1, n, n)
+        assert mask.stride(2) == 0
+        grad = g.to(device, work)
+        torch_axon.reset_fallback_stats()
+        with Ops() as ops:
+            out = F.scaled_dot_product_attention(*leaves, attn_mask=mask)
+            out.backward(grad)
+        if device == "axon":
+            assert torch_axon.fallback_stats() == {}
+            assert uses_fused_kernel(out)
+            assert not COPIES & set(ops.names), ops.names
+        results.append([out.detach().to(dtype)] + [t.grad.to(dtype) for t in leaves])
+    close(results[1][0], results[0][0], TOL)
+    for got, want in zip(results[1][1:], results[0][1:]):
+        close(got, want, GRAD_TOL)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_decode_step_with_gqa_and_a_padding_mask_matches_cpu(dtype):
+    # one or two new query rows against a cache: the few-row products
+    mask = torch.zeros(2, 1, 1, 130)
+    mask[1, ..., :9] = float("-inf")
+    for lq in (1, 2):
+        check(dtype, ((2, 8, lq, 32), (2, 4, 130, 32)), mask=mask.to(dtype), enable_gqa=True, scale=0.3)
 
 
 def test_gradcheck_in_float64():

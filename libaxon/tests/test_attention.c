@@ -1,8 +1,9 @@
 /* axon/attention.h against a naive long double reference (softmax(scale * Q K^T + mask) V and its gradients): every
  * float dtype, shapes that cross the 64-row/key tiles, causal with L < S and L > S, float and bool masks with
  * broadcasting and fully masked rows, GQA, dropout (the documented Philox decisions, same seed -> same bytes, 1 and
- * 3 threads bitwise identical: the one-pass and two-pass backward agree), a strided q; bad input refused with
- * messages.
+ * 3 threads bitwise identical: the one-pass and two-pass backward agree), a strided q, HF's layouts (heads in
+ * [B, L, H, D] memory, a float padding mask expanded through a stride of 0) and decoding steps; bad input refused
+ * with messages.
  *
  * Tolerance: |got - ref| <= tol * (1 + |ref|), tol 1e-10 (float64), 5e-5 (float32, computed in float32), 4e-3
  * (float16) and 3e-2 (bfloat16), which hold the output's rounding plus float32 sums over a few hundred terms. */
@@ -60,22 +61,37 @@ static void tb_free(const kc_dev_t *k, tb_t *b) {
 }
 
 /* One attention problem. mask: none (0), float [L, S] with -inf entries and a fully masked row (1), bool
- * [B, 1, 1, S] (2). */
+ * [B, 1, 1, S] (2), float [B, 1, 1, S] with -inf entries seen as [B, 1, L, S] through a stride of 0 (3, BERT's
+ * expanded padding mask). blhe: every 4-d tensor in [B, L, H, D] memory seen as [B, H, L, D] (heads split off by
+ * view + transpose, as HF models pass them). */
 typedef struct prob {
     axon_dtype_t d;
     int64_t B, Hq, Hkv, L, S, E, Ev;
     int causal, mask;
     double p;
+    int blhe;
 } prob_t;
 
 static int64_t ix4(int64_t a, int64_t b, int64_t c, int64_t d, int64_t nb, int64_t nc, int64_t nd) {
     return ((a * nb + b) * nc + c) * nd + d;
 }
 
+/* Where element [a, b, c, d] of a [., nb, nc, nd] tensor of pr lies in its buffer. */
+static int64_t pix(const prob_t *pr, int64_t a, int64_t b, int64_t c, int64_t d, int64_t nb, int64_t nc, int64_t nd) {
+    return pr->blhe ? ((a * nc + c) * nb + b) * nd + d : ix4(a, b, c, d, nb, nc, nd);
+}
+
+/* The descriptor of a [n0, n1, n2, n3] tensor of pr. */
+static axon_tensor_t ptensor(const prob_t *pr, void *data, axon_dtype_t d, const int64_t *n) {
+    const int64_t blhe[4] = {n[2] * n[1] * n[3], n[3], n[1] * n[3], 1};
+    return kc_tensor(data, d, 4, n, pr->blhe ? blhe : NULL);
+}
+
 /* Mask value (added to the score) of (b, i, j), or -inf. */
 static long double ref_mask(const prob_t *pr, const tb_t *m, int64_t b, int64_t i, int64_t j) {
     if (pr->mask == 1) return tb_get(m, i * pr->S + j);
     if (pr->mask == 2) return tb_get(m, b * pr->S + j) != 0 ? 0.0L : -INFINITY;
+    if (pr->mask == 3) return tb_get(m, b * pr->S + j);
     return 0;
 }
 
@@ -96,11 +112,10 @@ static int check_problem(const kc_dev_t *k, const prob_t *pr) {
     tb_t dq = tb_make(k, d, q.n, 0), dk = tb_make(k, d, kk.n, 0), dv = tb_make(k, d, v.n, 0);
     tb_t m = {AXON_FLOAT32, 0, NULL, NULL};
     const int64_t sq[4] = {B, Hq, L, E}, sk[4] = {B, Hkv, S, E}, sv[4] = {B, Hkv, S, Ev}, so[4] = {B, Hq, L, Ev};
-    axon_tensor_t tq = kc_tensor(q.dev, d, 4, sq, NULL), tk = kc_tensor(kk.dev, d, 4, sk, NULL),
-                  tv = kc_tensor(v.dev, d, 4, sv, NULL), to = kc_tensor(out.dev, d, 4, so, NULL),
-                  tl = kc_tensor(lse.dev, lse.d, 3, so, NULL), tg = kc_tensor(dout.dev, d, 4, so, NULL),
-                  tdq = kc_tensor(dq.dev, d, 4, sq, NULL), tdk = kc_tensor(dk.dev, d, 4, sk, NULL),
-                  tdv = kc_tensor(dv.dev, d, 4, sv, NULL), tm;
+    axon_tensor_t tq = ptensor(pr, q.dev, d, sq), tk = ptensor(pr, kk.dev, d, sk), tv = ptensor(pr, v.dev, d, sv),
+                  to = ptensor(pr, out.dev, d, so), tl = kc_tensor(lse.dev, lse.d, 3, so, NULL),
+                  tg = ptensor(pr, dout.dev, d, so), tdq = ptensor(pr, dq.dev, d, sq), tdk = ptensor(pr, dk.dev, d, sk),
+                  tdv = ptensor(pr, dv.dev, d, sv), tm;
     if (pr->mask == 1) {
         m = tb_make(k, d, L * S, 2.0);
         for (int64_t i = 0; i < L; i++)
@@ -115,6 +130,13 @@ static int check_problem(const kc_dev_t *k, const prob_t *pr) {
         axon_memcpy(m.dev, m.h, (size_t)m.n, AXON_COPY_HOST_TO_DEVICE, k->s);
         const int64_t ms[4] = {B, 1, 1, S};
         tm = kc_tensor(m.dev, AXON_BOOL, 4, ms, NULL);
+    } else if (pr->mask == 3) {
+        m = tb_make(k, d, B * S, 2.0);
+        for (int64_t i = 0; i < B * S; i++)
+            if (i % 7 == 3) set_minus_inf(&m, i);
+        axon_memcpy(m.dev, m.h, (size_t)m.n * axon_dtype_size(d), AXON_COPY_HOST_TO_DEVICE, k->s);
+        const int64_t ms[4] = {B, 1, L, S}, mst[4] = {S, 0, 0, 1};
+        tm = kc_tensor(m.dev, d, 4, ms, mst);
     }
     axon_attention_params_t p = {0.37, pr->causal, pr->p, 1234, 77};
     const axon_tensor_t *mp = pr->mask ? &tm : NULL;
@@ -144,7 +166,7 @@ static int check_problem(const kc_dev_t *k, const prob_t *pr) {
                 for (int64_t j = 0; j < S; j++) {
                     long double s = 0;
                     for (int64_t e = 0; e < E; e++)
-                        s += tb_get(&q, ix4(b, h, i, e, Hq, L, E)) * tb_get(&kk, ix4(b, hk, j, e, Hkv, S, E));
+                        s += tb_get(&q, pix(pr, b, h, i, e, Hq, L, E)) * tb_get(&kk, pix(pr, b, hk, j, e, Hkv, S, E));
                     s = s * (long double)p.scale + ref_mask(pr, &m, b, i, j);
                     if (pr->causal && j > i) s = -INFINITY;
                     P[j] = s;
@@ -162,36 +184,36 @@ static int check_problem(const kc_dev_t *k, const prob_t *pr) {
                 if (sum == 0) CHECK(isinf(tb_get(&lse, (b * Hq + h) * L + i)));
                 for (c = 0; c < Ev; c++) {
                     long double o = 0;
-                    for (int64_t j = 0; j < S; j++) o += P[j] * Z[j] * tb_get(&v, ix4(b, hk, j, c, Hkv, S, Ev));
-                    AT_CMP("out", tb_get(&out, ix4(b, h, i, c, Hq, L, Ev)), o);
-                    di += tb_get(&dout, ix4(b, h, i, c, Hq, L, Ev)) * o;
+                    for (int64_t j = 0; j < S; j++) o += P[j] * Z[j] * tb_get(&v, pix(pr, b, hk, j, c, Hkv, S, Ev));
+                    AT_CMP("out", tb_get(&out, pix(pr, b, h, i, c, Hq, L, Ev)), o);
+                    di += tb_get(&dout, pix(pr, b, h, i, c, Hq, L, Ev)) * o;
                 }
                 for (int64_t j = 0; j < S; j++) {
                     long double t = 0;
                     for (int64_t e = 0; e < Ev; e++)
-                        t += tb_get(&dout, ix4(b, h, i, e, Hq, L, Ev)) * tb_get(&v, ix4(b, hk, j, e, Hkv, S, Ev));
+                        t += tb_get(&dout, pix(pr, b, h, i, e, Hq, L, Ev)) * tb_get(&v, pix(pr, b, hk, j, e, Hkv, S, Ev));
                     dP[j] = P[j] * (t * Z[j] - di); /* dS */
                     for (int64_t e = 0; e < Ev; e++)
-                        rdv[ix4(b, hk, j, e, Hkv, S, Ev)] += P[j] * Z[j] * tb_get(&dout, ix4(b, h, i, e, Hq, L, Ev));
+                        rdv[ix4(b, hk, j, e, Hkv, S, Ev)] += P[j] * Z[j] * tb_get(&dout, pix(pr, b, h, i, e, Hq, L, Ev));
                     for (int64_t e = 0; e < E; e++)
-                        rdk[ix4(b, hk, j, e, Hkv, S, E)] += p.scale * dP[j] * tb_get(&q, ix4(b, h, i, e, Hq, L, E));
+                        rdk[ix4(b, hk, j, e, Hkv, S, E)] += p.scale * dP[j] * tb_get(&q, pix(pr, b, h, i, e, Hq, L, E));
                 }
                 for (c = 0; c < E; c++) {
                     long double t = 0;
-                    for (int64_t j = 0; j < S; j++) t += p.scale * dP[j] * tb_get(&kk, ix4(b, hk, j, c, Hkv, S, E));
-                    AT_CMP("dq", tb_get(&dq, ix4(b, h, i, c, Hq, L, E)), t);
+                    for (int64_t j = 0; j < S; j++) t += p.scale * dP[j] * tb_get(&kk, pix(pr, b, hk, j, c, Hkv, S, E));
+                    AT_CMP("dq", tb_get(&dq, pix(pr, b, h, i, c, Hq, L, E)), t);
                 }
             }
         }
     }
-    for (int64_t x = 0; x < kk.n; x++) {
-        int64_t b = x, h = -1, i = -1, c = -1;
-        AT_CMP("dk", tb_get(&dk, x), rdk[x]);
-    }
-    for (int64_t x = 0; x < v.n; x++) {
-        int64_t b = x, h = -1, i = -1, c = -1;
-        AT_CMP("dv", tb_get(&dv, x), rdv[x]);
-    }
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < Hkv; h++)
+            for (int64_t i = 0; i < S; i++) {
+                for (int64_t c = 0; c < E; c++)
+                    AT_CMP("dk", tb_get(&dk, pix(pr, b, h, i, c, Hkv, S, E)), rdk[ix4(b, h, i, c, Hkv, S, E)]);
+                for (int64_t c = 0; c < Ev; c++)
+                    AT_CMP("dv", tb_get(&dv, pix(pr, b, h, i, c, Hkv, S, Ev)), rdv[ix4(b, h, i, c, Hkv, S, Ev)]);
+            }
 #undef AT_CMP
     free(P), free(Z), free(dP), free(rdk), free(rdv);
 done:
@@ -216,28 +238,37 @@ static void run_all_dtypes(prob_t pr) {
 }
 
 static void test_attention_matches_reference_across_tiles(void) {
-    run_all_dtypes((prob_t){0, 2, 3, 3, 70, 130, 16, 24, 0, 0, 0});
-    run_all_dtypes((prob_t){0, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0});
+    run_all_dtypes((prob_t){0, 2, 3, 3, 70, 130, 16, 24, 0, 0, 0, 0});
+    run_all_dtypes((prob_t){0, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0});
 }
 
 static void test_causal_attention_is_top_left_aligned_for_short_and_long_queries(void) {
-    run_all_dtypes((prob_t){0, 1, 2, 2, 100, 70, 8, 8, 1, 0, 0});
-    run_all_dtypes((prob_t){0, 1, 2, 2, 50, 150, 8, 8, 1, 0, 0});
+    run_all_dtypes((prob_t){0, 1, 2, 2, 100, 70, 8, 8, 1, 0, 0, 0});
+    run_all_dtypes((prob_t){0, 1, 2, 2, 50, 150, 8, 8, 1, 0, 0, 0});
 }
 
 static void test_float_and_bool_masks_broadcast_and_fully_masked_rows_give_zero(void) {
-    run_all_dtypes((prob_t){0, 2, 2, 2, 67, 66, 8, 8, 0, 1, 0});
-    run_all_dtypes((prob_t){0, 2, 2, 2, 9, 70, 8, 8, 0, 2, 0});
+    run_all_dtypes((prob_t){0, 2, 2, 2, 67, 66, 8, 8, 0, 1, 0, 0});
+    run_all_dtypes((prob_t){0, 2, 2, 2, 9, 70, 8, 8, 0, 2, 0, 0});
+}
+
+static void test_hf_layouts_transposed_heads_and_an_expanded_float_mask(void) {
+    /* tiles of 64 and 16 rows (transposed for the GEMMs), E not a multiple of 16, a tail tile of 6 rows */
+    run_all_dtypes((prob_t){0, 2, 3, 3, 70, 67, 24, 24, 0, 3, 0, 1});
+    run_all_dtypes((prob_t){0, 1, 2, 2, 80, 80, 32, 32, 1, 0, 0, 1});
+    /* decoding: one and two query rows (the few-row products), GQA, the expanded mask */
+    run_all_dtypes((prob_t){0, 2, 4, 2, 1, 70, 32, 32, 0, 3, 0, 1});
+    run_all_dtypes((prob_t){0, 2, 4, 2, 2, 130, 16, 16, 0, 3, 0, 0});
 }
 
 static void test_grouped_query_heads_share_key_value_heads(void) {
-    run_all_dtypes((prob_t){0, 1, 6, 2, 20, 33, 8, 8, 0, 0, 0});
-    run_all_dtypes((prob_t){0, 2, 4, 1, 70, 20, 8, 4, 1, 0, 0});
+    run_all_dtypes((prob_t){0, 1, 6, 2, 20, 33, 8, 8, 0, 0, 0, 0});
+    run_all_dtypes((prob_t){0, 2, 4, 1, 70, 20, 8, 4, 1, 0, 0, 0});
 }
 
 static void test_dropout_follows_the_documented_philox_decisions(void) {
-    run_all_dtypes((prob_t){0, 2, 2, 1, 70, 67, 8, 8, 0, 0, 0.3});
-    run_all_dtypes((prob_t){0, 1, 2, 2, 30, 30, 8, 8, 1, 1, 0.5});
+    run_all_dtypes((prob_t){0, 2, 2, 1, 70, 67, 8, 8, 0, 0, 0.3, 0});
+    run_all_dtypes((prob_t){0, 1, 2, 2, 30, 30, 8, 8, 1, 1, 0.5, 0});
 }
 
 /* Forward and backward outputs of a dropout problem, as bytes. */
@@ -364,6 +395,7 @@ int main(void) {
     RUN(test_dropout_follows_the_documented_philox_decisions);
     RUN(test_dropout_is_deterministic_for_a_seed_and_any_thread_count);
     RUN(test_strided_query_gives_the_contiguous_result);
+    RUN(test_hf_layouts_transposed_heads_and_an_expanded_float_mask);
     RUN(test_attention_refuses_bad_input_with_messages);
     return check_report();
 }
