@@ -347,12 +347,12 @@ static void test_skinny_products_match_the_reference(void) {
                 }
 }
 
-/* float32 single matrices past OpenBLAS's small-product path go to oneDNN's brgemm kernels where it offers them
+/* float32 single matrices of 200^3 multiply-adds or more go to oneDNN's brgemm kernels where it offers them
  * (a build without oneDNN, or a layout it does not offer, takes OpenBLAS): every layout, alpha, beta over NaN, a
  * strided bias, row counts that split into strips of rows or of columns, on 1 and 2 threads. Exact sums. */
 static void test_float32_products_past_the_small_path_match_the_reference(void) {
     REQUIRE(dev1.s && dev2.s);
-    const int64_t shapes[][3] = {{150, 203, 170}, {40, 300, 260}, {97, 129, 100}};
+    const int64_t shapes[][3] = {{150, 203, 270}, {40, 300, 670}, {250, 129, 250}};
     for (int s = 0; s < 3; s++)
         for (int la = 0; la < LAY_BCAST_BATCH; la++)
             for (int lb = 0; lb < LAY_BCAST_BATCH; lb++)
