@@ -123,12 +123,11 @@ SK_TARGET static inline __attribute__((always_inline)) __m512 sk_sum16(const __m
                          _mm512_shuffle_f32x4(y[0], y[1], _MM_SHUFFLE(3, 1, 3, 1)));
 }
 
-/* s[i * nr + j] = sum_p a[i * lda + p] * bq[j][p] for i < mr, j < nr (compile-time constants after inlining,
+/* Lane i * nr + j = sum_p a[i * lda + p] * bq[j][p] for i < mr, j < nr (compile-time constants after inlining,
  * mr * nr <= 16). The 16 accumulators are one 4 x 4 tile, or 1 x 16 and 2 x 8 for one or two rows of A, so that
  * those too keep 16 independent FMA chains in flight. */
-SK_TARGET static inline __attribute__((always_inline)) void sk_dot_tile512(int mr, int nr, int64_t k, const float *a,
-                                                                           int64_t lda, const float *const *bq,
-                                                                           float s[16]) {
+SK_TARGET static inline __attribute__((always_inline)) __m512 sk_dot_tile512(int mr, int nr, int64_t k, const float *a,
+                                                                           int64_t lda, const float *const *bq) {
     __m512 acc[16];
     _Pragma("GCC unroll 16")
     for (int t = 0; t < 16; t++) acc[t] = _mm512_setzero_ps();
@@ -156,10 +155,11 @@ SK_TARGET static inline __attribute__((always_inline)) void sk_dot_tile512(int m
             for (int j = 0; j < nr; j++) acc[i * nr + j] = _mm512_fmadd_ps(av, bv[j], acc[i * nr + j]);
         }
     }
-    _mm512_storeu_ps(s, sk_sum16(acc));
+    return sk_sum16(acc);
 }
 
 SK_TARGET static void sk_dot512(const sk_op_t *op) {
+    const __m512 alpha = _mm512_set1_ps(op->alpha), beta = _mm512_set1_ps(op->beta);
     const int64_t nr = op->m == 1 ? 16 : op->m == 2 ? 8 : SK_NR; /* rows of B per tile */
     for (int64_t q0 = 0; q0 < op->n; q0 += nr) {
         const int64_t nq = sk_min(nr, op->n - q0);
@@ -168,18 +168,30 @@ SK_TARGET static void sk_dot512(const sk_op_t *op) {
         for (int64_t i0 = 0; i0 < op->m; i0 += SK_MR) {
             const int64_t mr = sk_min(SK_MR, op->m - i0);
             const float *a = op->a + i0 * op->a_rs;
-            float s[16];
-            if (nr == 16) sk_dot_tile512(1, 16, op->k, a, op->a_rs, bq, s);
-            else if (nr == 8) sk_dot_tile512(2, 8, op->k, a, op->a_rs, bq, s);
-            else if (mr == 1) sk_dot_tile512(1, SK_NR, op->k, a, op->a_rs, bq, s);
-            else if (mr == 2) sk_dot_tile512(2, SK_NR, op->k, a, op->a_rs, bq, s);
-            else if (mr == 3) sk_dot_tile512(3, SK_NR, op->k, a, op->a_rs, bq, s);
-            else sk_dot_tile512(4, SK_NR, op->k, a, op->a_rs, bq, s);
-            for (int64_t i = 0; i < mr; i++)
-                for (int64_t j = 0; j < nq; j++) {
-                    float *c = op->c + (i0 + i) * op->c_rs + (q0 + j) * op->c_cs;
-                    *c = sk_out(op, s[i * nr + j], c);
+            __m512 z;
+            if (nr == 16) z = sk_dot_tile512(1, 16, op->k, a, op->a_rs, bq);
+            else if (nr == 8) z = sk_dot_tile512(2, 8, op->k, a, op->a_rs, bq);
+            else if (mr == 1) z = sk_dot_tile512(1, SK_NR, op->k, a, op->a_rs, bq);
+            else if (mr == 2) z = sk_dot_tile512(2, SK_NR, op->k, a, op->a_rs, bq);
+            else if (mr == 3) z = sk_dot_tile512(3, SK_NR, op->k, a, op->a_rs, bq);
+            else z = sk_dot_tile512(4, SK_NR, op->k, a, op->a_rs, bq);
+            if (op->c_cs == 1) { /* each row's nq lanes moved down to lane 0 and stored at once */
+                const __mmask16 st = (__mmask16)((1u << nq) - 1);
+                for (int64_t i = 0; i < mr; i++) {
+                    float *c = op->c + (i0 + i) * op->c_rs + q0;
+                    __m512 v = _mm512_mul_ps(alpha, _mm512_maskz_compress_ps((__mmask16)(st << (i * nr)), z));
+                    if (op->beta != 0) v = _mm512_add_ps(v, _mm512_mul_ps(beta, _mm512_maskz_loadu_ps(st, c)));
+                    _mm512_mask_storeu_ps(c, st, v);
                 }
+            } else {
+                float s[16];
+                _mm512_storeu_ps(s, z);
+                for (int64_t i = 0; i < mr; i++)
+                    for (int64_t j = 0; j < nq; j++) {
+                        float *c = op->c + (i0 + i) * op->c_rs + (q0 + j) * op->c_cs;
+                        *c = sk_out(op, s[i * nr + j], c);
+                    }
+            }
         }
     }
 }
