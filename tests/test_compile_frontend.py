@@ -161,6 +161,41 @@ def test_training_step_grads_match_eager(dtype):
     assert kinds >= 2  # a forward and a backward graph
 
 
+@pytest.mark.parametrize("opt", ["SGD", "Adam", "AdamW"])
+def test_whole_training_step_with_optimizer_compiles_and_matches_cpu(opt, tmp_path, monkeypatch):
+    # forward, loss, backward and the optimizer step in one compiled function: the optimizer's foreach list ops
+    # lower to AXIR (one op per parameter) and fuse into kernels per parameter
+    monkeypatch.setenv("AXON_DUMP_DIR", str(tmp_path))
+    torch.manual_seed(0)
+    ref = MLP()
+    model = _copy_to(ref, DEV)
+    kw = {"lr": 1e-2, "momentum": 0.9} if opt == "SGD" else {"lr": 1e-2, "weight_decay": 0.1}
+    opt_ref, opt_dev = getattr(torch.optim, opt)(ref.parameters(), **kw), getattr(torch.optim, opt)(model.parameters(), **kw)
+
+    @torch.compile(backend="axon")
+    def step(x, y):
+        loss = F.mse_loss(model(x), y)
+        loss.backward()
+        opt_dev.step()
+        opt_dev.zero_grad()
+        return loss
+
+    for i in range(3):
+        x, y = sample((6, 32), seed=10 + i), sample((6, 8), seed=20 + i)
+        loss = F.mse_loss(ref(x), y)
+        loss.backward()
+        opt_ref.step()
+        opt_ref.zero_grad()
+        close(step(x.to(DEV), y.to(DEV)), loss.detach())
+    for p, rp in zip(model.parameters(), ref.parameters()):
+        close(p.detach(), rp.detach(), GRAD_TOL)
+    lowered = glob.glob(str(tmp_path / "*" / "fused_*.axir"))
+    optimizer = [f for f in lowered if not f.endswith(".passes.axir") and "_foreach_" in open(f).read()]
+    assert optimizer, "no optimizer list op was compiled"
+    kernels = sum(open(f[:-len(".axir")] + ".passes.axir").read().count("\nkernel @") for f in optimizer)
+    assert kernels >= len(list(model.parameters())), f"{kernels} fused kernels for the optimizer"
+
+
 def test_training_block_grads_match_cpu():
     torch.manual_seed(0)
     ref = Block(use_sdpa=False)

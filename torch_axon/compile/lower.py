@@ -325,18 +325,23 @@ def _binary(op: str, kind: str = "arith"):
             dt = torch.bool
         else:
             dt = out.dtype
-        va, vb = L.operand(a, dt), L.operand(b, dt)
-        alpha = n.kwargs.get("alpha", 1)
-        if alpha != 1:
-            vb = L.emit("mul", [vb, L.const(alpha, dt, [])], {},
-                        [f"{dtype_text(dt)}[{', '.join(dim_text(d) for d in _val(b).shape)}]"]
-                        if isinstance(b, fx.Node) else [f"{dtype_text(dt)}[]"])[0]
+        va, vb = L.operand(a, dt), _scaled(L, b, dt, n.kwargs.get("alpha", 1))
         attrs = {}
         mode = n.kwargs.get("rounding_mode")
         if mode is not None:
             attrs["rounding_mode"] = mode
         return L.emit1(op, [va, vb], attrs, out, n.name)
     return lower
+
+
+def _scaled(L: Lowering, b, dt: torch.dtype, alpha):
+    """Operand b (a tensor node or a Python scalar) in dtype dt, times alpha unless alpha is 1 (add/sub's alpha)."""
+    vb = L.operand(b, dt)
+    if alpha == 1:
+        return vb
+    shape = _val(b).shape if isinstance(b, fx.Node) else []
+    return L.emit("mul", [vb, L.const(alpha, dt, [])], {},
+                  [f"{dtype_text(dt)}[{', '.join(dim_text(d) for d in shape)}]"])[0]
 
 
 def _pow_scalar_base(L: Lowering, n: fx.Node):
@@ -551,7 +556,7 @@ def _cat(L: Lowering, n: fx.Node):
 
 def _full(L: Lowering, n: fx.Node):
     out = _out(n)
-    value = n.args[1] if n.target == aten.full.default else n.args[0]
+    value = n.args[1] if n.target in (aten.full.default, aten.full_like.default) else n.args[0]
     shape = list(out.shape)
     L.dims_attr(shape)
     if isinstance(value, (torch.SymInt, torch.SymFloat, fx.Node)):
@@ -664,6 +669,87 @@ def _sdpa(L: Lowering, n: fx.Node):
     return [name] + [None] * (len(n.meta["val"]) - 1)
 
 
+# ---- foreach (optimizer steps): each list op becomes one op per tensor, which the fuse pass then joins per tensor
+# across the whole step (Adam's dozen list ops become one kernel per parameter) ----
+
+def _foreach_outputs(n: fx.Node) -> list:
+    outs = n.meta.get("val")
+    if not isinstance(outs, (list, tuple)) or not all(_is_tensor(o) for o in outs):
+        raise Unsupported("foreach op without tensor-list metadata")
+    return list(outs)
+
+
+def _foreach_item(arg, i: int):
+    """Element i of a list argument (Tensor[] or Scalar[]), or the argument itself (a Scalar or a Tensor)."""
+    return arg[i] if isinstance(arg, (list, tuple)) else arg
+
+
+def _foreach_binary(op: str):
+    """_foreach_<op>.List / .Scalar / .ScalarList / .Tensor: op(self[i], other[i] or other), alpha scaling other."""
+    def lower(L: Lowering, n: fx.Node):
+        alpha = n.kwargs.get("alpha", 1)
+        names = []
+        for i, o in enumerate(_foreach_outputs(n)):
+            va = L.operand(n.args[0][i], o.dtype)
+            vb = _scaled(L, _foreach_item(n.args[1], i), o.dtype, alpha)
+            names.append(L.emit1(op, [va, vb], {}, o, f"{n.name}.{i}"))
+        return names
+    return lower
+
+
+def _foreach_unary(op: str):
+    def lower(L: Lowering, n: fx.Node):
+        return [L.emit1(op, [L.operand(n.args[0][i], o.dtype)], {}, o, f"{n.name}.{i}")
+                for i, o in enumerate(_foreach_outputs(n))]
+    return lower
+
+
+def _foreach_pow_scalar_base(L: Lowering, n: fx.Node):
+    """_foreach_pow.ScalarAndTensor(base, exponents): base ** exponent[i] (Adam's bias corrections)."""
+    return [L.emit1("pow", [L.const(n.args[0], o.dtype, []), L.operand(n.args[1][i], o.dtype)], {}, o,
+                    f"{n.name}.{i}") for i, o in enumerate(_foreach_outputs(n))]
+
+
+def _foreach_addc(op: str):
+    """_foreach_addcmul / _foreach_addcdiv .Scalar and .ScalarList: self + value * t1 (op) t2, in PyTorch's CPU
+    order of operations ((value * t1) op t2, then the add)."""
+    def lower(L: Lowering, n: fx.Node):
+        value = _arg(n, 3, "scalars" if n.target._overloadname == "ScalarList" else "value", 1)
+        if isinstance(value, fx.Node):
+            raise Unsupported("addcmul/addcdiv with a tensor of values")
+        names = []
+        for i, o in enumerate(_foreach_outputs(n)):
+            dt = o.dtype
+            t1 = L.operand(n.args[1][i], dt)
+            v = _foreach_item(value, i)
+            if v != 1:
+                t1 = L.emit1("mul", [L.const(v, dt, []), t1], {}, o)
+            q = L.emit1(op, [t1, L.operand(n.args[2][i], dt)], {}, o)
+            names.append(L.emit1("add", [L.operand(n.args[0][i], dt), q], {}, o, f"{n.name}.{i}"))
+        return names
+    return lower
+
+
+def _foreach_lerp_scalar(L: Lowering, n: fx.Node):
+    """_foreach_lerp.Scalar(self, end, weight): PyTorch's two-sided formula, chosen here since weight is a number:
+    self + w (end - self) for |w| < 0.5, else end - (end - self) (1 - w)."""
+    w = _arg(n, 2, "weight", None)
+    if not isinstance(w, (int, float)) or isinstance(w, bool):
+        raise Unsupported("lerp with a symbolic weight")
+    names = []
+    for i, o in enumerate(_foreach_outputs(n)):
+        dt = o.dtype
+        a, b = L.operand(n.args[0][i], dt), L.operand(n.args[1][i], dt)
+        diff = L.emit1("sub", [b, a], {}, o)
+        if abs(w) < 0.5:
+            names.append(L.emit1("add", [a, L.emit1("mul", [L.const(w, dt, []), diff], {}, o)], {}, o,
+                                 f"{n.name}.{i}"))
+        else:
+            names.append(L.emit1("sub", [b, L.emit1("mul", [diff, L.const(1 - w, dt, [])], {}, o)], {}, o,
+                                 f"{n.name}.{i}"))
+    return names
+
+
 # ---- the table ----
 
 LOWERINGS: dict[object, Callable[[Lowering, fx.Node], object]] = {}
@@ -735,6 +821,7 @@ LOWERINGS[aten.clone.default] = _clone
 LOWERINGS[aten.cat.default] = _cat
 LOWERINGS[aten.full.default] = _full
 LOWERINGS[aten.scalar_tensor.default] = _full
+LOWERINGS[aten.full_like.default] = _full
 LOWERINGS[aten.arange.default] = _arange
 LOWERINGS[aten.arange.start_step] = _arange
 
@@ -750,6 +837,19 @@ LOWERINGS[aten.embedding.default] = _embedding
 LOWERINGS[aten.gather.default] = _gather
 LOWERINGS[aten.index_select.default] = _index_select
 LOWERINGS[aten._scaled_dot_product_fused_attention_overrideable.default] = _sdpa
+
+for _name in ["add", "sub", "mul", "div", "maximum", "minimum", "pow"]:
+    _packet = getattr(aten, "_foreach_" + _name)
+    for _ov in ("List", "Scalar", "ScalarList", "Tensor"):
+        if hasattr(_packet, _ov):
+            LOWERINGS[getattr(_packet, _ov)] = _foreach_binary(_name)
+for _name in ["neg", "abs", "exp", "log", "sqrt", "reciprocal", "sigmoid", "tanh", "sign"]:
+    LOWERINGS[getattr(aten, "_foreach_" + _name).default] = _foreach_unary(_name)
+LOWERINGS[aten._foreach_pow.ScalarAndTensor] = _foreach_pow_scalar_base
+for _name in ["addcmul", "addcdiv"]:
+    for _ov in ("Scalar", "ScalarList"):
+        LOWERINGS[getattr(getattr(aten, "_foreach_" + _name), _ov)] = _foreach_addc("mul" if _name == "addcmul" else "div")
+LOWERINGS[aten._foreach_lerp.Scalar] = _foreach_lerp_scalar
 
 # Ops whose result may share memory with an operand: a graph output reached through these only is computed eagerly,
 # so that aot_autograd sees the aliasing it traced (a program's outputs are always fresh buffers).
