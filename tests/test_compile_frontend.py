@@ -196,6 +196,29 @@ def test_whole_training_step_with_optimizer_compiles_and_matches_cpu(opt, tmp_pa
     assert kernels >= len(list(model.parameters())), f"{kernels} fused kernels for the optimizer"
 
 
+@pytest.mark.parametrize("train", [False, True], ids=["forward", "training"])
+def test_dropout_in_compiled_graphs_draws_what_eager_draws(train):
+    # dropout inside a compiled graph runs on the device's Philox generator: the same seed gives eager's mask, in the
+    # forward and in the gradient, and a different seed another one
+    def f(x):
+        return F.dropout(torch.tanh(x) * 2, p=0.3, training=True) + 1
+
+    compiled = torch.compile(f, backend="axon")
+    results = []
+    for fn, seed in ((f, 5), (compiled, 5), (compiled, 6)):
+        x = sample((64, 48)).to(DEV).requires_grad_(train)
+        torch.manual_seed(seed)
+        out = fn(x)
+        grad = torch.autograd.grad(out.sum(), x)[0].cpu() if train else None
+        results.append((out.detach().cpu(), grad))
+    (eager, eager_grad), (comp, comp_grad), (other, _) = results
+    assert torch.equal(comp, eager)
+    assert 0.2 < (eager == 1).float().mean().item() < 0.4  # about p of the elements dropped
+    assert not torch.equal(other, eager)
+    if train:
+        assert torch.equal(comp_grad, eager_grad)
+
+
 def test_training_block_grads_match_cpu():
     torch.manual_seed(0)
     ref = Block(use_sdpa=False)
