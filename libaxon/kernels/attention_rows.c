@@ -8,7 +8,9 @@
 
 /* float in 16 lanes (GCC vector extensions: one AVX-512 register, two AVX or four SSE ones), for the row
  * reductions. Unaligned loads and stores go through memcpy. at_vexp is pw_expf lane by lane, the same operations in
- * the same order (kernels build with -ffp-contract=off), so it gives pw_expf's bits. */
+ * the same order (kernels build with -ffp-contract=off), so it gives pw_expf's bits, except below -87 where it gives
+ * 0: exp's subnormal results there (every masked score, -inf, went through them) cost a microcode assist per
+ * element, several times the rest of the softmax, and a weight under 2^-125 of the row's largest never matters. */
 #if defined(__GNUC__) && (__GNUC__ >= 12 || defined(__clang__)) /* __builtin_shufflevector */
 #if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wpsabi" /* 64-byte vectors in and out of static inline helpers: no ABI crosses */
@@ -44,7 +46,7 @@ AT_VINLINE float at_hsum(at_vf v) {
     return v[0];
 }
 AT_VINLINE at_vf at_vexp(at_vf x) {
-    const at_vf lo = at_vsplat(-104.0f), hi = at_vsplat(89.0f);
+    const at_vf lo = at_vsplat(-87.0f), hi = at_vsplat(89.0f);
     const at_vf xc = at_vselect(x < lo, lo, at_vselect(x > hi, hi, x)); /* a NaN passes through */
     const at_vf n = (xc * 1.44269504088896341f + 0x1.8p23f) - 0x1.8p23f;
     at_vf r = xc - n * 0.693359375f;
@@ -58,7 +60,7 @@ AT_VINLINE at_vf at_vexp(at_vf x) {
     p = p * (r * r) + r + 1.0f;
     const at_vi k = __builtin_convertvector(n, at_vi), k1 = k >> 1, k2 = k - k1;
     const at_vf y = p * (at_vf)((at_vu)(k1 + 127) << 23) * (at_vf)((at_vu)(k2 + 127) << 23);
-    return at_vselect(x != x, x, y);
+    return at_vselect(x != x, x, at_vselect(x < lo, at_vsplat(0), y));
 }
 
 /* A 16 x 16 block of x (row stride ldx) transposed into y (row stride ldy): four rounds that swap the off-diagonal

@@ -83,7 +83,15 @@ AXON_CLONES void AT_FN(at_grad_rows)(AT_T *p, AT_T *dp, int64_t m, int64_t n, co
     for (int64_t r = 0; r < m; r++) {
         AT_T *pr = p + r * n, *dr = dp + r * n;
         const AT_T shift = lse[r], di = dd[r];
-        for (int64_t c = 0; c < n; c++) {
+        int64_t c = 0;
+#ifdef AT_VEC
+        for (; c + AT_LANES <= n; c += AT_LANES) {
+            const at_vf w = at_vexp(at_vload(pr + c) - shift);
+            at_vstore(pr + c, w);
+            at_vstore(dr + c, w * (at_vload(dr + c) - di));
+        }
+#endif
+        for (; c < n; c++) {
             const AT_T w = PW_EXP(pr[c] - shift); /* lse = +inf (masked row) gives 0 */
             pr[c] = w;
             dr[c] = w * (dr[c] - di);
