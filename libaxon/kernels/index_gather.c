@@ -406,52 +406,52 @@ struct cat_args {
 _Static_assert(sizeof(struct cat_args) <= AXON_LAUNCH_MAX_ARGS, "cat's inputs must fit one argument block");
 
 /* The row path: out seen as [outer, row] bytes, each row the dense block of out's elements from dim on for one
- * position before dim; input k fills bytes [at[k], at[k] + len[k]) of every row from its own dense block. The units
- * of the parallel loop are bytes of that [outer, row] space, so one loop balances many narrow rows (cat along the
- * last dim) and a few wide ones (cat along dim 0) alike; a chunk copies the pieces of the inputs it overlaps. */
+ * position before dim; row input t fills bytes [at[t], at[t] + len[t]) of every row from its own dense block. The
+ * units of the parallel loop are bytes of that [outer, row] space, so one loop balances many narrow rows (cat along
+ * the last dim) and a few wide ones (cat along dim 0) alike; a part copies the pieces of the inputs it overlaps.
+ * Tensors are numbered t = 0 for out and 1..m for the inputs on the row path; the dims before dim are merged where
+ * every one of them allows (usually into one), innermost first. */
 struct cat_rows_job {
-    const struct cat_args *a;
-    int64_t es, row;                           /* element size; bytes per row of out */
-    int64_t at[AXON_CAT_MAX_INPUTS];           /* input k's first byte within a row */
-    int64_t len[AXON_CAT_MAX_INPUTS];          /* its bytes per row; 0: not on the row path (or empty) */
-    int64_t ostride[AXON_MAX_DIMS];            /* strides in bytes of out and each input, dims before dim */
-    int64_t istride[AXON_CAT_MAX_INPUTS][AXON_MAX_DIMS];
+    int64_t row;                                      /* bytes per row of out */
+    int m, nd;                                        /* inputs on the row path; merged outer dims */
+    char *base[AXON_CAT_MAX_INPUTS + 1];
+    int64_t at[AXON_CAT_MAX_INPUTS + 1], len[AXON_CAT_MAX_INPUTS + 1];
+    int64_t size[AXON_MAX_DIMS];
+    int64_t stride[AXON_CAT_MAX_INPUTS + 1][AXON_MAX_DIMS];   /* bytes */
+    unsigned char on_rows[AXON_CAT_MAX_INPUTS];       /* per input of the launch */
 };
 
 static void cat_rows_range(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
     const struct cat_rows_job *j = ctx;
-    const struct cat_args *a = j->a;
-    const int dim = a->dim, n = a->n;
-    /* Byte offsets of row o in out ([0]) and in each input ([k + 1]), stepped from row to row like an odometer over
-     * the dims before dim: one division per dim per chunk rather than per row and input. */
-    int64_t coord[AXON_MAX_DIMS], off[AXON_CAT_MAX_INPUTS + 1];
+    const int m = j->m, nd = j->nd;
+    /* Byte offsets of row o in each tensor, stepped from row to row like an odometer over the outer dims: one
+     * division per dim per part rather than per row and input. */
+    int64_t coord[AXON_MAX_DIMS], off[AXON_CAT_MAX_INPUTS + 1] = {0};
     int64_t o = begin / j->row, rest = o;
-    for (int d = dim - 1; d >= 0; d--) coord[d] = rest % a->out.sizes[d], rest /= a->out.sizes[d];
-    off[0] = ix_outer_offset(&a->out, &a->out, dim, o) * j->es;
-    for (int k = 0; k < n; k++) off[k + 1] = ix_outer_offset(&a->in[k], &a->out, dim, o) * j->es;
+    for (int i = 0; i < nd; i++) {
+        coord[i] = rest % j->size[i], rest /= j->size[i];
+        for (int t = 0; t <= m; t++) off[t] += coord[i] * j->stride[t][i];
+    }
     for (; o * j->row < end; o++) {
-        char *ob = (char *)a->out.data + off[0];
+        char *ob = j->base[0] + off[0];
         const int64_t lo = o * j->row < begin ? begin - o * j->row : 0;
         const int64_t hi = end - o * j->row < j->row ? end - o * j->row : j->row;
-        if (lo == 0 && hi == j->row) { /* a whole row: every piece whole (the common case, kept short) */
-            for (int k = 0; k < n; k++)
-                if (j->len[k]) memcpy(ob + j->at[k], (const char *)a->in[k].data + off[k + 1], (size_t)j->len[k]);
+        if (lo == 0 && hi == j->row) { /* a whole row (the common case, kept short) */
+            for (int t = 1; t <= m; t++) ix_copy_bytes(ob + j->at[t], j->base[t] + off[t], (size_t)j->len[t]);
         } else {
-            for (int k = 0; k < n; k++) {
-                const int64_t from = j->at[k] > lo ? j->at[k] : lo;
-                const int64_t to = j->at[k] + j->len[k] < hi ? j->at[k] + j->len[k] : hi;
-                if (from < to) memcpy(ob + from, (const char *)a->in[k].data + off[k + 1] + (from - j->at[k]),
-                                      (size_t)(to - from));
+            for (int t = 1; t <= m; t++) {
+                const int64_t from = j->at[t] > lo ? j->at[t] : lo;
+                const int64_t to = j->at[t] + j->len[t] < hi ? j->at[t] + j->len[t] : hi;
+                if (from < to) ix_copy_bytes(ob + from, j->base[t] + off[t] + (from - j->at[t]), (size_t)(to - from));
             }
         }
-        for (int d = dim - 1; d >= 0; d--) {
-            const int last = ++coord[d] == a->out.sizes[d];
-            const int64_t steps = last ? 1 - a->out.sizes[d] : 1;
-            off[0] += steps * j->ostride[d];
-            for (int k = 0; k < n; k++) off[k + 1] += steps * j->istride[k][d];
+        for (int i = 0; i < nd; i++) {
+            const int last = ++coord[i] == j->size[i];
+            const int64_t steps = last ? 1 - j->size[i] : 1;
+            for (int t = 0; t <= m; t++) off[t] += steps * j->stride[t][i];
             if (!last) break;
-            coord[d] = 0;
+            coord[i] = 0;
         }
     }
 }
@@ -459,44 +459,60 @@ static void cat_rows_range(void *ctx, int64_t begin, int64_t end, int slot) {
 /* Fills j for the inputs that can take the row path (out's dtype, dense from dim on, as out must be); returns how
  * many do. */
 static int cat_rows_plan(const struct cat_args *a, struct cat_rows_job *j) {
-    int64_t inner;
-    memset(j, 0, sizeof *j);
-    j->a = a;
-    j->es = (int64_t)axon_dtype_size(a->out.dtype);
-    if (!ix_inner_rows(&a->out, a->dim - 1, &inner)) return 0;
-    j->row = inner * j->es;
-    const int64_t per_slot = j->row / a->out.sizes[a->dim];   /* bytes of one slot along dim */
-    int rows = 0;
-    int64_t at = 0;
-    for (int d = 0; d < a->dim; d++) {
-        j->ostride[d] = a->out.strides[d] * j->es;
-        for (int k = 0; k < a->n; k++) j->istride[k][d] = a->in[k].strides[d] * j->es;
-    }
+    const int dim = a->dim;
+    const int64_t es = (int64_t)axon_dtype_size(a->out.dtype);
+    int64_t inner, in_inner, at = 0;
+    const axon_tensor_t *ts[AXON_CAT_MAX_INPUTS + 1] = {&a->out};
+    j->m = 0;
+    memset(j->on_rows, 0, sizeof j->on_rows);
+    if (!ix_inner_rows(&a->out, dim - 1, &inner)) return 0;
+    j->row = inner * es;
+    const int64_t per_slot = j->row / a->out.sizes[dim];   /* bytes of one slot along dim */
     for (int k = 0; k < a->n; k++) {
-        const int64_t w = a->in[k].sizes[a->dim] * per_slot;
-        int64_t in_inner;
-        j->at[k] = at;
-        if (w > 0 && a->in[k].dtype == a->out.dtype && ix_inner_rows(&a->in[k], a->dim - 1, &in_inner))
-            j->len[k] = w, rows++;
+        const int64_t w = a->in[k].sizes[dim] * per_slot;
+        if (w > 0 && a->in[k].dtype == a->out.dtype && ix_inner_rows(&a->in[k], dim - 1, &in_inner)) {
+            const int t = ++j->m;
+            ts[t] = &a->in[k], j->at[t] = at, j->len[t] = w, j->on_rows[k] = 1;
+        }
         at += w;
     }
-    return rows;
+    if (j->m == 0) return 0;
+    /* Outer dims, innermost first: size-1 dims dropped, a dim merged into the one inside it when every tensor's
+     * stride allows. */
+    j->nd = 0;
+    for (int d = dim - 1; d >= 0; d--) {
+        const int64_t size = a->out.sizes[d];
+        if (size == 1) continue;
+        int merge = j->nd > 0;
+        for (int t = 0; merge && t <= j->m; t++)
+            merge = ts[t]->strides[d] * es == j->stride[t][j->nd - 1] * j->size[j->nd - 1];
+        if (merge) {
+            j->size[j->nd - 1] *= size;
+            continue;
+        }
+        j->size[j->nd] = size;
+        for (int t = 0; t <= j->m; t++) j->stride[t][j->nd] = ts[t]->strides[d] * es;
+        j->nd++;
+    }
+    for (int t = 0; t <= j->m; t++) j->base[t] = (char *)ts[t]->data;
+    return j->m;
 }
 
 static axon_status_t cat_kernel(const void *args, const axon_exec_t *ex) {
     const struct cat_args *a = args;
+    const int64_t es = (int64_t)axon_dtype_size(a->out.dtype);
     struct cat_rows_job j;
     const int rows = cat_rows_plan(a, &j);
     if (rows > 0) {
-        const int64_t bytes = axon_tensor_numel(&a->out) * j.es;
+        const int64_t bytes = axon_tensor_numel(&a->out) * es;
         axon_ix_parallel_parts(ex->pool, bytes, (double)bytes, cat_rows_range, &j);
         if (rows == a->n) return AXON_OK;
     }
     axon_tensor_t slice = a->out;
     for (int k = 0; k < a->n; k++) {
         slice.sizes[a->dim] = a->in[k].sizes[a->dim];
-        if (!j.len[k] && axon_tensor_numel(&slice)) axon_copy_execute(&slice, &a->in[k], ex->pool);
-        slice.data = (char *)slice.data + slice.sizes[a->dim] * slice.strides[a->dim] * j.es;
+        if (!j.on_rows[k] && axon_tensor_numel(&slice)) axon_copy_execute(&slice, &a->in[k], ex->pool);
+        slice.data = (char *)slice.data + slice.sizes[a->dim] * slice.strides[a->dim] * es;
     }
     return AXON_OK;
 }

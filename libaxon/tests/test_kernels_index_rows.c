@@ -310,6 +310,34 @@ static void test_cat_rows_split_across_threads_match_a_serial_copy(void) {
     free(x), free(out);
 }
 
+/* Pieces of every length from 1 to 70 bytes (int8 along the last dim, 5 rows, the second input read with a gap
+ * between rows): short pieces are copied with fixed-size moves, longer ones with memcpy. */
+static void test_cat_rows_copy_pieces_of_every_short_length(void) {
+    enum { R = 5, MAXW = 70 };
+    kc_dev_t k = kc_open(1);
+    REQUIRE(k.rt);
+    int8_t a[R * MAXW], b[R * (MAXW + 3)], out[R * 2 * MAXW];
+    for (int i = 0; i < R * MAXW; i++) a[i] = (int8_t)(i % 101);
+    for (int i = 0; i < R * (MAXW + 3); i++) b[i] = (int8_t)(-(i % 97));
+    for (int64_t w = 1; w <= MAXW; w++) {
+        const int64_t wa = w, wb = MAXW + 1 - w; /* widths w and 71 - w */
+        const int64_t asz[2] = {R, wa}, bsz[2] = {R, wb}, bst[2] = {wb + 3, 1}, osz[2] = {R, wa + wb};
+        axon_tensor_t in[2] = {kc_tensor(a, AXON_INT8, 2, asz, NULL), kc_tensor(b, AXON_INT8, 2, bsz, bst)};
+        axon_tensor_t to = kc_tensor(out, AXON_INT8, 2, osz, NULL);
+        memset(out, 0x55, sizeof out);
+        CHECK_OK(axon_kernel_cat(k.s, &to, in, 2, 1));
+        CHECK_OK(axon_stream_sync(k.s));
+        int bad = 0;
+        for (int r = 0; r < R; r++)
+            for (int c = 0; c < wa + wb; c++)
+                bad += out[r * (wa + wb) + c] != (c < wa ? a[r * wa + c] : b[r * (wb + 3) + c - wa]);
+        for (size_t i = (size_t)(R * (wa + wb)); i < sizeof out; i++) bad += out[i] != 0x55; /* nothing past out */
+        if (bad) fprintf(stderr, "  widths %lld + %lld: %d bytes wrong\n", (long long)wa, (long long)wb, bad);
+        CHECK(bad == 0);
+    }
+    axon_runtime_destroy(k.rt);
+}
+
 int main(void) {
     RUN(test_index_select_copies_whole_rows_with_dims_before_dim);
     RUN(test_index_select_rows_of_an_embedding_table_and_a_0d_index);
@@ -318,5 +346,6 @@ int main(void) {
     RUN(test_row_paths_fail_on_an_out_of_range_index_and_write_nothing);
     RUN(test_cat_rows_match_the_reference_along_every_dim_with_mixed_inputs);
     RUN(test_cat_rows_split_across_threads_match_a_serial_copy);
+    RUN(test_cat_rows_copy_pieces_of_every_short_length);
     return check_report();
 }
