@@ -307,7 +307,7 @@ static void sk_dot_packed(const sk_op_t *op) {
 
 static void sk_run(const sk_op_t *op) {
     if (op->b_rs == 1 && op->k > 0) {
-        if (op->a_cs == 1 || op->m == 1) sk_dot(op); /* one row: its stride along k is a_cs, any value */
+        if (op->a_cs == 1) sk_dot(op);
         else sk_dot_packed(op);
     } else {
         sk_axpy(op); /* b_cs == 1; with k == 0 it only scales C */
