@@ -312,7 +312,7 @@ def raised(fn):
 
 
 @pytest.mark.parametrize("case", ["int32_index", "2d_index", "too_many_indices", "slice_shapes", "ndim", "dtype",
-                                  "dim", "scalar_source", "overlap"])
+                                  "dim", "scalar_source", "overlap", "expanded_self"])
 def test_index_copy_bad_input_raises_like_cpu(case):
     def make(device):
         x = torch.zeros(3, 4, device=device)
@@ -334,6 +334,8 @@ def test_index_copy_bad_input_raises_like_cpu(case):
             return lambda: x.index_copy_(2, i, s)
         if case == "scalar_source":
             return lambda: x.index_copy_(0, i, torch.tensor(1.0, device=device))
+        if case == "expanded_self":
+            return lambda: x.expand(2, 3, 4).index_copy_(1, i, torch.ones(2, 2, 4, device=device))
         return lambda: x.index_copy_(0, i, x[:2])
 
     expected, got = raised(make("cpu")), raised(make("axon"))
