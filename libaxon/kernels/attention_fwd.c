@@ -87,16 +87,18 @@ axon_status_t at_prepare(at_args_t *a, const char *op, const axon_tensor_t *q, c
     if (k->dtype != q->dtype || v->dtype != q->dtype)
         return axon_fail(AXON_ERROR_INVALID_ARG, "%s: q, k and v dtypes differ (%s, %s, %s)", op,
                          axon_dtype_name(q->dtype), axon_dtype_name(k->dtype), axon_dtype_name(v->dtype));
-    axon_shape_format(q, sq, sizeof sq), axon_shape_format(k, sk, sizeof sk), axon_shape_format(v, sv, sizeof sv);
+    /* shapes formatted only for a message: snprintf costs a decoding step's call a few percent */
+#define AT_SHAPES axon_shape_format(q, sq, sizeof sq), axon_shape_format(k, sk, sizeof sk)
     if (k->sizes[0] != q->sizes[0] || v->sizes[0] != q->sizes[0] || v->sizes[1] != k->sizes[1] ||
         v->sizes[2] != k->sizes[2] || k->sizes[3] != q->sizes[3])
         return axon_fail(AXON_ERROR_INVALID_ARG,
                          "%s: shapes do not fit: q %s, k %s, v %s (expected q [B, Hq, L, E], k [B, Hkv, S, E], "
-                         "v [B, Hkv, S, Ev])", op, sq, sk, sv);
+                         "v [B, Hkv, S, Ev])", op, AT_SHAPES, axon_shape_format(v, sv, sizeof sv));
     if (k->sizes[1] == 0 ? q->sizes[1] != 0 : q->sizes[1] % k->sizes[1] != 0)
         return axon_fail(AXON_ERROR_INVALID_ARG,
                          "%s: q's %" PRId64 " heads are not a multiple of k and v's %" PRId64 " heads (q %s, k %s)",
-                         op, q->sizes[1], k->sizes[1], sq, sk);
+                         op, q->sizes[1], k->sizes[1], AT_SHAPES);
+#undef AT_SHAPES
     if (!(p->dropout_p >= 0 && p->dropout_p <= 1))
         return axon_fail(AXON_ERROR_INVALID_ARG, "%s: dropout_p=%g is not in [0, 1]", op, p->dropout_p);
     a->B = q->sizes[0], a->Hq = q->sizes[1], a->L = q->sizes[2], a->E = q->sizes[3];
