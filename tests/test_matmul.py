@@ -153,3 +153,12 @@ def test_few_row_linear_backward_matches_cpu(dtype):
     for got, want in ((xa.grad, xc.grad), (wa.grad, wc.grad)):
         rtol, atol = TOL[dtype]
         torch.testing.assert_close(got.cpu(), want, rtol=rtol, atol=atol * want.abs().amax().item())
+
+
+@pytest.mark.parametrize("name", sorted(BIG))
+def test_float32_products_at_model_sizes_match_cpu(name):
+    # The larger of these go to oneDNN's float32 kernels (libaxon's gemm.c), the others to OpenBLAS.
+    fn, shapes = BIG[name]
+    args = [rand(*s, seed=i) for i, s in enumerate(shapes)]
+    want = fn(*args)
+    torch.testing.assert_close(native(fn, *args).cpu(), want, rtol=1e-4, atol=1e-4 * want.abs().amax().item())
