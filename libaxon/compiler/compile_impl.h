@@ -20,6 +20,8 @@ axon_status_t pass_fold(axon_axir_module_t *m, axon_axir_func_t *f, axon_axir_di
 /* Reorders the body (topologically) so that fusable producer/consumer chains are adjacent (pass_schedule.c). */
 axon_status_t pass_schedule(axon_axir_module_t *m, axon_axir_func_t *f, axon_axir_diag_t *diag);
 axon_status_t pass_fuse(axon_axir_module_t *m, axon_axir_func_t *f, axon_axir_diag_t *diag);
+/* softmax(q @ k^T * c [+ mask]) @ v written out as bmm/softmax/bmm becomes one sdpa (pass_attention.c). */
+axon_status_t pass_attention(axon_axir_module_t *m, axon_axir_func_t *f, axon_axir_diag_t *diag);
 
 /* Fills diag (if not NULL) with n's location and the message, sets this thread's error to the same text, returns st. */
 axon_status_t compile_diag(axon_axir_diag_t *diag, const axon_axir_node_t *n, axon_status_t st, const char *fmt, ...)

@@ -1,6 +1,6 @@
 /* axon_compile: the pass pipeline over the entry function, then lowering to a tier-0 program.
  *
- *   verify -> canonicalize -> dce -> fold -> (fuse -> verify) -> plan
+ *   verify -> canonicalize -> (attention) -> dce -> fold -> (schedule -> fuse -> verify) -> plan
  *
  * Each pass is one function over (module, function); opts->print sees the module's text after each when
  * print_after_all is set. "plan" is program_build: steps, buffers and their lifetimes. */
@@ -30,6 +30,7 @@ typedef struct compile_pass {
 static const compile_pass_t compile_passes[] = {
     {"verify", pass_verify, 0},
     {"canonicalize", pass_canonicalize, 0},
+    {"attention", pass_attention, 1},
     {"dce", pass_dce, 0},
     {"fold", pass_fold, 0},
     {"schedule", pass_schedule, 1},

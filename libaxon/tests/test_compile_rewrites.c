@@ -1,7 +1,7 @@
 /* Rewrites that make graphs fuse and vectorize: the schedule pass (chains that a front end interleaves with
  * constants, views and unrelated work still fuse; a graph with nothing to fuse keeps its order), and pow by a
- * constant exponent expanded the way PyTorch's CPU kernel computes it, and `contiguous` of a value that is already
- * row-major dropped. */
+ * constant exponent expanded the way PyTorch's CPU kernel computes it, `contiguous` of a value that is already
+ * row-major dropped, and attention written out as bmm/softmax/bmm turned into sdpa. */
 #include <math.h>
 #include <string.h>
 
@@ -183,10 +183,140 @@ static void test_contiguous_of_row_major_values_goes(void) {
     axon_program_destroy(p);
 }
 
+/* Compiles text with and without the fusion passes, runs both on the same inputs and compares output 0; returns
+ * the fused program's text. */
+static char *compare_fused_and_plain(const char *text, int nin, axon_tensor_t *ins, double tol) {
+    axon_program_t *p[2] = {NULL, NULL};
+    axon_axir_diag_t d;
+    for (int fuse = 0; fuse < 2; fuse++) {
+        axon_compile_options_t o = axon_compile_options_default();
+        o.tier1 = 0;
+        o.fuse = fuse;
+        CHECK_OK(axon_compile_text(text, strlen(text), &o, &p[fuse], &d));
+        if (!p[fuse]) fprintf(stderr, "  %s\n", d.message);
+    }
+    char *out = NULL;
+    kc_dev_t k = kc_open(2);
+    CHECK(k.rt != NULL);
+    if (p[0] && p[1] && k.rt) {
+        axon_tensor_t o0[1], o1[1];
+        memset(o0, 0, sizeof o0);
+        memset(o1, 0, sizeof o1);
+        CHECK_OK(tc_run(&k, p[0], nin, ins, 1, o0, NULL));
+        CHECK_OK(tc_run(&k, p[1], nin, ins, 1, o1, NULL));
+        int64_t n = axon_tensor_numel(&o0[0]);
+        double worst = 0;
+        for (int64_t i = 0; o0[0].data && o1[0].data && i < n; i++) {
+            double a = ((const float *)o0[0].data)[i], b = ((const float *)o1[0].data)[i];
+            double e = fabs(a - b) / (1.0 + fabs(a));
+            worst = e > worst || e != e ? e : worst;
+        }
+        CHECK(worst <= tol);
+        if (!(worst <= tol)) fprintf(stderr, "  fused and plain differ by %g\n", worst);
+        tc_free_outs(1, o0);
+        tc_free_outs(1, o1);
+        CHECK_OK(axon_axir_print(axon_program_module(p[1]), &out, NULL));
+    }
+    if (k.rt) axon_runtime_destroy(k.rt);
+    axon_program_destroy(p[0]);
+    axon_program_destroy(p[1]);
+    return out;
+}
+
+static void fill(float *x, int n, int seed) {
+    unsigned s = (unsigned)seed * 2654435761u + 1u;
+    for (int i = 0; i < n; i++) {
+        s = s * 1664525u + 1013904223u;
+        x[i] = (float)((s >> 8) % 2001) / 1000.0f - 1.0f;
+    }
+}
+
+static void test_written_out_attention_becomes_sdpa(void) {
+    /* q @ k^T / 4 + mask, softmax, @ v on [2, 3, 5, 4] heads, as aot_autograd lowers it (contiguous copies and
+     * reshapes to 3-D for the bmms) */
+    static const char *const text =
+        "axir 1\n"
+        "func @main(%q: f32[2, 3, 5, 4], %k: f32[2, 3, 6, 4], %v: f32[2, 3, 6, 4], %mask: f32[2, 1, 5, 6]) -> (f32[2, 3, 5, 4]) {\n"
+        "  %kt = permute(%k) {dims = [0, 1, 3, 2]} : f32[2, 3, 4, 6]\n"
+        "  %qc = contiguous(%q) : f32[2, 3, 5, 4]\n"
+        "  %q3 = reshape(%qc) {shape = [6, 5, 4]} : f32[6, 5, 4]\n"
+        "  %ktc = contiguous(%kt) : f32[2, 3, 4, 6]\n"
+        "  %k3 = reshape(%ktc) {shape = [6, 4, 6]} : f32[6, 4, 6]\n"
+        "  %s = bmm(%q3, %k3) : f32[6, 5, 6]\n"
+        "  %s4 = reshape(%s) {shape = [2, 3, 5, 6]} : f32[2, 3, 5, 6]\n"
+        "  %four = const() {value = 4.0} : f32[]\n"
+        "  %t = div(%s4, %four) : f32[2, 3, 5, 6]\n"
+        "  %tm = add(%mask, %t) : f32[2, 3, 5, 6]\n"
+        "  %p = softmax(%tm) {dim = -1} : f32[2, 3, 5, 6]\n"
+        "  %pe = expand(%p) {shape = [2, 3, 5, 6]} : f32[2, 3, 5, 6]\n"
+        "  %p3 = reshape(%pe) {shape = [6, 5, 6]} : f32[6, 5, 6]\n"
+        "  %vc = contiguous(%v) : f32[2, 3, 6, 4]\n"
+        "  %v3 = reshape(%vc) {shape = [6, 6, 4]} : f32[6, 6, 4]\n"
+        "  %o = bmm(%p3, %v3) : f32[6, 5, 4]\n"
+        "  %o4 = reshape(%o) {shape = [2, 3, 5, 4]} : f32[2, 3, 5, 4]\n"
+        "  return %o4\n"
+        "}\n";
+    float q[120], k[144], v[144], mask[60];
+    fill(q, 120, 1), fill(k, 144, 2), fill(v, 144, 3), fill(mask, 60, 4);
+    mask[7] = -INFINITY;   /* a masked-out key */
+    int64_t sq[4] = {2, 3, 5, 4}, sk[4] = {2, 3, 6, 4}, sm[4] = {2, 1, 5, 6};
+    axon_tensor_t ins[4] = {kc_tensor(q, AXON_FLOAT32, 4, sq, NULL), kc_tensor(k, AXON_FLOAT32, 4, sk, NULL),
+                            kc_tensor(v, AXON_FLOAT32, 4, sk, NULL), kc_tensor(mask, AXON_FLOAT32, 4, sm, NULL)};
+    char *out = compare_fused_and_plain(text, 4, ins, 1e-5);
+    CHECK(out != NULL);
+    if (!out) return;
+    CHECK(count(out, "sdpa(%q, %k, %v, %mask)") == 1);
+    CHECK(count(out, "scale = 0.25") == 1);
+    CHECK(count(out, "softmax(") == 0 && count(out, "bmm(") == 0);
+    if (count(out, "sdpa(") != 1) fprintf(stderr, "got:\n%s", out);
+    free(out);
+}
+
+static void test_attention_without_heads_and_without_scale_becomes_sdpa(void) {
+    static const char *const text =
+        "axir 1\n"
+        "func @main(%q: f32[3, 5, 4], %kt: f32[3, 4, 7], %v: f32[3, 7, 2]) -> (f32[3, 5, 2]) {\n"
+        "  %s = bmm(%q, %kt) : f32[3, 5, 7]\n"
+        "  %p = softmax(%s) {dim = 2} : f32[3, 5, 7]\n"
+        "  %o = bmm(%p, %v) : f32[3, 5, 2]\n"
+        "  return %o\n"
+        "}\n";
+    float q[60], kt[84], v[42];
+    fill(q, 60, 5), fill(kt, 84, 6), fill(v, 42, 7);
+    int64_t sq[3] = {3, 5, 4}, sk[3] = {3, 4, 7}, sv[3] = {3, 7, 2};
+    axon_tensor_t ins[3] = {kc_tensor(q, AXON_FLOAT32, 3, sq, NULL), kc_tensor(kt, AXON_FLOAT32, 3, sk, NULL),
+                            kc_tensor(v, AXON_FLOAT32, 3, sv, NULL)};
+    char *out = compare_fused_and_plain(text, 3, ins, 1e-5);
+    CHECK(out != NULL);
+    if (!out) return;
+    CHECK(count(out, "sdpa(") == 1 && count(out, "scale = 1.0") == 1 && count(out, "softmax(") == 0);
+    free(out);
+}
+
+static void test_attention_whose_scores_are_also_returned_stays(void) {
+    /* the probabilities are a result too (an attention map someone asked for): nothing to gain, no rewrite */
+    static const char *const text =
+        "axir 1\n"
+        "func @main(%q: f32[3, 5, 4], %kt: f32[3, 4, 7], %v: f32[3, 7, 2]) -> (f32[3, 5, 2], f32[3, 5, 7]) {\n"
+        "  %s = bmm(%q, %kt) : f32[3, 5, 7]\n"
+        "  %p = softmax(%s) {dim = 2} : f32[3, 5, 7]\n"
+        "  %o = bmm(%p, %v) : f32[3, 5, 2]\n"
+        "  return %o, %p\n"
+        "}\n";
+    char *out = compiled_text(text);
+    CHECK(out != NULL);
+    if (!out) return;
+    CHECK(count(out, "sdpa(") == 0 && count(out, "softmax(") == 1);
+    free(out);
+}
+
 int main(void) {
     RUN(test_interleaved_chain_fuses);
     RUN(test_unfusable_graph_keeps_order);
     RUN(test_pow_by_small_constants_expands);
     RUN(test_contiguous_of_row_major_values_goes);
+    RUN(test_written_out_attention_becomes_sdpa);
+    RUN(test_attention_without_heads_and_without_scale_becomes_sdpa);
+    RUN(test_attention_whose_scores_are_also_returned_stays);
     return check_report();
 }
