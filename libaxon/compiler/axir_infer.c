@@ -479,40 +479,82 @@ static int infer_index(axir_infer_ctx_t *c, const axon_axir_node_t *n, axon_axir
     return 1;
 }
 
-static int infer_sdpa(axir_infer_ctx_t *c, const axon_axir_node_t *n, axon_axir_type_t *out) {
-    const axon_axir_type_t *q = TYPE(0), *k = TYPE(1), *v = TYPE(2);
-    if (!check_dtype(c, n, 0, AXIR_DT_FLOAT) || !same_dtype(c, n, 1, q->dtype) || !same_dtype(c, n, 2, q->dtype))
+/* q, k, v at operands b, b + 1, b + 2 and the optional mask at operand mi: the attention's checks. */
+static int check_attention(axir_infer_ctx_t *c, const axon_axir_node_t *n, int b, int mi) {
+    const axon_axir_type_t *q = TYPE(b), *k = TYPE(b + 1);
+    if (!check_dtype(c, n, b, AXIR_DT_FLOAT) || !same_dtype(c, n, b + 1, q->dtype) ||
+        !same_dtype(c, n, b + 2, q->dtype))
         return 0;
     int r = q->rank;
-    if (r < 2) return axir_infer_fail(c, "operand 1 (query) has rank %d, expected at least 2", r);
-    if (!need_rank(c, n, 1, r) || !need_rank(c, n, 2, r)) return 0;
+    if (r < 2) return axir_infer_fail(c, "operand %d (query) has rank %d, expected at least 2", b + 1, r);
+    if (!need_rank(c, n, b + 1, r) || !need_rank(c, n, b + 2, r)) return 0;
     for (int i = 0; i < r - 2; i++)
-        if (!dims_match(c, n, 0, i, 1, i, "batch dimensions differ") ||
-            !dims_match(c, n, 0, i, 2, i, "batch dimensions differ"))
+        if (!dims_match(c, n, b, i, b + 1, i, "batch dimensions differ") ||
+            !dims_match(c, n, b, i, b + 2, i, "batch dimensions differ"))
             return 0;
-    if (!dims_match(c, n, 0, r - 1, 1, r - 1, "query and key head sizes differ") ||
-        !dims_match(c, n, 1, r - 2, 2, r - 2, "key and value lengths differ"))
+    if (!dims_match(c, n, b, r - 1, b + 1, r - 1, "query and key head sizes differ") ||
+        !dims_match(c, n, b + 1, r - 2, b + 2, r - 2, "key and value lengths differ"))
         return 0;
     const axon_axir_attr_t *p = axon_axir_node_attr(n, "dropout_p");
     if (p && !(p->f >= 0.0 && p->f < 1.0)) return axir_infer_fail(c, "dropout_p %g is not in [0, 1)", p->f);
-    if (n->num_operands == 4) {
-        const axon_axir_type_t *mask = TYPE(3);
+    if (n->num_operands > mi) {
+        const axon_axir_type_t *mask = TYPE(mi);
         if (mask->dtype != AXON_BOOL && mask->dtype != q->dtype)
-            return axir_infer_fail(c, "operand 4 (mask) has dtype %s, expected bool or %s",
+            return axir_infer_fail(c, "operand %d (mask) has dtype %s, expected bool or %s", mi + 1,
                                    axon_axir_dtype_name(mask->dtype), axon_axir_dtype_name(q->dtype));
         axon_axir_type_t scores = *q, t;
         scores.dims[r - 1] = k->dims[r - 2];
         if (mask->rank > r || !broadcast(c, &scores, mask, &t)) {
             char sa[160], sb[160];
-            return axir_infer_fail(c, "operand 4 (mask) %s does not broadcast to the scores %s",
+            return axir_infer_fail(c, "operand %d (mask) %s does not broadcast to the scores %s", mi + 1,
                                    tstr(c, mask, sa, sizeof sa), tstr(c, &scores, sb, sizeof sb));
         }
         for (int i = 0; i < r; i++)
             if (!compat(c, t.dims[i], scores.dims[i]))
-                return axir_infer_fail(c, "operand 4 (mask) does not broadcast to the scores");
+                return axir_infer_fail(c, "operand %d (mask) does not broadcast to the scores", mi + 1);
+    }
+    return 1;
+}
+
+/* The log-sum-exp of each query row: q's batch dims and length, in float32 (float64 for a float64 q). */
+static axon_axir_type_t attention_lse(const axon_axir_type_t *q) {
+    axon_axir_type_t l = *q;
+    l.rank = q->rank - 1;
+    l.dtype = q->dtype == AXON_FLOAT64 ? AXON_FLOAT64 : AXON_FLOAT32;
+    return l;
+}
+
+/* sdpa: out; sdpa_lse: out and the log-sum-exp the backward needs; sdpa_backward(dout, q, k, v, out, lse[, mask]):
+ * dq, dk, dv. */
+static int infer_sdpa(axir_infer_ctx_t *c, const axon_axir_node_t *n, axon_axir_type_t *out) {
+    const int bwd = n->op == AXON_AXIR_OP_SDPA_BACKWARD, b = bwd ? 1 : 0;
+    if (!check_attention(c, n, b, bwd ? 6 : 3)) return 0;
+    const axon_axir_type_t *q = TYPE(b), *v = TYPE(b + 2);
+    const int r = q->rank;
+    axon_axir_type_t o = *q;
+    o.dims[r - 1] = v->dims[r - 1];
+    if (!bwd) {
+        out[0] = o;
+        if (n->op == AXON_AXIR_OP_SDPA_LSE) out[1] = attention_lse(q);
+        return 1;
+    }
+    /* dout and out have the output's type, lse the forward's */
+    const axon_axir_type_t lse = attention_lse(q);
+    const axon_axir_type_t *want[3] = {&o, &o, &lse};
+    const int at[3] = {0, 4, 5};
+    for (int i = 0; i < 3; i++) {
+        const axon_axir_type_t *t = TYPE(at[i]);
+        int same = t->dtype == want[i]->dtype && t->rank == want[i]->rank;
+        for (int d = 0; same && d < t->rank; d++) same = compat(c, t->dims[d], want[i]->dims[d]);
+        if (!same) {
+            char sa[160], sb[160];
+            return axir_infer_fail(c, "operand %d is %s, expected %s", at[i] + 1, tstr(c, t, sa, sizeof sa),
+                                   tstr(c, want[i], sb, sizeof sb));
+        }
     }
     out[0] = *q;
-    out[0].dims[r - 1] = v->dims[r - 1];
+    out[1] = *TYPE(2);
+    out[2] = *v;
     return 1;
 }
 
@@ -568,7 +610,7 @@ int axir_infer(axir_infer_ctx_t *c, const axon_axir_node_t *n, axon_axir_type_t 
     case AXON_AXIR_OP_EMBEDDING:
     case AXON_AXIR_OP_GATHER:
     case AXON_AXIR_OP_INDEX_SELECT: return infer_index(c, n, out);
-    case AXON_AXIR_OP_SDPA: return infer_sdpa(c, n, out);
+    case AXON_AXIR_OP_SDPA: case AXON_AXIR_OP_SDPA_LSE: case AXON_AXIR_OP_SDPA_BACKWARD: return infer_sdpa(c, n, out);
     default: return axir_infer_fail(c, "no type rule for this op");
     }
 }

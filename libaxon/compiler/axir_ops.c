@@ -116,6 +116,10 @@ static const axir_op_info_t axir_ops[AXON_AXIR_OP_COUNT] = {
     {AXON_AXIR_OP_INDEX_SELECT, "index_select", C_LIB, 2, 2, 1, AXIR_DT_ANY, 0, {{"dim", K_INT, REQ}}},
     {AXON_AXIR_OP_SDPA, "sdpa", C_LIB, 3, 4, 1, AXIR_DT_FLOAT, 0,
      {{"dropout_p", K_FLOAT, REQ}, {"is_causal", K_BOOL, REQ}, {"scale", K_FLOAT, OPT}}},
+    {AXON_AXIR_OP_SDPA_LSE, "sdpa_lse", C_LIB, 3, 4, 2, AXIR_DT_FLOAT, 0,
+     {{"dropout_p", K_FLOAT, REQ}, {"is_causal", K_BOOL, REQ}, {"scale", K_FLOAT, OPT}}},
+    {AXON_AXIR_OP_SDPA_BACKWARD, "sdpa_backward", C_LIB, 6, 7, 3, AXIR_DT_FLOAT, 0,
+     {{"is_causal", K_BOOL, REQ}, {"scale", K_FLOAT, OPT}}},
     {AXON_AXIR_OP_FUSED, "fused", C_CALL, 0, -1, -1, AXIR_DT_ANY, 0, {{0}}},
 };
 

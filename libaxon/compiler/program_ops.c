@@ -159,17 +159,28 @@ static axon_status_t run_embedding(prog_call_t *c, axon_stream_t s, const prog_s
     return axon_kernel_index_select(s, &out, w, 0, &flat, AXON_INDEX_DEFAULT);
 }
 
+/* sdpa (its log-sum-exp in a step temp), sdpa_lse (in its second result) and sdpa_backward. */
 static axon_status_t run_sdpa(prog_call_t *c, axon_stream_t s, const prog_step_t *st) {
     const axon_axir_node_t *n = st->node;
-    const axon_tensor_t *q = operand(c, n, 0);
+    const int bwd = n->op == AXON_AXIR_OP_SDPA_BACKWARD, b = bwd ? 1 : 0;
+    const axon_tensor_t *q = operand(c, n, b);
     axon_attention_params_t ap;
     memset(&ap, 0, sizeof ap);
     const axon_axir_attr_t *sc = axon_axir_node_attr(n, "scale");
     ap.scale = sc ? compile_attr_float(n, "scale", 1.0) : 1.0 / sqrt((double)(q->ndim == 4 ? q->sizes[3] : 1));
     ap.is_causal = (int)compile_attr_int(n, "is_causal", 0);
+    if (bwd)
+        return axon_kernel_attention_backward(s, &c->desc[n->results[0]->id], &c->desc[n->results[1]->id],
+                                              &c->desc[n->results[2]->id], operand(c, n, 0), q, operand(c, n, 2),
+                                              operand(c, n, 3), operand(c, n, 6), operand(c, n, 4), operand(c, n, 5),
+                                              &ap);
     axon_tensor_t lse;
-    int64_t ls[3] = {q->sizes[0], q->sizes[1], q->sizes[2]};
-    prog_contiguous(&lse, c->ws + c->offsets[st->temp[0]], c->p->bufs[st->temp[0]].type.dtype, 3, ls);
+    if (n->op == AXON_AXIR_OP_SDPA_LSE) {
+        lse = c->desc[n->results[1]->id];
+    } else {
+        int64_t ls[3] = {q->sizes[0], q->sizes[1], q->sizes[2]};
+        prog_contiguous(&lse, c->ws + c->offsets[st->temp[0]], c->p->bufs[st->temp[0]].type.dtype, 3, ls);
+    }
     return axon_kernel_attention(s, &c->desc[n->results[0]->id], &lse, q, operand(c, n, 1), operand(c, n, 2),
                                  operand(c, n, 3), &ap);
 }
@@ -227,7 +238,7 @@ axon_status_t prog_run_node(prog_call_t *c, axon_stream_t s, const prog_step_t *
     case AXON_AXIR_OP_INDEX_SELECT:
         return axon_kernel_index_select(s, out, operand(c, n, 0), (int)compile_attr_int(n, "dim", 0), operand(c, n, 1),
                                         AXON_INDEX_DEFAULT);
-    case AXON_AXIR_OP_SDPA: return run_sdpa(c, s, st);
+    case AXON_AXIR_OP_SDPA: case AXON_AXIR_OP_SDPA_LSE: case AXON_AXIR_OP_SDPA_BACKWARD: return run_sdpa(c, s, st);
     case AXON_AXIR_OP_FUSED: {
         /* tier 1's generated function once it is loaded (operands: parameters, then results), else the interpreter */
         axon_tier1_fn fn = c->p->tier1 ? axon_tier1_lookup(c->p->tier1, n->callee) : NULL;

@@ -180,6 +180,8 @@ static const char k_all[] =
     "  %is = index_select(%a, %idx) {dim = 1} : f32[4, 3]\n"
     "  %sd = sdpa(%x3, %x3, %x3, %mk) {dropout_p = 0.0, is_causal = false} : f32[2, 4, 8]\n"
     "  %sd2 = sdpa(%x3, %x3, %x3) {dropout_p = 0.125, is_causal = true, scale = 0.35355339059327373} : f32[2, 4, 8]\n"
+    "  %so, %sl = sdpa_lse(%x3, %x3, %x3, %mk) {dropout_p = 0.0, is_causal = false} : (f32[2, 4, 8], f32[2, 4])\n"
+    "  %dq, %dk, %dv = sdpa_backward(%x3, %x3, %x3, %x3, %so, %sl) {is_causal = true, scale = 0.5} : (f32[2, 4, 8], f32[2, 4, 8], f32[2, 4, 8])\n"
     "  %fu = fused @k(%a, %b) : f32[4, 8]\n"
     "  return %fu, %am\n"
     "}\n"

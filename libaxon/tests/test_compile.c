@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "axon/attention.h"
 #include "axon/compiler.h"
 #include "compile_check.h"
 #include "kernels_check.h"
@@ -665,6 +666,54 @@ static void test_library_ops(void) {
     axon_runtime_destroy(k.rt);
 }
 
+/* sdpa_lse and sdpa_backward in one program (a training step's attention) give what the attention kernels give when
+ * called directly: the program passes dout, q, k, v, out, lse and the mask in the kernels' order. */
+static void test_attention_training_ops_match_the_kernels(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    const char *text =
+        "axir 1\n"
+        "func @main(%q: f32[2, 2, 3, 4], %k: f32[2, 2, 5, 4], %v: f32[2, 2, 5, 3], %m: f32[2, 1, 3, 5], "
+        "%g: f32[2, 2, 3, 3]) -> (f32[2, 2, 3, 3], f32[2, 2, 3], f32[2, 2, 3, 4], f32[2, 2, 5, 4], f32[2, 2, 5, 3]) {\n"
+        "  %o, %l = sdpa_lse(%q, %k, %v, %m) {dropout_p = 0.0, is_causal = false, scale = 0.5} : "
+        "(f32[2, 2, 3, 3], f32[2, 2, 3])\n"
+        "  %dq, %dk, %dv = sdpa_backward(%g, %q, %k, %v, %o, %l, %m) {is_causal = false, scale = 0.5} : "
+        "(f32[2, 2, 3, 4], f32[2, 2, 5, 4], f32[2, 2, 5, 3])\n"
+        "  return %o, %l, %dq, %dk, %dv\n"
+        "}\n";
+    axon_program_t *p = tc_compile(text, 1, NULL);
+    CHECK(p != NULL);
+    if (p) {
+        float q[48], kk[80], v[60], m[30], g[36];
+        tc_fill(q, 48, 80), tc_fill(kk, 80, 81), tc_fill(v, 60, 82), tc_fill(m, 30, 83), tc_fill(g, 36, 84);
+        m[4] = -INFINITY;
+        int64_t qs[4] = {2, 2, 3, 4}, ks[4] = {2, 2, 5, 4}, vs[4] = {2, 2, 5, 3}, ms[4] = {2, 1, 3, 5},
+                gs[4] = {2, 2, 3, 3}, ls[3] = {2, 2, 3};
+        axon_tensor_t in[5] = {tc_f32(q, 4, qs), tc_f32(kk, 4, ks), tc_f32(v, 4, vs), tc_f32(m, 4, ms),
+                               tc_f32(g, 4, gs)};
+        axon_tensor_t out[5];
+        CHECK_OK(tc_run(&k, p, 5, in, 5, out, NULL));
+        /* the same through the kernels */
+        float ro[36], rl[12], rdq[48], rdk[80], rdv[60];
+        axon_tensor_t to = tc_f32(ro, 4, gs), tl = tc_f32(rl, 3, ls), tdq = tc_f32(rdq, 4, qs), tdk = tc_f32(rdk, 4, ks),
+                      tdv = tc_f32(rdv, 4, vs);
+        axon_attention_params_t ap;
+        memset(&ap, 0, sizeof ap);
+        ap.scale = 0.5;
+        CHECK_OK(axon_kernel_attention(k.s, &to, &tl, &in[0], &in[1], &in[2], &in[3], &ap));
+        CHECK_OK(axon_kernel_attention_backward(k.s, &tdq, &tdk, &tdv, &in[4], &in[0], &in[1], &in[2], &in[3], &to, &tl,
+                                                &ap));
+        CHECK_OK(axon_stream_sync(k.s));
+        const float *want[5] = {ro, rl, rdq, rdk, rdv};
+        const int count[5] = {36, 12, 48, 80, 60};
+        for (int r = 0; r < 5 && out[r].data; r++)
+            CHECK(memcmp(out[r].data, want[r], sizeof(float) * (size_t)count[r]) == 0);
+        tc_free_outs(5, out);
+        axon_program_destroy(p);
+    }
+    axon_runtime_destroy(k.rt);
+}
+
 /* The rest of the op table on small tensors: comparisons and where, cat, gather, index_select, iota, a shaped const,
  * bmm, addmm with a full bias, rms_norm, var, log_softmax along dim 0, contiguous of a transpose, squeeze, integer
  * arithmetic with floor division. */
@@ -1052,6 +1101,7 @@ int main(void) {
     RUN(test_passes);
     RUN(test_bad_inputs);
     RUN(test_library_ops);
+    RUN(test_attention_training_ops_match_the_kernels);
     RUN(test_more_ops);
     RUN(test_threads);
     RUN(test_random_graphs);
