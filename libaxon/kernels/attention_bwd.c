@@ -122,6 +122,7 @@ axon_status_t axon_kernel_attention_backward(axon_stream_t s, const axon_tensor_
     if (dv && (st = at_operand(&a.dv, &a, op, "dv", dv, 4, sv, 1, 0)) != AXON_OK) return st;
     const int64_t nq = dq ? axon_tensor_numel(dq) : 0, nk = dk ? axon_tensor_numel(dk) + axon_tensor_numel(dv) : 0;
     if (nq == 0 && nk == 0) return AXON_OK;
+    at_fold_groups(&a);
     const uint64_t bytes = (uint64_t)(nq + nk + 2 * axon_tensor_numel(dout)) * (uint64_t)a.dout.es;
     axon_launch_t l = {at_backward_kernel, &a, sizeof a, op, bytes};
     return axon_stream_launch(s, &l);

@@ -138,6 +138,21 @@ axon_status_t at_prepare(at_args_t *a, const char *op, const axon_tensor_t *q, c
     return AXON_OK;
 }
 
+/* A query-row operand [B, Hq, 1, D] (lse: [B, Hq, 1]) seen as [B, Hkv, group, D]. */
+static void at_fold(at_operand_t *o, int64_t group, int nd) {
+    if (!o->data) return;
+    const int64_t head = o->st[1], last = nd == 4 ? o->st[3] : 0;
+    o->st[1] = group * head, o->st[2] = head;
+    if (nd == 4) o->st[3] = last;
+}
+
+void at_fold_groups(at_args_t *a) {
+    if (a->L != 1 || a->group <= 1 || a->causal) return;
+    at_fold(&a->q, a->group, 4), at_fold(&a->out, a->group, 4), at_fold(&a->dout, a->group, 4);
+    at_fold(&a->dq, a->group, 4), at_fold(&a->lse, a->group, 3), at_fold(&a->mask, a->group, 4);
+    a->Hq = a->Hkv, a->L = a->group, a->group = 1;
+}
+
 size_t at_slot_bytes(const at_args_t *a) {
     const size_t b = AT_BLOCK, e = (size_t)(a->E > 0 ? a->E : 1), ev = (size_t)(a->Ev > 0 ? a->Ev : 1);
     /* q, qt, k, acc_e: b x e; dout, gt, v, acc_v: b x ev; s, dp, pd: b x b; four rows of b; z: b (attention_tile.h). */
@@ -192,6 +207,7 @@ axon_status_t axon_kernel_attention(axon_stream_t s, const axon_tensor_t *out, c
     if ((st = at_operand(&a.out, &a, op, "out", out, 4, so, 1, 0)) != AXON_OK) return st;
     if ((st = at_operand(&a.lse, &a, op, "lse", lse, 3, so, 1, 1)) != AXON_OK) return st;
     if (a.B * a.Hq * a.L == 0) return AXON_OK;
+    at_fold_groups(&a);
     const uint64_t bytes = (uint64_t)(axon_tensor_numel(q) * (int64_t)a.q.es + axon_tensor_numel(k) * (int64_t)a.k.es +
                                       axon_tensor_numel(v) * (int64_t)a.v.es + axon_tensor_numel(out) * (int64_t)a.out.es);
     axon_launch_t l = {at_forward_kernel, &a, sizeof a, op, bytes};

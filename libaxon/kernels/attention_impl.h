@@ -58,6 +58,13 @@ axon_status_t at_prepare(at_args_t *a, const char *op, const axon_tensor_t *q, c
 axon_status_t at_operand(at_operand_t *o, const at_args_t *a, const char *op, const char *role,
                          const axon_tensor_t *t, int nd, const int64_t *want, int is_dst, int is_lse);
 
+/* A decoding step with grouped-query heads (L == 1, group > 1, not causal) recast, once every operand is filled in,
+ * as plain multi-head attention with the group's query heads as the rows of one query block: [B, Hq, 1, D] seen as
+ * [B, Hkv, group, D] (a head stride is the row stride), so that each key/value block is multiplied once for the
+ * whole group instead of once per head. Every row keeps its index n = ((b * Hq + h) * L + i) * S + j, so dropout
+ * decisions and the backward's D do not change. */
+void at_fold_groups(at_args_t *a);
+
 /* Bytes of tile scratch one worker needs (the largest of the forward and backward layouts). */
 size_t at_slot_bytes(const at_args_t *a);
 

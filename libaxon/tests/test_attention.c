@@ -259,6 +259,8 @@ static void test_hf_layouts_transposed_heads_and_an_expanded_float_mask(void) {
     /* decoding: one and two query rows (the few-row products), GQA, the expanded mask */
     run_all_dtypes((prob_t){0, 2, 4, 2, 1, 70, 32, 32, 0, 3, 0, 1});
     run_all_dtypes((prob_t){0, 2, 4, 2, 2, 130, 16, 16, 0, 3, 0, 0});
+    /* one row of 3 grouped heads (taken as one block of 3 rows), with dropout and the bool mask */
+    run_all_dtypes((prob_t){0, 2, 6, 2, 1, 70, 16, 8, 0, 2, 0.3, 1});
 }
 
 static void test_grouped_query_heads_share_key_value_heads(void) {
