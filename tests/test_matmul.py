@@ -125,12 +125,12 @@ def test_half_precision_products_at_model_sizes_match_cpu(name, dtype):
 
 # The Linear layers of a decode step (a few tokens): libaxon's few-row float32 kernel (gemm_skinny.c) takes those
 # past OpenBLAS's small-product path, in both forms (weight stored (n, k) as Linear keeps it, and (k, n)), and the
-# transposed-out form through a column-major out. Every row count 1..9 (9 is past the kernel's limit).
+# transposed-out form through a column-major out. Row counts 1..9, 12, 16 and 17 (17 is past the kernel's limit).
 SKINNY_KN = [(256, 688), (256, 256), (256, 128), (688, 256), (256, 8192), (203, 1031)]
 
 
 @pytest.mark.parametrize("k,n", SKINNY_KN, ids=str)
-@pytest.mark.parametrize("m", range(1, 10))
+@pytest.mark.parametrize("m", [*range(1, 10), 12, 16, 17])
 def test_few_row_linear_matches_cpu(m, k, n):
     x, w, b = rand(m, k), rand(n, k, seed=1), rand(n, seed=2)
     for fn in (lambda x, w, b: torch.nn.functional.linear(x, w, b), lambda x, w, b: x @ w.t(),

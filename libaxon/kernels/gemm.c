@@ -271,13 +271,13 @@ static void gemm_lowp_strides(const gemm_mat_t *mt, int64_t *bs, int64_t *rs, in
 
 /* float32 goes to oneDNN too where its brgemm kernels measured faster than single-threaded OpenBLAS 0.3.21 (Sapphire
  * Rapids, per pool participant: 5-20% with B transposed, a Linear's weight, e.g. 256 x 256 @ 256 x 1024 1080 us
- * against 1510 us; about even otherwise): single matrices with more than AXON_GEMM_SKINNY rows and columns (fewer
- * go to gemm_skinny.c) and at least 200^3 multiply-adds (~100 us of work). A new shape costs 70-150 us to create
- * its primitive (then 0.1 us to find), so smaller products, whose shapes a cache of 64 may not keep, would pay
- * more than they gain. Batched float32 stays with OpenBLAS (not measured). */
+ * against 1510 us; about even otherwise; 9 to 32 rows 0.6-0.8x OpenBLAS's time): single matrices with more than 8
+ * rows and columns (with 8 or fewer gemm_skinny.c is faster still) and at least 200^3 multiply-adds (~100 us). A
+ * new shape costs 70-150 us to create its primitive (then 0.1 us to find), so smaller products, whose shapes a
+ * cache of 64 may not keep, would pay more than they gain. Batched float32 stays with OpenBLAS (not measured). */
 static int gemm_lowp_takes(axon_dtype_t dt, int64_t bsz, int64_t m, int64_t n, int64_t k) {
     if (dt == AXON_BFLOAT16 || dt == AXON_FLOAT16) return 1;
-    return dt == AXON_FLOAT32 && bsz == 1 && m > AXON_GEMM_SKINNY && n > AXON_GEMM_SKINNY &&
+    return dt == AXON_FLOAT32 && bsz == 1 && m > 8 && n > 8 &&
            (double)m * (double)n * (double)k >= 8e6;
 }
 

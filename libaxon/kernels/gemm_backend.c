@@ -20,9 +20,9 @@ static void gemm_init(void) { openblas_set_num_threads(1); }
 
 /* OpenBLAS 0.3.21 (single-threaded, Sapphire Rapids) has a fast path for small products: up to m*n*k = 100^3, and
  * with B transposed (row-major view; its TN kernel in column-major terms) only while m*n <= 1200 and k >= 32. Past
- * it, a product with 8 rows or columns or fewer runs 2-8x slower than gemm_skinny.c, which streams B once (e.g.
- * 4 x 256 @ 256 x 688 with B stored (n, k): 59 us against 17 us). Inside it OpenBLAS is 10-30% faster, so it keeps
- * those. */
+ * it, a product with AXON_GEMM_SKINNY rows or columns or fewer runs 1.1-8x slower than gemm_skinny.c, which
+ * streams B once (e.g. 4 x 256 @ 256 x 688 with B stored (n, k): 59 us against 17 us; 16 rows: 1.3-5x). Inside it
+ * OpenBLAS is up to 30% faster, so it keeps those. */
 static int gemm_skinny_wanted(int ta, int tb, int64_t m, int64_t n, int64_t k) {
     if (m > AXON_GEMM_SKINNY && n > AXON_GEMM_SKINNY) return 0;
     if (!ta && tb && (m * n > 1200 || k < 32)) return 1;

@@ -33,7 +33,7 @@ int axon_gemm_portable_f64(int ta, int tb, int64_t m, int64_t n, int64_t k, doub
  * portable C. Same contract as axon_gemm_f32 for m <= AXON_GEMM_SKINNY, or n <= AXON_GEMM_SKINNY (computed
  * transposed); returns 1, C untouched, for any other shape, 0 when done. Never allocates. axon_gemm_f32 calls it
  * for the shapes where it measured faster than the library (axon_gemm_skinny_wanted). */
-#define AXON_GEMM_SKINNY 8
+#define AXON_GEMM_SKINNY 16
 int axon_gemm_skinny_f32(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
                          const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 

@@ -1,4 +1,4 @@
-/* float32 GEMM with few rows (or few columns): the decode-step Linear layers, (4, k) @ (k, n).
+/* float32 GEMM with few rows or few columns (AXON_GEMM_SKINNY): the decode-step Linear layers, (4, k) @ (k, n).
  *
  * OpenBLAS's single-threaded sgemm with B transposed (a Linear's weight, stored (n, k)) and m of a few rows is ~6x
  * slower than with B as it is, and both spend most of their time packing B for a product that reads each element of
@@ -30,7 +30,7 @@
 enum {
     SK_MR = 4,                   /* rows of A per tile */
     SK_NR = 4,                   /* rows of B per dot tile (16 and 8 when A has 1 or 2 rows) */
-    SK_KC = 512,                 /* k per chunk when A must be packed */
+    SK_KC = 256,                 /* k per chunk when A must be packed (16 KiB of stack) */
     SK_NC = 256,                 /* columns per portable axpy tile */
 };
 

@@ -316,18 +316,19 @@ static void test_bad_shapes_dtypes_and_scalars_are_rejected(void) {
     CHECK_OK(axon_stream_sync(dev2.s));
 }
 
-/* float32 products with at most 8 rows (or, seen through a transposed out, 8 columns) and past OpenBLAS's
+/* float32 products with at most 16 rows (or, seen through a transposed out, 16 columns) and past OpenBLAS's
  * small-product path go to gemm_skinny.c (m * n * k above 1e6 in each block the pool runs covers every layout):
- * every row count 1..9, k with a tail past the 16-wide vectors, n with a tail past the 4-row and 64-column tiles,
+ * row counts 1..9, 12, 16, 17, k with a tail past the 16-wide vectors, n with a tail past the 4-row and 64-column tiles,
  * every layout of a, b and out (B stored (n, k) takes the dot form, B stored (k, n) the axpy form, A stored
  * transposed, a single row with a column stride included, is packed), alpha, beta over NaN, a strided bias, on 1
  * and 2 threads (the pool splits n). The sums are exact, so is the comparison. */
 static void test_skinny_products_match_the_reference(void) {
     REQUIRE(dev1.s && dev2.s);
-    for (int64_t m = 1; m <= 9; m++)
+    const int64_t ms[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 17};
+    for (int mi = 0; mi < 12; mi++)
         for (int la = 0; la < LAY_BCAST_BATCH; la++)
             for (int lb = 0; lb < LAY_BCAST_BATCH; lb++) {
-                const int64_t k = m & 1 ? 203 : 1100, n = 2000005 / (m * k) + 61; /* each of 2 blocks > 1e6 */
+                const int64_t m = ms[mi], k = m & 1 ? 203 : 1100, n = 2000005 / (m * k) + 61; /* each of 2 blocks > 1e6 */
                 mm_case_t c = basic(AXON_FLOAT32, m, k, n);
                 c.la = la, c.lb = lb, c.lo = (la + lb + (int)m) % LAY_BCAST_BATCH;
                 if ((la + lb) & 1) c.alpha = 0.5, c.beta = -2, c.bias = 2, c.bias_scale = 0.25;
@@ -335,8 +336,8 @@ static void test_skinny_products_match_the_reference(void) {
                 CHECK_EQ_I64(run_case(m & 1 ? &dev2 : &dev1, &c, NULL), 0);
             }
     /* Few columns, many rows: out^T = b^T @ a^T inside the kernel, out written through its strides. */
-    const int64_t ns[] = {1, 3, 4, 8};
-    for (int q = 0; q < 4; q++)
+    const int64_t ns[] = {1, 3, 4, 8, 13, 16};
+    for (int q = 0; q < 6; q++)
         for (int la = 0; la < 2; la++)
             for (int lb = 0; lb < 2; lb++)
                 for (int lo = 0; lo < 2; lo++) {
