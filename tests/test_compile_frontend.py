@@ -101,6 +101,10 @@ class Block(torch.nn.Module):
         return x + self.fc2(F.gelu(self.fc1(self.ln2(x)), approximate="tanh"))
 
 
+def _compiled_texts(dump_dir) -> str:
+    return "".join(open(f).read() for f in glob.glob(str(dump_dir / "*" / "fused_*.passes.axir")))
+
+
 # ---- registration ----
 
 def test_backend_is_registered_under_axon():
@@ -219,15 +223,24 @@ def test_dropout_in_compiled_graphs_draws_what_eager_draws(train):
         assert torch.equal(comp_grad, eager_grad)
 
 
-def test_training_block_grads_match_cpu():
+@pytest.mark.parametrize("use_sdpa", [False, True], ids=["matmul_attention", "sdpa"])
+def test_training_block_grads_match_cpu(use_sdpa, tmp_path, monkeypatch):
+    # with sdpa, the attention runs compiled in training too: sdpa_lse in the forward program (the log-sum-exp and
+    # the zero Philox state are saved for the backward) and sdpa_backward in the backward program
+    monkeypatch.setenv("AXON_DUMP_DIR", str(tmp_path))
     torch.manual_seed(0)
-    ref = Block(use_sdpa=False)
+    ref = Block(use_sdpa=use_sdpa)
     model = _copy_to(ref, DEV)
     x = sample((2, 5, 32))
     torch.compile(model, backend="axon")(x.to(DEV)).square().mean().backward()
     ref(x).square().mean().backward()
     for p, rp in zip(model.parameters(), ref.parameters()):
         close(p.grad, rp.grad, GRAD_TOL)
+    if use_sdpa:
+        text = _compiled_texts(tmp_path)
+        assert "sdpa_lse(" in text and "sdpa_backward(" in text, text
+        eager = "".join(open(f).read() for f in glob.glob(str(tmp_path / "*" / "partitioned.py")))
+        assert "torch.ops.aten._scaled_dot_product" not in eager
 
 
 # ---- partition fallback ----
@@ -332,10 +345,6 @@ def test_dump_dir_gets_fx_graph_and_axir(tmp_path, monkeypatch):
     assert "fused_0.passes.axir" in names or "fused_0.eager.txt" in names, names
     text = open(glob.glob(str(tmp_path / "*" / "fused_0.axir"))[0]).read()
     assert text.startswith("axir 1\n") and "addmm(" in text and "relu(" in text
-
-
-def _compiled_texts(dump_dir) -> str:
-    return "".join(open(f).read() for f in glob.glob(str(dump_dir / "*" / "fused_*.passes.axir")))
 
 
 @pytest.mark.parametrize("source", ["block", "hf_bert_eager", "hf_gpt2_eager"])

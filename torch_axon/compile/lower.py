@@ -197,7 +197,9 @@ class Lowering:
         for node in gm.graph.nodes:
             if node.op == "placeholder":
                 v = _val(node)
-                if _is_tensor(v):
+                if _is_tensor(v) and v.device.type != torch._C._get_privateuse1_backend_name():
+                    self.values[node] = None   # a CPU scalar an op ignores (attention's Philox state): no parameter
+                elif _is_tensor(v):
                     self.values[node] = self.add_param(node, v)
                 elif isinstance(v, (int, torch.SymInt)):
                     self.values[node] = v   # bound from the tensors' shapes, not passed
@@ -645,8 +647,16 @@ def _index_select(L: Lowering, n: fx.Node):
                    _out(n), n.name)
 
 
+def _sdpa_mask(L: Lowering, q, mask) -> list[str]:
+    if mask is None:
+        return []
+    return [L.operand(mask, _val(q).dtype) if _val(mask).dtype != torch.bool else L.tensor(mask)]
+
+
 def _sdpa(L: Lowering, n: fx.Node):
-    """The fused attention op's output 0 only (inference): its logsumexp and RNG outputs have no AXIR form."""
+    """The fused attention op: `sdpa` for its output alone (inference), `sdpa_lse` when the log-sum-exp is read too
+    (training saves it for the backward). Without dropout its Philox seed and offset (outputs 6 and 7, which training
+    also saves) are 0, as the eager op returns them: `const` values here."""
     q, k, v = n.args[:3]
     mask = _arg(n, 3, "attn_bias")
     dropout = _arg(n, 4, "dropout_p", 0.0)
@@ -655,18 +665,46 @@ def _sdpa(L: Lowering, n: fx.Node):
     scale = n.kwargs.get("scale")
     if dropout or debug:
         raise Unsupported("attention with dropout or a debug mask")
+    used = set()
     for user in n.users:
-        if user.target is not operator.getitem or user.args[1] != 0:
-            raise Unsupported("attention whose logsumexp is used (training)")
+        if user.target is not operator.getitem or user.args[1] not in (0, 1, 6, 7):
+            raise Unsupported("attention whose sequence-length or debug outputs are read")
+        used.add(user.args[1])
     attrs = {"is_causal": bool(causal), "dropout_p": 0.0}
     if scale is not None:
         attrs["scale"] = float(scale)
-    ops = [L.tensor(q), L.tensor(k), L.tensor(v)]
-    if mask is not None:
-        ops.append(L.operand(mask, _val(q).dtype) if _val(mask).dtype != torch.bool else L.tensor(mask))
-    out0 = n.meta["val"][0]
-    name = L.emit1("sdpa", ops, attrs, out0, n.name)
-    return [name] + [None] * (len(n.meta["val"]) - 1)
+    ops = [L.tensor(q), L.tensor(k), L.tensor(v)] + _sdpa_mask(L, q, mask)
+    vals = n.meta["val"]
+    rng = [L.const(0, torch.int64, [], f"{n.name}.{i}") if i in used else None for i in (6, 7)]
+    rest = [None] * 4 + rng + [None] * (len(vals) - 8)
+    if 1 not in used:
+        return [L.emit1("sdpa", ops, attrs, vals[0], n.name), None] + rest
+    for t in vals[:2]:
+        L._note_symbols(t)
+    return L.emit("sdpa_lse", ops, attrs, [type_text(vals[0]), type_text(vals[1])], n.name, nresults=2) + rest
+
+
+def _sdpa_backward(L: Lowering, n: fx.Node):
+    """The fused attention's backward: sdpa_backward(dout, q, k, v, out, lse[, mask]) -> dq, dk, dv (no gradient for
+    the mask, no dropout; the Philox arguments are unused then)."""
+    dout, q, k, v, mask, grad_mask, out, lse = n.args[:8]
+    dropout, causal = _arg(n, 12, "dropout_p", 0.0), _arg(n, 13, "is_causal", False)
+    scale = n.kwargs.get("scale")
+    if dropout:
+        raise Unsupported("attention backward with dropout")
+    if mask is not None and len(grad_mask) > 3 and grad_mask[3]:
+        raise Unsupported("the gradient of an attention mask")
+    vals = n.meta["val"]
+    if any(i < 3 and not _is_tensor(t) for i, t in enumerate(vals)):
+        raise Unsupported("attention backward without all of dq, dk, dv")
+    attrs = {"is_causal": bool(causal)}
+    if scale is not None:
+        attrs["scale"] = float(scale)
+    ops = [L.tensor(a) for a in (dout, q, k, v, out, lse)] + _sdpa_mask(L, q, mask)
+    for t in vals[:3]:
+        L._note_symbols(t)
+    grads = L.emit("sdpa_backward", ops, attrs, [type_text(t) for t in vals[:3]], n.name, nresults=3)
+    return grads + [None] * (len(vals) - 3)
 
 
 # ---- foreach (optimizer steps): each list op becomes one op per tensor, which the fuse pass then joins per tensor
@@ -837,6 +875,7 @@ LOWERINGS[aten.embedding.default] = _embedding
 LOWERINGS[aten.gather.default] = _gather
 LOWERINGS[aten.index_select.default] = _index_select
 LOWERINGS[aten._scaled_dot_product_fused_attention_overrideable.default] = _sdpa
+LOWERINGS[aten._scaled_dot_product_fused_attention_overrideable_backward.default] = _sdpa_backward
 
 for _name in ["add", "sub", "mul", "div", "maximum", "minimum", "pow"]:
     _packet = getattr(aten, "_foreach_" + _name)
