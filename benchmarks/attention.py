@@ -4,9 +4,12 @@ before each timed call: both keep worker threads spinning for a while after an o
 pool), and without the pause each would steal the cores from the other.
 
     python benchmarks/attention.py [--shape B,H,L,E] [--reps N] [--threads N] [--dtype float32]
+                                   [--layout blhe] [--mask pad]
 
 Reports milliseconds (minimum and median over the repetitions) for the plain and the causal case. Both backends get
-the same number of threads (torch.set_num_threads and AXON_THREADS)."""
+the same number of threads (torch.set_num_threads and AXON_THREADS). --layout blhe passes q, k and v as HF models do
+(heads split off [B, L, H * E] by view + transpose); --mask pad adds BERT's padding mask, a float [B, 1, 1, S]
+expanded to [B, 1, L, S] (PyTorch allows no mask with is_causal, so the causal case is left out)."""
 
 from __future__ import annotations
 
@@ -22,6 +25,8 @@ def parse() -> argparse.Namespace:
     p.add_argument("--reps", type=int, default=10)
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     p.add_argument("--dtype", default="float32")
+    p.add_argument("--layout", choices=("bhle", "blhe"), default="bhle", help="memory order of q, k, v")
+    p.add_argument("--mask", choices=("none", "pad"), default="none")
     return p.parse_args()
 
 
@@ -38,8 +43,17 @@ PAUSE_S = 0.05
 
 def make(device, shape, dtype):
     g = torch.Generator().manual_seed(0)
-    q, k, v, grad = (torch.randn(shape, generator=g).to(device, dtype) for _ in range(4))
-    return [t.requires_grad_() for t in (q, k, v)], grad
+    b, h, n, e = shape
+    if ARGS.layout == "blhe":
+        q, k, v, grad = (torch.randn(b, n, h, e, generator=g).to(device, dtype).transpose(1, 2) for _ in range(4))
+    else:
+        q, k, v, grad = (torch.randn(shape, generator=g).to(device, dtype) for _ in range(4))
+    mask = None
+    if ARGS.mask == "pad":
+        pad = torch.zeros(b, 1, 1, n)
+        pad[: b // 2, ..., n - n // 4:] = -1e4  # half the sequences padded by a quarter
+        mask = pad.to(device, dtype).expand(b, 1, n, n)
+    return [t.detach().requires_grad_() for t in (q, k, v)], grad, mask
 
 
 def sync(device):
@@ -47,13 +61,13 @@ def sync(device):
         torch.axon.synchronize()
 
 
-def step(device, leaves, grad, causal, backward):
+def step(device, leaves, grad, mask, causal, backward):
     if backward:
-        out = F.scaled_dot_product_attention(*leaves, is_causal=causal)
+        out = F.scaled_dot_product_attention(*leaves, attn_mask=mask, is_causal=causal)
         out.backward(grad)
     else:
         with torch.no_grad():
-            F.scaled_dot_product_attention(*leaves, is_causal=causal)
+            F.scaled_dot_product_attention(*leaves, attn_mask=mask, is_causal=causal)
     sync(device)
 
 
@@ -61,8 +75,9 @@ def main():
     shape = tuple(int(x) for x in ARGS.shape.split(","))
     dtype = getattr(torch, ARGS.dtype)
     inputs = {d: make(d, shape, dtype) for d in ("cpu", "axon")}
-    print(f"shape {shape} {ARGS.dtype}, {ARGS.threads} threads, {ARGS.reps} reps; ms: min / median")
-    for causal in (False, True):
+    print(f"shape {shape} {ARGS.dtype}, layout {ARGS.layout}, mask {ARGS.mask}, {ARGS.threads} threads, "
+          f"{ARGS.reps} reps; ms: min / median")
+    for causal in (False, True) if ARGS.mask == "none" else (False,):
         for backward in (False, True):
             times = {"cpu": [], "axon": []}
             for d in times:
