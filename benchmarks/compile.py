@@ -7,7 +7,8 @@ Every figure comes from a fresh worker process (this script run with --worker), 
   an SGD step);
 - cold start: the first call of a compiled model in a process with an empty compile cache (Dynamo + the backend's
   compile, for axon including tier 1's C compile (AXON_COMPILE_SYNC=1) + the first run), and warm start: the same in a second process reusing that cache directory
-  (TORCHINDUCTOR_CACHE_DIR for Inductor, AXON_CACHE_DIR for axon);
+  (TORCHINDUCTOR_CACHE_DIR for Inductor, AXON_CACHE_DIR for axon); `gpt_step` compiles the whole training step
+  (forward, loss, backward and an AdamW step), not only the model;
 - compiles: for `dynamic`, how many graph compiles 8 batch sizes cost with dynamic=True.
 Ratios: compiled axon steady / Inductor steady and / axon eager steady; cold and warm start axon / Inductor.
 Both backends get the same thread count (torch.set_num_threads and AXON_THREADS)."""
@@ -24,7 +25,7 @@ import tempfile
 import time
 import warnings
 
-MODELS = ["mlp", "gpt2", "bert", "minilm", "llama_decode", "gpt_train"]
+MODELS = ["mlp", "gpt2", "bert", "minilm", "llama_decode", "gpt_train", "gpt_step"]
 # (configuration name, device, backend or None for eager)
 CONFIGS = [
     ("cpu eager", "cpu", None),
@@ -77,6 +78,8 @@ def build(name: str, device: str):
         return build_llama_decode(device)
     elif name == "gpt_train":
         return build_gpt_train(device)
+    elif name == "gpt_step":
+        return build_gpt_step(device)
     else:
         raise SystemExit(f"unknown model {name!r}; choose from {', '.join(MODELS)}")
     model = model.eval().to(device)
@@ -138,6 +141,23 @@ def build_gpt_train(device: str):
         return out.loss
 
     return model, (ids,), step
+
+
+def build_gpt_step(device: str):
+    """gpt_train's step as one compiled function: forward, loss, backward and the optimizer (AdamW, foreach) step."""
+    import torch
+
+    model, (ids,), _ = build_gpt_train(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+
+    def train_step(ids):
+        loss = model(input_ids=ids, labels=ids).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        return loss
+
+    return train_step, (ids,), lambda fn, args: fn(*args)
 
 
 # ---- worker: one configuration of one model in this process ----------------------------------------------------
