@@ -154,9 +154,11 @@ void at_fold_groups(at_args_t *a) {
 }
 
 size_t at_slot_bytes(const at_args_t *a) {
-    const size_t b = AT_BLOCK, e = (size_t)(a->E > 0 ? a->E : 1), ev = (size_t)(a->Ev > 0 ? a->Ev : 1);
-    /* q, qt, k, acc_e: b x e; dout, gt, v, acc_v: b x ev; s, dp, pd: b x b; four rows of b; z: b (attention_tile.h). */
-    return (4 * b * e + 4 * b * ev + 3 * b * b + 5 * b) * (a->f64 ? sizeof(double) : sizeof(float));
+    const size_t b = AT_BLOCK, kb = AT_KBLOCK, e = (size_t)(a->E > 0 ? a->E : 1), ev = (size_t)(a->Ev > 0 ? a->Ev : 1);
+    /* q, qt, acc_e: b x e; k: kb x e; dout, gt, acc_v: b x ev; v: kb x ev; s: b x kb; dp, pd: b x b; three rows of
+     * b; mrow, z: kb (attention_tile.h). */
+    return (3 * b * e + kb * e + 3 * b * ev + kb * ev + b * kb + 2 * b * b + 3 * b + 2 * kb) *
+           (a->f64 ? sizeof(double) : sizeof(float));
 }
 
 axon_status_t at_run(at_job_t *j, axon_pool_t pool, int64_t units, int64_t unit_work, axon_range_fn fn,

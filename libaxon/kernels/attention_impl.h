@@ -15,6 +15,9 @@
 /* Query rows per forward / dq unit and keys per dk, dv unit; also the other side's block. 64 x 64 tiles keep a
  * unit's working set (a few 16 KiB float tiles) in L2 and give the GEMM calls enough work to pay their overhead. */
 #define AT_BLOCK 64
+/* Keys per forward block: twice as many, so that the row reductions and rescaling of the online softmax, and the
+ * GEMM calls, are spread over more keys (a 64 x 128 score tile still fits L1). The backward uses AT_BLOCK. */
+#define AT_KBLOCK (2 * AT_BLOCK)
 
 /* Tiles of at least this many query rows are transposed for the GEMMs that multiply them by K^T or V^T (at_rows_t
  * in attention_tile.h). */

@@ -20,16 +20,16 @@ typedef struct {
 } AT_FN(at_tiles_t);
 
 static inline AT_FN(at_tiles_t) AT_FN(at_tiles)(const at_args_t *a, void *scratch) {
-    const int64_t b = AT_BLOCK, e = a->E > 0 ? a->E : 1, ev = a->Ev > 0 ? a->Ev : 1;
+    const int64_t b = AT_BLOCK, kb = AT_KBLOCK, e = a->E > 0 ? a->E : 1, ev = a->Ev > 0 ? a->Ev : 1;
     AT_FN(at_tiles_t) t;
     AT_T *p = scratch;
     t.q = p, p += b * e;
     t.qt = p, p += b * e;
     t.dout = p, p += b * ev;
     t.gt = p, p += b * ev;
-    t.k = p, p += b * e;
-    t.v = p, p += b * ev;
-    t.s = p, p += b * b;
+    t.k = p, p += kb * e;
+    t.v = p, p += kb * ev;
+    t.s = p, p += b * kb;
     t.dp = p, p += b * b;
     t.pd = p, p += b * b;
     t.acc_e = p, p += b * e;
@@ -37,7 +37,7 @@ static inline AT_FN(at_tiles_t) AT_FN(at_tiles)(const at_args_t *a, void *scratc
     t.rowa = p, p += b;
     t.rowb = p, p += b;
     t.rowc = p, p += b;
-    t.mrow = p, p += b;
+    t.mrow = p, p += kb;
     t.z = p;
     return t;
 }
@@ -159,8 +159,8 @@ static inline void AT_FN(at_forward_unit)(at_job_t *j, int64_t u, void *scratch)
     for (int64_t r = 0; r < m; r++) mx[r] = (AT_T)-INFINITY, l[r] = 0;
     memset(acc, 0, (size_t)(m * (ev > 0 ? ev : 1)) * sizeof(AT_T));
     const int64_t jend = AT_FN(at_key_end)(a, i0, m);
-    for (int64_t j0 = 0; j0 < jend; j0 += AT_BLOCK) {
-        const int64_t n = jend - j0 < AT_BLOCK ? jend - j0 : AT_BLOCK;
+    for (int64_t j0 = 0; j0 < jend; j0 += AT_KBLOCK) {
+        const int64_t n = jend - j0 < AT_KBLOCK ? jend - j0 : AT_KBLOCK;
         const AT_T *k = AT_FN(at_rows)(&a->k, b, hk, j0, n, a->E, t.k, &ldk);
         AT_FN(at_scores)(j, &t, b, h, i0, m, j0, n, q, ldq, k, ldk);
         AT_FN(at_softmax_update)(t.s, m, n, mx, l, acc, ev);
