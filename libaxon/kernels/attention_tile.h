@@ -1,8 +1,9 @@
 /* The attention tile code in one compute type: included once with AT_T float (float32 and the half types) and once
- * with AT_T double (float64) by attention_fwd.c and attention_bwd.c, each using its part. The includer defines
- * AT_T, AT_SFX (name suffix), AT_GEMM (axon_gemm_f32 / _f64), for float AT_GEMM_FEW (axon_gemm_skinny_f32, taken
- * for products of a few rows) and AT_CDT (the axon dtype of AT_T); they are undefined at the end. Everything is static inline so a file that uses only the forward or the backward part gets no
- * unused-function warnings. Scratch layout (elements of AT_T, per worker): see at_slot_bytes in attention_fwd.c. */
+ * with AT_T double (float64) by attention_fwd.c and attention_bwd.c, each using its part. The includer defines AT_T,
+ * AT_SFX (name suffix), AT_GEMM (axon_gemm_f32 / _f64), for float AT_GEMM_FEW (axon_gemm_skinny_f32, taken for
+ * products of a few rows) and AT_CDT (the axon dtype of AT_T); they are undefined at the end. Everything is static
+ * inline so a file that uses only the forward or the backward part gets no unused-function warnings. Scratch layout
+ * (elements of AT_T, per worker): see at_slot_bytes in attention_fwd.c. */
 #include <math.h>
 #include <string.h>
 

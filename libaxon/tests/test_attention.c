@@ -191,10 +191,12 @@ static int check_problem(const kc_dev_t *k, const prob_t *pr) {
                 for (int64_t j = 0; j < S; j++) {
                     long double t = 0;
                     for (int64_t e = 0; e < Ev; e++)
-                        t += tb_get(&dout, pix(pr, b, h, i, e, Hq, L, Ev)) * tb_get(&v, pix(pr, b, hk, j, e, Hkv, S, Ev));
+                        t += tb_get(&dout, pix(pr, b, h, i, e, Hq, L, Ev)) *
+                             tb_get(&v, pix(pr, b, hk, j, e, Hkv, S, Ev));
                     dP[j] = P[j] * (t * Z[j] - di); /* dS */
                     for (int64_t e = 0; e < Ev; e++)
-                        rdv[ix4(b, hk, j, e, Hkv, S, Ev)] += P[j] * Z[j] * tb_get(&dout, pix(pr, b, h, i, e, Hq, L, Ev));
+                        rdv[ix4(b, hk, j, e, Hkv, S, Ev)] +=
+                            P[j] * Z[j] * tb_get(&dout, pix(pr, b, h, i, e, Hq, L, Ev));
                     for (int64_t e = 0; e < E; e++)
                         rdk[ix4(b, hk, j, e, Hkv, S, E)] += p.scale * dP[j] * tb_get(&q, pix(pr, b, h, i, e, Hq, L, E));
                 }

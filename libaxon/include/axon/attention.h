@@ -22,14 +22,18 @@
  * kept iff u >= dropout_p. The backward regenerates the same decisions instead of storing them. A launch consumes
  * axon_attention_philox_blocks(B, Hq, L, S) blocks; the caller advances its offset by that much.
  *
- * Algorithm: never the whole L x S matrix. Forward units of 64 query rows run in parallel over the device's pool,
- * each walking the keys in blocks of 64 with an online softmax. The backward (flash-attention-2: D = rowsum(dout *
- * out), weights recomputed from lse, dS = P * (dP - D)) runs one unit per (batch, kv head) when there are enough of
- * them for the pool, else separate passes for dk, dv (units of 64 keys) and dq (units of 64 query rows). Tile
- * products go to libaxon's GEMM (OpenBLAS single-threaded per worker, or the portable code). No two units write the
- * same element and every sum runs in a fixed order, so results are bitwise the same for any thread count. The
- * command mallocs per-worker tile scratch (and, for the one-pass backward, a dq accumulator per worker: at most
- * 64 MiB in all) in host memory and frees it before it ends.
+ * Algorithm: never the whole L x S matrix. Forward units of 64 query rows run in parallel over the device's pool, each
+ * walking the keys in blocks of 128 with an online softmax (a decoding step with grouped-query heads, L == 1 and not
+ * causal, takes a group's heads as the rows of one unit, so each key block is multiplied once per group). The backward
+ * (flash-attention-2: D = rowsum(dout * out), weights recomputed from lse, dS = P * (dP - D)) runs one unit per (batch,
+ * kv head) when there are enough of them for the pool, else separate passes for dk, dv (units of 64 keys) and dq (units
+ * of 64 query rows). Tile products go to libaxon's GEMM (OpenBLAS single-threaded per worker, or the portable code;
+ * tiles of a few query rows to its few-row float32 GEMM), with tiles of many query rows transposed first for the
+ * products with K^T and V^T. The loops over the scores are compiled per instruction set; exp of a score more than 87
+ * below its row's maximum is 0 there (not a subnormal). No two units write the same element and every sum runs in a
+ * fixed order, so results are bitwise the same for any thread count. The command mallocs per-worker tile scratch (and,
+ * for the one-pass backward, a dq accumulator per worker: at most 64 MiB in all) in host memory and frees it before it
+ * ends.
  *
  * Dtypes: q, k and v share one of float32, float64, float16, bfloat16; out, dout, dq, dk, dv may be any of those
  * four; lse is float32 or float64. Half types and float32 compute in float32, float64 in float64; values are
