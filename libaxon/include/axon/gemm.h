@@ -19,8 +19,12 @@
  * Dtypes: a, b, out and bias share one dtype.
  *   - float32 and float64: the BLAS library libaxon was built with (OpenBLAS, AXON_HAVE_OPENBLAS), called
  *     single-threaded from each participant of the device's worker pool on its own block of out; without it a
- *     portable blocked C GEMM. Sums may be ordered differently for another thread count, so results with 1 and 2
- *     threads agree within rounding, not bit for bit.
+ *     portable blocked C GEMM. Two float32 exceptions, chosen by measurement (gemm_backend.c, gemm.c): products of
+ *     up to 16 rows (or columns) outside OpenBLAS's fast small-matrix path run libaxon's few-row kernel
+ *     (gemm_skinny.c: B read once as stored, AVX-512 or vectorized C chosen at run time), and single matrices of
+ *     more than 8 rows and columns and at least 200^3 multiply-adds go to oneDNN's float32 brgemm kernels (as
+ *     bfloat16 below). Sums may be ordered differently for another thread count, so results with 1 and 2 threads
+ *     agree within rounding, not bit for bit.
  *   - bfloat16 and float16 with oneDNN (AXON_HAVE_ONEDNN; Debian's libdnnl-dev): oneDNN's matmul primitive on the
  *     operands as they are (bf16 dot or AMX instructions), float32 accumulation, alpha, beta and bias applied in
  *     float32, rounded once on store. Each pool participant makes single-threaded calls on its own block of out, so
