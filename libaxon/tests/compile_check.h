@@ -25,6 +25,14 @@ static inline axon_status_t tc_run(const kc_dev_t *k, const axon_program_t *p, i
     return st;
 }
 
+/* n pseudo-random floats in [-1, 1] (multiples of 1/1000), the same for the same seed. */
+static inline void tc_fill(float *x, int64_t n, unsigned seed) {
+    for (int64_t i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        x[i] = (float)((seed >> 8) % 2001) / 1000.0f - 1.0f;
+    }
+}
+
 static inline void tc_free_outs(int nout, axon_tensor_t *outs) {
     for (int i = 0; i < nout; i++) free(outs[i].data);
 }

@@ -80,13 +80,6 @@ static int tc_close(const float *got, const double *want, int64_t n, const char 
     return 1;
 }
 
-static void tc_fill(float *x, int64_t n, unsigned seed) {
-    for (int64_t i = 0; i < n; i++) {
-        seed = seed * 1103515245u + 12345u;
-        x[i] = (float)((seed >> 8) % 2001) / 1000.0f - 1.0f;
-    }
-}
-
 static double tc_gelu(double x) { return 0.5 * x * (1.0 + erf(x / sqrt(2.0))); }
 static double tc_gelu_tanh(double x) {
     return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));

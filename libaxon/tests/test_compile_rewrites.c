@@ -7,15 +7,25 @@
 
 #include "compile_check.h"
 
-/* The entry function's text after all passes, or NULL. */
-static char *compiled_text(const char *text) {
-    axon_program_t *p = NULL;
+/* Compiles text (no tier 1; fusion passes as fuse says) into *p and returns the module's text after the passes;
+ * NULL (and *p NULL) if it does not compile. */
+static char *compile_print(const char *text, int fuse, axon_program_t **p) {
     axon_axir_diag_t d;
     axon_compile_options_t o = axon_compile_options_default();
     o.tier1 = 0;
-    if (axon_compile_text(text, strlen(text), &o, &p, &d) != AXON_OK) return NULL;
+    o.fuse = fuse;
+    *p = NULL;
+    CHECK_OK(axon_compile_text(text, strlen(text), &o, p, &d));
+    if (!*p) return NULL;
     char *out = NULL;
-    if (axon_axir_print(axon_program_module(p), &out, NULL) != AXON_OK) out = NULL;
+    CHECK_OK(axon_axir_print(axon_program_module(*p), &out, NULL));
+    return out;
+}
+
+/* The entry function's text after all passes, or NULL. */
+static char *compiled_text(const char *text) {
+    axon_program_t *p = NULL;
+    char *out = compile_print(text, 1, &p);
     axon_program_destroy(p);
     return out;
 }
@@ -83,15 +93,9 @@ static void test_pow_by_small_constants_expands(void) {
         "  %3 = pow(%x, %e) : f32[8]\n"
         "  return %0, %1, %2, %3\n"
         "}\n";
-    axon_compile_options_t o = axon_compile_options_default();
-    o.tier1 = 0;
-    o.fuse = 0;   /* look at the rewrite itself */
     axon_program_t *p = NULL;
-    axon_axir_diag_t d;
-    CHECK_OK(axon_compile_text(text, strlen(text), &o, &p, &d));
+    char *out = compile_print(text, 0, &p);   /* no fusion: look at the rewrite itself */
     if (!p) return;
-    char *out = NULL;
-    CHECK_OK(axon_axir_print(axon_program_module(p), &out, NULL));
     if (out) {
         CHECK(count(out, "pow(") == 1);              /* only x^2.5 keeps pow */
         CHECK(count(out, "mul(") == 3);              /* x*x*x (two) and x*x (one) */
@@ -139,14 +143,9 @@ static void test_contiguous_of_row_major_values_goes(void) {
         "  %5 = contiguous(%a) : f32[4, 6]\n"
         "  return %2, %4, %5\n"
         "}\n";
-    axon_compile_options_t o = axon_compile_options_default();
-    o.tier1 = 0;
     axon_program_t *p = NULL;
-    axon_axir_diag_t d;
-    CHECK_OK(axon_compile_text(text, strlen(text), &o, &p, &d));
+    char *out = compile_print(text, 1, &p);
     if (!p) return;
-    char *out = NULL;
-    CHECK_OK(axon_axir_print(axon_program_module(p), &out, NULL));
     if (out) {
         CHECK(count(out, "contiguous(") == 2);
         CHECK(strstr(out, "contiguous(%1)") == NULL);
@@ -187,15 +186,8 @@ static void test_contiguous_of_row_major_values_goes(void) {
  * the fused program's text. */
 static char *compare_fused_and_plain(const char *text, int nin, axon_tensor_t *ins, double tol) {
     axon_program_t *p[2] = {NULL, NULL};
-    axon_axir_diag_t d;
-    for (int fuse = 0; fuse < 2; fuse++) {
-        axon_compile_options_t o = axon_compile_options_default();
-        o.tier1 = 0;
-        o.fuse = fuse;
-        CHECK_OK(axon_compile_text(text, strlen(text), &o, &p[fuse], &d));
-        if (!p[fuse]) fprintf(stderr, "  %s\n", d.message);
-    }
-    char *out = NULL;
+    free(compile_print(text, 0, &p[0]));
+    char *out = compile_print(text, 1, &p[1]);
     kc_dev_t k = kc_open(2);
     CHECK(k.rt != NULL);
     if (p[0] && p[1] && k.rt) {
@@ -215,20 +207,11 @@ static char *compare_fused_and_plain(const char *text, int nin, axon_tensor_t *i
         if (!(worst <= tol)) fprintf(stderr, "  fused and plain differ by %g\n", worst);
         tc_free_outs(1, o0);
         tc_free_outs(1, o1);
-        CHECK_OK(axon_axir_print(axon_program_module(p[1]), &out, NULL));
     }
     if (k.rt) axon_runtime_destroy(k.rt);
     axon_program_destroy(p[0]);
     axon_program_destroy(p[1]);
     return out;
-}
-
-static void fill(float *x, int n, int seed) {
-    unsigned s = (unsigned)seed * 2654435761u + 1u;
-    for (int i = 0; i < n; i++) {
-        s = s * 1664525u + 1013904223u;
-        x[i] = (float)((s >> 8) % 2001) / 1000.0f - 1.0f;
-    }
 }
 
 static void test_written_out_attention_becomes_sdpa(void) {
@@ -257,7 +240,7 @@ static void test_written_out_attention_becomes_sdpa(void) {
         "  return %o4\n"
         "}\n";
     float q[120], k[144], v[144], mask[60];
-    fill(q, 120, 1), fill(k, 144, 2), fill(v, 144, 3), fill(mask, 60, 4);
+    tc_fill(q, 120, 1), tc_fill(k, 144, 2), tc_fill(v, 144, 3), tc_fill(mask, 60, 4);
     mask[7] = -INFINITY;   /* a masked-out key */
     int64_t sq[4] = {2, 3, 5, 4}, sk[4] = {2, 3, 6, 4}, sm[4] = {2, 1, 5, 6};
     axon_tensor_t ins[4] = {kc_tensor(q, AXON_FLOAT32, 4, sq, NULL), kc_tensor(k, AXON_FLOAT32, 4, sk, NULL),
@@ -282,7 +265,7 @@ static void test_attention_without_heads_and_without_scale_becomes_sdpa(void) {
         "  return %o\n"
         "}\n";
     float q[60], kt[84], v[42];
-    fill(q, 60, 5), fill(kt, 84, 6), fill(v, 42, 7);
+    tc_fill(q, 60, 5), tc_fill(kt, 84, 6), tc_fill(v, 42, 7);
     int64_t sq[3] = {3, 5, 4}, sk[3] = {3, 4, 7}, sv[3] = {3, 7, 2};
     axon_tensor_t ins[3] = {kc_tensor(q, AXON_FLOAT32, 3, sq, NULL), kc_tensor(kt, AXON_FLOAT32, 3, sk, NULL),
                             kc_tensor(v, AXON_FLOAT32, 3, sv, NULL)};
