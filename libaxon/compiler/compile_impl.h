@@ -67,6 +67,8 @@ typedef struct prog_val {
     int input;                   /* parameter index, or -1 */
     int buf;                     /* its own storage, or PROG_NO_BUF (views, inputs, unused optional results) */
     int contiguous;              /* known row-major at compile time (own storage) */
+    int swap12;                  /* own storage laid out with dims 1 and 2 swapped: attention's [B, H, L, E] result
+                                    stored as [B, L, H, E], so that the permute and reshape after it are views */
 } prog_val_t;
 
 typedef enum prog_step_kind {

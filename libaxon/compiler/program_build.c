@@ -107,6 +107,24 @@ static int result_needed(const axon_axir_node_t *n, int r) {
     return 1;
 }
 
+/* 1 if every use of v is a permute by [0, 2, 1, 3] (how a model merges attention heads back: transpose(1, 2), then
+ * reshape). A returned value has a use that is not a node, so it never qualifies. */
+static int only_read_heads_swapped(const axon_axir_func_t *f, const axon_axir_value_t *v) {
+    if (v->type.rank != 4 || v->num_uses == 0) return 0;
+    int seen = 0;
+    for (const axon_axir_node_t *n = f->first; n; n = n->next)
+        for (int k = 0; k < n->num_operands; k++) {
+            if (n->operands[k] != v) continue;
+            const axon_axir_attr_t *a = axon_axir_node_attr(n, "dims");
+            static const int64_t want[4] = {0, 2, 1, 3};
+            int ok = n->op == AXON_AXIR_OP_PERMUTE && a && a->count == 4;
+            for (int d = 0; ok && d < 4; d++) ok = !a->items[d].expr && (a->items[d].size + 4) % 4 == want[d];
+            if (!ok) return 0;
+            seen++;
+        }
+    return seen == v->num_uses;
+}
+
 static axon_status_t lower_node(build_t *b, const axon_axir_node_t *n, int i) {
     axon_program_t *p = b->p;
     prog_step_t *st = &p->steps[i];
@@ -144,6 +162,13 @@ static axon_status_t lower_node(build_t *b, const axon_axir_node_t *n, int i) {
             v->contiguous = 1;
             fail |= v->buf < 0;
         }
+    }
+    /* attention writes its output in the layout the head merge after it reads (the kernel takes any out strides) */
+    if ((n->op == AXON_AXIR_OP_SDPA || n->op == AXON_AXIR_OP_SDPA_LSE) &&
+        only_read_heads_swapped(b->p->func, n->results[0])) {
+        prog_val_t *v = &p->vals[n->results[0]->id];
+        v->swap12 = 1;
+        v->contiguous = 0;
     }
     switch (n->op) {
     case AXON_AXIR_OP_SOFTMAX: case AXON_AXIR_OP_LOG_SOFTMAX:

@@ -207,7 +207,12 @@ axon_status_t prog_run_node(prog_call_t *c, axon_stream_t s, const prog_step_t *
         if (e != AXON_OK) return e;
         const prog_buf_t *pb = &c->p->bufs[b];
         void *data = pb->output >= 0 ? c->outputs[pb->output].data : c->ws + c->offsets[b];
-        prog_contiguous(&c->desc[v->id], data, v->type.dtype, v->type.rank, sizes);
+        axon_tensor_t *t = &c->desc[v->id];
+        prog_contiguous(t, data, v->type.dtype, v->type.rank, sizes);
+        if (c->p->vals[v->id].swap12) {   /* [B, H, L, E] over [B, L, H, E] storage */
+            t->strides[2] = sizes[1] * sizes[3];
+            t->strides[1] = sizes[3];
+        }
     }
     switch (axon_axir_op_class(n->op)) {
     case AXON_AXIR_CLASS_ELEMENTWISE: return run_elementwise(c, s, n);

@@ -1,10 +1,12 @@
 /* Rewrites that make graphs fuse and vectorize: the schedule pass (chains that a front end interleaves with
  * constants, views and unrelated work still fuse; a graph with nothing to fuse keeps its order), and pow by a
  * constant exponent expanded the way PyTorch's CPU kernel computes it, `contiguous` of a value that is already
- * row-major dropped, and attention written out as bmm/softmax/bmm turned into sdpa. */
+ * row-major dropped, attention written out as bmm/softmax/bmm turned into sdpa, and attention's output laid out so
+ * that the head merge after it needs no copy. */
 #include <math.h>
 #include <string.h>
 
+#include "axon/trace.h"
 #include "compile_check.h"
 
 /* Compiles text (no tier 1; fusion passes as fuse says) into *p and returns the module's text after the passes;
@@ -293,6 +295,68 @@ static void test_attention_whose_scores_are_also_returned_stays(void) {
     free(out);
 }
 
+/* Runs text on q, k, v ([2, 3, 5, 4] each) and w ([12, 3]) with tracing on; returns output 0 (30 floats) in out and
+ * how many copy commands ran. */
+static int run_attention_merge(const char *text, float *out) {
+    float q[120], k[120], v[120], w[36];
+    tc_fill(q, 120, 11), tc_fill(k, 120, 12), tc_fill(v, 120, 13), tc_fill(w, 36, 14);
+    int64_t sz[4] = {2, 3, 5, 4}, sw[2] = {12, 3};
+    axon_tensor_t ins[4] = {kc_tensor(q, AXON_FLOAT32, 4, sz, NULL), kc_tensor(k, AXON_FLOAT32, 4, sz, NULL),
+                            kc_tensor(v, AXON_FLOAT32, 4, sz, NULL), kc_tensor(w, AXON_FLOAT32, 2, sw, NULL)};
+    axon_program_t *p = NULL;
+    free(compile_print(text, 1, &p));
+    int copies = -1;
+    kc_dev_t kd = kc_open(2);
+    if (p && kd.rt) {
+        const int nout = axon_axir_module_func(axon_program_module(p), 0)->num_results;
+        axon_tensor_t outs[2];
+        memset(outs, 0, sizeof outs);
+        CHECK_OK(axon_trace_enable(kd.rt, 1));
+        CHECK_OK(tc_run(&kd, p, 4, ins, nout, outs, NULL));
+        axon_trace_record_t rec[64];
+        size_t got = 0;
+        CHECK_OK(axon_trace_read(kd.rt, 0, 64, rec, &got));
+        copies = 0;
+        for (size_t i = 0; i < got; i++) copies += strcmp(rec[i].name, "tensor_copy") == 0;
+        if (outs[0].data) memcpy(out, outs[0].data, sizeof(float) * 30);
+        tc_free_outs(nout, outs);
+    }
+    if (kd.rt) axon_runtime_destroy(kd.rt);
+    axon_program_destroy(p);
+    return copies;
+}
+
+static void test_attention_output_is_laid_out_for_the_head_merge(void) {
+    /* sdpa -> transpose(1, 2) -> reshape [B*L, H*E] -> the output projection: the attention output is stored
+     * [B, L, H, E], so the merge is a view and nothing is copied */
+    static const char *const merged =
+        "axir 1\n"
+        "func @main(%q: f32[2, 3, 5, 4], %k: f32[2, 3, 5, 4], %v: f32[2, 3, 5, 4], %w: f32[12, 3]) -> (f32[10, 3]) {\n"
+        "  %a = sdpa(%q, %k, %v) {dropout_p = 0.0, is_causal = true} : f32[2, 3, 5, 4]\n"
+        "  %t = permute(%a) {dims = [0, 2, 1, 3]} : f32[2, 5, 3, 4]\n"
+        "  %m = reshape(%t) {shape = [10, 12]} : f32[10, 12]\n"
+        "  %o = mm(%m, %w) : f32[10, 3]\n"
+        "  return %o\n"
+        "}\n";
+    /* the same with the attention output returned too: it stays row-major, and the merge copies */
+    static const char *const also_returned =
+        "axir 1\n"
+        "func @main(%q: f32[2, 3, 5, 4], %k: f32[2, 3, 5, 4], %v: f32[2, 3, 5, 4], %w: f32[12, 3]) -> "
+        "(f32[10, 3], f32[2, 3, 5, 4]) {\n"
+        "  %a = sdpa(%q, %k, %v) {dropout_p = 0.0, is_causal = true} : f32[2, 3, 5, 4]\n"
+        "  %t = permute(%a) {dims = [0, 2, 1, 3]} : f32[2, 5, 3, 4]\n"
+        "  %m = reshape(%t) {shape = [10, 12]} : f32[10, 12]\n"
+        "  %o = mm(%m, %w) : f32[10, 3]\n"
+        "  return %o, %a\n"
+        "}\n";
+    float r1[30], r2[30];
+    memset(r1, 0, sizeof r1);
+    memset(r2, 0xff, sizeof r2);
+    CHECK(run_attention_merge(merged, r1) == 0);
+    CHECK(run_attention_merge(also_returned, r2) == 1);
+    CHECK(memcmp(r1, r2, sizeof r1) == 0);
+}
+
 int main(void) {
     RUN(test_interleaved_chain_fuses);
     RUN(test_unfusable_graph_keeps_order);
@@ -301,5 +365,6 @@ int main(void) {
     RUN(test_written_out_attention_becomes_sdpa);
     RUN(test_attention_without_heads_and_without_scale_becomes_sdpa);
     RUN(test_attention_whose_scores_are_also_returned_stays);
+    RUN(test_attention_output_is_laid_out_for_the_head_merge);
     return check_report();
 }
