@@ -53,14 +53,23 @@ def axon(*shape, dtype=torch.float32):
 
 def test_mlp_lowers_to_addmm_and_gelu():
     w, b, x = axon(16, 8), axon(16), axon(3, 8)
-    text, positions = lower_graph(trace(lambda w, b, x: torch.nn.functional.gelu(torch.addmm(b, x, w.t())), w, b, x))
+    text, positions, _ = lower_graph(trace(lambda w, b, x: torch.nn.functional.gelu(torch.addmm(b, x, w.t())), w, b, x))
     assert text.startswith("axir 1\n\nfunc @main(")
     assert "permute(" in text and "addmm(" in text and 'gelu(' in text and '{approximate = "none"}' in text
     assert positions == [0, 1, 2]
 
 
+def test_inputs_handed_on_unchanged_are_not_program_outputs():
+    # a partition returning one of its inputs as it is (an activation the backward needs) hands on that tensor:
+    # the program computes only the rest, and the call puts the input back in its place
+    w, x = axon(4, 4), axon(2, 4)
+    text, positions, sources = lower_graph(trace(lambda w, x: (torch.tanh(x @ w), w, x * 2), w, x))
+    assert "contiguous(" not in text and text.count("-> (") == 1 and "-> (f32[2, 4], f32[2, 4])" in text, text
+    assert sources == [0, -1, 1] and positions == [0, 1]
+
+
 def test_promotion_is_explicit_and_scalars_are_consts():
-    text, _ = lower_graph(trace(lambda x, i: (x * 2 + i) > 1.5, axon(4), axon(4, dtype=torch.int64)))
+    text, _, _ = lower_graph(trace(lambda x, i: (x * 2 + i) > 1.5, axon(4), axon(4, dtype=torch.int64)))
     assert "cast(" in text and ": f32[4]" in text
     assert "const() {value = 2.0} : f32[]" in text
     assert "gt(" in text and ": bool[4]" in text
@@ -68,7 +77,7 @@ def test_promotion_is_explicit_and_scalars_are_consts():
 
 def test_symbolic_batch_is_bound_by_the_input_and_used_in_reshape():
     gm = trace(lambda x: (x.reshape(-1, 6) * 2).sum(0), axon(3, 5, 6), dynamic=True)
-    text, _ = lower_graph(gm)
+    text, _, _ = lower_graph(gm)
     syms = text.split("f32[")[1].split("]")[0].split(", ")[:2]   # the input's first two dimensions: symbols
     assert all(s.startswith("s") for s in syms), text
     assert f"reshape(%x_1) {{shape = [{syms[0]}*{syms[1]}, 6]}}" in text, text
@@ -99,5 +108,5 @@ def test_op_families_lower_to_text_that_libaxon_verifies():
     gm = trace(f, axon(4, 6), torch.zeros(4, dtype=torch.int64, device="axon"))
     verdict = classify(gm)
     assert all(why is None or "aliases" in why for why in verdict.values()), verdict
-    text, _ = lower_graph(gm)
+    text, _, _ = lower_graph(gm)
     _C._axir_parse(text)   # raises with the located diagnostic on any mistake

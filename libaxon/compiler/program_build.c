@@ -163,10 +163,14 @@ static axon_status_t lower_node(build_t *b, const axon_axir_node_t *n, int i) {
             fail |= v->buf < 0;
         }
     }
-    /* attention writes its output in the layout the head merge after it reads (the kernel takes any out strides) */
-    if ((n->op == AXON_AXIR_OP_SDPA || n->op == AXON_AXIR_OP_SDPA_LSE) &&
-        only_read_heads_swapped(b->p->func, n->results[0])) {
-        prog_val_t *v = &p->vals[n->results[0]->id];
+    /* attention writes its output (the backward: dq, dk, dv) in the layout the head merge after it reads (the
+     * kernels take any out strides) */
+    const int attn_results = n->op == AXON_AXIR_OP_SDPA || n->op == AXON_AXIR_OP_SDPA_LSE ? 1
+                             : n->op == AXON_AXIR_OP_SDPA_BACKWARD                          ? 3
+                                                                                            : 0;
+    for (int r = 0; r < attn_results; r++) {
+        if (!only_read_heads_swapped(b->p->func, n->results[r])) continue;
+        prog_val_t *v = &p->vals[n->results[r]->id];
         v->swap12 = 1;
         v->contiguous = 0;
     }

@@ -47,11 +47,14 @@ class CompiledPartition(torch.nn.Module):
     """A partition compiled into a libaxon program: each call is one C call (prepare, allocate, run on the current
     stream). Non-tensor inputs (SymInt sizes) are not passed: the program binds its symbols from tensor shapes."""
 
-    def __init__(self, name: str, program, tensor_positions: list[int], single: bool, eager: fx.GraphModule):
+    def __init__(self, name: str, program, tensor_positions: list[int], sources: list[int], single: bool,
+                 eager: fx.GraphModule):
         super().__init__()
         self.name = name
         self.program = program
         self.tensor_positions = tensor_positions
+        self.sources = sources           # per output: program output k >= 0, or input -1 - k handed on unchanged
+        self.passthrough = any(s < 0 for s in sources)
         self.single = single
         self.eager = eager   # the partition's FX graph, for dumps and explain
 
@@ -60,6 +63,8 @@ class CompiledPartition(torch.nn.Module):
 
         counters.bump("program_calls")
         outs = _C._program_run(self.program, [args[i] for i in self.tensor_positions])
+        if self.passthrough:
+            outs = [outs[s] if s >= 0 else args[-1 - s] for s in self.sources]
         return outs[0] if self.single else tuple(outs)
 
 
@@ -148,7 +153,7 @@ def compile_graph(gm: fx.GraphModule, example_inputs, kind: str = "forward", rep
             counters.bump("partitions")
             dump.graph(f"{name}.fx.py", sub)
             try:
-                text, positions = lower_graph(sub)
+                text, positions, sources = lower_graph(sub)
                 dump.write(f"{name}.axir", text)
                 program = _compile_text(text)
             except Exception as e:  # noqa: BLE001  (Unsupported, the compiler's located diagnostic, or a lowering gap)
@@ -163,7 +168,7 @@ def compile_graph(gm: fx.GraphModule, example_inputs, kind: str = "forward", rep
                 from torch_axon import _C
 
                 dump.write(f"{name}.passes.axir", _C._program_text(program))
-            setattr(fused, name, CompiledPartition(name, program, positions, _single_output(sub), sub))
+            setattr(fused, name, CompiledPartition(name, program, positions, sources, _single_output(sub), sub))
             report.partitions.append(PartitionReport(name, _ops(sub), True))
         by_name = {n.name: why for n, why in verdict.items()}
         for n in fused.graph.nodes:

@@ -57,6 +57,7 @@ class Lowering:
         self._fresh = 0
         self.vtype: dict[str, str] = {}           # value -> its AXIR dtype
         self.ops: list[tuple[str, str]] = []      # (op, the dtype tier 0 is asked about), for tier0_refusal
+        self.passthrough: dict[int, fx.Node] = {}  # graph output index -> the placeholder it returns as it is
 
     # ---- names and statements ----
 
@@ -214,15 +215,19 @@ class Lowering:
         outs = output.args[0]
         outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
         rets, types = [], []
-        for o in outs:
+        for i, o in enumerate(outs):
             if not isinstance(o, fx.Node) or not _is_tensor(_val(o)) or not isinstance(self.values.get(o), str):
                 raise Unsupported(f"output {o} is not a tensor")
             v = self.values[o]
-            if v in self._param_names():
-                # A program's outputs are fresh buffers: an input passed through is copied.
-                v = self.emit1("contiguous", [v], {}, _val(o))
+            if v in self._param_names() and o.op == "placeholder":
+                # An input the partition hands on unchanged (an activation saved for the backward) is returned as
+                # the same tensor, as the FX graph would, not copied into a program output.
+                self.passthrough[i] = o
+                continue
             rets.append(v)
             types.append(type_text(_val(o)))
+        if not rets:
+            raise Unsupported("nothing to compute: every output is an input")
         if not self.params:
             raise Unsupported("no tensor inputs (the device comes from the inputs)")
         unbound = self.used - self.bound
@@ -240,12 +245,22 @@ def check_device(t: torch.Tensor, node: fx.Node) -> None:
         raise Unsupported(f"{node.name} is on {t.device}, not an axon device")
 
 
-def lower_graph(gm: fx.GraphModule) -> tuple[str, list[int]]:
-    """AXIR text for gm, and the positions of gm's placeholders that are program inputs (the tensors)."""
+def lower_graph(gm: fx.GraphModule) -> tuple[str, list[int], list[int]]:
+    """AXIR text for gm; the positions of gm's placeholders that are program inputs (the tensors); and per output
+    of gm, the program output it is (k >= 0) or the placeholder it returns unchanged (-1 - position)."""
     L = Lowering()
     text = L.lower(gm)
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    return text, [placeholders.index(n) for n in L.param_nodes]
+    out = next(n for n in gm.graph.nodes if n.op == "output")
+    n_out = len(out.args[0]) if isinstance(out.args[0], (tuple, list)) else 1
+    sources, k = [], 0
+    for i in range(n_out):
+        if i in L.passthrough:
+            sources.append(-1 - placeholders.index(L.passthrough[i]))
+        else:
+            sources.append(k)
+            k += 1
+    return text, [placeholders.index(n) for n in L.param_nodes], sources
 
 
 _OPERAND_DTYPE_OPS = {"eq", "ne", "lt", "le", "gt", "ge", "isnan", "logical_not"}
