@@ -274,11 +274,14 @@ static void gemm_lowp_strides(const gemm_mat_t *mt, int64_t *bs, int64_t *rs, in
  * against 1510 us; about even otherwise; 9 to 32 rows 0.6-0.8x OpenBLAS's time): single matrices with more than 8
  * rows and columns (with 8 or fewer gemm_skinny.c is faster still) and at least 200^3 multiply-adds (~100 us). A
  * new shape costs 70-150 us to create its primitive (then 0.1 us to find), so smaller products, whose shapes a
- * cache of 64 may not keep, would pay more than they gain. Batched float32 stays with OpenBLAS (not measured). */
+ * cache of 64 may not keep, would pay more than they gain. Products above 1024^3 stay with OpenBLAS: on 2 threads
+ * (benchmarks/ops.py, 2026-11-30) oneDNN took 55 ms at 2048^3 and 445 ms at 4096^3, OpenBLAS 52 and 404 (11-29) and
+ * 58 and 429 (11-30, CPU 54 and 446 then): no gain there, a loss in one run. Batched float32 stays with OpenBLAS
+ * (not measured). */
 static int gemm_lowp_takes(axon_dtype_t dt, int64_t bsz, int64_t m, int64_t n, int64_t k) {
     if (dt == AXON_BFLOAT16 || dt == AXON_FLOAT16) return 1;
-    return dt == AXON_FLOAT32 && bsz == 1 && m > 8 && n > 8 &&
-           (double)m * (double)n * (double)k >= 8e6;
+    const double madds = (double)m * (double)n * (double)k;
+    return dt == AXON_FLOAT32 && bsz == 1 && m > 8 && n > 8 && madds >= 8e6 && madds <= 1024.0 * 1024.0 * 1024.0;
 }
 
 /* Runs g through oneDNN and returns 1, with *st set; returns 0, having changed nothing, when oneDNN does not take
