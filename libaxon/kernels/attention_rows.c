@@ -48,16 +48,7 @@ AT_VINLINE float at_hsum(at_vf v) {
 AT_VINLINE at_vf at_vexp(at_vf x) {
     const at_vf lo = at_vsplat(-87.0f), hi = at_vsplat(89.0f);
     const at_vf xc = at_vselect(x < lo, lo, at_vselect(x > hi, hi, x)); /* a NaN passes through */
-    const at_vf n = (xc * 1.44269504088896341f + 0x1.8p23f) - 0x1.8p23f;
-    at_vf r = xc - n * 0.693359375f;
-    r = r - n * -2.12194440e-4f;
-    at_vf p = at_vsplat(1.9875691500e-4f);
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * (r * r) + r + 1.0f;
+    PW_EXPF_CORE(at_vf, xc, n, p)
     const at_vi k = __builtin_convertvector(n, at_vi), k1 = k >> 1, k2 = k - k1;
     const at_vf y = p * (at_vf)((at_vu)(k1 + 127) << 23) * (at_vf)((at_vu)(k2 + 127) << 23);
     return at_vselect(x != x, x, at_vselect(x < lo, at_vsplat(0), y));

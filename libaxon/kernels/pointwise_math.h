@@ -56,18 +56,12 @@ static inline double pw_trunc_f64(double x) {
  * round once and large n overflows to infinity. Checked against expl on all 2^32 inputs: at most 0.99 ulp, and the
  * same infinities, zeros and NaNs. */
 static inline float pw_pow2i_f32(int32_t k) { return axon_f32_from_bits((uint32_t)(k + 127) << 23); } /* |k| <= 126 */
+/* The reduction and the polynomial on a clamped xc, for T float or a GCC vector of floats (attention's vector exp):
+ * declares n (round(xc / ln2), as T) and p = exp(xc - n ln2). Horner's first step c0 * r + c1 is written out. */
+#define PW_EXPF_CORE(T, xc, n, p)                                                                                  const T n = ((xc) * 1.44269504088896341f + 0x1.8p23f) - 0x1.8p23f; /* round to nearest integer */             T p;                                                                                                          {                                                                                                                 T r_ = (xc) - n * 0.693359375f; /* ln2_hi = 355/512: exact product */                                         r_ = r_ - n * -2.12194440e-4f;  /* ln2_lo */                                                                  p = r_ * 1.9875691500e-4f + 1.3981999507e-3f;                                                                 p = p * r_ + 8.3334519073e-3f;                                                                                p = p * r_ + 4.1665795894e-2f;                                                                                p = p * r_ + 1.6666665459e-1f;                                                                                p = p * r_ + 5.0000001201e-1f;                                                                                p = p * (r_ * r_) + r_ + 1.0f;                                                                            }
 static inline float pw_expf(float x) {
     float xc = x < -104.0f ? -104.0f : x > 89.0f ? 89.0f : x; /* beyond: 0 and inf; a NaN passes through */
-    float n = (xc * 1.44269504088896341f + 0x1.8p23f) - 0x1.8p23f; /* round to nearest integer */
-    float r = xc - n * 0.693359375f;                                /* ln2_hi = 355/512: exact product */
-    r = r - n * -2.12194440e-4f;                                    /* ln2_lo */
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * (r * r) + r + 1.0f;
+    PW_EXPF_CORE(float, xc, n, p)
     int32_t k = (int32_t)n, k1 = k >> 1, k2 = k - k1; /* n in [-150, 128]: both halves in [-75, 64] */
     float y = p * pw_pow2i_f32(k1) * pw_pow2i_f32(k2);
     return x != x ? x : y;
