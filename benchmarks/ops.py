@@ -7,13 +7,21 @@ and whether axon ran it natively or through the host fallback.
     python benchmarks/ops.py [--quick] [--tiny] [--threads N] [--filter NAME]
 
 Tiny sizes measure per-op overhead (dispatch, launch, the round trip to the worker); large sizes measure throughput.
-Both backends get the same number of threads (torch.set_num_threads and AXON_THREADS)."""
+Both backends get the same number of threads (torch.set_num_threads and AXON_THREADS).
+
+Against this host's ceilings: the large memory-bound cases also show the bandwidth they reach (bytes of their inputs
+and outputs per second) as a share of the STREAM kernel that moves as many arrays (two: copy, three: add, a
+reduction's one: add), and the GEMMs their GFLOP/s as a share of the fp32 or bf16 peak, for the thread count in use.
+The ceilings come from benchmarks/peak_bench.c (bench_peak, found in the build directory; --peak-bench names it) or
+from --peaks "fp32=...,bf16=...,copy=...,add=..."; --no-peaks leaves these columns out."""
 
 from __future__ import annotations
 
 import argparse
+import glob
 import os
 import statistics
+import subprocess
 import sys
 import time
 import warnings
@@ -25,6 +33,12 @@ def parse() -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     p.add_argument("--filter", default="", help="only ops whose name contains this")
     p.add_argument("--tiny", action="store_true", help="only the 64-element cases (per-op host overhead)")
+    p.add_argument("--large", type=int, default=0,
+                   help="elements of the large elementwise cases (default 2^22; 2^26 puts them far above the LLC)")
+    p.add_argument("--peaks", default="", help="fp32=GFLOP/s,bf16=GFLOP/s,copy=GB/s,add=GB/s instead of bench_peak")
+    p.add_argument("--peak-bench", default="", help="path of bench_peak (default: build*/libaxon/bench_peak)")
+    p.add_argument("--stream-mib", type=int, default=1024, help="bench_peak's STREAM array size")
+    p.add_argument("--no-peaks", action="store_true", help="no GB/s, GFLOP/s and share-of-peak columns")
     return p.parse_args()
 
 
@@ -57,9 +71,33 @@ def timed(fn, sync, reps: int) -> float:
     return statistics.median(samples)
 
 
+def peaks() -> dict[str, float]:
+    """This host's ceilings for ARGS.threads threads: {"fp32", "bf16"} in GFLOP/s, {"copy", "add", ...} in GB/s."""
+    if ARGS.no_peaks:
+        return {}
+    if ARGS.peaks:
+        return {k.strip(): float(v) for k, v in (kv.split("=") for kv in ARGS.peaks.split(","))}
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    found = [ARGS.peak_bench] if ARGS.peak_bench else sorted(
+        glob.glob(os.path.join(root, "build*", "libaxon", "bench_peak")))
+    if not found or not os.access(found[0], os.X_OK):
+        print("(no bench_peak: build it with `make build-c` or pass --peaks; share-of-peak columns left out)")
+        return {}
+    out = subprocess.run([found[0], str(ARGS.stream_mib)], check=True, capture_output=True, text=True).stdout
+    print(f"{found[0]} {ARGS.stream_mib}:\n" + "\n".join("  " + line for line in out.splitlines()))
+    table = {k: float(v) for k, v in (kv.split("=") for kv in out.splitlines()[-1].split()[1:])}
+    have = sorted({int(k.rsplit("_", 1)[1]) for k in table})
+    t = max(n for n in have if n <= ARGS.threads) if min(have) <= ARGS.threads else have[0]
+    return {k.rsplit("_", 1)[0]: v for k, v in table.items() if k.endswith(f"_{t}")}
+
+
+# What a case does per call, for the share-of-peak columns: ("flop", count, peak key) or ("byte", count, STREAM key).
+WORK: dict[tuple[str, str], tuple[str, float, str]] = {}
+
+
 def cases():
     """(name, size label, builder) where builder(device) returns a no-argument callable running the op once."""
-    small, large = 64, (1 << 22) if not ARGS.quick else (1 << 20)
+    small, large = 64, ARGS.large or ((1 << 22) if not ARGS.quick else (1 << 20))
 
     def vec(n, dtype=torch.float32):
         return lambda d: torch.randn(n, dtype=dtype, device=d)
@@ -77,6 +115,16 @@ def cases():
         return build
 
     out = []
+    # Bytes each large case reads and writes (one pass over every input and output) and the STREAM kernel that moves
+    # as many arrays.
+    WORK.update({
+        ("add", f"{large}"): ("byte", 12.0 * large, "add"),
+        ("mul", f"{large}"): ("byte", 12.0 * large, "add"),
+        ("gelu", f"{large}"): ("byte", 8.0 * large, "copy"),
+        ("add bf16", f"{large}"): ("byte", 6.0 * large, "add"),
+        ("sum", f"{large}"): ("byte", 4.0 * large, "add"),
+        ("cast f32->bf16", f"{large}"): ("byte", 6.0 * large, "copy"),
+    })
     for n, label in ((small, "64"), (large, f"{large}")):
         out += [
             ("add", label, binary(torch.add, n)),
@@ -90,6 +138,7 @@ def cases():
     for name, fn in (("softmax", lambda t: torch.softmax(t, -1)),
                      ("layer_norm", lambda t: torch.nn.functional.layer_norm(t, (t.shape[-1],)))):
         out.append((name, f"{rows}x1024", lambda d, fn=fn: (lambda x: (lambda: fn(x)))(torch.randn(rows, 1024, device=d))))
+    WORK[("cat", f"4x{rows}x256")] = ("byte", 2.0 * 4 * rows * 256 * 4, "copy")
     out.append(("cat", f"4x{rows}x256",
                 lambda d: (lambda xs: (lambda: torch.cat(xs, 1)))([torch.randn(rows, 256, device=d) for _ in range(4)])))
     out.append(("index_select", f"{rows}x1024[512]",
@@ -104,14 +153,17 @@ def cases():
     sizes = (64, 256, 1024) if ARGS.quick else (64, 256, 1024, 2048, 4096)
     for dtype, tag in ((torch.float32, "fp32"), (torch.bfloat16, "bf16")):
         for n in sizes:
+            WORK[(f"mm {tag}", f"{n}")] = ("flop", 2.0 * n ** 3, tag)
             out.append((f"mm {tag}", f"{n}", lambda d, n=n, dtype=dtype: (lambda a: (lambda: a @ a))(
                 torch.randn(n, n, device=d).to(dtype))))
+        WORK[(f"bmm {tag}", "32x128x64x128")] = ("flop", 2.0 * 32 * 128 * 64 * 128, tag)
         out.append((f"bmm {tag}", "32x128x64x128", lambda d, dtype=dtype: (lambda a, b: (lambda: a @ b))(
             torch.randn(32, 128, 64, device=d).to(dtype), torch.randn(32, 64, 128, device=d).to(dtype))))
     # Linear layers as transformers run them (weight stored (n, k)): decode steps of 4 tokens (a few-row product) and
     # a batch of 4 x 128 tokens.
     for m, k, n in ((4, 256, 688), (4, 688, 256), (4, 256, 8192), (512, 256, 256), (512, 256, 768),
                     (512, 1024, 256)):
+        WORK[("linear fp32", f"{m}x{k}x{n}")] = ("flop", 2.0 * m * k * n, "fp32")
         out.append(("linear fp32", f"{m}x{k}x{n}", lambda d, m=m, k=k, n=n: (lambda x, w, b: (
             lambda: torch.nn.functional.linear(x, w, b)))(torch.randn(m, k, device=d), torch.randn(n, k, device=d),
                                                           torch.randn(n, device=d))))
@@ -120,9 +172,14 @@ def cases():
 
 def main() -> int:
     reps = 5 if ARGS.quick else 9
+    ceil = peaks()
+    if ceil:
+        print("peaks used: " + ", ".join(f"{k} {v:g}" for k, v in sorted(ceil.items())) +
+              " (GFLOP/s for fp32/bf16, GB/s for STREAM kernels)")
     print(f"torch {torch.__version__}, torch-axon {torch_axon.__version__}, {ARGS.threads} thread(s) each; "
           f"times in microseconds per call (median of {reps}); ratio = axon / cpu (lower is better)")
-    print(f"{'op':<16}{'size':>18}{'cpu us':>12}{'axon us':>12}{'ratio':>8}  path")
+    rate_head = f"{'cpu rate':>10}{'axon rate':>10}{'unit':>8}{'axon/peak':>16}" if ceil else ""
+    print(f"{'op':<16}{'size':>18}{'cpu us':>12}{'axon us':>12}{'ratio':>8}{rate_head}  path")
     ratios = []
     for name, label, build in cases():
         cpu_fn = build("cpu")
@@ -135,7 +192,18 @@ def main() -> int:
         t_cpu = timed(cpu_fn, lambda: None, reps)
         t_axon = timed(axon_fn, torch.axon.synchronize, reps)
         ratios.append(t_axon / t_cpu)
-        print(f"{name:<16}{label:>18}{t_cpu:>12.1f}{t_axon:>12.1f}{t_axon / t_cpu:>8.2f}  {path}")
+        rates = ""
+        if ceil:
+            kind, amount, key = WORK.get((name, label), ("", 0.0, ""))
+            if kind and key in ceil:
+                # GB/s and GFLOP/s are both 1e3 per (unit per microsecond).
+                r_cpu, r_axon = amount / t_cpu * 1e-3, amount / t_axon * 1e-3
+                unit = "GB/s" if kind == "byte" else "GFLOP/s"
+                share = f"{100 * r_axon / ceil[key]:.0f}% {key}"
+                rates = f"{r_cpu:>10.1f}{r_axon:>10.1f}{unit:>8}{share:>16}"
+            else:
+                rates = f"{'':>10}{'':>10}{'':>8}{'':>16}"
+        print(f"{name:<16}{label:>18}{t_cpu:>12.1f}{t_axon:>12.1f}{t_axon / t_cpu:>8.2f}{rates}  {path}")
     geo = statistics.geometric_mean(ratios) if ratios else float("nan")
     print(f"geometric mean of axon/cpu over {len(ratios)} cases: {geo:.2f}")
     return 0
