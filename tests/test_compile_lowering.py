@@ -65,7 +65,24 @@ def test_inputs_handed_on_unchanged_are_not_program_outputs():
     w, x = axon(4, 4), axon(2, 4)
     text, positions, sources = lower_graph(trace(lambda w, x: (torch.tanh(x @ w), w, x * 2), w, x))
     assert "contiguous(" not in text and text.count("-> (") == 1 and "-> (f32[2, 4], f32[2, 4])" in text, text
-    assert sources == [0, -1, 1] and positions == [0, 1]
+    assert sources[0] == 0 and sources[2] == 1 and positions == [0, 1]
+    assert sources[1].source.name.startswith("w") and len(sources[1].chain) == 1
+
+
+def test_views_of_inputs_are_not_program_outputs():
+    # a transposed weight and a flattened input that the backward saves are views of inputs: the call makes them
+    # eagerly, aliasing the inputs, where a program output would copy them
+    w, x = torch.randn(4, 4, device="axon"), torch.randn(2, 3, 4, device="axon")
+    gm = trace(lambda w, x: (torch.tanh(x @ w), w.t(), x.view(6, 4)), w, x)
+    text, positions, sources = lower_graph(gm)
+    assert "-> (f32[2, 3, 4])" in text, text
+    assert sources[0] == 0 and [type(s).__name__ for s in sources[1:]] == ["InputView", "InputView"]
+    wt, xv = sources[1]((w, x)), sources[2]((w, x))
+    assert wt.data_ptr() == w.data_ptr() and torch.equal(wt.cpu(), w.cpu().t())
+    assert xv.data_ptr() == x.data_ptr() and xv.shape == (6, 4)
+    # a view of a computed value is still a program output
+    text, _, sources = lower_graph(trace(lambda x: (x * 2).t(), torch.randn(3, 4, device="axon")))
+    assert sources == [0] and "-> (f32[4, 3])" in text, text
 
 
 def test_promotion_is_explicit_and_scalars_are_consts():
@@ -110,3 +127,14 @@ def test_op_families_lower_to_text_that_libaxon_verifies():
     assert all(why is None or "aliases" in why for why in verdict.values()), verdict
     text, _, _ = lower_graph(gm)
     _C._axir_parse(text)   # raises with the located diagnostic on any mistake
+
+
+def test_a_value_returned_twice_is_one_program_output():
+    # aot_autograd returns log_softmax's result and its alias saved for the backward: one buffer, not a copy
+    x = torch.randn(3, 4, device="axon")
+    def fn(x):
+        y = torch.log_softmax(x * 2, 1)
+        return y, torch.ops.aten.alias(y)
+
+    text, _, sources = lower_graph(trace(fn, x))
+    assert sources == [0, 0] and "-> (f32[3, 4])" in text, text

@@ -47,14 +47,14 @@ class CompiledPartition(torch.nn.Module):
     """A partition compiled into a libaxon program: each call is one C call (prepare, allocate, run on the current
     stream). Non-tensor inputs (SymInt sizes) are not passed: the program binds its symbols from tensor shapes."""
 
-    def __init__(self, name: str, program, tensor_positions: list[int], sources: list[int], single: bool,
+    def __init__(self, name: str, program, tensor_positions: list[int], sources: list, single: bool,
                  eager: fx.GraphModule):
         super().__init__()
         self.name = name
         self.program = program
         self.tensor_positions = tensor_positions
-        self.sources = sources           # per output: program output k >= 0, or input -1 - k handed on unchanged
-        self.passthrough = any(s < 0 for s in sources)
+        self.sources = sources           # per output: program output k, or the lower.InputView that makes it
+        self.remap = sources != list(range(len(sources)))
         self.single = single
         self.eager = eager   # the partition's FX graph, for dumps and explain
 
@@ -63,8 +63,8 @@ class CompiledPartition(torch.nn.Module):
 
         counters.bump("program_calls")
         outs = _C._program_run(self.program, [args[i] for i in self.tensor_positions])
-        if self.passthrough:
-            outs = [outs[s] if s >= 0 else args[-1 - s] for s in self.sources]
+        if self.remap:
+            outs = [outs[s] if isinstance(s, int) else s(args) for s in self.sources]
         return outs[0] if self.single else tuple(outs)
 
 

@@ -57,7 +57,7 @@ class Lowering:
         self._fresh = 0
         self.vtype: dict[str, str] = {}           # value -> its AXIR dtype
         self.ops: list[tuple[str, str]] = []      # (op, the dtype tier 0 is asked about), for tier0_refusal
-        self.passthrough: dict[int, fx.Node] = {}  # graph output index -> the placeholder it returns as it is
+        self.input_views: dict[int, InputView] = {}  # graph output index -> its eager view of an input
 
     # ---- names and statements ----
 
@@ -215,14 +215,22 @@ class Lowering:
         outs = output.args[0]
         outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
         rets, types = [], []
+        self.same_as: dict[int, int] = {}   # graph output index -> the program output that is the same value
         for i, o in enumerate(outs):
             if not isinstance(o, fx.Node) or not _is_tensor(_val(o)) or not isinstance(self.values.get(o), str):
                 raise Unsupported(f"output {o} is not a tensor")
+            view = InputView.of(o, self.param_nodes)
+            if view is not None:
+                # An input the partition hands on unchanged or through views only (an activation saved for the
+                # backward, a transposed weight, a flattened gradient) is returned as that view of the input, as
+                # the FX graph would, not copied into a program output.
+                self.input_views[i] = view
+                continue
             v = self.values[o]
-            if v in self._param_names() and o.op == "placeholder":
-                # An input the partition hands on unchanged (an activation saved for the backward) is returned as
-                # the same tensor, as the FX graph would, not copied into a program output.
-                self.passthrough[i] = o
+            if v in rets:
+                # The same value twice (an output and its alias saved for the backward): one program output, one
+                # buffer, where two outputs would copy it.
+                self.same_as[i] = rets.index(v)
                 continue
             rets.append(v)
             types.append(type_text(_val(o)))
@@ -245,9 +253,46 @@ def check_device(t: torch.Tensor, node: fx.Node) -> None:
         raise Unsupported(f"{node.name} is on {t.device}, not an axon device")
 
 
-def lower_graph(gm: fx.GraphModule) -> tuple[str, list[int], list[int]]:
+class InputView:
+    """A graph output that view ops alone make from one of the graph's inputs (the input itself when there are
+    none): it is computed eagerly from the call's arguments, which costs no copy, instead of being a program output.
+    Views run as on real tensors (view as reshape: the real input's strides may differ from the traced ones)."""
+
+    _EAGER = {aten.view.default: aten.reshape.default, aten._unsafe_view.default: aten.reshape.default}
+
+    def __init__(self, chain: list[fx.Node], placeholders: list[fx.Node]):
+        self.chain = chain                  # the view nodes, input first
+        self.placeholders = placeholders    # all of the graph's placeholders, in order (the call's arguments)
+
+    @staticmethod
+    def of(o: fx.Node, params: list[fx.Node]) -> "InputView | None":
+        chain = []
+        n = o
+        while n.op == "call_function" and n.target in VIEW_OPS and isinstance(n.args[0], fx.Node):
+            if any(a.op != "placeholder" for a in n.all_input_nodes if a is not n.args[0]):
+                return None   # a size computed inside the graph
+            chain.append(n)
+            n = n.args[0]
+        if n.op != "placeholder" or n not in params:
+            return None
+        graph_placeholders = [p for p in n.graph.nodes if p.op == "placeholder"]
+        return InputView([n] + chain[::-1], graph_placeholders)
+
+    @property
+    def source(self) -> fx.Node:
+        return self.chain[0]
+
+    def __call__(self, args) -> torch.Tensor:
+        env = dict(zip(self.placeholders, args))
+        for n in self.chain[1:]:
+            fn = self._EAGER.get(n.target, n.target)
+            env[n] = fn(*fx.node.map_arg(n.args, env.__getitem__), **fx.node.map_arg(n.kwargs, env.__getitem__))
+        return env[self.chain[-1]]
+
+
+def lower_graph(gm: fx.GraphModule) -> tuple[str, list[int], list]:
     """AXIR text for gm; the positions of gm's placeholders that are program inputs (the tensors); and per output
-    of gm, the program output it is (k >= 0) or the placeholder it returns unchanged (-1 - position)."""
+    of gm, the program output it is (an int k >= 0) or the InputView that makes it from the call's arguments."""
     L = Lowering()
     text = L.lower(gm)
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
@@ -255,8 +300,10 @@ def lower_graph(gm: fx.GraphModule) -> tuple[str, list[int], list[int]]:
     n_out = len(out.args[0]) if isinstance(out.args[0], (tuple, list)) else 1
     sources, k = [], 0
     for i in range(n_out):
-        if i in L.passthrough:
-            sources.append(-1 - placeholders.index(L.passthrough[i]))
+        if i in L.input_views:
+            sources.append(L.input_views[i])
+        elif i in L.same_as:
+            sources.append(L.same_as[i])
         else:
             sources.append(k)
             k += 1
