@@ -1,7 +1,9 @@
 /* Constant folding: an elementwise node whose operands are all 0-d constants becomes a 0-d constant. The value is
  * computed by libaxon's own pointwise loop for the node's compute dtype (kernels/pointwise_*.c), so it is the bit
  * the kernel would have produced at run time. Folded for float32, float64, int32, int64 and bool compute; float16 and
- * bfloat16 are left to run time. Constants left without uses are erased. */
+ * bfloat16 are left to run time. Constants left without uses are erased, and a 0-d constant equal to an earlier one
+ * (same dtype, same bits) is replaced by it: a front end emits one per Python scalar, an optimizer step hundreds of
+ * the same few, and each is a fill when the program runs. */
 #include <string.h>
 
 #include "../kernels/pointwise_impl.h"
@@ -90,6 +92,33 @@ static int fold_node(axon_axir_module_t *m, axon_axir_func_t *f, axon_axir_node_
     return 1;
 }
 
+static int same_const(const axon_axir_node_t *a, const axon_axir_node_t *b) {
+    if (a->results[0]->type.dtype != b->results[0]->type.dtype) return 0;
+    const axon_axir_attr_t *x = axon_axir_node_attr(a, "value"), *y = axon_axir_node_attr(b, "value");
+    if (!x || !y || x->kind != y->kind) return 0;
+    if (x->kind == AXON_AXIR_ATTR_FLOAT) return memcmp(&x->f, &y->f, sizeof x->f) == 0;
+    return (x->kind == AXON_AXIR_ATTR_INT || x->kind == AXON_AXIR_ATTR_BOOL) && x->i == y->i;
+}
+
+#define FOLD_MAX_DISTINCT 256   /* distinct 0-d constants compared against (a linear search) */
+
+static void merge_equal_constants(axon_axir_func_t *f) {
+    axon_axir_node_t *seen[FOLD_MAX_DISTINCT];
+    int nseen = 0;
+    for (axon_axir_node_t *n = f->first, *next; n; n = next) {
+        next = n->next;
+        if (n->op != AXON_AXIR_OP_CONST || n->num_results != 1 || n->results[0]->type.rank != 0) continue;
+        int i = 0;
+        while (i < nseen && !same_const(seen[i], n)) i++;
+        if (i < nseen) {
+            axon_axir_replace_uses(f, n->results[0], seen[i]->results[0]);
+            compile_erase_if_dead(f, n);
+        } else if (nseen < FOLD_MAX_DISTINCT) {
+            seen[nseen++] = n;
+        }
+    }
+}
+
 axon_status_t pass_fold(axon_axir_module_t *m, axon_axir_func_t *f, axon_axir_diag_t *diag) {
     (void)diag;
     axon_axir_func_recompute_uses(f);
@@ -97,6 +126,7 @@ axon_status_t pass_fold(axon_axir_module_t *m, axon_axir_func_t *f, axon_axir_di
         next = n->next;
         fold_node(m, f, n);
     }
+    merge_equal_constants(f);
     axon_axir_func_recompute_uses(f);
     return AXON_OK;
 }

@@ -162,6 +162,39 @@ static axon_status_t emit(axon_axir_module_t *m, axon_axir_func_t *f, group_t *g
     return AXON_OK;
 }
 
+/* How many results of g's first k members a kernel of those k would return. */
+static int prefix_outputs(const group_t *g, int k) {
+    group_t p = *g;
+    p.num_nodes = k;
+    int nout = 0;
+    for (int i = 0; i < k; i++) nout += used_outside(&p, g->nodes[i]->results[0]);
+    return nout;
+}
+
+/* Emits g's members as kernels: the whole run if its results fit a kernel, else the longest leading part whose
+ * results do (a run of several small parameters' updates returns more than FUSED_MAX_OUTPUTS values), then the
+ * rest the same way. */
+static axon_status_t flush(axon_axir_module_t *m, axon_axir_func_t *f, group_t *g, int *counter,
+                           axon_axir_diag_t *diag) {
+    while (g->num_nodes > 1) {
+        int k = g->num_nodes;
+        while (k > 1 && prefix_outputs(g, k) > FUSED_MAX_OUTPUTS) k--;
+        axon_axir_node_t *rest[FUSED_MAX_REGS];
+        int nrest = g->num_nodes - (k > 1 ? k : 1);
+        memcpy(rest, g->nodes + g->num_nodes - nrest, (size_t)nrest * sizeof *rest);
+        if (k > 1) {
+            group_t head;
+            memset(&head, 0, sizeof head);
+            for (int i = 0; i < k; i++) try_add(m, &head, g->nodes[i]);
+            axon_status_t st = emit(m, f, &head, counter, diag);
+            if (st != AXON_OK) return st;
+        }
+        memset(g, 0, sizeof *g);
+        for (int i = 0; i < nrest; i++) try_add(m, g, rest[i]);
+    }
+    return AXON_OK;
+}
+
 axon_status_t pass_fuse(axon_axir_module_t *m, axon_axir_func_t *f, axon_axir_diag_t *diag) {
     int counter = 0;
     group_t g;
@@ -170,10 +203,8 @@ axon_status_t pass_fuse(axon_axir_module_t *m, axon_axir_func_t *f, axon_axir_di
     for (axon_axir_node_t *n = f->first, *next; ; n = next) {
         next = n ? n->next : NULL;
         if (n && try_add(m, &g, n)) continue;
-        if (g.num_nodes > 1) {
-            axon_status_t st = emit(m, f, &g, &counter, diag);
-            if (st != AXON_OK) return st;
-        }
+        axon_status_t st = flush(m, f, &g, &counter, diag);
+        if (st != AXON_OK) return st;
         memset(&g, 0, sizeof g);
         if (!n) break;
         if (try_add(m, &g, n)) continue;

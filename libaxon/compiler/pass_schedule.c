@@ -1,9 +1,15 @@
-/* Scheduling for fusion: reorders the body (a topological order, so meaning is unchanged) so that an elementwise
- * node's elementwise consumer comes right after it. Fusion (pass_fuse.c) takes runs that are contiguous in program
- * order, and a front end interleaves what it emits: constants for Python scalars, weight transposes, the other
- * branch of a residual. Here constants and views go as early as they can, and after each fusable node the earliest ready fusable consumer of
- * its results follows; otherwise the earliest ready node in the original order does, so an unfusable graph keeps its
- * order. O((nodes + uses) log nodes). */
+/* Scheduling for fusion: reorders the body (a topological order, so meaning is unchanged) so that elementwise nodes
+ * that can fuse are contiguous. Fusion (pass_fuse.c) takes runs that are contiguous in program order, and a front end
+ * interleaves what it emits: constants for Python scalars, weight transposes, the other branch of a residual, and
+ * an optimizer step traced list op by list op (every parameter's decay, then every first moment, ...).
+ * Two list schedules, each O((nodes + uses) log nodes):
+ * - forward: constants and views go as early as they can, and after each fusable node the earliest ready fusable
+ *   consumer of its results follows (chains: x -> gelu's ops -> residual add);
+ * - then backward from the end: after each fusable node, the producers of the same shape that it made ready follow,
+ *   the most recently readied first (trees that converge: a parameter's update reads its decay, both moments and
+ *   the bias corrections, each computed by its own chain).
+ * Otherwise the earliest (forward) or latest (backward) ready node in the current order goes next, so a graph with
+ * nothing to fuse keeps its order. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,7 +21,7 @@ typedef struct sched {
     int *pending;                /* per node: operands whose producer is not scheduled yet */
     int *user_start, *users;     /* CSR: users[user_start[i] .. user_start[i + 1]) consume node i */
     int *heap, heap_len;         /* ready nodes, by priority */
-    int *prio;
+    long long *prio;
     char *done;
 } sched_t;
 
@@ -56,8 +62,7 @@ static void release_users(sched_t *s, int i) {
         if (--s->pending[s->users[u]] == 0) heap_push(s, s->users[u]);
 }
 
-axon_status_t pass_schedule(axon_axir_module_t *m, axon_axir_func_t *f, axon_axir_diag_t *diag) {
-    (void)m;
+static axon_status_t schedule_forward(axon_axir_func_t *f, axon_axir_diag_t *diag) {
     sched_t s;
     memset(&s, 0, sizeof s);
     for (axon_axir_node_t *n = f->first; n; n = n->next) s.n++;
@@ -145,4 +150,93 @@ out:
     free(s.prio);
     free(s.done);
     return st;
+}
+
+/* The shape a fusable node's group iterates: its result's, or for a reduction that ends a group, its operand's. */
+static const axon_axir_type_t *group_type(const axon_axir_node_t *n) {
+    return fused_can_run(n) ? &n->results[0]->type : &n->operands[0]->type;
+}
+
+static int same_shape(axon_axir_module_t *m, const axon_axir_node_t *a, const axon_axir_node_t *b) {
+    const axon_axir_type_t *x = group_type(a), *y = group_type(b);
+    if (x->rank != y->rank) return 0;
+    for (int d = 0; d < x->rank; d++)
+        if (!axon_axir_dim_equal(m, x->dims[d], y->dims[d])) return 0;
+    return 1;
+}
+
+static axon_status_t schedule_backward(axon_axir_module_t *m, axon_axir_func_t *f, axon_axir_diag_t *diag) {
+    sched_t s;
+    memset(&s, 0, sizeof s);
+    for (axon_axir_node_t *n = f->first; n; n = n->next) s.n++;
+    if (s.n < 3) return AXON_OK;
+    int *pos = malloc((size_t)f->next_node_id * sizeof *pos);
+    int *stack = malloc((size_t)s.n * sizeof *stack), sp = 0;
+    axon_axir_node_t **order = malloc((size_t)s.n * sizeof *order);
+    s.nodes = malloc((size_t)s.n * sizeof *s.nodes);
+    s.pending = calloc((size_t)s.n, sizeof *s.pending);
+    s.heap = malloc((size_t)s.n * sizeof *s.heap);
+    s.prio = malloc((size_t)s.n * sizeof *s.prio);
+    s.done = calloc((size_t)s.n, 1);
+    axon_status_t st = AXON_OK;
+    if (!pos || !stack || !order || !s.nodes || !s.pending || !s.heap || !s.prio || !s.done) {
+        st = compile_diag(diag, NULL, AXON_ERROR_OUT_OF_MEMORY, "schedule: out of memory");
+        goto out;
+    }
+    int i = 0;
+    for (axon_axir_node_t *n = f->first; n; n = n->next, i++) {
+        s.nodes[i] = n;
+        pos[n->id] = i;
+        /* the latest first; constants last of all, so that they stay at the top of the body */
+        s.prio[i] = axon_axir_op_class(n->op) == AXON_AXIR_CLASS_CONSTANT ? (long long)s.n - i : -(long long)i;
+    }
+    /* pending: the operand slots that read a node's results (the return's do not hold a node back) */
+    for (i = 0; i < s.n; i++)
+        for (int k = 0; k < s.nodes[i]->num_operands; k++)
+            if (s.nodes[i]->operands[k]->def) s.pending[pos[s.nodes[i]->operands[k]->def->id]]++;
+    for (i = 0; i < s.n; i++)
+        if (s.pending[i] == 0) heap_push(&s, i);
+    for (int placed = 0; placed < s.n; placed++) {
+        int next = -1;
+        while (sp > 0 && next < 0) {
+            int c = stack[--sp];
+            if (!s.done[c]) next = c;
+        }
+        if (next < 0) {
+            do next = heap_pop(&s);
+            while (s.done[next]);
+        }
+        s.done[next] = 1;
+        axon_axir_node_t *n = s.nodes[next];
+        order[s.n - 1 - placed] = n;
+        const int fus = fusable(n);
+        for (int k = 0; k < n->num_operands; k++) {
+            if (!n->operands[k]->def) continue;
+            int p = pos[n->operands[k]->def->id];
+            if (--s.pending[p] != 0) continue;
+            if (fus && fusable(s.nodes[p]) && same_shape(m, s.nodes[p], n)) stack[sp++] = p;
+            else heap_push(&s, p);
+        }
+    }
+    for (i = 0; i < s.n; i++) {
+        order[i]->prev = i > 0 ? order[i - 1] : NULL;
+        order[i]->next = i + 1 < s.n ? order[i + 1] : NULL;
+    }
+    f->first = order[0];
+    f->last = order[s.n - 1];
+out:
+    free(pos);
+    free(stack);
+    free(order);
+    free(s.nodes);
+    free(s.pending);
+    free(s.heap);
+    free(s.prio);
+    free(s.done);
+    return st;
+}
+
+axon_status_t pass_schedule(axon_axir_module_t *m, axon_axir_func_t *f, axon_axir_diag_t *diag) {
+    axon_status_t st = schedule_forward(f, diag);
+    return st == AXON_OK ? schedule_backward(m, f, diag) : st;
 }

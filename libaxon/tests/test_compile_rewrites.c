@@ -184,36 +184,42 @@ static void test_contiguous_of_row_major_values_goes(void) {
     axon_program_destroy(p);
 }
 
-/* Compiles text with and without the fusion passes, runs both on the same inputs and compares output 0; returns
- * the fused program's text. */
-static char *compare_fused_and_plain(const char *text, int nin, axon_tensor_t *ins, double tol) {
+/* Compiles text with and without the fusion passes, runs both on the same inputs and compares the nout (at most 8)
+ * float32 outputs; returns the fused program's text. */
+static char *compare_fused_and_plain_n(const char *text, int nin, axon_tensor_t *ins, int nout, double tol) {
     axon_program_t *p[2] = {NULL, NULL};
     free(compile_print(text, 0, &p[0]));
     char *out = compile_print(text, 1, &p[1]);
     kc_dev_t k = kc_open(2);
     CHECK(k.rt != NULL);
     if (p[0] && p[1] && k.rt) {
-        axon_tensor_t o0[1], o1[1];
+        axon_tensor_t o0[8], o1[8];
         memset(o0, 0, sizeof o0);
         memset(o1, 0, sizeof o1);
-        CHECK_OK(tc_run(&k, p[0], nin, ins, 1, o0, NULL));
-        CHECK_OK(tc_run(&k, p[1], nin, ins, 1, o1, NULL));
-        int64_t n = axon_tensor_numel(&o0[0]);
+        CHECK_OK(tc_run(&k, p[0], nin, ins, nout, o0, NULL));
+        CHECK_OK(tc_run(&k, p[1], nin, ins, nout, o1, NULL));
         double worst = 0;
-        for (int64_t i = 0; o0[0].data && o1[0].data && i < n; i++) {
-            double a = ((const float *)o0[0].data)[i], b = ((const float *)o1[0].data)[i];
-            double e = fabs(a - b) / (1.0 + fabs(a));
-            worst = e > worst || e != e ? e : worst;
+        for (int r = 0; r < nout; r++) {
+            int64_t n = axon_tensor_numel(&o0[r]);
+            for (int64_t i = 0; o0[r].data && o1[r].data && i < n; i++) {
+                double a = ((const float *)o0[r].data)[i], b = ((const float *)o1[r].data)[i];
+                double e = fabs(a - b) / (1.0 + fabs(a));
+                worst = e > worst || e != e ? e : worst;
+            }
         }
         CHECK(worst <= tol);
         if (!(worst <= tol)) fprintf(stderr, "  fused and plain differ by %g\n", worst);
-        tc_free_outs(1, o0);
-        tc_free_outs(1, o1);
+        tc_free_outs(nout, o0);
+        tc_free_outs(nout, o1);
     }
     if (k.rt) axon_runtime_destroy(k.rt);
     axon_program_destroy(p[0]);
     axon_program_destroy(p[1]);
     return out;
+}
+
+static char *compare_fused_and_plain(const char *text, int nin, axon_tensor_t *ins, double tol) {
+    return compare_fused_and_plain_n(text, nin, ins, 1, tol);
 }
 
 static void test_written_out_attention_becomes_sdpa(void) {
@@ -357,6 +363,114 @@ static void test_attention_output_is_laid_out_for_the_head_merge(void) {
     CHECK(memcmp(r1, r2, sizeof r1) == 0);
 }
 
+/* The main function's part of a module's text (kernels follow it). */
+static int count_in_main(const char *out, const char *needle) {
+    const char *k = strstr(out, "kernel @");
+    int total = count(out, needle);
+    return k ? total - count(k, needle) : total;
+}
+
+static void test_converging_updates_fuse_per_parameter(void) {
+    /* an optimizer step traced list op by list op: every parameter's decay, then every momentum, ...; each
+     * parameter's update reads chains that start far apart, and becomes one kernel with two results */
+    static const char *const text =
+        "axir 1\n"
+        "func @main(%p0: f32[64], %g0: f32[64], %m0: f32[64], %p1: f32[32, 8], %g1: f32[32, 8], %m1: f32[32, 8]) -> "
+        "(f32[64], f32[64], f32[32, 8], f32[32, 8]) {\n"
+        "  %decay = const() {value = 0.99} : f32[]\n"
+        "  %d0 = mul(%p0, %decay) : f32[64]\n"
+        "  %d1 = mul(%p1, %decay) : f32[32, 8]\n"
+        "  %beta = const() {value = 0.9} : f32[]\n"
+        "  %a0 = mul(%m0, %beta) : f32[64]\n"
+        "  %a1 = mul(%m1, %beta) : f32[32, 8]\n"
+        "  %n0 = add(%a0, %g0) : f32[64]\n"
+        "  %n1 = add(%a1, %g1) : f32[32, 8]\n"
+        "  %lr = const() {value = 0.01} : f32[]\n"
+        "  %s0 = mul(%n0, %lr) : f32[64]\n"
+        "  %s1 = mul(%n1, %lr) : f32[32, 8]\n"
+        "  %u0 = sub(%d0, %s0) : f32[64]\n"
+        "  %u1 = sub(%d1, %s1) : f32[32, 8]\n"
+        "  return %u0, %n0, %u1, %n1\n"
+        "}\n";
+    float p0[64], g0[64], m0[64], p1[256], g1[256], m1[256];
+    tc_fill(p0, 64, 1), tc_fill(g0, 64, 2), tc_fill(m0, 64, 3), tc_fill(p1, 256, 4), tc_fill(g1, 256, 5);
+    tc_fill(m1, 256, 6);
+    int64_t s0[1] = {64}, s1[2] = {32, 8};
+    axon_tensor_t ins[6] = {kc_tensor(p0, AXON_FLOAT32, 1, s0, NULL), kc_tensor(g0, AXON_FLOAT32, 1, s0, NULL),
+                            kc_tensor(m0, AXON_FLOAT32, 1, s0, NULL), kc_tensor(p1, AXON_FLOAT32, 2, s1, NULL),
+                            kc_tensor(g1, AXON_FLOAT32, 2, s1, NULL), kc_tensor(m1, AXON_FLOAT32, 2, s1, NULL)};
+    char *out = compare_fused_and_plain_n(text, 6, ins, 4, 0);
+    CHECK(out != NULL);
+    if (!out) return;
+    CHECK(count(out, "kernel @") == 2);
+    CHECK(count_in_main(out, "= fused @") == 2);
+    CHECK(count_in_main(out, "mul(") == 0 && count_in_main(out, "add(") == 0 && count_in_main(out, "sub(") == 0);
+    if (count(out, "kernel @") != 2) fprintf(stderr, "got:\n%s", out);
+    free(out);
+}
+
+static void test_run_with_too_many_results_fuses_in_parts(void) {
+    /* three chains of the same shape whose every value is returned: six results, more than one kernel returns, so
+     * the run becomes a kernel of four results and one of two, not six separate launches */
+    static const char *const text =
+        "axir 1\n"
+        "func @main(%x: f32[16], %y: f32[16], %z: f32[16]) -> (f32[16], f32[16], f32[16], f32[16], f32[16], f32[16]) {\n"
+        "  %a = exp(%x) : f32[16]\n"
+        "  %b = neg(%a) : f32[16]\n"
+        "  %c = exp(%y) : f32[16]\n"
+        "  %d = neg(%c) : f32[16]\n"
+        "  %e = exp(%z) : f32[16]\n"
+        "  %f = neg(%e) : f32[16]\n"
+        "  return %b, %a, %d, %c, %f, %e\n"
+        "}\n";
+    float x[16], y[16], z[16];
+    tc_fill(x, 16, 1), tc_fill(y, 16, 2), tc_fill(z, 16, 3);
+    int64_t sh[1] = {16};
+    axon_tensor_t ins[3] = {kc_tensor(x, AXON_FLOAT32, 1, sh, NULL), kc_tensor(y, AXON_FLOAT32, 1, sh, NULL),
+                            kc_tensor(z, AXON_FLOAT32, 1, sh, NULL)};
+    char *out = compare_fused_and_plain_n(text, 3, ins, 6, 0);
+    CHECK(out != NULL);
+    if (!out) return;
+    CHECK(count(out, "kernel @") == 2);
+    CHECK(count_in_main(out, "exp(") == 0 && count_in_main(out, "neg(") == 0);
+    if (count(out, "kernel @") != 2) fprintf(stderr, "got:\n%s", out);
+    free(out);
+}
+
+static void test_equal_constants_become_one(void) {
+    /* one const per Python scalar, as a front end emits them: equal ones (same dtype and bits) merge, so a run
+     * fills each value once; 0.5 as float64 and -0.0 stay apart */
+    static const char *const text =
+        "axir 1\n"
+        "func @main(%x: f32[4, 4], %w: f32[4, 4]) -> (f32[4, 4], f32[4, 4]) {\n"
+        "  %h0 = const() {value = 0.5} : f32[]\n"
+        "  %a = mm(%x, %w) : f32[4, 4]\n"
+        "  %h1 = const() {value = 0.5} : f32[]\n"
+        "  %z0 = const() {value = 0.0} : f32[]\n"
+        "  %z1 = const() {value = -0.0} : f32[]\n"
+        "  %hd = const() {value = 0.5} : f64[]\n"
+        "  %b = mm(%w, %x) : f32[4, 4]\n"
+        "  %hc = cast(%hd) : f32[]\n"
+        "  %c = mul(%a, %h0) : f32[4, 4]\n"
+        "  %d = mul(%b, %h1) : f32[4, 4]\n"
+        "  %e = add(%c, %z0) : f32[4, 4]\n"
+        "  %f = mul(%d, %z1) : f32[4, 4]\n"
+        "  %g = softmax(%e) {dim = 1} : f32[4, 4]\n"
+        "  %h = mul(%f, %hc) : f32[4, 4]\n"
+        "  return %g, %h\n"
+        "}\n";
+    axon_program_t *p = NULL;
+    char *out = compile_print(text, 0, &p);
+    axon_program_destroy(p);
+    CHECK(out != NULL);
+    if (!out) return;
+    /* 0.5 (f32; the f64 0.5 folds through its cast into it), 0.0 and -0.0 */
+    CHECK(count(out, "const()") == 3);
+    CHECK(count(out, "value = 0.5") == 1);
+    if (count(out, "const()") != 3) fprintf(stderr, "got:\n%s", out);
+    free(out);
+}
+
 int main(void) {
     RUN(test_interleaved_chain_fuses);
     RUN(test_unfusable_graph_keeps_order);
@@ -366,5 +480,8 @@ int main(void) {
     RUN(test_attention_without_heads_and_without_scale_becomes_sdpa);
     RUN(test_attention_whose_scores_are_also_returned_stays);
     RUN(test_attention_output_is_laid_out_for_the_head_merge);
+    RUN(test_converging_updates_fuse_per_parameter);
+    RUN(test_run_with_too_many_results_fuses_in_parts);
+    RUN(test_equal_constants_become_one);
     return check_report();
 }

@@ -17,7 +17,7 @@ from torch._functorch.aot_autograd import make_boxed_func
 
 from . import counters
 from .dump import Dump
-from .lower import Unsupported, lower_graph
+from .lower import Unsupported, host_scalar, lower_graph
 from .partition import classify, partition
 
 log = logging.getLogger("torch_axon.compile")
@@ -57,15 +57,36 @@ class CompiledPartition(torch.nn.Module):
         self.remap = sources != list(range(len(sources)))
         self.single = single
         self.eager = eager   # the partition's FX graph, for dumps and explain
+        placeholders = [n for n in eager.graph.nodes if n.op == "placeholder"]
+        host = [host_scalar(placeholders[i].meta.get("val")) for i in tensor_positions]
+        self.host_scalars = [k for k, h in enumerate(host) if h]
+        self.device_input = host.index(False) if False in host else -1
 
     def forward(self, *args):
         from torch_axon import _C
 
         counters.bump("program_calls")
-        outs = _C._program_run(self.program, [args[i] for i in self.tensor_positions])
+        inputs = [args[i] for i in self.tensor_positions]
+        if self.host_scalars:
+            _host_scalars_to_device(inputs, self.host_scalars, self.device_input)
+        outs = _C._program_run(self.program, inputs)
         if self.remap:
             outs = [outs[s] if isinstance(s, int) else s(args) for s in self.sources]
         return outs[0] if self.single else tuple(outs)
+
+
+def _host_scalars_to_device(inputs: list, positions: list[int], device_input: int) -> None:
+    """Replaces the 0-d CPU tensors at positions (an optimizer's step counts and bias corrections,
+    lower.host_scalar) by device scalars: their values are read now (a CPU tensor's value is at hand) and go to
+    the device in one copy per dtype, in stream order with the program that reads them."""
+    device = inputs[device_input].device
+    by_dtype: dict[torch.dtype, list[int]] = {}
+    for k in positions:
+        by_dtype.setdefault(inputs[k].dtype, []).append(k)
+    for dtype, ks in by_dtype.items():
+        values = torch.tensor([inputs[k].item() for k in ks], dtype=dtype).to(device, non_blocking=True)
+        for j, k in enumerate(ks):
+            inputs[k] = values[j]
 
 
 # Programs by AXIR text: recompiles (a new batch size without dynamic shapes, forward graphs seen again) reuse them.

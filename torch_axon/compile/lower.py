@@ -101,7 +101,8 @@ class Lowering:
         return self.emit(op, operands, attrs, [type_text(out)], hint)[0]
 
     def add_param(self, node: fx.Node, t: torch.Tensor) -> str:
-        check_device(t, node)
+        if not host_scalar(t):
+            check_device(t, node)
         n = self.name(node.name)
         self.params.append(f"{n}: {type_text(t)}")
         self.vtype[n] = type_text(t).split("[")[0]
@@ -128,6 +129,8 @@ class Lowering:
                 raise Unsupported(f"{a.name} is not a tensor")
             self.values[a] = self.add_param(a, t)
         v = self.values[a]
+        if v is _UNREAD_HOST_SCALAR:
+            v = self.values[a] = self.add_param(a, _val(a))
         if not isinstance(v, str):
             raise Unsupported(f"{a.name} is not a tensor value")
         return v
@@ -198,8 +201,10 @@ class Lowering:
         for node in gm.graph.nodes:
             if node.op == "placeholder":
                 v = _val(node)
-                if _is_tensor(v) and v.device.type != torch._C._get_privateuse1_backend_name():
-                    self.values[node] = None   # a CPU scalar an op ignores (attention's Philox state): no parameter
+                if host_scalar(v):
+                    self.values[node] = _UNREAD_HOST_SCALAR   # a parameter once an op reads it
+                elif _is_tensor(v) and v.device.type != torch._C._get_privateuse1_backend_name():
+                    self.values[node] = None   # a CPU tensor no op may read
                 elif _is_tensor(v):
                     self.values[node] = self.add_param(node, v)
                 elif isinstance(v, (int, torch.SymInt)):
@@ -246,6 +251,16 @@ class Lowering:
 
     def _param_names(self) -> set[str]:
         return {p.split(":")[0] for p in self.params}
+
+
+# A 0-d CPU tensor input that no op has read yet (attention's Philox seed and offset are read by none).
+_UNREAD_HOST_SCALAR = object()
+
+
+def host_scalar(t) -> bool:
+    """A 0-d CPU tensor (an optimizer's step count or bias correction when its state lives on the host): a program
+    reads it as a 0-d tensor; each call copies the values to the device (graph.CompiledPartition)."""
+    return _is_tensor(t) and t.device.type == "cpu" and t.dim() == 0 and not t.dtype.is_complex
 
 
 def check_device(t: torch.Tensor, node: fx.Node) -> None:
