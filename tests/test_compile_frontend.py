@@ -276,6 +276,26 @@ def test_explain_names_the_unsupported_op(capsys):
     assert sum(len(g.partitions) for g in report.graphs) >= 1
 
 
+def test_cpu_scalar_tensors_are_read_by_value_at_each_call():
+    # an optimizer's step count lives on the host as a 0-d CPU tensor: a program reads its value at each call
+    # (not the value it had when compiled), and the arithmetic on it fuses with the device tensors'
+    def fn(x, step):
+        bias = 1 - 0.9 ** step
+        return x * bias + x / bias
+
+    x = sample((8, 16))
+    compiled = torch.compile(fn, backend="axon")
+    for value in (1.0, 2.0, 7.0):
+        step = torch.tensor(value)
+        close(compiled(x.to(DEV), step), fn(x, step))
+    s = tc.stats()
+    assert s["program_calls"] == 3 and s["eager_partitions"] == 0, s
+    # only the host arithmetic (on the CPU tensor) is left eager; x's mul, div and add are in the program
+    report = tc.explain(fn, x.to(DEV), torch.tensor(3.0))
+    left = [op for _, op, _ in report.left_out]
+    assert not any(op.startswith(("aten.mul", "aten.div", "aten.add")) for op in left), report.left_out
+
+
 def test_cpu_model_runs_eagerly_through_the_backend():
     model = MLP()
     x = sample((4, 32))
