@@ -8,7 +8,9 @@ backend="axon" works once torch_axon is installed; `backend=torch_axon.compile.b
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
 
 import torch
 
@@ -16,7 +18,8 @@ from .counters import reset_stats, stats
 from .explain import Explanation, explain
 from .graph import compile_graph, tier1_groups
 
-__all__ = ["backend", "explain", "Explanation", "stats", "reset_stats", "decompositions", "tier1_groups"]
+__all__ = ["backend", "explain", "Explanation", "stats", "reset_stats", "decompositions", "tier1_groups", "warm_start",
+           "guard_filter"]
 
 aten = torch.ops.aten
 
@@ -51,8 +54,34 @@ def backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
     fw = functools.partial(compile_graph, kind="forward", reports=reports)
     bw = functools.partial(compile_graph, kind="backward", reports=reports)
     inference = functools.partial(compile_graph, kind="inference", reports=reports)
-    return aot_autograd(fw_compiler=fw, bw_compiler=bw, inference_compiler=inference,
-                        decompositions=decompositions())(gm, example_inputs)
+    warm = contextlib.nullcontext()
+    if _precompile is not None and _precompile.enabled():   # warm start (precompile.py)
+        fw, bw, inference = _precompile.compilers(fw, bw, inference)
+        warm = _precompile.compiling()
+    with warm:
+        return aot_autograd(fw_compiler=fw, bw_compiler=bw, inference_compiler=inference,
+                            decompositions=decompositions())(gm, example_inputs)
+
+
+_precompile = None
+
+
+def warm_start(on: bool = True) -> None:
+    """Turns the warm start of compiled models on or off (AXON_WARM_START=1 turns it on at import): a process whose
+    compile cache holds a model's entry skips Dynamo's tracing and aot_autograd (precompile.py, docs/compile.md)."""
+    global _precompile
+    from . import precompile
+
+    _precompile = precompile
+    precompile.enable(on)
+
+
+def guard_filter(entries) -> list[bool]:
+    """torch.compile(..., options={"guard_filter_fn": torch_axon.compile.guard_filter}): lets models whose forward
+    is a decorator's wrapper (Hugging Face's) be saved for a warm start (precompile.guard_filter)."""
+    from .precompile import guard_filter as drop_closure_guards
+
+    return drop_closure_guards(entries)
 
 
 def _register() -> None:
@@ -70,3 +99,5 @@ def _register() -> None:
 
 
 _register()
+if os.environ.get("AXON_WARM_START", "0") == "1":
+    warm_start()

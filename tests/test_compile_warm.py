@@ -1,0 +1,115 @@
+"""Warm start of torch.compile(backend="axon") (torch_axon/compile/precompile.py): a second process on the same
+compile cache runs the compiled model without Dynamo tracing or aot_autograd (no frame compiled, no graph compiled
+by axon), and its results match PyTorch CPU. Also what must fall back to a normal compile: another input shape, a
+corrupt entry, an entry written by another torch_axon; and that nothing is saved without AXON_WARM_START."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+# The child builds a model with fixed weights, compiles it for axon, runs it once and prints what Dynamo and the axon
+# backend did, and the largest difference from the same model on CPU.
+CHILD = textwrap.dedent("""
+    import json, os, sys
+    import torch
+    import torch_axon, torch_axon.compile as tc
+    from torch._dynamo.utils import counters
+
+    model_name, batch = sys.argv[1], int(sys.argv[2])
+    torch.manual_seed(0)
+    options = None
+    if model_name == "mlp":
+        model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.GELU(), torch.nn.Linear(64, 16),
+                                    torch.nn.LayerNorm(16))
+        x = torch.randn(batch, 32)
+    else:   # a decorated forward (Hugging Face's): needs the guard filter and the saved module repairs
+        from transformers import GPT2Config, GPT2Model
+        model = GPT2Model(GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=64, n_positions=16))
+        x = torch.randint(0, 64, (batch, 8))
+        options = {"guard_filter_fn": tc.guard_filter}
+    model.eval()
+    with torch.no_grad():
+        expected = model(x)
+        compiled = torch.compile(model.to("axon"), backend="axon", options=options)
+        got = compiled(x.to("axon"))
+    if model_name != "mlp":
+        expected, got = expected.last_hidden_state, got.last_hidden_state
+    print(json.dumps({
+        "frames": counters["stats"]["unique_graphs"],
+        "hits": counters["dynamo_cache"]["dynamo_cache_hit"],
+        "graphs": tc.stats()["graphs"],
+        "programs": tc.stats()["programs"],
+        "err": (got.cpu() - expected).abs().max().item(),
+    }))
+""")
+
+
+def run(cache, model="mlp", batch=4, warm=True):
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(cache), AXON_CACHE_DIR=str(cache), AXON_COMPILE_SYNC="1")
+    env.pop("AXON_WARM_START", None)
+    if warm:
+        env["AXON_WARM_START"] = "1"
+    proc = subprocess.run([sys.executable, "-c", CHILD, model, str(batch)], env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def entries(cache):
+    return sorted((cache / "dynamo").glob("*/entry"))
+
+
+def test_second_process_skips_tracing_and_matches_cpu(tmp_path):
+    cold = run(tmp_path)
+    assert cold["frames"] == 1 and cold["graphs"] == 1 and cold["hits"] == 0, cold
+    assert cold["err"] < 1e-4, cold
+    assert len(entries(tmp_path)) == 1
+    warm = run(tmp_path)
+    assert warm["hits"] == 1 and warm["frames"] == 0 and warm["graphs"] == 0, warm
+    assert warm["programs"] >= 1, warm          # the saved AXIR compiled again, run as a libaxon program
+    assert warm["err"] < 1e-4, warm
+
+
+def test_another_shape_compiles_again(tmp_path):
+    run(tmp_path, batch=4)
+    other = run(tmp_path, batch=6)
+    assert other["hits"] == 1 and other["frames"] == 1 and other["graphs"] == 1, other   # the guards refused it
+    assert other["err"] < 1e-4, other
+
+
+def test_corrupt_entry_is_a_miss(tmp_path):
+    run(tmp_path)
+    (entry,) = entries(tmp_path)
+    entry.write_bytes(entry.read_bytes()[:100])
+    again = run(tmp_path)
+    assert again["hits"] == 0 and again["frames"] == 1 and again["graphs"] == 1, again
+    assert again["err"] < 1e-4, again
+
+
+def test_entry_of_another_torch_axon_is_removed(tmp_path):
+    run(tmp_path)
+    (entry,) = entries(tmp_path)
+    (entry.parent / "axon.stamp").write_text("an older torch_axon")
+    again = run(tmp_path)
+    assert again["hits"] == 0 and again["frames"] == 1 and again["graphs"] == 1, again
+    assert again["err"] < 1e-4, again
+    assert len(entries(tmp_path)) == 1                      # written again, with this torch_axon's stamp
+
+
+def test_nothing_saved_without_warm_start(tmp_path):
+    out = run(tmp_path, warm=False)
+    assert out["frames"] == 1 and out["err"] < 1e-4, out
+    assert entries(tmp_path) == []
+
+
+def test_decorated_forward(tmp_path):
+    pytest.importorskip("transformers")
+    cold = run(tmp_path, model="gpt2", batch=2)
+    assert cold["frames"] == 1 and cold["err"] < 1e-4, cold
+    warm = run(tmp_path, model="gpt2", batch=2)
+    assert warm["hits"] == 1 and warm["frames"] == 0 and warm["graphs"] == 0, warm
+    assert warm["err"] < 1e-4, warm
