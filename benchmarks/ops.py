@@ -31,7 +31,7 @@ def parse() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="fewer repetitions and sizes")
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1)
-    p.add_argument("--filter", default="", help="only ops whose name contains this")
+    p.add_argument("--filter", default="", help="only ops whose name contains this (or one of a,b,c)")
     p.add_argument("--tiny", action="store_true", help="only the 64-element cases (per-op host overhead)")
     p.add_argument("--large", type=int, default=0,
                    help="elements of the large elementwise cases (default 2^22; 2^26 puts them far above the LLC)")
@@ -134,6 +134,14 @@ def cases():
             ("sum", label, unary(torch.sum, n)),
             ("cast f32->bf16", label, unary(lambda t: t.to(torch.bfloat16), n)),
         ]
+    # The same traffic into preallocated outputs: the kernel's bandwidth alone, without a fresh output's page faults
+    # (which dominate CPU's figures once tensors outgrow malloc's reuse; axon's caching allocator reuses them).
+    WORK.update({("add out=", f"{large}"): ("byte", 12.0 * large, "add"),
+                 ("copy_ f32->bf16", f"{large}"): ("byte", 6.0 * large, "copy")})
+    out.append(("add out=", f"{large}", lambda d: (lambda x, y, z: (lambda: torch.add(x, y, out=z)))(
+        vec(large)(d), vec(large)(d), vec(large)(d))))
+    out.append(("copy_ f32->bf16", f"{large}", lambda d: (lambda x, z: (lambda: z.copy_(x)))(
+        vec(large)(d), vec(large, torch.bfloat16)(d))))
     rows = 256 if ARGS.quick else 1024
     for name, fn in (("softmax", lambda t: torch.softmax(t, -1)),
                      ("layer_norm", lambda t: torch.nn.functional.layer_norm(t, (t.shape[-1],)))):
@@ -159,15 +167,15 @@ def cases():
         WORK[(f"bmm {tag}", "32x128x64x128")] = ("flop", 2.0 * 32 * 128 * 64 * 128, tag)
         out.append((f"bmm {tag}", "32x128x64x128", lambda d, dtype=dtype: (lambda a, b: (lambda: a @ b))(
             torch.randn(32, 128, 64, device=d).to(dtype), torch.randn(32, 64, 128, device=d).to(dtype))))
-    # Linear layers as transformers run them (weight stored (n, k)): decode steps of 4 tokens (a few-row product) and
-    # a batch of 4 x 128 tokens.
+    # Linear layers as transformers run them (weight stored (n, k)): decode steps of 4 tokens (a few-row product), a
+    # batch of 4 x 128 tokens, and benchmarks/compile.py's MLP (batch 64, 512 -> 2048 -> 512).
     for m, k, n in ((4, 256, 688), (4, 688, 256), (4, 256, 8192), (512, 256, 256), (512, 256, 768),
-                    (512, 1024, 256)):
+                    (512, 1024, 256), (64, 512, 2048), (64, 2048, 512)):
         WORK[("linear fp32", f"{m}x{k}x{n}")] = ("flop", 2.0 * m * k * n, "fp32")
         out.append(("linear fp32", f"{m}x{k}x{n}", lambda d, m=m, k=k, n=n: (lambda x, w, b: (
             lambda: torch.nn.functional.linear(x, w, b)))(torch.randn(m, k, device=d), torch.randn(n, k, device=d),
                                                           torch.randn(n, device=d))))
-    return [c for c in out if ARGS.filter in c[0] and (not ARGS.tiny or c[1] == "64")]
+    return [c for c in out if any(f in c[0] for f in ARGS.filter.split(",")) and (not ARGS.tiny or c[1] == "64")]
 
 
 def main() -> int:
