@@ -123,7 +123,7 @@ __attribute__((target("amx-tile,amx-bf16"))) static double amx_bf16(long iters) 
     static _Thread_local uint16_t src[16 * 32];
     static _Thread_local float dst[16 * 16];
     for (int i = 0; i < 16 * 32; i++) src[i] = 0x3580; /* 2^-20 */
-    _tile_loadconfig(&cfg);
+    __asm__ volatile("ldtilecfg %0" : : "m"(cfg)); /* GCC 12's _tile_loadconfig names only 8 bytes as read */
     _tile_zero(0);
     _tile_zero(1);
     _tile_zero(2);
