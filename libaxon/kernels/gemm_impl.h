@@ -3,6 +3,7 @@
 #ifndef AXON_GEMM_IMPL_H
 #define AXON_GEMM_IMPL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "axon/tensor.h"
@@ -58,6 +59,33 @@ typedef struct axon_gemm_lowp {
     float alpha, beta;
     const float *bias;
 } axon_gemm_lowp_t;
+
+/* bfloat16 GEMM on AMX tiles (gemm_amx.c): C = alpha * A @ B + beta * C + bias (float32 accumulation, alpha, beta and
+ * bias in float32, one rounding to nearest even on store). B is first packed (axon_gemm_amx_pack_b, any strides, by
+ * panels of 32 columns, so the pool can share the work); then axon_gemm_amx_rows computes rows [r0, r1) of C on the
+ * calling thread, packing mc rows of A at a time into ap (axon_gemm_amx_a_bytes(mc, k) bytes, 64-byte aligned). Every
+ * element is summed in one fixed order, whatever the rows a call gets. Never allocates. */
+typedef struct axon_gemm_amx {
+    int64_t m, n, k;             /* all >= 1 */
+    const uint16_t *a;           /* element (i, d) at a[i * a_rs + d * a_cs] */
+    int64_t a_rs, a_cs;
+    const uint16_t *bp;          /* B packed by axon_gemm_amx_pack_b */
+    uint16_t *c;                 /* row-major, column stride 1 */
+    int64_t ldc;
+    float alpha, beta;           /* beta == 0 never reads C */
+    const float *bias;           /* NULL or n floats, already scaled */
+    int64_t mc;                  /* rows of A packed at a time, a multiple of 32 */
+} axon_gemm_amx_t;
+
+/* 1 when the CPU has AMX-BF16 and the kernel lets this process use the tile state (asked once). */
+int axon_gemm_amx_available(void);
+int64_t axon_gemm_amx_chunks(int64_t k);
+size_t axon_gemm_amx_b_bytes(int64_t k, int64_t n);
+size_t axon_gemm_amx_a_bytes(int64_t mc, int64_t k);
+/* Panels [p0, p1) (of (n + 31) / 32) of B, k x n with element (i, j) at b[i * rs + j * cs], into bp. */
+void axon_gemm_amx_pack_b(uint16_t *bp, const uint16_t *b, int64_t rs, int64_t cs, int64_t k, int64_t n, int64_t p0,
+                          int64_t p1);
+void axon_gemm_amx_rows(const axon_gemm_amx_t *op, int64_t r0, int64_t r1, uint16_t *ap);
 
 /* 1 when libaxon was built with oneDNN and its CPU engine could be created. */
 int axon_gemm_lowp_available(void);

@@ -424,6 +424,33 @@ static void test_bf16_products_split_over_the_pool_match_the_reference(void) {
             }
 }
 
+/* Single bfloat16 matrices of 32 or more rows, columns and depth (on AMX where the CPU has it, gemm_amx.c): depth,
+ * row and column tails, several row blocks per thread, B row-major, transposed (a Linear's weight) and strided, A
+ * transposed, alpha, beta and a bias; values with 24 random bits, so that a different order of the sums would show.
+ * 1 and 2 threads must give the same bits: each element is one sum in a fixed order, whatever rows a thread gets. */
+static void test_bf16_single_matrices_are_the_same_on_one_and_two_threads(void) {
+    REQUIRE(dev1.s && dev2.s);
+    const int64_t shapes[][3] = {{300, 1100, 77}, {64, 512, 2048}, {33, 32, 33}, {520, 96, 300}, {200, 40, 64}};
+    const int lays[][3] = {{0, 0, 0}, {0, 1, 0}, {1, 3, 2}, {3, 0, 0}};
+    rnd_fine = 1;
+    for (int s = 0; s < 5; s++)
+        for (int l = 0; l < 4; l++) {
+            mm_case_t c = basic(AXON_BFLOAT16, shapes[s][0], shapes[s][1], shapes[s][2]);
+            c.la = lays[l][0], c.lb = lays[l][1], c.lo = lays[l][2];
+            if (l >= 2) c.alpha = 0.5, c.beta = -2, c.bias = l - 1, c.bias_scale = 0.25;
+            int64_t n = c.m * c.n;
+            double *g1 = malloc((size_t)n * 8), *g2 = malloc((size_t)n * 8);
+            REQUIRE(g1 && g2);
+            uint64_t seed = rng_state;
+            CHECK_EQ_I64(run_case(&dev1, &c, g1), 0);
+            rng_state = seed;
+            CHECK_EQ_I64(run_case(&dev2, &c, g2), 0);
+            CHECK(memcmp(g1, g2, (size_t)n * 8) == 0);
+            free(g1), free(g2);
+        }
+    rnd_fine = 0;
+}
+
 /* bfloat16 bits of v (exact for the multiples of 1/4 that rnd_value draws). */
 static uint16_t bf16_bits(double v) {
     float f = (float)v;
@@ -512,6 +539,7 @@ int main(void) {
     RUN(test_one_and_two_threads_agree);
     RUN(test_bf16_products_split_over_the_pool_match_the_reference);
     RUN(test_bf16_products_on_concurrent_streams_agree);
+    RUN(test_bf16_single_matrices_are_the_same_on_one_and_two_threads);
     RUN(test_bf16_negative_batch_stride_reverses_the_batch);
     axon_runtime_destroy(dev1.rt);
     axon_runtime_destroy(dev2.rt);

@@ -1,0 +1,245 @@
+/* bfloat16 GEMM on AMX tiles, for gemm.c: C = alpha * A @ B + beta * C + bias, float32 accumulation, one rounding.
+ *
+ * Why: on this project's machine (docs/benchmarks.md, "Against this host's peaks") AMX's tdpbf16ps peaks at about
+ * 3700 GFLOP/s per core, and oneDNN 2.6's AMX brgemm reaches 530-550 of it on one thread, less than PyTorch's newer
+ * oneDNN; large bf16 products ran 1.3-1.5x slower than torch CPU.
+ *
+ * Layout: B is packed once per product (axon_gemm_amx_pack_b, its panels spread over the pool) into panels of 32
+ * columns; each 32-deep chunk of a panel is two tiles of 16 rows x 64 bytes in AMX's pair layout (row r holds, per
+ * column, the elements of depth 2r and 2r+1). Each participant packs blocks of rows of A (mc rows, the whole depth,
+ * sized to stay in L2) into 16 x 32 tiles, then for every panel of B computes the block's 32 x 32 pieces of C: four
+ * accumulator tiles (2 row tiles of A x 2 column tiles of B) over the whole depth, stored to a float32 buffer and
+ * finished (alpha, beta * C, bias, rounding to nearest even) with vector code. Depth, row and column tails are zero
+ * padded in the packed copies, so the tile loop has no edge cases.
+ *
+ * Every element of C is one sum in a fixed order whatever the split over threads, so results are the same bits for
+ * any thread count. The tile state needs the kernel's permission (arch_prctl ARCH_REQ_XCOMP_PERM, Linux 5.16+), asked
+ * once; without it, or on a CPU without AMX-BF16, axon_gemm_amx_available() says 0 and gemm.c takes another path. */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtype.h"
+#include "gemm_impl.h"
+
+#define AMX_CHUNK 1024 /* uint16 per 32-deep chunk of a packed panel or row block: two 16 x 32 tiles */
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define AMX_X86 1
+#include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define AMX_VEC_TARGET __attribute__((target("avx512f,avx512bw,avx512vl")))
+
+/* 16 floats to bfloat16 exactly as axon_f32_to_bf16 does (nearest even; a NaN made quiet, not rounded). */
+AMX_VEC_TARGET static inline __m256i amx_to_bf16(__m512 v) {
+    const __m512i u = _mm512_castps_si512(v);
+    const __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFFFF)),
+                                                  _mm512_set1_epi32(0x7F800000));
+    const __m512i w = _mm512_mask_or_epi32(u, nan, u, _mm512_set1_epi32(0x00400000));
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(w, 16), _mm512_set1_epi32(1));
+    const __m512i bias = _mm512_maskz_add_epi32((__mmask16)~nan, lsb, _mm512_set1_epi32(0x7FFF));
+    return _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_add_epi32(w, bias), 16));
+}
+
+/* amx_finish with 16-lane vectors: the same operations in the same order, so the same bits. */
+AMX_VEC_TARGET static void amx_finish512(const axon_gemm_amx_t *op, const float *acc, int64_t i0, int64_t j0,
+                                         int64_t mr, int64_t nc) {
+    const __m512 alpha = _mm512_set1_ps(op->alpha), beta = _mm512_set1_ps(op->beta);
+    const int has_beta = op->beta != 0;
+    __mmask16 mask[2];
+    __m512 bias[2];
+    for (int h = 0; h < 2; h++) {
+        int64_t left = nc - 16 * h;
+        mask[h] = left >= 16 ? (__mmask16)0xFFFF : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
+        bias[h] = op->bias ? _mm512_maskz_loadu_ps(mask[h], op->bias + j0 + 16 * h) : _mm512_setzero_ps();
+    }
+    for (int64_t r = 0; r < mr; r++) {
+        uint16_t *c = op->c + (i0 + r) * op->ldc + j0;
+        for (int h = 0; h < 2; h++) {
+            if (!mask[h]) continue;
+            __m512 v = _mm512_mul_ps(alpha, _mm512_load_ps(acc + r * 32 + 16 * h));
+            if (has_beta) {
+                __m512i old = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mask[h], c + 16 * h));
+                v = _mm512_add_ps(v, _mm512_mul_ps(beta, _mm512_castsi512_ps(_mm512_slli_epi32(old, 16))));
+            }
+            if (op->bias) v = _mm512_add_ps(v, bias[h]);
+            _mm256_mask_storeu_epi16(c + 16 * h, mask[h], amx_to_bf16(v));
+        }
+    }
+}
+
+/* One chunk of a panel from row-major B (column stride 1): each pair of rows interleaved by two permutes. */
+AMX_VEC_TARGET static void amx_pack_b_rows512(uint16_t *chunk, const uint16_t *b, int64_t rs, int64_t ni,
+                                              int64_t nj) {
+    static const uint16_t lo[32] = {0, 32, 1, 33, 2, 34, 3, 35, 4, 36, 5, 37, 6, 38, 7, 39,
+                                    8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+    const __m512i idx0 = _mm512_loadu_si512(lo), idx1 = _mm512_add_epi16(idx0, _mm512_set1_epi16(16));
+    const __mmask32 m = nj >= 32 ? (__mmask32)0xFFFFFFFFu : (__mmask32)((1u << nj) - 1);
+    for (int64_t r = 0; r < 16; r++) {
+        const int64_t d = 2 * r;
+        __m512i x = d < ni ? _mm512_maskz_loadu_epi16(m, b + d * rs) : _mm512_setzero_si512();
+        __m512i y = d + 1 < ni ? _mm512_maskz_loadu_epi16(m, b + (d + 1) * rs) : _mm512_setzero_si512();
+        _mm512_storeu_si512(chunk + r * 32, _mm512_permutex2var_epi16(x, idx0, y));
+        _mm512_storeu_si512(chunk + 512 + r * 32, _mm512_permutex2var_epi16(x, idx1, y));
+    }
+}
+
+#else
+#define AMX_X86 0
+#endif
+
+int64_t axon_gemm_amx_chunks(int64_t k) { return (k + 31) / 32; }
+
+size_t axon_gemm_amx_b_bytes(int64_t k, int64_t n) {
+    return (size_t)((n + 31) / 32) * (size_t)axon_gemm_amx_chunks(k) * AMX_CHUNK * sizeof(uint16_t);
+}
+
+size_t axon_gemm_amx_a_bytes(int64_t mc, int64_t k) {
+    return (size_t)((mc + 31) / 32) * (size_t)axon_gemm_amx_chunks(k) * AMX_CHUNK * sizeof(uint16_t);
+}
+
+/* Panels [p0, p1) of B (k x n, element (i, j) at b[i * rs + j * cs]) into bp. Either loop order reads B along its
+ * unit stride when it has one. */
+void axon_gemm_amx_pack_b(uint16_t *bp, const uint16_t *b, int64_t rs, int64_t cs, int64_t k, int64_t n, int64_t p0,
+                          int64_t p1) {
+    const int64_t nch = axon_gemm_amx_chunks(k);
+    for (int64_t p = p0; p < p1; p++) {
+        uint16_t *panel = bp + p * nch * AMX_CHUNK;
+        const int64_t j0 = p * 32, nj = n - j0 < 32 ? n - j0 : 32;
+        for (int64_t c = 0; c < nch; c++) {
+            uint16_t *chunk = panel + c * AMX_CHUNK;
+            const int64_t i0 = c * 32, ni = k - i0 < 32 ? k - i0 : 32;
+#if AMX_X86
+            if (cs == 1) {
+                amx_pack_b_rows512(chunk, b + i0 * rs + j0, rs, ni, nj);
+                continue;
+            }
+#endif
+            if (ni < 32 || nj < 32) memset(chunk, 0, AMX_CHUNK * sizeof *chunk);
+            /* element (i0 + d, j0 + q) goes to tile q / 16, row d / 2, column q % 16, pair slot d % 2 */
+            if (cs == 1) {
+                for (int64_t d = 0; d < ni; d++) {
+                    const uint16_t *src = b + (i0 + d) * rs + j0;
+                    uint16_t *dst = chunk + (d >> 1) * 32 + (d & 1);
+                    for (int64_t q = 0; q < nj; q++) dst[(q >> 4) * 512 + (q & 15) * 2] = src[q];
+                }
+            } else {
+                for (int64_t q = 0; q < nj; q++) {
+                    const uint16_t *src = b + i0 * rs + (j0 + q) * cs;
+                    uint16_t *dst = chunk + (q >> 4) * 512 + (q & 15) * 2;
+                    for (int64_t d = 0; d < ni; d++) dst[(d >> 1) * 32 + (d & 1)] = src[d * rs];
+                }
+            }
+        }
+    }
+}
+
+/* Rows [r0, r0 + mr) of A (element (i, d) at a[i * rs + d * cs]) into 32-row blocks of 16 x 32 tiles. */
+static void amx_pack_a(uint16_t *ap, const uint16_t *a, int64_t rs, int64_t cs, int64_t k, int64_t r0, int64_t mr) {
+    const int64_t nch = axon_gemm_amx_chunks(k);
+    for (int64_t u = 0; u * 32 < mr; u++) {
+        for (int64_t c = 0; c < nch; c++) {
+            uint16_t *chunk = ap + (u * nch + c) * AMX_CHUNK;
+            const int64_t d0 = c * 32, nd = k - d0 < 32 ? k - d0 : 32, nr = mr - u * 32 < 32 ? mr - u * 32 : 32;
+            if (nd < 32 || nr < 32) memset(chunk, 0, AMX_CHUNK * sizeof *chunk);
+            for (int64_t r = 0; r < nr; r++) { /* tile r / 16, row r % 16: the two tiles are consecutive */
+                const uint16_t *src = a + (r0 + u * 32 + r) * rs + d0 * cs;
+                uint16_t *dst = chunk + r * 32;
+                if (cs == 1) memcpy(dst, src, (size_t)nd * sizeof *dst);
+                else for (int64_t d = 0; d < nd; d++) dst[d] = src[d * cs];
+            }
+        }
+    }
+}
+
+#if AMX_X86
+#define AMX_TARGET __attribute__((target("amx-tile,amx-bf16")))
+/* Palette 1: every tile 16 rows of 64 bytes. */
+typedef struct {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} amx_config_t;
+
+static pthread_once_t amx_once = PTHREAD_ONCE_INIT;
+static int amx_ok;
+
+static void amx_init(void) {
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("amx-tile") || !__builtin_cpu_supports("amx-bf16") ||
+        !__builtin_cpu_supports("avx512bw") || !__builtin_cpu_supports("avx512vl"))
+        return;
+    const long arch_req_xcomp_perm = 0x1023, xfeature_xtiledata = 18;
+    amx_ok = syscall(SYS_arch_prctl, arch_req_xcomp_perm, xfeature_xtiledata) == 0;
+}
+
+int axon_gemm_amx_available(void) {
+    pthread_once(&amx_once, amx_init);
+    return amx_ok;
+}
+
+/* acc (32 x 32 float32, row stride 32) = the 32 packed rows at ap times the packed panel at bp, over nch chunks. */
+AMX_TARGET static void amx_tile_product(const uint16_t *ap, const uint16_t *bp, int64_t nch, float *acc) {
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    for (int64_t c = 0; c < nch; c++) {
+        const uint16_t *a = ap + c * AMX_CHUNK, *b = bp + c * AMX_CHUNK;
+        _tile_loadd(4, a, 64);
+        _tile_loadd(6, b, 64);
+        _tile_loadd(5, a + 512, 64);
+        _tile_loadd(7, b + 512, 64);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+    }
+    _tile_stored(0, acc, 128);
+    _tile_stored(1, acc + 16, 128);
+    _tile_stored(2, acc + 16 * 32, 128);
+    _tile_stored(3, acc + 16 * 32 + 16, 128);
+}
+
+AMX_TARGET static void amx_config(void) {
+    amx_config_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette = 1;
+    for (int t = 0; t < 8; t++) cfg.colsb[t] = 64, cfg.rows[t] = 16;
+    /* Not _tile_loadconfig: GCC 12's names only 8 bytes of cfg as read, so the other stores may be dropped. */
+    __asm__ volatile("ldtilecfg %0" : : "m"(cfg));
+}
+
+AMX_TARGET static void amx_release(void) { _tile_release(); }
+
+void axon_gemm_amx_rows(const axon_gemm_amx_t *op, int64_t r0, int64_t r1, uint16_t *ap) {
+    const int64_t nch = axon_gemm_amx_chunks(op->k), npanels = (op->n + 31) / 32;
+    float acc[32 * 32] __attribute__((aligned(64)));
+    amx_config();
+    for (int64_t i0 = r0; i0 < r1; i0 += op->mc) {
+        const int64_t mr = r1 - i0 < op->mc ? r1 - i0 : op->mc;
+        amx_pack_a(ap, op->a, op->a_rs, op->a_cs, op->k, i0, mr);
+        for (int64_t p = 0; p < npanels; p++) {
+            const int64_t j0 = p * 32, nc = op->n - j0 < 32 ? op->n - j0 : 32;
+            for (int64_t u = 0; u * 32 < mr; u++) {
+                amx_tile_product(ap + u * nch * AMX_CHUNK, op->bp + p * nch * AMX_CHUNK, nch, acc);
+                amx_finish512(op, acc, i0 + u * 32, j0, mr - u * 32 < 32 ? mr - u * 32 : 32, nc);
+            }
+        }
+    }
+    amx_release();
+}
+
+#else
+
+int axon_gemm_amx_available(void) { return 0; }
+
+void axon_gemm_amx_rows(const axon_gemm_amx_t *op, int64_t r0, int64_t r1, uint16_t *ap) {
+    (void)op, (void)r0, (void)r1, (void)ap;
+    (void)amx_pack_a;
+}
+
+#endif
