@@ -290,6 +290,17 @@ def test_cpu_scalar_tensors_are_read_by_value_at_each_call():
         close(compiled(x.to(DEV), step), fn(x, step))
     s = tc.stats()
     assert s["program_calls"] == 3 and s["eager_partitions"] == 0, s
+    # the values travel in a queued copy: a call does not wait for the stream's earlier work
+    big = torch.randn(1500, 1500, device=DEV)
+    torch.axon.synchronize()
+    xd = x.to(DEV)
+    for _ in range(6):
+        big = big @ big / 1500
+    matmuls_done = torch.axon.Event()
+    matmuls_done.record()
+    compiled(xd, torch.tensor(2.0))
+    assert not matmuls_done.query(), "the call waited for the queued matmuls"
+    torch.axon.synchronize()
     # only the host arithmetic (on the CPU tensor) is left eager; x's mul, div and add are in the program
     report = tc.explain(fn, x.to(DEV), torch.tensor(3.0))
     left = [op for _, op, _ in report.left_out]

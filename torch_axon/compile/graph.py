@@ -78,13 +78,15 @@ class CompiledPartition(torch.nn.Module):
 def _host_scalars_to_device(inputs: list, positions: list[int], device_input: int) -> None:
     """Replaces the 0-d CPU tensors at positions (an optimizer's step counts and bias corrections,
     lower.host_scalar) by device scalars: their values are read now (a CPU tensor's value is at hand) and go to
-    the device in one copy per dtype, in stream order with the program that reads them."""
+    the device in one copy per dtype, in stream order with the program that reads them. The staging tensor is
+    pinned, so the copy is queued and the host does not wait for the stream's earlier work (a pageable one would)."""
     device = inputs[device_input].device
     by_dtype: dict[torch.dtype, list[int]] = {}
     for k in positions:
         by_dtype.setdefault(inputs[k].dtype, []).append(k)
     for dtype, ks in by_dtype.items():
-        values = torch.tensor([inputs[k].item() for k in ks], dtype=dtype).to(device, non_blocking=True)
+        values = torch.tensor([inputs[k].item() for k in ks], dtype=dtype, pin_memory=True).to(device,
+                                                                                              non_blocking=True)
         for j, k in enumerate(ks):
             inputs[k] = values[j]
 
