@@ -1,13 +1,15 @@
 """torch.compile benchmark: axon compiled against axon eager, PyTorch CPU eager and Inductor, in one run.
 
-    python benchmarks/compile.py [--models mlp,gpt2,...] [--threads N] [--iters N] [--no-inductor]
+    python benchmarks/compile.py [--models mlp,gpt2,...] [--threads N] [--iters N] [--no-inductor] [--warm-start]
 
 Every figure comes from a fresh worker process (this script run with --worker), so that "cold" really is cold:
 - steady: median milliseconds per call after warm-up (inference under no_grad; `gpt_train` is forward + backward +
   an SGD step);
 - cold start: the first call of a compiled model in a process with an empty compile cache (Dynamo + the backend's
   compile, for axon including tier 1's C compile (AXON_COMPILE_SYNC=1) + the first run), and warm start: the same in a second process reusing that cache directory
-  (TORCHINDUCTOR_CACHE_DIR for Inductor, AXON_CACHE_DIR for axon); `gpt_step` compiles the whole training step
+  (TORCHINDUCTOR_CACHE_DIR for Inductor, AXON_CACHE_DIR for axon; with --warm-start axon also saves and loads whole
+  compiled frames, AXON_WARM_START=1, so that its warm start skips Dynamo and aot_autograd); both include the
+  torch.compile() call, where a warm start loads its cache; `gpt_step` compiles the whole training step
   (forward, loss, backward and an AdamW step), not only the model;
 - compiles: for `dynamic`, how many graph compiles 8 batch sizes cost with dynamic=True.
 Ratios: compiled axon steady / Inductor steady and / axon eager steady; cold and warm start axon / Inductor.
@@ -41,6 +43,7 @@ def parse() -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     p.add_argument("--iters", type=int, default=20, help="timed calls per steady-state measurement")
     p.add_argument("--no-inductor", action="store_true", help="skip Inductor (it takes minutes to compile)")
+    p.add_argument("--warm-start", action="store_true", help="axon with AXON_WARM_START=1 (docs/compile.md)")
     p.add_argument("--worker", nargs=4, metavar=("MODEL", "DEVICE", "BACKEND", "MODE"), help=argparse.SUPPRESS)
     return p.parse_args()
 
@@ -189,8 +192,13 @@ def worker(model_name: str, device: str, backend: str, mode: str, iters: int) ->
         result["compiles"] = counter()
         result["first_ms"] = (time.perf_counter() - t0) * 1e3
         return result
-    fn = module if backend == "eager" else torch.compile(module, backend=backend)
-    t0 = time.perf_counter()
+    import torch._inductor.compile_fx  # noqa: F401  (imported outside the timing, for both backends)
+    import torch_axon.compile as axon_compile
+
+    warm = backend == "axon" and os.environ.get("AXON_WARM_START") == "1"
+    options = {"guard_filter_fn": axon_compile.guard_filter} if warm else None
+    t0 = time.perf_counter()   # torch.compile() included: a warm start loads the saved frames there
+    fn = module if backend == "eager" else torch.compile(module, backend=backend, options=options)
     step(fn, inputs)
     sync(device)
     result["first_ms"] = (time.perf_counter() - t0) * 1e3
@@ -268,6 +276,8 @@ def main() -> None:
                 continue
             with tempfile.TemporaryDirectory(prefix="axon-bench-cache-") as cache:
                 env = dict(base_env, TORCHINDUCTOR_CACHE_DIR=cache, AXON_CACHE_DIR=cache)
+                if args.warm_start and backend == "axon":
+                    env["AXON_WARM_START"] = "1"   # axon only: it turns on Dynamo's caching precompile
                 cold = run_worker(args, model, device, backend or "eager", "steady", env)
                 warm = run_worker(args, model, device, backend, "start", env) if backend else {}
             if "error" in cold or "error" in warm:
