@@ -307,6 +307,25 @@ def test_cpu_scalar_tensors_are_read_by_value_at_each_call():
     assert not any(op.startswith(("aten.mul", "aten.div", "aten.add")) for op in left), report.left_out
 
 
+def test_cat_with_a_legacy_empty_tensor_compiles():
+    # a Hugging Face DynamicCache starts as cat([tensor([]), keys], -2): the empty 1-D tensor is skipped, the cat
+    # joins the partition, and the transposed keys it reads are not copied out of the program first
+    def fn(x, w):
+        h = (x @ w).view(2, 8, 4, 4).transpose(1, 2)
+        cache = torch.cat([torch.tensor([], device=x.device), h], dim=-2)
+        return cache, torch.tanh(cache) * 2
+
+    x, w = sample((16, 16)), sample((16, 16), seed=1)
+    got = torch.compile(fn, backend="axon")(x.to(DEV), w.to(DEV))
+    want = fn(x, w)
+    for g, e in zip(got, want):
+        close(g, e)
+    s = tc.stats()
+    assert s["partitions"] == 1 and s["eager_partitions"] == 0, s
+    report = tc.explain(fn, x.to(DEV), w.to(DEV))
+    assert not any(op.startswith("aten.cat") for _, op, _ in report.left_out), report.left_out
+
+
 def test_cpu_model_runs_eagerly_through_the_backend():
     model = MLP()
     x = sample((4, 32))

@@ -627,9 +627,15 @@ def _cat(L: Lowering, n: fx.Node):
     out = _out(n)
     tensors = n.args[0]
     dim = _wrap(_arg(n, 1, "dim", 0), out.dim())
+    # PyTorch's cat skips 1-D tensors of size 0 whatever the other inputs' rank (the legacy empty form: a
+    # DynamicCache starts as cat([tensor([]), keys])); they add nothing but their dtype to the result's.
+    tensors = [t for t in tensors if not (_val(t).dim() == 1 and isinstance(_val(t).shape[0], int)
+                                      and _val(t).shape[0] == 0 and out.dim() != 1)]
+    if not tensors:
+        raise Unsupported("cat of empty tensors only")
     for t in tensors:
         if _val(t).dim() != out.dim():
-            raise Unsupported("cat of a tensor of another rank (legacy empty-tensor form)")
+            raise Unsupported("cat of tensors of different ranks")
     return L.emit1("cat", [L.operand(t, out.dtype) for t in tensors], {"dim": dim}, out, n.name)
 
 
