@@ -349,9 +349,11 @@ done:
 }
 
 /* bfloat16 on AMX tiles (gemm_amx.c), ahead of oneDNN, whose AMX kernels measured at about half its rate (2048^3 on one
- * thread: 16.5 ms against 32 ms). B is packed once, its panels spread over the pool; then each participant takes
- * blocks of mc rows of out (mc sized so a block of packed A, mc x k, stays within 512 KiB of L2). Single matrices of
- * at least 32 rows and columns and a depth of 32 or more: fewer rows would leave tile rows empty. */
+ * thread: 16.5 ms against 32 ms). With more rows than columns B is packed once, its panels spread over the pool, and
+ * then each participant takes blocks of mc rows of out (mc sized so a block of packed A, mc x k, stays within 512 KiB
+ * of L2). Otherwise each participant packs and multiplies its own range of B's 32-column panels, every row of out
+ * (one pass over the pool, and no participant packs a panel another uses). Single matrices of at least 32 rows and
+ * columns and a depth of 32 or more: fewer rows would leave tile rows empty. */
 #define GEMM_AMX_A_BYTES (512 * 1024)
 
 struct gemm_amx_job {
@@ -360,6 +362,7 @@ struct gemm_amx_job {
     int64_t b_rs, b_cs;
     uint16_t *bp, *ap;           /* packed B; each participant's packed-A block at ap + slot * a_elems */
     size_t a_elems;
+    int64_t npanels, per;        /* column split: panels per block */
 };
 
 static void gemm_amx_pack(void *ctx, int64_t begin, int64_t end, int slot) {
@@ -368,9 +371,17 @@ static void gemm_amx_pack(void *ctx, int64_t begin, int64_t end, int slot) {
     axon_gemm_amx_pack_b(j->bp, j->b, j->b_rs, j->b_cs, j->op.k, j->op.n, begin, end);
 }
 
-static void gemm_amx_blocks(void *ctx, int64_t begin, int64_t end, int slot) {
+static void gemm_amx_rows(void *ctx, int64_t begin, int64_t end, int slot) {
     struct gemm_amx_job *j = ctx;
-    axon_gemm_amx_rows(&j->op, begin * j->op.mc, gemm_min(j->op.m, end * j->op.mc), j->ap + (size_t)slot * j->a_elems);
+    axon_gemm_amx_block(&j->op, begin * j->op.mc, gemm_min(j->op.m, end * j->op.mc), 0, j->npanels,
+                        j->ap + (size_t)slot * j->a_elems);
+}
+
+static void gemm_amx_cols(void *ctx, int64_t begin, int64_t end, int slot) {
+    struct gemm_amx_job *j = ctx;
+    const int64_t p0 = begin * j->per, p1 = gemm_min(j->npanels, end * j->per);
+    axon_gemm_amx_pack_b(j->bp, j->b, j->b_rs, j->b_cs, j->op.k, j->op.n, p0, p1);
+    axon_gemm_amx_block(&j->op, 0, j->op.m, p0, p1, j->ap + (size_t)slot * j->a_elems);
 }
 
 /* Runs g on AMX and returns 1, with *st set; returns 0, having changed nothing, when it does not take g. */
@@ -386,17 +397,18 @@ static int gemm_amx_try(const struct gemm_args *g, const axon_exec_t *ex, axon_s
     const int64_t nch = axon_gemm_amx_chunks(k), npanels = (n + 31) / 32;
     int64_t mc = GEMM_AMX_A_BYTES / (nch * 2048) * 32;
     mc = mc < 32 ? 32 : mc > 256 ? 256 : mc;
-    if ((m + mc - 1) / mc < nparts) { /* too few blocks for the pool: smaller ones */
+    const int by_rows = m > n;
+    if (by_rows && (m + mc - 1) / mc < nparts) { /* too few blocks for the pool: smaller ones */
         int64_t even = (m + nparts - 1) / nparts;
         mc = even < 32 ? 32 : (even + 31) / 32 * 32;
     }
     struct gemm_amx_job j;
     memset(&j, 0, sizeof j);
     float *bias = NULL;
-    j.a_elems = axon_gemm_amx_a_bytes(mc, k) / sizeof(uint16_t);
-    j.bp = aligned_alloc(64, axon_gemm_amx_b_bytes(k, n));
-    j.ap = aligned_alloc(64, (size_t)nparts * j.a_elems * sizeof(uint16_t));
-    if (!j.bp || !j.ap || (g->has_bias && (bias = malloc((size_t)n * sizeof *bias)) == NULL)) {
+    j.a_elems = axon_gemm_amx_a_bytes(mc, k) / sizeof(uint16_t); /* both sizes are multiples of 2 KiB */
+    j.bp = axon_gemm_amx_scratch(axon_gemm_amx_b_bytes(k, n) + (size_t)nparts * j.a_elems * sizeof(uint16_t));
+    j.ap = j.bp ? j.bp + axon_gemm_amx_b_bytes(k, n) / sizeof(uint16_t) : NULL;
+    if (!j.bp || (g->has_bias && (bias = malloc((size_t)n * sizeof *bias)) == NULL)) {
         *st = axon_fail(AXON_ERROR_OUT_OF_MEMORY, "matmul: packed operands of a %" PRId64 " x %" PRId64 " x %" PRId64
                         " bfloat16 product", m, k, n);
         goto done;
@@ -415,12 +427,17 @@ static int gemm_amx_try(const struct gemm_args *g, const axon_exec_t *ex, axon_s
     o->bias = bias;
     o->mc = mc;
     j.b = g->b.data, j.b_rs = g->b.strides[1], j.b_cs = g->b.strides[2];
-    axon_parallel_for(ex->pool, 0, npanels, 4, gemm_amx_pack, &j);
-    axon_parallel_for(ex->pool, 0, (m + mc - 1) / mc, 1, gemm_amx_blocks, &j);
+    j.npanels = npanels;
+    if (by_rows) {
+        axon_parallel_for(ex->pool, 0, npanels, 4, gemm_amx_pack, &j);
+        axon_parallel_for(ex->pool, 0, (m + mc - 1) / mc, 1, gemm_amx_rows, &j);
+    } else {
+        j.per = (npanels + nparts - 1) / nparts;
+        axon_parallel_for(ex->pool, 0, (npanels + j.per - 1) / j.per, 1, gemm_amx_cols, &j);
+    }
     *st = AXON_OK;
 done:
-    free(j.bp);
-    free(j.ap);
+    if (j.bp) axon_gemm_amx_scratch_done(j.bp);
     free(bias);
     return 1;
 }

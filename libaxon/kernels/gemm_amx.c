@@ -7,7 +7,7 @@
  * Layout: B is packed once per product (axon_gemm_amx_pack_b, its panels spread over the pool) into panels of 32
  * columns; each 32-deep chunk of a panel is two tiles of 16 rows x 64 bytes in AMX's pair layout (row r holds, per
  * column, the elements of depth 2r and 2r+1). Each participant packs blocks of rows of A (mc rows, the whole depth,
- * sized to stay in L2) into 16 x 32 tiles, then for every panel of B computes the block's 32 x 32 pieces of C: four
+ * sized to stay in L2) into 16 x 32 tiles, then for each of its panels of B computes the block's 32 x 32 pieces of C: four
  * accumulator tiles (2 row tiles of A x 2 column tiles of B) over the whole depth, stored to a float32 buffer and
  * finished (alpha, beta * C, bias, rounding to nearest even) with vector code. Depth, row and column tails are zero
  * padded in the packed copies, so the tile loop has no edge cases.
@@ -87,9 +87,91 @@ AMX_VEC_TARGET static void amx_pack_b_rows512(uint16_t *chunk, const uint16_t *b
     }
 }
 
+/* One chunk of a panel from B whose rows are contiguous along the depth (column stride cs, row stride 1: a Linear's
+ * weight): the 32 depth values of a column are 16 pairs, i.e. 16 dwords, and a tile row holds one pair per column,
+ * so each 16-column tile is a 16 x 16 dword transpose (unpack 32, unpack 64, two lane shuffles). */
+AMX_VEC_TARGET static void amx_pack_b_cols512(uint16_t *chunk, const uint16_t *b, int64_t cs, int64_t ni,
+                                              int64_t nj) {
+    const __mmask32 m = ni >= 32 ? (__mmask32)0xFFFFFFFFu : (__mmask32)((1u << ni) - 1);
+    for (int t = 0; t < 2; t++) {
+        __m512i r[16], u[16];
+        for (int q = 0; q < 16; q++)
+            r[q] = 16 * t + q < nj ? _mm512_maskz_loadu_epi16(m, b + (16 * t + q) * cs) : _mm512_setzero_si512();
+        for (int i = 0; i < 8; i++) {
+            u[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+            u[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+        }
+        for (int i = 0; i < 4; i++) {
+            r[4 * i] = _mm512_unpacklo_epi64(u[4 * i], u[4 * i + 2]);
+            r[4 * i + 1] = _mm512_unpackhi_epi64(u[4 * i], u[4 * i + 2]);
+            r[4 * i + 2] = _mm512_unpacklo_epi64(u[4 * i + 1], u[4 * i + 3]);
+            r[4 * i + 3] = _mm512_unpackhi_epi64(u[4 * i + 1], u[4 * i + 3]);
+        }
+        /* r[4i + c], 128-bit lane L: column 4L + c of rows 4i .. 4i + 3 */
+        uint16_t *tile = chunk + t * 512;
+        for (int c = 0; c < 4; c++) {
+            __m512i v1 = _mm512_shuffle_i32x4(r[c], r[4 + c], 0x88), v2 = _mm512_shuffle_i32x4(r[c], r[4 + c], 0xDD);
+            __m512i w1 = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0x88);
+            __m512i w2 = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0xDD);
+            _mm512_storeu_si512(tile + (0 + c) * 32, _mm512_shuffle_i32x4(v1, w1, 0x88));
+            _mm512_storeu_si512(tile + (4 + c) * 32, _mm512_shuffle_i32x4(v2, w2, 0x88));
+            _mm512_storeu_si512(tile + (8 + c) * 32, _mm512_shuffle_i32x4(v1, w1, 0xDD));
+            _mm512_storeu_si512(tile + (12 + c) * 32, _mm512_shuffle_i32x4(v2, w2, 0xDD));
+        }
+    }
+}
+
 #else
 #define AMX_X86 0
 #endif
+
+/* The packed operands' memory is kept per calling thread (a stream's worker) from one product to the next: a fresh
+ * multi-MiB malloc is an mmap whose page faults measured 10-20% of a 1024^3 product on 2 threads. Larger buffers
+ * than AMX_KEEP_BYTES are freed after use, so an odd huge product does not pin its memory. */
+#define AMX_KEEP_BYTES ((size_t)64 << 20)
+
+typedef struct amx_scratch {
+    void *p;
+    size_t cap;
+} amx_scratch_t;
+
+static pthread_once_t amx_scratch_once = PTHREAD_ONCE_INIT;
+static pthread_key_t amx_scratch_key;
+static int amx_scratch_ok;
+
+static void amx_scratch_free(void *v) {
+    amx_scratch_t *t = v;
+    if (t) free(t->p);
+    free(t);
+}
+
+static void amx_scratch_init(void) { amx_scratch_ok = pthread_key_create(&amx_scratch_key, amx_scratch_free) == 0; }
+
+void *axon_gemm_amx_scratch(size_t bytes) {
+    bytes = (bytes + 63) / 64 * 64;
+    pthread_once(&amx_scratch_once, amx_scratch_init);
+    if (bytes > AMX_KEEP_BYTES || !amx_scratch_ok) return aligned_alloc(64, bytes);
+    amx_scratch_t *t = pthread_getspecific(amx_scratch_key);
+    if (!t) {
+        if ((t = calloc(1, sizeof *t)) == NULL) return NULL;
+        if (pthread_setspecific(amx_scratch_key, t) != 0) {
+            free(t);
+            return NULL;
+        }
+    }
+    if (bytes > t->cap) {
+        free(t->p);
+        t->cap = 0;
+        if ((t->p = aligned_alloc(64, bytes)) == NULL) return NULL;
+        t->cap = bytes;
+    }
+    return t->p;
+}
+
+void axon_gemm_amx_scratch_done(void *p) {
+    amx_scratch_t *t = amx_scratch_ok ? pthread_getspecific(amx_scratch_key) : NULL;
+    if (!t || p != t->p) free(p);
+}
 
 int64_t axon_gemm_amx_chunks(int64_t k) { return (k + 31) / 32; }
 
@@ -115,6 +197,10 @@ void axon_gemm_amx_pack_b(uint16_t *bp, const uint16_t *b, int64_t rs, int64_t c
 #if AMX_X86
             if (cs == 1) {
                 amx_pack_b_rows512(chunk, b + i0 * rs + j0, rs, ni, nj);
+                continue;
+            }
+            if (rs == 1) {
+                amx_pack_b_cols512(chunk, b + i0 + j0 * cs, cs, ni, nj);
                 continue;
             }
 #endif
@@ -215,14 +301,14 @@ AMX_TARGET static void amx_config(void) {
 
 AMX_TARGET static void amx_release(void) { _tile_release(); }
 
-void axon_gemm_amx_rows(const axon_gemm_amx_t *op, int64_t r0, int64_t r1, uint16_t *ap) {
-    const int64_t nch = axon_gemm_amx_chunks(op->k), npanels = (op->n + 31) / 32;
+void axon_gemm_amx_block(const axon_gemm_amx_t *op, int64_t r0, int64_t r1, int64_t p0, int64_t p1, uint16_t *ap) {
+    const int64_t nch = axon_gemm_amx_chunks(op->k);
     float acc[32 * 32] __attribute__((aligned(64)));
     amx_config();
     for (int64_t i0 = r0; i0 < r1; i0 += op->mc) {
         const int64_t mr = r1 - i0 < op->mc ? r1 - i0 : op->mc;
         amx_pack_a(ap, op->a, op->a_rs, op->a_cs, op->k, i0, mr);
-        for (int64_t p = 0; p < npanels; p++) {
+        for (int64_t p = p0; p < p1; p++) {
             const int64_t j0 = p * 32, nc = op->n - j0 < 32 ? op->n - j0 : 32;
             for (int64_t u = 0; u * 32 < mr; u++) {
                 amx_tile_product(ap + u * nch * AMX_CHUNK, op->bp + p * nch * AMX_CHUNK, nch, acc);
@@ -237,8 +323,8 @@ void axon_gemm_amx_rows(const axon_gemm_amx_t *op, int64_t r0, int64_t r1, uint1
 
 int axon_gemm_amx_available(void) { return 0; }
 
-void axon_gemm_amx_rows(const axon_gemm_amx_t *op, int64_t r0, int64_t r1, uint16_t *ap) {
-    (void)op, (void)r0, (void)r1, (void)ap;
+void axon_gemm_amx_block(const axon_gemm_amx_t *op, int64_t r0, int64_t r1, int64_t p0, int64_t p1, uint16_t *ap) {
+    (void)op, (void)r0, (void)r1, (void)p0, (void)p1, (void)ap;
     (void)amx_pack_a;
 }
 

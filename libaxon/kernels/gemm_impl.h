@@ -62,9 +62,9 @@ typedef struct axon_gemm_lowp {
 
 /* bfloat16 GEMM on AMX tiles (gemm_amx.c): C = alpha * A @ B + beta * C + bias (float32 accumulation, alpha, beta and
  * bias in float32, one rounding to nearest even on store). B is first packed (axon_gemm_amx_pack_b, any strides, by
- * panels of 32 columns, so the pool can share the work); then axon_gemm_amx_rows computes rows [r0, r1) of C on the
- * calling thread, packing mc rows of A at a time into ap (axon_gemm_amx_a_bytes(mc, k) bytes, 64-byte aligned). Every
- * element is summed in one fixed order, whatever the rows a call gets. Never allocates. */
+ * panels of 32 columns, so the pool can share the work); then axon_gemm_amx_block computes rows [r0, r1) and panels
+ * [p0, p1) of C on the calling thread, packing mc rows of A at a time into ap (axon_gemm_amx_a_bytes(mc, k) bytes,
+ * 64-byte aligned). Every element is summed in one fixed order, whatever block a call gets. Never allocates. */
 typedef struct axon_gemm_amx {
     int64_t m, n, k;             /* all >= 1 */
     const uint16_t *a;           /* element (i, d) at a[i * a_rs + d * a_cs] */
@@ -85,7 +85,11 @@ size_t axon_gemm_amx_a_bytes(int64_t mc, int64_t k);
 /* Panels [p0, p1) (of (n + 31) / 32) of B, k x n with element (i, j) at b[i * rs + j * cs], into bp. */
 void axon_gemm_amx_pack_b(uint16_t *bp, const uint16_t *b, int64_t rs, int64_t cs, int64_t k, int64_t n, int64_t p0,
                           int64_t p1);
-void axon_gemm_amx_rows(const axon_gemm_amx_t *op, int64_t r0, int64_t r1, uint16_t *ap);
+void axon_gemm_amx_block(const axon_gemm_amx_t *op, int64_t r0, int64_t r1, int64_t p0, int64_t p1, uint16_t *ap);
+/* bytes of 64-byte aligned memory for the packed operands, kept by the calling thread for its next product (NULL when
+ * out of memory); give it back with axon_gemm_amx_scratch_done on the same thread before asking again. */
+void *axon_gemm_amx_scratch(size_t bytes);
+void axon_gemm_amx_scratch_done(void *p);
 
 /* 1 when libaxon was built with oneDNN and its CPU engine could be created. */
 int axon_gemm_lowp_available(void);
