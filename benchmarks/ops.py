@@ -175,6 +175,13 @@ def cases():
         out.append(("linear fp32", f"{m}x{k}x{n}", lambda d, m=m, k=k, n=n: (lambda x, w, b: (
             lambda: torch.nn.functional.linear(x, w, b)))(torch.randn(m, k, device=d), torch.randn(n, k, device=d),
                                                           torch.randn(n, device=d))))
+    # bf16 Linears (AMX territory): a transformer batch, the MLP's first layer, a large projection.
+    for m, k, n in ((512, 1024, 256), (64, 512, 2048), (1024, 1024, 4096)):
+        WORK[("linear bf16", f"{m}x{k}x{n}")] = ("flop", 2.0 * m * k * n, "bf16")
+        out.append(("linear bf16", f"{m}x{k}x{n}", lambda d, m=m, k=k, n=n: (lambda x, w, b: (
+            lambda: torch.nn.functional.linear(x, w, b)))(
+                torch.randn(m, k, device=d).to(torch.bfloat16), torch.randn(n, k, device=d).to(torch.bfloat16),
+                torch.randn(n, device=d).to(torch.bfloat16))))
     return [c for c in out if any(f in c[0] for f in ARGS.filter.split(",")) and (not ARGS.tiny or c[1] == "64")]
 
 
