@@ -31,25 +31,39 @@ CHILD = textwrap.dedent("""
         model = GPT2Model(GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=64, n_positions=16))
         x = torch.randint(0, 64, (batch, 8))
         options = {"guard_filter_fn": tc.guard_filter}
-    model.eval()
-    with torch.no_grad():
+    train = os.environ.get("TRAIN") == "1"
+    if train:   # forward and backward: the saved activations include a view of an input (the weights' transpose)
         expected = model(x)
-        compiled = torch.compile(model.to("axon"), backend="axon", options=options)
+        expected.sum().backward()
+        ref_grad = model[0].weight.grad.clone()
+        model.zero_grad(set_to_none=True)
+        compiled = torch.compile(model.to("axon"), backend="axon")
         got = compiled(x.to("axon"))
+        got.sum().backward()
+        grad_err = (model[0].weight.grad.cpu() - ref_grad).abs().max().item()
+    else:
+        model.eval()
+        with torch.no_grad():
+            expected = model(x)
+            compiled = torch.compile(model.to("axon"), backend="axon", options=options)
+            got = compiled(x.to("axon"))
+        grad_err = 0.0
     if model_name != "mlp":
         expected, got = expected.last_hidden_state, got.last_hidden_state
     print(json.dumps({
+        "grad_err": grad_err,
         "frames": counters["stats"]["unique_graphs"],
         "hits": counters["dynamo_cache"]["dynamo_cache_hit"],
         "graphs": tc.stats()["graphs"],
         "programs": tc.stats()["programs"],
-        "err": (got.cpu() - expected).abs().max().item(),
+        "err": (got.detach().cpu() - expected.detach()).abs().max().item(),
     }))
 """)
 
 
-def run(cache, model="mlp", batch=4, warm=True):
-    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(cache), AXON_CACHE_DIR=str(cache), AXON_COMPILE_SYNC="1")
+def run(cache, model="mlp", batch=4, warm=True, train=False):
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(cache), AXON_CACHE_DIR=str(cache), AXON_COMPILE_SYNC="1",
+               TRAIN="1" if train else "0")
     env.pop("AXON_WARM_START", None)
     if warm:
         env["AXON_WARM_START"] = "1"
@@ -113,3 +127,11 @@ def test_decorated_forward(tmp_path):
     warm = run(tmp_path, model="gpt2", batch=2)
     assert warm["hits"] == 1 and warm["frames"] == 0 and warm["graphs"] == 0, warm
     assert warm["err"] < 1e-4, warm
+
+
+def test_training_step(tmp_path):
+    cold = run(tmp_path, train=True)
+    assert cold["frames"] == 1 and cold["graphs"] == 2, cold     # forward and backward
+    warm = run(tmp_path, train=True)
+    assert warm["hits"] == 1 and warm["frames"] == 0 and warm["graphs"] == 0, warm
+    assert warm["err"] < 1e-4 and warm["grad_err"] < 1e-4, warm

@@ -207,8 +207,8 @@ class AxonOutputCode(_output_code_base()):
 
 
 # ---- pickling a partitioned graph module ------------------------------------------------------------------------
-# Programs are pickled as their AXIR text and compiled again on load. Graph modules are pickled as their generated
-# code and attributes and come back as plain modules running that code: no fx.Graph is rebuilt (GraphModule's own
+# Programs are pickled as their AXIR text and compiled again on load; ATen operators by name. Graph modules are
+# pickled as their generated code and attributes and come back as plain modules running that code: no fx.Graph is rebuilt (GraphModule's own
 # unpickling traces the code again, 80 ms for GPT-2, and its make_fx tracer would trace into compiled partitions).
 
 
@@ -229,6 +229,11 @@ class _Pickler(pickle.Pickler):
             python_code = obj.graph.python_code(root_module="self")
             imports = _import_block(python_code.globals)
             return _code_module, (imports + python_code.src, body)
+        if isinstance(obj, fx.Node):
+            # a node that a partition's glue keeps (lower.InputView's view chain): rebuilt without its graph
+            return _node, (obj.op, obj.target, obj.args, obj.kwargs, obj.name)
+        if isinstance(obj, torch._ops.OpOverload):
+            return _op, (obj.namespace, obj._opname, obj._overloadname)
         return NotImplemented
 
 
@@ -260,6 +265,15 @@ def _code_module(src: str, body: dict) -> torch.nn.Module:
     exec(compile(src, "<axon warm start>", "exec"), scope)  # noqa: S102  (code this package generated and saved)
     mod.forward = types.MethodType(scope["forward"], mod)
     return mod
+
+
+def _node(op: str, target, args, kwargs, name: str) -> fx.Node:
+    # Each in a graph of its own: only its op, target and arguments (other such nodes) are used.
+    return fx.Graph().create_node(op, target, args, kwargs, name)
+
+
+def _op(namespace: str, name: str, overload: str) -> torch._ops.OpOverload:
+    return getattr(getattr(getattr(torch.ops, namespace), name), overload)
 
 
 def _dumps(fused: torch.nn.Module) -> bytes:
