@@ -326,6 +326,35 @@ def test_cat_with_a_legacy_empty_tensor_compiles():
     assert not any(op.startswith("aten.cat") for _, op, _ in report.left_out), report.left_out
 
 
+def test_cache_update_is_written_in_place(tmp_path, monkeypatch):
+    # a static KV cache's index_copy_ in an inference graph: the cache is written at the new positions in place (no
+    # whole-cache copy and copy-back), the values match CPU, and a parameter-style update is still copied back
+    monkeypatch.setenv("AXON_DUMP_DIR", str(tmp_path))
+
+    def fn(cache, pos, kv, w, x):
+        cache.index_copy_(2, pos, kv)
+        w.mul_(0.5)
+        return (cache * x).sum(-1) + w
+
+    cpu = [torch.zeros(2, 3, 8, 4), torch.randn(2, 3, 8)]
+    dev = [t.to(DEV) for t in cpu]
+    compiled = torch.compile(fn, backend="axon")
+    ptr = dev[0].data_ptr()
+    with torch.no_grad():
+        for step in range(3):
+            pos = torch.tensor([step, step + 4])
+            kv, x = sample((2, 3, 2, 4), seed=step), sample((2, 3, 8, 4), seed=10 + step)
+            want = fn(cpu[0], pos, kv, cpu[1], x)
+            got = compiled(dev[0], pos.to(DEV), kv.to(DEV), dev[1], x.to(DEV))
+            close(got, want)
+            close(dev[0], cpu[0])
+            close(dev[1], cpu[1])
+    assert dev[0].data_ptr() == ptr
+    graph = open(glob.glob(str(tmp_path / "*" / "partitioned.py"))[0]).read()
+    assert "index_put_.default(" in graph and "index_put.default(" not in graph, graph
+    assert graph.count("copy_.default(") == 1, graph   # w's, at the end
+
+
 def test_cpu_model_runs_eagerly_through_the_backend():
     model = MLP()
     x = sample((4, 32))

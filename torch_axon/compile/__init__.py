@@ -59,8 +59,9 @@ def backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
         fw, bw, inference = _precompile.compilers(fw, bw, inference)
         warm = _precompile.compiling()
     with warm:
+        # Inference graphs keep their input mutations as copy_ nodes, which mutation.py writes in place where it can.
         return aot_autograd(fw_compiler=fw, bw_compiler=bw, inference_compiler=inference,
-                            decompositions=decompositions())(gm, example_inputs)
+                            decompositions=decompositions(), keep_inference_input_mutations=True)(gm, example_inputs)
 
 
 _precompile = None

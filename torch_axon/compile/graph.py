@@ -18,6 +18,7 @@ from torch._functorch.aot_autograd import make_boxed_func
 from . import counters
 from .dump import Dump
 from .lower import Unsupported, host_scalar, lower_graph
+from .mutation import write_mutations_in_place
 from .partition import classify, partition
 
 log = logging.getLogger("torch_axon.compile")
@@ -169,6 +170,8 @@ def compile_graph(gm: fx.GraphModule, example_inputs, kind: str = "forward", rep
     dump = Dump(kind)
     dump.graph("graph.py", gm)
     try:
+        if kind == "inference":
+            write_mutations_in_place(gm)
         verdict = classify(gm, _num_user_outputs(kind))
         fused, names = partition(gm, verdict)
         for name in names:
