@@ -25,6 +25,9 @@
  *     more than 8 rows and columns and at least 200^3 multiply-adds go to oneDNN's float32 brgemm kernels (as
  *     bfloat16 below). Sums may be ordered differently for another thread count, so results with 1 and 2 threads
  *     agree within rounding, not bit for bit.
+ *   - bfloat16 single matrices (no batch) with 32 or more rows, columns and depth, out row-major, on a CPU with
+ *     AMX-BF16 whose kernel grants the tile state: libaxon's own AMX kernel (gemm_amx.c), float32 accumulation,
+ *     alpha, beta and bias applied in float32, rounded once on store; the same bits for any thread count.
  *   - bfloat16 and float16 with oneDNN (AXON_HAVE_ONEDNN; Debian's libdnnl-dev): oneDNN's matmul primitive on the
  *     operands as they are (bf16 dot or AMX instructions), float32 accumulation, alpha, beta and bias applied in
  *     float32, rounded once on store. Each pool participant makes single-threaded calls on its own block of out, so
