@@ -336,11 +336,17 @@ def _check_guards(entry) -> None:
     """Builds each guard manager from its saved state, as loading will; raises what loading would."""
     from torch._dynamo.package import SerializedCode, load_guard_manager, load_guards_state
 
-    for code in entry.codes:
-        scope = sys.modules[code.python_module].__dict__
-        target = SerializedCode.to_code_object(code.python_code)
-        for guarded in code.guarded_codes:
-            load_guard_manager(load_guards_state(guarded.guards_state), target, scope)
+    quiet = logging.getLogger("torch._guards")   # it logs a failing guard at ERROR level before raising
+    level = quiet.level
+    quiet.setLevel(logging.CRITICAL)
+    try:
+        for code in entry.codes:
+            scope = sys.modules[code.python_module].__dict__
+            target = SerializedCode.to_code_object(code.python_code)
+            for guarded in code.guarded_codes:
+                load_guard_manager(load_guards_state(guarded.guards_state), target, scope)
+    finally:
+        quiet.setLevel(level)
 
 
 def save() -> int:
