@@ -488,10 +488,17 @@ static int check_attention(axir_infer_ctx_t *c, const axon_axir_node_t *n, int b
     int r = q->rank;
     if (r < 2) return axir_infer_fail(c, "operand %d (query) has rank %d, expected at least 2", b + 1, r);
     if (!need_rank(c, n, b + 1, r) || !need_rank(c, n, b + 2, r)) return 0;
-    for (int i = 0; i < r - 2; i++)
+    for (int i = 0; i < r - 2; i++) {
+        /* Grouped-query attention: key and value may have fewer heads (dim r-3) than the query, a divisor of its. */
+        const axon_axir_dim_t qh = q->dims[i], kh = k->dims[i];
+        if (i == r - 3 && !qh.expr && !kh.expr && kh.size > 0 && qh.size > kh.size && qh.size % kh.size == 0) {
+            if (!dims_match(c, n, b + 1, i, b + 2, i, "key and value head counts differ")) return 0;
+            continue;
+        }
         if (!dims_match(c, n, b, i, b + 1, i, "batch dimensions differ") ||
             !dims_match(c, n, b, i, b + 2, i, "batch dimensions differ"))
             return 0;
+    }
     if (!dims_match(c, n, b, r - 1, b + 1, r - 1, "query and key head sizes differ") ||
         !dims_match(c, n, b + 1, r - 2, b + 2, r - 2, "key and value lengths differ"))
         return 0;

@@ -10,7 +10,8 @@
  * "eager" attention, T5, older models). The scale must multiply the product before the mask is added, as sdpa does;
  * every intermediate must have no other use (else the scores are needed anyway); Q, K and V must be 4-D with the
  * batch dims of the scores. Rank-3 products (no head dim) are matched too, with Q = the bmm's first operand.
- * Results change only by rounding (the kernel scales q·k in a different order and accumulates blockwise). */
+ * Results change only by rounding (the kernel scales q·k in a different order and accumulates blockwise).
+ * Also, sdpa's key and value copied out to every query head (repeat_kv) are read as the grouped heads they are. */
 #include <string.h>
 
 #include "compile_impl.h"
@@ -219,6 +220,47 @@ static int rewrite(axon_axir_module_t *m, axon_axir_func_t *f, const attn_match_
     return 1;
 }
 
+/* Grouped-query attention as Hugging Face writes it (repeat_kv): x = reshape(contiguous(expand(unsqueeze(K, 2))))
+ * from K [B, Hkv, L, E] through [B, Hkv, G, L, E] to [B, Hkv*G, L, E]. Returns K and sets *groups = G, or NULL. */
+static axon_axir_value_t *repeated_heads(axon_axir_module_t *m, axon_axir_value_t *x, int64_t *groups) {
+    const axon_axir_node_t *r = x->def;
+    if (!r || r->op != AXON_AXIR_OP_RESHAPE || x->type.rank != 4) return NULL;
+    axon_axir_value_t *e = r->operands[0];
+    if (e->def && e->def->op == AXON_AXIR_OP_CONTIGUOUS) e = e->def->operands[0];
+    if (!e->def || e->def->op != AXON_AXIR_OP_EXPAND || e->type.rank != 5) return NULL;
+    axon_axir_value_t *u = e->def->operands[0];
+    if (!u->def || (u->def->op != AXON_AXIR_OP_UNSQUEEZE && u->def->op != AXON_AXIR_OP_RESHAPE) || u->type.rank != 5)
+        return NULL;
+    axon_axir_value_t *kv = u->def->operands[0];
+    const axon_axir_type_t *et = &e->type, *ut = &u->type, *kt = &kv->type;
+    if (kt->rank != 4 || ut->dims[2].expr || ut->dims[2].size != 1 || et->dims[2].expr || et->dims[2].size < 2 ||
+        x->type.dims[1].expr || kt->dims[1].expr || x->type.dims[1].size != kt->dims[1].size * et->dims[2].size)
+        return NULL;
+    static const int from[4] = {0, 1, 3, 4}, to[4] = {0, 1, 2, 3};
+    for (int i = 0; i < 4; i++)   /* K's dims are the expand's (but the group) and x's (but the heads) */
+        if (!dims_eq(m, ut, from[i], kt, to[i]) || !dims_eq(m, et, from[i], kt, to[i]) ||
+            (i != 1 && !dims_eq(m, &x->type, i, kt, i)))
+            return NULL;
+    *groups = et->dims[2].size;
+    return kv;
+}
+
+/* sdpa / sdpa_lse whose key and value are repeat_kv copies read the grouped heads directly (the kernel maps query
+ * head h to key/value head h / G): the copies go. Returns 0 on allocation failure. */
+static int grouped_query(axon_axir_module_t *m, axon_axir_func_t *f, axon_axir_node_t *n) {
+    int64_t gk = 0, gv = 0;
+    axon_axir_value_t *k = repeated_heads(m, n->operands[1], &gk), *v = repeated_heads(m, n->operands[2], &gv);
+    if (!k || !v || gk != gv || !dims_eq(m, &k->type, 1, &v->type, 1)) return 1;
+    axon_axir_value_t *ops[4] = {n->operands[0], k, v, n->num_operands > 3 ? n->operands[3] : NULL};
+    axon_axir_type_t types[2];
+    for (int r = 0; r < n->num_results; r++) types[r] = n->results[r]->type;
+    axon_axir_node_t *g = axon_axir_node_create(m, f, n, n->op, NULL, n->num_operands, ops, n->num_results, types,
+                                                n->num_attrs, n->attrs);
+    if (!g) return 0;
+    for (int r = 0; r < n->num_results; r++) axon_axir_replace_uses(f, n->results[r], g->results[r]);
+    return 1;
+}
+
 axon_status_t pass_attention(axon_axir_module_t *m, axon_axir_func_t *f, axon_axir_diag_t *diag) {
     axon_axir_func_recompute_uses(f);
     for (axon_axir_node_t *n = f->first; n; n = n->next) {
@@ -228,5 +270,10 @@ axon_status_t pass_attention(axon_axir_module_t *m, axon_axir_func_t *f, axon_ax
         if (!rewrite(m, f, &a)) return compile_diag(diag, n, AXON_ERROR_OUT_OF_MEMORY, "attention: out of memory");
         axon_axir_func_recompute_uses(f);   /* the pattern's nodes are now dead; dce erases them */
     }
+    for (axon_axir_node_t *n = f->first; n; n = n->next) {
+        if ((n->op != AXON_AXIR_OP_SDPA && n->op != AXON_AXIR_OP_SDPA_LSE) || n->num_operands < 3) continue;
+        if (!grouped_query(m, f, n)) return compile_diag(diag, n, AXON_ERROR_OUT_OF_MEMORY, "attention: out of memory");
+    }
+    axon_axir_func_recompute_uses(f);
     return AXON_OK;
 }

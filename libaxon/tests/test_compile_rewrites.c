@@ -471,6 +471,36 @@ static void test_equal_constants_become_one(void) {
     free(out);
 }
 
+static void test_repeated_key_value_heads_are_read_grouped(void) {
+    /* Llama's repeat_kv: 2 key/value heads copied out to the 4 query heads; sdpa reads the 2 heads directly */
+    static const char *const text =
+        "axir 1\n"
+        "func @main(%q: f32[2, 4, 3, 8], %k: f32[2, 2, 5, 8], %v: f32[2, 2, 5, 8]) -> (f32[2, 4, 3, 8]) {\n"
+        "  %ku = unsqueeze(%k) {dim = 2} : f32[2, 2, 1, 5, 8]\n"
+        "  %ke = expand(%ku) {shape = [2, 2, 2, 5, 8]} : f32[2, 2, 2, 5, 8]\n"
+        "  %kc = contiguous(%ke) : f32[2, 2, 2, 5, 8]\n"
+        "  %kr = reshape(%kc) {shape = [2, 4, 5, 8]} : f32[2, 4, 5, 8]\n"
+        "  %vu = unsqueeze(%v) {dim = 2} : f32[2, 2, 1, 5, 8]\n"
+        "  %ve = expand(%vu) {shape = [2, 2, 2, 5, 8]} : f32[2, 2, 2, 5, 8]\n"
+        "  %vc = contiguous(%ve) : f32[2, 2, 2, 5, 8]\n"
+        "  %vr = reshape(%vc) {shape = [2, 4, 5, 8]} : f32[2, 4, 5, 8]\n"
+        "  %o = sdpa(%q, %kr, %vr) {dropout_p = 0.0, is_causal = false, scale = 0.35} : f32[2, 4, 3, 8]\n"
+        "  return %o\n"
+        "}\n";
+    float q[192], k[160], v[160];
+    tc_fill(q, 192, 1), tc_fill(k, 160, 2), tc_fill(v, 160, 3);
+    int64_t sq[4] = {2, 4, 3, 8}, sk[4] = {2, 2, 5, 8};
+    axon_tensor_t ins[3] = {kc_tensor(q, AXON_FLOAT32, 4, sq, NULL), kc_tensor(k, AXON_FLOAT32, 4, sk, NULL),
+                            kc_tensor(v, AXON_FLOAT32, 4, sk, NULL)};
+    char *out = compare_fused_and_plain(text, 3, ins, 1e-6);
+    CHECK(out != NULL);
+    if (!out) return;
+    CHECK(count(out, "sdpa(%q, %k, %v)") == 1);
+    CHECK(count(out, "contiguous(") == 0 && count(out, "expand(") == 0);
+    if (count(out, "sdpa(%q, %k, %v)") != 1) fprintf(stderr, "got:\n%s", out);
+    free(out);
+}
+
 int main(void) {
     RUN(test_interleaved_chain_fuses);
     RUN(test_unfusable_graph_keeps_order);
@@ -483,5 +513,6 @@ int main(void) {
     RUN(test_converging_updates_fuse_per_parameter);
     RUN(test_run_with_too_many_results_fuses_in_parts);
     RUN(test_equal_constants_become_one);
+    RUN(test_repeated_key_value_heads_are_read_grouped);
     return check_report();
 }
