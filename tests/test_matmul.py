@@ -108,6 +108,11 @@ BIG = {
     "baddbmm": (lambda c, a, b: torch.baddbmm(c, a, b, beta=-1.5, alpha=0.5), [(4, 64, 48), (4, 64, 80), (4, 80, 48)]),
     "linear": (lambda x, w, b: torch.nn.functional.linear(x, w, b), [(64, 512), (384, 512), (384,)]),
     "linear_few_rows": (lambda x, w, b: torch.nn.functional.linear(x, w, b), [(20, 256), (300, 256), (300,)]),
+    # Past 2048^3 multiply-adds bf16 runs libaxon's AMX kernel (where the CPU has AMX) with its large-product blocks:
+    # odd sizes, so every tile has row, column and depth tails; B as stored and transposed (a Linear's weight).
+    "mm_past_2048_cubed": (lambda a, b: a @ b, [(2050, 2049), (2049, 2051)]),
+    "linear_past_2048_cubed": (lambda x, w, b: torch.nn.functional.linear(x, w, b), [(2048, 2080), (2100, 2080),
+                                                                                      (2100,)]),
 }
 
 
