@@ -23,7 +23,40 @@ typedef struct sched {
     int *heap, heap_len;         /* ready nodes, by priority */
     long long *prio;
     char *done;
+    int *pos;                    /* node id -> position in the current order (ids are below next_node_id) */
 } sched_t;
+
+/* Counts f's body and, for 3 nodes or more, allocates what both schedules use and numbers the nodes; 0 when there
+ * is nothing to reorder, -1 when out of memory. */
+static int sched_open(sched_t *s, const axon_axir_func_t *f) {
+    memset(s, 0, sizeof *s);
+    for (axon_axir_node_t *n = f->first; n; n = n->next) s->n++;
+    if (s->n < 3) return 0;
+    s->pos = malloc((size_t)f->next_node_id * sizeof *s->pos);
+    s->nodes = malloc((size_t)s->n * sizeof *s->nodes);
+    s->pending = calloc((size_t)s->n, sizeof *s->pending);
+    s->heap = malloc((size_t)s->n * sizeof *s->heap);
+    s->prio = malloc((size_t)s->n * sizeof *s->prio);
+    s->done = calloc((size_t)s->n, 1);
+    if (!s->pos || !s->nodes || !s->pending || !s->heap || !s->prio || !s->done) return -1;
+    int i = 0;
+    for (axon_axir_node_t *n = f->first; n; n = n->next, i++) {
+        s->nodes[i] = n;
+        s->pos[n->id] = i;
+    }
+    return 1;
+}
+
+static void sched_close(sched_t *s) {
+    free(s->pos);
+    free(s->nodes);
+    free(s->pending);
+    free(s->user_start);
+    free(s->users);
+    free(s->heap);
+    free(s->prio);
+    free(s->done);
+}
 
 static void heap_push(sched_t *s, int i) {
     int k = s->heap_len++;
@@ -64,29 +97,17 @@ static void release_users(sched_t *s, int i) {
 
 static axon_status_t schedule_forward(axon_axir_func_t *f, axon_axir_diag_t *diag) {
     sched_t s;
-    memset(&s, 0, sizeof s);
-    for (axon_axir_node_t *n = f->first; n; n = n->next) s.n++;
-    if (s.n < 3) return AXON_OK;
-    /* node id -> position; ids are unique and below next_node_id */
-    int *pos = malloc((size_t)f->next_node_id * sizeof *pos);
-    s.nodes = malloc((size_t)s.n * sizeof *s.nodes);
-    s.pending = calloc((size_t)s.n, sizeof *s.pending);
-    s.user_start = calloc((size_t)s.n + 1, sizeof *s.user_start);
-    s.heap = malloc((size_t)s.n * sizeof *s.heap);
-    s.prio = malloc((size_t)s.n * sizeof *s.prio);
-    s.done = calloc((size_t)s.n, 1);
+    const int open = sched_open(&s, f);
     axon_status_t st = AXON_OK;
-    if (!pos || !s.nodes || !s.pending || !s.user_start || !s.heap || !s.prio || !s.done) {
-        st = compile_diag(diag, NULL, AXON_ERROR_OUT_OF_MEMORY, "schedule: out of memory");
+    if (open <= 0 || !(s.user_start = calloc((size_t)s.n + 1, sizeof *s.user_start))) {
+        if (open != 0) st = compile_diag(diag, NULL, AXON_ERROR_OUT_OF_MEMORY, "schedule: out of memory");
         goto out;
     }
-    int i = 0;
-    for (axon_axir_node_t *n = f->first; n; n = n->next, i++) {
-        s.nodes[i] = n;
-        pos[n->id] = i;
+    int *pos = s.pos, i;
+    for (i = 0; i < s.n; i++) {
         /* Constants and views as soon as they are ready: they cost nothing to run, and one that a fusable chain
          * needs (a transposed weight, a scalar) would otherwise stop the chain where it is first read. */
-        const axon_axir_op_class_t cls = axon_axir_op_class(n->op);
+        const axon_axir_op_class_t cls = axon_axir_op_class(s.nodes[i]->op);
         s.prio[i] = cls == AXON_AXIR_CLASS_CONSTANT || cls == AXON_AXIR_CLASS_VIEW ? i - s.n : i;
     }
     int edges = 0;
@@ -141,14 +162,7 @@ static axon_status_t schedule_forward(axon_axir_func_t *f, axon_axir_diag_t *dia
     prev->next = NULL;
     f->last = prev;
 out:
-    free(pos);
-    free(s.nodes);
-    free(s.pending);
-    free(s.user_start);
-    free(s.users);
-    free(s.heap);
-    free(s.prio);
-    free(s.done);
+    sched_close(&s);
     return st;
 }
 
@@ -167,29 +181,18 @@ static int same_shape(axon_axir_module_t *m, const axon_axir_node_t *a, const ax
 
 static axon_status_t schedule_backward(axon_axir_module_t *m, axon_axir_func_t *f, axon_axir_diag_t *diag) {
     sched_t s;
-    memset(&s, 0, sizeof s);
-    for (axon_axir_node_t *n = f->first; n; n = n->next) s.n++;
-    if (s.n < 3) return AXON_OK;
-    int *pos = malloc((size_t)f->next_node_id * sizeof *pos);
-    int *stack = malloc((size_t)s.n * sizeof *stack), sp = 0;
-    axon_axir_node_t **order = malloc((size_t)s.n * sizeof *order);
-    s.nodes = malloc((size_t)s.n * sizeof *s.nodes);
-    s.pending = calloc((size_t)s.n, sizeof *s.pending);
-    s.heap = malloc((size_t)s.n * sizeof *s.heap);
-    s.prio = malloc((size_t)s.n * sizeof *s.prio);
-    s.done = calloc((size_t)s.n, 1);
+    const int open = sched_open(&s, f);
+    int *stack = open > 0 ? malloc((size_t)s.n * sizeof *stack) : NULL, sp = 0;
+    axon_axir_node_t **order = open > 0 ? malloc((size_t)s.n * sizeof *order) : NULL;
     axon_status_t st = AXON_OK;
-    if (!pos || !stack || !order || !s.nodes || !s.pending || !s.heap || !s.prio || !s.done) {
-        st = compile_diag(diag, NULL, AXON_ERROR_OUT_OF_MEMORY, "schedule: out of memory");
+    if (open <= 0 || !stack || !order) {
+        if (open != 0) st = compile_diag(diag, NULL, AXON_ERROR_OUT_OF_MEMORY, "schedule: out of memory");
         goto out;
     }
-    int i = 0;
-    for (axon_axir_node_t *n = f->first; n; n = n->next, i++) {
-        s.nodes[i] = n;
-        pos[n->id] = i;
-        /* the latest first; constants last of all, so that they stay at the top of the body */
-        s.prio[i] = axon_axir_op_class(n->op) == AXON_AXIR_CLASS_CONSTANT ? (long long)s.n - i : -(long long)i;
-    }
+    int *pos = s.pos, i;
+    for (i = 0; i < s.n; i++)   /* the latest first; constants last of all, so that they stay at the top */
+        s.prio[i] = axon_axir_op_class(s.nodes[i]->op) == AXON_AXIR_CLASS_CONSTANT ? (long long)s.n - i
+                                                                                  : -(long long)i;
     /* pending: the operand slots that read a node's results (the return's do not hold a node back) */
     for (i = 0; i < s.n; i++)
         for (int k = 0; k < s.nodes[i]->num_operands; k++)
@@ -225,14 +228,9 @@ static axon_status_t schedule_backward(axon_axir_module_t *m, axon_axir_func_t *
     f->first = order[0];
     f->last = order[s.n - 1];
 out:
-    free(pos);
     free(stack);
     free(order);
-    free(s.nodes);
-    free(s.pending);
-    free(s.heap);
-    free(s.prio);
-    free(s.done);
+    sched_close(&s);
     return st;
 }
 
