@@ -353,10 +353,11 @@ done:
  * then each participant takes blocks of mc rows of out (mc sized so a block of packed A, mc x k, stays within 512 KiB
  * of L2). Otherwise each participant packs and multiplies its own range of B's 32-column panels, every row of out
  * (one pass over the pool, and no participant packs a panel another uses). Single matrices of at least 32 rows and
- * columns and a depth of 32 or more (fewer rows would leave tile rows empty), of up to 256^3 or at least 2048^3
- * multiply-adds: in between oneDNN was as fast or faster (benchmarks/ops.py on 2 threads, best of 3 alternated runs
- * on a loaded machine, 2026-11-30: 2048^3 11.1 -> 8.4 ms, 4096^3 95.9 -> 74.5 ms, 256^3 37.9 -> 29.5 us; but
- * 1024^3 1.03 -> 1.12 ms, a 512 x 1024 x 256 Linear 127 -> 221 us, 1024 x 1024 x 4096 3.8 -> 4.2 ms). */
+ * columns and a depth of 32 or more (fewer rows would leave tile rows empty), of more than 128^3 and up to 256^3, or
+ * at least 2048^3 multiply-adds: elsewhere oneDNN was as fast or faster (benchmarks/ops.py on 2 threads, best of 3-5
+ * alternated runs on a loaded machine, 2026-11-30: 2048^3 11.1 -> 7.2 ms, 4096^3 95.9 -> 73.7 ms, 256^3 37.9 ->
+ * 29.5 us; but 64^3 2.8 -> 4.6 us, 1024^3 1.03 -> 1.12 ms, a 512 x 1024 x 256 Linear 127 -> 221 us). */
+#define GEMM_AMX_TINY (128.0 * 128.0 * 128.0)
 #define GEMM_AMX_SMALL (256.0 * 256.0 * 256.0)
 #define GEMM_AMX_LARGE (2048.0 * 2048.0 * 2048.0)
 #define GEMM_AMX_A_BYTES (512 * 1024)
@@ -396,7 +397,7 @@ static int gemm_amx_try(const struct gemm_args *g, const axon_exec_t *ex, axon_s
     int64_t ldc;
     const double madds = (double)m * (double)n * (double)k;
     if (g->out.dtype != AXON_BFLOAT16 || bsz != 1 || m < 32 || n < 32 || k < 32 ||
-        (madds > GEMM_AMX_SMALL && madds < GEMM_AMX_LARGE) ||
+        madds <= GEMM_AMX_TINY || (madds > GEMM_AMX_SMALL && madds < GEMM_AMX_LARGE) ||
         !gemm_layout(m, n, g->out.strides[1], g->out.strides[2], &ctrans, &ldc) || ctrans ||
         !axon_gemm_amx_available())
         return 0;

@@ -424,14 +424,14 @@ static void test_bf16_products_split_over_the_pool_match_the_reference(void) {
             }
 }
 
-/* Single bfloat16 matrices of 32 or more rows, columns and depth and up to 256^3 multiply-adds (on AMX where the CPU
+/* Single bfloat16 matrices of 32 or more rows, columns and depth and 128^3 to 256^3 multiply-adds (on AMX where the CPU
  * has it, gemm_amx.c; the largest products take the same code with other block sizes): depth,
  * row and column tails, several row blocks per thread, B row-major, transposed (a Linear's weight) and strided, A
  * transposed, alpha, beta and a bias; values with 24 random bits, so that a different order of the sums would show.
  * 1 and 2 threads must give the same bits: each element is one sum in a fixed order, whatever rows a thread gets. */
 static void test_bf16_single_matrices_are_the_same_on_one_and_two_threads(void) {
     REQUIRE(dev1.s && dev2.s);
-    const int64_t shapes[][3] = {{300, 700, 77}, {64, 512, 500}, {33, 32, 33}, {520, 96, 300}, {200, 40, 64}};
+    const int64_t shapes[][3] = {{300, 700, 77}, {64, 512, 500}, {33, 2000, 33}, {520, 96, 300}, {200, 40, 300}};
     const int lays[][3] = {{0, 0, 0}, {0, 1, 0}, {1, 3, 2}, {3, 0, 0}};
     rnd_fine = 1;
     for (int s = 0; s < 5; s++)
