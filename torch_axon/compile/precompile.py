@@ -11,7 +11,8 @@ AXON_CACHE_DIR). torch.compile() loads a saved package when it wraps the model; 
 guards.
 
 Saving is automatic: the first call after a compile writes the packages whose graphs axon compiled to
-<TORCHINDUCTOR_CACHE_DIR>/dynamo/<key>/entry, after three repairs and a check of what PyTorch 2.13 records:
+<TORCHINDUCTOR_CACHE_DIR>/dynamo/<key>/entry (without the inlined modules' source text, _slim), after two
+repairs and a check of what PyTorch 2.13 records:
 - the main function's module: Dynamo records fn.__module__, which functools.wraps copies from the wrapped function
   (Hugging Face's decorated forward methods), while the frame's globals, where the compiled function is installed and
   the guards look up globals, are those of the module that defines the code (the one named by its file);
