@@ -138,3 +138,16 @@ def test_a_value_returned_twice_is_one_program_output():
 
     text, _, sources = lower_graph(trace(fn, x))
     assert sources == [0, 0] and "-> (f32[3, 4])" in text, text
+
+
+def test_a_full_tensor_read_only_by_elementwise_ops_is_a_scalar_const():
+    # an optimizer's lerp weight: full_like(p, 0.1) * (g - m) is a 0-d const broadcast by the mul, not a buffer of
+    # p's size; a full tensor that a reduction reads stays full
+    p, g = axon(64, 32), axon(64, 32)
+    text, _, _ = lower_graph(trace(lambda p, g: torch.full_like(p, 0.1) * (g - p), p, g))
+    assert "const() {value = 0.1} : f32[]" in text and "f32[64, 32] = const" not in text.replace("%", ""), text
+    text, _, _ = lower_graph(trace(lambda p: torch.full_like(p, 0.1).sum(0) + p, p))
+    assert "{value = 0.1} : f32[64, 32]" in text, text
+    # a foreach op reading it at its own list position (AdamW's first moment)
+    text, _, _ = lower_graph(trace(lambda p, g: torch._foreach_addcmul([p], [g], [torch.full_like(p, 0.1)])[0], p, g))
+    assert "const() {value = 0.1} : f32[]" in text, text

@@ -410,6 +410,7 @@ def _binary(op: str, kind: str = "arith"):
         if mode is not None:
             attrs["rounding_mode"] = mode
         return L.emit1(op, [va, vb], attrs, out, n.name)
+    lower.broadcasts = True   # a 0-d operand gives the same result as a full one (_full relies on it)
     return lower
 
 
@@ -646,7 +647,27 @@ def _full(L: Lowering, n: fx.Node):
     L.dims_attr(shape)
     if isinstance(value, (torch.SymInt, torch.SymFloat, fx.Node)):
         raise Unsupported("fill value is symbolic")
+    if _read_elementwise_only(n, out.shape):
+        # Only elementwise ops of the same shape read it (an AdamW step's full_like lerp weights): a 0-d const that
+        # they broadcast, not a buffer of the parameter's size filled and read on every call.
+        return L.const(value, out.dtype, [], n.name)
     return L.const(value, out.dtype, shape, n.name)
+
+
+def _read_elementwise_only(n: fx.Node, shape) -> bool:
+    """Whether every reader of n is a broadcasting elementwise op (lowering marked `broadcasts`) whose result where it
+    reads n has n's shape, so that a 0-d n would give the same result."""
+    for u in n.users:
+        if u.op != "call_function" or not getattr(LOWERINGS.get(u.target), "broadcasts", False):
+            return False
+        v = _val(u)
+        if isinstance(v, (list, tuple)):   # a foreach op: n at position i of a list argument makes output i
+            at = [i for a in u.args if isinstance(a, (list, tuple)) for i, x in enumerate(a) if x is n]
+            if not at or any(not _is_tensor(v[i]) or v[i].shape != shape for i in at) or n in u.args:
+                return False
+        elif not _is_tensor(v) or v.shape != shape:
+            return False
+    return bool(n.users)
 
 
 def _arange(L: Lowering, n: fx.Node):
@@ -815,6 +836,7 @@ def _foreach_binary(op: str):
             vb = _scaled(L, _foreach_item(n.args[1], i), o.dtype, alpha)
             names.append(L.emit1(op, [va, vb], {}, o, f"{n.name}.{i}"))
         return names
+    lower.broadcasts = True
     return lower
 
 
@@ -848,6 +870,7 @@ def _foreach_addc(op: str):
             q = L.emit1(op, [t1, L.operand(n.args[2][i], dt)], {}, o)
             names.append(L.emit1("add", [L.operand(n.args[0][i], dt), q], {}, o, f"{n.name}.{i}"))
         return names
+    lower.broadcasts = True
     return lower
 
 
