@@ -32,12 +32,12 @@ static int sched_open(sched_t *s, const axon_axir_func_t *f) {
     memset(s, 0, sizeof *s);
     for (axon_axir_node_t *n = f->first; n; n = n->next) s->n++;
     if (s->n < 3) return 0;
-    s->pos = malloc((size_t)f->next_node_id * sizeof *s->pos);
-    s->nodes = malloc((size_t)s->n * sizeof *s->nodes);
-    s->pending = calloc((size_t)s->n, sizeof *s->pending);
-    s->heap = malloc((size_t)s->n * sizeof *s->heap);
-    s->prio = malloc((size_t)s->n * sizeof *s->prio);
-    s->done = calloc((size_t)s->n, 1);
+    s->pos = malloc((size_t)(unsigned)f->next_node_id * sizeof *s->pos);
+    s->nodes = malloc((size_t)(unsigned)s->n * sizeof *s->nodes);
+    s->pending = calloc((size_t)(unsigned)s->n, sizeof *s->pending);
+    s->heap = malloc((size_t)(unsigned)s->n * sizeof *s->heap);
+    s->prio = malloc((size_t)(unsigned)s->n * sizeof *s->prio);
+    s->done = calloc((size_t)(unsigned)s->n, 1);
     if (!s->pos || !s->nodes || !s->pending || !s->heap || !s->prio || !s->done) return -1;
     int i = 0;
     for (axon_axir_node_t *n = f->first; n; n = n->next, i++) {
@@ -99,7 +99,7 @@ static axon_status_t schedule_forward(axon_axir_func_t *f, axon_axir_diag_t *dia
     sched_t s;
     const int open = sched_open(&s, f);
     axon_status_t st = AXON_OK;
-    if (open <= 0 || !(s.user_start = calloc((size_t)s.n + 1, sizeof *s.user_start))) {
+    if (open <= 0 || !(s.user_start = calloc((size_t)(unsigned)s.n + 1, sizeof *s.user_start))) {
         if (open != 0) st = compile_diag(diag, NULL, AXON_ERROR_OUT_OF_MEMORY, "schedule: out of memory");
         goto out;
     }
@@ -120,7 +120,7 @@ static axon_status_t schedule_forward(axon_axir_func_t *f, axon_axir_diag_t *dia
             }
     for (i = 0; i < s.n; i++) s.user_start[i + 1] += s.user_start[i];
     s.users = malloc((size_t)(edges ? edges : 1) * sizeof *s.users);
-    int *fill = calloc((size_t)s.n, sizeof *fill);
+    int *fill = calloc((size_t)(unsigned)s.n, sizeof *fill);
     if (!s.users || !fill) {
         free(fill);
         st = compile_diag(diag, NULL, AXON_ERROR_OUT_OF_MEMORY, "schedule: out of memory");
@@ -182,8 +182,8 @@ static int same_shape(axon_axir_module_t *m, const axon_axir_node_t *a, const ax
 static axon_status_t schedule_backward(axon_axir_module_t *m, axon_axir_func_t *f, axon_axir_diag_t *diag) {
     sched_t s;
     const int open = sched_open(&s, f);
-    int *stack = open > 0 ? malloc((size_t)s.n * sizeof *stack) : NULL, sp = 0;
-    axon_axir_node_t **order = open > 0 ? malloc((size_t)s.n * sizeof *order) : NULL;
+    int *stack = open > 0 ? malloc((size_t)(unsigned)s.n * sizeof *stack) : NULL, sp = 0;
+    axon_axir_node_t **order = open > 0 ? malloc((size_t)(unsigned)s.n * sizeof *order) : NULL;
     axon_status_t st = AXON_OK;
     if (open <= 0 || !stack || !order) {
         if (open != 0) st = compile_diag(diag, NULL, AXON_ERROR_OUT_OF_MEMORY, "schedule: out of memory");
