@@ -123,7 +123,6 @@ demo: install
 	$(VENV)/bin/axon info
 	$(VENV)/bin/axon check hf:minilm
 	$(VENV)/bin/axon bench hf:minilm --steps 10 --backends $(DEMO_BACKENDS) --report demo.html
-	@echo "report: demo.html"
 
 bench: build-c
 	$(BUILD)/libaxon/bench_runtime
