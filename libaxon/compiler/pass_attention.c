@@ -221,8 +221,8 @@ static int rewrite(axon_axir_module_t *m, axon_axir_func_t *f, const attn_match_
 }
 
 /* Grouped-query attention as Hugging Face writes it (repeat_kv): x = reshape(contiguous(expand(unsqueeze(K, 2))))
- * from K [B, Hkv, L, E] through [B, Hkv, G, L, E] to [B, Hkv*G, L, E]. Returns K and sets *groups = G, or NULL. */
-static axon_axir_value_t *repeated_heads(axon_axir_module_t *m, axon_axir_value_t *x, int64_t *groups) {
+ * from K [B, Hkv, L, E] through [B, Hkv, G, L, E] to [B, Hkv*G, L, E]. Returns K, or NULL. */
+static axon_axir_value_t *repeated_heads(axon_axir_module_t *m, axon_axir_value_t *x) {
     const axon_axir_node_t *r = x->def;
     if (!r || r->op != AXON_AXIR_OP_RESHAPE || x->type.rank != 4) return NULL;
     axon_axir_value_t *e = r->operands[0];
@@ -241,16 +241,15 @@ static axon_axir_value_t *repeated_heads(axon_axir_module_t *m, axon_axir_value_
         if (!dims_eq(m, ut, from[i], kt, to[i]) || !dims_eq(m, et, from[i], kt, to[i]) ||
             (i != 1 && !dims_eq(m, &x->type, i, kt, i)))
             return NULL;
-    *groups = et->dims[2].size;
     return kv;
 }
 
 /* sdpa / sdpa_lse whose key and value are repeat_kv copies read the grouped heads directly (the kernel maps query
  * head h to key/value head h / G): the copies go. Returns 0 on allocation failure. */
 static int grouped_query(axon_axir_module_t *m, axon_axir_func_t *f, axon_axir_node_t *n) {
-    int64_t gk = 0, gv = 0;
-    axon_axir_value_t *k = repeated_heads(m, n->operands[1], &gk), *v = repeated_heads(m, n->operands[2], &gv);
-    if (!k || !v || gk != gv || !dims_eq(m, &k->type, 1, &v->type, 1)) return 1;
+    /* k and v repeat to the same head count, so equal head counts mean equal groups */
+    axon_axir_value_t *k = repeated_heads(m, n->operands[1]), *v = repeated_heads(m, n->operands[2]);
+    if (!k || !v || !dims_eq(m, &k->type, 1, &v->type, 1)) return 1;
     axon_axir_value_t *ops[4] = {n->operands[0], k, v, n->num_operands > 3 ? n->operands[3] : NULL};
     axon_axir_type_t types[2];
     for (int r = 0; r < n->num_results; r++) types[r] = n->results[r]->type;

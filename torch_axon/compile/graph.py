@@ -58,10 +58,14 @@ class CompiledPartition(torch.nn.Module):
         self.remap = sources != list(range(len(sources)))
         self.single = single
         self.eager = eager   # the partition's FX graph, for dumps and explain
-        placeholders = [n for n in eager.graph.nodes if n.op == "placeholder"]
-        host = [host_scalar(placeholders[i].meta.get("val")) for i in tensor_positions]
-        self.host_scalars = [k for k, h in enumerate(host) if h]
-        self.device_input = host.index(False) if False in host else -1
+        # 0-d CPU inputs (lower.host_scalar), grouped by dtype once here: [(dtype, [input index, ...])]
+        vals = [v.meta.get("val") for v in eager.graph.nodes if v.op == "placeholder"]
+        host: dict[torch.dtype, list[int]] = {}
+        for k, i in enumerate(tensor_positions):
+            if host_scalar(vals[i]):
+                host.setdefault(vals[i].dtype, []).append(k)
+        self.host_scalars = list(host.items())
+        self.device_input = next((k for k, i in enumerate(tensor_positions) if not host_scalar(vals[i])), -1)
 
     def forward(self, *args):
         from torch_axon import _C
@@ -76,16 +80,13 @@ class CompiledPartition(torch.nn.Module):
         return outs[0] if self.single else tuple(outs)
 
 
-def _host_scalars_to_device(inputs: list, positions: list[int], device_input: int) -> None:
-    """Replaces the 0-d CPU tensors at positions (an optimizer's step counts and bias corrections,
-    lower.host_scalar) by device scalars: their values are read now (a CPU tensor's value is at hand) and go to
-    the device in one copy per dtype, in stream order with the program that reads them. The staging tensor is
-    pinned, so the copy is queued and the host does not wait for the stream's earlier work (a pageable one would)."""
+def _host_scalars_to_device(inputs: list, groups: list, device_input: int) -> None:
+    """Replaces the 0-d CPU tensors of groups ([(dtype, input indices)]: an optimizer's step counts and bias
+    corrections, lower.host_scalar) by device scalars: their values are read now (a CPU tensor's value is at hand)
+    and go to the device in one copy per dtype, in stream order with the program that reads them. The staging tensor
+    is pinned, so the copy is queued and the host does not wait for the stream's earlier work (a pageable one would)."""
     device = inputs[device_input].device
-    by_dtype: dict[torch.dtype, list[int]] = {}
-    for k in positions:
-        by_dtype.setdefault(inputs[k].dtype, []).append(k)
-    for dtype, ks in by_dtype.items():
+    for dtype, ks in groups:
         values = torch.tensor([inputs[k].item() for k in ks], dtype=dtype, pin_memory=True).to(device,
                                                                                               non_blocking=True)
         for j, k in enumerate(ks):

@@ -57,7 +57,7 @@ class Lowering:
         self._fresh = 0
         self.vtype: dict[str, str] = {}           # value -> its AXIR dtype
         self.ops: list[tuple[str, str]] = []      # (op, the dtype tier 0 is asked about), for tier0_refusal
-        self.input_views: dict[int, InputView] = {}  # graph output index -> its eager view of an input
+        self.sources: list = []                   # per graph output: its program output k, or an InputView
 
     # ---- names and statements ----
 
@@ -220,8 +220,7 @@ class Lowering:
         outs = output.args[0]
         outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
         rets, types = [], []
-        self.same_as: dict[int, int] = {}   # graph output index -> the program output that is the same value
-        for i, o in enumerate(outs):
+        for o in outs:
             if not isinstance(o, fx.Node) or not _is_tensor(_val(o)) or not isinstance(self.values.get(o), str):
                 raise Unsupported(f"output {o} is not a tensor")
             view = InputView.of(o, self.param_nodes)
@@ -229,14 +228,15 @@ class Lowering:
                 # An input the partition hands on unchanged or through views only (an activation saved for the
                 # backward, a transposed weight, a flattened gradient) is returned as that view of the input, as
                 # the FX graph would, not copied into a program output.
-                self.input_views[i] = view
+                self.sources.append(view)
                 continue
             v = self.values[o]
             if v in rets:
                 # The same value twice (an output and its alias saved for the backward): one program output, one
                 # buffer, where two outputs would copy it.
-                self.same_as[i] = rets.index(v)
+                self.sources.append(rets.index(v))
                 continue
+            self.sources.append(len(rets))
             rets.append(v)
             types.append(type_text(_val(o)))
         if not rets:
@@ -311,18 +311,7 @@ def lower_graph(gm: fx.GraphModule) -> tuple[str, list[int], list]:
     L = Lowering()
     text = L.lower(gm)
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    out = next(n for n in gm.graph.nodes if n.op == "output")
-    n_out = len(out.args[0]) if isinstance(out.args[0], (tuple, list)) else 1
-    sources, k = [], 0
-    for i in range(n_out):
-        if i in L.input_views:
-            sources.append(L.input_views[i])
-        elif i in L.same_as:
-            sources.append(L.same_as[i])
-        else:
-            sources.append(k)
-            k += 1
-    return text, [placeholders.index(n) for n in L.param_nodes], sources
+    return text, [placeholders.index(n) for n in L.param_nodes], L.sources
 
 
 _OPERAND_DTYPE_OPS = {"eq", "ne", "lt", "le", "gt", "ge", "isnan", "logical_not"}
