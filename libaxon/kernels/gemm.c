@@ -291,7 +291,12 @@ static int gemm_lowp_try(const struct gemm_args *g, const axon_exec_t *ex, axon_
     const int64_t bsz = g->out.sizes[0], m = g->out.sizes[1], n = g->out.sizes[2], k = g->a.sizes[2];
     int ctrans;
     int64_t ldc;
+    /* float32 with A stored transposed (a Linear's weight gradient, x^T @ dy): oneDNN 2.6 ran these at half
+     * OpenBLAS's rate (2 threads, 2026-11-30: 8192 x 512 x 256 with A (512, 8192) 12.8 ms against CPU's 6.4; 256 x
+     * 512 x 1024 1.66 ms against 0.84). */
+    const int a_transposed = g->a.strides[2] != 1 && k > 1;
     if (!gemm_lowp_takes(dt, bsz, m, n, k) || k == 0 || !axon_gemm_lowp_available() ||
+        (dt == AXON_FLOAT32 && a_transposed) ||
         !gemm_layout(m, n, g->out.strides[1], g->out.strides[2], &ctrans, &ldc) || ctrans ||
         (bsz > 1 && (g->a.strides[0] < 0 || g->b.strides[0] < 0 || g->out.strides[0] < 0))) /* oneDNN: none < 0 */
         return 0;
