@@ -9,6 +9,7 @@
 // Registering the structured ops' `.out` overloads is enough: PyTorch routes their functional and in-place forms
 // through them.
 #include <ATen/ATen.h>
+#include <ATen/EmptyTensor.h>
 #include <ATen/Operators.h>
 #include <ATen/ScalarOps.h>
 #include <ATen/TensorIterator.h>
@@ -266,12 +267,50 @@ at::Tensor& add_sub_out(const at::Tensor& self, const at::Tensor& other, const c
   return fall_back<AtenOp>(self, other, alpha, out);
 }
 
+// Two same-dtype, same-shape, contiguous tensors on the current axon device: the iterator would only allocate a
+// contiguous output of that shape and dtype (its "fast setup") and hand one run to the kernel. This is the common
+// eager case, so it skips building the iterator and describes each tensor as one run of numel elements. Anything else
+// (broadcasting, promotion, CPU numbers, other layouts) takes the iterator.
+bool same_dense(const at::Tensor& a, const at::Tensor& b) {
+  return a.device() == b.device() && a.device().index() == current_device() && a.scalar_type() == b.scalar_type() &&
+         a.sizes().equals(b.sizes()) && a.is_contiguous() && b.is_contiguous();
+}
+
+axon_tensor_t describe_run(const at::TensorBase& t, axon_dtype_t dtype) {
+  axon_tensor_t d{};
+  d.data = const_cast<void*>(t.const_data_ptr());
+  d.dtype = dtype;
+  d.ndim = 1;
+  d.sizes[0] = t.numel();
+  d.strides[0] = 1;
+  return d;
+}
+
+// op(self, other) into a new tensor, or nothing when the pair is not same_dense or libaxon has no loop for the
+// dtype (the caller takes the iterator). FLOAT_OP ops (true division) promote integers, so they take floats only.
+template <bool FLOAT_OP>
+std::optional<at::Tensor> binary_same_dense(const at::Tensor& self, const at::Tensor& other, axon_binary_op_t op,
+                                            const axon_op_params_t& params) {
+  if (!same_dense(self, other)) return std::nullopt;
+  const c10::ScalarType st = self.scalar_type();
+  if (FLOAT_OP && !c10::isFloatingType(st)) return std::nullopt;
+  const auto d = axon_dtype_of(st);
+  if (!d || !axon_binary_supports(op, *d)) return std::nullopt;
+  at::Tensor out = at::detail::empty_generic(self.sizes(), device_allocator(),
+                                             c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), st, std::nullopt);
+  if (out.numel() == 0) return out;
+  const axon_tensor_t o = describe_run(out, *d), a = describe_run(self, *d), b = describe_run(other, *d);
+  AXON_CHECK(axon_kernel_binary(current_stream(out.device().index()), op, &o, &a, &b, &params));
+  return out;
+}
+
 // The functional forms of the hottest binary ops, registered directly. PyTorch's generic route to `.out` runs the
 // op's meta function and allocates the output before the `.out` kernel builds its own TensorIterator; building one
 // iterator, which allocates the output itself, halves that work on every call (about a third of a small add's host
 // time).
 template <axon_binary_op_t OP, bool FLOAT_OP, class AtenOp>
 at::Tensor binary_functional(const at::Tensor& self, const at::Tensor& other) {
+  if (auto r = binary_same_dense<FLOAT_OP>(self, other, OP, axon_op_params_default())) return *std::move(r);
   at::Tensor out;
   at::TensorIterator iter = FLOAT_OP ? at::TensorIterator::binary_float_op(out, self, other)
                                      : at::TensorIterator::binary_op(out, self, other);
@@ -286,10 +325,11 @@ at::Tensor add_sub_functional(const at::Tensor& self, const at::Tensor& other, c
                 "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` "
                 "operator instead.");
   }
-  at::Tensor out;
-  at::TensorIterator iter = at::TensorIterator::binary_op(out, self, other);
   axon_op_params_t p = axon_op_params_default();
   p.alpha = to_axon_scalar(alpha);
+  if (auto r = binary_same_dense<false>(self, other, OP, p)) return *std::move(r);
+  at::Tensor out;
+  at::TensorIterator iter = at::TensorIterator::binary_op(out, self, other);
   if (run_binary(iter, OP, p, iter.common_dtype())) return iter.output();
   return fall_back<AtenOp>(self, other, alpha);
 }
