@@ -198,6 +198,15 @@ def test_whole_training_step_with_optimizer_compiles_and_matches_cpu(opt, tmp_pa
     assert optimizer, "no optimizer list op was compiled"
     kernels = sum(open(f[:-len(".axir")] + ".passes.axir").read().count("\nkernel @") for f in optimizer)
     assert kernels >= len(list(model.parameters())), f"{kernels} fused kernels for the optimizer"
+    # the updated parameters and optimizer states are written back by one multi-tensor copy, not one copy_ each
+    graphs = [open(f).read() for f in glob.glob(str(tmp_path / "*" / "partitioned.py"))]
+    step_graph = [g for g in graphs if "_foreach_copy_.default(" in g]
+    assert step_graph, graphs   # SGD's first step, which creates the momentum buffers, is a graph of its own
+    states = 2 if opt in ("Adam", "AdamW") else 1
+    steps = len(list(model.parameters())) if states == 2 else 0   # Adam's step counts: CPU tensors, copied alone
+    assert all(g.count("aten.copy_.default(") == steps for g in step_graph), step_graph
+    copied = max(g.split("_foreach_copy_.default(")[1].split("]")[0].count(",") + 1 for g in step_graph)
+    assert copied == (1 + states) * len(list(model.parameters())), step_graph
 
 
 @pytest.mark.parametrize("train", [False, True], ids=["forward", "training"])

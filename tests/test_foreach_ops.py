@@ -162,6 +162,19 @@ def test_zero_and_copy_with_dtype_conversion(dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_copy_within_one_dtype_is_exact_across_grains(dtype):
+    # one dtype on both sides takes the copy's memmove path: pieces that start inside a tensor and tensors that span
+    # several of the pool's grains (2^15 elements) must land exactly, in one command
+    shapes = [(70001,), (5,), (0,), (40000, 3), (1,)]
+    src, dst = to(make(dtype, 7, shapes=shapes), "axon"), to(make(dtype, 8, shapes=shapes), "axon")
+    torch_axon.reset_fallback_stats()
+    assert trace_names(lambda: torch._foreach_copy_(dst, src)) == ["foreach_copy"]
+    for d, s in zip(dst, src):
+        assert torch.equal(d.cpu(), s.cpu())
+    assert torch_axon.fallback_stats() == {}
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("ord", [1, 2, math.inf], ids=["l1", "l2", "inf"])
 def test_norm_matches_cpu_with_and_without_dtype(ord, dtype):
     cpu = make(dtype, 4, shapes=[s for s in SHAPES if s != (0,)] if ord == math.inf else SHAPES)

@@ -99,6 +99,15 @@ FE_OPS_LOOP(double, sqrt, fabs, exp, pow)
 
 static void fe_ops_piece(const fe_job_t *j, int64_t i, int64_t lo, int64_t hi) {
     const fe_cmd_t *c = j->c;
+    if (c->p.ops.op == AXON_FOREACH_COPY && c->p.ops.arity == 1 && c->dtype[FE_A] == c->dtype[FE_OUT]) {
+        /* A copy between lists of one dtype is one memmove per piece, not one per FE_BLOCK elements: the batched
+         * copy-backs of a compiled optimizer step are memory-bound and ran slower than separate copies that way. */
+        const size_t es = axon_dtype_size(c->dtype[FE_OUT]);
+        char *o = fe_ptr(c, FE_OUT, i) + (size_t)lo * es;
+        const char *a = fe_ptr(c, FE_A, i) + (size_t)lo * es;
+        if (o != a) memmove(o, a, (size_t)(hi - lo) * es);
+        return;
+    }
     _Alignas(16) double buf[FE_OPS_LISTS][FE_BLOCK];
     const double num = c->has_values ? fe_values(c)[i] : j->num[0];
     for (int64_t off = lo; off < hi; off += FE_BLOCK) {

@@ -6,7 +6,10 @@ parameter and moment updates. Two rewrites keep that cheap:
 - an index_put whose input nothing else reads and whose result is copied back into that input is done in place
   (`index_put_`): the cache is written at the new positions, not copied whole and then copied back;
 - the copy-backs move to the end of the graph, after every read of the old values (partitioning reorders nodes by
-  data dependencies only, which do not see that a read of an input must come before the copy into it).
+  data dependencies only, which do not see that a read of an input must come before the copy into it);
+- copy-backs between axon tensors of one floating dtype are batched into one `_foreach_copy_` per dtype: an AdamW
+  step writes back every parameter and both moments, and one multi-tensor copy spreads them over the device's
+  threads where separate copies each ran on one, behind one dispatch each.
 """
 
 from __future__ import annotations
@@ -43,6 +46,36 @@ def write_mutations_in_place(gm: fx.GraphModule) -> int:
         done += 1
     for copy in [n for n in graph.nodes if _copy_back(n)]:
         output.prepend(copy)
+    _batch_copy_backs(graph, output)
     graph.lint()
     gm.recompile()
     return done
+
+
+def _batchable(copy: fx.Node) -> torch.dtype | None:
+    """The dtype under which copy can join a `_foreach_copy_`, or None: plain copy_(dst, src) with no users, both
+    axon tensors of that floating dtype and one shape, contiguous (the multi-tensor kernel's fast path)."""
+    if len(copy.args) != 2 or copy.kwargs or copy.users or not isinstance(copy.args[1], fx.Node):
+        return None
+    dst, src = (a.meta.get("val") for a in copy.args)
+    if not (isinstance(dst, torch.Tensor) and isinstance(src, torch.Tensor)):
+        return None
+    ok = (dst.device.type == "axon" and src.device.type == "axon" and dst.dtype == src.dtype
+          and dst.dtype.is_floating_point and dst.shape == src.shape and dst.is_contiguous() and src.is_contiguous())
+    return dst.dtype if ok else None
+
+
+def _batch_copy_backs(graph: fx.Graph, output: fx.Node) -> None:
+    groups: dict[torch.dtype, list[fx.Node]] = {}
+    for copy in [n for n in graph.nodes if _copy_back(n)]:
+        dtype = _batchable(copy)
+        if dtype is not None:
+            groups.setdefault(dtype, []).append(copy)
+    for copies in groups.values():
+        if len(copies) < 2:
+            continue
+        with graph.inserting_before(output):
+            graph.call_function(aten._foreach_copy_.default,
+                                ([c.args[0] for c in copies], [c.args[1] for c in copies]))
+        for copy in copies:
+            graph.erase_node(copy)
