@@ -113,13 +113,12 @@ static const char *pw_describe(char *buf, size_t n, const axon_tensor_t *out, co
     return buf;
 }
 
-/* 1 if two contiguous tensors share memory without being the same elements. Like PyTorch, only dense layouts are
- * checked; in-place (same start, same element size) is allowed. */
-static int pw_partial_overlap(const axon_tensor_t *out, const axon_tensor_t *in) {
-    if (!axon_tensor_is_contiguous(out) || !axon_tensor_is_contiguous(in)) return 0;
+/* 1 if two contiguous tensors (the caller knows they are) of n elements each share memory without being the same
+ * elements. Like PyTorch, only dense layouts are checked; in-place (same start, same element size) is allowed. */
+static int pw_partial_overlap(const axon_tensor_t *out, const axon_tensor_t *in, int64_t n) {
     size_t os = axon_dtype_size(out->dtype), is = axon_dtype_size(in->dtype);
-    uintptr_t o0 = (uintptr_t)out->data, o1 = o0 + (uintptr_t)axon_tensor_numel(out) * os;
-    uintptr_t i0 = (uintptr_t)in->data, i1 = i0 + (uintptr_t)axon_tensor_numel(in) * is;
+    uintptr_t o0 = (uintptr_t)out->data, o1 = o0 + (uintptr_t)n * os;
+    uintptr_t i0 = (uintptr_t)in->data, i1 = i0 + (uintptr_t)n * is;
     if (o0 >= i1 || i0 >= o1) return 0;
     return !(o0 == i0 && os == is);
 }
@@ -299,10 +298,15 @@ static axon_status_t pw_launch(axon_stream_t s, const pw_op_t *op, const axon_te
     if (op->loops[compute] == NULL)
         return axon_fail(AXON_ERROR_UNSUPPORTED, "%s is not defined for compute dtype %s (%s)", op->name,
                          axon_dtype_name(compute), pw_describe(desc, sizeof desc, out, ins, op->arity, p));
-    for (int k = 0; k < op->arity; k++)
-        if (ins[k] && pw_partial_overlap(out, ins[k]))
+    int64_t n = axon_tensor_numel(out);
+    int contiguous[3] = {0, 0, 0};
+    int out_contiguous = axon_tensor_is_contiguous(out);
+    for (int k = 0; k < op->arity; k++) {
+        if (ins[k] == NULL || !out_contiguous || !(contiguous[k] = axon_tensor_is_contiguous(ins[k]))) continue;
+        if (pw_partial_overlap(out, ins[k], n))
             return axon_fail(AXON_ERROR_INVALID_ARG, "%s: out partially overlaps input %s (%s)", op->name,
                              operand_names[k], pw_describe(desc, sizeof desc, out, ins, op->arity, p));
+    }
 
     pw_args_t a;
     memset(&a, 0, sizeof a);
@@ -316,18 +320,21 @@ static axon_status_t pw_launch(axon_stream_t s, const pw_op_t *op, const axon_te
     if (op->arity == 1) pw_unary_params((axon_unary_op_t)op->op, p, &a.ctx);
     if (op->arity == 2) pw_binary_params((axon_binary_op_t)op->op, p, &a.ctx);
     uint64_t bytes = axon_dtype_size(out->dtype);
+    a.flat = out_contiguous && out->dtype == a.result;
+    a.flat_size[0] = bytes;
     for (int k = 0; k < op->arity; k++) {
         a.load[k] = k == 0 && (op->flags & PW_COND_FIRST) ? AXON_BOOL : compute;
         if (ins[k]) {
             a.in[k] = *ins[k];
-            bytes += axon_dtype_size(ins[k]->dtype);
+            a.flat_size[k + 1] = axon_dtype_size(ins[k]->dtype);
+            a.flat &= contiguous[k] && ins[k]->dtype == a.load[k];
+            bytes += a.flat_size[k + 1];
             continue;
         }
         a.scalar |= 1u << k;
         st = pw_number(op, k, p->operand[k], a.load[k], (op->flags & PW_BOOL_RESULT) != 0, &a.value[k]);
         if (st != AXON_OK) return st;
     }
-    int64_t n = axon_tensor_numel(out);
     if (n == 0) return AXON_OK;
     axon_launch_t l = {axon_pw_kernel, &a, sizeof a, op->name, (uint64_t)n * bytes};
     return axon_stream_launch(s, &l);

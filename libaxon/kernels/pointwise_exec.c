@@ -8,7 +8,9 @@
  *   - anything else (strided, or another dtype): converted into a stack buffer, PW_BLOCK elements at a time, with
  *     the copy kernel's conversion loops (kernels.h's rules).
  * out is written directly when it has stride 1 and the result dtype, else through a buffer and a conversion.
- * The fast path (every operand direct) is thus just the loop over the whole run. Work is split with
+ * The fast path (every operand direct) is thus just the loop over the whole run. A launch whose tensors are all
+ * contiguous in the loop's dtypes (pw_args.flat, decided at launch) does not even build the iterator: its loop runs
+ * over flat ranges, which for a tiny op is most of the kernel's cost saved. Work is split with
  * axon_parallel_for in chunks of at least AXON_KERNEL_GRAIN elements: below that the op runs on the stream's thread
  * alone, which keeps small ops at launch-latency cost. */
 #include <stdatomic.h>
@@ -118,8 +120,48 @@ static void pw_range(void *ctx, int64_t begin, int64_t end, int slot) {
     if (c.bad) atomic_store_explicit(&c.j->bad, 1, memory_order_relaxed);
 }
 
+/* The loop over flat positions [begin, end) of a flat launch; nonzero on an integer division by zero. */
+static int pw_flat_run(const pw_args_t *a, int64_t begin, int64_t end) {
+    const char *in[3] = {NULL, NULL, NULL};
+    for (int k = 0; k < a->arity; k++)
+        in[k] = a->scalar >> k & 1 ? (const char *)a->value[k].bytes
+                                   : (const char *)a->in[k].data + begin * (int64_t)a->flat_size[k + 1];
+    return a->loop((char *)a->out.data + begin * (int64_t)a->flat_size[0], in, a->scalar, end - begin, &a->ctx);
+}
+
+struct pw_flat_job {
+    const pw_args_t *a;
+    atomic_int bad;
+};
+
+static void pw_flat_range(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    struct pw_flat_job *j = ctx;
+    if (pw_flat_run(j->a, begin, end)) atomic_store_explicit(&j->bad, 1, memory_order_relaxed);
+}
+
+static axon_status_t pw_division_by_zero(const pw_args_t *a) {
+    return axon_fail(AXON_ERROR_INVALID_ARG, "ZeroDivisionError: integer %s by zero (%s)", a->name,
+                     axon_dtype_name(a->compute));
+}
+
 axon_status_t axon_pw_kernel(const void *args, const axon_exec_t *ex) {
     const pw_args_t *a = args;
+    if (a->flat) {
+        /* Small ops (every tiny eager op) run right here: no iterator, no pool. */
+        int64_t n = axon_tensor_numel(&a->out);
+        int bad;
+        if (n <= AXON_KERNEL_GRAIN) {
+            bad = pw_flat_run(a, 0, n);
+        } else {
+            struct pw_flat_job fj;
+            fj.a = a;
+            atomic_init(&fj.bad, 0);
+            axon_parallel_for(ex->pool, 0, n, AXON_KERNEL_GRAIN, pw_flat_range, &fj);
+            bad = atomic_load(&fj.bad);
+        }
+        return bad ? pw_division_by_zero(a) : AXON_OK;
+    }
     struct pw_job j;
     memset(&j, 0, sizeof j);
     j.a = a;
@@ -142,8 +184,5 @@ axon_status_t axon_pw_kernel(const void *args, const axon_exec_t *ex) {
     axon_iter_init(&j.it, n, ts, 1);
     atomic_init(&j.bad, 0);
     axon_parallel_for(ex->pool, 0, j.it.numel, AXON_KERNEL_GRAIN, pw_range, &j);
-    if (atomic_load(&j.bad))
-        return axon_fail(AXON_ERROR_INVALID_ARG, "ZeroDivisionError: integer %s by zero (%s)", a->name,
-                         axon_dtype_name(a->compute));
-    return AXON_OK;
+    return atomic_load(&j.bad) ? pw_division_by_zero(a) : AXON_OK;
 }

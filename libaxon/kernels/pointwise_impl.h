@@ -58,6 +58,10 @@ typedef struct pw_args {
     axon_tensor_t in[3];
     pw_value_t value[3];
     pw_ctx_t ctx;
+    /* out and every tensor operand are contiguous and already in the loop's dtypes, so element i of each is at
+     * data + i * its element size: the executor calls the loop on flat ranges, with no iterator or buffers. */
+    int flat;
+    size_t flat_size[4];         /* element bytes of out, then of operands a, b, c */
 } pw_args_t;
 
 /* The kernel all pointwise launches enqueue (pointwise_exec.c). */

@@ -140,6 +140,59 @@ static void test_strided_views_equal_contiguous_copies(void) {
     axon_runtime_destroy(k.rt);
 }
 
+/* Launches whose tensors are all contiguous in the loop's dtypes run on flat ranges without the iterator: sizes from
+ * one element to several parallel chunks, size-1 dimensions with odd strides (still contiguous), a number operand,
+ * and in place. Float sums of small integers are exact, so the results must equal the host's bit for bit. */
+static void test_contiguous_operands_run_flat(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    enum { M = 70001 }; /* past two chunks of AXON_KERNEL_GRAIN */
+    float *ha = malloc(sizeof(float) * M), *hb = malloc(sizeof(float) * M), *got = malloc(sizeof(float) * M);
+    REQUIRE(ha && hb && got);
+    for (int i = 0; i < M; i++) ha[i] = (float)(i % 97 - 48), hb[i] = (float)(i % 13);
+    axon_op_params_t p = axon_op_params_default();
+    p.alpha = axon_scalar_int(2);
+    const int64_t ns[5] = {1, 7, 64, 1000, M};
+    for (int t = 0; t < 5; t++) {
+        int64_t n = ns[t];
+        axon_tensor_t a = dev_vec(&k, AXON_FLOAT32, ha, n), b = dev_vec(&k, AXON_FLOAT32, hb, n);
+        axon_tensor_t out = dev_vec(&k, AXON_FLOAT32, NULL, n);
+        CHECK_OK(axon_kernel_binary(k.s, AXON_BINARY_ADD, &out, &a, &b, &p));
+        CHECK(fetch(&k, &out, got));
+        int ok = 1;
+        for (int64_t i = 0; i < n; i++) ok &= got[i] == ha[i] + 2.0f * hb[i];
+        CHECK(ok);
+        /* a * 3 (a number operand), then in place: a = a * b */
+        axon_op_params_t q = axon_op_params_default();
+        q.operand[1] = axon_scalar_int(3);
+        CHECK_OK(axon_kernel_binary(k.s, AXON_BINARY_MUL, &out, &a, NULL, &q));
+        CHECK(fetch(&k, &out, got));
+        ok = 1;
+        for (int64_t i = 0; i < n; i++) ok &= got[i] == ha[i] * 3.0f;
+        CHECK(ok);
+        CHECK_OK(axon_kernel_binary(k.s, AXON_BINARY_MUL, &a, &a, &b, NULL));
+        CHECK(fetch(&k, &a, got));
+        ok = 1;
+        for (int64_t i = 0; i < n; i++) ok &= got[i] == ha[i] * hb[i];
+        CHECK(ok);
+        vec_free(&k, &a), vec_free(&k, &b), vec_free(&k, &out);
+    }
+    /* [3, 1, 4] with a stride of 999 on the size-1 dimension: contiguous all the same. */
+    const int64_t sizes[3] = {3, 1, 4}, odd[3] = {4, 999, 1};
+    float *d = kc_upload(&k, ha, sizeof(float) * 12), *e = kc_upload(&k, hb, sizeof(float) * 12);
+    float *o = kc_upload(&k, NULL, sizeof(float) * 12);
+    axon_tensor_t x = kc_tensor(d, AXON_FLOAT32, 3, sizes, odd), y = kc_tensor(e, AXON_FLOAT32, 3, sizes, NULL);
+    axon_tensor_t z = kc_tensor(o, AXON_FLOAT32, 3, sizes, odd);
+    CHECK_OK(axon_kernel_binary(k.s, AXON_BINARY_SUB, &z, &x, &y, NULL));
+    CHECK(kc_download(&k, got, o, sizeof(float) * 12));
+    int ok = 1;
+    for (int i = 0; i < 12; i++) ok &= got[i] == ha[i] - hb[i];
+    CHECK(ok);
+    axon_mem_free(k.dev, d), axon_mem_free(k.dev, e), axon_mem_free(k.dev, o);
+    free(ha), free(hb), free(got);
+    axon_runtime_destroy(k.rt);
+}
+
 static void test_in_place_ops_write_their_input(void) {
     kc_dev_t k = kc_open(2);
     REQUIRE(k.rt);
@@ -655,6 +708,7 @@ static void test_names_and_support_queries(void) {
 int main(void) {
     RUN(test_broadcast_transposed_and_reversed_operands);
     RUN(test_strided_views_equal_contiguous_copies);
+    RUN(test_contiguous_operands_run_flat);
     RUN(test_in_place_ops_write_their_input);
     RUN(test_values_do_not_depend_on_the_position);
     RUN(test_number_operands);
