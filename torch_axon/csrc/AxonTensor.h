@@ -10,8 +10,25 @@
 
 namespace torch_axon {
 
-// libaxon's dtype for t, or nullopt when libaxon's kernels do not handle it (e.g. fp8, uint32).
-std::optional<axon_dtype_t> axon_dtype_of(c10::ScalarType t);
+// libaxon's dtype for t, or nullopt when libaxon's kernels do not handle it (e.g. fp8, uint32). Inline: every op asks
+// several times, and as a call its optional comes back through memory.
+inline std::optional<axon_dtype_t> axon_dtype_of(c10::ScalarType t) {
+  switch (t) {
+    case c10::ScalarType::Float: return AXON_FLOAT32;
+    case c10::ScalarType::Double: return AXON_FLOAT64;
+    case c10::ScalarType::Half: return AXON_FLOAT16;
+    case c10::ScalarType::BFloat16: return AXON_BFLOAT16;
+    case c10::ScalarType::Char: return AXON_INT8;
+    case c10::ScalarType::Byte: return AXON_UINT8;
+    case c10::ScalarType::Short: return AXON_INT16;
+    case c10::ScalarType::Int: return AXON_INT32;
+    case c10::ScalarType::Long: return AXON_INT64;
+    case c10::ScalarType::Bool: return AXON_BOOL;
+    case c10::ScalarType::ComplexFloat: return AXON_COMPLEX64;
+    case c10::ScalarType::ComplexDouble: return AXON_COMPLEX128;
+    default: return std::nullopt;
+  }
+}
 
 // True if libaxon's kernels can take tensors of this dtype.
 inline bool kernels_support(c10::ScalarType t) { return axon_dtype_of(t).has_value(); }
