@@ -335,6 +335,33 @@ def test_cat_with_a_legacy_empty_tensor_compiles():
     assert not any(op.startswith("aten.cat") for _, op, _ in report.left_out), report.left_out
 
 
+def test_cross_entropy_backward_runs_as_one_fused_op(tmp_path, monkeypatch):
+    # log_softmax + nll_loss's backward pair becomes axon::nll_loss_log_softmax_backward; gradients match CPU, with an
+    # ignored target and class weights
+    monkeypatch.setenv("AXON_DUMP_DIR", str(tmp_path))
+    torch.manual_seed(0)
+    ref = torch.nn.Linear(16, 40)
+    model = _copy_to(ref, DEV)
+    weight = torch.rand(40) + 0.5
+    target = torch.tensor([3, 17, -100, 39, 0, 21])
+    x = sample((6, 16), seed=3)
+
+    def loss_fn(m, x, t, w):
+        return F.cross_entropy(m(x), t, weight=w, ignore_index=-100)
+
+    compiled = torch.compile(loss_fn, backend="axon")
+    want = loss_fn(ref, x, target, weight)
+    want.backward()
+    got = compiled(model, x.to(DEV), target.to(DEV), weight.to(DEV))
+    got.backward()
+    close(got, want.detach())
+    for p, rp in zip(model.parameters(), ref.parameters()):
+        close(p.grad, rp.grad, GRAD_TOL)
+    graphs = [open(f).read() for f in glob.glob(str(tmp_path / "*backward" / "partitioned.py"))]
+    assert any("axon.nll_loss_log_softmax_backward.default(" in g for g in graphs), graphs
+    assert not any("nll_loss_backward.default(" in g or "_log_softmax_backward_data" in g for g in graphs), graphs
+
+
 def test_cache_update_is_written_in_place(tmp_path, monkeypatch):
     # a static KV cache's index_copy_ in an inference graph: the cache is written at the new positions in place (no
     # whole-cache copy and copy-back), the values match CPU, and a parameter-style update is still copied back

@@ -222,3 +222,36 @@ def test_mse_loss_of_integer_tensors_goes_to_the_fallback_like_cpu():
     with pytest.raises(RuntimeError) as axon:
         F.mse_loss(x.to("axon"), x.to("axon"))
     assert str(cpu.value).splitlines()[0] in str(axon.value)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+@pytest.mark.parametrize("shape", [(37, 300), (11,)], ids=["NC", "C"])
+def test_fused_nll_log_softmax_backward_matches_the_two_ops_on_cpu(shape, weighted, reduction, dtype):
+    # axon::nll_loss_log_softmax_backward (what a compiled cross-entropy's backward runs) against CPU's
+    # _log_softmax_backward_data(nll_loss_backward(...)): every reduction, weights, an ignored target, no batch dim
+    classes = shape[-1]
+    logp = torch.log_softmax(sample(shape, torch.float64, seed=3), -1).to(dtype)
+    target = targets(shape[:-1], classes, ignore=-100)
+    weight = sample((classes,), torch.float64, seed=4).abs().to(dtype) if weighted else None
+    red = {"none": 0, "mean": 1, "sum": 2}[reduction]
+    _, total_weight = torch.ops.aten.nll_loss_forward(logp, target, weight, red, -100)
+    grad_out = sample(shape[:-1] if reduction == "none" else (), dtype, seed=5)
+    want = torch.ops.aten._log_softmax_backward_data(
+        torch.ops.aten.nll_loss_backward(grad_out, logp, target, weight, red, -100, total_weight), logp, -1, dtype)
+    dev = [t.to("axon") if t is not None else None for t in (grad_out, logp, target, weight, total_weight)]
+    torch_axon.reset_fallback_stats()
+    got = torch.ops.axon.nll_loss_log_softmax_backward(dev[0], dev[1], dev[2], dev[3], red, -100, dev[4])
+    close(got, want, GRAD_TOL)
+    assert torch_axon.fallback_stats() == {}
+
+
+def test_fused_nll_log_softmax_backward_rejects_a_target_out_of_range():
+    logp = torch.log_softmax(torch.randn(4, 5), -1).to("axon")
+    target = torch.tensor([0, 1, 7, 2], device="axon")
+    tw = torch.tensor(4.0, device="axon")
+    with pytest.raises(RuntimeError, match="target 7 is out of bounds for 5 classes"):
+        torch.ops.axon.nll_loss_log_softmax_backward(torch.tensor(1.0, device="axon"), logp, target, None, 1, -100,
+                                                     tw)
+        torch.axon.synchronize()

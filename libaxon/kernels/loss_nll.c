@@ -5,6 +5,7 @@
  * reduced loss bitwise identical for any thread count without allocating. A command first scans every target, so a
  * bad one fails the command before anything is written. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "axon/stream.h"
 #include "internal.h"
 #include "kernels_impl.h"
+#include "pointwise_math.h"
 
 #define NLL_BLOCKS 256
 
@@ -26,6 +28,9 @@ typedef struct nll_args {
     const char *target;           /* int64 [N, K] */
     const char *weight;           /* [C] or NULL (ones) */
     const char *gout, *twin;      /* backward: grad_out, total_weight (MEAN only) */
+    const char *logp;             /* fused log_softmax backward: the forward's log-probabilities, grad_in's dtype */
+    int logp_f32;                 /* ... both float32: the vectorized row loop */
+    axon_convert_fn ld_logp;
     size_t es_out, es_tw, es_in, es_w, es_g, es_twin;
     axon_convert_fn ld_in, ld_w, ld_g, ld_twin, st_out, st_tw;
 } nll_args_t;
@@ -98,6 +103,41 @@ static void nll_forward_range(void *ctx, int64_t begin, int64_t end, int slot) {
     }
 }
 
+/* The fused log_softmax backward for samples [begin, end): each slab is coef * exp(logp), then coef subtracted at
+ * the target, with coef = weight[t] * g (0 for an ignored target). float32 rows (K == 1, the classifier case) use
+ * the vectorizable pw_expf; other dtypes and layouts go through float64 element by element. */
+AXON_CLONES static void nll_softmax_backward_f32(float *restrict o, const float *restrict lp, int64_t c, float coef) {
+    for (int64_t i = 0; i < c; i++) o[i] = coef * pw_expf(lp[i]);
+}
+
+static void nll_softmax_backward_rows(const nll_args_t *a, double g, int64_t begin, int64_t end) {
+    const int64_t slab = a->c * a->k;
+    for (int64_t n = begin; n < end; n++) {
+        char *o = a->out + n * slab * (int64_t)a->es_out;
+        const char *lp = a->logp + n * slab * (int64_t)a->es_out;
+        for (int64_t kk = 0; kk < a->k; kk++) {
+            const int64_t p = n * a->k + kk, t = nll_target(a, p);
+            double coef = 0.0;
+            if (t != a->ignore) {
+                const double w = a->weight ? nll_ld(a->ld_w, a->weight, a->es_w, t) : 1.0;
+                coef = w * (a->red == AXON_LOSS_NONE ? nll_ld(a->ld_g, a->gout, a->es_g, p) : g);
+            }
+            if (a->k == 1 && a->logp_f32) {
+                float *of = (float *)(void *)o;
+                nll_softmax_backward_f32(of, (const float *)(const void *)lp, a->c, (float)coef);
+                if (t != a->ignore) of[t] -= (float)coef;
+                continue;
+            }
+            for (int64_t q = 0; q < a->c; q++) {
+                const int64_t at = (q * a->k + kk) * (int64_t)a->es_out;
+                double v = coef * exp(nll_ld(a->ld_logp, lp, a->es_out, q * a->k + kk));
+                if (q == t) v -= coef;
+                a->st_out(o + at, 1, (const char *)&v, 1, 1);
+            }
+        }
+    }
+}
+
 /* Backward: sample n owns the slab grad_in[n, :, :], zeroed and then written at its targets. */
 static void nll_backward_range(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
@@ -109,6 +149,10 @@ static void nll_backward_range(void *ctx, int64_t begin, int64_t end, int slot) 
         if (a->red == AXON_LOSS_MEAN) g /= nll_ld(a->ld_twin, a->twin, a->es_twin, 0);
     }
     const int64_t slab = a->c * a->k;
+    if (a->logp) {
+        nll_softmax_backward_rows(a, g, begin, end);
+        return;
+    }
     for (int64_t n = begin; n < end; n++) {
         char *o = a->out + n * slab * (int64_t)a->es_out;
         memset(o, 0, (size_t)slab * a->es_out); /* +0.0 is all zero bits in every float dtype */
@@ -248,11 +292,12 @@ axon_status_t axon_kernel_nll_loss(axon_stream_t s, const axon_tensor_t *out, co
     return axon_stream_launch(s, &l);
 }
 
-axon_status_t axon_kernel_nll_loss_backward(axon_stream_t s, const axon_tensor_t *grad_in,
-                                            const axon_tensor_t *grad_out, const axon_tensor_t *target,
-                                            const axon_tensor_t *weight, const axon_tensor_t *total_weight,
-                                            axon_loss_reduction_t reduction, int64_t ignore_index) {
-    const char *op = "nll_loss_backward";
+/* The two backward entry points: nll_loss_backward (logp NULL) and the fused one. */
+static axon_status_t nll_backward_launch(axon_stream_t s, const char *op, const axon_tensor_t *grad_in,
+                                         const axon_tensor_t *grad_out, const axon_tensor_t *logp,
+                                         const axon_tensor_t *target, const axon_tensor_t *weight,
+                                         const axon_tensor_t *total_weight, axon_loss_reduction_t reduction,
+                                         int64_t ignore_index) {
     nll_args_t g;
     axon_status_t st = nll_prepare(&g, op, grad_in, 1, target, weight, reduction, ignore_index);
     if (st != AXON_OK) return st;
@@ -274,6 +319,35 @@ axon_status_t axon_kernel_nll_loss_backward(axon_stream_t s, const axon_tensor_t
     g.es_g = axon_dtype_size(grad_out->dtype);
     g.ld_g = axon_convert_get(grad_out->dtype, AXON_FLOAT64);
     g.st_out = axon_convert_get(AXON_FLOAT64, grad_in->dtype);
-    axon_launch_t l = {nll_kernel, &g, sizeof g, op, (uint64_t)axon_tensor_numel(grad_in) * g.es_out};
+    if (logp) {
+        g.logp = logp->data;
+        g.logp_f32 = logp->dtype == AXON_FLOAT32;
+        g.ld_logp = axon_convert_get(logp->dtype, AXON_FLOAT64);
+    }
+    axon_launch_t l = {nll_kernel, &g, sizeof g, op,
+                       (uint64_t)axon_tensor_numel(grad_in) * g.es_out * (logp ? 2u : 1u)};
     return axon_stream_launch(s, &l);
+}
+
+axon_status_t axon_kernel_nll_loss_backward(axon_stream_t s, const axon_tensor_t *grad_in,
+                                            const axon_tensor_t *grad_out, const axon_tensor_t *target,
+                                            const axon_tensor_t *weight, const axon_tensor_t *total_weight,
+                                            axon_loss_reduction_t reduction, int64_t ignore_index) {
+    return nll_backward_launch(s, "nll_loss_backward", grad_in, grad_out, NULL, target, weight, total_weight,
+                               reduction, ignore_index);
+}
+
+axon_status_t axon_kernel_nll_loss_log_softmax_backward(axon_stream_t s, const axon_tensor_t *grad_in,
+                                                        const axon_tensor_t *grad_out, const axon_tensor_t *out,
+                                                        const axon_tensor_t *target, const axon_tensor_t *weight,
+                                                        const axon_tensor_t *total_weight,
+                                                        axon_loss_reduction_t reduction, int64_t ignore_index) {
+    const char *op = "nll_loss_log_softmax_backward";
+    axon_status_t st = axon_kernel_check_operand(grad_in, op, "grad_in", 1);
+    if (st == AXON_OK) st = nll_check(op, "out", out, 0, 0, grad_in->ndim, grad_in->sizes, 0);
+    if (st != AXON_OK) return st;
+    if (out->dtype != grad_in->dtype)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: out is %s but grad_in is %s (one dtype)", op,
+                         axon_dtype_name(out->dtype), axon_dtype_name(grad_in->dtype));
+    return nll_backward_launch(s, op, grad_in, grad_out, out, target, weight, total_weight, reduction, ignore_index);
 }

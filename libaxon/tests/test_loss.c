@@ -110,6 +110,19 @@ static int check_nll(const kc_dev_t *k, axon_dtype_t dt, int64_t n, int64_t c, i
         gi[(i * c + t[p]) * kk + j] = -wt * g;
     }
     for (int64_t q = 0; q < numel; q++) bad += !lt_close(bgi.host[q], gi[q], tol);
+    /* The fused log_softmax backward with x as the log-probabilities: coef * (exp(x) - [c == t]), where -coef is
+     * what nll_loss_backward wrote at the target (0 for an ignored one). */
+    bad += axon_kernel_nll_loss_log_softmax_backward(k->s, &tgi, &tg, &tx, &tt, weighted ? &tw : NULL, &ttw, red,
+                                                     ignore) != AXON_OK;
+    bad += !lt_pull(k, &bgi);
+    for (int64_t p = 0; p < m; p++) {
+        int64_t i = p / kk, j = p % kk;
+        double coef = t[p] == ignore ? 0.0 : -gi[(i * c + t[p]) * kk + j];
+        for (int64_t q = 0; q < c; q++) {
+            const int64_t at = (i * c + q) * kk + j;
+            bad += !lt_close(bgi.host[at], coef * exp(bx.host[at]) - (q == t[p] ? coef : 0.0), tol);
+        }
+    }
     if (bad) fprintf(stderr, "  nll mismatch: %s N=%lld C=%lld K=%lld w=%d ignore=%lld red=%d\n",
                      axon_dtype_name(dt), (long long)n, (long long)c, (long long)kk, weighted, (long long)ignore,
                      (int)red);

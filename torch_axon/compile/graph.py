@@ -18,6 +18,7 @@ from torch._functorch.aot_autograd import make_boxed_func
 from . import counters
 from .dump import Dump
 from .lower import Unsupported, host_scalar, lower_graph
+from .cross_entropy import fuse_cross_entropy_backward
 from .mutation import write_mutations_in_place
 from .partition import classify, partition
 
@@ -173,6 +174,8 @@ def compile_graph(gm: fx.GraphModule, example_inputs, kind: str = "forward", rep
     try:
         if kind == "inference":
             write_mutations_in_place(gm)
+        if kind == "backward":
+            fuse_cross_entropy_backward(gm)
         verdict = classify(gm, _num_user_outputs(kind))
         fused, names = partition(gm, verdict)
         for name in names:

@@ -113,7 +113,8 @@ std::tuple<at::Tensor&, at::Tensor&> nll_forward_out(const at::Tensor& self, con
   return {output, total_weight};
 }
 
-template <bool TWO_D>
+// FUSED: self is log_softmax's output and grad_input gets the fused nll_loss + log_softmax backward.
+template <bool TWO_D, bool FUSED = false>
 at::Tensor& nll_backward_out(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
                              const std::optional<at::Tensor>& weight_opt, int64_t reduction, int64_t ignore_index,
                              const at::Tensor& total_weight, at::Tensor& grad_input) {
@@ -145,9 +146,34 @@ at::Tensor& nll_backward_out(const at::Tensor& grad_output, const at::Tensor& se
   const axon_tensor_t gid = describe(gi.view({n, c, k}), name), td = describe(t, name), twd = describe(tw, name);
   const axon_tensor_t gd = describe(g, name);
   const std::optional<axon_tensor_t> wd = w.defined() ? std::optional(describe(w, name)) : std::nullopt;
-  AXON_CHECK(axon_kernel_nll_loss_backward(current_stream(self.device().index()), &gid, &gd, &td,
-                                           wd ? &*wd : nullptr, &twd, red, ignore_index));
+  if (FUSED) {
+    const axon_tensor_t ld = describe(self.contiguous().view({n, c, k}), name);
+    AXON_CHECK(axon_kernel_nll_loss_log_softmax_backward(current_stream(self.device().index()), &gid, &gd, &ld, &td,
+                                                         wd ? &*wd : nullptr, &twd, red, ignore_index));
+  } else {
+    AXON_CHECK(axon_kernel_nll_loss_backward(current_stream(self.device().index()), &gid, &gd, &td,
+                                             wd ? &*wd : nullptr, &twd, red, ignore_index));
+  }
   if (!gi.is_same(grad_input)) grad_input.copy_(gi);
+  return grad_input;
+}
+
+// axon::nll_loss_log_softmax_backward: _log_softmax_backward_data(nll_loss_backward(...), output, 1, dtype) in one
+// kernel pass. The compile front end (torch_axon/compile/cross_entropy.py) rewrites a compiled cross-entropy's backward
+// to it; operands the kernel does not take get that composition of ATen ops instead.
+at::Tensor nll_log_softmax_backward(const at::Tensor& grad_output, const at::Tensor& output, const at::Tensor& target,
+                                    const std::optional<at::Tensor>& weight_opt, int64_t reduction,
+                                    int64_t ignore_index, const at::Tensor& total_weight) {
+  const at::Tensor weight = defined_or_empty(weight_opt);
+  if (!native(output, target, weight) || output.dim() > 2 || grad_output.scalar_type() != output.scalar_type() ||
+      total_weight.scalar_type() != output.scalar_type() || grad_output.device() != output.device()) {
+    at::Tensor g = at::nll_loss_backward(grad_output, output, target, weight_opt, reduction, ignore_index,
+                                         total_weight);
+    return at::_log_softmax_backward_data(g, output, output.dim() - 1, output.scalar_type());
+  }
+  at::Tensor grad_input = at::empty(output.sizes(), output.options());
+  nll_backward_out<false, true>(grad_output, output, target, weight_opt, reduction, ignore_index, total_weight,
+                                grad_input);
   return grad_input;
 }
 
@@ -326,6 +352,12 @@ at::Tensor bce_backward(const at::Tensor& grad_output, const at::Tensor& self, c
   return ploss_backward_into(AXON_PLOSS_BCE, grad_output, self, target, w, reduction, 0.0, gi);
 }
 
+at::Tensor nll_log_softmax_backward_meta(const at::Tensor& grad_output, const at::Tensor& output,
+                                         const at::Tensor& target, const std::optional<at::Tensor>& weight,
+                                         int64_t reduction, int64_t ignore_index, const at::Tensor& total_weight) {
+  return at::empty_like(output);
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nll_loss_forward.output", TORCH_FN(nll_forward_out<false>));
   m.impl("nll_loss_backward.grad_input", TORCH_FN(nll_backward_out<false>));
@@ -352,6 +384,19 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("binary_cross_entropy.out", TORCH_FN(bce_out));
   m.impl("binary_cross_entropy_backward", TORCH_FN(bce_backward));
   m.impl("binary_cross_entropy_backward.grad_input", TORCH_FN(bce_backward_out));
+}
+
+TORCH_LIBRARY(axon, m) {
+  m.def("nll_loss_log_softmax_backward(Tensor grad_output, Tensor output, Tensor target, Tensor? weight, "
+        "int reduction, SymInt ignore_index, Tensor total_weight) -> Tensor");
+}
+
+TORCH_LIBRARY_IMPL(axon, PrivateUse1, m) {
+  m.impl("nll_loss_log_softmax_backward", TORCH_FN(nll_log_softmax_backward));
+}
+
+TORCH_LIBRARY_IMPL(axon, Meta, m) {
+  m.impl("nll_loss_log_softmax_backward", TORCH_FN(nll_log_softmax_backward_meta));
 }
 
 }  // namespace

@@ -58,6 +58,20 @@ AXON_API axon_status_t axon_kernel_nll_loss_backward(axon_stream_t s, const axon
                                                      const axon_tensor_t *weight, const axon_tensor_t *total_weight,
                                                      axon_loss_reduction_t reduction, int64_t ignore_index);
 
+/* Enqueue the backward of nll_loss(log_softmax(x)) with respect to x, in one pass, given out = log_softmax(x) along C
+ * (the saved forward result): grad_in[n, c, k] = g * weight[t] * (exp(out[n, c, k]) - [c == t]) with t and g as for
+ * axon_kernel_nll_loss_backward, and 0 in a slab whose target is ignore_index. This is nll_loss_backward followed by
+ * _log_softmax_backward_data, which a compiled cross-entropy backward would otherwise run as two passes over [N, C]
+ * plus a zero-fill. grad_in and out have one float dtype; errors as nll_loss_backward. */
+AXON_API axon_status_t axon_kernel_nll_loss_log_softmax_backward(axon_stream_t s, const axon_tensor_t *grad_in,
+                                                                 const axon_tensor_t *grad_out,
+                                                                 const axon_tensor_t *out,
+                                                                 const axon_tensor_t *target,
+                                                                 const axon_tensor_t *weight,
+                                                                 const axon_tensor_t *total_weight,
+                                                                 axon_loss_reduction_t reduction,
+                                                                 int64_t ignore_index);
+
 /* Element-wise losses, d = in - target, with PyTorch's formulas (aten/src/ATen/native/Loss.cpp, BinaryOps.cpp). */
 typedef enum axon_ploss {
     AXON_PLOSS_MSE = 0,          /* d^2 */
