@@ -225,6 +225,82 @@ def test_same_shape_binary_ops_on_views_and_layouts_match_cpu():
     assert out.is_contiguous() and out.shape == (8, 4)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64], ids=str)
+def test_same_shape_out_and_in_place_forms_match_cpu(dtype):
+    # out= and in-place forms with a contiguous out of the inputs' dtype and shape take the direct path too: into a
+    # separate out, into an input (either one), and in place.
+    a, b = sample((5, 7), dtype, seed=25), sample((5, 7), dtype, positive=True, seed=26)
+    ops = [(torch.add, {"alpha": 2}), (torch.sub, {}), (torch.mul, {}), (torch.maximum, {}), (torch.remainder, {})]
+    if dtype.is_floating_point:
+        ops += [(torch.div, {}), (torch.atan2, {})]
+    for fn, kw in ops:
+        expected = fn(a, b, **kw)
+        out = torch.empty(5, 7, dtype=dtype, device="axon")
+        ptr = out.data_ptr()
+        run_native(lambda x, y: fn(x, y, out=out, **kw), a, b)
+        assert out.data_ptr() == ptr
+        check_close(out, expected)
+        x, y = a.to("axon"), b.to("axon")
+        fn(x, y, out=y, **kw)
+        check_close(y, expected)
+        x, y = a.to("axon"), b.to("axon")
+        fn(x, y, out=x, **kw)
+        check_close(x, expected)
+    for name in ("add_", "sub_", "mul_") + (("div_",) if dtype.is_floating_point else ()):
+        x = a.to("axon")
+        ptr = x.data_ptr()
+        run_native(lambda t, u: getattr(x, name)(u), a, b)
+        assert x.data_ptr() == ptr
+        check_close(x, getattr(a.clone(), name)(b))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64], ids=str)
+def test_unary_functional_out_and_in_place_forms_match_cpu(dtype):
+    # Contiguous inputs take the direct path in every form: functional (bound directly for exp, log, ...), out= into
+    # a separate tensor or into the input, and in place; a transposed input keeps its layout through the iterator.
+    x = sample((6, 9), dtype, positive=True, seed=29)
+    for name in ("exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "neg", "relu", "abs", "erf"):
+        fn = getattr(torch, name)
+        expected = fn(x)
+        check_close(run_native(fn, x), expected)
+        t = x.t()
+        result = run_native(fn, t)
+        check_close(result, fn(t))
+        assert result.stride() == fn(t).stride()
+        if name != "relu":
+            out = torch.empty(6, 9, dtype=dtype, device="axon")
+            run_native(lambda a: fn(a, out=out), x)
+            check_close(out, expected)
+        y = x.to("axon")
+        ptr = y.data_ptr()
+        getattr(y, name + "_")()
+        assert y.data_ptr() == ptr
+        check_close(y, expected)
+    base = torch.arange(1.0, 11.0, device="axon")
+    with pytest.raises(RuntimeError, match="unsupported operation"):
+        torch.exp(base[:8], out=base[2:])
+
+
+def test_out_forms_that_need_the_iterator_behave_like_cpu():
+    # A partially overlapping out is refused with PyTorch's message; an out of another shape is resized; an in-place
+    # op whose result does not fit self's dtype is refused.
+    for dev in ("cpu", "axon"):
+        base = torch.arange(10.0, device=dev)
+        with pytest.raises(RuntimeError, match="unsupported operation"):
+            torch.add(base[:8], base[:8], out=base[2:])
+        with pytest.raises(RuntimeError, match="unsupported operation"):
+            torch.mul(base[:8], base[1:9], out=base[2:])
+        with pytest.raises(RuntimeError, match="can't be cast to the desired output type"):
+            torch.arange(4, device=dev).add_(torch.ones(4, device=dev))
+    a, b = sample((3, 4), torch.float32, seed=27), sample((3, 4), torch.float32, seed=28)
+    out = torch.empty(0, device="axon")
+    torch.mul(a.to("axon"), b.to("axon"), out=out)
+    check_close(out, a * b)
+    t = a.to("axon").t()  # a transposed out: the iterator writes through its strides
+    torch.add(b.t().contiguous().to("axon"), b.t().contiguous().to("axon"), out=t)
+    check_close(t, b.t() + b.t())
+
+
 def test_same_shape_binary_op_errors_match_the_iterator_path():
     i = torch.arange(6, device="axon")
     with pytest.raises(RuntimeError, match="alpha"):

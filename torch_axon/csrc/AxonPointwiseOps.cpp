@@ -10,6 +10,7 @@
 // through them.
 #include <ATen/ATen.h>
 #include <ATen/EmptyTensor.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/Operators.h>
 #include <ATen/ScalarOps.h>
 #include <ATen/TensorIterator.h>
@@ -133,15 +134,83 @@ void check_castable(c10::ScalarType result, const at::Tensor& out) {
               out.scalar_type());
 }
 
+// ---- the direct path ----
+
+// Two same-dtype, same-shape, contiguous tensors on the current axon device: the iterator would only allocate a
+// contiguous output of that shape and dtype (its "fast setup") and hand one run to the kernel. This is the common
+// eager case, so it skips building the iterator and describes each tensor as one run of numel elements. Anything else
+// (broadcasting, promotion, CPU numbers, other layouts) takes the iterator.
+bool same_dense(const at::Tensor& a, const at::Tensor& b) {
+  return a.device() == b.device() && a.device().index() == current_device() && a.scalar_type() == b.scalar_type() &&
+         a.sizes().equals(b.sizes()) && a.is_contiguous() && b.is_contiguous();
+}
+
+// A given out (out= and in-place forms) for the direct path: self's dtype, shape and device, contiguous, and either
+// the very same elements as an input or disjoint from both. A partial overlap takes the iterator, which refuses it
+// with PyTorch's message.
+bool direct_out(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other) {
+  if (out.device() != self.device() || out.scalar_type() != self.scalar_type() || !out.sizes().equals(self.sizes()) ||
+      !out.is_contiguous()) {
+    return false;
+  }
+  for (const at::Tensor* t : {&self, &other}) {
+    const at::MemOverlapStatus s = at::get_overlap_status(out, *t);
+    if (s != at::MemOverlapStatus::No && s != at::MemOverlapStatus::Full) return false;
+  }
+  return true;
+}
+
+axon_tensor_t describe_run(const at::TensorBase& t, axon_dtype_t dtype) {
+  axon_tensor_t d{};
+  d.data = const_cast<void*>(t.const_data_ptr());
+  d.dtype = dtype;
+  d.ndim = 1;
+  d.sizes[0] = t.numel();
+  d.strides[0] = 1;
+  return d;
+}
+
+// op(self) into out (given, or a new tensor when undefined) on the direct path; false when it does not apply: self
+// and out contiguous, of one dtype and shape, the same elements or disjoint; floats only for FLOAT_OP ops.
+template <bool FLOAT_OP>
+bool unary_direct(at::Tensor& out, const at::Tensor& self, axon_unary_op_t op, const axon_op_params_t& params) {
+  if (!same_dense(self, self) || (FLOAT_OP && !c10::isFloatingType(self.scalar_type()))) return false;
+  const auto d = axon_dtype_of(self.scalar_type());
+  if (!d || !axon_unary_supports(op, *d)) return false;
+  if (!out.defined()) {
+    out = at::detail::empty_generic(self.sizes(), device_allocator(),
+                                    c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), self.scalar_type(), std::nullopt);
+  } else if (!direct_out(out, self, self)) {
+    return false;
+  }
+  if (out.numel() == 0) return true;
+  const axon_tensor_t o = describe_run(out, *d), a = describe_run(self, *d);
+  AXON_CHECK(axon_kernel_unary(current_stream(out.device().index()), op, &o, &a, &params));
+  return true;
+}
+
 // ---- unary ----
 
 template <axon_unary_op_t OP, bool FLOAT_OP, class AtenOp>
 at::Tensor& unary_out(const at::Tensor& self, at::Tensor& out) {
   // Complex inputs (abs's complex -> real result included) are the host's: libaxon's unary ops are real.
   if (self.is_complex() || out.is_complex()) return fall_back<AtenOp>(self, out);
+  if (unary_direct<FLOAT_OP>(out, self, OP, axon_op_params_default())) return out;
   at::TensorIterator iter = FLOAT_OP ? at::TensorIterator::unary_float_op(out, self) : at::TensorIterator::unary_op(out, self);
   if (run_unary(iter, OP, axon_op_params_default(), iter.common_dtype())) return out;
   return fall_back<AtenOp>(self, out);
+}
+
+// The functional forms of common structured unary ops, registered directly: PyTorch's generic route to `.out` builds
+// an iterator in the op's meta function and allocates the output before the `.out` kernel builds its own.
+template <axon_unary_op_t OP, bool FLOAT_OP, class AtenOp>
+at::Tensor unary_functional(const at::Tensor& self) {
+  if (self.is_complex()) return fall_back<AtenOp>(self);
+  at::Tensor out;
+  if (unary_direct<FLOAT_OP>(out, self, OP, axon_op_params_default())) return out;
+  at::TensorIterator iter = FLOAT_OP ? at::TensorIterator::unary_float_op(out, self) : at::TensorIterator::unary_op(out, self);
+  if (run_unary(iter, OP, axon_op_params_default(), iter.common_dtype())) return iter.output();
+  return fall_back<AtenOp>(self);
 }
 
 // Unary ops whose result is bool (or any dtype given by out): computed in the input's dtype.
@@ -231,6 +300,8 @@ at::Tensor& hardswish_(at::Tensor& self) {
 
 // relu has no out= overload: its functional and in-place forms are the backend's kernels.
 at::Tensor relu(const at::Tensor& self) {
+  at::Tensor direct;
+  if (unary_direct<false>(direct, self, AXON_UNARY_RELU, axon_op_params_default())) return direct;
   at::Tensor out = at::empty_like(self);
   at::TensorIterator iter = at::TensorIterator::unary_op(out, self);
   if (run_unary(iter, AXON_UNARY_RELU, axon_op_params_default(), iter.common_dtype())) return out;
@@ -238,6 +309,7 @@ at::Tensor relu(const at::Tensor& self) {
 }
 
 at::Tensor& relu_(at::Tensor& self) {
+  if (unary_direct<false>(self, self, AXON_UNARY_RELU, axon_op_params_default())) return self;
   at::TensorIterator iter = at::TensorIterator::unary_op(self, self);
   if (run_unary(iter, AXON_UNARY_RELU, axon_op_params_default(), iter.common_dtype())) return self;
   return fall_back<ATEN_OP(relu_)>(self);
@@ -245,8 +317,50 @@ at::Tensor& relu_(at::Tensor& self) {
 
 // ---- binary ----
 
+// libaxon's dtype when op can run directly on self and other: same_dense, a loop for the dtype, and floats only for
+// FLOAT_OP ops (true division promotes integers).
+template <bool FLOAT_OP>
+std::optional<axon_dtype_t> direct_dtype(const at::Tensor& self, const at::Tensor& other, axon_binary_op_t op) {
+  if (!same_dense(self, other)) return std::nullopt;
+  if (FLOAT_OP && !c10::isFloatingType(self.scalar_type())) return std::nullopt;
+  const auto d = axon_dtype_of(self.scalar_type());
+  if (!d || !axon_binary_supports(op, *d)) return std::nullopt;
+  return d;
+}
+
+void launch_direct(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other, axon_dtype_t dtype,
+                   axon_binary_op_t op, const axon_op_params_t& params) {
+  if (out.numel() == 0) return;
+  const axon_tensor_t o = describe_run(out, dtype), a = describe_run(self, dtype), b = describe_run(other, dtype);
+  AXON_CHECK(axon_kernel_binary(current_stream(out.device().index()), op, &o, &a, &b, &params));
+}
+
+// op(self, other) into a new tensor, or nothing when the direct path does not apply (the caller takes the iterator).
+template <bool FLOAT_OP>
+std::optional<at::Tensor> binary_direct(const at::Tensor& self, const at::Tensor& other, axon_binary_op_t op,
+                                        const axon_op_params_t& params) {
+  const auto d = direct_dtype<FLOAT_OP>(self, other, op);
+  if (!d) return std::nullopt;
+  at::Tensor out = at::detail::empty_generic(self.sizes(), device_allocator(),
+                                             c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), self.scalar_type(),
+                                             std::nullopt);
+  launch_direct(out, self, other, *d, op, params);
+  return out;
+}
+
+// op(self, other) into the given out; false when the direct path does not apply.
+template <bool FLOAT_OP>
+bool binary_direct_into(at::Tensor& out, const at::Tensor& self, const at::Tensor& other, axon_binary_op_t op,
+                        const axon_op_params_t& params) {
+  const auto d = direct_dtype<FLOAT_OP>(self, other, op);
+  if (!d || !direct_out(out, self, other)) return false;
+  launch_direct(out, self, other, *d, op, params);
+  return true;
+}
+
 template <axon_binary_op_t OP, bool FLOAT_OP, class AtenOp>
 at::Tensor& binary_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
+  if (binary_direct_into<FLOAT_OP>(out, self, other, OP, axon_op_params_default())) return out;
   at::TensorIterator iter = FLOAT_OP ? at::TensorIterator::binary_float_op(out, self, other)
                                      : at::TensorIterator::borrowing_binary_op(out, self, other);
   if (run_binary(iter, OP, axon_op_params_default(), iter.common_dtype())) return out;
@@ -260,48 +374,12 @@ at::Tensor& add_sub_out(const at::Tensor& self, const at::Tensor& other, const c
                 "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` "
                 "operator instead.");
   }
-  at::TensorIterator iter = at::TensorIterator::borrowing_binary_op(out, self, other);
   axon_op_params_t p = axon_op_params_default();
   p.alpha = to_axon_scalar(alpha);
+  if (binary_direct_into<false>(out, self, other, OP, p)) return out;
+  at::TensorIterator iter = at::TensorIterator::borrowing_binary_op(out, self, other);
   if (run_binary(iter, OP, p, iter.common_dtype())) return out;
   return fall_back<AtenOp>(self, other, alpha, out);
-}
-
-// Two same-dtype, same-shape, contiguous tensors on the current axon device: the iterator would only allocate a
-// contiguous output of that shape and dtype (its "fast setup") and hand one run to the kernel. This is the common
-// eager case, so it skips building the iterator and describes each tensor as one run of numel elements. Anything else
-// (broadcasting, promotion, CPU numbers, other layouts) takes the iterator.
-bool same_dense(const at::Tensor& a, const at::Tensor& b) {
-  return a.device() == b.device() && a.device().index() == current_device() && a.scalar_type() == b.scalar_type() &&
-         a.sizes().equals(b.sizes()) && a.is_contiguous() && b.is_contiguous();
-}
-
-axon_tensor_t describe_run(const at::TensorBase& t, axon_dtype_t dtype) {
-  axon_tensor_t d{};
-  d.data = const_cast<void*>(t.const_data_ptr());
-  d.dtype = dtype;
-  d.ndim = 1;
-  d.sizes[0] = t.numel();
-  d.strides[0] = 1;
-  return d;
-}
-
-// op(self, other) into a new tensor, or nothing when the pair is not same_dense or libaxon has no loop for the
-// dtype (the caller takes the iterator). FLOAT_OP ops (true division) promote integers, so they take floats only.
-template <bool FLOAT_OP>
-std::optional<at::Tensor> binary_same_dense(const at::Tensor& self, const at::Tensor& other, axon_binary_op_t op,
-                                            const axon_op_params_t& params) {
-  if (!same_dense(self, other)) return std::nullopt;
-  const c10::ScalarType st = self.scalar_type();
-  if (FLOAT_OP && !c10::isFloatingType(st)) return std::nullopt;
-  const auto d = axon_dtype_of(st);
-  if (!d || !axon_binary_supports(op, *d)) return std::nullopt;
-  at::Tensor out = at::detail::empty_generic(self.sizes(), device_allocator(),
-                                             c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), st, std::nullopt);
-  if (out.numel() == 0) return out;
-  const axon_tensor_t o = describe_run(out, *d), a = describe_run(self, *d), b = describe_run(other, *d);
-  AXON_CHECK(axon_kernel_binary(current_stream(out.device().index()), op, &o, &a, &b, &params));
-  return out;
 }
 
 // The functional forms of the hottest binary ops, registered directly. PyTorch's generic route to `.out` runs the
@@ -310,7 +388,7 @@ std::optional<at::Tensor> binary_same_dense(const at::Tensor& self, const at::Te
 // time).
 template <axon_binary_op_t OP, bool FLOAT_OP, class AtenOp>
 at::Tensor binary_functional(const at::Tensor& self, const at::Tensor& other) {
-  if (auto r = binary_same_dense<FLOAT_OP>(self, other, OP, axon_op_params_default())) return *std::move(r);
+  if (auto r = binary_direct<FLOAT_OP>(self, other, OP, axon_op_params_default())) return *std::move(r);
   at::Tensor out;
   at::TensorIterator iter = FLOAT_OP ? at::TensorIterator::binary_float_op(out, self, other)
                                      : at::TensorIterator::binary_op(out, self, other);
@@ -327,7 +405,7 @@ at::Tensor add_sub_functional(const at::Tensor& self, const at::Tensor& other, c
   }
   axon_op_params_t p = axon_op_params_default();
   p.alpha = to_axon_scalar(alpha);
-  if (auto r = binary_same_dense<false>(self, other, OP, p)) return *std::move(r);
+  if (auto r = binary_direct<false>(self, other, OP, p)) return *std::move(r);
   at::Tensor out;
   at::TensorIterator iter = at::TensorIterator::binary_op(out, self, other);
   if (run_binary(iter, OP, p, iter.common_dtype())) return iter.output();
@@ -704,6 +782,16 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   AXON_UNARY(trunc, AXON_UNARY_TRUNC, false)
   AXON_UNARY(frac, AXON_UNARY_FRAC, false)
   AXON_UNARY(bitwise_not, AXON_UNARY_BITWISE_NOT, false)
+  // Functional forms bound directly (unary_functional); only ops whose functional form is structured, so that
+  // autograd keeps its formula.
+  m.impl("exp", TORCH_FN((unary_functional<AXON_UNARY_EXP, true, ATEN_OP(exp)>)));
+  m.impl("log", TORCH_FN((unary_functional<AXON_UNARY_LOG, true, ATEN_OP(log)>)));
+  m.impl("sqrt", TORCH_FN((unary_functional<AXON_UNARY_SQRT, true, ATEN_OP(sqrt)>)));
+  m.impl("rsqrt", TORCH_FN((unary_functional<AXON_UNARY_RSQRT, true, ATEN_OP(rsqrt)>)));
+  m.impl("sin", TORCH_FN((unary_functional<AXON_UNARY_SIN, true, ATEN_OP(sin)>)));
+  m.impl("cos", TORCH_FN((unary_functional<AXON_UNARY_COS, true, ATEN_OP(cos)>)));
+  m.impl("tanh", TORCH_FN((unary_functional<AXON_UNARY_TANH, true, ATEN_OP(tanh)>)));
+  m.impl("sigmoid", TORCH_FN((unary_functional<AXON_UNARY_SIGMOID, true, ATEN_OP(sigmoid)>)));
   m.impl("logical_not.out", TORCH_FN((unary_predicate_out<AXON_UNARY_LOGICAL_NOT, ATEN_OP2(logical_not, out)>)));
   m.impl("isnan", TORCH_FN(isnan));
   m.impl("isposinf.out", TORCH_FN((unary_predicate_out<AXON_UNARY_ISPOSINF, ATEN_OP2(isposinf, out)>)));
