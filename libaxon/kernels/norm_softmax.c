@@ -158,12 +158,18 @@ AXON_CLONES static void sm_rows_f32(const sm_args_t *a, int64_t r0, int64_t r1) 
         for (; i0 < n; i0++) pmax[0] = x[i0] > pmax[0] ? x[i0] : pmax[0];
         float mx = -INFINITY;
         for (int k = 0; k < SM_PARTS; k++) mx = pmax[k] > mx ? pmax[k] : mx;
-        for (int64_t i = 0; i < n; i++) y[i] = pw_expf(x[i] - mx); /* a plain map: vectorizes */
         float part[SM_PARTS] = {0};
         int64_t i = 0;
-        for (; i + SM_PARTS <= n; i += SM_PARTS)
-            for (int k = 0; k < SM_PARTS; k++) part[k] += y[i + k];
-        for (; i < n; i++) part[i % SM_PARTS] += y[i];
+        if (a->log) { /* the exponentials are only summed: not stored, one pass over y less */
+            for (; i + SM_PARTS <= n; i += SM_PARTS)
+                for (int k = 0; k < SM_PARTS; k++) part[k] += pw_expf(x[i + k] - mx);
+            for (; i < n; i++) part[i % SM_PARTS] += pw_expf(x[i] - mx);
+        } else {
+            for (int64_t q = 0; q < n; q++) y[q] = pw_expf(x[q] - mx); /* a plain map: vectorizes */
+            for (; i + SM_PARTS <= n; i += SM_PARTS)
+                for (int k = 0; k < SM_PARTS; k++) part[k] += y[i + k];
+            for (; i < n; i++) part[i % SM_PARTS] += y[i];
+        }
         float sum = 0;
         for (int k = 0; k < SM_PARTS; k++) sum += part[k];
         if (a->log) {
