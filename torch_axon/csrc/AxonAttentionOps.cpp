@@ -41,16 +41,18 @@ bool is_float(c10::ScalarType t) {
 }
 
 // Whether mask (dims right-aligned) broadcasts to [B, H, L, S].
-bool broadcasts(const at::Tensor& mask, std::array<int64_t, 4> full) {
+bool broadcasts(const at::Tensor& mask, const std::array<c10::SymInt, 4>& full) {
   if (mask.dim() > 4) return false;
   for (int64_t i = 0; i < mask.dim(); ++i) {
-    const int64_t s = mask.size(mask.dim() - 1 - i);
+    const c10::SymInt s = mask.sym_size(mask.dim() - 1 - i);
     if (s != 1 && s != full[3 - i]) return false;
   }
   return true;
 }
 
-// True when libaxon's attention kernel takes this call as it stands.
+// True when libaxon's attention kernel takes this call as it stands. Sizes are read as SymInts: Dynamo's fake tensors
+// ask this too, and a plain size() would specialize a dynamic batch or sequence length to the traced value (one
+// recompile per new size under torch.compile(dynamic=True)); comparisons of SymInts guard on relations instead.
 bool kernel_takes(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const std::optional<at::Tensor>& mask,
                   double dropout_p, bool is_causal, bool enable_gqa) {
   if (q.is_nested() || k.is_nested() || v.is_nested()) return false;
@@ -58,10 +60,11 @@ bool kernel_takes(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
   if (!is_float(q.scalar_type()) || k.scalar_type() != q.scalar_type() || v.scalar_type() != q.scalar_type())
     return false;
   if (k.device() != q.device() || v.device() != q.device()) return false;
-  const int64_t B = q.size(0), Hq = q.size(1), L = q.size(2), E = q.size(3);
-  const int64_t Hkv = k.size(1), S = k.size(2);
-  if (k.size(0) != B || v.size(0) != B || v.size(1) != Hkv || v.size(2) != S || k.size(3) != E) return false;
-  if (B == 0 || Hq == 0 || Hkv == 0 || L == 0 || S == 0 || E == 0 || v.size(3) == 0) return false;
+  const c10::SymInt B = q.sym_size(0), Hq = q.sym_size(1), L = q.sym_size(2), E = q.sym_size(3);
+  const c10::SymInt Hkv = k.sym_size(1), S = k.sym_size(2);
+  if (k.sym_size(0) != B || v.sym_size(0) != B || v.sym_size(1) != Hkv || v.sym_size(2) != S || k.sym_size(3) != E)
+    return false;
+  if (q.sym_numel() == 0 || k.sym_numel() == 0 || v.sym_numel() == 0) return false;
   if (Hq != Hkv && !(enable_gqa && Hq % Hkv == 0)) return false;
   if (!(dropout_p >= 0 && dropout_p <= 1)) return false;
   if (mask.has_value() && mask->defined()) {
