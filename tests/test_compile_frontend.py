@@ -285,6 +285,20 @@ def test_explain_names_the_unsupported_op(capsys):
     assert sum(len(g.partitions) for g in report.graphs) >= 1
 
 
+def test_tensor_constants_made_in_forward_join_the_partition():
+    # torch.tensor(...) inside a compiled function reaches the backend as lift_fresh_copy of a constant: it is
+    # lowered (a copy in the program), not left eager between partitions
+    def fn(x):
+        return x * torch.tensor([1.0, -2.0, 0.5], device=x.device) + 1
+
+    x = sample((4, 3), seed=2)
+    with torch.no_grad():
+        report = tc.explain(fn, x.to(DEV))
+        close(torch.compile(fn, backend="axon")(x.to(DEV)), fn(x))
+    assert not any("lift_fresh_copy" in op for _, op, _ in report.left_out), report.left_out
+    assert sum(len(g.partitions) for g in report.graphs) == 1
+
+
 def test_cpu_scalar_tensors_are_read_by_value_at_each_call():
     # an optimizer's step count lives on the host as a 0-d CPU tensor: a program reads its value at each call
     # (not the value it had when compiled), and the arithmetic on it fuses with the device tensors'
@@ -413,6 +427,24 @@ def test_dynamic_batch_sizes_compile_once():
     assert s["graphs"] == 1, s
     # one program, its symbols bound per call
     assert s["partitions"] == 1 and s["program_calls"] == 8, s
+
+
+def test_hf_model_with_fused_attention_compiles_once_for_new_batch_sizes_and_lengths():
+    # GPT-2 through F.scaled_dot_product_attention: the fused-attention choice reads sizes symbolically, so neither the
+    # batch nor the sequence length is specialized (it was: one recompile per new batch size)
+    from transformers import GPT2Config, GPT2Model
+
+    torch.manual_seed(0)
+    model = GPT2Model(GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=500, n_positions=64,
+                                 attn_implementation="sdpa")).eval()
+    dev = _copy_to(model, DEV)
+    compiled = torch.compile(dev, backend="axon", dynamic=True)
+    with torch.no_grad():
+        for b, length in ((2, 24), (3, 24), (5, 17), (4, 40)):
+            ids = torch.randint(0, 500, (b, length), generator=torch.Generator().manual_seed(b * 100 + length))
+            close(compiled(ids.to(DEV)).last_hidden_state, model(ids).last_hidden_state)
+    s = tc.stats()
+    assert s["graphs"] == 1 and s["program_calls"] == 4, s
 
 
 def test_symbolic_sizes_become_axir_dim_expressions(tmp_path, monkeypatch):

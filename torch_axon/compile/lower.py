@@ -951,6 +951,7 @@ LOWERINGS[aten.alias.default] = _identity
 LOWERINGS[aten.detach.default] = _identity
 
 LOWERINGS[aten.clone.default] = _clone
+LOWERINGS[aten.lift_fresh_copy.default] = _clone   # a tensor constant made in forward (torch.tensor(...) in a model)
 LOWERINGS[aten.cat.default] = _cat
 LOWERINGS[aten.full.default] = _full
 LOWERINGS[aten.scalar_tensor.default] = _full
