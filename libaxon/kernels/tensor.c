@@ -114,7 +114,8 @@ axon_status_t axon_kernel_check_dst(const axon_tensor_t *t, const char *what) {
 
 axon_status_t axon_kernel_check_operand(const axon_tensor_t *t, const char *op, const char *role, int is_dst) {
     /* Checked first under the bare role: the "op: role" prefix is formatted only for a failure's message, since the
-     * checks pass on nearly every launch and snprintf costs more than they do (about 6% of a 64-element sum in a profile). */
+     * checks pass on nearly every launch and snprintf costs more than they do (about 6% of a profiled 64-element
+     * sum). */
     axon_status_t st = is_dst ? axon_kernel_check_dst(t, role) : axon_kernel_check_src(t, role);
     if (st == AXON_OK) return st;
     char what[96];

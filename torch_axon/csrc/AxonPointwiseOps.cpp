@@ -178,8 +178,8 @@ bool unary_direct(at::Tensor& out, const at::Tensor& self, axon_unary_op_t op, c
   const auto d = axon_dtype_of(self.scalar_type());
   if (!d || !axon_unary_supports(op, *d)) return false;
   if (!out.defined()) {
-    out = at::detail::empty_generic(self.sizes(), device_allocator(),
-                                    c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), self.scalar_type(), std::nullopt);
+    const c10::DispatchKeySet keys(c10::DispatchKey::PrivateUse1);
+    out = at::detail::empty_generic(self.sizes(), device_allocator(), keys, self.scalar_type(), std::nullopt);
   } else if (!direct_out(out, self, self)) {
     return false;
   }
@@ -208,7 +208,8 @@ at::Tensor unary_functional(const at::Tensor& self) {
   if (self.is_complex()) return fall_back<AtenOp>(self);
   at::Tensor out;
   if (unary_direct<FLOAT_OP>(out, self, OP, axon_op_params_default())) return out;
-  at::TensorIterator iter = FLOAT_OP ? at::TensorIterator::unary_float_op(out, self) : at::TensorIterator::unary_op(out, self);
+  at::TensorIterator iter =
+      FLOAT_OP ? at::TensorIterator::unary_float_op(out, self) : at::TensorIterator::unary_op(out, self);
   if (run_unary(iter, OP, axon_op_params_default(), iter.common_dtype())) return iter.output();
   return fall_back<AtenOp>(self);
 }
