@@ -447,6 +447,25 @@ def test_hf_model_with_fused_attention_compiles_once_for_new_batch_sizes_and_len
     assert s["graphs"] == 1 and s["program_calls"] == 4, s
 
 
+def test_an_input_size_that_is_an_expression_of_an_unbound_symbol_gets_a_symbol_of_its_own(tmp_path, monkeypatch):
+    # Hugging Face's hidden_states[:, -logits_to_keep:] with a symbolic logits_to_keep of 0: the slice (a symbolic
+    # start) runs eagerly and hands the partition a [s0, s2+s1, s3] tensor whose s2 no input has as a whole
+    # dimension; the partition spells s2+s1 as a symbol of its own, bound by that input, instead of running eagerly
+    monkeypatch.setenv("AXON_DUMP_DIR", str(tmp_path))
+
+    def fn(h, w, keep):
+        return torch.tanh(h[:, -keep:, :] @ w) * 2
+
+    w = sample((8, 5), seed=1)
+    compiled = torch.compile(fn, backend="axon", dynamic=True)
+    for b, length in ((2, 7), (3, 9), (4, 6)):
+        h = sample((b, length, 8), seed=b)
+        close(compiled(h.to(DEV), w.to(DEV), 0), fn(h, w, 0))
+    s = tc.stats()
+    assert s["graphs"] == 1 and s["eager_partitions"] == 0 and s["program_calls"] == 3, s
+    assert "dyn0" in _compiled_texts(tmp_path)
+
+
 def test_symbolic_sizes_become_axir_dim_expressions(tmp_path, monkeypatch):
     monkeypatch.setenv("AXON_DUMP_DIR", str(tmp_path))
 

@@ -6,12 +6,29 @@ Python scalar) into the characters the AXIR grammar expects, or raises Unsupport
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 
 import sympy
 import torch
 
-__all__ = ["Unsupported", "DTYPES", "dtype_text", "dim_text", "type_text", "attr_text", "free_symbols"]
+__all__ = ["Unsupported", "DTYPES", "dtype_text", "dim_text", "type_text", "attr_text", "free_symbols", "expr_of",
+           "substituted"]
+
+# Whole size expressions spelled as symbols of their own while a partition is lowered (lower.py,
+# _whole_dim_substitution): {expr: sympy.Symbol}.
+_SUBST: contextvars.ContextVar[dict] = contextvars.ContextVar("axir_subst", default={})
+
+
+@contextlib.contextmanager
+def substituted(subst: dict):
+    """Within the block, every size expression is read with subst's expressions replaced by their symbols."""
+    token = _SUBST.set(subst)
+    try:
+        yield
+    finally:
+        _SUBST.reset(token)
 
 
 class Unsupported(Exception):
@@ -41,13 +58,20 @@ def _expr_of(d) -> sympy.Expr | int:
     if isinstance(d, int):
         return d
     if isinstance(d, torch.SymInt):
-        expr = d.node.expr
-        if isinstance(expr, (int, sympy.Integer)):
-            return int(expr)
-        return expr
+        d = d.node.expr
     if isinstance(d, sympy.Expr):
+        subst = _SUBST.get()
+        if subst and not isinstance(d, sympy.Integer):
+            d = d.subs(subst)
         return int(d) if isinstance(d, sympy.Integer) else d
+    if isinstance(d, int):
+        return d
     raise Unsupported(f"{type(d).__name__} {d!r} is not a dimension")
+
+
+def expr_of(d) -> sympy.Expr | int:
+    """The int or sympy expression an AXIR dim is written from (under the current substitution)."""
+    return _expr_of(d)
 
 
 def free_symbols(d) -> set[str]:

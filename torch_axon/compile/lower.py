@@ -16,10 +16,11 @@ import operator
 import re
 from typing import Callable
 
+import sympy
 import torch
 import torch.fx as fx
 
-from .axir_text import Unsupported, attr_text, dim_text, dtype_text, free_symbols, type_text
+from .axir_text import Unsupported, attr_text, dim_text, dtype_text, expr_of, free_symbols, substituted, type_text
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -109,8 +110,8 @@ class Lowering:
         self.param_nodes.append(node)
         for d in t.shape:
             if isinstance(d, torch.SymInt):
-                e = d.node.expr
-                if hasattr(e, "is_Symbol") and e.is_Symbol:
+                e = expr_of(d)
+                if getattr(e, "is_Symbol", False):
                     self.bound.add(str(e))
         self._note_symbols(t)
         return n
@@ -245,9 +246,19 @@ class Lowering:
             raise Unsupported("no tensor inputs (the device comes from the inputs)")
         unbound = self.used - self.bound
         if unbound:
-            raise Unsupported(f"symbol(s) {', '.join(sorted(unbound))} not a whole dimension of any tensor input")
+            raise UnboundSymbols(unbound, self.param_dims())
         return ("axir 1\n\nfunc @main(" + ", ".join(self.params) + ") -> (" + ", ".join(types) + ") {\n"
                 + "\n".join(self.lines) + ("\n" if self.lines else "") + "  return " + ", ".join(rets) + "\n}\n")
+
+    def param_dims(self) -> list:
+        """The size expressions of the tensor parameters' dimensions that are not plain symbols or integers."""
+        dims = []
+        for node in self.param_nodes:
+            for d in _val(node).shape:
+                e = expr_of(d)
+                if not isinstance(e, int) and not e.is_Symbol and e not in dims:
+                    dims.append(e)
+        return dims
 
     def _param_names(self) -> set[str]:
         return {p.split(":")[0] for p in self.params}
@@ -305,11 +316,39 @@ class InputView:
         return env[self.chain[-1]]
 
 
+class UnboundSymbols(Unsupported):
+    """Symbols that the partition's sizes use but no tensor input has as a whole dimension: AXIR could not bind them."""
+
+    def __init__(self, unbound: set[str], param_dims: list):
+        super().__init__(f"symbol(s) {', '.join(sorted(unbound))} not a whole dimension of any tensor input")
+        self.unbound, self.param_dims = unbound, param_dims
+
+
+def _whole_dim_substitution(e: UnboundSymbols) -> dict:
+    """A fresh symbol for each input dimension whose expression holds an unbound symbol (`s55+s70` for a Hugging Face
+    model's `hidden_states[:, -logits_to_keep:]` when Dynamo made logits_to_keep symbolic): the input's size then
+    binds that symbol, and every size written from the same expression reads it. Sizes that use the unbound symbols
+    in other ways stay unbound, and the partition runs eagerly as before."""
+    subst = {}
+    for dim in e.param_dims:
+        if {str(s) for s in dim.free_symbols} & e.unbound:
+            subst[dim] = sympy.Symbol(f"dyn{len(subst)}", integer=True, positive=True)
+    return subst
+
+
 def lower_graph(gm: fx.GraphModule) -> tuple[str, list[int], list]:
     """AXIR text for gm; the positions of gm's placeholders that are program inputs (the tensors); and per output
     of gm, the program output it is (an int k >= 0) or the InputView that makes it from the call's arguments."""
     L = Lowering()
-    text = L.lower(gm)
+    try:
+        text = L.lower(gm)
+    except UnboundSymbols as e:
+        subst = _whole_dim_substitution(e)
+        if not subst:
+            raise
+        with substituted(subst):
+            L = Lowering()
+            text = L.lower(gm)
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     return text, [placeholders.index(n) for n in L.param_nodes], L.sources
 
