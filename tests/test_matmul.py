@@ -108,6 +108,11 @@ BIG = {
     "baddbmm": (lambda c, a, b: torch.baddbmm(c, a, b, beta=-1.5, alpha=0.5), [(4, 64, 48), (4, 64, 80), (4, 80, 48)]),
     "linear": (lambda x, w, b: torch.nn.functional.linear(x, w, b), [(64, 512), (384, 512), (384,)]),
     "linear_few_rows": (lambda x, w, b: torch.nn.functional.linear(x, w, b), [(20, 256), (300, 256), (300,)]),
+    # Batches of products past 2^20 multiply-adds each (float32: gemm_avx512.c where the CPU has AVX-512): an even
+    # batch (whole matrices per thread) and an odd one (each matrix shared out), with alpha and beta.
+    "bmm_even_batch_past_2_20": (lambda a, b: a @ b, [(4, 130, 100), (4, 100, 90)]),
+    "baddbmm_odd_batch_past_2_20": (lambda c, a, b: torch.baddbmm(c, a, b, beta=0.5, alpha=-2.0),
+                                    [(3, 100, 120), (3, 100, 110), (3, 110, 120)]),
     # Past 2048^3 multiply-adds bf16 runs libaxon's AMX kernel (where the CPU has AMX) with its large-product blocks:
     # odd sizes, so every tile has row, column and depth tails; B as stored and transposed (a Linear's weight).
     "mm_past_2048_cubed": (lambda a, b: a @ b, [(2050, 2049), (2049, 2051)]),
@@ -162,7 +167,8 @@ def test_few_row_linear_backward_matches_cpu(dtype):
 
 @pytest.mark.parametrize("name", sorted(BIG))
 def test_float32_products_at_model_sizes_match_cpu(name):
-    # The larger of these go to oneDNN's float32 kernels (libaxon's gemm.c), the others to OpenBLAS.
+    # Those of 2^20 to 2^27 multiply-adds per matrix go to libaxon's AVX-512 kernel (gemm_avx512.c) where the CPU has
+    # it, the others to OpenBLAS or oneDNN (gemm.c).
     fn, shapes = BIG[name]
     args = [rand(*s, seed=i) for i, s in enumerate(shapes)]
     want = fn(*args)

@@ -278,8 +278,11 @@ static void gemm_lowp_strides(const gemm_mat_t *mt, int64_t *bs, int64_t *rs, in
  * (benchmarks/ops.py, 2026-11-30) oneDNN took 55 ms at 2048^3 and 445 ms at 4096^3, OpenBLAS 52 and 404 (11-29) and
  * 58 and 429 (11-30, CPU 54 and 446 then): no gain there, a loss in one run. Batched float32 stays with OpenBLAS
  * (not measured). */
+static int gemm_avx_wanted(int64_t bsz, int64_t m, int64_t n, int64_t k);
+
 static int gemm_lowp_takes(axon_dtype_t dt, int64_t bsz, int64_t m, int64_t n, int64_t k) {
     if (dt == AXON_BFLOAT16 || dt == AXON_FLOAT16) return 1;
+    if (gemm_avx_wanted(bsz, m, n, k)) return 0;
     const double madds = (double)m * (double)n * (double)k;
     return dt == AXON_FLOAT32 && bsz == 1 && m > 8 && n > 8 && madds >= 8e6 && madds <= 1024.0 * 1024.0 * 1024.0;
 }
@@ -455,6 +458,148 @@ done:
     return 1;
 }
 
+/* float32 on gemm_avx512.c (ahead of oneDNN and OpenBLAS) for products of more than AXON_GEMM_SKINNY rows and
+ * columns and GEMM_AVX_MIN to GEMM_AVX_MAX multiply-adds per matrix. Measured on 1 worker thread against the previous
+ * path (two libaxon builds in one process, blocks of calls alternated, medians; Sapphire Rapids, a loaded machine,
+ * 2026-11-30 07:03): 256^3 271 -> 222 us, bmm 32 x 128 x 64 x 128 696 -> 579 us, Linears (weight (n, k), bias)
+ * 512 x 256 x 256 498 -> 457 us, 512 x 256 x 768 1492 -> 1304 us, 64 x 512 x 2048 1108 -> 1032 us; even at
+ * 512 x 1024 x 256 (1728 -> 1775 us), 64 x 2048 x 512 (1026 -> 1037 us) and 1024^3; slower below 2^20 (64^3:
+ * OpenBLAS's small-matrix path 4.0 against 4.9 us) and not better at 2048^3 (111 -> 116 ms CPU time).
+ *
+ * A single matrix (or each matrix of a batch that does not spread evenly over the pool) is shared out: B packed once,
+ * its panels spread over the pool, then blocks of rows per participant; with few rows (packed A within
+ * GEMM_AVX_COLS_BYTES, half an L2) A is packed once instead and each participant takes a range of B's panels. A batch
+ * that spreads evenly runs whole matrices per participant. */
+#define GEMM_AVX_COLS_BYTES ((size_t)1 << 20)
+#define GEMM_AVX_MIN (1024.0 * 1024.0)
+#define GEMM_AVX_MAX (512.0 * 512.0 * 512.0)
+
+static int gemm_avx_wanted(int64_t bsz, int64_t m, int64_t n, int64_t k) {
+    (void)bsz;
+    const double madds = (double)m * (double)n * (double)k;
+    return m > AXON_GEMM_SKINNY && n > AXON_GEMM_SKINNY && madds >= GEMM_AVX_MIN && madds <= GEMM_AVX_MAX &&
+           axon_gemm_avx512_available();
+}
+
+struct gemm_avx_job {
+    axon_gemm_avx512_t op;
+    const struct gemm_job *j;    /* whole matrices per participant: their operands */
+    atomic_int failed;
+    float *bp, *ap, *local;      /* shared packed B (rows) or A (cols); each participant's scratch at local + slot * */
+    size_t local_elems;          /* ... local_elems */
+    int64_t np, rb, per;         /* panels of B; rows per block (rows); panels per block (cols) */
+    int64_t c0, c1;              /* rows: the chunk of panels packed in bp */
+};
+
+/* Matrices [begin, end) of the batch, each on this thread alone. */
+static void gemm_avx_whole(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    struct gemm_avx_job *w = ctx;
+    const struct gemm_job *j = w->j;
+    axon_gemm_avx512_t o = w->op;
+    for (int64_t z = begin; z < end; z++) {
+        o.a = (const float *)j->a.data + z * j->a.sb;
+        o.b = (const float *)j->b.data + z * j->b.sb;
+        o.c = (float *)j->c + z * j->csb;
+        if (axon_gemm_avx512_run(&o) != 0) atomic_store(&w->failed, 1);
+    }
+}
+
+static void gemm_avx_pack_b(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    struct gemm_avx_job *j = ctx;
+    axon_gemm_avx512_pack_b(&j->op, j->bp, j->c0, j->c1, j->c0 + begin, j->c0 + end);
+}
+
+static void gemm_avx_pack_a(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    struct gemm_avx_job *j = ctx;
+    axon_gemm_avx512_pack_a(&j->op, j->ap, begin, end);
+}
+
+static void gemm_avx_rows(void *ctx, int64_t begin, int64_t end, int slot) {
+    struct gemm_avx_job *j = ctx;
+    axon_gemm_avx512_rows(&j->op, j->bp, j->c0, j->c1, begin * j->rb, gemm_min(j->op.m, end * j->rb),
+                          j->local + (size_t)slot * j->local_elems);
+}
+
+static void gemm_avx_cols(void *ctx, int64_t begin, int64_t end, int slot) {
+    struct gemm_avx_job *j = ctx;
+    axon_gemm_avx512_cols(&j->op, j->ap, begin * j->per, gemm_min(j->np, end * j->per),
+                          j->local + (size_t)slot * j->local_elems);
+}
+
+/* The product j (k >= 1, float32): whole matrices per participant when the batch spreads evenly over the pool (or is
+ * much larger than it), else matrix by matrix, each shared out over the pool. */
+static axon_status_t gemm_avx_run(const struct gemm_job *j, int64_t bsz, axon_pool_t pool) {
+    const int64_t m = j->m, n = j->n, k = j->k, nbias = j->bias_on_rows ? m : n;
+    const double flop = 2.0 * (double)m * (double)n * (double)k;
+    const int psize = axon_pool_size(pool), nparts = flop < 1e6 ? 1 : psize; /* smaller: one thread */
+    const int whole = bsz > 1 && (bsz % psize == 0 || bsz >= 4 * psize || bsz * flop < 1e6);
+    struct gemm_avx_job w;
+    memset(&w, 0, sizeof w);
+    atomic_init(&w.failed, 0);
+    w.np = axon_gemm_avx512_panels(n);
+    const int cols = m < n && w.np >= 2 * nparts && axon_gemm_avx512_a_bytes(m, k) <= GEMM_AVX_COLS_BYTES;
+    const int64_t chunk = axon_gemm_avx512_chunk(k, n);
+    /* each part 64-byte aligned, as the packed panels of B need */
+    size_t shared = cols ? axon_gemm_avx512_a_bytes(m, k) : axon_gemm_avx512_b_bytes(k, chunk);
+    shared = (shared + 63) / 64 * 64;
+    w.local_elems = cols ? (size_t)k * AXON_GEMM_AVX_NR : axon_gemm_avx512_block_bytes(k) / sizeof(float);
+    w.local_elems = (w.local_elems + 15) / 16 * 16;
+    float *bias = NULL, *mem = NULL;
+    if (!whole) mem = axon_gemm_amx_scratch(shared + (size_t)nparts * w.local_elems * sizeof(float));
+    if ((!whole && !mem) || (j->bias && (bias = malloc((size_t)nbias * sizeof *bias)) == NULL)) {
+        if (mem) axon_gemm_amx_scratch_done(mem);
+        return axon_fail(AXON_ERROR_OUT_OF_MEMORY, "matmul: packed operands of a %" PRId64 " x %" PRId64 " x %" PRId64
+                         " float32 product", m, k, n);
+    }
+    for (int64_t q = 0; bias && q < nbias; q++)
+        bias[q] = (float)j->bias_scale * ((const float *)j->bias)[q * j->bias_stride];
+    axon_gemm_avx512_t *o = &w.op;
+    o->m = m, o->n = n, o->k = k;
+    o->ta = j->a.trans, o->tb = j->b.trans, o->lda = j->a.ld, o->ldb = j->b.ld, o->ldc = j->ldc;
+    o->alpha = (float)j->alpha, o->beta = (float)j->beta;
+    o->bias = j->bias_on_rows ? NULL : bias;
+    o->bias_rows = j->bias_on_rows ? bias : NULL;
+    if (whole) {
+        w.j = j;
+        axon_parallel_for(pool, 0, bsz, bsz * flop < 1e6 ? bsz : 1, gemm_avx_whole, &w);
+        free(bias);
+        if (atomic_load(&w.failed))
+            return axon_fail(AXON_ERROR_OUT_OF_MEMORY, "matmul: packed operands of a %" PRId64 " x %" PRId64 " x %"
+                             PRId64 " float32 product", m, k, n);
+        return AXON_OK;
+    }
+    if (cols) w.ap = mem;
+    else w.bp = mem;
+    w.local = mem + shared / sizeof(float);
+    /* rows: blocks of about AXON_GEMM_AVX_MC rows, a multiple of nparts of them, each a multiple of AXON_GEMM_AVX_MR */
+    const int64_t per_part = (int64_t)nparts * AXON_GEMM_AVX_MC, nblk = nparts * ((m + per_part - 1) / per_part);
+    w.rb = ((m + nblk - 1) / nblk + AXON_GEMM_AVX_MR - 1) / AXON_GEMM_AVX_MR * AXON_GEMM_AVX_MR;
+    w.per = (w.np + nparts - 1) / nparts;
+    for (int64_t z = 0; z < bsz; z++) {
+        o->a = (const float *)j->a.data + z * j->a.sb;
+        o->b = (const float *)j->b.data + z * j->b.sb;
+        o->c = (float *)j->c + z * j->csb;
+        if (cols) {
+            const int64_t nu = (m + AXON_GEMM_AVX_MR - 1) / AXON_GEMM_AVX_MR;
+            axon_parallel_for(pool, 0, nu, (nu + nparts - 1) / nparts, gemm_avx_pack_a, &w);
+            axon_parallel_for(pool, 0, (w.np + w.per - 1) / w.per, 1, gemm_avx_cols, &w);
+        } else {
+            const int64_t blocks = (m + w.rb - 1) / w.rb;
+            for (w.c0 = 0; w.c0 < w.np; w.c0 = w.c1) {
+                w.c1 = gemm_min(w.np, w.c0 + chunk);
+                axon_parallel_for(pool, 0, w.c1 - w.c0, nparts > 1 ? 4 : w.c1 - w.c0, gemm_avx_pack_b, &w);
+                axon_parallel_for(pool, 0, blocks, nparts > 1 ? 1 : blocks, gemm_avx_rows, &w);
+            }
+        }
+    }
+    axon_gemm_amx_scratch_done(mem);
+    free(bias);
+    return AXON_OK;
+}
+
 static axon_dtype_t gemm_compute_dtype(axon_dtype_t d) {
     if (d == AXON_FLOAT64) return AXON_FLOAT64;
     return axon_dtype_is_floating(d) ? AXON_FLOAT32 : AXON_INT64;
@@ -518,7 +663,11 @@ static axon_status_t gemm_kernel(const void *args, const axon_exec_t *ex) {
         j.bias_on_rows = 1;
     }
     int64_t grain, blocks = gemm_split(&j, bsz, axon_pool_size(ex->pool), &grain);
-    axon_parallel_for(ex->pool, 0, blocks, grain, gemm_blocks, &j);
+    if (cdt == AXON_FLOAT32 && gemm_avx_wanted(bsz, j.m, j.n, k)) {
+        if ((st = gemm_avx_run(&j, bsz, ex->pool)) != AXON_OK) goto done;
+        blocks = 0;
+    }
+    if (blocks > 0) axon_parallel_for(ex->pool, 0, blocks, grain, gemm_blocks, &j);
     if (atomic_load(&j.failed)) {
         st = axon_fail(AXON_ERROR_OUT_OF_MEMORY, "matmul: packing buffers of the portable GEMM");
         goto done;

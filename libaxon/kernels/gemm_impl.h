@@ -103,4 +103,51 @@ int axon_gemm_lowp(const axon_gemm_lowp_t *op);
 /* "onednn" or "none", for benchmarks and tests. */
 const char *axon_gemm_lowp_backend_name(void);
 
+/* float32 GEMM for AVX-512F (gemm_avx512.c): C = alpha * op(A) @ op(B) + beta * C + bias, the contract of
+ * axon_gemm_f32 plus an optional bias per column (bias) or per row (bias_rows), already scaled, added after beta * C.
+ * B is packed by chunks of axon_gemm_avx512_chunk(k, n) panels of AXON_GEMM_AVX_NR columns (at most
+ * AXON_GEMM_AVX_CHUNK_BYTES, axon_gemm_avx512_b_bytes(k, panels)): axon_gemm_avx512_pack_b packs panels [p0, p1) of
+ * chunk [c0, c1) into bp, so the pool can share the work; then axon_gemm_avx512_rows computes rows [r0, r1) of the
+ * chunk's columns of C on the calling thread, packing blocks of A into ap (axon_gemm_avx512_block_bytes(k)). For few
+ * rows A is packed whole instead (axon_gemm_avx512_pack_a, micro-panels [u0, u1) of AXON_GEMM_AVX_MR rows;
+ * axon_gemm_avx512_a_bytes(m, k)) and axon_gemm_avx512_cols computes panels [p0, p1) of C, packing each into bp (k x
+ * AXON_GEMM_AVX_NR floats). Buffers 64-byte aligned. Every element is one sum in a fixed order, whatever block a call
+ * gets. Never allocates. */
+#define AXON_GEMM_AVX_MR 14
+#define AXON_GEMM_AVX_NR 32
+#define AXON_GEMM_AVX_KC 256
+#define AXON_GEMM_AVX_MC 84
+#define AXON_GEMM_AVX_CHUNK_BYTES ((size_t)16 << 20)
+#define AXON_GEMM_AVX_SLICE_PANELS 32
+typedef struct axon_gemm_avx512 {
+    int64_t m, n, k;             /* all >= 1 */
+    int ta, tb;
+    const float *a;
+    int64_t lda;
+    const float *b;
+    int64_t ldb;
+    float *c;
+    int64_t ldc;
+    float alpha, beta;           /* beta == 0 never reads C */
+    const float *bias;           /* NULL or n floats */
+    const float *bias_rows;      /* NULL or m floats */
+} axon_gemm_avx512_t;
+
+/* 1 when the CPU (and the OS) support AVX-512F (asked once). */
+int axon_gemm_avx512_available(void);
+int64_t axon_gemm_avx512_panels(int64_t n);
+int64_t axon_gemm_avx512_chunk(int64_t k, int64_t n);
+size_t axon_gemm_avx512_b_bytes(int64_t k, int64_t panels);
+size_t axon_gemm_avx512_a_bytes(int64_t m, int64_t k);
+size_t axon_gemm_avx512_block_bytes(int64_t k);
+void axon_gemm_avx512_pack_b(const axon_gemm_avx512_t *op, float *bp, int64_t c0, int64_t c1, int64_t p0,
+                             int64_t p1);
+void axon_gemm_avx512_pack_a(const axon_gemm_avx512_t *op, float *ap, int64_t u0, int64_t u1);
+void axon_gemm_avx512_rows(const axon_gemm_avx512_t *op, const float *bp, int64_t c0, int64_t c1, int64_t r0,
+                           int64_t r1, float *ap);
+void axon_gemm_avx512_cols(const axon_gemm_avx512_t *op, const float *ap, int64_t p0, int64_t p1, float *bp);
+/* The whole of op on the calling thread (rows mode; B packed by chunks into the thread's kept scratch): 0, or -1
+ * when that memory cannot be had (C unchanged). */
+int axon_gemm_avx512_run(const axon_gemm_avx512_t *op);
+
 #endif

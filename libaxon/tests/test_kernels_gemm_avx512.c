@@ -1,0 +1,252 @@
+/* float32 axon_kernel_matmul on the shapes that take gemm_avx512.c (more than 16 rows and columns, k >= 1, on a CPU
+ * with AVX-512F; elsewhere the same cases check the library path): sizes around the micro-kernel's 14 x 32 tile, the
+ * 84-row blocks, the 256-deep slices and the 1024-column chunks of packed B; A and B stored either way (a Linear's
+ * weight is B stored (n, k)); alpha, beta, beta = 0 over NaN, a bias (per column, or per row when out is column-major
+ * and the product is computed transposed); out with padded rows; few rows (A packed once, panels of B per thread);
+ * batches split evenly over the pool (one matrix per call) or not (each matrix shared out).
+ *
+ * Inputs are random floats in [-1, 1) with 24 significant bits, the reference a float64 sum: each result must be
+ * within (k + 4) * 2^-24 of the sum of |terms| (float32 rounding of every partial sum and of alpha, beta, bias). Every
+ * case also runs on a 1- and a 2-thread device, whose results must be the same bits: each element is one sum in a
+ * fixed order whichever thread computes it.
+ *
+ * gemm.c sends a product there from AV_MIN_MADDS multiply-adds (per matrix) up: smaller ones here get a deeper k. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "axon/gemm.h"
+#include "kernels_check.h"
+
+static kc_dev_t dev1, dev2;
+
+#define AV_MIN_MADDS (1 << 20)
+
+/* k, or the least depth that gives m x n a product gemm_avx512.c takes. */
+static int64_t av_depth(int64_t m, int64_t n, int64_t k) {
+    const int64_t least = (AV_MIN_MADDS + m * n - 1) / (m * n);
+    return k > least ? k : least;
+}
+
+static uint64_t rng = 0x2545F4914F6CDD1Dull;
+static float rnd(void) {
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((double)(rng >> 40) * 0x1p-23 - 1.0);
+}
+
+typedef struct av_case {
+    int64_t bsz, m, k, n;        /* bsz 0: 2-D operands */
+    int ta, tb;                  /* a stored (k, m) / b stored (n, k), i.e. transposed views */
+    int bcast_b;                 /* batched: one b for the whole batch (batch stride 0) */
+    int out_cm;                  /* out column-major (computed as out^T = b^T @ a^T) */
+    int64_t pad;                 /* extra elements at the end of each row of a row-major out */
+    double alpha, beta, bias_scale;
+    int bias, nan_out;
+} av_case_t;
+
+/* Runs c on k into out (host memory, the case's layout) from the given inputs; 0 on success. */
+static int av_run(const kc_dev_t *k, const av_case_t *c, const float *A, const float *B, const float *bias,
+                  float *out) {
+    const int64_t z = c->bsz ? c->bsz : 1, M = c->m, K = c->k, N = c->n, ldo = N + c->pad;
+    int64_t sa[3], sb[3], so[3], za[3] = {z, M, K}, zb[3] = {z, K, N}, zo[3] = {z, M, N};
+    sa[0] = M * K, sb[0] = c->bcast_b ? 0 : K * N;
+    if (c->ta) sa[1] = 1, sa[2] = M;
+    else sa[1] = K, sa[2] = 1;
+    if (c->tb) sb[1] = 1, sb[2] = K;
+    else sb[1] = N, sb[2] = 1;
+    if (c->out_cm) so[0] = M * N, so[1] = 1, so[2] = M;
+    else so[0] = M * ldo, so[1] = ldo, so[2] = 1;
+    const int nd = c->bsz ? 3 : 2, o = c->bsz ? 0 : 1;
+    axon_tensor_t ta = kc_tensor((void *)A, AXON_FLOAT32, nd, za + o, sa + o);
+    axon_tensor_t tb = kc_tensor((void *)B, AXON_FLOAT32, nd, zb + o, sb + o);
+    axon_tensor_t to = kc_tensor(out, AXON_FLOAT32, nd, zo + o, so + o);
+    axon_tensor_t tbias = kc_tensor((void *)bias, AXON_FLOAT32, 1, &c->n, NULL);
+    axon_gemm_params_t p = axon_gemm_params_default();
+    p.alpha = c->alpha, p.beta = c->beta, p.bias_scale = c->bias_scale;
+    p.bias = c->bias ? &tbias : NULL;
+    if (axon_kernel_matmul(k->s, &to, &ta, &tb, &p) != AXON_OK || axon_stream_sync(k->s) != AXON_OK) {
+        fprintf(stderr, "  matmul failed: %s\n", axon_last_error());
+        return -1;
+    }
+    return 0;
+}
+
+/* Element (i, j) of matrix zz of out in c's layout. */
+static int64_t av_at(const av_case_t *c, int64_t zz, int64_t i, int64_t j) {
+    const int64_t ldo = c->n + c->pad;
+    return c->out_cm ? zz * c->m * c->n + j * c->m + i : zz * c->m * ldo + i * ldo + j;
+}
+
+/* Runs c on both devices and checks both against the reference and each other; returns the number of problems. */
+static int av_check(const av_case_t *c) {
+    const int64_t z = c->bsz ? c->bsz : 1, M = c->m, K = c->k, N = c->n;
+    const int64_t na = z * M * K, nb = (c->bcast_b ? 1 : z) * K * N, no = z * M * (N + c->pad);
+    float *A = malloc((size_t)na * 4), *B = malloc((size_t)nb * 4), *bias = malloc((size_t)N * 4);
+    float *C0 = malloc((size_t)no * 4), *C1 = malloc((size_t)no * 4), *C2 = malloc((size_t)no * 4);
+    int bad = 0;
+    if (!A || !B || !bias || !C0 || !C1 || !C2) {
+        bad = 1;
+        goto done;
+    }
+    for (int64_t q = 0; q < na; q++) A[q] = rnd();
+    for (int64_t q = 0; q < nb; q++) B[q] = rnd();
+    for (int64_t q = 0; q < N; q++) bias[q] = rnd();
+    for (int64_t q = 0; q < no; q++) C0[q] = c->nan_out ? NAN : rnd();
+    memcpy(C1, C0, (size_t)no * 4);
+    memcpy(C2, C0, (size_t)no * 4);
+    if (av_run(&dev1, c, A, B, bias, C1) != 0 || av_run(&dev2, c, A, B, bias, C2) != 0) {
+        bad = 1;
+        goto done;
+    }
+    int64_t diff = 0;
+    for (int64_t q = 0; q < no; q++) diff += memcmp(&C1[q], &C2[q], 4) != 0;
+    if (diff) {
+        fprintf(stderr, "  1 vs 2 threads: %lld elements differ\n", (long long)diff);
+        bad++;
+    }
+    for (int64_t zz = 0; zz < z; zz++) {
+        const float *a = A + zz * M * K, *b = B + (c->bcast_b ? 0 : zz * K * N);
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                double acc = 0, mag = 0;
+                for (int64_t d = 0; d < K; d++) {
+                    const double x = c->ta ? a[d * M + i] : a[i * K + d], y = c->tb ? b[j * K + d] : b[d * N + j];
+                    acc += x * y, mag += fabs(x * y);
+                }
+                const int64_t at = av_at(c, zz, i, j);
+                const double old = c->beta != 0 ? (double)C0[at] : 0, bv = c->bias ? c->bias_scale * bias[j] : 0;
+                const double want = c->alpha * acc + c->beta * old + bv;
+                const double tol = (double)(K + 4) * 0x1p-24 * (fabs(c->alpha) * mag + fabs(c->beta * old) + fabs(bv));
+                const double got = C1[at];
+                if (!(fabs(got - want) <= tol)) {
+                    if (bad < 4)
+                        fprintf(stderr, "  [%lld, %lld, %lld]: got %.9g, want %.9g (tolerance %.3g)\n", (long long)zz,
+                                (long long)i, (long long)j, got, want, tol);
+                    bad++;
+                }
+            }
+    }
+    /* row padding of out is left alone */
+    for (int64_t zz = 0; zz < z && !c->out_cm; zz++)
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = N; j < N + c->pad; j++) {
+                const int64_t at = av_at(c, zz, i, j);
+                if (memcmp(&C1[at], &C0[at], 4) != 0) bad++;
+            }
+done:
+    if (bad)
+        fprintf(stderr, "  case bsz %lld, %lld x %lld x %lld, ta %d, tb %d, out_cm %d, pad %lld: %d problems\n",
+                (long long)c->bsz, (long long)M, (long long)K, (long long)N, c->ta, c->tb, c->out_cm,
+                (long long)c->pad, bad);
+    free(A), free(B), free(bias), free(C0), free(C1), free(C2);
+    return bad;
+}
+
+static av_case_t av_plain(int64_t m, int64_t k, int64_t n) {
+    av_case_t c;
+    memset(&c, 0, sizeof c);
+    c.m = m, c.k = k, c.n = n, c.alpha = 1, c.bias_scale = 1;
+    return c;
+}
+
+/* Row counts around the 14-row tile and the 84-row block, column counts around the 32-column panel. */
+static void test_sizes_around_the_tiles(void) {
+    static const int64_t ms[] = {17, 27, 28, 29, 41, 43, 83, 84, 85, 171};
+    static const int64_t ns[] = {17, 31, 32, 33, 63, 65, 97};
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++)
+        for (size_t j = 0; j < sizeof ns / sizeof ns[0]; j++) {
+            av_case_t c = av_plain(ms[i], av_depth(ms[i], ns[j], 19), ns[j]);
+            c.tb = (int)((i + j) & 1);
+            CHECK(av_check(&c) == 0);
+        }
+}
+
+/* Depths around the 16-wide transposes of packing and the 256-deep slices (later slices add to out); shallow ones
+ * with enough columns to reach the kernel. */
+static void test_depths_around_the_slices(void) {
+    static const int64_t ks[] = {1, 2, 15, 16, 17, 255, 256, 257, 513};
+    for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++)
+        for (int t = 0; t < 4; t++) {
+            const int64_t n = (AV_MIN_MADDS + 45 * ks[i] - 1) / (45 * ks[i]);
+            av_case_t c = av_plain(45, ks[i], n > 70 ? n : 70);
+            c.ta = t & 1, c.tb = t >> 1;
+            CHECK(av_check(&c) == 0);
+        }
+}
+
+static void test_alpha_beta_bias_and_nan_out(void) {
+    for (int v = 0; v < 8; v++) {
+        av_case_t c = av_plain(60, 350, 50);
+        c.alpha = v & 1 ? -1.5 : 1.0;
+        c.beta = v & 2 ? 0.5 : 0.0;
+        c.nan_out = !(v & 2); /* beta 0 must not read out */
+        c.bias = (v & 4) != 0, c.bias_scale = 0.75;
+        c.ta = v & 1, c.tb = (v >> 1) & 1;
+        CHECK(av_check(&c) == 0);
+        c.m = 20, c.n = 300; /* few rows: the column split */
+        CHECK(av_check(&c) == 0);
+    }
+}
+
+/* Row padding of out, and a column-major out (the product runs transposed, the bias then per row). */
+static void test_padded_and_column_major_out(void) {
+    for (int v = 0; v < 4; v++) {
+        av_case_t c = av_plain(50, 240, 90);
+        c.pad = 7;
+        c.beta = v & 1 ? 2.0 : 0.0, c.bias = v >> 1;
+        CHECK(av_check(&c) == 0);
+        c.pad = 0, c.out_cm = 1;
+        CHECK(av_check(&c) == 0);
+    }
+}
+
+/* Few rows and many columns: A packed once, each thread packs and multiplies its own panels of B. */
+static void test_few_rows_split_by_panels(void) {
+    static const int64_t ms[] = {17, 30, 64, 100};
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++)
+        for (int tb = 0; tb < 2; tb++) {
+            av_case_t c = av_plain(ms[i], 300, 333);
+            c.tb = tb, c.bias = 1, c.beta = 1;
+            CHECK(av_check(&c) == 0);
+        }
+}
+
+/* More columns than one chunk of packed B holds (32 panels of 32). */
+static void test_columns_past_one_chunk(void) {
+    av_case_t c = av_plain(200, 40, 1100); /* 8.8M multiply-adds */
+    CHECK(av_check(&c) == 0);
+    c.tb = 1, c.beta = -1, c.bias = 1;
+    CHECK(av_check(&c) == 0);
+}
+
+/* Batches: 4 spreads over 2 threads (one whole matrix per call), 3 does not (each matrix shared out); a broadcast
+ * b (batch stride 0). */
+static void test_batches(void) {
+    for (int v = 0; v < 8; v++) {
+        av_case_t c = av_plain(45, 600, 40);
+        c.bsz = v & 1 ? 3 : 4;
+        c.bcast_b = (v >> 1) & 1;
+        c.tb = v >> 2, c.ta = v >> 2;
+        c.beta = v & 2 ? 0.5 : 0;
+        c.bias = v & 1;
+        CHECK(av_check(&c) == 0);
+    }
+    av_case_t big = av_plain(128, 64, 128); /* benchmarks/ops.py's bmm */
+    big.bsz = 32;
+    CHECK(av_check(&big) == 0);
+}
+
+int main(void) {
+    dev1 = kc_open(1);
+    dev2 = kc_open(2);
+    RUN(test_sizes_around_the_tiles);
+    RUN(test_depths_around_the_slices);
+    RUN(test_alpha_beta_bias_and_nan_out);
+    RUN(test_padded_and_column_major_out);
+    RUN(test_few_rows_split_by_panels);
+    RUN(test_columns_past_one_chunk);
+    RUN(test_batches);
+    axon_runtime_destroy(dev1.rt);
+    axon_runtime_destroy(dev2.rt);
+    return check_report();
+}
