@@ -66,19 +66,30 @@ class CompiledPartition(torch.nn.Module):
             if host_scalar(vals[i]):
                 host.setdefault(vals[i].dtype, []).append(k)
         self.host_scalars = list(host.items())
-        self.device_input = next((k for k, i in enumerate(tensor_positions) if not host_scalar(vals[i])), -1)
+        # SymInt inputs whose symbol no tensor input has as a dimension: passed as empty u8[v, 0] tensors
+        self.size_carriers = [k for k, i in enumerate(tensor_positions) if not isinstance(vals[i], torch.Tensor)]
+        self.device_input = next((k for k, i in enumerate(tensor_positions)
+                                  if isinstance(vals[i], torch.Tensor) and not host_scalar(vals[i])), -1)
 
     def forward(self, *args):
         from torch_axon import _C
 
         counters.bump("program_calls")
         inputs = [args[i] for i in self.tensor_positions]
+        if self.size_carriers:
+            device = inputs[self.device_input].device if self.device_input >= 0 else _current_axon_device()
+            for k in self.size_carriers:
+                inputs[k] = torch.empty((int(inputs[k]), 0), dtype=torch.uint8, device=device)
         if self.host_scalars:
             _host_scalars_to_device(inputs, self.host_scalars, self.device_input)
         outs = _C._program_run(self.program, inputs)
         if self.remap:
             outs = [outs[s] if isinstance(s, int) else s(args) for s in self.sources]
         return outs[0] if self.single else tuple(outs)
+
+
+def _current_axon_device() -> torch.device:
+    return torch.device(torch._C._get_privateuse1_backend_name(), torch.accelerator.current_device_index())
 
 
 def _host_scalars_to_device(inputs: list, groups: list, device_input: int) -> None:

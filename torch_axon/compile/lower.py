@@ -58,6 +58,7 @@ class Lowering:
         self._fresh = 0
         self.vtype: dict[str, str] = {}           # value -> its AXIR dtype
         self.ops: list[tuple[str, str]] = []      # (op, the dtype tier 0 is asked about), for tier0_refusal
+        self.size_inputs: dict[str, fx.Node] = {}  # symbol -> the SymInt input that is exactly that symbol
         self.sources: list = []                   # per graph output: its program output k, or an InputView
 
     # ---- names and statements ----
@@ -210,6 +211,9 @@ class Lowering:
                     self.values[node] = self.add_param(node, v)
                 elif isinstance(v, (int, torch.SymInt)):
                     self.values[node] = v   # bound from the tensors' shapes, not passed
+                    e = expr_of(v) if isinstance(v, torch.SymInt) else None
+                    if getattr(e, "is_Symbol", False):
+                        self.size_inputs.setdefault(str(e), node)
                 else:
                     raise Unsupported(f"input {node.name} is a {type(v).__name__}")
             elif node.op == "output":
@@ -242,6 +246,14 @@ class Lowering:
             types.append(type_text(_val(o)))
         if not rets:
             raise Unsupported("nothing to compute: every output is an input")
+        for sym in sorted((self.used - self.bound) & self.size_inputs.keys()):
+            # A symbol that only a SymInt input gives: passed as an empty u8[v, 0] tensor (CompiledPartition makes
+            # it per call), since AXIR binds symbols from the dimensions of tensor parameters.
+            node = self.size_inputs[sym]
+            n = self.name(f"{node.name}_size")
+            self.params.append(f"{n}: u8[{sym}, 0]")
+            self.param_nodes.append(node)
+            self.bound.add(sym)
         if not self.params:
             raise Unsupported("no tensor inputs (the device comes from the inputs)")
         unbound = self.used - self.bound
@@ -254,6 +266,8 @@ class Lowering:
         """The size expressions of the tensor parameters' dimensions that are not plain symbols or integers."""
         dims = []
         for node in self.param_nodes:
+            if not _is_tensor(_val(node)):
+                continue   # a SymInt carrier
             for d in _val(node).shape:
                 e = expr_of(d)
                 if not isinstance(e, int) and not e.is_Symbol and e not in dims:
@@ -337,8 +351,9 @@ def _whole_dim_substitution(e: UnboundSymbols) -> dict:
 
 
 def lower_graph(gm: fx.GraphModule) -> tuple[str, list[int], list]:
-    """AXIR text for gm; the positions of gm's placeholders that are program inputs (the tensors); and per output
-    of gm, the program output it is (an int k >= 0) or the InputView that makes it from the call's arguments."""
+    """AXIR text for gm; the positions of gm's placeholders that are program inputs (the tensors, and SymInts whose
+    symbol no tensor gives: CompiledPartition passes those as u8[v, 0] tensors); and per output of gm, the program
+    output it is (an int k >= 0) or the InputView that makes it from the call's arguments."""
     L = Lowering()
     try:
         text = L.lower(gm)
