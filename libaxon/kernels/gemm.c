@@ -459,12 +459,14 @@ done:
 }
 
 /* float32 on gemm_avx512.c (ahead of oneDNN and OpenBLAS) for products of more than AXON_GEMM_SKINNY rows and
- * columns and GEMM_AVX_MIN to GEMM_AVX_MAX multiply-adds per matrix. Measured on 1 worker thread against the previous
- * path (two libaxon builds in one process, blocks of calls alternated, medians; Sapphire Rapids, a loaded machine,
- * 2026-11-30 07:03): 256^3 271 -> 222 us, bmm 32 x 128 x 64 x 128 696 -> 579 us, Linears (weight (n, k), bias)
- * 512 x 256 x 256 498 -> 457 us, 512 x 256 x 768 1492 -> 1304 us, 64 x 512 x 2048 1108 -> 1032 us; even at
- * 512 x 1024 x 256 (1728 -> 1775 us), 64 x 2048 x 512 (1026 -> 1037 us) and 1024^3; slower below 2^20 (64^3:
- * OpenBLAS's small-matrix path 4.0 against 4.9 us) and not better at 2048^3 (111 -> 116 ms CPU time).
+ * columns and at least GEMM_AVX_MIN, under GEMM_AVX_MAX multiply-adds per matrix. Measured against the previous path
+ * (two libaxon builds in one process, blocks of calls alternated, medians; Sapphire Rapids, 2026-11-30, on a machine
+ * loaded by other work, so that 2 workers had about one core). 2 workers, 07:13: bmm 32 x 128 x 64 x 128 739 ->
+ * 655 us, Linears (weight (n, k), bias) 512 x 256 x 256 574 -> 533 us, 512 x 256 x 768 1479 -> 1365 us,
+ * 64 x 512 x 2048 1370 -> 1080 us, 64 x 2048 x 512 1283 -> 1014 us, 256^3 even (362 -> 360 us; 1 worker, 07:03: 271
+ * -> 222 us). Left out: 512 x 1024 x 256 (2^27: 1780 -> 1868 us, 1.0-1.17x in five runs), 1024^3 and 2048^3 (even
+ * on 1 and 2 workers: 14.1 -> 14.1 ms, 107 -> 106 ms), and under 2^20 (64^3 on 1 worker: OpenBLAS's small-matrix
+ * path 4.0 against 4.9 us).
  *
  * A single matrix (or each matrix of a batch that does not spread evenly over the pool) is shared out: B packed once,
  * its panels spread over the pool, then blocks of rows per participant; with few rows (packed A within
@@ -477,7 +479,7 @@ done:
 static int gemm_avx_wanted(int64_t bsz, int64_t m, int64_t n, int64_t k) {
     (void)bsz;
     const double madds = (double)m * (double)n * (double)k;
-    return m > AXON_GEMM_SKINNY && n > AXON_GEMM_SKINNY && madds >= GEMM_AVX_MIN && madds <= GEMM_AVX_MAX &&
+    return m > AXON_GEMM_SKINNY && n > AXON_GEMM_SKINNY && madds >= GEMM_AVX_MIN && madds < GEMM_AVX_MAX &&
            axon_gemm_avx512_available();
 }
 
@@ -487,7 +489,7 @@ struct gemm_avx_job {
     atomic_int failed;
     float *bp, *ap, *local;      /* shared packed B (rows) or A (cols); each participant's scratch at local + slot * */
     size_t local_elems;          /* ... local_elems */
-    int64_t np, rb, per;         /* panels of B; rows per block (rows); panels per block (cols) */
+    int64_t np, rb;              /* panels of B; rows per block (rows) */
     int64_t c0, c1;              /* rows: the chunk of panels packed in bp */
 };
 
@@ -525,8 +527,7 @@ static void gemm_avx_rows(void *ctx, int64_t begin, int64_t end, int slot) {
 
 static void gemm_avx_cols(void *ctx, int64_t begin, int64_t end, int slot) {
     struct gemm_avx_job *j = ctx;
-    axon_gemm_avx512_cols(&j->op, j->ap, begin * j->per, gemm_min(j->np, end * j->per),
-                          j->local + (size_t)slot * j->local_elems);
+    axon_gemm_avx512_cols(&j->op, j->ap, begin, end, j->local + (size_t)slot * j->local_elems);
 }
 
 /* The product j (k >= 1, float32): whole matrices per participant when the batch spreads evenly over the pool (or is
@@ -577,20 +578,20 @@ static axon_status_t gemm_avx_run(const struct gemm_job *j, int64_t bsz, axon_po
     /* rows: blocks of about AXON_GEMM_AVX_MC rows, a multiple of nparts of them, each a multiple of AXON_GEMM_AVX_MR */
     const int64_t per_part = (int64_t)nparts * AXON_GEMM_AVX_MC, nblk = nparts * ((m + per_part - 1) / per_part);
     w.rb = ((m + nblk - 1) / nblk + AXON_GEMM_AVX_MR - 1) / AXON_GEMM_AVX_MR * AXON_GEMM_AVX_MR;
-    w.per = (w.np + nparts - 1) / nparts;
     for (int64_t z = 0; z < bsz; z++) {
         o->a = (const float *)j->a.data + z * j->a.sb;
         o->b = (const float *)j->b.data + z * j->b.sb;
         o->c = (float *)j->c + z * j->csb;
         if (cols) {
             const int64_t nu = (m + AXON_GEMM_AVX_MR - 1) / AXON_GEMM_AVX_MR;
-            axon_parallel_for(pool, 0, nu, (nu + nparts - 1) / nparts, gemm_avx_pack_a, &w);
-            axon_parallel_for(pool, 0, (w.np + w.per - 1) / w.per, 1, gemm_avx_cols, &w);
+            /* small pieces: the pool hands them out as threads come free */
+            axon_parallel_for(pool, 0, nu, nparts > 1 ? 1 : nu, gemm_avx_pack_a, &w);
+            axon_parallel_for(pool, 0, w.np, nparts > 1 ? 1 : w.np, gemm_avx_cols, &w);
         } else {
             const int64_t blocks = (m + w.rb - 1) / w.rb;
             for (w.c0 = 0; w.c0 < w.np; w.c0 = w.c1) {
                 w.c1 = gemm_min(w.np, w.c0 + chunk);
-                axon_parallel_for(pool, 0, w.c1 - w.c0, nparts > 1 ? 4 : w.c1 - w.c0, gemm_avx_pack_b, &w);
+                axon_parallel_for(pool, 0, w.c1 - w.c0, nparts > 1 ? 1 : w.c1 - w.c0, gemm_avx_pack_b, &w);
                 axon_parallel_for(pool, 0, blocks, nparts > 1 ? 1 : blocks, gemm_avx_rows, &w);
             }
         }
