@@ -281,6 +281,17 @@ def test_unary_functional_out_and_in_place_forms_match_cpu(dtype):
         torch.exp(base[:8], out=base[2:])
 
 
+def test_direct_path_writes_a_copy_on_write_out_without_touching_its_source():
+    x = torch.arange(6.0, device="axon")
+    y = torch._lazy_clone(x)
+    y.add_(x)
+    z = torch._lazy_clone(x)
+    torch.exp(x, out=z)
+    check_close(x, torch.arange(6.0))
+    check_close(y, torch.arange(6.0) * 2)
+    check_close(z, torch.arange(6.0).exp())
+
+
 def test_out_forms_that_need_the_iterator_behave_like_cpu():
     # A partially overlapping out is refused with PyTorch's message; an out of another shape is resized; an in-place
     # op whose result does not fit self's dtype is refused.

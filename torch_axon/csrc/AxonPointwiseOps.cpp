@@ -160,9 +160,11 @@ bool direct_out(const at::Tensor& out, const at::Tensor& self, const at::Tensor&
   return true;
 }
 
-axon_tensor_t describe_run(const at::TensorBase& t, axon_dtype_t dtype) {
+// t (contiguous) as one run of numel elements. An output's pointer is taken as mutable, so that a copy-on-write
+// storage is materialized before the kernel writes it: describe out before the inputs that may share its storage.
+axon_tensor_t describe_run(const at::TensorBase& t, axon_dtype_t dtype, bool written = false) {
   axon_tensor_t d{};
-  d.data = const_cast<void*>(t.const_data_ptr());
+  d.data = written ? t.mutable_data_ptr() : const_cast<void*>(t.const_data_ptr());
   d.dtype = dtype;
   d.ndim = 1;
   d.sizes[0] = t.numel();
@@ -184,7 +186,7 @@ bool unary_direct(at::Tensor& out, const at::Tensor& self, axon_unary_op_t op, c
     return false;
   }
   if (out.numel() == 0) return true;
-  const axon_tensor_t o = describe_run(out, *d), a = describe_run(self, *d);
+  const axon_tensor_t o = describe_run(out, *d, /*written=*/true), a = describe_run(self, *d);
   AXON_CHECK(axon_kernel_unary(current_stream(out.device().index()), op, &o, &a, &params));
   return true;
 }
@@ -332,7 +334,8 @@ std::optional<axon_dtype_t> direct_dtype(const at::Tensor& self, const at::Tenso
 void launch_direct(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other, axon_dtype_t dtype,
                    axon_binary_op_t op, const axon_op_params_t& params) {
   if (out.numel() == 0) return;
-  const axon_tensor_t o = describe_run(out, dtype), a = describe_run(self, dtype), b = describe_run(other, dtype);
+  const axon_tensor_t o = describe_run(out, dtype, /*written=*/true);
+  const axon_tensor_t a = describe_run(self, dtype), b = describe_run(other, dtype);
   AXON_CHECK(axon_kernel_binary(current_stream(out.device().index()), op, &o, &a, &b, &params));
 }
 
