@@ -84,9 +84,13 @@ AVX_TARGET static void avx_pack_a(const axon_gemm_avx512_t *op, float *dst, int6
         return;
     }
     __m512 col[16];
+    const float *src = op->a + i0 * op->lda + d0;
     for (int64_t d = 0; d < kc; d += 16) {
         const int64_t nd = kc - d < 16 ? kc - d : 16;
-        avx_transpose16(op->a + i0 * op->lda + d0 + d, op->lda, mr, nd, col);
+        /* 14 short row streams, too short for the hardware prefetcher to pick up: 4 lines ahead by hand */
+        for (int64_t r = 0; r < mr && d + 64 < kc; r++)
+            _mm_prefetch((const char *)(src + r * op->lda + d + 64), _MM_HINT_T0);
+        avx_transpose16(src + d, op->lda, mr, nd, col);
         for (int64_t q = 0; q < nd; q++) _mm512_mask_storeu_ps(dst + (d + q) * AVX_MR, keep, col[q]);
     }
 }
@@ -114,7 +118,10 @@ AVX_TARGET static void avx_pack_b(const axon_gemm_avx512_t *op, float *dst, int6
                 for (int64_t q = 0; q < nd; q++) _mm512_storeu_ps(dst + (d + q) * AVX_NR + 16 * h, _mm512_setzero_ps());
                 continue;
             }
-            avx_transpose16(op->b + (j0 + 16 * h) * op->ldb + d0 + d, op->ldb, nr, nd, col);
+            const float *src = op->b + (j0 + 16 * h) * op->ldb + d0;
+            for (int64_t r = 0; r < nr && r < 16 && d + 64 < kc; r++) /* as in avx_pack_a */
+                _mm_prefetch((const char *)(src + r * op->ldb + d + 64), _MM_HINT_T0);
+            avx_transpose16(src + d, op->ldb, nr, nd, col);
             for (int64_t q = 0; q < nd; q++) _mm512_storeu_ps(dst + (d + q) * AVX_NR + 16 * h, col[q]);
         }
     }
@@ -126,21 +133,29 @@ AVX_INLINE void avx_tile(const int mr, const axon_gemm_avx512_t *op, const float
                          int64_t i0, int64_t j0, int64_t nc, int first) {
     __m512 c0[AVX_MR], c1[AVX_MR];
 #pragma GCC unroll 14
+    for (int r = 0; r < mr; r++) c0[r] = _mm512_setzero_ps(), c1[r] = _mm512_setzero_ps();
+#define AVX_STEP(d)                                                                                                \
+    do {                                                                                                           \
+        const __m512 b0 = _mm512_load_ps(bp + (d) * AVX_NR), b1 = _mm512_load_ps(bp + (d) * AVX_NR + 16);         \
+        const float *a = ap + (d) * AVX_MR;                                                                        \
+        _Pragma("GCC unroll 14") for (int r = 0; r < mr; r++) {                                                    \
+            c0[r] = _mm512_fmadd_ps(_mm512_set1_ps(a[r]), b0, c0[r]);                                              \
+            c1[r] = _mm512_fmadd_ps(_mm512_set1_ps(a[r]), b1, c1[r]);                                              \
+        }                                                                                                          \
+    } while (0)
+    /* The block of C is fetched during the last 32 depth steps: fetched at the start, it would be evicted from L1 by
+     * the A and B streams (46 of its 48 KiB) before the store. */
+    const int64_t head = kc > 32 ? kc - 32 : 0;
+#pragma GCC unroll 4
+    for (int64_t d = 0; d < head; d++) AVX_STEP(d);
+#pragma GCC unroll 14
     for (int r = 0; r < mr; r++) {
-        c0[r] = _mm512_setzero_ps(), c1[r] = _mm512_setzero_ps();
         _mm_prefetch((const char *)(op->c + (i0 + r) * op->ldc + j0), _MM_HINT_T0);
         _mm_prefetch((const char *)(op->c + (i0 + r) * op->ldc + j0 + 16), _MM_HINT_T0);
     }
 #pragma GCC unroll 4
-    for (int64_t d = 0; d < kc; d++) {
-        const __m512 b0 = _mm512_load_ps(bp + d * AVX_NR), b1 = _mm512_load_ps(bp + d * AVX_NR + 16);
-        const float *a = ap + d * AVX_MR;
-#pragma GCC unroll 14
-        for (int r = 0; r < mr; r++) {
-            c0[r] = _mm512_fmadd_ps(_mm512_set1_ps(a[r]), b0, c0[r]);
-            c1[r] = _mm512_fmadd_ps(_mm512_set1_ps(a[r]), b1, c1[r]);
-        }
-    }
+    for (int64_t d = head; d < kc; d++) AVX_STEP(d);
+#undef AVX_STEP
     const __mmask16 m0 = nc >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nc) - 1);
     const __mmask16 m1 = nc >= 32 ? (__mmask16)0xFFFF : nc <= 16 ? 0 : (__mmask16)((1u << (nc - 16)) - 1);
     const __m512 alpha = _mm512_set1_ps(op->alpha), beta = _mm512_set1_ps(op->beta);
@@ -197,10 +212,39 @@ int axon_gemm_avx512_available(void) {
     return avx_ok;
 }
 
+/* Panels [p0, p1) of B stored k x n, depth by depth: each depth's columns are read as one contiguous run. dst as in
+ * axon_gemm_avx512_pack_b, for a chunk of np panels starting at c0. */
+AVX_TARGET static void avx_pack_b_rows(const axon_gemm_avx512_t *op, float *bp, int64_t c0, int64_t np, int64_t p0,
+                                       int64_t p1) {
+    for (int64_t d0 = 0; d0 < op->k; d0 += AVX_KC) {
+        const int64_t kc = op->k - d0 < AVX_KC ? op->k - d0 : AVX_KC;
+        for (int64_t d = 0; d < kc; d++) {
+            const float *src = op->b + (d0 + d) * op->ldb;
+            for (int64_t p = p0; p < p1; p++) {
+                const int64_t j0 = p * AVX_NR, nj = op->n - j0 < AVX_NR ? op->n - j0 : AVX_NR;
+                float *dst = bp + (d0 * np + (p - c0) * kc + d) * AVX_NR;
+                if (nj == AVX_NR) {
+                    _mm512_store_ps(dst, _mm512_loadu_ps(src + j0));
+                    _mm512_store_ps(dst + 16, _mm512_loadu_ps(src + j0 + 16));
+                    continue;
+                }
+                const __mmask16 m0 = nj >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nj) - 1);
+                const __mmask16 m1 = nj <= 16 ? 0 : (__mmask16)((1u << (nj - 16)) - 1);
+                _mm512_store_ps(dst, _mm512_maskz_loadu_ps(m0, src + j0));
+                _mm512_store_ps(dst + 16, _mm512_maskz_loadu_ps(m1, src + j0 + 16));
+            }
+        }
+    }
+}
+
 /* A chunk of B is stored by depth slice, then panel: a slice's panels, which the row loop takes in turn, are one
  * stream. */
 void axon_gemm_avx512_pack_b(const axon_gemm_avx512_t *op, float *bp, int64_t c0, int64_t c1, int64_t p0, int64_t p1) {
     const int64_t np = c1 - c0;
+    if (!op->tb) {
+        avx_pack_b_rows(op, bp, c0, np, p0, p1);
+        return;
+    }
     for (int64_t d0 = 0; d0 < op->k; d0 += AVX_KC) {
         const int64_t kc = op->k - d0 < AVX_KC ? op->k - d0 : AVX_KC;
         for (int64_t p = p0; p < p1; p++) avx_pack_b(op, bp + (d0 * np + (p - c0) * kc) * AVX_NR, p, d0, kc);
