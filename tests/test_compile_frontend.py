@@ -299,6 +299,33 @@ def test_tensor_constants_made_in_forward_join_the_partition():
     assert sum(len(g.partitions) for g in report.graphs) == 1
 
 
+@pytest.mark.parametrize("case", ["slice_scatter", "pad_labels", "pad_2d"])
+def test_slice_scatter_and_constant_pad_lower_to_slices_and_cat(case):
+    # a slice's backward (rotary embeddings' rotate_half) and a loss's padded labels stay in the partition
+    import torch.nn.functional as F
+
+    fns = {
+        "slice_scatter": (lambda x, y: torch.slice_scatter(torch.zeros_like(x), y, 1, 2, 5) * 2
+                          + torch.slice_scatter(x, y, -2, -6, -3),
+                          (sample((3, 8, 4), seed=1), sample((3, 3, 4), seed=2))),
+        "pad_labels": (lambda t: F.pad(t, (0, 1), value=-100) + 1, (torch.randint(0, 10, (2, 7)),)),
+        "pad_2d": (lambda x: F.pad(x, (1, 2, 0, 3), value=0.5) * 3, (sample((2, 3, 4), seed=3),)),
+    }
+    fn, args = fns[case]
+    dev = [a.to(DEV) for a in args]
+    with torch.no_grad():
+        report = tc.explain(fn, *dev)
+        got = torch.compile(fn, backend="axon")(*dev)
+    want = fn(*args)
+    if want.dtype.is_floating_point:
+        close(got, want)
+    else:
+        assert torch.equal(got.cpu(), want)
+    left = [op for _, op, _ in report.left_out]
+    assert not any("slice_scatter" in op or "constant_pad" in op for op in left), left
+    assert sum(len(g.partitions) for g in report.graphs) == 1
+
+
 def test_cpu_scalar_tensors_are_read_by_value_at_each_call():
     # an optimizer's step count lives on the host as a 0-d CPU tensor: a program reads its value at each call
     # (not the value it had when compiled), and the arithmetic on it fuses with the device tensors'

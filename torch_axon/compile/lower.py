@@ -617,6 +617,64 @@ def _slice(L: Lowering, n: fx.Node):
                    n.name)
 
 
+def _shaped(L: Lowering, dtype: torch.dtype, shape) -> str:
+    """The AXIR type of an intermediate value that no FX node describes."""
+    L.dims_attr(shape)
+    return f"{dtype_text(dtype)}[{', '.join(dim_text(d) for d in shape)}]"
+
+
+def _slice_scatter(L: Lowering, n: fx.Node):
+    # base with src written over base[start:end] along dim: the parts of base around the slice and src, joined by
+    # cat (the backward of a slice, e.g. rotary embeddings' rotate_half, scatters into zeros this way)
+    base = _val(n.args[0])
+    dim = _wrap(_arg(n, 2, "dim", 0), base.dim())
+    if _static(_arg(n, 5, "step", 1), "slice_scatter step") != 1:
+        raise Unsupported("slice_scatter with a step other than 1")
+    start, end = _slice_bounds(base.shape[dim], _arg(n, 3, "start"), _arg(n, 4, "end"), 1)
+    size = _static(base.shape[dim], "scattered dimension")
+    b, parts = L.tensor(n.args[0]), []
+    for lo, hi in ((0, start), (start, end), (end, size)):
+        if hi <= lo:
+            continue
+        if (lo, hi) == (start, end):
+            parts.append(L.tensor(n.args[1]))
+            continue
+        shape = list(base.shape)
+        shape[dim] = hi - lo
+        parts.append(L.emit("slice", [b], {"dim": dim, "start": lo, "end": hi, "step": 1},
+                            [_shaped(L, base.dtype, shape)])[0])
+    if len(parts) == 1:
+        return L.emit1("contiguous", parts, {}, _out(n), n.name)
+    return L.emit1("cat", parts, {"dim": dim}, _out(n), n.name)
+
+
+def _constant_pad(L: Lowering, n: fx.Node):
+    # constant_pad_nd with pads >= 0: each padded dimension is cat(const, x, const) (a loss's labels padded with
+    # ignore_index, for one); cropping (negative pads) runs eagerly
+    x = _val(n.args[0])
+    pads = [_static(p, "pad") for p in n.args[1]]
+    value = _arg(n, 2, "value", 0)
+    if any(p < 0 for p in pads):
+        raise Unsupported("constant_pad_nd with a negative pad (cropping)")
+    v, shape = L.tensor(n.args[0]), list(x.shape)
+    pairs = [(x.dim() - 1 - i, pads[2 * i], pads[2 * i + 1]) for i in range(len(pads) // 2)]
+    pairs = [p for p in pairs if p[1] or p[2]]
+    for k, (dim, left, right) in enumerate(pairs):
+        parts = []
+        for amount in (left, None, right):
+            if amount is None:
+                parts.append(v)
+            elif amount:
+                shape_c = list(shape)
+                shape_c[dim] = amount
+                parts.append(L.const(value, x.dtype, shape_c))
+        shape[dim] = shape[dim] + left + right
+        if k == len(pairs) - 1:
+            return L.emit1("cat", parts, {"dim": dim}, _out(n), n.name)
+        v = L.emit("cat", parts, {"dim": dim}, [_shaped(L, x.dtype, shape)])[0]
+    return L.emit1("contiguous", [v], {}, _out(n), n.name)
+
+
 def _select(L: Lowering, n: fx.Node):
     x = _val(n.args[0])
     dim = _wrap(n.args[1], x.dim())
@@ -1007,6 +1065,8 @@ LOWERINGS[aten.detach.default] = _identity
 LOWERINGS[aten.clone.default] = _clone
 LOWERINGS[aten.lift_fresh_copy.default] = _clone   # a tensor constant made in forward (torch.tensor(...) in a model)
 LOWERINGS[aten.cat.default] = _cat
+LOWERINGS[aten.slice_scatter.default] = _slice_scatter
+LOWERINGS[aten.constant_pad_nd.default] = _constant_pad
 LOWERINGS[aten.full.default] = _full
 LOWERINGS[aten.scalar_tensor.default] = _full
 LOWERINGS[aten.full_like.default] = _full
