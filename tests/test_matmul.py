@@ -167,8 +167,8 @@ def test_few_row_linear_backward_matches_cpu(dtype):
 
 @pytest.mark.parametrize("name", sorted(BIG))
 def test_float32_products_at_model_sizes_match_cpu(name):
-    # Those of 2^20 to under 2^27 multiply-adds per matrix go to libaxon's AVX-512 kernel (gemm_avx512.c) where the
-    # CPU has it, the others to OpenBLAS or oneDNN (gemm.c).
+    # Those of 2^20 to under 2^27 multiply-adds per matrix (single matrices with no fewer rows than columns past
+    # 2^25) go to libaxon's AVX-512 kernel (gemm_avx512.c) where the CPU has it, the others to OpenBLAS or oneDNN.
     fn, shapes = BIG[name]
     args = [rand(*s, seed=i) for i, s in enumerate(shapes)]
     want = fn(*args)

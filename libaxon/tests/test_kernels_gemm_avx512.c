@@ -10,7 +10,9 @@
  * case also runs on a 1- and a 2-thread device, whose results must be the same bits: each element is one sum in a
  * fixed order whichever thread computes it.
  *
- * gemm.c sends a product there from AV_MIN_MADDS multiply-adds (per matrix) up: smaller ones here get a deeper k. */
+ * gemm.c sends a product there from AV_MIN_MADDS multiply-adds (per matrix) up, a single matrix with no fewer rows
+ * than columns only past AV_ROWS_MIN: smaller ones here get a deeper k, or come in a batch of 3 (which 2 threads
+ * share out matrix by matrix, split by rows as a large single matrix is). */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -21,6 +23,7 @@
 static kc_dev_t dev1, dev2;
 
 #define AV_MIN_MADDS (1 << 20)
+#define AV_ROWS_MIN (1 << 25)
 
 /* k, or the least depth that gives m x n a product gemm_avx512.c takes. */
 static int64_t av_depth(int64_t m, int64_t n, int64_t k) {
@@ -157,6 +160,7 @@ static void test_sizes_around_the_tiles(void) {
         for (size_t j = 0; j < sizeof ns / sizeof ns[0]; j++) {
             av_case_t c = av_plain(ms[i], av_depth(ms[i], ns[j], 19), ns[j]);
             c.tb = (int)((i + j) & 1);
+            if (ms[i] >= ns[j]) c.bsz = 3;
             CHECK(av_check(&c) == 0);
         }
 }
@@ -176,7 +180,7 @@ static void test_depths_around_the_slices(void) {
 
 static void test_alpha_beta_bias_and_nan_out(void) {
     for (int v = 0; v < 8; v++) {
-        av_case_t c = av_plain(60, 350, 50);
+        av_case_t c = av_plain(50, 350, 60);
         c.alpha = v & 1 ? -1.5 : 1.0;
         c.beta = v & 2 ? 0.5 : 0.0;
         c.nan_out = !(v & 2); /* beta 0 must not read out */
@@ -195,7 +199,7 @@ static void test_padded_and_column_major_out(void) {
         c.pad = 7;
         c.beta = v & 1 ? 2.0 : 0.0, c.bias = v >> 1;
         CHECK(av_check(&c) == 0);
-        c.pad = 0, c.out_cm = 1;
+        c.pad = 0, c.out_cm = 1, c.bsz = 3; /* computed as out^T: 90 x 50, more rows than columns */
         CHECK(av_check(&c) == 0);
     }
 }
@@ -209,6 +213,13 @@ static void test_few_rows_split_by_panels(void) {
             c.tb = tb, c.bias = 1, c.beta = 1;
             CHECK(av_check(&c) == 0);
         }
+}
+
+/* A single matrix past AV_ROWS_MIN, split by rows (B packed once, shared). */
+static void test_single_matrix_split_by_rows(void) {
+    av_case_t c = av_plain(340, 330, 300);
+    c.tb = 1, c.bias = 1, c.beta = 0.5;
+    CHECK(av_check(&c) == 0);
 }
 
 /* More columns than one chunk of packed B holds (32 panels of 32). */
@@ -244,6 +255,7 @@ int main(void) {
     RUN(test_alpha_beta_bias_and_nan_out);
     RUN(test_padded_and_column_major_out);
     RUN(test_few_rows_split_by_panels);
+    RUN(test_single_matrix_split_by_rows);
     RUN(test_columns_past_one_chunk);
     RUN(test_batches);
     axon_runtime_destroy(dev1.rt);
