@@ -326,6 +326,26 @@ def test_slice_scatter_and_constant_pad_lower_to_slices_and_cat(case):
     assert sum(len(g.partitions) for g in report.graphs) == 1
 
 
+def test_silu_backward_empty_tensor_stays_in_the_partition(tmp_path, monkeypatch):
+    # SiLU's backward makes empty_permuted only to take its shape in full_like: lowered, not an eager op
+    monkeypatch.setenv("AXON_DUMP_DIR", str(tmp_path))
+    torch.manual_seed(0)
+    w = torch.randn(8, 8, requires_grad=True)
+    wd = w.detach().to(DEV).requires_grad_()
+
+    def fn(x, w):
+        return torch.nn.functional.silu(x @ w).sum()
+
+    x = sample((4, 8), seed=5)
+    fn(x, w).backward()
+    torch.compile(fn, backend="axon")(x.to(DEV), wd).backward()
+    close(wd.grad, w.grad, GRAD_TOL)
+    traced = "".join(open(f).read() for f in glob.glob(str(tmp_path / "*backward" / "graph.py")))
+    partitioned = "".join(open(f).read() for f in glob.glob(str(tmp_path / "*backward" / "partitioned.py")))
+    assert "empty_permuted.default(" in traced, traced   # what aot_autograd hands over ...
+    assert "empty_permuted.default(" not in partitioned, partitioned   # ... is inside a program
+
+
 def test_cpu_scalar_tensors_are_read_by_value_at_each_call():
     # an optimizer's step count lives on the host as a 0-d CPU tensor: a program reads its value at each call
     # (not the value it had when compiled), and the arithmetic on it fuses with the device tensors'

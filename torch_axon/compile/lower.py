@@ -755,6 +755,13 @@ def _full(L: Lowering, n: fx.Node):
     return L.const(value, out.dtype, shape, n.name)
 
 
+def _empty(L: Lowering, n: fx.Node):
+    # Uninitialized memory may hold anything, zeros included. The usual reader is a full_like that only takes its
+    # shape (SiLU's backward: empty_permuted -> full_like(1) - sigmoid), and then the compiler drops this constant.
+    out = _out(n)
+    return L.const(0, out.dtype, L.dims_attr(list(out.shape)), n.name)
+
+
 def _read_elementwise_only(n: fx.Node, shape) -> bool:
     """Whether every reader of n is a broadcasting elementwise op (lowering marked `broadcasts`) whose result where it
     reads n has n's shape, so that a 0-d n would give the same result."""
@@ -1070,6 +1077,8 @@ LOWERINGS[aten.constant_pad_nd.default] = _constant_pad
 LOWERINGS[aten.full.default] = _full
 LOWERINGS[aten.scalar_tensor.default] = _full
 LOWERINGS[aten.full_like.default] = _full
+LOWERINGS[aten.empty_permuted.default] = _empty
+LOWERINGS[aten.empty.memory_format] = _empty
 LOWERINGS[aten.arange.default] = _arange
 LOWERINGS[aten.arange.start_step] = _arange
 
