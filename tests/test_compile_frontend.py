@@ -346,6 +346,22 @@ def test_silu_backward_empty_tensor_stays_in_the_partition(tmp_path, monkeypatch
     assert "empty_permuted.default(" not in partitioned, partitioned   # ... is inside a program
 
 
+@pytest.mark.parametrize("where", ["rows", "columns"])
+def test_indexing_with_one_index_tensor_is_index_select_with_negative_indices_wrapped(where):
+    # x[idx] / x[:, idx] (a Mixture-of-Experts' token gather): index_select in the program, negative indices wrapped
+    # as PyTorch's indexing does; an index out of range is still an error naming it
+    fn = (lambda x, i: x[i] * 2) if where == "rows" else (lambda x, i: x[:, i] + 1)
+    x = sample((6, 5), seed=4)
+    i = torch.tensor([0, -1, 3, -5, 2]) if where == "rows" else torch.tensor([4, -2, 0])
+    with torch.no_grad():
+        report = tc.explain(fn, x.to(DEV), i.to(DEV))
+        assert torch.equal(torch.compile(fn, backend="axon")(x.to(DEV), i.to(DEV)).cpu(), fn(x, i))
+    assert not any("index.Tensor" in op for _, op, _ in report.left_out), report.left_out
+    with pytest.raises(RuntimeError, match="index 7 is out of bounds"):
+        torch.compile(fn, backend="axon")(x.to(DEV), torch.tensor([0, 7], device=DEV))
+        torch.axon.synchronize()
+
+
 def test_cpu_scalar_tensors_are_read_by_value_at_each_call():
     # an optimizer's step count lives on the host as a 0-d CPU tensor: a program reads its value at each call
     # (not the value it had when compiled), and the arithmetic on it fuses with the device tensors'

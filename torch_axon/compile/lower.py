@@ -859,6 +859,27 @@ def _index_select(L: Lowering, n: fx.Node):
                    _out(n), n.name)
 
 
+def _index(L: Lowering, n: fx.Node):
+    # x[..., idx] with one 1-D integer index tensor (the other positions None): index_select along its dimension,
+    # with negative indices wrapped first as PyTorch's indexing does (index_select itself refuses them). Bool masks
+    # (a data-dependent size), several index tensors and N-d indices run eagerly.
+    x, indices = _val(n.args[0]), n.args[1]
+    given = [(d, i) for d, i in enumerate(indices) if i is not None]
+    if len(given) != 1:
+        raise Unsupported("index with more than one index tensor")
+    dim, idx = given[0]
+    iv = _val(idx)
+    if not _is_tensor(iv) or iv.dim() != 1 or iv.dtype not in (torch.int64, torch.int32):
+        raise Unsupported("index with an index that is not a 1-d integer tensor")
+    i = L.tensor(idx)
+    ty = type_text(iv)
+    size = L.const(_static(x.shape[dim], "indexed dimension"), iv.dtype, [], None)
+    zero = L.const(0, iv.dtype, [], None)
+    neg = L.emit("lt", [i, zero], {}, [ty.replace(ty.split("[")[0], "bool", 1)])[0]
+    wrapped = L.emit("where", [neg, L.emit("add", [i, size], {}, [ty])[0], i], {}, [ty])[0]
+    return L.emit1("index_select", [L.tensor(n.args[0]), wrapped], {"dim": dim}, _out(n), n.name)
+
+
 def _sdpa_mask(L: Lowering, q, mask) -> list[str]:
     if mask is None:
         return []
@@ -1093,6 +1114,7 @@ if hasattr(aten, "_fused_rms_norm"):
 LOWERINGS[aten.embedding.default] = _embedding
 LOWERINGS[aten.gather.default] = _gather
 LOWERINGS[aten.index_select.default] = _index_select
+LOWERINGS[aten.index.Tensor] = _index
 LOWERINGS[aten._scaled_dot_product_fused_attention_overrideable.default] = _sdpa
 LOWERINGS[aten._scaled_dot_product_fused_attention_overrideable_backward.default] = _sdpa_backward
 
