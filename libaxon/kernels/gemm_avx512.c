@@ -323,9 +323,9 @@ int64_t axon_gemm_avx512_panels(int64_t n) { return (n + AVX_NR - 1) / AVX_NR; }
 
 int64_t axon_gemm_avx512_chunk(int64_t k, int64_t n) {
     const int64_t np = axon_gemm_avx512_panels(n);
+    /* At most AXON_GEMM_AVX_CHUNK_BYTES of packed B (memory kept per thread), and a depth slice of a chunk within half
+     * an L2 (1 MiB: 32 panels), where the row loop finds it again for each block of rows. */
     const int64_t c = (int64_t)(AXON_GEMM_AVX_CHUNK_BYTES / ((size_t)k * AVX_NR * sizeof(float)));
-    /* and a depth slice of a chunk within half an L2 (1 MiB: 32 panels), where the row loop finds it again for each
-     * block of rows */
     const int64_t cap = c < AXON_GEMM_AVX_SLICE_PANELS ? c : AXON_GEMM_AVX_SLICE_PANELS;
     return cap < 1 ? 1 : cap > np ? np : cap;
 }
