@@ -362,6 +362,33 @@ def test_indexing_with_one_index_tensor_is_index_select_with_negative_indices_wr
         torch.axon.synchronize()
 
 
+ANY_ALL_COPY = {
+    "any_isinf": lambda x, y: torch.isinf(x).any(),
+    "any_dim": lambda x, y: (x > 0).any(-1),
+    "all_keepdim": lambda x, y: (x > -5).all(dim=1, keepdim=True),
+    "any_float": lambda x, y: torch.any(x, dim=0),
+    "all": lambda x, y: torch.all(x),
+    "isinf_int": lambda x, y: torch.isinf(x.to(torch.int64)),
+    "copy_broadcast": lambda x, y: torch.ops.aten.copy(x, y) * 2,
+    "copy_cast": lambda x, y: torch.ops.aten.copy(x.to(torch.float64), y) + 1,
+}
+
+
+@pytest.mark.parametrize("case", list(ANY_ALL_COPY))
+def test_any_all_isinf_and_functional_copy_lower(case):
+    # T5's overflow checks (isinf(...).any()) and a functional copy stay in the program
+    fn = ANY_ALL_COPY[case]
+    x, y = sample((4, 6), seed=6), sample((6,), seed=7)
+    x[1, 2] = float("inf")
+    x[3, 0] = 0.0
+    with torch.no_grad():
+        report = tc.explain(fn, x.to(DEV), y.to(DEV))
+        got = torch.compile(fn, backend="axon")(x.to(DEV), y.to(DEV))
+    want = fn(x, y)
+    assert got.dtype == want.dtype and torch.equal(got.cpu(), want), (got, want)
+    assert not report.left_out or all("getitem" in op for _, op, _ in report.left_out), report.left_out
+
+
 def test_cpu_scalar_tensors_are_read_by_value_at_each_call():
     # an optimizer's step count lives on the host as a 0-d CPU tensor: a program reads its value at each call
     # (not the value it had when compiled), and the arithmetic on it fuses with the device tensors'

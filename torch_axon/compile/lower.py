@@ -544,6 +544,45 @@ def _reduce(op: str, cast_input: bool = True, all_when_empty: bool = True):
     return lower
 
 
+def _any_all(kind: str):
+    # any: a sum of the values as int64 is not 0; all: a sum of their negations is 0 (AXIR has no boolean reduction)
+    def lower(L: Lowering, n: fx.Node):
+        x, out = _val(n.args[0]), _out(n)
+        dims = _arg(n, 1, "dim") if n.target not in (aten.any.default, aten.all.default) else None
+        dims = [dims] if isinstance(dims, int) else dims
+        keepdim = _arg(n, 2, "keepdim", False) if dims is not None else False
+        dims = sorted({_wrap(d, x.dim()) for d in dims}) if dims and x.dim() else list(range(x.dim()))
+        v = L.tensor(n.args[0])
+        if x.dtype != torch.bool:
+            v = L.emit("ne", [v, L.const(0, x.dtype, [])], {}, [_shaped(L, torch.bool, x.shape)])[0]
+        if kind == "all":
+            v = L.emit("logical_not", [v], {}, [_shaped(L, torch.bool, x.shape)])[0]
+        v = L.emit("cast", [v], {}, [_shaped(L, torch.int64, x.shape)])[0]
+        kept = [1 if d in dims else s for d, s in enumerate(x.shape)] if keepdim else \
+            [s for d, s in enumerate(x.shape) if d not in dims]
+        total = L.emit("sum", [v], {"dims": dims, "keepdim": bool(keepdim)}, [_shaped(L, torch.int64, kept)])[0]
+        return L.emit1("ne" if kind == "any" else "eq", [total, L.const(0, torch.int64, [])], {}, out, n.name)
+    return lower
+
+
+def _isinf(L: Lowering, n: fx.Node):
+    # |x| == inf (NaN compares unequal); integers are never infinite
+    x, out = _val(n.args[0]), _out(n)
+    if not x.dtype.is_floating_point:
+        return L.const(False, torch.bool, L.dims_attr(list(out.shape)), n.name)
+    a = L.emit("abs", [L.tensor(n.args[0])], {}, [type_text(x)])[0]
+    return L.emit1("eq", [a, L.const(float("inf"), x.dtype, [])], {}, out, n.name)
+
+
+def _copy(L: Lowering, n: fx.Node):
+    # the functional copy(self, src): src broadcast to self's shape in self's dtype, as a new tensor
+    out = _out(n)
+    v = L.operand(n.args[1], out.dtype)
+    if tuple(_val(n.args[1]).shape) != tuple(out.shape):
+        v = L.emit("expand", [v], {"shape": L.dims_attr(list(out.shape))}, [type_text(out)])[0]
+    return L.emit1("contiguous", [v], {}, out, n.name)
+
+
 def _arg_reduce(op: str):
     def lower(L: Lowering, n: fx.Node):
         x, out = _val(n.args[0]), _out(n)
@@ -1061,6 +1100,13 @@ LOWERINGS[prims.convert_element_type.default] = _convert
 LOWERINGS[aten._to_copy.default] = _to_copy
 
 LOWERINGS[aten.sum.dim_IntList] = _reduce("sum")
+for _ov in ("default", "dim", "dims"):
+    if hasattr(aten.any, _ov):
+        LOWERINGS[getattr(aten.any, _ov)] = _any_all("any")
+    if hasattr(aten.all, _ov):
+        LOWERINGS[getattr(aten.all, _ov)] = _any_all("all")
+LOWERINGS[aten.copy.default] = _copy
+LOWERINGS[aten.isinf.default] = _isinf
 LOWERINGS[aten.sum.default] = _reduce("sum")
 LOWERINGS[aten.mean.dim] = _reduce("mean")
 LOWERINGS[aten.mean.default] = _reduce("mean")
