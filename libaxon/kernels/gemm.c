@@ -459,16 +459,17 @@ done:
 }
 
 /* float32 on gemm_avx512.c (ahead of oneDNN and OpenBLAS) for products of more than AXON_GEMM_SKINNY rows and
- * columns and at least GEMM_AVX_MIN, under GEMM_AVX_MAX multiply-adds per matrix; a single matrix with no fewer rows
- * than columns (split over the pool by rows: B packed in one pass over the pool, multiplied in a second) only past
- * GEMM_AVX_ROWS_MIN. Measured against the previous path (two libaxon builds in one process, blocks of calls
+ * columns and at least GEMM_AVX_MIN, under GEMM_AVX_MAX multiply-adds per matrix (a single matrix is split over the
+ * pool by rows when it has no fewer rows than columns: B packed in one pass over the pool, multiplied in a second). Measured against the previous path (two libaxon builds in one process, blocks of calls
  * alternated, medians; Sapphire Rapids, 2026-11-30, a machine loaded by other work). 2 workers with about one core,
  * 07:13: bmm 32 x 128 x 64 x 128 739 -> 655 us, Linears (weight (n, k), bias) 512 x 256 x 768 1479 -> 1365 us,
  * 64 x 512 x 2048 1370 -> 1080 us, 64 x 2048 x 512 1283 -> 1014 us; with about two cores, 07:16: 726 -> 672 us,
  * 719 -> 576 us, 689 -> 610 us, bmm 383 -> 328 us. benchmarks/ops.py (docs/benchmarks.md, "float32 GEMM: libaxon's
  * own AVX-512 kernel") agreed, but had 256^3 slower (median 123 -> 151 us; 1 worker in one process, 07:03: 271 ->
- * 222 us) and the 512 x 256 x 256 Linear even (248 -> 246 us; 574 -> 533 and 295 -> 316 in one process): those stay
- * below GEMM_AVX_ROWS_MIN. Left out: 512 x 1024 x 256 (2^27: 1780 -> 1868 us, 1.0-1.17x in five runs), 1024^3 and
+ * 222 us) and the 512 x 256 x 256 Linear even (248 -> 246 us; 574 -> 533 and 295 -> 316 in one process). On a quiet
+ * machine (08:25, `torch.addmm` with a bias against torch CPU, medians of 3 interleaved rounds of 60 calls) the kernel
+ * beat the oneDNN path those had: 512 x 256 x 256 1.37-1.41x -> 1.18x CPU's time, 256^3 1.76x -> 1.50x (OpenBLAS:
+ * 1.62-1.67x and 1.91x), so every size from GEMM_AVX_MIN takes it. Left out: 512 x 1024 x 256 (2^27: 1780 -> 1868 us, 1.0-1.17x in five runs), 1024^3 and
  * 2048^3 (even on 1 and 2 workers: 14.1 -> 14.1 ms, 107 -> 106 ms), and under 2^20 (64^3 on 1 worker: OpenBLAS's
  * small-matrix path 4.0 against 4.9 us). Exactly 2^27 with fewer rows than columns is taken (GPT-2's 512 x 256 x 1024
  * MLP projection with its bias, quiet machine 07:50, against torch CPU: 1.14-1.20x -> 1.00-1.08x), with more rows not
@@ -481,13 +482,11 @@ done:
 #define GEMM_AVX_COLS_BYTES ((size_t)1 << 20)
 #define GEMM_AVX_MIN (1024.0 * 1024.0)
 #define GEMM_AVX_MAX (512.0 * 512.0 * 512.0)
-#define GEMM_AVX_ROWS_MIN (512.0 * 256.0 * 256.0)
 
 static int gemm_avx_wanted(int64_t bsz, int64_t m, int64_t n, int64_t k) {
     const double madds = (double)m * (double)n * (double)k;
     if (m <= AXON_GEMM_SKINNY || n <= AXON_GEMM_SKINNY || madds < GEMM_AVX_MIN || madds > GEMM_AVX_MAX) return 0;
-    /* split by rows: two passes over the pool */
-    if (bsz == 1 && m >= n && (madds <= GEMM_AVX_ROWS_MIN || madds >= GEMM_AVX_MAX)) return 0;
+    if (bsz == 1 && m >= n && madds >= GEMM_AVX_MAX) return 0; /* split by rows: two passes over the pool */
     return axon_gemm_avx512_available();
 }
 
