@@ -51,31 +51,26 @@ def dtype_text(dtype: torch.dtype) -> str:
         raise Unsupported(f"dtype {dtype} has no AXIR type") from None
 
 
-def _expr_of(d) -> sympy.Expr | int:
-    """An int, or the sympy expression behind a SymInt (its shape-env symbols)."""
+def expr_of(d) -> sympy.Expr | int:
+    """An int, or the sympy expression behind a SymInt (its shape-env symbols), under the current substitution."""
     if isinstance(d, bool):
         raise Unsupported("a bool where a dimension was expected")
     if isinstance(d, int):
         return d
     if isinstance(d, torch.SymInt):
         d = d.node.expr
+        if isinstance(d, int):
+            return d
     if isinstance(d, sympy.Expr):
         subst = _SUBST.get()
         if subst and not isinstance(d, sympy.Integer):
             d = d.subs(subst)
         return int(d) if isinstance(d, sympy.Integer) else d
-    if isinstance(d, int):
-        return d
     raise Unsupported(f"{type(d).__name__} {d!r} is not a dimension")
 
 
-def expr_of(d) -> sympy.Expr | int:
-    """The int or sympy expression an AXIR dim is written from (under the current substitution)."""
-    return _expr_of(d)
-
-
 def free_symbols(d) -> set[str]:
-    e = _expr_of(d)
+    e = expr_of(d)
     return set() if isinstance(e, int) else {str(s) for s in e.free_symbols}
 
 
@@ -120,7 +115,7 @@ def _sym(e) -> str:
 
 
 def dim_text(d) -> str:
-    e = _expr_of(d)
+    e = expr_of(d)
     if isinstance(e, int):
         if e < 0:
             raise Unsupported(f"negative size {e}")
@@ -176,7 +171,7 @@ def attr_text(v) -> str:
 
 
 def _list_item(d) -> str:
-    e = _expr_of(d)
+    e = expr_of(d)
     if isinstance(e, int):
         return str(e)  # list items may be negative (never for dims we emit, but harmless)
     return dim_text(d)

@@ -137,11 +137,15 @@ class Lowering:
             raise Unsupported(f"{a.name} is not a tensor value")
         return v
 
+    def type_of(self, dtype: torch.dtype, shape) -> str:
+        """The AXIR type of a value of dtype and shape (an intermediate no FX node describes); notes its symbols."""
+        self.dims_attr(shape)
+        return f"{dtype_text(dtype)}[{', '.join(dim_text(d) for d in shape)}]"
+
     def cast(self, v: str, src: torch.Tensor, dtype: torch.dtype) -> str:
         if src.dtype == dtype:
             return v
-        dtype_text(dtype)
-        return self.emit("cast", [v], {}, [f"{dtype_text(dtype)}[{', '.join(dim_text(d) for d in src.shape)}]"])[0]
+        return self.emit("cast", [v], {}, [self.type_of(dtype, src.shape)])[0]
 
     def operand(self, a, dtype: torch.dtype) -> str:
         """A tensor argument cast to dtype, or a Python scalar as a 0-d `const` of dtype."""
@@ -165,10 +169,7 @@ class Lowering:
             raise Unsupported(f"constant {value} for integer dtype {dtype}")
         else:
             v = int(value)
-        for d in shape:
-            self.used |= free_symbols(d)
-        ty = f"{dtype_text(dtype)}[{', '.join(dim_text(d) for d in shape)}]"
-        return self.emit("const", [], {"value": v}, [ty], hint)[0]
+        return self.emit("const", [], {"value": v}, [self.type_of(dtype, shape)], hint)[0]
 
     def dims_attr(self, dims) -> list:
         for d in dims:
@@ -554,13 +555,13 @@ def _any_all(kind: str):
         dims = sorted({_wrap(d, x.dim()) for d in dims}) if dims and x.dim() else list(range(x.dim()))
         v = L.tensor(n.args[0])
         if x.dtype != torch.bool:
-            v = L.emit("ne", [v, L.const(0, x.dtype, [])], {}, [_shaped(L, torch.bool, x.shape)])[0]
+            v = L.emit("ne", [v, L.const(0, x.dtype, [])], {}, [L.type_of(torch.bool, x.shape)])[0]
         if kind == "all":
-            v = L.emit("logical_not", [v], {}, [_shaped(L, torch.bool, x.shape)])[0]
-        v = L.emit("cast", [v], {}, [_shaped(L, torch.int64, x.shape)])[0]
+            v = L.emit("logical_not", [v], {}, [L.type_of(torch.bool, x.shape)])[0]
+        v = L.emit("cast", [v], {}, [L.type_of(torch.int64, x.shape)])[0]
         kept = [1 if d in dims else s for d, s in enumerate(x.shape)] if keepdim else \
             [s for d, s in enumerate(x.shape) if d not in dims]
-        total = L.emit("sum", [v], {"dims": dims, "keepdim": bool(keepdim)}, [_shaped(L, torch.int64, kept)])[0]
+        total = L.emit("sum", [v], {"dims": dims, "keepdim": bool(keepdim)}, [L.type_of(torch.int64, kept)])[0]
         return L.emit1("ne" if kind == "any" else "eq", [total, L.const(0, torch.int64, [])], {}, out, n.name)
     return lower
 
@@ -656,12 +657,6 @@ def _slice(L: Lowering, n: fx.Node):
                    n.name)
 
 
-def _shaped(L: Lowering, dtype: torch.dtype, shape) -> str:
-    """The AXIR type of an intermediate value that no FX node describes."""
-    L.dims_attr(shape)
-    return f"{dtype_text(dtype)}[{', '.join(dim_text(d) for d in shape)}]"
-
-
 def _slice_scatter(L: Lowering, n: fx.Node):
     # base with src written over base[start:end] along dim: the parts of base around the slice and src, joined by
     # cat (the backward of a slice, e.g. rotary embeddings' rotate_half, scatters into zeros this way)
@@ -681,7 +676,7 @@ def _slice_scatter(L: Lowering, n: fx.Node):
         shape = list(base.shape)
         shape[dim] = hi - lo
         parts.append(L.emit("slice", [b], {"dim": dim, "start": lo, "end": hi, "step": 1},
-                            [_shaped(L, base.dtype, shape)])[0])
+                            [L.type_of(base.dtype, shape)])[0])
     if len(parts) == 1:
         return L.emit1("contiguous", parts, {}, _out(n), n.name)
     return L.emit1("cat", parts, {"dim": dim}, _out(n), n.name)
@@ -710,7 +705,7 @@ def _constant_pad(L: Lowering, n: fx.Node):
         shape[dim] = shape[dim] + left + right
         if k == len(pairs) - 1:
             return L.emit1("cat", parts, {"dim": dim}, _out(n), n.name)
-        v = L.emit("cat", parts, {"dim": dim}, [_shaped(L, x.dtype, shape)])[0]
+        v = L.emit("cat", parts, {"dim": dim}, [L.type_of(x.dtype, shape)])[0]
     return L.emit1("contiguous", [v], {}, _out(n), n.name)
 
 
@@ -910,11 +905,9 @@ def _index(L: Lowering, n: fx.Node):
     iv = _val(idx)
     if not _is_tensor(iv) or iv.dim() != 1 or iv.dtype not in (torch.int64, torch.int32):
         raise Unsupported("index with an index that is not a 1-d integer tensor")
-    i = L.tensor(idx)
-    ty = type_text(iv)
-    size = L.const(_static(x.shape[dim], "indexed dimension"), iv.dtype, [], None)
-    zero = L.const(0, iv.dtype, [], None)
-    neg = L.emit("lt", [i, zero], {}, [ty.replace(ty.split("[")[0], "bool", 1)])[0]
+    i, ty = L.tensor(idx), type_text(iv)
+    size = L.const(_static(x.shape[dim], "indexed dimension"), iv.dtype, [])
+    neg = L.emit("lt", [i, L.const(0, iv.dtype, [])], {}, [L.type_of(torch.bool, iv.shape)])[0]
     wrapped = L.emit("where", [neg, L.emit("add", [i, size], {}, [ty])[0], i], {}, [ty])[0]
     return L.emit1("index_select", [L.tensor(n.args[0]), wrapped], {"dim": dim}, _out(n), n.name)
 
@@ -1100,13 +1093,6 @@ LOWERINGS[prims.convert_element_type.default] = _convert
 LOWERINGS[aten._to_copy.default] = _to_copy
 
 LOWERINGS[aten.sum.dim_IntList] = _reduce("sum")
-for _ov in ("default", "dim", "dims"):
-    if hasattr(aten.any, _ov):
-        LOWERINGS[getattr(aten.any, _ov)] = _any_all("any")
-    if hasattr(aten.all, _ov):
-        LOWERINGS[getattr(aten.all, _ov)] = _any_all("all")
-LOWERINGS[aten.copy.default] = _copy
-LOWERINGS[aten.isinf.default] = _isinf
 LOWERINGS[aten.sum.default] = _reduce("sum")
 LOWERINGS[aten.mean.dim] = _reduce("mean")
 LOWERINGS[aten.mean.default] = _reduce("mean")
@@ -1136,7 +1122,15 @@ LOWERINGS[aten.unsqueeze.default] = _unsqueeze
 LOWERINGS[aten.alias.default] = _identity
 LOWERINGS[aten.detach.default] = _identity
 
+for _ov in ("default", "dim", "dims"):
+    if hasattr(aten.any, _ov):
+        LOWERINGS[getattr(aten.any, _ov)] = _any_all("any")
+    if hasattr(aten.all, _ov):
+        LOWERINGS[getattr(aten.all, _ov)] = _any_all("all")
+LOWERINGS[aten.isinf.default] = _isinf
+
 LOWERINGS[aten.clone.default] = _clone
+LOWERINGS[aten.copy.default] = _copy
 LOWERINGS[aten.lift_fresh_copy.default] = _clone   # a tensor constant made in forward (torch.tensor(...) in a model)
 LOWERINGS[aten.cat.default] = _cat
 LOWERINGS[aten.slice_scatter.default] = _slice_scatter
