@@ -121,6 +121,9 @@ at::Tensor& nll_backward_out(const at::Tensor& grad_output, const at::Tensor& se
   const at::Tensor weight = defined_or_empty(weight_opt);
   if (!native(self, target, weight) || grad_output.scalar_type() != self.scalar_type() ||
       total_weight.scalar_type() != self.scalar_type()) {
+    // nll_log_softmax_backward composes ATen ops for these operands before it gets here: a fallback would compute
+    // nll_loss_backward alone.
+    TORCH_INTERNAL_ASSERT(!FUSED, "nll_loss_log_softmax_backward reached the nll_loss_backward fallback");
     if (TWO_D)
       return fall_back<ATEN_OP2(nll_loss2d_backward, grad_input)>(grad_output, self, target, weight_opt, reduction,
                                                                   ignore_index, total_weight, grad_input);
