@@ -78,6 +78,17 @@ static int same_dtype(axir_infer_ctx_t *c, const axon_axir_node_t *n, int i, axo
                            axon_axir_dtype_name(want));
 }
 
+/* Operand i has type want: its dtype, rank and dims. */
+static int same_type(axir_infer_ctx_t *c, const axon_axir_node_t *n, int i, const axon_axir_type_t *want) {
+    const axon_axir_type_t *t = TYPE(i);
+    int same = t->dtype == want->dtype && t->rank == want->rank;
+    for (int d = 0; same && d < t->rank; d++) same = compat(c, t->dims[d], want->dims[d]);
+    if (same) return 1;
+    char sa[160], sb[160];
+    return axir_infer_fail(c, "operand %d is %s, expected %s", i + 1, tstr(c, t, sa, sizeof sa),
+                           tstr(c, want, sb, sizeof sb));
+}
+
 /* NumPy broadcasting of a and b into out (dtype from a). */
 static int broadcast(axir_infer_ctx_t *c, const axon_axir_type_t *a, const axon_axir_type_t *b,
                      axon_axir_type_t *out) {
@@ -549,19 +560,125 @@ static int infer_sdpa(axir_infer_ctx_t *c, const axon_axir_node_t *n, axon_axir_
     const axon_axir_type_t lse = attention_lse(q);
     const axon_axir_type_t *want[3] = {&o, &o, &lse};
     const int at[3] = {0, 4, 5};
-    for (int i = 0; i < 3; i++) {
-        const axon_axir_type_t *t = TYPE(at[i]);
-        int same = t->dtype == want[i]->dtype && t->rank == want[i]->rank;
-        for (int d = 0; same && d < t->rank; d++) same = compat(c, t->dims[d], want[i]->dims[d]);
-        if (!same) {
-            char sa[160], sb[160];
-            return axir_infer_fail(c, "operand %d is %s, expected %s", at[i] + 1, tstr(c, t, sa, sizeof sa),
-                                   tstr(c, want[i], sb, sizeof sb));
-        }
-    }
+    for (int i = 0; i < 3; i++)
+        if (!same_type(c, n, at[i], want[i])) return 0;
     out[0] = *q;
     out[1] = *TYPE(2);
     out[2] = *v;
+    return 1;
+}
+
+/* softmax_backward / log_softmax_backward(grad_out, out) {dim}: grad_in, of out's type. */
+static int infer_softmax_backward(axir_infer_ctx_t *c, const axon_axir_node_t *n, axon_axir_type_t *out) {
+    int d = 0;
+    if (!check_dtype(c, n, 1, AXIR_DT_FLOAT) || !same_type(c, n, 0, TYPE(1)) ||
+        !norm_dim(c, attr_i(n, "dim", 0), TYPE(1)->rank, "dim", &d))
+        return 0;
+    out[0] = *TYPE(1);
+    return 1;
+}
+
+/* layer_norm_backward(grad_out, x, mean, rstd[, weight]) and rms_norm_backward(grad_out, x, rstd[, weight]): x's
+ * gradient, then the weight's (and the bias's), each of the type the forward's weight has. The statistics have the
+ * forward's types (infer_norm). */
+static int infer_norm_backward(axir_infer_ctx_t *c, const axon_axir_node_t *n, axon_axir_type_t *out) {
+    const int nstats = n->op == AXON_AXIR_OP_LAYER_NORM_BACKWARD ? 2 : 1;
+    const axon_axir_type_t *x = TYPE(1);
+    const int64_t k = attr_i(n, "normalized_ndim", 0);
+    if (!check_dtype(c, n, 1, AXIR_DT_FLOAT) || !same_type(c, n, 0, x)) return 0;
+    if (k < 1 || k > x->rank)
+        return axir_infer_fail(c, "normalized_ndim %lld must be in [1, %d] (operand 2's rank)", (long long)k, x->rank);
+    axon_axir_type_t stat = *x, w = *x;
+    for (int j = x->rank - (int)k; j < x->rank; j++) stat.dims[j] = axir_dim_static(1);
+    w.rank = (int)k;
+    for (int j = 0; j < k; j++) w.dims[j] = x->dims[x->rank - k + j];
+    stat.dtype = TYPE(2)->dtype == AXON_FLOAT32 ? AXON_FLOAT32 : x->dtype;   /* f32 statistics for f16/bf16 too */
+    for (int i = 2; i < 2 + nstats; i++)
+        if (!same_type(c, n, i, &stat)) return 0;
+    if (n->num_operands > 2 + nstats && !same_type(c, n, 2 + nstats, &w)) return 0;
+    out[0] = *x;
+    for (int r = 1; r < n->num_results; r++) out[r] = w;
+    return 1;
+}
+
+/* embedding_backward(grad [..., D], indices [...]) {num_weights, padding_idx}: the weight's gradient [num_weights, D]. */
+static int infer_embedding_backward(axir_infer_ctx_t *c, const axon_axir_node_t *n, axon_axir_type_t *out) {
+    const axon_axir_type_t *g = TYPE(0), *idx = TYPE(1);
+    if (!check_dtype(c, n, 0, AXIR_DT_FLOAT) || !check_dtype(c, n, 1, AXIR_DT_INT)) return 0;
+    if (g->rank != idx->rank + 1)
+        return axir_infer_fail(c, "operand 1 (grad) has rank %d, expected the indices' rank plus one (%d)", g->rank,
+                               idx->rank + 1);
+    for (int d = 0; d < idx->rank; d++)
+        if (!dims_match(c, n, 0, d, 1, d, "grad and indices differ")) return 0;
+    const int64_t v = attr_i(n, "num_weights", 0);
+    if (v < 0) return axir_infer_fail(c, "num_weights %lld is negative", (long long)v);
+    out[0] = *g;
+    out[0].rank = 2;
+    out[0].dims[0] = axir_dim_static(v);
+    out[0].dims[1] = g->dims[g->rank - 1];
+    return 1;
+}
+
+/* The log-probabilities logp ([N, C] or [C]), target ([N] or [], i64) and optional weight ([C]) of the nll_loss
+ * family at operands l, l + 1 and w (w >= num_operands: none). */
+static int check_nll(axir_infer_ctx_t *c, const axon_axir_node_t *n, int l, int w) {
+    const axon_axir_type_t *x = TYPE(l);
+    if (!check_dtype(c, n, l, AXIR_DT_FLOAT) || !same_dtype(c, n, l + 1, AXON_INT64)) return 0;
+    if (x->rank != 1 && x->rank != 2)
+        return axir_infer_fail(c, "operand %d (log-probabilities) has rank %d, expected 1 or 2", l + 1, x->rank);
+    if (!need_rank(c, n, l + 1, x->rank - 1)) return 0;
+    /* Symbolic batch sizes are left to the kernel's launch check: a flattened [batch * length] target is often
+     * spelled with other symbols than the logits it matches (s38*s97 against s3*s88), equal only at run time. */
+    const axon_axir_type_t *t = TYPE(l + 1);
+    if (x->rank == 2 && !x->dims[0].expr && !t->dims[0].expr &&
+        !dims_match(c, n, l, 0, l + 1, 0, "log-probabilities and target have different batch sizes"))
+        return 0;
+    if (w < n->num_operands) {
+        axon_axir_type_t want = *x;
+        want.rank = 1;
+        want.dims[0] = x->dims[x->rank - 1];
+        if (!same_type(c, n, w, &want)) return 0;
+    }
+    return 1;
+}
+
+/* The loss's type: the target's shape for reduction "none", else 0-d; logp's dtype. */
+static axon_axir_type_t nll_loss_type(const axon_axir_node_t *n, int l) {
+    axon_axir_type_t r = *TYPE(l + 1);
+    const axon_axir_attr_t *red = axon_axir_node_attr(n, "reduction");
+    r.dtype = TYPE(l)->dtype;
+    if (!red || strcmp(red->s, "none") != 0) r.rank = 0;
+    return r;
+}
+
+/* nll_loss(logp, target[, weight]): (loss, total_weight). nll_loss_backward and nll_loss_log_softmax_backward
+ * (grad_out, logp, target, total_weight[, weight]): logp's gradient (for the second, that of the logits logp came
+ * from). */
+static int infer_nll(axir_infer_ctx_t *c, const axon_axir_node_t *n, axon_axir_type_t *out) {
+    axon_axir_type_t scalar = *TYPE(n->op == AXON_AXIR_OP_NLL_LOSS ? 0 : 1);
+    scalar.rank = 0;
+    if (n->op == AXON_AXIR_OP_NLL_LOSS) {
+        if (!check_nll(c, n, 0, 2)) return 0;
+        out[0] = nll_loss_type(n, 0);
+        out[1] = scalar;
+        return 1;
+    }
+    if (!check_nll(c, n, 1, 4)) return 0;
+    const axon_axir_type_t g = nll_loss_type(n, 1);
+    if (!same_type(c, n, 0, &g) || !same_type(c, n, 3, &scalar)) return 0;
+    out[0] = *TYPE(1);
+    return 1;
+}
+
+/* dropout(x) {draw, p}: (out of x's type, the keep-mask: bool of x's shape). */
+static int infer_dropout(axir_infer_ctx_t *c, const axon_axir_node_t *n, axon_axir_type_t *out) {
+    const axon_axir_attr_t *p = axon_axir_node_attr(n, "p");
+    if (!check_dtype(c, n, 0, AXIR_DT_FLOAT)) return 0;
+    if (!(p->f >= 0.0 && p->f <= 1.0)) return axir_infer_fail(c, "p %g is not in [0, 1]", p->f);
+    if (attr_i(n, "draw", 0) < 0) return axir_infer_fail(c, "draw %lld is negative", (long long)attr_i(n, "draw", 0));
+    out[0] = *TYPE(0);
+    out[1] = *TYPE(0);
+    out[1].dtype = AXON_BOOL;
     return 1;
 }
 
@@ -618,6 +735,15 @@ int axir_infer(axir_infer_ctx_t *c, const axon_axir_node_t *n, axon_axir_type_t 
     case AXON_AXIR_OP_GATHER:
     case AXON_AXIR_OP_INDEX_SELECT: return infer_index(c, n, out);
     case AXON_AXIR_OP_SDPA: case AXON_AXIR_OP_SDPA_LSE: case AXON_AXIR_OP_SDPA_BACKWARD: return infer_sdpa(c, n, out);
+    case AXON_AXIR_OP_SOFTMAX_BACKWARD:
+    case AXON_AXIR_OP_LOG_SOFTMAX_BACKWARD: return infer_softmax_backward(c, n, out);
+    case AXON_AXIR_OP_LAYER_NORM_BACKWARD:
+    case AXON_AXIR_OP_RMS_NORM_BACKWARD: return infer_norm_backward(c, n, out);
+    case AXON_AXIR_OP_EMBEDDING_BACKWARD: return infer_embedding_backward(c, n, out);
+    case AXON_AXIR_OP_NLL_LOSS:
+    case AXON_AXIR_OP_NLL_LOSS_BACKWARD:
+    case AXON_AXIR_OP_NLL_LOSS_LOG_SOFTMAX_BACKWARD: return infer_nll(c, n, out);
+    case AXON_AXIR_OP_DROPOUT: return infer_dropout(c, n, out);
     default: return axir_infer_fail(c, "no type rule for this op");
     }
 }

@@ -118,6 +118,25 @@ static const char *kind_text(axon_axir_attr_kind_t k) {
     return (int)k >= 0 && k <= AXON_AXIR_ATTR_LIST ? names[k] : "an unknown kind";
 }
 
+/* The values a string attribute may take, '|'-separated, or NULL when any string goes. */
+static const char *string_choices(axon_axir_op_t op, const char *attr) {
+    if (op == AXON_AXIR_OP_GELU && strcmp(attr, "approximate") == 0) return "none|tanh";
+    if (op == AXON_AXIR_OP_DIV && strcmp(attr, "rounding_mode") == 0) return "trunc|floor";
+    if (strcmp(attr, "reduction") == 0) return "none|mean|sum";   /* the losses */
+    return NULL;
+}
+
+static int is_choice(const char *s, const char *choices) {
+    const size_t len = strlen(s);
+    for (const char *c = choices; c;) {
+        const char *bar = strchr(c, '|');
+        const size_t l = bar ? (size_t)(bar - c) : strlen(c);
+        if (l == len && strncmp(s, c, l) == 0) return 1;
+        c = bar ? bar + 1 : NULL;
+    }
+    return 0;
+}
+
 static int check_attrs(vctx_t *v, const axon_axir_node_t *n, const axir_op_info_t *info) {
     for (int i = 0; i < n->num_attrs; i++) {
         const axon_axir_attr_t *a = &n->attrs[i];
@@ -157,16 +176,10 @@ static int check_attrs(vctx_t *v, const axon_axir_node_t *n, const axir_op_info_
                     return vfail(v, n->line, n->col, "%s: attribute %s, item %d names an unknown symbol", info->name,
                                  a->name, k);
         }
-        const char *choices = n->op == AXON_AXIR_OP_GELU && strcmp(a->name, "approximate") == 0 ? "none|tanh"
-                              : n->op == AXON_AXIR_OP_DIV && strcmp(a->name, "rounding_mode") == 0 ? "trunc|floor"
-                                                                                                   : NULL;
-        if (choices) {
-            const char *bar = strchr(choices, '|');
-            size_t l1 = (size_t)(bar - choices);
-            if (!((strlen(a->s) == l1 && strncmp(a->s, choices, l1) == 0) || strcmp(a->s, bar + 1) == 0))
-                return vfail(v, n->line, n->col, "%s: attribute %s is \"%s\", expected \"%.*s\" or \"%s\"", info->name,
-                             a->name, a->s, (int)l1, choices, bar + 1);
-        }
+        const char *choices = string_choices(n->op, a->name);
+        if (choices && !is_choice(a->s, choices))
+            return vfail(v, n->line, n->col, "%s: attribute %s is \"%s\", expected one of %s", info->name, a->name,
+                         a->s, choices);
     }
     for (int k = 0; k < AXIR_MAX_ATTR_SPECS && info->attrs[k].name; k++)
         if (info->attrs[k].required && axon_axir_node_attr(n, info->attrs[k].name) == NULL)

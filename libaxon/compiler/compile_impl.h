@@ -76,7 +76,7 @@ typedef enum prog_step_kind {
     PROG_STEP_COPY_OUT = 1       /* copy value into output `output` */
 } prog_step_kind_t;
 
-#define PROG_MAX_TEMPS 4
+#define PROG_MAX_TEMPS 5
 
 struct fused_prog;
 
@@ -101,6 +101,8 @@ struct axon_program {
     int num_fused;
     struct fused_prog **fused;
     struct axon_tier1 *tier1;    /* generated C for the fused groups (tier1.h); NULL without fused groups or opts->tier1 */
+    int num_draws;               /* the random nodes (dropout), by their `draw` attribute: draws[k] has draw k */
+    const axon_axir_node_t **draws;
     /* 1 for the caller's handle plus 1 per run still queued: a queued fused step reads the interpreter's program or
      * calls into tier 1's library, so axon_program_destroy only frees once the last run has executed. */
     atomic_int refs;
@@ -120,6 +122,8 @@ typedef struct prog_call {
     axon_tensor_t *desc;         /* per value, filled while the steps are enqueued */
     const axon_tensor_t *inputs, *outputs;
     char *ws;
+    uint64_t seed;               /* Philox: draw k takes the blocks from draw_offset[k] on (program_run.c) */
+    uint64_t *draw_offset;       /* num_draws */
 } prog_call_t;
 
 /* Binds the symbols from the inputs (checking them), then lays out the workspace. Free with prog_call_end. */

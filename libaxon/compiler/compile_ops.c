@@ -166,6 +166,9 @@ AXON_API int axon_compile_supports(axon_axir_op_t op, axon_dtype_t dtype) {
         return !is_complex(dtype) && dtype != AXON_BOOL;
     case AXON_AXIR_OP_SOFTMAX: case AXON_AXIR_OP_LOG_SOFTMAX: case AXON_AXIR_OP_LAYER_NORM:
     case AXON_AXIR_OP_RMS_NORM: case AXON_AXIR_OP_SDPA: case AXON_AXIR_OP_SDPA_LSE: case AXON_AXIR_OP_SDPA_BACKWARD:
+    case AXON_AXIR_OP_SOFTMAX_BACKWARD: case AXON_AXIR_OP_LOG_SOFTMAX_BACKWARD: case AXON_AXIR_OP_LAYER_NORM_BACKWARD:
+    case AXON_AXIR_OP_RMS_NORM_BACKWARD: case AXON_AXIR_OP_EMBEDDING_BACKWARD: case AXON_AXIR_OP_NLL_LOSS:
+    case AXON_AXIR_OP_NLL_LOSS_BACKWARD: case AXON_AXIR_OP_NLL_LOSS_LOG_SOFTMAX_BACKWARD: case AXON_AXIR_OP_DROPOUT:
         return axon_dtype_is_floating(dtype);
     case AXON_AXIR_OP_FUSED: return axon_dtype_is_floating(dtype) || dtype == AXON_BOOL;   /* masks in groups */
     default: return 0;

@@ -101,10 +101,16 @@ static int is_restride(axon_axir_op_t op) {
     return op == AXON_AXIR_OP_RESHAPE || op == AXON_AXIR_OP_SQUEEZE || op == AXON_AXIR_OP_UNSQUEEZE;
 }
 
-/* Results that need storage: all but the optional statistics of the norms when nothing reads them. */
+/* Results that need storage: all but the optional ones nothing reads (the norms' statistics, the loss's total weight,
+ * the norm backwards' gradients). */
 static int result_needed(const axon_axir_node_t *n, int r) {
-    if ((n->op == AXON_AXIR_OP_LAYER_NORM || n->op == AXON_AXIR_OP_RMS_NORM) && r > 0) return n->results[r]->num_uses > 0;
-    return 1;
+    switch (n->op) {
+    case AXON_AXIR_OP_LAYER_NORM: case AXON_AXIR_OP_RMS_NORM: case AXON_AXIR_OP_NLL_LOSS:
+        return r == 0 || n->results[r]->num_uses > 0;
+    case AXON_AXIR_OP_LAYER_NORM_BACKWARD: case AXON_AXIR_OP_RMS_NORM_BACKWARD:
+        return n->results[r]->num_uses > 0;   /* the kernels compute only the gradients asked for */
+    default: return 1;
+    }
 }
 
 /* 1 if every use of v is a permute by [0, 2, 1, 3] (how a model merges attention heads back: transpose(1, 2), then
@@ -184,6 +190,12 @@ static axon_status_t lower_node(build_t *b, const axon_axir_node_t *n, int i) {
     case AXON_AXIR_OP_EMBEDDING:
         fail |= add_contig_temp(b, n, 1, i, &st->temp[0]);
         break;
+    case AXON_AXIR_OP_SOFTMAX_BACKWARD: case AXON_AXIR_OP_LOG_SOFTMAX_BACKWARD: case AXON_AXIR_OP_LAYER_NORM_BACKWARD:
+    case AXON_AXIR_OP_RMS_NORM_BACKWARD: case AXON_AXIR_OP_EMBEDDING_BACKWARD: case AXON_AXIR_OP_NLL_LOSS:
+    case AXON_AXIR_OP_NLL_LOSS_BACKWARD: case AXON_AXIR_OP_NLL_LOSS_LOG_SOFTMAX_BACKWARD: case AXON_AXIR_OP_DROPOUT:
+        /* these kernels take contiguous tensors only: operand k gets a copy in temp k where it may be strided */
+        for (int k = 0; k < n->num_operands && k < PROG_MAX_TEMPS; k++) fail |= add_contig_temp(b, n, k, i, &st->temp[k]);
+        break;
     case AXON_AXIR_OP_SDPA: {
         axon_axir_type_t lse = n->operands[0]->type;
         lse.dtype = lse.dtype == AXON_FLOAT64 ? AXON_FLOAT64 : AXON_FLOAT32;
@@ -232,6 +244,30 @@ static void share_in_place(axon_program_t *p, int nodes, const int *last) {
     }
 }
 
+/* The random nodes in draw order. Their draws must be 0, 1, ..., k - 1, each once: a call takes Philox blocks for
+ * them in that order (program_run.c), the order in which eager mode would have run them. */
+static axon_status_t collect_draws(axon_program_t *p, axon_axir_diag_t *diag) {
+    int count = 0;
+    for (const axon_axir_node_t *n = p->func->first; n; n = n->next) count += n->op == AXON_AXIR_OP_DROPOUT;
+    if (count == 0) return AXON_OK;
+    p->draws = calloc((size_t)count, sizeof *p->draws);
+    if (!p->draws) return compile_diag(diag, NULL, AXON_ERROR_OUT_OF_MEMORY, "compile: out of memory");
+    p->num_draws = count;
+    for (const axon_axir_node_t *n = p->func->first; n; n = n->next) {
+        if (n->op != AXON_AXIR_OP_DROPOUT) continue;
+        int64_t k = compile_attr_int(n, "draw", -1);
+        if (k < 0 || k >= count)
+            return compile_diag(diag, n, AXON_ERROR_INVALID_ARG,
+                                "dropout: draw %lld is not in [0, %d): the function's draws must be 0, 1, ... in the "
+                                "order eager mode would run them", (long long)k, count);
+        if (p->draws[k])
+            return compile_diag(diag, n, AXON_ERROR_INVALID_ARG, "dropout: draw %lld is taken twice (line %d)",
+                                (long long)k, p->draws[k]->line);
+        p->draws[k] = n;
+    }
+    return AXON_OK;
+}
+
 axon_status_t program_build(axon_program_t *p, axon_axir_diag_t *diag) {
     build_t b = {p, 0, diag};
     axon_axir_func_t *f = p->func;
@@ -267,6 +303,11 @@ axon_status_t program_build(axon_program_t *p, axon_axir_diag_t *diag) {
             return s;
         }
         for (int k = 0; k < n->num_operands; k++) last[n->operands[k]->id] = i;
+    }
+    axon_status_t ds = collect_draws(p, diag);
+    if (ds != AXON_OK) {
+        free(last);
+        return ds;
     }
     /* Results go straight into the caller's output buffers where a node writes them whole; inputs, views and values
      * returned twice are copied at the end. */

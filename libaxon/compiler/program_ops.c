@@ -4,9 +4,11 @@
 #include <string.h>
 
 #include "axon/attention.h"
+#include "axon/dropout.h"
 #include "axon/gemm.h"
 #include "axon/index.h"
 #include "axon/kernels.h"
+#include "axon/loss.h"
 #include "axon/norm.h"
 #include "axon/pointwise.h"
 #include "axon/reduce.h"
@@ -121,21 +123,38 @@ static const axon_tensor_t *result_or_null(const prog_call_t *c, const axon_axir
     return &c->desc[n->results[r]->id];
 }
 
-static axon_status_t run_norm(prog_call_t *c, axon_stream_t s, const prog_step_t *st) {
+/* The step's operands, each contiguous (in place or copied into temp k); pin[k] NULL past the node's operands. */
+static axon_status_t contiguous_operands(prog_call_t *c, axon_stream_t s, const prog_step_t *st,
+                                         axon_tensor_t in[PROG_MAX_TEMPS], const axon_tensor_t *pin[PROG_MAX_TEMPS]) {
     const axon_axir_node_t *n = st->node;
-    axon_tensor_t in[3];
-    const axon_tensor_t *pin[3] = {NULL, NULL, NULL};
-    for (int k = 0; k < n->num_operands && k < 3; k++) {
+    for (int k = 0; k < PROG_MAX_TEMPS; k++) {
+        pin[k] = NULL;
+        if (k >= n->num_operands) continue;
         axon_status_t e = contiguous_operand(c, s, operand(c, n, k), st->temp[k], &in[k]);
         if (e != AXON_OK) return e;
         pin[k] = &in[k];
     }
+    return AXON_OK;
+}
+
+/* The product of the trailing `normalized_ndim` sizes of t: the normalized group of the norms. */
+static int64_t normalized_count(const axon_axir_node_t *n, const axon_tensor_t *t) {
+    int64_t nd = compile_attr_int(n, "normalized_ndim", 1), normalized = 1;
+    for (int64_t d = 0; d < nd && d < t->ndim; d++) normalized *= t->sizes[t->ndim - 1 - d];
+    return normalized;
+}
+
+static axon_status_t run_norm(prog_call_t *c, axon_stream_t s, const prog_step_t *st) {
+    const axon_axir_node_t *n = st->node;
+    axon_tensor_t in[PROG_MAX_TEMPS];
+    const axon_tensor_t *pin[PROG_MAX_TEMPS];
+    axon_status_t e = contiguous_operands(c, s, st, in, pin);
+    if (e != AXON_OK) return e;
     const axon_tensor_t *out = &c->desc[n->results[0]->id];
     if (n->op == AXON_AXIR_OP_SOFTMAX || n->op == AXON_AXIR_OP_LOG_SOFTMAX)
         return axon_kernel_softmax(s, out, pin[0], (int)compile_attr_int(n, "dim", -1),
                                    n->op == AXON_AXIR_OP_LOG_SOFTMAX);
-    int64_t nd = compile_attr_int(n, "normalized_ndim", 1), normalized = 1;
-    for (int64_t d = 0; d < nd && d < pin[0]->ndim; d++) normalized *= pin[0]->sizes[pin[0]->ndim - 1 - d];
+    const int64_t normalized = normalized_count(n, pin[0]);
     double eps = compile_attr_float(n, "eps", 1e-5);
     if (n->op == AXON_AXIR_OP_LAYER_NORM)
         return axon_kernel_layer_norm(s, out, result_or_null(c, n, 1), result_or_null(c, n, 2), pin[0], pin[1], pin[2],
@@ -183,6 +202,87 @@ static axon_status_t run_sdpa(prog_call_t *c, axon_stream_t s, const prog_step_t
     }
     return axon_kernel_attention(s, &c->desc[n->results[0]->id], &lse, q, operand(c, n, 1), operand(c, n, 2),
                                  operand(c, n, 3), &ap);
+}
+
+/* The training library ops: softmax and norm backwards, embedding backward, the nll_loss family and dropout. Their
+ * kernels take contiguous tensors: operands are made so (temps), results have storage of their own. */
+static axon_loss_reduction_t loss_reduction(const axon_axir_node_t *n) {
+    const axon_axir_attr_t *a = axon_axir_node_attr(n, "reduction");
+    if (a && strcmp(a->s, "none") == 0) return AXON_LOSS_NONE;
+    return a && strcmp(a->s, "sum") == 0 ? AXON_LOSS_SUM : AXON_LOSS_MEAN;
+}
+
+/* t (contiguous) in the rank-2 or rank-3 form the loss kernels take, padded with 1s: logp [N, C] -> [N, C, 1],
+ * [C] -> [1, C, 1]; a target or per-sample loss [N] -> [N, 1], [] -> [1, 1]. */
+static axon_tensor_t loss_view(const axon_tensor_t *t, int rank) {
+    int64_t sizes[3] = {1, 1, 1};
+    const int lead = t->ndim == rank - 1 ? 0 : 1;   /* [C] and [] lack the batch dim, [N, C] and [N] the positions */
+    for (int d = 0; d < t->ndim; d++) sizes[lead + d] = t->sizes[d];
+    axon_tensor_t v;
+    prog_contiguous(&v, t->data, t->dtype, rank, sizes);
+    return v;
+}
+
+static axon_status_t run_nll(prog_call_t *c, axon_stream_t s, const prog_step_t *st) {
+    const axon_axir_node_t *n = st->node;
+    axon_tensor_t in[PROG_MAX_TEMPS];
+    const axon_tensor_t *pin[PROG_MAX_TEMPS];
+    axon_status_t e = contiguous_operands(c, s, st, in, pin);
+    if (e != AXON_OK) return e;
+    const axon_loss_reduction_t red = loss_reduction(n);
+    const int64_t ignore = compile_attr_int(n, "ignore_index", -100);
+    const axon_tensor_t *res = &c->desc[n->results[0]->id];
+    if (n->op == AXON_AXIR_OP_NLL_LOSS) {
+        const axon_tensor_t x = loss_view(pin[0], 3), t = loss_view(pin[1], 2);
+        const axon_tensor_t out = red == AXON_LOSS_NONE ? loss_view(res, 2) : *res;
+        return axon_kernel_nll_loss(s, &out, result_or_null(c, n, 1), &x, &t, pin[2], red, ignore);
+    }
+    /* (grad_out, logp, target, total_weight[, weight]) */
+    const axon_tensor_t gi = loss_view(res, 3), x = loss_view(pin[1], 3), t = loss_view(pin[2], 2);
+    const axon_tensor_t g = red == AXON_LOSS_NONE ? loss_view(pin[0], 2) : *pin[0];
+    if (n->op == AXON_AXIR_OP_NLL_LOSS_BACKWARD)
+        return axon_kernel_nll_loss_backward(s, &gi, &g, &t, pin[4], pin[3], red, ignore);
+    return axon_kernel_nll_loss_log_softmax_backward(s, &gi, &g, &x, &t, pin[4], pin[3], red, ignore);
+}
+
+static axon_status_t run_backward(prog_call_t *c, axon_stream_t s, const prog_step_t *st) {
+    const axon_axir_node_t *n = st->node;
+    axon_tensor_t in[PROG_MAX_TEMPS];
+    const axon_tensor_t *pin[PROG_MAX_TEMPS];
+    axon_status_t e = contiguous_operands(c, s, st, in, pin);
+    if (e != AXON_OK) return e;
+    const axon_tensor_t *gi = result_or_null(c, n, 0);
+    switch (n->op) {
+    case AXON_AXIR_OP_SOFTMAX_BACKWARD: case AXON_AXIR_OP_LOG_SOFTMAX_BACKWARD:
+        return axon_kernel_softmax_backward(s, gi, pin[0], pin[1], (int)compile_attr_int(n, "dim", -1),
+                                            n->op == AXON_AXIR_OP_LOG_SOFTMAX_BACKWARD);
+    case AXON_AXIR_OP_LAYER_NORM_BACKWARD:   /* (grad_out, x, mean, rstd[, weight]) */
+        return axon_kernel_layer_norm_backward(s, gi, result_or_null(c, n, 1), result_or_null(c, n, 2), pin[0], pin[1],
+                                               pin[2], pin[3], pin[4], normalized_count(n, pin[1]));
+    case AXON_AXIR_OP_RMS_NORM_BACKWARD:     /* (grad_out, x, rstd[, weight]) */
+        return axon_kernel_rms_norm_backward(s, gi, result_or_null(c, n, 1), pin[0], pin[1], pin[2], pin[3],
+                                             normalized_count(n, pin[1]));
+    default: {                               /* embedding_backward(grad [..., D], indices [...]) */
+        const int64_t count = axon_tensor_numel(pin[1]);
+        const int64_t gs[2] = {count, pin[0]->ndim > 0 ? pin[0]->sizes[pin[0]->ndim - 1] : 1};
+        axon_tensor_t g, idx;
+        prog_contiguous(&g, pin[0]->data, pin[0]->dtype, 2, gs);
+        prog_contiguous(&idx, pin[1]->data, pin[1]->dtype, 1, &count);
+        return axon_kernel_embedding_backward(s, gi, &g, &idx, compile_attr_int(n, "padding_idx", -1));
+    }
+    }
+}
+
+/* dropout: the draw's Philox blocks are the call's (program_run.c), so the mask is the one eager mode draws. */
+static axon_status_t run_dropout(prog_call_t *c, axon_stream_t s, const prog_step_t *st) {
+    const axon_axir_node_t *n = st->node;
+    axon_tensor_t in[PROG_MAX_TEMPS];
+    const axon_tensor_t *pin[PROG_MAX_TEMPS];
+    axon_status_t e = contiguous_operands(c, s, st, in, pin);
+    if (e != AXON_OK) return e;
+    const int64_t draw = compile_attr_int(n, "draw", 0);
+    return axon_kernel_dropout(s, &c->desc[n->results[0]->id], &c->desc[n->results[1]->id], pin[0],
+                               compile_attr_float(n, "p", 0.0), c->seed, c->draw_offset[draw]);
 }
 
 static axon_status_t run_const(prog_call_t *c, axon_stream_t s, const axon_axir_node_t *n) {
@@ -244,6 +344,12 @@ axon_status_t prog_run_node(prog_call_t *c, axon_stream_t s, const prog_step_t *
         return axon_kernel_index_select(s, out, operand(c, n, 0), (int)compile_attr_int(n, "dim", 0), operand(c, n, 1),
                                         AXON_INDEX_DEFAULT);
     case AXON_AXIR_OP_SDPA: case AXON_AXIR_OP_SDPA_LSE: case AXON_AXIR_OP_SDPA_BACKWARD: return run_sdpa(c, s, st);
+    case AXON_AXIR_OP_SOFTMAX_BACKWARD: case AXON_AXIR_OP_LOG_SOFTMAX_BACKWARD: case AXON_AXIR_OP_LAYER_NORM_BACKWARD:
+    case AXON_AXIR_OP_RMS_NORM_BACKWARD: case AXON_AXIR_OP_EMBEDDING_BACKWARD:
+        return run_backward(c, s, st);
+    case AXON_AXIR_OP_NLL_LOSS: case AXON_AXIR_OP_NLL_LOSS_BACKWARD: case AXON_AXIR_OP_NLL_LOSS_LOG_SOFTMAX_BACKWARD:
+        return run_nll(c, s, st);
+    case AXON_AXIR_OP_DROPOUT: return run_dropout(c, s, st);
     case AXON_AXIR_OP_FUSED: {
         /* tier 1's generated function once it is loaded (operands: parameters, then results), else the interpreter */
         axon_tier1_fn fn = c->p->tier1 ? axon_tier1_lookup(c->p->tier1, n->callee) : NULL;

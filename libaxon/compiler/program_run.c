@@ -37,15 +37,54 @@ static axon_status_t check_outputs(const prog_call_t *c, int num_outputs, const 
 /* The end of a queued run: drops the reference that run held. */
 static void program_release(void *user) { axon_program_destroy(user); }
 
-AXON_API axon_status_t axon_program_run(const axon_program_t *p, axon_stream_t s, int num_inputs,
-                                        const axon_tensor_t *inputs, int num_outputs, const axon_tensor_t *outputs,
-                                        void *workspace, size_t workspace_bytes) {
-    if (!p) return axon_fail(AXON_ERROR_INVALID_ARG, "axon_program_run: program is NULL");
-    if (!s) return axon_fail(AXON_ERROR_INVALID_ARG, "axon_program_run: stream is NULL");
+/* Each draw's first Philox block under c's binding: offset, then on by the blocks of the draws before it, as eager
+ * kernels run in draw order would claim them (dropout: one 32-bit lane per element of its operand). */
+static axon_status_t draw_offsets(prog_call_t *c, uint64_t offset, uint64_t *total) {
+    const axon_program_t *p = c->p;
+    for (int k = 0; k < p->num_draws; k++) {
+        const axon_axir_type_t *t = &p->draws[k]->operands[0]->type;
+        int64_t sizes[AXON_MAX_DIMS], numel = 1;
+        axon_status_t st = prog_eval_type(c, t, sizes);
+        if (st != AXON_OK) return st;
+        for (int d = 0; d < t->rank; d++) numel *= sizes[d];
+        const uint64_t blocks = axon_philox_blocks(AXON_FLOAT32, numel);
+        if (c->draw_offset) c->draw_offset[k] = offset;
+        offset += blocks;
+        *total += blocks;
+    }
+    return AXON_OK;
+}
+
+AXON_API int axon_program_num_draws(const axon_program_t *p) { return p ? p->num_draws : 0; }
+
+AXON_API axon_status_t axon_program_philox_blocks(const axon_program_t *p, int num_inputs,
+                                                  const axon_tensor_t *inputs, uint64_t *blocks) {
+    if (!p || !blocks) return axon_fail(AXON_ERROR_INVALID_ARG, "axon_program_philox_blocks: program or blocks is NULL");
+    *blocks = 0;
+    if (p->num_draws == 0) return AXON_OK;
     prog_call_t c;
     axon_status_t st = prog_call_begin(p, num_inputs, inputs, &c);
     if (st != AXON_OK) return st;
-    st = check_outputs(&c, num_outputs, outputs);
+    st = draw_offsets(&c, 0, blocks);
+    prog_call_end(&c);
+    return st;
+}
+
+static axon_status_t program_run(const axon_program_t *p, axon_stream_t s, int num_inputs, const axon_tensor_t *inputs,
+                                 int num_outputs, const axon_tensor_t *outputs, void *workspace,
+                                 size_t workspace_bytes, uint64_t seed, uint64_t offset) {
+    prog_call_t c;
+    axon_status_t st = prog_call_begin(p, num_inputs, inputs, &c);
+    if (st != AXON_OK) return st;
+    uint64_t offsets[64], total = 0;
+    c.seed = seed;
+    c.draw_offset = p->num_draws <= 64 ? offsets : malloc((size_t)p->num_draws * sizeof *c.draw_offset);
+    if (!c.draw_offset) {
+        prog_call_end(&c);
+        return axon_fail(AXON_ERROR_OUT_OF_MEMORY, "axon_program_run: out of memory");
+    }
+    st = draw_offsets(&c, offset, &total);
+    if (st == AXON_OK) st = check_outputs(&c, num_outputs, outputs);
     /* prepare accepts inputs without data; run reads them (fused groups with no launch-time check of their own) */
     for (int k = 0; k < num_inputs && st == AXON_OK; k++) {
         char what[96];
@@ -58,6 +97,7 @@ AXON_API axon_status_t axon_program_run(const axon_program_t *p, axon_stream_t s
     if (st == AXON_OK && c.workspace > 0 && ((uintptr_t)workspace & 63) != 0)
         st = axon_fail(AXON_ERROR_INVALID_ARG, "axon_program_run: workspace %p is not 64-byte aligned", workspace);
     if (st != AXON_OK) {
+        if (c.draw_offset != offsets) free(c.draw_offset);
         prog_call_end(&c);
         return st;
     }
@@ -75,6 +115,7 @@ AXON_API axon_status_t axon_program_run(const axon_program_t *p, axon_stream_t s
                            step->node->line, msg);
         }
     }
+    if (c.draw_offset != offsets) free(c.draw_offset);
     prog_call_end(&c);
     /* The queued steps may read p (fused groups, tier 1's library) until they run: hold a reference until the
      * stream reaches this point. If even that cannot be queued, wait for the stream instead. When every step already
@@ -91,11 +132,33 @@ AXON_API axon_status_t axon_program_run(const axon_program_t *p, axon_stream_t s
     return st;
 }
 
+AXON_API axon_status_t axon_program_run(const axon_program_t *p, axon_stream_t s, int num_inputs,
+                                        const axon_tensor_t *inputs, int num_outputs, const axon_tensor_t *outputs,
+                                        void *workspace, size_t workspace_bytes) {
+    if (!p) return axon_fail(AXON_ERROR_INVALID_ARG, "axon_program_run: program is NULL");
+    if (!s) return axon_fail(AXON_ERROR_INVALID_ARG, "axon_program_run: stream is NULL");
+    if (p->num_draws > 0)
+        return axon_fail(AXON_ERROR_INVALID_ARG,
+                         "axon_program_run: the program draws random numbers (%d dropout node(s)); run it with "
+                         "axon_program_run_philox and the generator's seed and offset", p->num_draws);
+    return program_run(p, s, num_inputs, inputs, num_outputs, outputs, workspace, workspace_bytes, 0, 0);
+}
+
+AXON_API axon_status_t axon_program_run_philox(const axon_program_t *p, axon_stream_t s, int num_inputs,
+                                               const axon_tensor_t *inputs, int num_outputs,
+                                               const axon_tensor_t *outputs, void *workspace, size_t workspace_bytes,
+                                               uint64_t seed, uint64_t offset) {
+    if (!p) return axon_fail(AXON_ERROR_INVALID_ARG, "axon_program_run_philox: program is NULL");
+    if (!s) return axon_fail(AXON_ERROR_INVALID_ARG, "axon_program_run_philox: stream is NULL");
+    return program_run(p, s, num_inputs, inputs, num_outputs, outputs, workspace, workspace_bytes, seed, offset);
+}
+
 AXON_API void axon_program_destroy(axon_program_t *p) {
     if (!p || atomic_fetch_sub_explicit(&p->refs, 1, memory_order_acq_rel) != 1) return;
     axon_tier1_destroy(p->tier1);
     for (int k = 0; k < p->num_fused; k++) fused_destroy(p->fused[k]);
     free(p->fused);
+    free(p->draws);
     free(p->vals);
     free(p->bufs);
     free(p->steps);

@@ -12,6 +12,10 @@
 
 #include "axon/attention.h"
 #include "axon/compiler.h"
+#include "axon/dropout.h"
+#include "axon/index.h"
+#include "axon/loss.h"
+#include "axon/norm.h"
 #include "compile_check.h"
 #include "kernels_check.h"
 
@@ -707,6 +711,92 @@ static void test_attention_training_ops_match_the_kernels(void) {
     axon_runtime_destroy(k.rt);
 }
 
+/* The training library ops (norm and loss backwards, embedding backward) against their kernels called directly, and
+ * dropout's draws: draw 0 starts at the caller's offset, draw 1 after draw 0's blocks, whatever their order in the
+ * text; axon_program_run refuses a program that draws; draws must be 0..k-1 once each. */
+static void test_training_ops_and_draws_match_the_kernels(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    const char *text =
+        "axir 1\n"
+        "func @main(%x: f32[4, 8], %g: f32[4, 8], %w: f32[8], %t: i64[4], %ix: i64[3], %ge: f32[3, 8]) -> "
+        "(f32[4, 8], f32[8], f32[8], f32[], f32[4, 8], f32[5, 8], f32[4, 8], bool[4, 8], f32[4, 8], bool[4, 8]) {\n"
+        "  %y, %mu, %rs = layer_norm(%x, %w) {eps = 1e-05, normalized_ndim = 1} : (f32[4, 8], f32[4, 1], f32[4, 1])\n"
+        "  %gx, %gw, %gb = layer_norm_backward(%g, %x, %mu, %rs, %w) {normalized_ndim = 1} : "
+        "(f32[4, 8], f32[8], f32[8])\n"
+        "  %lp = log_softmax(%x) {dim = 1} : f32[4, 8]\n"
+        "  %l, %tw = nll_loss(%lp, %t, %w) {ignore_index = 2, reduction = \"mean\"} : (f32[], f32[])\n"
+        "  %gl = nll_loss_log_softmax_backward(%l, %lp, %t, %tw, %w) {ignore_index = 2, reduction = \"mean\"} : "
+        "f32[4, 8]\n"
+        "  %eb = embedding_backward(%ge, %ix) {num_weights = 5, padding_idx = 1} : f32[5, 8]\n"
+        "  %d1, %m1 = dropout(%x) {draw = 1, p = 0.5} : (f32[4, 8], bool[4, 8])\n"
+        "  %d0, %m0 = dropout(%g) {draw = 0, p = 0.25} : (f32[4, 8], bool[4, 8])\n"
+        "  return %gx, %gw, %gb, %l, %gl, %eb, %d1, %m1, %d0, %m0\n"
+        "}\n";
+    axon_program_t *p = tc_compile(text, 1, NULL);
+    CHECK(p != NULL);
+    if (p) {
+        float x[32], g[32], w[8], ge[24];
+        int64_t t[4] = {3, 2, 7, 0}, ix[3] = {4, 1, 4};
+        tc_fill(x, 32, 90), tc_fill(g, 32, 91), tc_fill(w, 8, 92), tc_fill(ge, 24, 93);
+        int64_t xs[2] = {4, 8}, ws[1] = {8}, ts[1] = {4}, is[1] = {3}, es[2] = {3, 8}, ebs[2] = {5, 8};
+        axon_tensor_t in[6] = {tc_f32(x, 2, xs), tc_f32(g, 2, xs), tc_f32(w, 1, ws),
+                               kc_tensor(t, AXON_INT64, 1, ts, NULL), kc_tensor(ix, AXON_INT64, 1, is, NULL),
+                               tc_f32(ge, 2, es)};
+        axon_tensor_t out[10];
+        uint64_t blocks = 0;
+        CHECK_OK(axon_program_philox_blocks(p, 6, in, &blocks));
+        CHECK(blocks == 16 && axon_program_num_draws(p) == 2);   /* 32 elements, 4 per block, twice */
+        CHECK_STATUS(tc_run(&k, p, 6, in, 10, out, NULL), AXON_ERROR_INVALID_ARG);
+        tc_free_outs(10, out);
+        CHECK_OK(tc_run_with(&k, p, 6, in, 10, out, NULL, 1, 1234, 40));
+        /* the same through the kernels */
+        float y[32], mu[4], rs[4], gx[32], gw[8], gb[8], lp[32], l, tw, gl[32], eb[40], d1[32], d0[32];
+        uint8_t m1[32], m0[32];
+        int64_t ms[2] = {4, 1}, x3[3] = {4, 8, 1}, t2[2] = {4, 1};
+        axon_tensor_t ty = tc_f32(y, 2, xs), tmu = tc_f32(mu, 2, ms), trs = tc_f32(rs, 2, ms), tgx = tc_f32(gx, 2, xs),
+                      tgw = tc_f32(gw, 1, ws), tgb = tc_f32(gb, 1, ws), tlp = tc_f32(lp, 2, xs), tl = tc_f32(&l, 0, NULL),
+                      ttw = tc_f32(&tw, 0, NULL), tgl3 = tc_f32(gl, 3, x3), tlp3 = tc_f32(lp, 3, x3),
+                      tt2 = kc_tensor(t, AXON_INT64, 2, t2, NULL), teb = tc_f32(eb, 2, ebs), td1 = tc_f32(d1, 2, xs),
+                      td0 = tc_f32(d0, 2, xs), tm1 = kc_tensor(m1, AXON_BOOL, 2, xs, NULL),
+                      tm0 = kc_tensor(m0, AXON_BOOL, 2, xs, NULL);
+        CHECK_OK(axon_kernel_layer_norm(k.s, &ty, &tmu, &trs, &in[0], &in[2], NULL, 8, 1e-5));
+        CHECK_OK(axon_kernel_layer_norm_backward(k.s, &tgx, &tgw, &tgb, &in[1], &in[0], &tmu, &trs, &in[2], 8));
+        CHECK_OK(axon_kernel_softmax(k.s, &tlp, &in[0], 1, 1));
+        CHECK_OK(axon_kernel_nll_loss(k.s, &tl, &ttw, &tlp3, &tt2, &in[2], AXON_LOSS_MEAN, 2));
+        CHECK_OK(axon_kernel_nll_loss_log_softmax_backward(k.s, &tgl3, &tl, &tlp3, &tt2, &in[2], &ttw, AXON_LOSS_MEAN, 2));
+        CHECK_OK(axon_kernel_embedding_backward(k.s, &teb, &in[5], &in[4], 1));
+        CHECK_OK(axon_kernel_dropout(k.s, &td0, &tm0, &in[1], 0.25, 1234, 40));
+        CHECK_OK(axon_kernel_dropout(k.s, &td1, &tm1, &in[0], 0.5, 1234, 48));
+        CHECK_OK(axon_stream_sync(k.s));
+        const void *want[10] = {gx, gw, gb, &l, gl, eb, d1, m1, d0, m0};
+        const size_t bytes[10] = {128, 32, 32, 4, 128, 160, 128, 32, 128, 32};
+        for (int r = 0; r < 10; r++) {
+            if (!out[r].data || memcmp(out[r].data, want[r], bytes[r]) != 0) fprintf(stderr, "output %d differs\n", r);
+            CHECK(out[r].data && memcmp(out[r].data, want[r], bytes[r]) == 0);
+        }
+        int kept = 0;
+        for (int i = 0; i < 32; i++) kept += m0[i] + m1[i];
+        CHECK(kept > 16 && kept < 64);   /* masks really drawn (expected 40 of 64) */
+        tc_free_outs(10, out);
+        axon_program_destroy(p);
+    }
+    /* draws must number the dropouts 0..k-1 once each */
+    const char *twice =
+        "axir 1\n"
+        "func @main(%x: f32[4]) -> (f32[4], f32[4]) {\n"
+        "  %a, %am = dropout(%x) {draw = 0, p = 0.5} : (f32[4], bool[4])\n"
+        "  %b, %bm = dropout(%x) {draw = 0, p = 0.5} : (f32[4], bool[4])\n"
+        "  return %a, %b\n"
+        "}\n";
+    axon_compile_options_t o = axon_compile_options_default();
+    axon_program_t *bad = NULL;
+    axon_axir_diag_t d;
+    CHECK_STATUS(axon_compile_text(twice, strlen(twice), &o, &bad, &d), AXON_ERROR_INVALID_ARG);
+    CHECK(bad == NULL && strstr(d.message, "draw 0 is taken twice") != NULL);
+    axon_runtime_destroy(k.rt);
+}
+
 /* The rest of the op table on small tensors: comparisons and where, cat, gather, index_select, iota, a shaped const,
  * bmm, addmm with a full bias, rms_norm, var, log_softmax along dim 0, contiguous of a transpose, squeeze, integer
  * arithmetic with floor division. */
@@ -1095,6 +1185,7 @@ int main(void) {
     RUN(test_bad_inputs);
     RUN(test_library_ops);
     RUN(test_attention_training_ops_match_the_kernels);
+    RUN(test_training_ops_and_draws_match_the_kernels);
     RUN(test_more_ops);
     RUN(test_threads);
     RUN(test_random_graphs);

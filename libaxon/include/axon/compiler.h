@@ -84,6 +84,20 @@ AXON_API axon_status_t axon_program_run(const axon_program_t *p, axon_stream_t s
                                         const axon_tensor_t *inputs, int num_outputs, const axon_tensor_t *outputs,
                                         void *workspace, size_t workspace_bytes);
 
+/* Random numbers. A program with `dropout` nodes draws from a Philox stream: draw k (the node's `draw` attribute) takes
+ * the blocks that an eager dropout kernel would after draws 0..k-1, so a caller that advances its generator by
+ * axon_program_philox_blocks and passes the offset it had gets eager mode's masks. */
+AXON_API int axon_program_num_draws(const axon_program_t *p);
+/* The Philox blocks one call with these inputs draws in all (0 without draws). Errors as prepare. */
+AXON_API axon_status_t axon_program_philox_blocks(const axon_program_t *p, int num_inputs,
+                                                  const axon_tensor_t *inputs, uint64_t *blocks);
+/* axon_program_run for any program: draw 0 starts at Philox block `offset` of `seed`. (axon_program_run refuses a
+ * program with draws: INVALID_ARG.) */
+AXON_API axon_status_t axon_program_run_philox(const axon_program_t *p, axon_stream_t s, int num_inputs,
+                                               const axon_tensor_t *inputs, int num_outputs,
+                                               const axon_tensor_t *outputs, void *workspace, size_t workspace_bytes,
+                                               uint64_t seed, uint64_t offset);
+
 /* How many of p's fused groups run as tier-1 C now (0 until the background compile is done, and without one). */
 AXON_API int axon_program_tier1_ready(const axon_program_t *p);
 /* Waits for p's tier-1 compile. AXON_OK once loaded; otherwise why not (no fused group, no C compiler, the compile
