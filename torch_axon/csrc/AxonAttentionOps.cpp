@@ -24,7 +24,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <mutex>
 #include <optional>
 #include <tuple>
 
@@ -133,10 +132,9 @@ fused_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
   at::Tensor lse = at::empty({B, Hq, L}, q.options().dtype(q.scalar_type() == at::kDouble ? at::kDouble : at::kFloat));
   uint64_t seed = 0, offset = 0;
   if (dropout_p > 0) {
-    auto* g = at::get_generator_or_default<AxonGeneratorImpl>(std::nullopt, default_generator(q.device().index()));
-    std::lock_guard<std::mutex> lock(g->mutex_);
-    seed = g->current_seed();
-    offset = g->claim_blocks(axon_attention_philox_blocks(B, Hq, L, S));
+    const PhiloxDraw draw = claim_philox(std::nullopt, q.device().index(), axon_attention_philox_blocks(B, Hq, L, S));
+    seed = draw.seed;
+    offset = draw.offset;
   }
   const at::Tensor mask = attn_bias.has_value() ? *attn_bias : at::Tensor();
   const axon_tensor_t qd = describe(q, op), kd = describe(k, op), vd = describe(v, op);

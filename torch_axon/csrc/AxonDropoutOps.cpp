@@ -10,7 +10,6 @@
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
-#include <mutex>
 #include <optional>
 #include <tuple>
 
@@ -36,16 +35,10 @@ std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, doubl
   const at::Tensor x = input.contiguous();
   at::Tensor out = at::empty(x.sizes(), x.options()), mask = at::empty(x.sizes(), x.options().dtype(at::kBool));
   if (x.numel() == 0) return {out, mask};
-  auto* g = at::get_generator_or_default<AxonGeneratorImpl>(std::nullopt, default_generator(x.device().index()));
-  uint64_t seed = 0, offset = 0;
-  {
-    std::lock_guard<std::mutex> lock(g->mutex_);
-    seed = g->current_seed();
-    offset = g->claim_blocks(axon_philox_blocks(AXON_FLOAT32, x.numel()));
-  }
+  const PhiloxDraw draw = claim_philox(std::nullopt, x.device().index(), axon_philox_blocks(AXON_FLOAT32, x.numel()));
   const axon_tensor_t od = describe(out.view({-1}), "native_dropout"), md = describe(mask.view({-1}), "native_dropout");
   const axon_tensor_t xd = describe(x.view({-1}), "native_dropout");
-  AXON_CHECK(axon_kernel_dropout(current_stream(x.device().index()), &od, &md, &xd, p, seed, offset));
+  AXON_CHECK(axon_kernel_dropout(current_stream(x.device().index()), &od, &md, &xd, p, draw.seed, draw.offset));
   return {out, mask};
 }
 

@@ -148,14 +148,8 @@ class Fallback {
   c10::IValue host_generator(const c10::IValue& v) {
     std::optional<at::Generator> given;
     if (v.isGenerator()) given = v.toGenerator();
-    auto* g = at::get_generator_or_default<AxonGeneratorImpl>(given, default_generator(device_index_));
-    uint64_t seed = 0, block = 0;
-    {
-      std::lock_guard<std::mutex> lock(g->mutex_);
-      seed = g->current_seed();
-      block = g->claim_blocks(1);
-    }
-    at::Philox4_32 philox(seed, /*subsequence=*/0, /*offset=*/block);
+    const PhiloxDraw draw = claim_philox(given, device_index_, 1);
+    at::Philox4_32 philox(draw.seed, /*subsequence=*/0, /*offset=*/draw.offset);
     const uint64_t lo = philox(), hi = philox();
     return c10::IValue(at::make_generator<at::CPUGeneratorImpl>(lo | (hi << 32)));
   }

@@ -73,6 +73,12 @@ uint64_t AxonGeneratorImpl::claim_blocks(uint64_t blocks) {
   return first;
 }
 
+PhiloxDraw claim_philox(const std::optional<at::Generator>& gen, c10::DeviceIndex index, uint64_t blocks) {
+  auto* g = at::get_generator_or_default<AxonGeneratorImpl>(gen, default_generator(index));
+  std::lock_guard<std::mutex> lock(g->mutex_);
+  return {g->current_seed(), g->claim_blocks(blocks)};
+}
+
 AxonGeneratorImpl* AxonGeneratorImpl::clone_impl() const {
   auto* g = new AxonGeneratorImpl(device().index(), seed_);
   g->offset_ = offset_;

@@ -6,6 +6,8 @@
 #include <ATen/core/Generator.h>
 #include <c10/core/GeneratorImpl.h>
 
+#include <optional>
+
 namespace torch_axon {
 
 struct AxonGeneratorImpl final : public c10::GeneratorImpl {
@@ -31,6 +33,15 @@ struct AxonGeneratorImpl final : public c10::GeneratorImpl {
 
 // The default generator of device `index` (-1: the current device), created on first use.
 const at::Generator& default_generator(c10::DeviceIndex index);
+
+// Where one random kernel draws: the generator's seed and the first of the Philox blocks claimed for it.
+struct PhiloxDraw {
+  uint64_t seed;
+  uint64_t offset;
+};
+
+// Claims `blocks` blocks of `gen` (absent: the default generator of device `index`) under its lock.
+PhiloxDraw claim_philox(const std::optional<at::Generator>& gen, c10::DeviceIndex index, uint64_t blocks);
 
 // A new generator on device `index`, seeded with the default seed.
 at::Generator new_generator(c10::DeviceIndex index);
