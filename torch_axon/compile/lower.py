@@ -877,6 +877,89 @@ def _rms_norm(L: Lowering, n: fx.Node):
                   [type_text(o) for o in outs], n.name, nresults=2)
 
 
+def _softmax_backward(op: str):
+    def lower(L: Lowering, n: fx.Node):
+        grad, out, dim, input_dtype = n.args
+        y = _val(out)
+        if input_dtype != y.dtype:
+            raise Unsupported(f"{op} into another dtype ({input_dtype})")
+        return L.emit1(op, [L.tensor(grad), L.tensor(out)], {"dim": _wrap(dim, y.dim())}, _out(n), n.name)
+    return lower
+
+
+def _results(L: Lowering, n: fx.Node, types: list[str]) -> list[str]:
+    """The op's results named after n: its declared types (the gradients output_mask leaves out still get one)."""
+    for t in n.meta["val"]:
+        if _is_tensor(t):
+            L._note_symbols(t)
+    return types
+
+
+def _layer_norm_backward(L: Lowering, n: fx.Node):
+    grad, x, shape, mean, rstd, w = n.args[:6]
+    xv = _val(x)
+    param = L.type_of(xv.dtype, xv.shape[xv.dim() - len(shape):])
+    ops = [L.tensor(a) for a in (grad, x, mean, rstd)] + ([L.tensor(w)] if w is not None else [])
+    return L.emit("layer_norm_backward", ops, {"normalized_ndim": len(shape)},
+                  _results(L, n, [type_text(xv), param, param]), n.name, nresults=3)
+
+
+def _rms_norm_backward(L: Lowering, n: fx.Node):
+    grad, x, shape, rstd, w = n.args[:5]
+    xv = _val(x)
+    param = L.type_of(xv.dtype, xv.shape[xv.dim() - len(shape):])
+    ops = [L.tensor(a) for a in (grad, x, rstd)] + ([L.tensor(w)] if w is not None else [])
+    return L.emit("rms_norm_backward", ops, {"normalized_ndim": len(shape)},
+                  _results(L, n, [type_text(xv), param]), n.name, nresults=2)
+
+
+def _embedding_backward(L: Lowering, n: fx.Node):
+    grad, indices, num_weights, padding_idx, scale_grad_by_freq = n.args[:5]
+    if scale_grad_by_freq:
+        raise Unsupported("embedding backward with scale_grad_by_freq")
+    attrs = {"num_weights": _static(num_weights, "embedding's num_weights"), "padding_idx": int(padding_idx)}
+    return L.emit1("embedding_backward", [L.tensor(grad), L.tensor(indices)], attrs, _out(n), n.name)
+
+
+_REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}   # at::Reduction
+
+
+def _nll_attrs(x, target, reduction, ignore_index) -> dict:
+    xv, tv = _val(x), _val(target)
+    if xv.dim() not in (1, 2) or tv.dtype != torch.int64:
+        raise Unsupported("nll_loss beyond [N, C] or [C] log-probabilities with int64 targets")
+    return {"reduction": _REDUCTIONS[reduction], "ignore_index": int(ignore_index)}
+
+
+def _nll_loss(L: Lowering, n: fx.Node):
+    x, target, weight, reduction, ignore_index = n.args[:5]
+    ops = [L.tensor(x), L.tensor(target)] + ([L.tensor(weight)] if weight is not None else [])
+    return L.emit("nll_loss", ops, _nll_attrs(x, target, reduction, ignore_index),
+                  _results(L, n, [type_text(t) for t in n.meta["val"]]), n.name, nresults=2)
+
+
+def _nll_loss_backward(op: str):
+    """nll_loss_backward (logp only gives the shape) and the fused cross-entropy backward (cross_entropy.py):
+    (grad_output, logp, target, total_weight[, weight])."""
+    def lower(L: Lowering, n: fx.Node):
+        grad, x, target, weight, reduction, ignore_index, total_weight = n.args[:7]
+        ops = [L.tensor(a) for a in (grad, x, target, total_weight)] + ([L.tensor(weight)] if weight is not None else [])
+        return L.emit1(op, ops, _nll_attrs(x, target, reduction, ignore_index), _out(n), n.name)
+    return lower
+
+
+def _dropout(L: Lowering, n: fx.Node):
+    """native_dropout in training: AXIR's dropout, whose `draw` (partition.py numbers them) fixes its place in the
+    partition's Philox blocks, so that the mask is the one eager mode draws."""
+    x, p, train = n.args[0], n.args[1], _arg(n, 2, "train")
+    if train is False:
+        raise Unsupported("native_dropout with train=False")
+    if isinstance(p, (torch.SymFloat, torch.SymInt)):
+        raise Unsupported("symbolic dropout probability")
+    return L.emit("dropout", [L.tensor(x)], {"p": float(p), "draw": int(n.meta.get("axon_draw", 0))},
+                  _results(L, n, [type_text(t) for t in n.meta["val"]]), n.name, nresults=2)
+
+
 def _embedding(L: Lowering, n: fx.Node):
     return L.emit1("embedding", [L.tensor(n.args[0]), L.tensor(n.args[1])], {}, _out(n), n.name)
 
@@ -1157,6 +1240,16 @@ LOWERINGS[aten.index_select.default] = _index_select
 LOWERINGS[aten.index.Tensor] = _index
 LOWERINGS[aten._scaled_dot_product_fused_attention_overrideable.default] = _sdpa
 LOWERINGS[aten._scaled_dot_product_fused_attention_overrideable_backward.default] = _sdpa_backward
+LOWERINGS[aten._softmax_backward_data.default] = _softmax_backward("softmax_backward")
+LOWERINGS[aten._log_softmax_backward_data.default] = _softmax_backward("log_softmax_backward")
+LOWERINGS[aten.native_layer_norm_backward.default] = _layer_norm_backward
+if hasattr(aten, "_fused_rms_norm_backward"):
+    LOWERINGS[aten._fused_rms_norm_backward.default] = _rms_norm_backward
+LOWERINGS[aten.embedding_dense_backward.default] = _embedding_backward
+LOWERINGS[aten.nll_loss_forward.default] = _nll_loss
+LOWERINGS[aten.nll_loss_backward.default] = _nll_loss_backward("nll_loss_backward")
+LOWERINGS[torch.ops.axon.nll_loss_log_softmax_backward.default] = _nll_loss_backward("nll_loss_log_softmax_backward")
+LOWERINGS[aten.native_dropout.default] = _dropout
 
 for _name in ["add", "sub", "mul", "div", "maximum", "minimum", "pow"]:
     _packet = getattr(aten, "_foreach_" + _name)

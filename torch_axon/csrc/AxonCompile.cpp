@@ -20,6 +20,7 @@
 
 #include "AxonException.h"
 #include "AxonFunctions.h"
+#include "AxonGenerator.h"
 #include "AxonTensor.h"
 
 
@@ -160,6 +161,16 @@ std::vector<at::Tensor> program_run(const Program& prog, const std::vector<at::T
     ws = reinterpret_cast<void*>((addr + kAlign - 1) / kAlign * kAlign);
   }
   axon_stream_t stream = current_stream(dev.index());
+  if (axon_program_num_draws(p) > 0) {
+    // Dropout inside the program: its draws take the blocks eager kernels would, from the device's default generator.
+    uint64_t blocks = 0;
+    AXON_CHECK(axon_program_philox_blocks(p, nin, in.data(), &blocks));
+    const PhiloxDraw draw = claim_philox(std::nullopt, dev.index(), blocks);
+    py::gil_scoped_release no_gil;
+    AXON_CHECK(axon_program_run_philox(p, stream, nin, in.data(), nout, out.data(), ws, workspace_bytes, draw.seed,
+                                       draw.offset));
+    return results;
+  }
   {
     py::gil_scoped_release no_gil;
     AXON_CHECK(axon_program_run(p, stream, nin, in.data(), nout, out.data(), ws, workspace_bytes));
