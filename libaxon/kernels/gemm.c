@@ -287,6 +287,21 @@ static int gemm_lowp_takes(axon_dtype_t dt, int64_t bsz, int64_t m, int64_t n, i
     return dt == AXON_FLOAT32 && bsz == 1 && m > 8 && n > 8 && madds >= 8e6 && madds <= 1024.0 * 1024.0 * 1024.0;
 }
 
+/* float32 against MKL (when it is the BLAS; a throwaway script timing torch.mm against torch CPU, 2 threads, medians
+ * of 3 interleaved rounds, 2026-11-30): MKL was 2-7% faster than oneDNN 2.6 from 2^28 multiply-adds (GPT-2's lm_head
+ * 512 x 256 x 8192 0.97 against 0.99 of CPU's time, its gradient 512 x 8192 x 256 0.96 against 1.03, 1024^3 1.02
+ * against 1.07) and at 2^27 with B row-major (512 x 1024 x 256: 1.05 against 1.13); oneDNN kept the edge at 2^27
+ * with B stored transposed, a Linear's weight (0.99 against 1.07). */
+static int gemm_f32_blas_beats_onednn(const axon_tensor_t *b, int64_t m, int64_t n, int64_t k) {
+#ifdef AXON_HAVE_MKL
+    const int b_transposed = b->strides[2] != 1 && n > 1;
+    return !b_transposed || (double)m * (double)n * (double)k > 128.0 * 1024.0 * 1024.0;
+#else
+    (void)b, (void)m, (void)n, (void)k;
+    return 0;
+#endif
+}
+
 /* Runs g through oneDNN and returns 1, with *st set; returns 0, having changed nothing, when oneDNN does not take
  * this product (not built in, another dtype, k == 0, out not row-major in its dtype, a shape it does not offer). */
 static int gemm_lowp_try(const struct gemm_args *g, const axon_exec_t *ex, axon_status_t *st) {
@@ -299,7 +314,7 @@ static int gemm_lowp_try(const struct gemm_args *g, const axon_exec_t *ex, axon_
      * 512 x 1024 1.66 ms against 0.84). */
     const int a_transposed = g->a.strides[2] != 1 && k > 1;
     if (!gemm_lowp_takes(dt, bsz, m, n, k) || k == 0 || !axon_gemm_lowp_available() ||
-        (dt == AXON_FLOAT32 && a_transposed) ||
+        (dt == AXON_FLOAT32 && (a_transposed || gemm_f32_blas_beats_onednn(&g->b, m, n, k))) ||
         !gemm_layout(m, n, g->out.strides[1], g->out.strides[2], &ctrans, &ldc) || ctrans ||
         (bsz > 1 && (g->a.strides[0] < 0 || g->b.strides[0] < 0 || g->out.strides[0] < 0))) /* oneDNN: none < 0 */
         return 0;

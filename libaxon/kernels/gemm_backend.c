@@ -1,22 +1,33 @@
-/* The GEMM library behind axon_gemm_f32/f64: OpenBLAS when CMake found it (AXON_HAVE_OPENBLAS), else the portable
- * blocked code. float32 products with few rows or columns go to gemm_skinny.c where it is the faster one.
+/* The GEMM library behind axon_gemm_f32/f64: MKL or OpenBLAS, whichever CMake found (AXON_HAVE_MKL first, then
+ * AXON_HAVE_OPENBLAS), else the portable blocked code. float32 products with few rows or columns go to gemm_skinny.c
+ * where it is the faster one.
  *
- * OpenBLAS runs single-threaded here. libaxon already splits each GEMM over the device's worker pool (gemm.c), so
- * OpenBLAS's own thread pool would only add a second set of threads competing for the same cores; it is also
- * process-wide, so it could not honour two devices with different thread counts. openblas_set_num_threads(1) is set
- * once, before the first call; OpenBLAS's single-threaded path is safe to call from several threads at once. */
+ * The library runs single-threaded here. libaxon already splits each GEMM over the device's worker pool (gemm.c), so
+ * the library's own threads would only compete for the same cores; its thread count is also process-wide, so it
+ * could not honour two devices with different thread counts. Set once, before the first call: MKL's sequential
+ * threading layer (mkl_rt would otherwise load Intel's OpenMP runtime), OpenBLAS's thread count 1. Both libraries'
+ * single-threaded paths are safe to call from several threads at once. */
 #include <pthread.h>
 
 #include "gemm_impl.h"
 
-#ifdef AXON_HAVE_OPENBLAS
+#if defined(AXON_HAVE_MKL) || defined(AXON_HAVE_OPENBLAS)
+#ifdef AXON_HAVE_MKL
+#include <mkl_cblas.h>
+#include <mkl_service.h>
+
+static void gemm_init(void) { MKL_Set_Threading_Layer(MKL_THREADING_SEQUENTIAL); }
+#define GEMM_LIBRARY "mkl"
+#else
 #include <cblas.h>
 
 void openblas_set_num_threads(int num_threads); /* declared by cblas.h in some packagings only */
 
-static pthread_once_t gemm_once = PTHREAD_ONCE_INIT;
-
 static void gemm_init(void) { openblas_set_num_threads(1); }
+#define GEMM_LIBRARY "openblas"
+#endif
+
+static pthread_once_t gemm_once = PTHREAD_ONCE_INIT;
 
 /* OpenBLAS 0.3.21 (single-threaded, Sapphire Rapids) has a fast path for small products: up to m*n*k = 100^3, and
  * with B transposed (row-major view; its TN kernel in column-major terms) only while m*n <= 1200 and k >= 32. Past
@@ -29,7 +40,7 @@ static int gemm_skinny_wanted(int ta, int tb, int64_t m, int64_t n, int64_t k) {
     return (double)m * (double)n * (double)k > 1e6;
 }
 
-const char *axon_gemm_backend_name(void) { return "openblas"; }
+const char *axon_gemm_backend_name(void) { return GEMM_LIBRARY; }
 
 int axon_gemm_f32(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
                   const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {

@@ -20,7 +20,7 @@ int axon_gemm_f32(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, 
                    const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 int axon_gemm_f64(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha, const double *a, int64_t lda,
                    const double *b, int64_t ldb, double beta, double *c, int64_t ldc);
-/* "openblas" or "portable", for benchmarks and tests. */
+/* "mkl", "openblas" or "portable", for benchmarks and tests. */
 const char *axon_gemm_backend_name(void);
 
 /* Portable blocked versions (gemm_portable.c), always built: the fallback where no library was found. They malloc
