@@ -50,7 +50,7 @@ static axon_status_t parse_int(const char *name, const char *text, long lo, long
     return AXON_OK;
 }
 
-static int usable_cores(void) {
+int axon_usable_cores(void) {
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof set, &set) == 0) {
         int n = CPU_COUNT(&set);
@@ -90,7 +90,7 @@ axon_status_t axon_config_from_env(axon_config_t *out) {
         local_world = 1;
         axon_clear_error();
     }
-    int cores = usable_cores();
+    int cores = axon_usable_cores();
     out->device_count = local_world < AXON_MAX_DEVICES ? local_world : AXON_MAX_DEVICES;
     out->threads_per_device = cores / local_world > 0 ? cores / local_world : 1;
     /* Devices of one process share its memory; under torchrun each rank uses one device, so the split is by

@@ -48,6 +48,9 @@ struct axon_runtime {
     struct axon_strict *strict;     /* strict.c; NULL unless cfg.strict */
 };
 
+/* CPUs this process may run on (its affinity mask, else the online count). */
+int axon_usable_cores(void);
+
 /* Parse a byte size: digits with an optional K/M/G/T suffix (powers of 1024, optional trailing B/iB). */
 axon_status_t axon_parse_size(const char *name, const char *text, size_t *out);
 
