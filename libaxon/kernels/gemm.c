@@ -12,6 +12,7 @@
  * bias, so the library can finish with beta = 1 and the bias costs one pass over a block that is in cache. */
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -278,11 +279,11 @@ static void gemm_lowp_strides(const gemm_mat_t *mt, int64_t *bs, int64_t *rs, in
  * (benchmarks/ops.py, 2026-11-30) oneDNN took 55 ms at 2048^3 and 445 ms at 4096^3, OpenBLAS 52 and 404 (11-29) and
  * 58 and 429 (11-30, CPU 54 and 446 then): no gain there, a loss in one run. Batched float32 stays with OpenBLAS
  * (not measured). */
-static int gemm_avx_wanted(int64_t bsz, int64_t m, int64_t n, int64_t k);
+static int gemm_avx_wanted(int64_t bsz, int64_t m, int64_t n, int64_t k, int b_trans);
 
-static int gemm_lowp_takes(axon_dtype_t dt, int64_t bsz, int64_t m, int64_t n, int64_t k) {
+static int gemm_lowp_takes(axon_dtype_t dt, int64_t bsz, int64_t m, int64_t n, int64_t k, int b_trans) {
     if (dt == AXON_BFLOAT16 || dt == AXON_FLOAT16) return 1;
-    if (gemm_avx_wanted(bsz, m, n, k)) return 0;
+    if (gemm_avx_wanted(bsz, m, n, k, b_trans)) return 0;
     const double madds = (double)m * (double)n * (double)k;
     return dt == AXON_FLOAT32 && bsz == 1 && m > 8 && n > 8 && madds >= 8e6 && madds <= 1024.0 * 1024.0 * 1024.0;
 }
@@ -292,12 +293,11 @@ static int gemm_lowp_takes(axon_dtype_t dt, int64_t bsz, int64_t m, int64_t n, i
  * 512 x 256 x 8192 0.97 against 0.99 of CPU's time, its gradient 512 x 8192 x 256 0.96 against 1.03, 1024^3 1.02
  * against 1.07) and at 2^27 with B row-major (512 x 1024 x 256: 1.05 against 1.13); oneDNN kept the edge at 2^27
  * with B stored transposed, a Linear's weight (0.99 against 1.07). */
-static int gemm_f32_blas_beats_onednn(const axon_tensor_t *b, int64_t m, int64_t n, int64_t k) {
+static int gemm_f32_blas_beats_onednn(int b_transposed, int64_t m, int64_t n, int64_t k) {
 #ifdef AXON_HAVE_MKL
-    const int b_transposed = b->strides[2] != 1 && n > 1;
     return !b_transposed || (double)m * (double)n * (double)k > 128.0 * 1024.0 * 1024.0;
 #else
-    (void)b, (void)m, (void)n, (void)k;
+    (void)b_transposed, (void)m, (void)n, (void)k;
     return 0;
 #endif
 }
@@ -312,9 +312,9 @@ static int gemm_lowp_try(const struct gemm_args *g, const axon_exec_t *ex, axon_
     /* float32 with A stored transposed (a Linear's weight gradient, x^T @ dy): oneDNN 2.6 ran these at half
      * OpenBLAS's rate (2 threads, 2026-11-30: 8192 x 512 x 256 with A (512, 8192) 12.8 ms against CPU's 6.4; 256 x
      * 512 x 1024 1.66 ms against 0.84). */
-    const int a_transposed = g->a.strides[2] != 1 && k > 1;
-    if (!gemm_lowp_takes(dt, bsz, m, n, k) || k == 0 || !axon_gemm_lowp_available() ||
-        (dt == AXON_FLOAT32 && (a_transposed || gemm_f32_blas_beats_onednn(&g->b, m, n, k))) ||
+    const int a_transposed = g->a.strides[2] != 1 && k > 1, b_transposed = g->b.strides[2] != 1 && n > 1;
+    if (!gemm_lowp_takes(dt, bsz, m, n, k, b_transposed) || k == 0 || !axon_gemm_lowp_available() ||
+        (dt == AXON_FLOAT32 && (a_transposed || gemm_f32_blas_beats_onednn(b_transposed, m, n, k))) ||
         !gemm_layout(m, n, g->out.strides[1], g->out.strides[2], &ctrans, &ldc) || ctrans ||
         (bsz > 1 && (g->a.strides[0] < 0 || g->b.strides[0] < 0 || g->out.strides[0] < 0))) /* oneDNN: none < 0 */
         return 0;
@@ -496,11 +496,38 @@ done:
  * that spreads evenly runs whole matrices per participant. */
 #define GEMM_AVX_COLS_BYTES ((size_t)1 << 20)
 #define GEMM_AVX_MIN (1024.0 * 1024.0)
+/* With MKL as the BLAS (through the pool, 2 threads, against torch CPU, medians of 2 interleaved rounds, 10:25-10:30
+ * UTC 2026-11-30): MKL beat this kernel on batches (bmm 32 x 128 x 64 x 128 1.05 against 1.17 of CPU's time), below
+ * 2^25 multiply-adds (128^3 1.16 against 2.02, 32 x 256 x 256 1.06 against 1.59, 256^3 1.01 against 1.23) and with B
+ * row-major (256 x 512 x 256 0.98 against 1.22, 512 x 256 x 768 0.95 against 1.06-1.08, 64 x 2048 x 512 0.88 against
+ * 1.16-1.18; lost 64 x 512 x 2048 1.06 against 1.00-1.02). This kernel keeps single Linears, B stored transposed, from
+ * 2^25 (512 x 256 x 768 0.93 against oneDNN's 1.00, 64 x 512 x 2048 0.86 against 1.09, 64 x 2048 x 512 0.98 against
+ * 1.10, 512 x 256 x 1024 1.01 against 1.07). */
+#define GEMM_AVX_MIN_MKL (32.0 * 1024.0 * 1024.0)
 #define GEMM_AVX_MAX (512.0 * 512.0 * 512.0)
 
-static int gemm_avx_wanted(int64_t bsz, int64_t m, int64_t n, int64_t k) {
+/* AXON_GEMM_F32=avx512 sends every float32 product the kernel can take to it, whatever its size and whichever BLAS
+ * was built in: its C test covers it that way, and a benchmark can compare the paths. Read once. */
+static int gemm_avx_forced_flag;
+static void gemm_avx_forced_init(void) {
+    const char *e = getenv("AXON_GEMM_F32");
+    gemm_avx_forced_flag = e != NULL && strcmp(e, "avx512") == 0;
+}
+static int gemm_avx_forced(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, gemm_avx_forced_init);
+    return gemm_avx_forced_flag;
+}
+
+static int gemm_avx_wanted(int64_t bsz, int64_t m, int64_t n, int64_t k, int b_trans) {
     const double madds = (double)m * (double)n * (double)k;
+    if (gemm_avx_forced()) return m > AXON_GEMM_SKINNY && n > AXON_GEMM_SKINNY && axon_gemm_avx512_available();
     if (m <= AXON_GEMM_SKINNY || n <= AXON_GEMM_SKINNY || madds < GEMM_AVX_MIN || madds > GEMM_AVX_MAX) return 0;
+#ifdef AXON_HAVE_MKL
+    if (bsz > 1 || !b_trans || madds < GEMM_AVX_MIN_MKL) return 0;
+#else
+    (void)b_trans;
+#endif
     if (bsz == 1 && m >= n && madds >= GEMM_AVX_MAX) return 0; /* split by rows: two passes over the pool */
     return axon_gemm_avx512_available();
 }
@@ -686,7 +713,7 @@ static axon_status_t gemm_kernel(const void *args, const axon_exec_t *ex) {
         j.bias_on_rows = 1;
     }
     int64_t grain, blocks = gemm_split(&j, bsz, axon_pool_size(ex->pool), &grain);
-    if (cdt == AXON_FLOAT32 && gemm_avx_wanted(bsz, j.m, j.n, k)) {
+    if (cdt == AXON_FLOAT32 && gemm_avx_wanted(bsz, j.m, j.n, k, j.b.trans)) {
         if ((st = gemm_avx_run(&j, bsz, ex->pool)) != AXON_OK) goto done;
         blocks = 0;
     }

@@ -10,9 +10,11 @@
  * case also runs on a 1- and a 2-thread device, whose results must be the same bits: each element is one sum in a
  * fixed order whichever thread computes it.
  *
- * gemm.c sends a product there from AV_MIN_MADDS multiply-adds (per matrix) up, a single matrix with no fewer rows
- * than columns only past AV_ROWS_MIN: smaller ones here get a deeper k, or come in a batch of 3 (which 2 threads
- * share out matrix by matrix, split by rows as a large single matrix is). */
+ * Which products gemm.c gives the kernel depends on the BLAS it was built with (with MKL: single Linears from 2^25
+ * multiply-adds), so this test sets AXON_GEMM_F32=avx512, which sends every product with more than 16 rows and
+ * columns there. The shapes still follow the default OpenBLAS routing (from AV_MIN_MADDS multiply-adds, a single
+ * matrix with no fewer rows than columns only past AV_ROWS_MIN): smaller ones get a deeper k, or come in a batch of 3
+ * (which 2 threads share out matrix by matrix, split by rows as a large single matrix is). */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -248,6 +250,7 @@ static void test_batches(void) {
 }
 
 int main(void) {
+    setenv("AXON_GEMM_F32", "avx512", 1);   /* before the first product: gemm.c reads it once */
     dev1 = kc_open(1);
     dev2 = kc_open(2);
     RUN(test_sizes_around_the_tiles);
