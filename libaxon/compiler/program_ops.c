@@ -144,12 +144,8 @@ static int64_t normalized_count(const axon_axir_node_t *n, const axon_tensor_t *
     return normalized;
 }
 
-static axon_status_t run_norm(prog_call_t *c, axon_stream_t s, const prog_step_t *st) {
-    const axon_axir_node_t *n = st->node;
-    axon_tensor_t in[PROG_MAX_TEMPS];
-    const axon_tensor_t *pin[PROG_MAX_TEMPS];
-    axon_status_t e = contiguous_operands(c, s, st, in, pin);
-    if (e != AXON_OK) return e;
+static axon_status_t launch_norm(prog_call_t *c, axon_stream_t s, const axon_axir_node_t *n,
+                                 const axon_tensor_t *const *pin) {
     const axon_tensor_t *out = &c->desc[n->results[0]->id];
     if (n->op == AXON_AXIR_OP_SOFTMAX || n->op == AXON_AXIR_OP_LOG_SOFTMAX)
         return axon_kernel_softmax(s, out, pin[0], (int)compile_attr_int(n, "dim", -1),
@@ -223,12 +219,8 @@ static axon_tensor_t loss_view(const axon_tensor_t *t, int rank) {
     return v;
 }
 
-static axon_status_t run_nll(prog_call_t *c, axon_stream_t s, const prog_step_t *st) {
-    const axon_axir_node_t *n = st->node;
-    axon_tensor_t in[PROG_MAX_TEMPS];
-    const axon_tensor_t *pin[PROG_MAX_TEMPS];
-    axon_status_t e = contiguous_operands(c, s, st, in, pin);
-    if (e != AXON_OK) return e;
+static axon_status_t launch_nll(prog_call_t *c, axon_stream_t s, const axon_axir_node_t *n,
+                                const axon_tensor_t *const *pin) {
     const axon_loss_reduction_t red = loss_reduction(n);
     const int64_t ignore = compile_attr_int(n, "ignore_index", -100);
     const axon_tensor_t *res = &c->desc[n->results[0]->id];
@@ -245,12 +237,8 @@ static axon_status_t run_nll(prog_call_t *c, axon_stream_t s, const prog_step_t 
     return axon_kernel_nll_loss_log_softmax_backward(s, &gi, &g, &x, &t, pin[4], pin[3], red, ignore);
 }
 
-static axon_status_t run_backward(prog_call_t *c, axon_stream_t s, const prog_step_t *st) {
-    const axon_axir_node_t *n = st->node;
-    axon_tensor_t in[PROG_MAX_TEMPS];
-    const axon_tensor_t *pin[PROG_MAX_TEMPS];
-    axon_status_t e = contiguous_operands(c, s, st, in, pin);
-    if (e != AXON_OK) return e;
+static axon_status_t launch_backward(prog_call_t *c, axon_stream_t s, const axon_axir_node_t *n,
+                                     const axon_tensor_t *const *pin) {
     const axon_tensor_t *gi = result_or_null(c, n, 0);
     switch (n->op) {
     case AXON_AXIR_OP_SOFTMAX_BACKWARD: case AXON_AXIR_OP_LOG_SOFTMAX_BACKWARD:
@@ -274,15 +262,29 @@ static axon_status_t run_backward(prog_call_t *c, axon_stream_t s, const prog_st
 }
 
 /* dropout: the draw's Philox blocks are the call's (program_run.c), so the mask is the one eager mode draws. */
-static axon_status_t run_dropout(prog_call_t *c, axon_stream_t s, const prog_step_t *st) {
-    const axon_axir_node_t *n = st->node;
+static axon_status_t launch_dropout(prog_call_t *c, axon_stream_t s, const axon_axir_node_t *n,
+                                    const axon_tensor_t *const *pin) {
+    const int64_t draw = compile_attr_int(n, "draw", 0);
+    return axon_kernel_dropout(s, &c->desc[n->results[0]->id], &c->desc[n->results[1]->id], pin[0],
+                               compile_attr_float(n, "p", 0.0), c->seed, c->draw_offset[draw]);
+}
+
+/* The library ops whose kernels take contiguous tensors only: each operand is made so (in place, or copied into the
+ * step's temp of the same index), then one launch. */
+static axon_status_t run_contiguous(prog_call_t *c, axon_stream_t s, const prog_step_t *st) {
     axon_tensor_t in[PROG_MAX_TEMPS];
     const axon_tensor_t *pin[PROG_MAX_TEMPS];
     axon_status_t e = contiguous_operands(c, s, st, in, pin);
     if (e != AXON_OK) return e;
-    const int64_t draw = compile_attr_int(n, "draw", 0);
-    return axon_kernel_dropout(s, &c->desc[n->results[0]->id], &c->desc[n->results[1]->id], pin[0],
-                               compile_attr_float(n, "p", 0.0), c->seed, c->draw_offset[draw]);
+    const axon_axir_node_t *n = st->node;
+    switch (n->op) {
+    case AXON_AXIR_OP_SOFTMAX: case AXON_AXIR_OP_LOG_SOFTMAX: case AXON_AXIR_OP_LAYER_NORM: case AXON_AXIR_OP_RMS_NORM:
+        return launch_norm(c, s, n, pin);
+    case AXON_AXIR_OP_NLL_LOSS: case AXON_AXIR_OP_NLL_LOSS_BACKWARD: case AXON_AXIR_OP_NLL_LOSS_LOG_SOFTMAX_BACKWARD:
+        return launch_nll(c, s, n, pin);
+    case AXON_AXIR_OP_DROPOUT: return launch_dropout(c, s, n, pin);
+    default: return launch_backward(c, s, n, pin);
+    }
 }
 
 static axon_status_t run_const(prog_call_t *c, axon_stream_t s, const axon_axir_node_t *n) {
@@ -334,8 +336,6 @@ axon_status_t prog_run_node(prog_call_t *c, axon_stream_t s, const prog_step_t *
     }
     case AXON_AXIR_OP_MM: case AXON_AXIR_OP_BMM: return axon_kernel_matmul(s, out, operand(c, n, 0), operand(c, n, 1), NULL);
     case AXON_AXIR_OP_ADDMM: return run_addmm(c, s, n);
-    case AXON_AXIR_OP_SOFTMAX: case AXON_AXIR_OP_LOG_SOFTMAX: case AXON_AXIR_OP_LAYER_NORM: case AXON_AXIR_OP_RMS_NORM:
-        return run_norm(c, s, st);
     case AXON_AXIR_OP_EMBEDDING: return run_embedding(c, s, st);
     case AXON_AXIR_OP_GATHER:
         return axon_kernel_gather(s, out, operand(c, n, 0), (int)compile_attr_int(n, "dim", 0), operand(c, n, 1),
@@ -344,12 +344,11 @@ axon_status_t prog_run_node(prog_call_t *c, axon_stream_t s, const prog_step_t *
         return axon_kernel_index_select(s, out, operand(c, n, 0), (int)compile_attr_int(n, "dim", 0), operand(c, n, 1),
                                         AXON_INDEX_DEFAULT);
     case AXON_AXIR_OP_SDPA: case AXON_AXIR_OP_SDPA_LSE: case AXON_AXIR_OP_SDPA_BACKWARD: return run_sdpa(c, s, st);
+    case AXON_AXIR_OP_SOFTMAX: case AXON_AXIR_OP_LOG_SOFTMAX: case AXON_AXIR_OP_LAYER_NORM: case AXON_AXIR_OP_RMS_NORM:
     case AXON_AXIR_OP_SOFTMAX_BACKWARD: case AXON_AXIR_OP_LOG_SOFTMAX_BACKWARD: case AXON_AXIR_OP_LAYER_NORM_BACKWARD:
-    case AXON_AXIR_OP_RMS_NORM_BACKWARD: case AXON_AXIR_OP_EMBEDDING_BACKWARD:
-        return run_backward(c, s, st);
-    case AXON_AXIR_OP_NLL_LOSS: case AXON_AXIR_OP_NLL_LOSS_BACKWARD: case AXON_AXIR_OP_NLL_LOSS_LOG_SOFTMAX_BACKWARD:
-        return run_nll(c, s, st);
-    case AXON_AXIR_OP_DROPOUT: return run_dropout(c, s, st);
+    case AXON_AXIR_OP_RMS_NORM_BACKWARD: case AXON_AXIR_OP_EMBEDDING_BACKWARD: case AXON_AXIR_OP_NLL_LOSS:
+    case AXON_AXIR_OP_NLL_LOSS_BACKWARD: case AXON_AXIR_OP_NLL_LOSS_LOG_SOFTMAX_BACKWARD: case AXON_AXIR_OP_DROPOUT:
+        return run_contiguous(c, s, st);
     case AXON_AXIR_OP_FUSED: {
         /* tier 1's generated function once it is loaded (operands: parameters, then results), else the interpreter */
         axon_tier1_fn fn = c->p->tier1 ? axon_tier1_lookup(c->p->tier1, n->callee) : NULL;

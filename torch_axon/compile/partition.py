@@ -1,7 +1,7 @@
 """Which FX nodes AXIR supports, and the split of a graph into supported partitions (the rest runs eagerly on axon).
 
 A node is supported when lower.py can lower it on its own (op, dtypes, shapes; lower.check_node) and, once the C
-compiler offers it, when tier 0 can run its op and dtype. Two more rules keep eager semantics:
+compiler offers it, when tier 0 can run its op and dtype. Three more rules keep eager semantics:
 - graph outputs reached from a node through view ops only stay eager: a program returns fresh buffers, but
   aot_autograd regenerates aliases of inputs and intermediates from the view it traced;
 - a partition of view ops alone is not compiled (eager views are free);
