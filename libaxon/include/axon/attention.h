@@ -27,7 +27,7 @@
  * causal, takes a group's heads as the rows of one unit, so each key block is multiplied once per group). The backward
  * (flash-attention-2: D = rowsum(dout * out), weights recomputed from lse, dS = P * (dP - D)) runs one unit per (batch,
  * kv head) when there are enough of them for the pool, else separate passes for dk, dv (units of 64 keys) and dq (units
- * of 64 query rows). Tile products go to libaxon's GEMM (OpenBLAS single-threaded per worker, or the portable code;
+ * of 64 query rows). Tile products go to libaxon's GEMM (its BLAS single-threaded per worker, or the portable code;
  * tiles of a few query rows to its few-row float32 GEMM), with tiles of many query rows transposed first for the
  * products with K^T and V^T. The loops over the scores are compiled per instruction set; exp of a score more than 87
  * below its row's maximum is 0 there (not a subnormal). No two units write the same element and every sum runs in a

@@ -17,14 +17,15 @@
  * out = beta * out + bias_scale * bias. An out with no elements enqueues nothing.
  *
  * Dtypes: a, b, out and bias share one dtype.
- *   - float32 and float64: the BLAS library libaxon was built with (OpenBLAS, AXON_HAVE_OPENBLAS), called
- *     single-threaded from each participant of the device's worker pool on its own block of out; without it a
- *     portable blocked C GEMM. Two float32 exceptions, chosen by measurement (gemm_backend.c, gemm.c): products of
- *     up to 16 rows (or columns) outside OpenBLAS's fast small-matrix path run libaxon's few-row kernel
- *     (gemm_skinny.c: B read once as stored, AVX-512 or vectorized C chosen at run time), and single matrices of
- *     more than 8 rows and columns and at least 200^3 multiply-adds go to oneDNN's float32 brgemm kernels (as
- *     bfloat16 below). Sums may be ordered differently for another thread count, so results with 1 and 2 threads
- *     agree within rounding, not bit for bit.
+ *   - float32 and float64: the BLAS library libaxon was built with (MKL, AXON_HAVE_MKL, else OpenBLAS,
+ *     AXON_HAVE_OPENBLAS), called single-threaded from each participant of the device's worker pool on its own
+ *     block of out; without either a portable blocked C GEMM. float32 exceptions, chosen by measurement
+ *     (gemm_backend.c, gemm.c): products of up to 16 rows (or columns) outside the library's fast small-matrix path
+ *     run libaxon's few-row kernel (gemm_skinny.c: B read once as stored, AVX-512 or vectorized C chosen at run
+ *     time); mid-size products go to libaxon's AVX-512 kernel (gemm_avx512.c; with MKL only single matrices with B
+ *     stored transposed, a Linear's weight, from 2^25 multiply-adds) or to oneDNN's float32 brgemm kernels (as
+ *     bfloat16 below; with MKL only with B stored transposed, up to 2^27). Sums may be ordered differently for
+ *     another thread count, so results with 1 and 2 threads agree within rounding, not bit for bit.
  *   - bfloat16 single matrices (no batch) with 32 or more rows, columns and depth, out row-major, on a CPU with
  *     AMX-BF16 whose kernel grants the tile state: libaxon's own AMX kernel (gemm_amx.c), float32 accumulation,
  *     alpha, beta and bias applied in float32, rounded once on store; the same bits for any thread count.
