@@ -290,6 +290,52 @@ def test_training_ops_run_inside_programs(tmp_path, monkeypatch):
     assert "= dropout(" in _compiled_texts(tmp_path)   # (F.dropout with p = 0 is the identity: no dropout above)
 
 
+def test_dropout_with_dynamic_shapes_draws_what_eager_draws(tmp_path, monkeypatch):
+    # under dynamic=True the draws' Philox offsets come from the call's sizes: three batch sizes, one compile, each
+    # call eager mode's masks (the loss is the same bits)
+    monkeypatch.setenv("AXON_DUMP_DIR", str(tmp_path))
+    model = TinyLM(0.3).to(DEV).train()
+    twin = _copy_to(model, DEV)
+    compiled = torch.compile(twin, backend="axon", dynamic=True)
+    for b in (2, 3, 5):
+        ids = torch.randint(0, 50, (b, 6), generator=torch.Generator().manual_seed(b)).to(DEV)
+        torch.manual_seed(b)
+        want = model(ids, ids)
+        torch.manual_seed(b)
+        got = compiled(ids, ids)
+        assert torch.equal(got.detach().cpu(), want.detach().cpu()), b
+    assert tc.stats()["eager_partitions"] == 0
+    text = _compiled_texts(tmp_path)
+    assert "= dropout(" in text and "[s" in text, text   # in a program, over symbolic sizes
+
+
+@pytest.mark.parametrize("reduction", ["sum", "none"])
+def test_layer_norm_without_affine_and_loss_reductions_train_like_cpu(reduction, tmp_path, monkeypatch):
+    # layer_norm_backward without a weight (no weight or bias gradient asked for) and nll_loss with reduction sum
+    # and none (a per-token loss, weighted by the caller) inside the programs
+    monkeypatch.setenv("AXON_DUMP_DIR", str(tmp_path))
+    torch.manual_seed(0)
+    ref = torch.nn.Sequential(torch.nn.Linear(12, 16), torch.nn.LayerNorm(16, elementwise_affine=False),
+                              torch.nn.Linear(16, 9))
+    model = _copy_to(ref, DEV)
+    x, t = sample((10, 12), seed=4), torch.randint(0, 9, (10,), generator=torch.Generator().manual_seed(5))
+    scale = torch.linspace(0.5, 1.5, 10)
+
+    def loss_fn(m, x, t, scale):
+        loss = F.cross_entropy(m(x), t, reduction=reduction)
+        return (loss * scale).sum() if reduction == "none" else loss
+
+    got = torch.compile(loss_fn, backend="axon")(model, x.to(DEV), t.to(DEV), scale.to(DEV))
+    got.backward()
+    want = loss_fn(ref, x, t, scale)
+    want.backward()
+    close(got, want.detach())
+    for p, rp in zip(model.parameters(), ref.parameters()):
+        close(p.grad, rp.grad, GRAD_TOL)
+    text = _compiled_texts(tmp_path)
+    assert f'reduction = "{reduction}"' in text and "= layer_norm_backward(" in text, text
+
+
 def test_dropout_stays_eager_where_a_partition_would_reorder_the_draws(capsys):
     # a dropout on each side of an eager random op (rand_like has no lowering), the second one independent of it: one
     # partition would draw both after rand_like. They stay eager, and the results are eager mode's
