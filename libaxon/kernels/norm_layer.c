@@ -19,6 +19,7 @@
 
 typedef struct ln_args {
     int rms;
+    int f32;                     /* forward with float32 in, out, weight and bias: ln_forward_row_f32 */
     int64_t rows, n;
     double eps;
     /* Forward: out, in, w, b, mean, rstd. Backward: gi, go, in, w, mean, rstd, gw, gb. NULL = absent. */
@@ -58,6 +59,34 @@ static double ln_total(const double *part) {
     double t = 0.0;
     for (int k = 0; k < LN_PARTS; k++) t += part[k];
     return t;
+}
+
+/* ln_forward_row for float32 in, out, weight and bias (each of the last two may be absent): the same float64 sums in
+ * the same order (element i into part i % LN_PARTS, in row order: a row's chunks start at multiples of LN_CHUNK) and
+ * the same expression per element, so the same bits, without converting every chunk through a stack buffer three
+ * times and the weight and bias once per row. */
+AXON_CLONES static void ln_forward_row_f32(const ln_args_t *a, int64_t r) {
+    const float *x = (const float *)a->in + r * a->n, *w = (const float *)a->w, *b = (const float *)a->b;
+    const int64_t n = a->n, bulk = n - n % LN_PARTS;
+    double mean = 0.0, part[LN_PARTS] = {0};
+    if (!a->rms) {
+        for (int64_t i = 0; i < bulk; i += LN_PARTS)
+            for (int k = 0; k < LN_PARTS; k++) part[k] += (double)x[i + k];
+        for (int64_t i = bulk; i < n; i++) part[i - bulk] += (double)x[i];
+        mean = ln_total(part) / (double)n;
+    }
+    memset(part, 0, sizeof part);
+    for (int64_t i = 0; i < bulk; i += LN_PARTS)
+        for (int k = 0; k < LN_PARTS; k++) part[k] += ((double)x[i + k] - mean) * ((double)x[i + k] - mean);
+    for (int64_t i = bulk; i < n; i++) part[i - bulk] += ((double)x[i] - mean) * ((double)x[i] - mean);
+    const double rstd = 1.0 / sqrt(ln_total(part) / (double)n + a->eps);
+    float *y = (float *)a->out + r * n;
+    for (int64_t i = 0; i < n; i++) {
+        const double wi = w ? (double)w[i] : 1.0, bi = b ? (double)b[i] : 0.0;
+        y[i] = (float)(((double)x[i] - mean) * rstd * wi + bi);
+    }
+    if (a->mean) a->st_mean(a->mean + r * (int64_t)a->es_mean, 1, (const char *)&mean, 1, 1);
+    if (a->rstd) a->st_rstd(a->rstd + r * (int64_t)a->es_rstd, 1, (const char *)&rstd, 1, 1);
 }
 
 AXON_CLONES static void ln_forward_row(const ln_args_t *a, int64_t r) {
@@ -122,7 +151,12 @@ static void ln_backward_row(const ln_args_t *a, int64_t r) {
 
 static void ln_forward_range(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
-    for (int64_t r = begin; r < end; r++) ln_forward_row(ctx, r);
+    const ln_args_t *a = ctx;
+    if (a->f32) {
+        for (int64_t r = begin; r < end; r++) ln_forward_row_f32(a, r);
+        return;
+    }
+    for (int64_t r = begin; r < end; r++) ln_forward_row(a, r);
 }
 
 static void ln_backward_range(void *ctx, int64_t begin, int64_t end, int slot) {
@@ -259,6 +293,8 @@ static axon_status_t ln_launch(axon_stream_t s, const char *name, int rms, int b
     a.ld_in = ln_ld(t[LN_IN]), a.ld_go = ln_ld(t[LN_GO]), a.ld_w = ln_ld(t[LN_W]), a.ld_b = ln_ld(t[LN_B]);
     a.ld_mean = ln_ld(t[LN_MEAN]), a.ld_rstd = ln_ld(t[LN_RSTD]);
     a.st_out = ln_st(t[LN_OUT]), a.st_gw = ln_st(t[LN_GW]), a.st_gb = ln_st(t[LN_GB]);
+    a.f32 = !backward && t[LN_IN]->dtype == AXON_FLOAT32 && t[LN_OUT]->dtype == AXON_FLOAT32 &&
+            (!t[LN_W] || t[LN_W]->dtype == AXON_FLOAT32) && (!t[LN_B] || t[LN_B]->dtype == AXON_FLOAT32);
     if (!backward) a.st_mean = ln_st(t[LN_MEAN]), a.st_rstd = ln_st(t[LN_RSTD]);
     axon_launch_t l = {ln_kernel, &a, sizeof a, name, (uint64_t)numel * (a.es_in + a.es_out + a.es_go)};
     return axon_stream_launch(s, &l);

@@ -269,6 +269,49 @@ static void test_layer_norm_and_rms_norm_match_reference_forward_and_backward(vo
     axon_runtime_destroy(k.rt);
 }
 
+/* float32 in, weight, bias and out take a specialized loop (norm_layer.c); it must give the general path's result:
+ * the same float64 value rounded once, which the general path shows when out is float64. Row lengths around the 8
+ * partial sums and the 1024-element chunks; with and without weight and bias; layer norm and RMS norm. rstd is
+ * kept in float64, so a sum taken in another order shows. */
+static void test_layer_norm_float32_path_gives_the_general_paths_bits(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    const int64_t lens[] = {1, 7, 8, 9, 1023, 1031, 2050};
+    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
+        for (int rms = 0; rms < 2; rms++)
+            for (int affine = 0; affine < 3; affine++) {   /* 0: none, 1: weight, 2: weight and bias */
+                const int64_t rows = 3, n = lens[li], sz[2] = {rows, n}, nsz[1] = {n}, rsz[1] = {rows};
+                nt_buf_t x = nt_make(&k, AXON_FLOAT32, rows * n, -2, 5), w = nt_make(&k, AXON_FLOAT32, n, -1, 1),
+                         b = nt_make(&k, AXON_FLOAT32, n, -1, 1), y32 = nt_make(&k, AXON_FLOAT32, rows * n, 0, 0),
+                         y64 = nt_make(&k, AXON_FLOAT64, rows * n, 0, 0), r32 = nt_make(&k, AXON_FLOAT64, rows, 0, 0),
+                         r64 = nt_make(&k, AXON_FLOAT64, rows, 0, 0);
+                axon_tensor_t tx = nt_t(&x, 2, sz), tw = nt_t(&w, 1, nsz), tb = nt_t(&b, 1, nsz);
+                axon_tensor_t ty32 = nt_t(&y32, 2, sz), ty64 = nt_t(&y64, 2, sz), tr32 = nt_t(&r32, 1, rsz),
+                              tr64 = nt_t(&r64, 1, rsz);
+                const axon_tensor_t *pw = affine ? &tw : NULL, *pb = affine == 2 ? &tb : NULL;
+                int ok;
+                if (rms)
+                    ok = axon_kernel_rms_norm(k.s, &ty32, &tr32, &tx, pw, n, 1e-6) == AXON_OK &&
+                         axon_kernel_rms_norm(k.s, &ty64, &tr64, &tx, pw, n, 1e-6) == AXON_OK;
+                else
+                    ok = axon_kernel_layer_norm(k.s, &ty32, NULL, &tr32, &tx, pw, pb, n, 1e-5) == AXON_OK &&
+                         axon_kernel_layer_norm(k.s, &ty64, NULL, &tr64, &tx, pw, pb, n, 1e-5) == AXON_OK;
+                ok = ok && nt_pull(&k, &y32) && nt_pull(&k, &y64) && nt_pull(&k, &r32) && nt_pull(&k, &r64);
+                CHECK(ok);
+                int64_t bad = -1;
+                for (int64_t i = 0; ok && i < rows * n && bad < 0; i++)
+                    if (((float *)y32.h)[i] != (float)((double *)y64.h)[i]) bad = i;
+                if (bad >= 0)
+                    fprintf(stderr, "  n %lld rms %d affine %d: element %lld %.9g against %.17g\n", (long long)n, rms,
+                            affine, (long long)bad, ((float *)y32.h)[bad], ((double *)y64.h)[bad]);
+                CHECK_EQ_I64(bad, -1);
+                CHECK_EQ_I64(kc_first_diff(r32.h, r64.h, (size_t)rows * 8), -1);   /* rstd in float64: the sums' bits */
+                nt_free(&k, &x), nt_free(&k, &w), nt_free(&k, &b), nt_free(&k, &y32), nt_free(&k, &y64);
+                nt_free(&k, &r32), nt_free(&k, &r64);
+            }
+    axon_runtime_destroy(k.rt);
+}
+
 /* ---- determinism and bad input ---- */
 
 /* Every output of a softmax over the middle dim and a layer norm backward, as bytes. */
@@ -347,6 +390,7 @@ int main(void) {
     RUN(test_softmax_matches_reference_on_last_and_middle_dims);
     RUN(test_softmax_of_minus_inf_entries_is_zero_and_all_minus_inf_row_is_nan);
     RUN(test_layer_norm_and_rms_norm_match_reference_forward_and_backward);
+    RUN(test_layer_norm_float32_path_gives_the_general_paths_bits);
     RUN(test_norm_results_are_bitwise_identical_for_1_and_4_threads);
     RUN(test_norm_refuses_bad_input_with_messages);
     return check_report();
