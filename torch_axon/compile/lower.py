@@ -858,11 +858,8 @@ def _layer_norm(L: Lowering, n: fx.Node):
     if w is None and b is not None:
         raise Unsupported("layer_norm with a bias but no weight")
     ops = [L.tensor(x)] + [L.tensor(a) for a in (w, b) if a is not None]
-    outs = n.meta["val"]
-    for o in outs:
-        L._note_symbols(o)
     return L.emit("layer_norm", ops, {"normalized_ndim": len(shape), "eps": float(eps)},
-                  [type_text(o) for o in outs], n.name, nresults=3)
+                  _results(L, n, [type_text(o) for o in n.meta["val"]]), n.name, nresults=3)
 
 
 def _rms_norm(L: Lowering, n: fx.Node):
@@ -870,11 +867,8 @@ def _rms_norm(L: Lowering, n: fx.Node):
     if eps is None:
         raise Unsupported("rms_norm without an explicit eps (the default depends on the dtype)")
     ops = [L.tensor(x)] + ([L.tensor(w)] if w is not None else [])
-    outs = n.meta["val"]
-    for o in outs:
-        L._note_symbols(o)
     return L.emit("rms_norm", ops, {"normalized_ndim": len(shape), "eps": float(eps)},
-                  [type_text(o) for o in outs], n.name, nresults=2)
+                  _results(L, n, [type_text(o) for o in n.meta["val"]]), n.name, nresults=2)
 
 
 def _softmax_backward(op: str):
@@ -895,22 +889,19 @@ def _results(L: Lowering, n: fx.Node, types: list[str]) -> list[str]:
     return types
 
 
-def _layer_norm_backward(L: Lowering, n: fx.Node):
-    grad, x, shape, mean, rstd, w = n.args[:6]
-    xv = _val(x)
-    param = L.type_of(xv.dtype, xv.shape[xv.dim() - len(shape):])
-    ops = [L.tensor(a) for a in (grad, x, mean, rstd)] + ([L.tensor(w)] if w is not None else [])
-    return L.emit("layer_norm_backward", ops, {"normalized_ndim": len(shape)},
-                  _results(L, n, [type_text(xv), param, param]), n.name, nresults=3)
-
-
-def _rms_norm_backward(L: Lowering, n: fx.Node):
-    grad, x, shape, rstd, w = n.args[:5]
-    xv = _val(x)
-    param = L.type_of(xv.dtype, xv.shape[xv.dim() - len(shape):])
-    ops = [L.tensor(a) for a in (grad, x, rstd)] + ([L.tensor(w)] if w is not None else [])
-    return L.emit("rms_norm_backward", ops, {"normalized_ndim": len(shape)},
-                  _results(L, n, [type_text(xv), param]), n.name, nresults=2)
+def _norm_backward(op: str, nstats: int):
+    """native_layer_norm_backward (grad, x, shape, mean, rstd, weight, ...) and _fused_rms_norm_backward (grad, x,
+    shape, rstd, weight, ...): x's gradient, then one weight-shaped gradient per affine parameter. Each norm has as
+    many affine parameters as statistics: layer norm 2 (mean, rstd; weight, bias), RMS norm 1 (rstd; weight)."""
+    def lower(L: Lowering, n: fx.Node):
+        grad, x, shape = n.args[:3]
+        stats, w = n.args[3:3 + nstats], n.args[3 + nstats]
+        xv = _val(x)
+        param = L.type_of(xv.dtype, xv.shape[xv.dim() - len(shape):])
+        ops = [L.tensor(a) for a in (grad, x, *stats)] + ([L.tensor(w)] if w is not None else [])
+        return L.emit(op, ops, {"normalized_ndim": len(shape)}, _results(L, n, [type_text(xv)] + [param] * nstats),
+                      n.name, nresults=1 + nstats)
+    return lower
 
 
 def _embedding_backward(L: Lowering, n: fx.Node):
@@ -1242,9 +1233,9 @@ LOWERINGS[aten._scaled_dot_product_fused_attention_overrideable.default] = _sdpa
 LOWERINGS[aten._scaled_dot_product_fused_attention_overrideable_backward.default] = _sdpa_backward
 LOWERINGS[aten._softmax_backward_data.default] = _softmax_backward("softmax_backward")
 LOWERINGS[aten._log_softmax_backward_data.default] = _softmax_backward("log_softmax_backward")
-LOWERINGS[aten.native_layer_norm_backward.default] = _layer_norm_backward
+LOWERINGS[aten.native_layer_norm_backward.default] = _norm_backward("layer_norm_backward", 2)
 if hasattr(aten, "_fused_rms_norm_backward"):
-    LOWERINGS[aten._fused_rms_norm_backward.default] = _rms_norm_backward
+    LOWERINGS[aten._fused_rms_norm_backward.default] = _norm_backward("rms_norm_backward", 1)
 LOWERINGS[aten.embedding_dense_backward.default] = _embedding_backward
 LOWERINGS[aten.nll_loss_forward.default] = _nll_loss
 LOWERINGS[aten.nll_loss_backward.default] = _nll_loss_backward("nll_loss_backward")
