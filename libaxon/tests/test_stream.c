@@ -2,6 +2,7 @@
  * synchronization point without poisoning other streams, backpressure, recycling, and bad input. */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "check.h"
@@ -369,6 +370,60 @@ static void test_kernels_use_the_device_pool(void) {
     axon_runtime_destroy(rt);
 }
 
+
+struct point_waiter {
+    axon_event_t ev;
+    atomic_int *done;
+    axon_status_t status;
+    int saw_done;
+};
+
+static void *wait_for_point(void *arg) {
+    struct point_waiter *w = arg;
+    w->status = axon_event_sync(w->ev);
+    w->saw_done = atomic_load(w->done);
+    return NULL;
+}
+
+/* A host waiting for the last of many commands sleeps until that one is done; it is not woken after each command
+ * (on a machine whose cores all run the device's pool, those wake-ups took a core from the kernels between every
+ * two commands). Counted as the waiting thread's voluntary context switches: one per sleep. */
+static void test_waiting_host_is_woken_once_not_per_command(void) {
+    axon_runtime_t rt = check_runtime(1, 1 << 26, 1, NULL, NULL);
+    REQUIRE(rt);
+    axon_stream_t s;
+    CHECK_OK(axon_stream_default(check_device(rt, 0), &s));
+    enum { N = 40 };
+    for (int i = 0; i < N; i++) CHECK_OK(launch_sleep(s, 1, NULL)); /* each outlasts the host's spin */
+    struct rusage before, after;
+    getrusage(RUSAGE_THREAD, &before);
+    CHECK_OK(axon_stream_sync(s));
+    getrusage(RUSAGE_THREAD, &after);
+    const long sleeps = after.ru_nvcsw - before.ru_nvcsw;
+    if (sleeps > 5) fprintf(stderr, "the waiting host slept %ld times over %d commands\n", sleeps, N);
+    CHECK(sleeps <= 5);
+    /* Hosts waiting for different points of the queue at once: each returns once its point is reached. */
+    struct point_waiter w[3];
+    atomic_int done[3] = {0, 0, 0};
+    for (int k = 0; k < 3; k++) {
+        for (int i = 0; i < 10; i++) CHECK_OK(launch_sleep(s, 1, NULL));
+        CHECK_OK(launch_sleep(s, 1, &done[k]));
+        CHECK_OK(axon_event_create(rt, AXON_EVENT_BLOCKING_SYNC, &w[k].ev));
+        CHECK_OK(axon_event_record(w[k].ev, s));
+        w[k].done = &done[k];
+        w[k].saw_done = -1;
+    }
+    pthread_t t[3];
+    for (int k = 2; k >= 0; k--) REQUIRE(pthread_create(&t[k], NULL, wait_for_point, &w[k]) == 0);
+    for (int k = 0; k < 3; k++) {
+        pthread_join(t[k], NULL);
+        CHECK_EQ_I64(w[k].status, AXON_OK);
+        CHECK_EQ_I64(w[k].saw_done, 1);
+        axon_event_destroy(w[k].ev);
+    }
+    axon_runtime_destroy(rt);
+}
+
 int main(void) {
     RUN(test_commands_run_in_fifo_order);
     RUN(test_launch_returns_before_the_kernel_runs);
@@ -381,5 +436,6 @@ int main(void) {
     RUN(test_bad_launches_are_rejected);
     RUN(test_null_port_records_submissions_in_stream_order);
     RUN(test_kernels_use_the_device_pool);
+    RUN(test_waiting_host_is_woken_once_not_per_command);
     return check_report();
 }
