@@ -592,7 +592,8 @@ def test_cross_entropy_backward_runs_as_one_fused_op(tmp_path, monkeypatch):
 
 def test_cache_update_is_written_in_place(tmp_path, monkeypatch):
     # a static KV cache's index_copy_ in an inference graph: the cache is written at the new positions in place (no
-    # whole-cache copy and copy-back), the values match CPU, and a parameter-style update is still copied back
+    # whole-cache copy and copy-back), inside the program (AXIR index_copy_into), the values match CPU, and a
+    # parameter-style update is still copied back
     monkeypatch.setenv("AXON_DUMP_DIR", str(tmp_path))
 
     def fn(cache, pos, kv, w, x):
@@ -615,8 +616,49 @@ def test_cache_update_is_written_in_place(tmp_path, monkeypatch):
             close(dev[1], cpu[1])
     assert dev[0].data_ptr() == ptr
     graph = open(glob.glob(str(tmp_path / "*" / "partitioned.py"))[0]).read()
-    assert "index_put_.default(" in graph and "index_put.default(" not in graph, graph
+    assert "index_put" not in graph, graph                # not eager: in the program, writing the input
     assert graph.count("copy_.default(") == 1, graph   # w's, at the end
+    texts = _compiled_texts(tmp_path)
+    assert "= index_copy_into(%arg0_1, " in texts and "index_put(" not in texts, texts
+
+
+def test_llama_decode_with_a_static_cache_is_one_program(tmp_path, monkeypatch):
+    # Hugging Face Llama decoding against a StaticCache: each layer's cache update (index_copy_ on the cache tensors)
+    # runs inside the one program, writing the caches in place; logits and caches match CPU eager step after step
+    from transformers import LlamaConfig, LlamaForCausalLM, StaticCache
+
+    monkeypatch.setenv("AXON_DUMP_DIR", str(tmp_path))
+    torch.manual_seed(0)
+    config = LlamaConfig(num_hidden_layers=2, hidden_size=64, intermediate_size=128, num_attention_heads=4,
+                         num_key_value_heads=2, vocab_size=300, max_position_embeddings=64)
+    ref = LlamaForCausalLM(config).eval()
+    model = _copy_to(ref, DEV)
+    prompt = torch.randint(0, 300, (2, 7), generator=torch.Generator().manual_seed(1))
+    caches = {d: StaticCache(config=config, max_cache_len=12) for d in ("cpu", DEV)}
+    with torch.no_grad():
+        ref(prompt, past_key_values=caches["cpu"], use_cache=True)
+        model(prompt.to(DEV), past_key_values=caches[DEV], use_cache=True)
+
+        def decode(m, ids, pos, cache):
+            return m(ids, past_key_values=cache, cache_position=pos, use_cache=True).logits
+
+        compiled = torch.compile(decode, backend="axon")
+        for step in range(3):
+            ids = torch.randint(0, 300, (2, 1), generator=torch.Generator().manual_seed(10 + step))
+            pos = torch.tensor([7 + step])
+            want = decode(ref, ids, pos, caches["cpu"])
+            got = compiled(model, ids.to(DEV), pos.to(DEV), caches[DEV])
+            close(got, want)
+            for a, b in zip(caches[DEV].layers, caches["cpu"].layers):
+                close(a.keys, b.keys)
+                close(a.values, b.values)
+        report = tc.explain(decode, model, ids.to(DEV), pos.to(DEV) + 1, caches[DEV])
+    parts = [p for g in report.graphs for p in g.partitions]
+    assert len(parts) == 1 and parts[0].compiled, report
+    assert not any("index_put" in op for _, op, _ in report.left_out), report.left_out
+    for d in glob.glob(str(tmp_path / "*")):   # each compile (the decode's and explain's): keys and values per layer
+        text = "".join(open(f).read() for f in glob.glob(os.path.join(d, "fused_*.passes.axir")))
+        assert text.count("= index_copy_into(") == 2 * config.num_hidden_layers, text
 
 
 def test_cpu_model_runs_eagerly_through_the_backend():

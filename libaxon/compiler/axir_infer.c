@@ -490,6 +490,29 @@ static int infer_index(axir_infer_ctx_t *c, const axon_axir_node_t *n, axon_axir
     return 1;
 }
 
+/* index_copy_into(x, index, src) {dim}: src has x's dtype and rank, and x's sizes except at dim, where it has one
+ * slice per index. The result is x itself after the write (the verifier checks that x is a parameter no other node
+ * reads). */
+static int infer_index_copy_into(axir_infer_ctx_t *c, const axon_axir_node_t *n, axon_axir_type_t *out) {
+    const axon_axir_type_t *x = TYPE(0), *idx = TYPE(1), *src = TYPE(2);
+    int d = 0;
+    if (!check_dtype(c, n, 1, AXIR_DT_INT) || !same_dtype(c, n, 2, x->dtype) || !need_rank(c, n, 2, x->rank) ||
+        !norm_dim(c, attr_i(n, "dim", 0), x->rank, "dim", &d))
+        return 0;
+    if (idx->rank > 1) return axir_infer_fail(c, "operand 2 (index) has rank %d, expected 0 or 1", idx->rank);
+    for (int i = 0; i < x->rank; i++) {
+        const axon_axir_dim_t want = i == d ? (idx->rank == 1 ? idx->dims[0] : axir_dim_static(1)) : x->dims[i];
+        if (!compat(c, src->dims[i], want)) {
+            char sa[160], sb[160];
+            return axir_infer_fail(c, "operand 3 (source) is %s; it must be %s with %s index entries at dim %d",
+                                   tstr(c, src, sa, sizeof sa), tstr(c, x, sb, sizeof sb),
+                                   idx->rank == 1 ? "the" : "1 for the 0-d", d);
+        }
+    }
+    out[0] = *x;
+    return 1;
+}
+
 /* q, k, v at operands b, b + 1, b + 2 and the optional mask at operand mi: the attention's checks. */
 static int check_attention(axir_infer_ctx_t *c, const axon_axir_node_t *n, int b, int mi) {
     const axon_axir_type_t *q = TYPE(b), *k = TYPE(b + 1);
@@ -744,6 +767,7 @@ int axir_infer(axir_infer_ctx_t *c, const axon_axir_node_t *n, axon_axir_type_t 
     case AXON_AXIR_OP_NLL_LOSS_BACKWARD:
     case AXON_AXIR_OP_NLL_LOSS_LOG_SOFTMAX_BACKWARD: return infer_nll(c, n, out);
     case AXON_AXIR_OP_DROPOUT: return infer_dropout(c, n, out);
+    case AXON_AXIR_OP_INDEX_COPY_INTO: return infer_index_copy_into(c, n, out);
     default: return axir_infer_fail(c, "no type rule for this op");
     }
 }

@@ -136,6 +136,7 @@ static const axir_op_info_t axir_ops[AXON_AXIR_OP_COUNT] = {
     {AXON_AXIR_OP_NLL_LOSS_LOG_SOFTMAX_BACKWARD, "nll_loss_log_softmax_backward", C_LIB, 4, 5, 1, AXIR_DT_FLOAT, 0,
      {{"ignore_index", K_INT, REQ}, {"reduction", K_STR, REQ}}},
     {AXON_AXIR_OP_DROPOUT, "dropout", C_LIB, 1, 1, 2, AXIR_DT_FLOAT, 0, {{"draw", K_INT, REQ}, {"p", K_FLOAT, REQ}}},
+    {AXON_AXIR_OP_INDEX_COPY_INTO, "index_copy_into", C_LIB, 3, 3, 1, AXIR_DT_ANY, 0, {{"dim", K_INT, REQ}}},
     {AXON_AXIR_OP_FUSED, "fused", C_CALL, 0, -1, -1, AXIR_DT_ANY, 0, {{0}}},
 };
 

@@ -244,6 +244,24 @@ static int check_call(vctx_t *v, const axon_axir_node_t *n, axon_axir_type_t *ou
 
 /* ---- nodes and functions ---- */
 
+/* An op that writes into operand 0's storage: it must be a parameter (caller memory, not a value another node
+ * computed) that nothing else reads or returns, so no read of the old contents can be ordered after the write. */
+static int check_in_place(vctx_t *v, const axon_axir_node_t *n, const char *name) {
+    const axon_axir_value_t *x = n->operands[0];
+    if (x->def != NULL)
+        return vfail(v, n->line, n->col, "%s: operand 1 (%%%s) must be a parameter of @%s: the op writes into it", name,
+                     x->name, v->f->name);
+    int uses = 0;
+    for (const axon_axir_node_t *o = v->f->first; o; o = o->next)
+        for (int k = 0; k < o->num_operands; k++) uses += o->operands[k] == x;
+    for (int k = 0; k < v->f->num_results; k++) uses += v->f->returns[k] == x;
+    if (uses != 1)
+        return vfail(v, n->line, n->col,
+                     "%s: parameter %%%s is written in place, so this must be its only use (it has %d); read the "
+                     "result instead", name, x->name, uses);
+    return 1;
+}
+
 static int check_node(vctx_t *v, const axon_axir_node_t *n) {
     const axir_op_info_t *info = axir_op_info(n->op);
     if (info == NULL) return vfail(v, n->line, n->col, "@%s: node %d has unknown op %d", v->f->name, (int)n->id,
@@ -276,6 +294,7 @@ static int check_node(vctx_t *v, const axon_axir_node_t *n) {
     if (n->num_attrs < 0 || (n->num_attrs > 0 && n->attrs == NULL))
         return vfail(v, n->line, n->col, "%s: attrs array is NULL", name);
     if (!check_attrs(v, n, info)) return 0;
+    if (n->op == AXON_AXIR_OP_INDEX_COPY_INTO && !check_in_place(v, n, name)) return 0;
 
     axon_axir_type_t inferred[8];
     if (n->num_results > (int)(sizeof inferred / sizeof inferred[0]))

@@ -161,6 +161,7 @@ AXON_API int axon_compile_supports(axon_axir_op_t op, axon_dtype_t dtype) {
     case AXON_AXIR_OP_RESHAPE: case AXON_AXIR_OP_PERMUTE: case AXON_AXIR_OP_EXPAND: case AXON_AXIR_OP_SLICE:
     case AXON_AXIR_OP_SELECT: case AXON_AXIR_OP_SQUEEZE: case AXON_AXIR_OP_UNSQUEEZE: case AXON_AXIR_OP_CONTIGUOUS:
     case AXON_AXIR_OP_CAT: case AXON_AXIR_OP_EMBEDDING: case AXON_AXIR_OP_GATHER: case AXON_AXIR_OP_INDEX_SELECT:
+    case AXON_AXIR_OP_INDEX_COPY_INTO:
         return 1;
     case AXON_AXIR_OP_MM: case AXON_AXIR_OP_BMM: case AXON_AXIR_OP_ADDMM:
         return !is_complex(dtype) && dtype != AXON_BOOL;

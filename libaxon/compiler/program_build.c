@@ -160,6 +160,8 @@ static axon_status_t lower_node(build_t *b, const axon_axir_node_t *n, int i) {
             v->buf = add_buf(b, &n->results[0]->type, i, i);
             fail |= v->buf < 0;
         }
+    } else if (n->op == AXON_AXIR_OP_INDEX_COPY_INTO) {
+        /* no storage: the result is the parameter it writes into (program_ops.c) */
     } else {
         for (int r = 0; r < n->num_results; r++) {
             if (!result_needed(n, r)) continue;

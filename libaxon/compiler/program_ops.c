@@ -343,6 +343,14 @@ axon_status_t prog_run_node(prog_call_t *c, axon_stream_t s, const prog_step_t *
     case AXON_AXIR_OP_INDEX_SELECT:
         return axon_kernel_index_select(s, out, operand(c, n, 0), (int)compile_attr_int(n, "dim", 0), operand(c, n, 1),
                                         AXON_INDEX_DEFAULT);
+    case AXON_AXIR_OP_INDEX_COPY_INTO: {
+        /* the result is the parameter itself, written where the index says (negative entries count from the end, as
+         * in index_put_, which this op comes from) */
+        axon_tensor_t *x = &c->desc[n->results[0]->id];
+        *x = *operand(c, n, 0);
+        return axon_kernel_index_copy(s, x, norm_dim(compile_attr_int(n, "dim", 0), x->ndim), operand(c, n, 1),
+                                      operand(c, n, 2), AXON_INDEX_WRAP);
+    }
     case AXON_AXIR_OP_SDPA: case AXON_AXIR_OP_SDPA_LSE: case AXON_AXIR_OP_SDPA_BACKWARD: return run_sdpa(c, s, st);
     case AXON_AXIR_OP_SOFTMAX: case AXON_AXIR_OP_LOG_SOFTMAX: case AXON_AXIR_OP_LAYER_NORM: case AXON_AXIR_OP_RMS_NORM:
     case AXON_AXIR_OP_SOFTMAX_BACKWARD: case AXON_AXIR_OP_LOG_SOFTMAX_BACKWARD: case AXON_AXIR_OP_LAYER_NORM_BACKWARD:

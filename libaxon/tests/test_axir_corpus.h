@@ -88,7 +88,7 @@ static const char k_fused[] =
 static const char k_all[] =
     "axir 1\n"
     "\n"
-    "func @all(%a: f32[4, 8], %b: f32[4, 8], %i: i64[4, 8], %c: bool[4, 8], %m: f32[8, 16], %bt: f32[2, 4, 8], %bt2: f32[2, 8, 3], %idx: i64[3], %w: f32[8], %x3: f32[2, 4, 8], %mk: bool[4, 4], %tg: i64[4]) -> (f32[4, 8], f32[4, 16]) {\n"
+    "func @all(%a: f32[4, 8], %b: f32[4, 8], %i: i64[4, 8], %c: bool[4, 8], %m: f32[8, 16], %bt: f32[2, 4, 8], %bt2: f32[2, 8, 3], %idx: i64[3], %w: f32[8], %x3: f32[2, 4, 8], %mk: bool[4, 4], %tg: i64[4], %kv: f32[4, 8]) -> (f32[4, 8], f32[4, 16]) {\n"
     "  %k0 = const() {value = 1.5} : f32[]\n"
     "  %k1 = const() {value = 3} : i64[4, 8]\n"
     "  %k2 = const() {value = true} : bool[]\n"
@@ -192,6 +192,7 @@ static const char k_all[] =
     "  %nb = nll_loss_backward(%nl, %lsm, %tg, %nw) {ignore_index = -100, reduction = \"mean\"} : f32[4, 8]\n"
     "  %nlb = nll_loss_log_softmax_backward(%nl, %lsm, %tg, %nw, %w) {ignore_index = 0, reduction = \"sum\"} : f32[4, 8]\n"
     "  %do, %dm = dropout(%a) {draw = 0, p = 0.25} : (f32[4, 8], bool[4, 8])\n"
+    "  %ic = index_copy_into(%kv, %idx, %is) {dim = 1} : f32[4, 8]\n"
     "  %fu = fused @k(%a, %b) : f32[4, 8]\n"
     "  return %fu, %am\n"
     "}\n"

@@ -193,6 +193,29 @@ static void test_training_library_ops(void) {
                 "softmax_backward: operand 1 is f32[8], expected f32[4, 8]");
 }
 
+/* index_copy_into writes into operand 1: only a parameter that nothing else reads may be written. */
+static void test_in_place_ops_take_a_parameter_read_once(void) {
+    const char *head = "axir 1\n\nfunc @f(%c: f32[2, 4], %i: i64[1], %v: f32[2, 1], %w: f32[2, 3]) -> (f32[2, 4]) {\n";
+    char text[1024];
+    snprintf(text, sizeof text, "%s  %%u = index_copy_into(%%c, %%i, %%v) {dim = 1} : f32[2, 4]\n  return %%u\n}\n", head);
+    check_valid(text);
+    snprintf(text, sizeof text, "%s  %%n = neg(%%c) : f32[2, 4]\n"
+             "  %%u = index_copy_into(%%n, %%i, %%v) {dim = 1} : f32[2, 4]\n  return %%u\n}\n", head);
+    check_error(text, 5, 8, "index_copy_into: operand 1 (%n) must be a parameter of @f: the op writes into it");
+    snprintf(text, sizeof text, "%s  %%u = index_copy_into(%%c, %%i, %%v) {dim = 1} : f32[2, 4]\n"
+             "  %%n = neg(%%c) : f32[2, 4]\n  return %%n\n}\n", head);
+    check_error(text, 4, 8, "index_copy_into: parameter %c is written in place, so this must be its only use (it has "
+                "2); read the result instead");
+    snprintf(text, sizeof text, "%s  %%u = index_copy_into(%%c, %%i, %%v) {dim = 1} : f32[2, 4]\n  return %%c\n}\n", head);
+    check_error(text, 4, 8, "index_copy_into: parameter %c is written in place, so this must be its only use (it has "
+                "2); read the result instead");
+    snprintf(text, sizeof text, "%s  %%u = index_copy_into(%%c, %%i, %%w) {dim = 1} : f32[2, 4]\n  return %%u\n}\n", head);
+    check_error(text, 4, 8, "index_copy_into: operand 3 (source) is f32[2, 3]; it must be f32[2, 4] with the index "
+                "entries at dim 1");
+    snprintf(text, sizeof text, "%s  %%u = index_copy_into(%%c, %%v, %%v) {dim = 1} : f32[2, 4]\n  return %%u\n}\n", head);
+    check_error(text, 4, 8, "index_copy_into: operand 2 has dtype f32, expected an integer dtype");
+}
+
 static void test_valid_symbolic_forms_pass(void) {
     /* equal after simplification: s0+s0 vs s0*2, and 2*s0 from cat */
     check_valid("axir 1\nfunc @f(%x: f32[s0, 4]) -> (f32[s0*2, 4]) {\n"
@@ -224,6 +247,7 @@ int main(void) {
     RUN(test_dims_out_of_range_and_bad_view_arguments);
     RUN(test_library_op_shapes);
     RUN(test_training_library_ops);
+    RUN(test_in_place_ops_take_a_parameter_read_once);
     RUN(test_valid_symbolic_forms_pass);
     return check_report();
 }

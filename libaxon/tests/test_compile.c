@@ -663,6 +663,60 @@ static void test_library_ops(void) {
     axon_runtime_destroy(k.rt);
 }
 
+/* index_copy_into writes a static KV cache's new positions into the caller's tensor and hands on the cache itself:
+ * the node after it reads the new contents, the parameter changes in place, nothing else of it is touched, and a
+ * negative index counts from the end (as in index_put_, which it comes from). Without a reader it still runs. */
+static void test_index_copy_into_writes_the_parameter(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    const char *text =
+        "axir 1\n"
+        "func @main(%cache: f32[2, 3, 4], %pos: i64[1], %new: f32[2, 3, 1], %c2: f32[2, 4], %p2: i64[], %n2: f32[2, 1])"
+        " -> (f32[2, 3]) {\n"
+        "  %u = index_copy_into(%cache, %pos, %new) {dim = -1} : f32[2, 3, 4]\n"
+        "  %s = sum(%u) {dims = [2], keepdim = false} : f32[2, 3]\n"
+        "  %u2 = index_copy_into(%c2, %p2, %n2) {dim = 1} : f32[2, 4]\n"
+        "  return %s\n"
+        "}\n";
+    axon_program_t *p = tc_compile(text, 1, NULL);
+    CHECK(p != NULL);
+    if (p) {
+        float cache[24], before[24], nw[6], c2[8], c2_before[8], n2[2] = {7.0f, 8.0f};
+        tc_fill(cache, 24, 90), tc_fill(nw, 6, 91), tc_fill(c2, 8, 92);
+        memcpy(before, cache, sizeof cache);
+        memcpy(c2_before, c2, sizeof c2);
+        int64_t pos[1] = {-2}, p2 = 1;   /* -2: position 2 of 4 */
+        int64_t cs[3] = {2, 3, 4}, ps[1] = {1}, ns[3] = {2, 3, 1}, c2s[2] = {2, 4}, n2s[2] = {2, 1};
+        axon_tensor_t in[6] = {tc_f32(cache, 3, cs), kc_tensor(pos, AXON_INT64, 1, ps, NULL), tc_f32(nw, 3, ns),
+                               tc_f32(c2, 2, c2s), kc_tensor(&p2, AXON_INT64, 0, NULL, NULL), tc_f32(n2, 2, n2s)};
+        axon_tensor_t out[1];
+        CHECK_OK(tc_run(&k, p, 6, in, 1, out, NULL));
+        double want_cache[24], want_sum[6], want_c2[8];
+        for (int r = 0; r < 6; r++) {
+            want_sum[r] = 0;
+            for (int j = 0; j < 4; j++) {
+                want_cache[r * 4 + j] = j == 2 ? nw[r] : before[r * 4 + j];
+                want_sum[r] += want_cache[r * 4 + j];
+            }
+        }
+        for (int r = 0; r < 2; r++)
+            for (int j = 0; j < 4; j++) want_c2[r * 4 + j] = j == 1 ? n2[r] : c2_before[r * 4 + j];
+        CHECK(tc_close(cache, want_cache, 24, "cache written in place"));
+        CHECK(tc_close(c2, want_c2, 8, "unread cache written in place"));
+        if (out[0].data) CHECK(tc_close(out[0].data, want_sum, 6, "sum of the written cache"));
+        tc_free_outs(1, out);
+        /* an index past the end is an error naming the op, and nothing is written out of bounds */
+        pos[0] = 4;
+        axon_tensor_t out2[1];
+        axon_status_t st = tc_run(&k, p, 6, in, 1, out2, NULL);
+        CHECK(st != AXON_OK);
+        CHECK(strstr(axon_last_error(), "index") != NULL);
+        tc_free_outs(1, out2);
+        axon_program_destroy(p);
+    }
+    axon_runtime_destroy(k.rt);
+}
+
 /* sdpa_lse and sdpa_backward in one program (a training step's attention) give what the attention kernels give when
  * called directly: the program passes dout, q, k, v, out, lse and the mask in the kernels' order. */
 static void test_attention_training_ops_match_the_kernels(void) {
@@ -1184,6 +1238,7 @@ int main(void) {
     RUN(test_passes);
     RUN(test_bad_inputs);
     RUN(test_library_ops);
+    RUN(test_index_copy_into_writes_the_parameter);
     RUN(test_attention_training_ops_match_the_kernels);
     RUN(test_training_ops_and_draws_match_the_kernels);
     RUN(test_more_ops);

@@ -309,7 +309,8 @@ class InputView:
     def of(o: fx.Node, params: list[fx.Node]) -> "InputView | None":
         chain = []
         n = o
-        while n.op == "call_function" and n.target in VIEW_OPS and isinstance(n.args[0], fx.Node):
+        while n.op == "call_function" and (n.target in VIEW_OPS or n.target in IN_PLACE_OPS) and isinstance(
+                n.args[0], fx.Node):
             if any(a.op != "placeholder" for a in n.all_input_nodes if a is not n.args[0]):
                 return None   # a size computed inside the graph
             chain.append(n)
@@ -326,6 +327,9 @@ class InputView:
     def __call__(self, args) -> torch.Tensor:
         env = dict(zip(self.placeholders, args))
         for n in self.chain[1:]:
+            if n.target in IN_PLACE_OPS:   # the program wrote it: the result is the input itself
+                env[n] = env[n.args[0]]
+                continue
             fn = self._EAGER.get(n.target, n.target)
             env[n] = fn(*fx.node.map_arg(n.args, env.__getitem__), **fx.node.map_arg(n.kwargs, env.__getitem__))
         return env[self.chain[-1]]
@@ -986,6 +990,32 @@ def _index(L: Lowering, n: fx.Node):
     return L.emit1("index_select", [L.tensor(n.args[0]), wrapped], {"dim": dim}, _out(n), n.name)
 
 
+def _index_put_(L: Lowering, n: fx.Node):
+    # x[..., idx] = v written into an input in place (mutation.py makes it from a static KV cache's index_copy_):
+    # AXIR's index_copy_into, whose result is the input itself. Only a graph input that nothing else reads may be
+    # written (the verifier's rule: no read of the old contents can then come after the write); one 1-D integer index
+    # tensor with None elsewhere; values of exactly the indexed shape and x's dtype; no accumulate.
+    dst, indices, values = n.args[0], n.args[1], n.args[2]
+    accumulate = n.args[3] if len(n.args) > 3 else n.kwargs.get("accumulate", False)
+    if accumulate:
+        raise Unsupported("index_put_ with accumulate")
+    if not isinstance(dst, fx.Node) or dst.op != "placeholder" or len(dst.users) != 1:
+        raise Unsupported("index_put_ into a tensor that is not a graph input read by it alone")
+    x, v = _val(dst), _val(values)
+    given = [(d, i) for d, i in enumerate(indices) if i is not None]
+    if len(given) != 1:
+        raise Unsupported("index_put_ with more than one index tensor")
+    dim, idx = given[0]
+    iv = _val(idx)
+    if not _is_tensor(iv) or iv.dim() != 1 or iv.dtype not in (torch.int64, torch.int32):
+        raise Unsupported("index_put_ with an index that is not a 1-d integer tensor")
+    want = list(x.shape[:dim]) + [iv.shape[0]] + list(x.shape[dim + 1:])
+    if not _is_tensor(v) or v.dtype != x.dtype or len(v.shape) != len(want) or any(
+            expr_of(a) != expr_of(b) for a, b in zip(v.shape, want)):
+        raise Unsupported("index_put_ whose values are not exactly the indexed shape in the input's dtype")
+    return L.emit1("index_copy_into", [L.tensor(dst), L.tensor(idx), L.tensor(values)], {"dim": dim}, _out(n), n.name)
+
+
 def _sdpa_mask(L: Lowering, q, mask) -> list[str]:
     if mask is None:
         return []
@@ -1229,6 +1259,7 @@ LOWERINGS[aten.embedding.default] = _embedding
 LOWERINGS[aten.gather.default] = _gather
 LOWERINGS[aten.index_select.default] = _index_select
 LOWERINGS[aten.index.Tensor] = _index
+LOWERINGS[aten.index_put_.default] = _index_put_
 LOWERINGS[aten._scaled_dot_product_fused_attention_overrideable.default] = _sdpa
 LOWERINGS[aten._scaled_dot_product_fused_attention_overrideable_backward.default] = _sdpa_backward
 LOWERINGS[aten._softmax_backward_data.default] = _softmax_backward("softmax_backward")
@@ -1257,6 +1288,8 @@ LOWERINGS[aten._foreach_lerp.Scalar] = _foreach_lerp_scalar
 
 # Ops whose result may share memory with an operand: a graph output reached through these only is computed eagerly,
 # so that aot_autograd sees the aliasing it traced (a program's outputs are always fresh buffers).
+# Ops whose result is their first argument, written by the program (InputView hands it on uncopied).
+IN_PLACE_OPS = {aten.index_put_.default}
 VIEW_OPS = {aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.expand.default,
             aten.permute.default, aten.t.default, aten.transpose.int, aten.slice.Tensor, aten.select.int,
             aten.split_with_sizes.default, aten.split.Tensor, aten.squeeze.default, aten.squeeze.dim,
