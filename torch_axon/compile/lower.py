@@ -971,18 +971,24 @@ def _index_select(L: Lowering, n: fx.Node):
                    _out(n), n.name)
 
 
+def _single_index(indices, op: str):
+    """(dim, index node, its value) of an indices list that holds one 1-D integer tensor and None elsewhere."""
+    given = [(d, i) for d, i in enumerate(indices) if i is not None]
+    if len(given) != 1:
+        raise Unsupported(f"{op} with more than one index tensor")
+    dim, idx = given[0]
+    iv = _val(idx)
+    if not _is_tensor(iv) or iv.dim() != 1 or iv.dtype not in (torch.int64, torch.int32):
+        raise Unsupported(f"{op} with an index that is not a 1-d integer tensor")
+    return dim, idx, iv
+
+
 def _index(L: Lowering, n: fx.Node):
     # x[..., idx] with one 1-D integer index tensor (the other positions None): index_select along its dimension,
     # with negative indices wrapped first as PyTorch's indexing does (index_select itself refuses them). Bool masks
     # (a data-dependent size), several index tensors and N-d indices run eagerly.
-    x, indices = _val(n.args[0]), n.args[1]
-    given = [(d, i) for d, i in enumerate(indices) if i is not None]
-    if len(given) != 1:
-        raise Unsupported("index with more than one index tensor")
-    dim, idx = given[0]
-    iv = _val(idx)
-    if not _is_tensor(iv) or iv.dim() != 1 or iv.dtype not in (torch.int64, torch.int32):
-        raise Unsupported("index with an index that is not a 1-d integer tensor")
+    x = _val(n.args[0])
+    dim, idx, iv = _single_index(n.args[1], "index")
     i, ty = L.tensor(idx), type_text(iv)
     size = L.const(_static(x.shape[dim], "indexed dimension"), iv.dtype, [])
     neg = L.emit("lt", [i, L.const(0, iv.dtype, [])], {}, [L.type_of(torch.bool, iv.shape)])[0]
@@ -1002,13 +1008,7 @@ def _index_put_(L: Lowering, n: fx.Node):
     if not isinstance(dst, fx.Node) or dst.op != "placeholder" or len(dst.users) != 1:
         raise Unsupported("index_put_ into a tensor that is not a graph input read by it alone")
     x, v = _val(dst), _val(values)
-    given = [(d, i) for d, i in enumerate(indices) if i is not None]
-    if len(given) != 1:
-        raise Unsupported("index_put_ with more than one index tensor")
-    dim, idx = given[0]
-    iv = _val(idx)
-    if not _is_tensor(iv) or iv.dim() != 1 or iv.dtype not in (torch.int64, torch.int32):
-        raise Unsupported("index_put_ with an index that is not a 1-d integer tensor")
+    dim, idx, iv = _single_index(indices, "index_put_")
     want = list(x.shape[:dim]) + [iv.shape[0]] + list(x.shape[dim + 1:])
     if not _is_tensor(v) or v.dtype != x.dtype or len(v.shape) != len(want) or any(
             expr_of(a) != expr_of(b) for a, b in zip(v.shape, want)):
