@@ -130,4 +130,12 @@ void axon_pw_widen(axon_dtype_t d, const void *storage, pw_value_t *out);
 #define PW_CEIL(x) _Generic((x), float: pw_ceil_f32, double: pw_ceil_f64)(x)
 #define PW_TRUNC(x) _Generic((x), float: pw_trunc_f32, double: pw_trunc_f64)(x)
 
+/* libmvec's vector versions of a few float functions (pointwise_unary.c says which and why): a declaration marked
+ * PW_SIMD lets GCC vectorize a loop that calls it, and such loops run their body on multiples of PW_SIMD_PAD elements
+ * and the rest through a zero-padded block, so that the vector and scalar versions never both compute one tensor. */
+#ifdef AXON_HAVE_LIBMVEC
+#define PW_SIMD __attribute__((simd("notinbranch")))
+#define PW_SIMD_PAD 64
+#endif
+
 #endif

@@ -20,7 +20,6 @@
  * asinh 7.5 -> 3.4, all within 2.4 ulp and with the same special values. The other functions' 4-lane versions were
  * no faster than the scalar ones (they loop inside), so they are left alone. CMake defines AXON_HAVE_LIBMVEC only
  * when every symbol is there, and links libmvec. */
-#define PW_SIMD __attribute__((simd("notinbranch")))
 float erff(float) PW_SIMD;
 float tanhf(float) PW_SIMD;
 float tanf(float) PW_SIMD;
@@ -35,7 +34,6 @@ float asinhf(float) PW_SIMD;
  * of PW_SIMD_PAD elements (no vector factor GCC uses, up to 32 two-byte lanes of an AVX-512 register, leaves a tail
  * then) and push the last few elements through a zero-padded block of that size. The body is not inlined, so both
  * calls run the same code. */
-#define PW_SIMD_PAD 64
 #define PW_UNARY_SIMD_FN(op, EXPR, DE, dn, T, WT, UT)                                                             \
     __attribute__((noinline)) PW_UNARY_FN(op##_body, EXPR, T, PW_ST_##dn, DE, dn, T, WT, UT)                    \
     static int pw_unary_##op##_##dn(char *o, const char *const *in, unsigned sm, int64_t n, const pw_ctx_t *ctx) { \
