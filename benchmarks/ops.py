@@ -130,6 +130,9 @@ def cases():
             ("add", label, binary(torch.add, n)),
             ("mul", label, binary(torch.mul, n)),
             ("gelu", label, unary(torch.nn.functional.gelu, n)),
+            # the activation backwards autograd calls in training (gradient, input)
+            ("gelu_backward", label, binary(torch.ops.aten.gelu_backward.default, n)),
+            ("silu_backward", label, binary(torch.ops.aten.silu_backward.default, n)),
             ("add bf16", label, binary(torch.add, n, torch.bfloat16)),
             ("sum", label, unary(torch.sum, n)),
             ("cast f32->bf16", label, unary(lambda t: t.to(torch.bfloat16), n)),
