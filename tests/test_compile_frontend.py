@@ -451,7 +451,8 @@ def test_slice_scatter_and_constant_pad_lower_to_slices_and_cat(case):
 
 
 def test_silu_backward_empty_tensor_stays_in_the_partition(tmp_path, monkeypatch):
-    # SiLU's backward makes empty_permuted only to take its shape in full_like: lowered, not an eager op
+    # SiLU's backward (ATen's formula once made empty_permuted only to take its shape in full_like): all of it in the
+    # program, nothing eager
     monkeypatch.setenv("AXON_DUMP_DIR", str(tmp_path))
     torch.manual_seed(0)
     w = torch.randn(8, 8, requires_grad=True)
@@ -466,8 +467,8 @@ def test_silu_backward_empty_tensor_stays_in_the_partition(tmp_path, monkeypatch
     close(wd.grad, w.grad, GRAD_TOL)
     traced = "".join(open(f).read() for f in glob.glob(str(tmp_path / "*backward" / "graph.py")))
     partitioned = "".join(open(f).read() for f in glob.glob(str(tmp_path / "*backward" / "partitioned.py")))
-    assert "empty_permuted.default(" in traced, traced   # what aot_autograd hands over ...
-    assert "empty_permuted.default(" not in partitioned, partitioned   # ... is inside a program
+    assert "sigmoid" in traced, traced   # what aot_autograd hands over ...
+    assert "fused_0" in partitioned and "torch.ops.aten." not in partitioned, partitioned   # ... is one program
 
 
 @pytest.mark.parametrize("where", ["rows", "columns"])
@@ -620,6 +621,29 @@ def test_cache_update_is_written_in_place(tmp_path, monkeypatch):
     assert graph.count("copy_.default(") == 1, graph   # w's, at the end
     texts = _compiled_texts(tmp_path)
     assert "= index_copy_into(%arg0_1, " in texts and "index_put(" not in texts, texts
+
+
+def test_cache_written_in_place_and_read_eagerly_is_not_copied(tmp_path, monkeypatch):
+    # the cache update's partition hands the written cache to an eager op (sort has no lowering): the program has no
+    # output of its own, the eager op reads the caller's tensor, and the values match CPU
+    monkeypatch.setenv("AXON_DUMP_DIR", str(tmp_path))
+
+    def fn(cache, pos, kv, x):
+        cache.index_copy_(2, pos, kv * 2)
+        return torch.sort(cache, dim=-1)[0] + x.sum()
+
+    cpu = torch.zeros(2, 3, 8, 4)
+    dev = cpu.to(DEV)
+    compiled = torch.compile(fn, backend="axon")
+    with torch.no_grad():
+        for step in range(3):
+            pos = torch.tensor([step * 2])
+            kv, x = sample((2, 3, 1, 4), seed=step), sample((5,), seed=20 + step)
+            close(compiled(dev, pos.to(DEV), kv.to(DEV), x.to(DEV)), fn(cpu, pos, kv, x))
+            close(dev, cpu)
+    texts = _compiled_texts(tmp_path)
+    assert re.search(r"= index_copy_into\(%arg0_1, [^\n]*\n(  [^\n]*\n)*  return\n", texts), texts
+    assert tc.stats()["eager_partitions"] == 0, tc.stats()
 
 
 def test_llama_decode_with_a_static_cache_is_one_program(tmp_path, monkeypatch):

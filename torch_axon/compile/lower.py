@@ -245,7 +245,7 @@ class Lowering:
             self.sources.append(len(rets))
             rets.append(v)
             types.append(type_text(_val(o)))
-        if not rets:
+        if not rets and not any(op == "index_copy_into" for op, _ in self.ops):
             raise Unsupported("nothing to compute: every output is an input")
         for sym in sorted((self.used - self.bound) & self.size_inputs.keys()):
             # A symbol that only a SymInt input gives: passed as an empty u8[v, 0] tensor (CompiledPartition makes
@@ -311,8 +311,9 @@ class InputView:
         n = o
         while n.op == "call_function" and (n.target in VIEW_OPS or n.target in IN_PLACE_OPS) and isinstance(
                 n.args[0], fx.Node):
-            if any(a.op != "placeholder" for a in n.all_input_nodes if a is not n.args[0]):
-                return None   # a size computed inside the graph
+            if n.target not in IN_PLACE_OPS and any(a.op != "placeholder" for a in n.all_input_nodes
+                                                    if a is not n.args[0]):
+                return None   # a size computed inside the graph (an in-place op's other operands are not rerun)
             chain.append(n)
             n = n.args[0]
         if n.op != "placeholder" or n not in params:
