@@ -17,8 +17,8 @@ static inline AT_T AT_FN(at_row_max)(const AT_T *x, int64_t n, AT_T init) {
     for (int k = 0; k < AT_LANES; k++) part[k] = init;
     int64_t c = 0;
 #ifdef AT_VEC
-    at_vf v = at_vsplat(init);
-    for (; c + AT_LANES <= n; c += AT_LANES) v = at_vmax(at_vload(x + c), v);
+    v16f v = v16_splat(init);
+    for (; c + AT_LANES <= n; c += AT_LANES) v = v16_max(v16_load(x + c), v);
     init = at_hmax(v);
     for (; c < n; c++) init = x[c] > init ? x[c] : init;
     return init;
@@ -37,10 +37,10 @@ static inline AT_T AT_FN(at_exp_sum)(AT_T *x, int64_t n, AT_T shift) {
     AT_T part[AT_LANES] = {0};
     int64_t c = 0;
 #ifdef AT_VEC
-    at_vf v = at_vsplat(0);
+    v16f v = v16_splat(0);
     for (; c + AT_LANES <= n; c += AT_LANES) {
-        const at_vf e = at_vexp(at_vload(x + c) - shift);
-        at_vstore(x + c, e);
+        const v16f e = at_vexp(v16_load(x + c) - shift);
+        v16_store(x + c, e);
         v += e;
     }
     AT_T tail = 0;
@@ -86,9 +86,9 @@ AXON_CLONES void AT_FN(at_grad_rows)(AT_T *p, AT_T *dp, int64_t m, int64_t n, co
         int64_t c = 0;
 #ifdef AT_VEC
         for (; c + AT_LANES <= n; c += AT_LANES) {
-            const at_vf w = at_vexp(at_vload(pr + c) - shift);
-            at_vstore(pr + c, w);
-            at_vstore(dr + c, w * (at_vload(dr + c) - di));
+            const v16f w = at_vexp(v16_load(pr + c) - shift);
+            v16_store(pr + c, w);
+            v16_store(dr + c, w * (v16_load(dr + c) - di));
         }
 #endif
         for (; c < n; c++) {

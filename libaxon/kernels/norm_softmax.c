@@ -15,6 +15,7 @@
 #include "internal.h"
 #include "kernels_impl.h"
 #include "pointwise_impl.h"
+#include "vec16.h"
 
 #define SM_LANES 64
 #define SM_CHUNK 4096           /* doubles: two buffers are 64 KiB of a worker's (8 MiB default) stack */
@@ -143,17 +144,10 @@ static void sm_unit(const sm_args_t *a, int64_t off, int64_t m) {
  * NaN, and an
  * all -inf row gives NaN (-inf - -inf), as PyTorch does. */
 #define SM_PARTS 16
-/* The partial maxima and sums as one GCC vector: written as 16 scalar lanes, GCC 12 turned the maximum into one serial
- * chain of scalar vmaxss (a third of a float32 softmax's time at 1024 x 1024). Lane k is still the maximum or sum of
- * elements k, k + 16, ... in order, so the results are the same bits. */
-typedef float sm_vf __attribute__((vector_size(SM_PARTS * sizeof(float))));
-typedef int32_t sm_vi __attribute__((vector_size(SM_PARTS * sizeof(float))));
-#pragma GCC diagnostic ignored "-Wpsabi" /* 64-byte vectors in and out of an inline helper: no ABI crosses */
-static inline __attribute__((always_inline)) sm_vf sm_vload(const float *p) {
-    sm_vf v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
+/* The partial maxima and sums as one 16-lane vector (vec16.h): written as 16 scalar lanes, GCC 12 turned the maximum
+ * into one serial chain of scalar vmaxss (a third of a float32 softmax's time at 1024 x 1024). Lane k is still the
+ * maximum or sum of elements k, k + 16, ... in order, so the results are the same bits. */
+_Static_assert(SM_PARTS == sizeof(v16f) / sizeof(float), "one lane per partial result");
 AXON_CLONES static void sm_rows_f32(const sm_args_t *a, int64_t r0, int64_t r1) {
     const int64_t n = a->len;
     for (int64_t r = r0; r < r1; r++) {
@@ -161,13 +155,9 @@ AXON_CLONES static void sm_rows_f32(const sm_args_t *a, int64_t r0, int64_t r1) 
         float *y = (float *)(void *)a->out + r * n;
         /* The maximum in SM_PARTS lanes too (a NaN is skipped here, but reaches every output through its exp and the
          * sum). */
-        sm_vf vmax = (sm_vf){0} - INFINITY;
+        v16f vmax = v16_splat(-INFINITY);
         int64_t i0 = 0;
-        for (; i0 + SM_PARTS <= n; i0 += SM_PARTS) {
-            const sm_vf v = sm_vload(x + i0);
-            const sm_vi gt = v > vmax;
-            vmax = (sm_vf)(((sm_vi)v & gt) | ((sm_vi)vmax & ~gt));
-        }
+        for (; i0 + SM_PARTS <= n; i0 += SM_PARTS) vmax = v16_max(v16_load(x + i0), vmax);
         float pmax[SM_PARTS];
         memcpy(pmax, &vmax, sizeof pmax);
         for (; i0 < n; i0++) pmax[0] = x[i0] > pmax[0] ? x[i0] : pmax[0];
@@ -181,8 +171,8 @@ AXON_CLONES static void sm_rows_f32(const sm_args_t *a, int64_t r0, int64_t r1) 
             for (; i < n; i++) part[i % SM_PARTS] += pw_expf(x[i] - mx);
         } else {
             for (int64_t q = 0; q < n; q++) y[q] = pw_expf(x[q] - mx); /* a plain map: vectorizes */
-            sm_vf vsum = {0};
-            for (; i + SM_PARTS <= n; i += SM_PARTS) vsum += sm_vload(y + i);
+            v16f vsum = {0};
+            for (; i + SM_PARTS <= n; i += SM_PARTS) vsum += v16_load(y + i);
             memcpy(part, &vsum, sizeof part);
             for (; i < n; i++) part[i % SM_PARTS] += y[i];
         }
