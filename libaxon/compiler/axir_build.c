@@ -272,3 +272,19 @@ const axon_axir_attr_t *axon_axir_node_attr(const axon_axir_node_t *n, const cha
         if (n->attrs[i].name && strcmp(n->attrs[i].name, name) == 0) return &n->attrs[i];
     return NULL;
 }
+
+static int dropout_above_zero(const axon_axir_node_t *n) {
+    const axon_axir_attr_t *p = axon_axir_node_attr(n, "dropout_p");
+    return p && (p->kind == AXON_AXIR_ATTR_FLOAT ? p->f > 0.0 : p->kind == AXON_AXIR_ATTR_INT && p->i > 0);
+}
+
+int axon_axir_node_draws(const axon_axir_node_t *n) {
+    if (n == NULL) return 0;
+    if (n->op == AXON_AXIR_OP_DROPOUT) return 1;
+    return (n->op == AXON_AXIR_OP_SDPA || n->op == AXON_AXIR_OP_SDPA_LSE) && dropout_above_zero(n);
+}
+
+int axon_axir_sdpa_backward_mask(const axon_axir_node_t *n) {
+    if (n == NULL || n->op != AXON_AXIR_OP_SDPA_BACKWARD) return -1;
+    return n->num_operands - (dropout_above_zero(n) ? 2 : 0) == 7 ? 6 : -1;
+}

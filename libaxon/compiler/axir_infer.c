@@ -538,7 +538,7 @@ static int check_attention(axir_infer_ctx_t *c, const axon_axir_node_t *n, int b
         return 0;
     const axon_axir_attr_t *p = axon_axir_node_attr(n, "dropout_p");
     if (p && !(p->f >= 0.0 && p->f < 1.0)) return axir_infer_fail(c, "dropout_p %g is not in [0, 1)", p->f);
-    if (n->num_operands > mi) {
+    if (mi >= 0) {
         const axon_axir_type_t *mask = TYPE(mi);
         if (mask->dtype != AXON_BOOL && mask->dtype != q->dtype)
             return axir_infer_fail(c, "operand %d (mask) has dtype %s, expected bool or %s", mi + 1,
@@ -565,11 +565,38 @@ static axon_axir_type_t attention_lse(const axon_axir_type_t *q) {
     return l;
 }
 
-/* sdpa: out; sdpa_lse: out and the log-sum-exp the backward needs; sdpa_backward(dout, q, k, v, out, lse[, mask]):
- * dq, dk, dv. */
+/* With dropout, the forward names its draw; the backward takes the forward's Philox seed and offset (i64[] each,
+ * philox_state's results) after its other operands. */
+static int check_attention_dropout(axir_infer_ctx_t *c, const axon_axir_node_t *n) {
+    const axon_axir_attr_t *p = axon_axir_node_attr(n, "dropout_p");
+    const int dropout = p && p->f > 0.0;
+    if (n->op != AXON_AXIR_OP_SDPA_BACKWARD) {
+        const axon_axir_attr_t *draw = axon_axir_node_attr(n, "draw");
+        if (dropout && (!draw || draw->i < 0))
+            return axir_infer_fail(c, "dropout_p %g needs a draw (INT >= 0): its place in the call's Philox stream",
+                                   p->f);
+        return 1;
+    }
+    const int extra = n->num_operands - 6 - (axon_axir_sdpa_backward_mask(n) >= 0);
+    if (extra != (dropout ? 2 : 0) && dropout)
+        return axir_infer_fail(c, "dropout_p %g: expected the forward's Philox seed and offset as the last two operands "
+                                  "(dout, q, k, v, out, lse[, mask], seed, offset)", p->f);
+    if (extra != (dropout ? 2 : 0))
+        return axir_infer_fail(c, "%d operands without dropout, expected 6 or 7 (dout, q, k, v, out, lse[, mask])",
+                               n->num_operands);
+    for (int k = n->num_operands - extra; k < n->num_operands; k++)
+        if (TYPE(k)->dtype != AXON_INT64 || TYPE(k)->rank != 0)
+            return axir_infer_fail(c, "operand %d (the Philox %s) must be i64[]", k + 1,
+                                   k == n->num_operands - 2 ? "seed" : "offset");
+    return 1;
+}
+
+/* sdpa: out; sdpa_lse: out and the log-sum-exp the backward needs; sdpa_backward(dout, q, k, v, out, lse[, mask][,
+ * seed, offset]): dq, dk, dv. */
 static int infer_sdpa(axir_infer_ctx_t *c, const axon_axir_node_t *n, axon_axir_type_t *out) {
     const int bwd = n->op == AXON_AXIR_OP_SDPA_BACKWARD, b = bwd ? 1 : 0;
-    if (!check_attention(c, n, b, bwd ? 6 : 3)) return 0;
+    const int mask = bwd ? axon_axir_sdpa_backward_mask(n) : n->num_operands > 3 ? 3 : -1;
+    if (!check_attention(c, n, b, mask) || !check_attention_dropout(c, n)) return 0;
     const axon_axir_type_t *q = TYPE(b), *v = TYPE(b + 2);
     const int r = q->rank;
     axon_axir_type_t o = *q;
@@ -705,6 +732,17 @@ static int infer_dropout(axir_infer_ctx_t *c, const axon_axir_node_t *n, axon_ax
     return 1;
 }
 
+/* philox_state {draw}: the Philox seed and first block of the function's draw `draw` in this call, i64[] each (what
+ * a backward that draws the same numbers again takes). */
+static int infer_philox_state(axir_infer_ctx_t *c, const axon_axir_node_t *n, axon_axir_type_t *out) {
+    if (attr_i(n, "draw", 0) < 0) return axir_infer_fail(c, "draw %lld is negative", (long long)attr_i(n, "draw", 0));
+    for (int r = 0; r < 2; r++) {
+        memset(&out[r], 0, sizeof out[r]);
+        out[r].dtype = AXON_INT64;
+    }
+    return 1;
+}
+
 static int infer_constant(axir_infer_ctx_t *c, const axon_axir_node_t *n, axon_axir_type_t *out) {
     axon_dtype_t d = out[0].dtype;
     if (n->op == AXON_AXIR_OP_IOTA) {
@@ -767,6 +805,7 @@ int axir_infer(axir_infer_ctx_t *c, const axon_axir_node_t *n, axon_axir_type_t 
     case AXON_AXIR_OP_NLL_LOSS_BACKWARD:
     case AXON_AXIR_OP_NLL_LOSS_LOG_SOFTMAX_BACKWARD: return infer_nll(c, n, out);
     case AXON_AXIR_OP_DROPOUT: return infer_dropout(c, n, out);
+    case AXON_AXIR_OP_PHILOX_STATE: return infer_philox_state(c, n, out);
     case AXON_AXIR_OP_INDEX_COPY_INTO: return infer_index_copy_into(c, n, out);
     default: return axir_infer_fail(c, "no type rule for this op");
     }

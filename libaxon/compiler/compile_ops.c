@@ -163,6 +163,7 @@ AXON_API int axon_compile_supports(axon_axir_op_t op, axon_dtype_t dtype) {
     case AXON_AXIR_OP_CAT: case AXON_AXIR_OP_EMBEDDING: case AXON_AXIR_OP_GATHER: case AXON_AXIR_OP_INDEX_SELECT:
     case AXON_AXIR_OP_INDEX_COPY_INTO:
         return 1;
+    case AXON_AXIR_OP_PHILOX_STATE: return dtype == AXON_INT64;
     case AXON_AXIR_OP_MM: case AXON_AXIR_OP_BMM: case AXON_AXIR_OP_ADDMM:
         return !is_complex(dtype) && dtype != AXON_BOOL;
     case AXON_AXIR_OP_SOFTMAX: case AXON_AXIR_OP_LOG_SOFTMAX: case AXON_AXIR_OP_LAYER_NORM:

@@ -1,7 +1,7 @@
 /* Dead-code elimination: erase nodes none of whose results is read by a node or returned. One walk from the end
- * with our own use counts, so a chain of dead nodes goes in one pass. Two ops stay even unread: a dropout holds its
- * place in the Philox stream (axon_program_run_philox), as in eager mode, and an index_copy_into writes into the
- * caller's tensor. */
+ * with our own use counts, so a chain of dead nodes goes in one pass. Two kinds stay even unread: a node that draws
+ * (dropout, attention with dropout) holds its place in the Philox stream (axon_program_run_philox), as in eager mode,
+ * and an index_copy_into writes into the caller's tensor. */
 #include <stdlib.h>
 
 #include "compile_impl.h"
@@ -15,7 +15,7 @@ axon_status_t pass_dce(axon_axir_module_t *m, axon_axir_func_t *f, axon_axir_dia
         for (int r = 0; r < n->num_results; r++) uses[n->results[r]->id] = n->results[r]->num_uses;
     for (axon_axir_node_t *n = f->last, *prev; n; n = prev) {
         prev = n->prev;
-        int live = n->op == AXON_AXIR_OP_DROPOUT || n->op == AXON_AXIR_OP_INDEX_COPY_INTO;
+        int live = axon_axir_node_draws(n) || n->op == AXON_AXIR_OP_INDEX_COPY_INTO;
         for (int r = 0; r < n->num_results; r++) live |= uses[n->results[r]->id] > 0;
         if (live) continue;
         for (int k = 0; k < n->num_operands; k++) uses[n->operands[k]->id]--;

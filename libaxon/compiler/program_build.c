@@ -50,11 +50,6 @@ static axon_status_t check_node(build_t *b, const axon_axir_node_t *n) {
         return compile_diag(b->diag, n, AXON_ERROR_UNSUPPORTED, "tier 0 cannot run %s on %s", name,
                             axon_axir_dtype_name(dt));
     switch (n->op) {
-    case AXON_AXIR_OP_SDPA:
-        if (compile_attr_float(n, "dropout_p", 0.0) != 0.0)
-            return compile_diag(b->diag, n, AXON_ERROR_UNSUPPORTED, "tier 0 cannot run sdpa with dropout_p %g",
-                                compile_attr_float(n, "dropout_p", 0.0));
-        break;
     case AXON_AXIR_OP_CAT:
         if (n->num_operands > AXON_CAT_MAX_INPUTS)
             return compile_diag(b->diag, n, AXON_ERROR_UNSUPPORTED, "tier 0 cannot run cat of %d inputs (at most %d)",
@@ -246,24 +241,29 @@ static void share_in_place(axon_program_t *p, int nodes, const int *last) {
     }
 }
 
-/* The random nodes in draw order. Their draws must be 0, 1, ..., k - 1, each once: a call takes Philox blocks for
- * them in that order (program_run.c), the order in which eager mode would have run them. */
+/* The random nodes (dropout, attention with dropout) in draw order. Their draws must be 0, 1, ..., k - 1, each once:
+ * a call takes Philox blocks for them in that order (program_run.c), the order in which eager mode would have run
+ * them. A philox_state must name one of them. */
 static axon_status_t collect_draws(axon_program_t *p, axon_axir_diag_t *diag) {
     int count = 0;
-    for (const axon_axir_node_t *n = p->func->first; n; n = n->next) count += n->op == AXON_AXIR_OP_DROPOUT;
-    if (count == 0) return AXON_OK;
-    p->draws = calloc((size_t)count, sizeof *p->draws);
-    if (!p->draws) return compile_diag(diag, NULL, AXON_ERROR_OUT_OF_MEMORY, "compile: out of memory");
-    p->num_draws = count;
+    for (const axon_axir_node_t *n = p->func->first; n; n = n->next) count += axon_axir_node_draws(n);
+    if (count > 0) {
+        p->draws = calloc((size_t)count, sizeof *p->draws);
+        if (!p->draws) return compile_diag(diag, NULL, AXON_ERROR_OUT_OF_MEMORY, "compile: out of memory");
+        p->num_draws = count;
+    }
     for (const axon_axir_node_t *n = p->func->first; n; n = n->next) {
-        if (n->op != AXON_AXIR_OP_DROPOUT) continue;
+        const int draws = axon_axir_node_draws(n);
+        if (!draws && n->op != AXON_AXIR_OP_PHILOX_STATE) continue;
+        const char *op = axon_axir_op_name(n->op);
         int64_t k = compile_attr_int(n, "draw", -1);
         if (k < 0 || k >= count)
             return compile_diag(diag, n, AXON_ERROR_INVALID_ARG,
-                                "dropout: draw %lld is not in [0, %d): the function's draws must be 0, 1, ... in the "
-                                "order eager mode would run them", (long long)k, count);
+                                "%s: draw %lld is not in [0, %d): the function's draws must be 0, 1, ... in the "
+                                "order eager mode would run them", op, (long long)k, count);
+        if (!draws) continue;
         if (p->draws[k])
-            return compile_diag(diag, n, AXON_ERROR_INVALID_ARG, "dropout: draw %lld is taken twice (line %d)",
+            return compile_diag(diag, n, AXON_ERROR_INVALID_ARG, "%s: draw %lld is taken twice (line %d)", op,
                                 (long long)k, p->draws[k]->line);
         p->draws[k] = n;
     }

@@ -174,7 +174,9 @@ static axon_status_t run_embedding(prog_call_t *c, axon_stream_t s, const prog_s
     return axon_kernel_index_select(s, &out, w, 0, &flat, AXON_INDEX_DEFAULT);
 }
 
-/* sdpa (its log-sum-exp in a step temp), sdpa_lse (in its second result) and sdpa_backward. */
+/* sdpa (its log-sum-exp in a step temp), sdpa_lse (in its second result) and sdpa_backward. With dropout the forward
+ * takes its draw's Philox blocks (program_run.c), and the backward reads the seed and offset the forward's
+ * philox_state gave from its last two operands when it runs (an earlier step may still be writing them). */
 static axon_status_t run_sdpa(prog_call_t *c, axon_stream_t s, const prog_step_t *st) {
     const axon_axir_node_t *n = st->node;
     const int bwd = n->op == AXON_AXIR_OP_SDPA_BACKWARD, b = bwd ? 1 : 0;
@@ -184,11 +186,22 @@ static axon_status_t run_sdpa(prog_call_t *c, axon_stream_t s, const prog_step_t
     const axon_axir_attr_t *sc = axon_axir_node_attr(n, "scale");
     ap.scale = sc ? compile_attr_float(n, "scale", 1.0) : 1.0 / sqrt((double)(q->ndim == 4 ? q->sizes[3] : 1));
     ap.is_causal = (int)compile_attr_int(n, "is_causal", 0);
-    if (bwd)
+    ap.dropout_p = compile_attr_float(n, "dropout_p", 0.0);
+    if (bwd) {
+        if (ap.dropout_p > 0) {
+            ap.seed_at = operand(c, n, n->num_operands - 2)->data;
+            ap.offset_at = operand(c, n, n->num_operands - 1)->data;
+        }
+        const int mask = axon_axir_sdpa_backward_mask(n);
         return axon_kernel_attention_backward(s, &c->desc[n->results[0]->id], &c->desc[n->results[1]->id],
                                               &c->desc[n->results[2]->id], operand(c, n, 0), q, operand(c, n, 2),
-                                              operand(c, n, 3), operand(c, n, 6), operand(c, n, 4), operand(c, n, 5),
-                                              &ap);
+                                              operand(c, n, 3), mask >= 0 ? operand(c, n, mask) : NULL,
+                                              operand(c, n, 4), operand(c, n, 5), &ap);
+    }
+    if (ap.dropout_p > 0) {
+        ap.seed = c->seed;
+        ap.offset = c->draw_offset[compile_attr_int(n, "draw", 0)];
+    }
     axon_tensor_t lse;
     if (n->op == AXON_AXIR_OP_SDPA_LSE) {
         lse = c->desc[n->results[1]->id];
@@ -287,6 +300,17 @@ static axon_status_t run_contiguous(prog_call_t *c, axon_stream_t s, const prog_
     }
 }
 
+/* philox_state: the seed and first block of a draw in this call, written in stream order (the outputs' memory may
+ * still be read by earlier steps). */
+static axon_status_t run_philox_state(prog_call_t *c, axon_stream_t s, const axon_axir_node_t *n) {
+    const uint64_t values[2] = {c->seed, c->draw_offset[compile_attr_int(n, "draw", 0)]};
+    for (int r = 0; r < 2; r++) {
+        axon_status_t st = axon_kernel_fill(s, &c->desc[n->results[r]->id], axon_scalar_int((int64_t)values[r]));
+        if (st != AXON_OK) return st;
+    }
+    return AXON_OK;
+}
+
 static axon_status_t run_const(prog_call_t *c, axon_stream_t s, const axon_axir_node_t *n) {
     const axon_tensor_t *out = &c->desc[n->results[0]->id];
     const axon_axir_attr_t *a = axon_axir_node_attr(n, "value");
@@ -352,6 +376,7 @@ axon_status_t prog_run_node(prog_call_t *c, axon_stream_t s, const prog_step_t *
                                       operand(c, n, 2), AXON_INDEX_WRAP);
     }
     case AXON_AXIR_OP_SDPA: case AXON_AXIR_OP_SDPA_LSE: case AXON_AXIR_OP_SDPA_BACKWARD: return run_sdpa(c, s, st);
+    case AXON_AXIR_OP_PHILOX_STATE: return run_philox_state(c, s, n);
     case AXON_AXIR_OP_SOFTMAX: case AXON_AXIR_OP_LOG_SOFTMAX: case AXON_AXIR_OP_LAYER_NORM: case AXON_AXIR_OP_RMS_NORM:
     case AXON_AXIR_OP_SOFTMAX_BACKWARD: case AXON_AXIR_OP_LOG_SOFTMAX_BACKWARD: case AXON_AXIR_OP_LAYER_NORM_BACKWARD:
     case AXON_AXIR_OP_RMS_NORM_BACKWARD: case AXON_AXIR_OP_EMBEDDING_BACKWARD: case AXON_AXIR_OP_NLL_LOSS:

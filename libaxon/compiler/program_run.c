@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "../kernels/kernels_impl.h"
+#include "axon/attention.h"
 #include "axon/kernels.h"
 #include "compile_impl.h"
 #include "tier1.h"
@@ -37,17 +38,34 @@ static axon_status_t check_outputs(const prog_call_t *c, int num_outputs, const 
 /* The end of a queued run: drops the reference that run held. */
 static void program_release(void *user) { axon_program_destroy(user); }
 
+/* The Philox blocks draw node n takes under c's binding, as its eager kernel claims them: dropout one 32-bit lane per
+ * element of its operand; attention one per score (B * Hq * L * S: q's dims but the last, times k's length). */
+static axon_status_t draw_blocks(prog_call_t *c, const axon_axir_node_t *n, uint64_t *blocks) {
+    const axon_axir_type_t *t = &n->operands[0]->type;
+    int64_t sizes[AXON_MAX_DIMS], numel = 1;
+    axon_status_t st = prog_eval_type(c, t, sizes);
+    if (st != AXON_OK) return st;
+    if (n->op == AXON_AXIR_OP_DROPOUT) {
+        for (int d = 0; d < t->rank; d++) numel *= sizes[d];
+        *blocks = axon_philox_blocks(AXON_FLOAT32, numel);
+        return AXON_OK;
+    }
+    int64_t rows = 1, ksizes[AXON_MAX_DIMS];
+    for (int d = 0; d + 1 < t->rank; d++) rows *= sizes[d];
+    const axon_axir_type_t *kt = &n->operands[1]->type;
+    if ((st = prog_eval_type(c, kt, ksizes)) != AXON_OK) return st;
+    *blocks = axon_attention_philox_blocks(1, 1, rows, kt->rank >= 2 ? ksizes[kt->rank - 2] : 1);
+    return AXON_OK;
+}
+
 /* Each draw's first Philox block under c's binding: offset, then on by the blocks of the draws before it, as eager
- * kernels run in draw order would claim them (dropout: one 32-bit lane per element of its operand). */
+ * kernels run in draw order would claim them. */
 static axon_status_t draw_offsets(prog_call_t *c, uint64_t offset, uint64_t *total) {
     const axon_program_t *p = c->p;
     for (int k = 0; k < p->num_draws; k++) {
-        const axon_axir_type_t *t = &p->draws[k]->operands[0]->type;
-        int64_t sizes[AXON_MAX_DIMS], numel = 1;
-        axon_status_t st = prog_eval_type(c, t, sizes);
+        uint64_t blocks = 0;
+        axon_status_t st = draw_blocks(c, p->draws[k], &blocks);
         if (st != AXON_OK) return st;
-        for (int d = 0; d < t->rank; d++) numel *= sizes[d];
-        const uint64_t blocks = axon_philox_blocks(AXON_FLOAT32, numel);
         if (c->draw_offset) c->draw_offset[k] = offset;
         offset += blocks;
         *total += blocks;

@@ -72,7 +72,7 @@ static size_t at_fused_bytes(const at_args_t *a, int slots) {
 }
 
 static axon_status_t at_backward_kernel(const void *args, const axon_exec_t *ex) {
-    const at_args_t *a = args;
+    const at_args_t resolved = at_resolve_philox(args), *a = &resolved;
     const char *op = "attention_backward";
     at_job_t j;
     memset(&j, 0, sizeof j);

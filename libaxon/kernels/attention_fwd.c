@@ -110,6 +110,9 @@ axon_status_t at_prepare(at_args_t *a, const char *op, const axon_tensor_t *q, c
     a->p = p->dropout_p;
     a->keep_scale = p->dropout_p < 1 ? 1.0 / (1.0 - p->dropout_p) : 0.0;
     a->seed = p->seed, a->offset = p->offset;
+    if ((p->seed_at == NULL) != (p->offset_at == NULL))
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: seed_at and offset_at must be given together", op);
+    a->seed_at = a->dropout ? p->seed_at : NULL, a->offset_at = a->dropout ? p->offset_at : NULL;
     a->f64 = q->dtype == AXON_FLOAT64;
     at_fill(&a->q, q, a->f64), at_fill(&a->k, k, a->f64), at_fill(&a->v, v, a->f64);
     if (mask) {
@@ -188,7 +191,7 @@ static void at_forward_range(void *ctx, int64_t begin, int64_t end, int slot) {
 }
 
 static axon_status_t at_forward_kernel(const void *args, const axon_exec_t *ex) {
-    const at_args_t *a = args;
+    const at_args_t resolved = at_resolve_philox(args), *a = &resolved;
     at_job_t j;
     memset(&j, 0, sizeof j);
     j.a = a;

@@ -37,6 +37,7 @@ typedef struct at_args {
     int64_t B, Hq, Hkv, L, S, E, Ev, group;
     double scale, p, keep_scale; /* keep_scale = 1 / (1 - p), or 0 when p == 1 */
     uint64_t seed, offset;
+    const int64_t *seed_at, *offset_at; /* read when the command runs (at_resolve_philox), when not NULL */
     int causal, dropout, mask_bool, f64;
     at_operand_t q, k, v, mask, out, lse, dout, dq, dk, dv;
 } at_args_t;
@@ -70,6 +71,13 @@ void at_fold_groups(at_args_t *a);
 
 /* Bytes of tile scratch one worker needs (the largest of the forward and backward layouts). */
 size_t at_slot_bytes(const at_args_t *a);
+
+/* The arguments as a command runs them: a's, with seed and offset read from seed_at / offset_at if given. */
+static inline at_args_t at_resolve_philox(const at_args_t *a) {
+    at_args_t r = *a;
+    if (a->seed_at && a->offset_at) r.seed = (uint64_t)*a->seed_at, r.offset = (uint64_t)*a->offset_at;
+    return r;
+}
 
 /* Runs fn over units with per-slot scratch; OUT_OF_MEMORY (with a message naming op) if the scratch or a GEMM
  * packing buffer could not be allocated. */

@@ -3,6 +3,7 @@
 #ifndef AXON_CHECK_H
 #define AXON_CHECK_H
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,20 @@
 static inline void sleep_ms(int ms) {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
+}
+
+/* Holds its stream until the host stores 1 in *gate: work queued behind it cannot have run while the gate is shut. */
+static inline axon_status_t check_gate_kernel(const void *args, const axon_exec_t *ex) {
+    (void)ex;
+    atomic_int *gate = *(atomic_int *const *)args;
+    while (!atomic_load(gate)) sleep_ms(1);
+    return AXON_OK;
+}
+
+/* Queues check_gate_kernel on s (the launch copies the pointer, so gate must outlive the wait). */
+static inline axon_status_t check_hold_stream(axon_stream_t s, atomic_int *gate) {
+    axon_launch_t l = {check_gate_kernel, &gate, sizeof gate, "gate", 0};
+    return axon_stream_launch(s, &l);
 }
 
 static int check_failures_in_test;

@@ -138,7 +138,7 @@ static int check_problem(const kc_dev_t *k, const prob_t *pr) {
         const int64_t ms[4] = {B, 1, L, S}, mst[4] = {S, 0, 0, 1};
         tm = kc_tensor(m.dev, d, 4, ms, mst);
     }
-    axon_attention_params_t p = {0.37, pr->causal, pr->p, 1234, 77};
+    axon_attention_params_t p = {0.37, pr->causal, pr->p, 1234, 77, NULL, NULL};
     const axon_tensor_t *mp = pr->mask ? &tm : NULL;
     int bad = 0;
     if (axon_kernel_attention(k->s, &to, &tl, &tq, &tk, &tv, mp, &p) != AXON_OK ||
@@ -275,8 +275,10 @@ static void test_dropout_follows_the_documented_philox_decisions(void) {
     run_all_dtypes((prob_t){0, 1, 2, 2, 30, 30, 8, 8, 1, 1, 0.5, 0});
 }
 
-/* Forward and backward outputs of a dropout problem, as bytes. */
-static void *run_for_bytes(int threads, uint64_t seed, size_t *nbytes) {
+/* Forward and backward outputs of a dropout problem, as bytes. With philox_at_run the backward reads its seed and
+ * offset from device scalars (seed_at, offset_at) that hold 0 when it is launched and are written, while a gate still
+ * holds the stream, before it runs. */
+static void *run_for_bytes(int threads, uint64_t seed, size_t *nbytes, int philox_at_run) {
     kc_dev_t k = kc_open(threads);
     if (!k.rt) return NULL;
     rr_state = 99;
@@ -291,12 +293,19 @@ static void *run_for_bytes(int threads, uint64_t seed, size_t *nbytes) {
                   to = kc_tensor(o.dev, AXON_FLOAT32, 4, sq, NULL), tl = kc_tensor(l.dev, AXON_FLOAT32, 3, sq, NULL),
                   tdq = kc_tensor(dq.dev, AXON_FLOAT32, 4, sq, NULL), tdk = kc_tensor(dk.dev, AXON_FLOAT32, 4, sk, NULL),
                   tdv = kc_tensor(dv.dev, AXON_FLOAT32, 4, sk, NULL);
-    axon_attention_params_t p = {0.25, 1, 0.2, seed, 5};
+    axon_attention_params_t p = {0.25, 1, 0.2, seed, 5, NULL, NULL}, pb = p;
+    const int64_t wrong[2] = {0, 0};
+    int64_t *state = philox_at_run ? kc_upload(&k, wrong, sizeof wrong) : NULL;
+    atomic_int gate = 0;
+    if (state) pb.seed = pb.offset = 0, pb.seed_at = &state[0], pb.offset_at = &state[1];
     size_t total = (size_t)(2 * n + 2 * nk) * 4;
     char *out = malloc(total);
-    int ok = axon_kernel_attention(k.s, &to, &tl, &tq, &tk, &tv, NULL, &p) == AXON_OK &&
-             axon_kernel_attention_backward(k.s, &tdq, &tdk, &tdv, &tg, &tq, &tk, &tv, NULL, &to, &tl, &p) == AXON_OK &&
-             tb_pull(&k, &o) && tb_pull(&k, &dq) && tb_pull(&k, &dk) && tb_pull(&k, &dv);
+    int ok = (!philox_at_run || state) && axon_kernel_attention(k.s, &to, &tl, &tq, &tk, &tv, NULL, &p) == AXON_OK &&
+             check_hold_stream(k.s, &gate) == AXON_OK &&
+             axon_kernel_attention_backward(k.s, &tdq, &tdk, &tdv, &tg, &tq, &tk, &tv, NULL, &to, &tl, &pb) == AXON_OK;
+    if (state) state[0] = (int64_t)seed, state[1] = 5;   /* the host device's memory is host memory */
+    atomic_store(&gate, 1);
+    ok = ok && tb_pull(&k, &o) && tb_pull(&k, &dq) && tb_pull(&k, &dk) && tb_pull(&k, &dv);
     if (ok) {
         memcpy(out, o.h, (size_t)n * 4);
         memcpy(out + n * 4, dq.h, (size_t)n * 4);
@@ -305,6 +314,7 @@ static void *run_for_bytes(int threads, uint64_t seed, size_t *nbytes) {
     }
     tb_free(&k, &q), tb_free(&k, &kk), tb_free(&k, &v), tb_free(&k, &g), tb_free(&k, &o), tb_free(&k, &l);
     tb_free(&k, &dq), tb_free(&k, &dk), tb_free(&k, &dv);
+    if (state) axon_mem_free(k.dev, state);
     axon_runtime_destroy(k.rt);
     if (!ok) {
         free(out);
@@ -316,8 +326,8 @@ static void *run_for_bytes(int threads, uint64_t seed, size_t *nbytes) {
 
 static void test_dropout_is_deterministic_for_a_seed_and_any_thread_count(void) {
     size_t n1 = 0, n3 = 0, n3b = 0, n4 = 0;
-    void *a = run_for_bytes(1, 42, &n1), *b = run_for_bytes(3, 42, &n3), *c = run_for_bytes(3, 42, &n3b),
-         *e = run_for_bytes(3, 43, &n4);
+    void *a = run_for_bytes(1, 42, &n1, 0), *b = run_for_bytes(3, 42, &n3, 0), *c = run_for_bytes(3, 42, &n3b, 0),
+         *e = run_for_bytes(3, 43, &n4, 0);
     CHECK(a && b && c && e && n1 == n3 && n3 == n3b && n3 == n4);
     if (a && b && c && e) {
         CHECK_EQ_I64(kc_first_diff(a, b, n1), -1);
@@ -325,6 +335,16 @@ static void test_dropout_is_deterministic_for_a_seed_and_any_thread_count(void) 
         CHECK(kc_first_diff(b, e, n1) != -1); /* another seed, other decisions */
     }
     free(a), free(b), free(c), free(e);
+}
+
+/* A compiled backward gets the forward's seed and offset as tensors: read when the command runs, they give the same
+ * decisions (the same bytes) as the values given at launch. */
+static void test_backward_reads_seed_and_offset_when_it_runs(void) {
+    size_t n1 = 0, n2 = 0;
+    void *a = run_for_bytes(2, 0x123456789abcdefULL, &n1, 0), *b = run_for_bytes(2, 0x123456789abcdefULL, &n2, 1);
+    CHECK(a && b && n1 == n2);
+    if (a && b) CHECK_EQ_I64(kc_first_diff(a, b, n1), -1);
+    free(a), free(b);
 }
 
 static void test_strided_query_gives_the_contiguous_result(void) {
@@ -338,7 +358,7 @@ static void test_strided_query_gives_the_contiguous_result(void) {
     axon_tensor_t ts = kc_tensor(q.dev, AXON_FLOAT32, 4, s4, tr), tc = kc_tensor(qc.dev, AXON_FLOAT32, 4, s4, NULL);
     axon_tensor_t tk = kc_tensor(kv.dev, AXON_FLOAT32, 4, s4, NULL), ta = kc_tensor(o1.dev, AXON_FLOAT32, 4, s4, NULL),
                   tb = kc_tensor(o2.dev, AXON_FLOAT32, 4, s4, NULL), tl = kc_tensor(l.dev, AXON_FLOAT32, 3, s4, NULL);
-    axon_attention_params_t p = {0.3, 0, 0, 0, 0};
+    axon_attention_params_t p = {0.3, 0, 0, 0, 0, NULL, NULL};
     CHECK_OK(axon_kernel_copy(k.s, &tc, &ts));
     CHECK_OK(axon_kernel_attention(k.s, &ta, &tl, &ts, &tk, &tk, NULL, &p));
     CHECK_OK(axon_kernel_attention(k.s, &tb, &tl, &tc, &tk, &tk, NULL, &p));
@@ -361,7 +381,7 @@ static void test_attention_refuses_bad_input_with_messages(void) {
                   obad = kc_tensor(y.dev, AXON_FLOAT32, 4, sbad, NULL), qi = kc_tensor(xi.dev, AXON_INT32, 4, sq, NULL),
                   qd = kc_tensor(xd.dev, AXON_FLOAT64, 4, sq, NULL), m = kc_tensor(x.dev, AXON_FLOAT32, 2, sm, NULL),
                   q5 = kc_tensor(x.dev, AXON_FLOAT32, 5, s5, NULL), ki = kc_tensor(x.dev, AXON_FLOAT32, 4, (const int64_t[]){2, 6, 8, 3}, NULL);
-    axon_attention_params_t p = {1, 0, 0, 0, 0}, pd = {1, 0, 1.5, 0, 0};
+    axon_attention_params_t p = {1, 0, 0, 0, 0, NULL, NULL}, pd = {1, 0, 1.5, 0, 0, NULL, NULL};
     CHECK_STATUS(axon_kernel_attention(k.s, &o, &l, &q, &k4, &k4, NULL, &p), AXON_ERROR_INVALID_ARG);
     CHECK_MSG("not a multiple");
     CHECK_STATUS(axon_kernel_attention(k.s, &o, &l, &q, &ki, &q, NULL, &p), AXON_ERROR_INVALID_ARG);
@@ -398,6 +418,7 @@ int main(void) {
     RUN(test_grouped_query_heads_share_key_value_heads);
     RUN(test_dropout_follows_the_documented_philox_decisions);
     RUN(test_dropout_is_deterministic_for_a_seed_and_any_thread_count);
+    RUN(test_backward_reads_seed_and_offset_when_it_runs);
     RUN(test_strided_query_gives_the_contiguous_result);
     RUN(test_hf_layouts_transposed_heads_and_an_expanded_float_mask);
     RUN(test_attention_refuses_bad_input_with_messages);

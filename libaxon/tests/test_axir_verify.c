@@ -216,6 +216,38 @@ static void test_in_place_ops_take_a_parameter_read_once(void) {
     check_error(text, 4, 8, "index_copy_into: operand 2 has dtype f32, expected an integer dtype");
 }
 
+/* Attention with dropout: the forward names its draw, the backward takes the forward's seed and offset (i64[]) after
+ * its other operands, the mask still at operand 7 when there is one. */
+static void test_attention_dropout_operands(void) {
+    const char *head = "axir 1\n\nfunc @f(%q: f32[1, 2, 3, 4], %o: f32[1, 2, 3, 4], %l: f32[1, 2, 3], %m: bool[3, 3], "
+                       "%s: i64[], %t: i64[], %u: i32[]) -> (f32[1, 2, 3, 4]) {\n";
+    const char *grads = "(f32[1, 2, 3, 4], f32[1, 2, 3, 4], f32[1, 2, 3, 4])";
+    char text[1024];
+    snprintf(text, sizeof text, "%s  %%a, %%b, %%c = sdpa_backward(%%q, %%q, %%q, %%q, %%o, %%l, %%m, %%s, %%t) "
+             "{dropout_p = 0.1, is_causal = false} : %s\n  return %%a\n}\n", head, grads);
+    check_valid(text);
+    snprintf(text, sizeof text, "%s  %%a, %%b, %%c = sdpa_backward(%%q, %%q, %%q, %%q, %%o, %%l, %%s, %%t) "
+             "{dropout_p = 0.1, is_causal = false} : %s\n  return %%a\n}\n", head, grads);
+    check_valid(text);
+    snprintf(text, sizeof text, "%s  %%a, %%b, %%c = sdpa_backward(%%q, %%q, %%q, %%q, %%o, %%l, %%m) "
+             "{dropout_p = 0.1, is_causal = false} : %s\n  return %%a\n}\n", head, grads);
+    check_error(text, 4, 16, "sdpa_backward: dropout_p 0.1: expected the forward's Philox seed and offset as the last "
+                "two operands (dout, q, k, v, out, lse[, mask], seed, offset)");
+    snprintf(text, sizeof text, "%s  %%a, %%b, %%c = sdpa_backward(%%q, %%q, %%q, %%q, %%o, %%l, %%s, %%u) "
+             "{dropout_p = 0.1, is_causal = false} : %s\n  return %%a\n}\n", head, grads);
+    check_error(text, 4, 16, "sdpa_backward: operand 8 (the Philox offset) must be i64[]");
+    snprintf(text, sizeof text, "%s  %%a, %%b, %%c = sdpa_backward(%%q, %%q, %%q, %%q, %%o, %%l, %%s, %%t) "
+             "{is_causal = false} : %s\n  return %%a\n}\n", head, grads);
+    check_error(text, 4, 16, "sdpa_backward: 8 operands without dropout, expected 6 or 7 (dout, q, k, v, out, lse[, "
+                "mask])");
+    snprintf(text, sizeof text, "%s  %%a = sdpa(%%q, %%q, %%q) {dropout_p = 0.1, is_causal = true} : f32[1, 2, 3, 4]\n"
+             "  return %%a\n}\n", head);
+    check_error(text, 4, 8, "sdpa: dropout_p 0.1 needs a draw (INT >= 0): its place in the call's Philox stream");
+    snprintf(text, sizeof text, "%s  %%s2, %%t2 = philox_state() {draw = 0} : (i64[], i32[])\n"
+             "  return %%q\n}\n", head);
+    check_error(text, 4, 14, "philox_state: result 2 is declared i32[] but the op gives i64[]");
+}
+
 static void test_valid_symbolic_forms_pass(void) {
     /* equal after simplification: s0+s0 vs s0*2, and 2*s0 from cat */
     check_valid("axir 1\nfunc @f(%x: f32[s0, 4]) -> (f32[s0*2, 4]) {\n"
@@ -248,6 +280,7 @@ int main(void) {
     RUN(test_library_op_shapes);
     RUN(test_training_library_ops);
     RUN(test_in_place_ops_take_a_parameter_read_once);
+    RUN(test_attention_dropout_operands);
     RUN(test_valid_symbolic_forms_pass);
     return check_report();
 }

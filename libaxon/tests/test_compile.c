@@ -587,7 +587,7 @@ static void test_bad_inputs(void) {
         CHECK_MSG("input 1 (%y)");
         axon_program_destroy(p);
     }
-    /* sdpa with dropout has no tier-0 kernel: UNSUPPORTED, naming the op */
+    /* sdpa with dropout but no draw cannot be placed in the call's Philox stream: a located error */
     const char *sdpa =
         "axir 1\n"
         "func @main(%q: f32[1, 2, 4, 8], %k: f32[1, 2, 4, 8], %v: f32[1, 2, 4, 8]) -> (f32[1, 2, 4, 8]) {\n"
@@ -596,9 +596,9 @@ static void test_bad_inputs(void) {
         "}\n";
     axon_program_t *q = NULL;
     axon_axir_diag_t d;
-    CHECK_STATUS(axon_compile_text(sdpa, strlen(sdpa), NULL, &q, &d), AXON_ERROR_UNSUPPORTED);
+    CHECK_STATUS(axon_compile_text(sdpa, strlen(sdpa), NULL, &q, &d), AXON_ERROR_INVALID_ARG);
     CHECK(q == NULL);
-    CHECK(strstr(d.message, "sdpa") != NULL);
+    CHECK(strstr(d.message, "needs a draw") != NULL);
     CHECK_EQ_I64(d.line, 3);
     /* a malformed module is INVALID_ARG with a location */
     const char *bad = "axir 1\nfunc @main(%x: f32[4]) -> (f32[4]) {\n  %0 = exp(%nope) : f32[4]\n  return %0\n}\n";
@@ -848,6 +848,92 @@ static void test_training_ops_and_draws_match_the_kernels(void) {
     axon_axir_diag_t d;
     CHECK_STATUS(axon_compile_text(twice, strlen(twice), &o, &bad, &d), AXON_ERROR_INVALID_ARG);
     CHECK(bad == NULL && strstr(d.message, "draw 0 is taken twice") != NULL);
+    axon_runtime_destroy(k.rt);
+}
+
+/* Attention with dropout in a training step: the forward program's sdpa_lse takes its draw's Philox blocks after the
+ * dropout's (draw 0: 32 elements, 8 blocks; draw 1: 2 heads x 3 x 5 scores, 8 blocks), philox_state gives that draw's
+ * seed and first block, and a backward program that takes them as i64[] inputs gives what the attention kernels give
+ * with the same decisions. Seeds use all 64 bits. */
+static void test_attention_dropout_draws_and_its_backward_match_the_kernels(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    const char *fwd_text =
+        "axir 1\n"
+        "func @main(%x: f32[4, 8], %q: f32[1, 2, 3, 4], %k: f32[1, 2, 5, 4], %v: f32[1, 2, 5, 4]) -> "
+        "(f32[4, 8], f32[1, 2, 3, 4], f32[1, 2, 3], i64[], i64[]) {\n"
+        "  %d, %dm = dropout(%x) {draw = 0, p = 0.5} : (f32[4, 8], bool[4, 8])\n"
+        "  %o, %l = sdpa_lse(%q, %k, %v) {draw = 1, dropout_p = 0.3, is_causal = true, scale = 0.5} : "
+        "(f32[1, 2, 3, 4], f32[1, 2, 3])\n"
+        "  %s, %off = philox_state() {draw = 1} : (i64[], i64[])\n"
+        "  return %d, %o, %l, %s, %off\n"
+        "}\n";
+    const char *bwd_text =
+        "axir 1\n"
+        "func @main(%g: f32[1, 2, 3, 4], %q: f32[1, 2, 3, 4], %k: f32[1, 2, 5, 4], %v: f32[1, 2, 5, 4], "
+        "%o: f32[1, 2, 3, 4], %l: f32[1, 2, 3], %s: i64[], %off: i64[]) -> "
+        "(f32[1, 2, 3, 4], f32[1, 2, 5, 4], f32[1, 2, 5, 4]) {\n"
+        "  %dq, %dk, %dv = sdpa_backward(%g, %q, %k, %v, %o, %l, %s, %off) {dropout_p = 0.3, is_causal = true, "
+        "scale = 0.5} : (f32[1, 2, 3, 4], f32[1, 2, 5, 4], f32[1, 2, 5, 4])\n"
+        "  return %dq, %dk, %dv\n"
+        "}\n";
+    axon_program_t *fp = tc_compile(fwd_text, 1, NULL), *bp = tc_compile(bwd_text, 1, NULL);
+    CHECK(fp != NULL && bp != NULL);
+    if (fp && bp) {
+        const uint64_t seed = 0xfedcba9876543210ULL, offset = 40;
+        float x[32], q[24], kk[40], v[40], g[24];
+        tc_fill(x, 32, 60), tc_fill(q, 24, 61), tc_fill(kk, 40, 62), tc_fill(v, 40, 63), tc_fill(g, 24, 64);
+        int64_t xs[2] = {4, 8}, qs[4] = {1, 2, 3, 4}, ks[4] = {1, 2, 5, 4}, ls[3] = {1, 2, 3};
+        axon_tensor_t in[4] = {tc_f32(x, 2, xs), tc_f32(q, 4, qs), tc_f32(kk, 4, ks), tc_f32(v, 4, ks)};
+        uint64_t blocks = 0;
+        CHECK_OK(axon_program_philox_blocks(fp, 4, in, &blocks));
+        CHECK(blocks == 16 && axon_program_num_draws(fp) == 2);
+        axon_tensor_t out[5];
+        CHECK_OK(tc_run_with(&k, fp, 4, in, 5, out, NULL, 1, seed, offset));
+        CHECK(out[3].data && *(int64_t *)out[3].data == (int64_t)seed);
+        CHECK(out[4].data && *(int64_t *)out[4].data == (int64_t)(offset + 8));
+        axon_tensor_t bin[8] = {tc_f32(g, 4, qs), in[1], in[2], in[3], out[1], out[2], out[3], out[4]};
+        axon_tensor_t grads[3];
+        CHECK_OK(tc_run(&k, bp, 8, bin, 3, grads, NULL));   /* the backward draws nothing of its own */
+        /* the same through the kernels, with the decisions of draw 1 */
+        float ro[24], rl[6], rdq[24], rdk[40], rdv[40];
+        axon_tensor_t to = tc_f32(ro, 4, qs), tl = tc_f32(rl, 3, ls), tdq = tc_f32(rdq, 4, qs), tdk = tc_f32(rdk, 4, ks),
+                      tdv = tc_f32(rdv, 4, ks);
+        axon_attention_params_t ap;
+        memset(&ap, 0, sizeof ap);
+        ap.scale = 0.5, ap.is_causal = 1, ap.dropout_p = 0.3, ap.seed = seed, ap.offset = offset + 8;
+        CHECK_OK(axon_kernel_attention(k.s, &to, &tl, &in[1], &in[2], &in[3], NULL, &ap));
+        CHECK_OK(axon_kernel_attention_backward(k.s, &tdq, &tdk, &tdv, &bin[0], &in[1], &in[2], &in[3], NULL, &to, &tl,
+                                                &ap));
+        CHECK_OK(axon_stream_sync(k.s));
+        CHECK(out[1].data && memcmp(out[1].data, ro, sizeof ro) == 0);
+        CHECK(out[2].data && memcmp(out[2].data, rl, sizeof rl) == 0);
+        const float *want[3] = {rdq, rdk, rdv};
+        const size_t bytes[3] = {sizeof rdq, sizeof rdk, sizeof rdv};
+        for (int r = 0; r < 3; r++) CHECK(grads[r].data && memcmp(grads[r].data, want[r], bytes[r]) == 0);
+        /* dropout really dropped: the weights no longer sum to 1, so the output differs from no dropout's */
+        axon_attention_params_t plain = ap;
+        plain.dropout_p = 0;
+        CHECK_OK(axon_kernel_attention(k.s, &to, &tl, &in[1], &in[2], &in[3], NULL, &plain));
+        CHECK_OK(axon_stream_sync(k.s));
+        CHECK(out[1].data && memcmp(out[1].data, ro, sizeof ro) != 0);
+        tc_free_outs(3, grads);
+        tc_free_outs(5, out);
+    }
+    axon_program_destroy(fp);
+    axon_program_destroy(bp);
+    /* a philox_state naming no draw of the function */
+    const char *stray =
+        "axir 1\n"
+        "func @main() -> (i64[], i64[]) {\n"
+        "  %s, %off = philox_state() {draw = 0} : (i64[], i64[])\n"
+        "  return %s, %off\n"
+        "}\n";
+    axon_compile_options_t o = axon_compile_options_default();
+    axon_program_t *bad = NULL;
+    axon_axir_diag_t d;
+    CHECK_STATUS(axon_compile_text(stray, strlen(stray), &o, &bad, &d), AXON_ERROR_INVALID_ARG);
+    CHECK(bad == NULL && strstr(d.message, "philox_state: draw 0 is not in [0, 0)") != NULL);
     axon_runtime_destroy(k.rt);
 }
 
@@ -1241,6 +1327,7 @@ int main(void) {
     RUN(test_index_copy_into_writes_the_parameter);
     RUN(test_attention_training_ops_match_the_kernels);
     RUN(test_training_ops_and_draws_match_the_kernels);
+    RUN(test_attention_dropout_draws_and_its_backward_match_the_kernels);
     RUN(test_more_ops);
     RUN(test_threads);
     RUN(test_random_graphs);

@@ -5,14 +5,6 @@
 
 #include "check.h"
 
-/* Holds its stream until the host opens the gate: work queued behind it cannot have run while it is closed. */
-static axon_status_t gate_kernel(const void *args, const axon_exec_t *ex) {
-    (void)ex;
-    atomic_int *gate = *(atomic_int *const *)args;
-    while (!atomic_load(gate)) sleep_ms(1);
-    return AXON_OK;
-}
-
 static axon_status_t sleep_kernel(const void *args, const axon_exec_t *ex) {
     (void)ex;
     sleep_ms(*(const int *)args);
@@ -65,9 +57,7 @@ static void test_pinned_copy_is_asynchronous(void) {
     fill_pattern(pinned, n, 5);
     memset(out, 0, n);
     atomic_int gate = 0;
-    atomic_int *gate_ptr = &gate;
-    axon_launch_t l = {gate_kernel, &gate_ptr, sizeof gate_ptr, "gate", 0};
-    CHECK_OK(axon_stream_launch(s, &l));
+    CHECK_OK(check_hold_stream(s, &gate));
     CHECK_OK(axon_memcpy_async(dev, pinned, n, AXON_COPY_HOST_TO_DEVICE, s));
     CHECK_OK(axon_memcpy_async(out, dev, n, AXON_COPY_DEVICE_TO_HOST, s));
     /* Both calls returned although the gate holds the stream: the copies are queued, not done. */

@@ -61,6 +61,9 @@ typedef struct axon_attention_params {
     int is_causal;               /* nonzero: query i sees keys j <= i */
     double dropout_p;            /* in [0, 1]; 0 = no dropout (seed and offset unused) */
     uint64_t seed, offset;       /* the Philox stream of the dropout decisions */
+    /* When not NULL (both): seed and offset are read from these int64 scalars when the command runs, not taken from
+     * the fields above. A compiled backward gets them as tensors an earlier command on the stream may still write. */
+    const int64_t *seed_at, *offset_at;
 } axon_attention_params_t;
 
 /* Philox blocks one forward consumes (the backward reuses them): ceil(B * Hq * L * S / 4); 0 if any is <= 0.

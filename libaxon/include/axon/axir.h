@@ -96,10 +96,12 @@ typedef enum axon_axir_op {
     AXON_AXIR_OP_MM, AXON_AXIR_OP_BMM, AXON_AXIR_OP_ADDMM, AXON_AXIR_OP_SOFTMAX, AXON_AXIR_OP_LOG_SOFTMAX,
     AXON_AXIR_OP_LAYER_NORM, AXON_AXIR_OP_RMS_NORM, AXON_AXIR_OP_EMBEDDING, AXON_AXIR_OP_GATHER,
     AXON_AXIR_OP_INDEX_SELECT, AXON_AXIR_OP_SDPA, AXON_AXIR_OP_SDPA_LSE, AXON_AXIR_OP_SDPA_BACKWARD,
-    /* library, training: the backward kernels, the loss and dropout (the one op that draws random numbers) */
+    /* library, training: the backward kernels, the loss, dropout (which draws random numbers, as sdpa with dropout
+     * does) and philox_state (where a draw's random numbers came from, for a backward that draws them again) */
     AXON_AXIR_OP_SOFTMAX_BACKWARD, AXON_AXIR_OP_LOG_SOFTMAX_BACKWARD, AXON_AXIR_OP_LAYER_NORM_BACKWARD,
     AXON_AXIR_OP_RMS_NORM_BACKWARD, AXON_AXIR_OP_EMBEDDING_BACKWARD, AXON_AXIR_OP_NLL_LOSS,
     AXON_AXIR_OP_NLL_LOSS_BACKWARD, AXON_AXIR_OP_NLL_LOSS_LOG_SOFTMAX_BACKWARD, AXON_AXIR_OP_DROPOUT,
+    AXON_AXIR_OP_PHILOX_STATE,
     /* library, in place: writes into a parameter's storage (a static KV cache's update) */
     AXON_AXIR_OP_INDEX_COPY_INTO,
     /* call */
@@ -278,6 +280,12 @@ AXON_API void axon_axir_func_recompute_uses(axon_axir_func_t *f);
 
 /* The attribute called name on n, or NULL. */
 AXON_API const axon_axir_attr_t *axon_axir_node_attr(const axon_axir_node_t *n, const char *name);
+
+/* 1 if n draws random numbers when it runs: a dropout, or an sdpa / sdpa_lse whose dropout_p is above 0. */
+AXON_API int axon_axir_node_draws(const axon_axir_node_t *n);
+/* sdpa_backward's operands are (dout, q, k, v, out, lse[, mask][, seed, offset]): the forward's Philox seed and offset
+ * come last when its dropout_p is above 0. The index of the mask operand, or -1 when there is none. */
+AXON_API int axon_axir_sdpa_backward_mask(const axon_axir_node_t *n);
 
 /* Copies len bytes of s into m's arena (NUL-terminated). NULL on allocation failure. */
 AXON_API const char *axon_axir_strdup(axon_axir_module_t *m, const char *s, size_t len);
