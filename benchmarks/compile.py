@@ -4,7 +4,7 @@
 
 Every figure comes from a fresh worker process (this script run with --worker), so that "cold" really is cold:
 - steady: median milliseconds per call after warm-up (inference under no_grad; `gpt_train` is forward + backward +
-  an SGD step);
+  an SGD step without dropout, `gpt_train_dropout` the same with GPT-2's default dropouts of 0.1);
 - cold start: the first call of a compiled model in a process with an empty compile cache (Dynamo + the backend's
   compile + the first run; axon's first run is tier 0's while tier 1's C compiles in the background, and "cold+t1"
   is the time until tier 1 is in, which the steady state waits for), and warm start: the same in a second process
@@ -30,6 +30,7 @@ import time
 import warnings
 
 MODELS = ["mlp", "gpt2", "bert", "minilm", "llama_decode", "gpt_train", "gpt_step"]
+EXTRA_MODELS = ["gpt_train_dropout"]   # run when named in --models
 # (configuration name, device, backend or None for eager)
 CONFIGS = [
     ("cpu eager", "cpu", None),
@@ -41,7 +42,7 @@ CONFIGS = [
 
 def parse() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--models", default=",".join(MODELS), help="comma-separated subset of " + ",".join(MODELS))
+    p.add_argument("--models", default=",".join(MODELS), help="comma-separated, of " + ",".join(MODELS + EXTRA_MODELS))
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     p.add_argument("--iters", type=int, default=20, help="timed calls per steady-state measurement")
     p.add_argument("--no-inductor", action="store_true", help="skip Inductor (it takes minutes to compile)")
@@ -83,10 +84,12 @@ def build(name: str, device: str):
         return build_llama_decode(device)
     elif name == "gpt_train":
         return build_gpt_train(device)
+    elif name == "gpt_train_dropout":
+        return build_gpt_train(device, dropout=0.1)
     elif name == "gpt_step":
         return build_gpt_step(device)
     else:
-        raise SystemExit(f"unknown model {name!r}; choose from {', '.join(MODELS)}")
+        raise SystemExit(f"unknown model {name!r}; choose from {', '.join(MODELS + EXTRA_MODELS)}")
     model = model.eval().to(device)
     inputs = tuple(t.to(device) for t in inputs)
 
@@ -127,14 +130,15 @@ def build_llama_decode(device: str):
     return decode, (token, position), step
 
 
-def build_gpt_train(device: str):
+def build_gpt_train(device: str, dropout: float = 0.0):
     """Forward, loss, backward and an SGD step of a 2-layer GPT-2 (the model is what gets compiled)."""
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel
 
     torch.manual_seed(0)
     model = GPT2LMHeadModel(GPT2Config(n_layer=2, n_embd=256, n_head=4, vocab_size=8192, n_positions=256,
-                                       resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)).to(device).train()
+                                       resid_pdrop=dropout, embd_pdrop=dropout,
+                                       attn_pdrop=dropout)).to(device).train()
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
     ids = torch.randint(0, 8192, (4, 128), device=device)
 

@@ -356,6 +356,69 @@ def test_dropout_stays_eager_where_a_partition_would_reorder_the_draws(capsys):
     assert kept and all("out of graph order" in why for why in kept), report.left_out
 
 
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_attention_dropout_trains_compiled_with_eager_modes_masks(dynamic, tmp_path, monkeypatch):
+    # Hugging Face GPT-2 with its default dropouts (attention weights, residuals, embeddings): the fused attention
+    # with dropout runs inside the forward program, taking its place in the program's Philox draws, and its backward
+    # inside the backward program, drawing the same decisions again from the seed and offset the forward saved. The
+    # same seed gives eager mode's loss (the same bits) and its gradients; under dynamic=True the draws' sizes come
+    # from the call's sizes (two lengths, one compile)
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    monkeypatch.setenv("AXON_DUMP_DIR", str(tmp_path))
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=300, n_positions=64,
+                                       attn_pdrop=0.3)).train().to(DEV)
+    twin = _copy_to(model, DEV)
+    compiled = torch.compile(twin, backend="axon", dynamic=dynamic)
+    for b, length in ((2, 20), (3, 13))[:2 if dynamic else 1]:
+        ids = torch.randint(0, 300, (b, length), generator=torch.Generator().manual_seed(b)).to(DEV)
+        torch.manual_seed(b)
+        want = model(ids, labels=ids).loss
+        want.backward()
+        torch.manual_seed(b)
+        got = compiled(ids, labels=ids).loss
+        got.backward()
+        assert torch.equal(got.detach().cpu(), want.detach().cpu()), (b, length)   # the same masks
+        for p, tp in zip(model.parameters(), twin.parameters()):
+            close(tp.grad, p.grad.cpu(), GRAD_TOL)
+        model.zero_grad()
+        twin.zero_grad()
+    s = tc.stats()
+    assert s["eager_partitions"] == 0 and s["eager_graphs"] == 0, s
+    text = _compiled_texts(tmp_path)
+    assert text.count("= philox_state()") == 2 and text.count("dropout_p = 0.3, is_causal = true") >= 4, text
+    eager = "".join(open(f).read() for f in glob.glob(str(tmp_path / "*" / "partitioned.py")))
+    assert "_scaled_dot_product" not in eager and "native_dropout" not in eager
+
+
+def test_attention_dropout_kept_eager_hands_its_seed_to_the_compiled_backward(tmp_path, monkeypatch):
+    # an attention with dropout kept eager (a partition would draw it after rand_like) returns its Philox seed and
+    # offset as host tensors; the compiled backward takes them (copied to the device when it runs) and draws the
+    # forward's decisions again: every output and gradient is eager mode's, bit for bit
+    monkeypatch.setenv("AXON_DUMP_DIR", str(tmp_path))
+
+    def f(q, k, v, y):
+        a = F.scaled_dot_product_attention(q, k, v, dropout_p=0.5) + 1
+        r = torch.rand_like(y)
+        return a, F.dropout(y, 0.5) * r
+
+    inputs = [sample((2, 2, 8, 4), seed=i) for i in range(3)] + [sample((8, 8), seed=3)]
+    results = []
+    for fn in (f, torch.compile(f, backend="axon")):
+        xs = [x.to(DEV).requires_grad_() for x in inputs]
+        torch.manual_seed(3)
+        a, b = fn(*xs)
+        (a.sum() + (b * 2).sum()).backward()
+        results.append([a.detach().cpu(), b.detach().cpu()] + [x.grad.cpu() for x in xs])
+    for got, want in zip(results[1], results[0]):
+        assert torch.equal(got, want)
+    assert "dropout_p = 0.5" in _compiled_texts(tmp_path)   # the backward ran compiled
+    report = tc.explain(f, *[x.to(DEV).requires_grad_() for x in inputs])
+    kept = [why for _, op, why in report.left_out if "_scaled_dot_product" in op]
+    assert kept and all("out of graph order" in why for why in kept), report.left_out
+
+
 @pytest.mark.parametrize("use_sdpa", [False, True], ids=["matmul_attention", "sdpa"])
 def test_training_block_grads_match_cpu(use_sdpa, tmp_path, monkeypatch):
     # with sdpa, the attention runs compiled in training too: sdpa_lse in the forward program (the log-sum-exp and

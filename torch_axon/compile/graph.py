@@ -24,6 +24,7 @@ from .partition import classify, partition
 
 log = logging.getLogger("torch_axon.compile")
 aten = torch.ops.aten
+_SDPA_BACKWARD = aten._scaled_dot_product_fused_attention_overrideable_backward.default
 
 __all__ = ["compile_graph", "CompiledPartition", "GraphReport", "tier1_groups"]
 
@@ -70,6 +71,11 @@ class CompiledPartition(torch.nn.Module):
         self.size_carriers = [k for k, i in enumerate(tensor_positions) if not isinstance(vals[i], torch.Tensor)]
         self.device_input = next((k for k, i in enumerate(tensor_positions)
                                   if isinstance(vals[i], torch.Tensor) and not host_scalar(vals[i])), -1)
+        # The Philox seed and offset an attention backward takes: traced as device tensors, but on the host when the
+        # forward's attention ran eagerly (the eager op returns them so): such inputs go to the device at call time.
+        placeholders = [v for v in eager.graph.nodes if v.op == "placeholder"]
+        philox = {a for v in eager.graph.nodes if v.target == _SDPA_BACKWARD for a in v.args[14:16]}
+        self.philox_inputs = [k for k, i in enumerate(tensor_positions) if placeholders[i] in philox]
 
     def forward(self, *args):
         from torch_axon import _C
@@ -82,6 +88,10 @@ class CompiledPartition(torch.nn.Module):
                 inputs[k] = torch.empty((int(inputs[k]), 0), dtype=torch.uint8, device=device)
         if self.host_scalars:
             _host_scalars_to_device(inputs, self.host_scalars, self.device_input)
+        if self.philox_inputs:
+            on_host = [k for k in self.philox_inputs if inputs[k].device.type == "cpu"]
+            if on_host:
+                _host_scalars_to_device(inputs, [(torch.int64, on_host)], self.device_input)
         outs = _C._program_run(self.program, inputs)
         if self.remap:
             outs = [outs[s] if isinstance(s, int) else s(args) for s in self.sources]

@@ -1025,27 +1025,36 @@ def _sdpa_mask(L: Lowering, q, mask) -> list[str]:
 
 def _sdpa(L: Lowering, n: fx.Node):
     """The fused attention op: `sdpa` for its output alone (inference), `sdpa_lse` when the log-sum-exp is read too
-    (training saves it for the backward). Without dropout its Philox seed and offset (outputs 6 and 7, which training
-    also saves) are 0, as the eager op returns them: `const` values here."""
+    (training saves it for the backward). Its Philox seed and offset (outputs 6 and 7, which training also saves for
+    the backward) are 0 without dropout, as the eager op returns them (`const` values here); with dropout the op takes
+    its `draw` (partition.py numbers the partition's draws) and `philox_state` gives that draw's seed and offset."""
     q, k, v = n.args[:3]
     mask = _arg(n, 3, "attn_bias")
     dropout = _arg(n, 4, "dropout_p", 0.0)
     causal = _arg(n, 5, "is_causal", False)
     debug = _arg(n, 6, "return_debug_mask", False)
     scale = n.kwargs.get("scale")
-    if dropout or debug:
-        raise Unsupported("attention with dropout or a debug mask")
+    if debug:
+        raise Unsupported("attention with a debug mask")
+    if isinstance(dropout, (torch.SymFloat, torch.SymInt)):
+        raise Unsupported("symbolic dropout probability")
     used = set()
     for user in n.users:
         if user.target is not operator.getitem or user.args[1] not in (0, 1, 6, 7):
             raise Unsupported("attention whose sequence-length or debug outputs are read")
         used.add(user.args[1])
-    attrs = {"is_causal": bool(causal), "dropout_p": 0.0}
+    attrs = {"is_causal": bool(causal), "dropout_p": float(dropout)}
+    if dropout:
+        attrs["draw"] = int(n.meta.get("axon_draw", 0))
     if scale is not None:
         attrs["scale"] = float(scale)
     ops = [L.tensor(q), L.tensor(k), L.tensor(v)] + _sdpa_mask(L, q, mask)
     vals = n.meta["val"]
-    rng = [L.const(0, torch.int64, [], f"{n.name}.{i}") if i in used else None for i in (6, 7)]
+    if dropout and used & {6, 7}:
+        rng = L.emit("philox_state", [], {"draw": attrs["draw"]}, ["i64[]", "i64[]"], f"{n.name}.rng", nresults=2)
+    else:
+        rng = [L.const(0, torch.int64, [], f"{n.name}.{i}") for i in (6, 7)]
+    rng = [r if i in used else None for r, i in zip(rng, (6, 7))]
     rest = [None] * 4 + rng + [None] * (len(vals) - 8)
     if 1 not in used:
         return [L.emit1("sdpa", ops, attrs, vals[0], n.name), None] + rest
@@ -1055,13 +1064,15 @@ def _sdpa(L: Lowering, n: fx.Node):
 
 
 def _sdpa_backward(L: Lowering, n: fx.Node):
-    """The fused attention's backward: sdpa_backward(dout, q, k, v, out, lse[, mask]) -> dq, dk, dv (no gradient for
-    the mask, no dropout; the Philox arguments are unused then)."""
+    """The fused attention's backward: sdpa_backward(dout, q, k, v, out, lse[, mask][, seed, offset]) -> dq, dk, dv
+    (no gradient for the mask). With dropout it takes the forward's Philox seed and offset, 0-d int64 tensors, and
+    draws the forward's decisions again from them when it runs."""
     dout, q, k, v, mask, grad_mask, out, lse = n.args[:8]
     dropout, causal = _arg(n, 12, "dropout_p", 0.0), _arg(n, 13, "is_causal", False)
+    seed, offset = _arg(n, 14, "philox_seed"), _arg(n, 15, "philox_offset")
     scale = n.kwargs.get("scale")
-    if dropout:
-        raise Unsupported("attention backward with dropout")
+    if isinstance(dropout, (torch.SymFloat, torch.SymInt)):
+        raise Unsupported("symbolic dropout probability")
     if mask is not None and len(grad_mask) > 3 and grad_mask[3]:
         raise Unsupported("the gradient of an attention mask")
     vals = n.meta["val"]
@@ -1071,6 +1082,9 @@ def _sdpa_backward(L: Lowering, n: fx.Node):
     if scale is not None:
         attrs["scale"] = float(scale)
     ops = [L.tensor(a) for a in (dout, q, k, v, out, lse)] + _sdpa_mask(L, q, mask)
+    if dropout:
+        attrs["dropout_p"] = float(dropout)
+        ops += [L.operand(seed, torch.int64), L.operand(offset, torch.int64)]
     for t in vals[:3]:
         L._note_symbols(t)
     grads = L.emit("sdpa_backward", ops, attrs, [type_text(t) for t in vals[:3]], n.name, nresults=3)
