@@ -108,6 +108,12 @@ def cases():
             return lambda: fn(x)
         return build
 
+    def positive(fn, n, dtype=torch.float32):
+        def build(d):
+            x = torch.rand(n, dtype=dtype, device=d) + 0.5
+            return lambda: fn(x)
+        return build
+
     def binary(fn, n, dtype=torch.float32):
         def build(d):
             x, y = vec(n, dtype)(d), vec(n, dtype)(d)
@@ -133,6 +139,13 @@ def cases():
             # the activation backwards autograd calls in training (gradient, input)
             ("gelu_backward", label, binary(torch.ops.aten.gelu_backward.default, n)),
             ("silu_backward", label, binary(torch.ops.aten.silu_backward.default, n)),
+            # libm's transcendental functions, whose scalar loops once ran at 4-15x CPU's time (positive inputs:
+            # NaN results take the vector functions' slow path)
+            ("log", label, positive(torch.log, n)),
+            ("log f64", label, positive(torch.log, n, torch.float64)),
+            ("pow", label, positive(lambda t: torch.pow(t, 2.5), n)),
+            ("mish", label, unary(torch.nn.functional.mish, n)),
+            ("mish_backward", label, binary(torch.ops.aten.mish_backward.default, n)),
             ("add bf16", label, binary(torch.add, n, torch.bfloat16)),
             ("sum", label, unary(torch.sum, n)),
             ("cast f32->bf16", label, unary(lambda t: t.to(torch.bfloat16), n)),

@@ -14,12 +14,15 @@
 #pragma GCC diagnostic ignored "-Wtype-limits"
 
 #ifdef AXON_HAVE_LIBMVEC
-/* glibc's libmvec (2.35 and later) has 4-lane SSE versions of these float functions. Declaring them `simd` lets GCC
- * vectorize the loops that call them, which glibc's <math.h> does only under -ffast-math. Measured on this machine,
- * per element: erf 9.2 -> 0.8 ns, tanh 9.0 -> 1.1, tan 9.0 -> 1.0, atan 4.5 -> 0.9, sin and cos 2.9 -> 0.9,
- * asinh 7.5 -> 3.4, all within 2.4 ulp and with the same special values. The other functions' 4-lane versions were
- * no faster than the scalar ones (they loop inside), so they are left alone. CMake defines AXON_HAVE_LIBMVEC only
- * when every symbol is there, and links libmvec. */
+/* glibc's libmvec (2.35 and later) has vector versions of these float functions (4, 8 and 16 lanes; each of the
+ * AXON_CLONES builds of a loop calls its ISA's). Declaring them `simd` lets GCC vectorize the loops that call them,
+ * which glibc's <math.h> does only under -ffast-math. Measured on this machine, per element: erf 9.2 -> 0.8 ns, tanh
+ * 9.0 -> 1.1, tan 9.0 -> 1.0, atan 4.5 -> 0.9, sin and cos 2.9 -> 0.9, asinh 7.5 -> 3.4, all within 2.4 ulp and with
+ * the same special values. The log and exp families, asin, acos, sinh, cosh, atanh, erfc and the activations built on
+ * them (mish, softplus, log_sigmoid) were left scalar once (their 4-lane versions measured no faster); with the
+ * wider versions the scalar loops were 4-14x torch CPU's time on 2^20 floats and now run at 0.3-1.0x of it
+ * (docs/benchmarks.md). expf here is the raw exp those activations call, as PyTorch's do; the exp op and the
+ * sigmoids keep PW_EXP. CMake defines AXON_HAVE_LIBMVEC only when every symbol is there, and links libmvec. */
 float erff(float) PW_SIMD;
 float tanhf(float) PW_SIMD;
 float tanf(float) PW_SIMD;
@@ -27,6 +30,40 @@ float atanf(float) PW_SIMD;
 float sinf(float) PW_SIMD;
 float cosf(float) PW_SIMD;
 float asinhf(float) PW_SIMD;
+float logf(float) PW_SIMD;
+float log2f(float) PW_SIMD;
+float log10f(float) PW_SIMD;
+float log1pf(float) PW_SIMD;
+float expm1f(float) PW_SIMD;
+float exp2f(float) PW_SIMD;
+float asinf(float) PW_SIMD;
+float acosf(float) PW_SIMD;
+float sinhf(float) PW_SIMD;
+float coshf(float) PW_SIMD;
+float atanhf(float) PW_SIMD;
+float erfcf(float) PW_SIMD;
+float expf(float) PW_SIMD;
+/* and their float64 versions, which PyTorch's CPU kernels vectorize too */
+double (erf)(double) PW_SIMD;
+double (tanh)(double) PW_SIMD;
+double (tan)(double) PW_SIMD;
+double (atan)(double) PW_SIMD;
+double (sin)(double) PW_SIMD;
+double (cos)(double) PW_SIMD;
+double (asinh)(double) PW_SIMD;
+double (log)(double) PW_SIMD;
+double (log2)(double) PW_SIMD;
+double (log10)(double) PW_SIMD;
+double (log1p)(double) PW_SIMD;
+double (expm1)(double) PW_SIMD;
+double (exp2)(double) PW_SIMD;
+double (asin)(double) PW_SIMD;
+double (acos)(double) PW_SIMD;
+double (sinh)(double) PW_SIMD;
+double (cosh)(double) PW_SIMD;
+double (atanh)(double) PW_SIMD;
+double (erfc)(double) PW_SIMD;
+double (exp)(double) PW_SIMD;
 
 /* A vectorized loop calls the 4-lane function in its body but the scalar one for a short trip and for the last
  * n % 4 elements, and the two may differ by an ulp or two. Then an element's value would depend on where a chunk,
@@ -86,26 +123,26 @@ PW_FLOATS(PW_U, reciprocal, ((W)1 / x))
 PW_FLOATS(PW_U, sqrt, (sqrt(x)))
 PW_FLOATS(PW_U, rsqrt, ((W)1 / sqrt(x)))
 PW_FLOATS(PW_U, exp, (PW_EXP(x)))
-PW_FLOATS(PW_U, exp2, (exp2(x)))
-PW_FLOATS(PW_U, expm1, (expm1(x)))
-PW_FLOATS(PW_U, log, (log(x)))
-PW_FLOATS(PW_U, log2, (log2(x)))
-PW_FLOATS(PW_U, log10, (log10(x)))
-PW_FLOATS(PW_U, log1p, (log1p(x)))
+PW_FLOATS(PW_US, exp2, (exp2(x)))
+PW_FLOATS(PW_US, expm1, (expm1(x)))
+PW_FLOATS(PW_US, log, (log(x)))
+PW_FLOATS(PW_US, log2, (log2(x)))
+PW_FLOATS(PW_US, log10, (log10(x)))
+PW_FLOATS(PW_US, log1p, (log1p(x)))
 PW_FLOATS(PW_US, sin, (sin(x)))
 PW_FLOATS(PW_US, cos, (cos(x)))
 PW_FLOATS(PW_US, tan, (tan(x)))
-PW_FLOATS(PW_U, asin, (asin(x)))
-PW_FLOATS(PW_U, acos, (acos(x)))
+PW_FLOATS(PW_US, asin, (asin(x)))
+PW_FLOATS(PW_US, acos, (acos(x)))
 PW_FLOATS(PW_US, atan, (atan(x)))
-PW_FLOATS(PW_U, sinh, (sinh(x)))
-PW_FLOATS(PW_U, cosh, (cosh(x)))
+PW_FLOATS(PW_US, sinh, (sinh(x)))
+PW_FLOATS(PW_US, cosh, (cosh(x)))
 PW_FLOATS(PW_US, tanh, (tanh(x)))
 PW_FLOATS(PW_US, asinh, (asinh(x)))
 PW_FLOATS(PW_U, acosh, (acosh(x)))
-PW_FLOATS(PW_U, atanh, (atanh(x)))
+PW_FLOATS(PW_US, atanh, (atanh(x)))
 PW_FLOATS(PW_US, erf, (erf(x)))
-PW_FLOATS(PW_U, erfc, (erfc(x)))
+PW_FLOATS(PW_US, erfc, (erfc(x)))
 PW_FLOATS(PW_U, sigmoid, ((W)1 / ((W)1 + PW_EXP(-x))))
 PW_FLOATS(PW_U, relu, (x < 0 ? (W)0 : x)) /* not x > 0 ? x : 0, which would turn NaN into 0 */
 /* The activations follow PyTorch's CPU formulas term by term, so float32 results round the same way. */
@@ -113,8 +150,8 @@ PW_FLOATS(PW_US, gelu, (x * (W)0.5 * ((W)1 + erf(x * (W)0.70710678118654752440))
 PW_FLOATS(PW_US, gelu_tanh,
           ((W)0.5 * x * ((W)1 + tanh((W)0.79788456080286535588 * (x + (W)0.044715 * (x * x * x))))))
 PW_FLOATS(PW_U, silu, (x / ((W)1 + PW_EXP(-x))))
-PW_FLOATS(PW_U, mish, (x * tanh(log1p(exp(x)))))
-PW_FLOATS(PW_U, softplus, (x * p0 > p1 ? x : log1p(exp(x * p0)) / p0)) /* p0 beta, p1 threshold */
+PW_FLOATS(PW_US, mish, (x * tanh(log1p(exp(x)))))
+PW_FLOATS(PW_US, softplus, (x * p0 > p1 ? x : log1p(exp(x * p0)) / p0)) /* p0 beta, p1 threshold */
 PW_FLOATS(PW_U, hardsigmoid, (PW_MIN_STD(PW_MAX_STD(x + (W)3, (W)0), (W)6) / (W)6))
 PW_FLOATS(PW_U, hardswish, (x * PW_MIN_STD(PW_MAX_STD(x + (W)3, (W)0), (W)6) / (W)6))
 PW_FLOATS(PW_U, hardtanh, (PW_MIN_STD(PW_MAX_STD(x, p0), p1))) /* p0 min_val, p1 max_val */
@@ -132,7 +169,7 @@ PW_FLOATS(PW_UB, isfinite, (fabs(x) < (W)INFINITY))
 PW_FLOATS(PW_U, square, (x * x))
 PW_FLOATS(PW_U, cube, (x * x * x))
 PW_FLOATS(PW_U, rsquare, ((W)1 / (x * x)))
-PW_FLOATS(PW_U, log_sigmoid, (PW_MIN_STD(x, (W)0) - log1p(PW_EXP(-fabs(x)))))
+PW_FLOATS(PW_US, log_sigmoid, (PW_MIN_STD(x, (W)0) - log1p(PW_EXP(-fabs(x)))))
 /* p0 eps; the clamp keeps NaN (x < lo and x > hi are both false). */
 PW_FLOATS(PW_U, logit, (log((p0 < 0 ? x : x < p0 ? p0 : x > (W)1 - p0 ? (W)1 - p0 : x) /
                             ((W)1 - (p0 < 0 ? x : x < p0 ? p0 : x > (W)1 - p0 ? (W)1 - p0 : x)))))
