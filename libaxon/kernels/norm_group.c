@@ -15,6 +15,7 @@
 
 typedef struct gn_args {
     int backward;
+    int f32;                    /* forward with float32 in, out, weight and bias: gn_forward_row_f32 */
     int64_t n, c, s, groups, d; /* d = channels per group */
     double eps;
     /* Forward: out, in, w, b, mean, rstd. Backward: out = grad_in, in, go, w, mean, rstd, gw, gb. */
@@ -53,6 +54,37 @@ static void gn_forward_row(const gn_args_t *a, int64_t r) {
     }
 }
 
+/* gn_forward_row for float32 in, out, weight and bias (each of the last two may be absent), without converting each
+ * chunk through a stack buffer: the same float64 statistics and the same expression per element, the sums spread over
+ * GN_PARTS running partial sums (element i into part i % GN_PARTS, the tail into the first parts in order) so that
+ * they vectorize, where one running sum is a chain of dependent adds. The order depends on the row length alone. */
+#define GN_PARTS 32
+AXON_CLONES static void gn_forward_row_f32(const gn_args_t *a, int64_t r) {
+    const int64_t len = a->d * a->s, bulk = len - len % GN_PARTS, c0 = (r % a->groups) * a->d;
+    const float *x = (const float *)a->in.p + r * len, *w = (const float *)a->w.p, *b = (const float *)a->b.p;
+    double part[GN_PARTS] = {0}, sum = 0.0, ss = 0.0;
+    for (int64_t i = 0; i < bulk; i += GN_PARTS)
+        for (int k = 0; k < GN_PARTS; k++) part[k] += (double)x[i + k];
+    for (int64_t i = bulk; i < len; i++) part[i - bulk] += (double)x[i];
+    for (int k = 0; k < GN_PARTS; k++) sum += part[k];
+    const double mean = sum / (double)len;
+    memset(part, 0, sizeof part);
+    for (int64_t i = 0; i < bulk; i += GN_PARTS)
+        for (int k = 0; k < GN_PARTS; k++) part[k] += ((double)x[i + k] - mean) * ((double)x[i + k] - mean);
+    for (int64_t i = bulk; i < len; i++) part[i - bulk] += ((double)x[i] - mean) * ((double)x[i] - mean);
+    for (int k = 0; k < GN_PARTS; k++) ss += part[k];
+    const double rstd = 1.0 / sqrt(ss / (double)len + a->eps);
+    axon_norm_put(&a->mean, r, mean);
+    axon_norm_put(&a->rstd, r, rstd);
+    float *y = (float *)a->out.p + r * len;
+    for (int64_t k = 0; k < a->d; k++) {
+        const double scale = rstd * (w ? (double)w[c0 + k] : 1.0), shift = b ? (double)b[c0 + k] : 0.0;
+        const float *xk = x + k * a->s;
+        float *yk = y + k * a->s;
+        for (int64_t i = 0; i < a->s; i++) yk[i] = (float)(((double)xk[i] - mean) * scale + shift);
+    }
+}
+
 /* Layer norm's gradient over the row, with a weight that is constant along each channel's run. */
 static void gn_backward_row(const gn_args_t *a, int64_t r) {
     double x[AXON_NORM_CHUNK], g[AXON_NORM_CHUNK];
@@ -84,6 +116,7 @@ static void gn_rows(void *ctx, int64_t begin, int64_t end, int slot) {
     const gn_args_t *a = ctx;
     for (int64_t r = begin; r < end; r++) {
         if (a->backward) gn_backward_row(a, r);
+        else if (a->f32) gn_forward_row_f32(a, r);
         else gn_forward_row(a, r);
     }
 }
@@ -155,6 +188,8 @@ axon_status_t axon_kernel_group_norm(axon_stream_t s, const axon_tensor_t *out, 
     a.eps = eps;
     a.out = axon_norm_ref(out), a.in = axon_norm_ref(in), a.w = axon_norm_ref(weight), a.b = axon_norm_ref(bias);
     a.mean = axon_norm_ref(mean), a.rstd = axon_norm_ref(rstd);
+    a.f32 = in->dtype == AXON_FLOAT32 && out->dtype == AXON_FLOAT32 && (!weight || weight->dtype == AXON_FLOAT32) &&
+            (!bias || bias->dtype == AXON_FLOAT32);
     axon_launch_t l = {gn_kernel, &a, sizeof a, op, (uint64_t)axon_tensor_numel(in) * 2u * axon_dtype_size(in->dtype)};
     return axon_stream_launch(s, &l);
 }

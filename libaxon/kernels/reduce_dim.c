@@ -33,6 +33,7 @@ typedef struct rdim_args {
     int is_max, is_prod;
     int is_int;                  /* work type int64, else double */
     int lanes;                   /* lane-wise: lines of a run are neighbours in memory */
+    int f32_line;                /* arg reduction of float32 lines with unit stride: rdim_arg_line_f32 */
     axon_iter_t kept;            /* tensor 0 in, 1 indices or out, 2 values (when present) */
     int64_t len;                 /* size along dim */
     int64_t dstride[3];          /* strides along dim, in elements */
@@ -82,8 +83,45 @@ typedef union rdim_buf {
     int64_t i[RD_BLOCK];
 } rdim_buf_t;
 
+#define RDIM_F32_LANES 64
+
+/* The index rdim_arg_line_f64 would give on a float32 line with unit stride (the first of equal extremes, or the
+ * first NaN), in two vectorizable passes instead of one compare-and-branch per element: the extreme by
+ * RDIM_F32_LANES independent lanes (a NaN, once picked, stays: every comparison with it is false), then the first
+ * element equal to it. The value is read back from that element, so -0 against +0 comes out as the scan's. */
+AXON_CLONES static int64_t rdim_arg_line_f32(int mx, const float *restrict x, int64_t n) {
+    float acc[RDIM_F32_LANES];
+    for (int l = 0; l < RDIM_F32_LANES; l++) acc[l] = x[0];
+    int64_t i = 0, nv = n - n % RDIM_F32_LANES;
+    if (mx) {
+        for (; i < nv; i += RDIM_F32_LANES)
+            for (int l = 0; l < RDIM_F32_LANES; l++) acc[l] = RDIM_BEATS(1, x[i + l], acc[l]) ? x[i + l] : acc[l];
+    } else {
+        for (; i < nv; i += RDIM_F32_LANES)
+            for (int l = 0; l < RDIM_F32_LANES; l++) acc[l] = RDIM_BEATS(0, x[i + l], acc[l]) ? x[i + l] : acc[l];
+    }
+    for (; i < n; i++) acc[0] = RDIM_BEATS(mx, x[i], acc[0]) ? x[i] : acc[0];
+    float best = acc[0];
+    for (int l = 1; l < RDIM_F32_LANES; l++) best = RDIM_BEATS(mx, acc[l], best) ? acc[l] : best;
+    if (best != best) {
+        for (i = 0; i < n; i++)
+            if (x[i] != x[i]) return i;
+    }
+    for (i = 0; i < n; i++)
+        if (x[i] == best) return i;
+    return 0; /* not reached: best is one of the elements */
+}
+
 /* One line: p[k] points at tensor k's element 0 of the line. */
 static void rdim_line(const rdim_args_t *a, char *const *p) {
+    if (a->f32_line) {
+        const float *x = (const float *)p[0];
+        const int64_t bi = rdim_arg_line_f32(a->is_max, x, a->len);
+        const double v = x[bi];
+        memcpy(p[1], &bi, sizeof bi);
+        if (a->store) a->store(p[2], 1, (const char *)&v, 1, 1);
+        return;
+    }
     rdim_buf_t buf;
     union {
         double d;
@@ -253,6 +291,7 @@ axon_status_t axon_kernel_arg_reduce(axon_stream_t s, axon_arg_reduce_op_t op, c
     if (out_values) a.store = axon_convert_get(wd, out_values->dtype);
     const axon_tensor_t *ts[3] = {in, out_indices, out_values};
     rdim_setup(&a, out_values ? 3 : 2, ts, dim);
+    a.f32_line = in->dtype == AXON_FLOAT32 && a.dstride[0] == 1 && !a.lanes;
     axon_launch_t l = {rdim_kernel, &a, sizeof a, name,
                        (uint64_t)axon_tensor_numel(in) * a.es[0] + (uint64_t)axon_tensor_numel(out_indices) * 8};
     return axon_stream_launch(s, &l);

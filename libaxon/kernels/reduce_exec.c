@@ -112,7 +112,13 @@ static void rd_reduce_one(rd_walk_t *k, char *base, int64_t r0, int64_t r1, rd_s
     k->c.top = 0;
     k->fill = 0;
     char *b = base + a->red_shift;
-    if (a->red.ndim == 1) { /* one run per output: skip the iterator */
+    if (a->red.ndim == 1 && a->load == NULL && a->red.strides[0][0] == 1) {
+        /* one contiguous run of W per output: every block folded in place, the last partial one too (the same
+         * blocks rd_walk_run would fold, without copying that one into buf first) */
+        const char *p = b + r0 * (int64_t)a->in_esize;
+        for (int64_t n = r1 - r0; n > 0; n -= RD_BLOCK, p += RD_BLOCK * (int64_t)a->in_esize)
+            rd_walk_fold(k, p, n < RD_BLOCK ? n : RD_BLOCK);
+    } else if (a->red.ndim == 1) { /* one run per output: skip the iterator */
         int64_t s = a->red.strides[0][0];
         char *ptr[AXON_ITER_MAX_TENSORS] = {b + r0 * s * (int64_t)a->in_esize};
         rd_walk_run(k, ptr, &a->red.strides[0][0], r1 - r0, r0);

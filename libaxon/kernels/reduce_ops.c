@@ -3,7 +3,8 @@
  * A fold keeps RD_LANES independent accumulators and walks its block RD_LANES elements at a time: that is the loop
  * shape GCC vectorizes without reassociating floating adds (each lane is its own chain), and it also splits a float
  * sum into short chains, so the block's error is that of RD_BLOCK / RD_LANES additions plus a 5-level tree.
- * Max and min propagate NaN without a flag: `v > a | v != v` picks a NaN v, and a NaN a is never replaced because
+ * RD_LANES is 64 (four AVX-512 registers of floats): with 32 the add chains' latency, not the loads, bounded a float
+ * sum of rows in cache. Max and min propagate NaN without a flag: `v > a | v != v` picks a NaN v, and a NaN a is never replaced because
  * every comparison with it is false. Integer + and * go through uint64_t so that overflow wraps instead of being
  * undefined. */
 #include <math.h>
@@ -11,7 +12,13 @@
 
 #include "reduce_impl.h"
 
-#define RD_LANES 32
+#ifdef AXON_HAVE_LIBMVEC
+/* libmvec's vector exp (kernels/pointwise_unary.c says why), so that logsumexp's sum of exponentials vectorizes */
+float expf(float) __attribute__((simd("notinbranch")));
+double exp(double) __attribute__((simd("notinbranch")));
+#endif
+
+#define RD_LANES 64
 
 /* Per work type: the type, its +, *, |x|, pow, exp, log, sqrt, and whether it is floating. */
 #define RD_ADD_f32(a, b) ((a) + (b))
@@ -60,7 +67,7 @@
     }                                                                                                               \
                                                                                                                     \
     /* acc[l] = acc[l] COMB MAP(x[i + l]) over the block, then the lanes pairwise into acc[0]. */                   \
-    static W rd_lanes_##S(rd_kind_t k, double p, const W *restrict x, int64_t n) {                                  \
+    static inline __attribute__((always_inline)) W rd_lanes_##S(rd_kind_t k, double p, const W *restrict x, int64_t n) {                                  \
         W acc[RD_LANES];                                                                                            \
         const W id = rd_identity_##S(k);                                                                            \
         for (int l = 0; l < RD_LANES; l++) acc[l] = id;                                                             \
@@ -99,7 +106,7 @@
         st->a.RD_FIELD_##S = rd_kind_is_simple(op->kind) ? rd_identity_##S(op->kind) : (W)0;                        \
     }                                                                                                               \
                                                                                                                     \
-    static void rd_fold_##S(const rd_op_t *op, rd_state_t *st, const void *xv, int64_t n) {                         \
+    AXON_CLONES static void rd_fold_##S(const rd_op_t *op, rd_state_t *st, const void *xv, int64_t n) {             \
         const W *restrict x = xv;                                                                                   \
         memset(st, 0, sizeof *st);                                                                                  \
         if (op->kind == RD_VAR) {                                                                                   \
@@ -118,11 +125,18 @@
         } else if (op->kind == RD_LSE) {                                                                            \
             /* Shift by the block's maximum when it is finite (0 otherwise: all -inf gives 0, +inf gives inf,  */   \
             /* NaN gives NaN, which is what log(sum(exp)) means there). */                                          \
+            /* The sum of exp in RD_LANES chains, as rd_lanes sums, so that it vectorizes (libmvec's exp). */       \
             W m = rd_lanes_##S(RD_MAX, 0, x, n);                                                                    \
-            W c = (m - m == 0) ? m : (W)0, s = 0;                                                                   \
-            for (int64_t i = 0; i < n; i++) s += RD_EXP_##S(x[i] - c);                                              \
+            W c = (m - m == 0) ? m : (W)0, acc[RD_LANES];                                                           \
+            for (int l = 0; l < RD_LANES; l++) acc[l] = 0;                                                          \
+            int64_t i = 0, nv = n - n % RD_LANES;                                                                   \
+            for (; i < nv; i += RD_LANES)                                                                           \
+                for (int l = 0; l < RD_LANES; l++) acc[l] += RD_EXP_##S(x[i + l] - c);                              \
+            for (; i < n; i++) acc[0] += RD_EXP_##S(x[i] - c);                                                      \
+            for (int w = RD_LANES / 2; w >= 1; w /= 2)                                                              \
+                for (int l = 0; l < w; l++) acc[l] += acc[l + w];                                                   \
             st->a.RD_FIELD_##S = c;                                                                                 \
-            st->b.RD_FIELD_##S = s;                                                                                 \
+            st->b.RD_FIELD_##S = acc[0];                                                                            \
         } else {                                                                                                    \
             st->a.RD_FIELD_##S = rd_lanes_##S(op->kind, op->p, x, n);                                               \
         }                                                                                                           \
@@ -178,7 +192,7 @@
         for (int64_t j = 0; j < n; j++) acc[j] = id;                                                                \
     }                                                                                                               \
                                                                                                                     \
-    static void rd_vfold_##S(const rd_op_t *op, void *accv, const void *rowv, int64_t n) {                          \
+    AXON_CLONES static void rd_vfold_##S(const rd_op_t *op, void *accv, const void *rowv, int64_t n) {              \
         W *restrict acc = accv;                                                                                     \
         const W *restrict x = rowv;                                                                                 \
         const double p = op->p;                                                                                     \

@@ -56,6 +56,7 @@ static void test_arg_reduce_matches_reference_with_first_ties_and_nan(void) {
     kc_dev_t k = kc_open(2);
     REQUIRE(k.rt);
     const int64_t sz[2] = {37, 300}, rowmajor[2] = {300, 1}, tsz[2] = {300, 37}, colmajor[2] = {1, 300};
+    const int64_t short_rows[2] = {37, 1};   /* [300, 37] row-major: float32 lines shorter than the lanes */
     for (size_t di = 0; di < sizeof dim_dtypes / sizeof dim_dtypes[0]; di++) {
         axon_dtype_t d = dim_dtypes[di];
         void *h = rr_fill(d, 37 * 300, 0); /* few distinct values: many ties */
@@ -64,6 +65,8 @@ static void test_arg_reduce_matches_reference_with_first_ties_and_nan(void) {
                 if (check_arg(&k, (axon_arg_reduce_op_t)op, d, h, 37 * 300, sz, rowmajor, dim))
                     check_failures_in_test++;
                 if (check_arg(&k, (axon_arg_reduce_op_t)op, d, h, 37 * 300, tsz, colmajor, dim))
+                    check_failures_in_test++;
+                if (check_arg(&k, (axon_arg_reduce_op_t)op, d, h, 37 * 300, tsz, short_rows, dim))
                     check_failures_in_test++;
             }
         if (rr_is_float(d)) { /* two NaNs in a row and a column: the first one wins */
