@@ -15,6 +15,18 @@
 
 #define RNG_BATCH 256
 #define RNG_TWO_PI 6.283185307179586476925286766559
+/* Normals are made RNG_GROUP Philox blocks at a time (groups aligned to multiples of RNG_GROUP blocks), so that the
+ * Box-Muller loop has a fixed trip count and vectorizes: every element then goes through the same vector code
+ * whatever run or thread it falls in, and a value still depends only on its index. */
+#define RNG_GROUP 16
+
+#ifdef AXON_HAVE_LIBMVEC
+/* libmvec's vector versions (kernels/pointwise_unary.c says why): with glibc's scalar ones, normal_ took 3.6x torch
+ * CPU's time. */
+double(log)(double) __attribute__((simd("notinbranch")));
+double(sin)(double) __attribute__((simd("notinbranch")));
+double(cos)(double) __attribute__((simd("notinbranch")));
+#endif
 
 enum rng_kind { RNG_UNIFORM, RNG_NORMAL, RNG_RANDOM_INT, RNG_BERNOULLI };
 
@@ -46,11 +58,35 @@ uint64_t axon_philox_blocks(axon_dtype_t dtype, int64_t numel) {
 
 static uint64_t rng_bits64(const uint32_t *x, int j) { return x[2 * j] | (uint64_t)x[2 * j + 1] << 32; }
 
-/* Two normals from u1 in (0, 1] and u2 in [0, 1). */
-static void rng_box_muller(double u1, double u2, double *z) {
-    double r = sqrt(-2.0 * log(u1)), t = RNG_TWO_PI * u2;
-    z[0] = r * cos(t);
-    z[1] = r * sin(t);
+/* The normals of Philox blocks [g * RNG_GROUP, (g + 1) * RNG_GROUP) into f (RNG_GROUP * 4, or * 2 when wide): pair k
+ * of uniforms, u1 in (0, 1] and u2 in [0, 1), gives f[2k] = r cos t and f[2k + 1] = r sin t (Box-Muller), pairs in
+ * element order (a block's lanes 0-1 and 2-3, or its two 64-bit halves when wide). */
+AXON_CLONES static void rng_normal_group(const struct rng_args *a, uint64_t g, double *f) {
+    enum { PAIRS = RNG_GROUP * 2 };
+    double u1[PAIRS], u2[PAIRS];
+    const int pairs = a->wide ? RNG_GROUP : PAIRS;
+    for (int j = 0; j < RNG_GROUP; j++) {
+        uint32_t x[4];
+        axon_philox_block(a->seed, a->offset, g * RNG_GROUP + (uint64_t)j, x);
+        if (a->wide) {
+            u1[j] = (double)((rng_bits64(x, 0) >> 11) + 1) * 0x1p-53;
+            u2[j] = (double)(rng_bits64(x, 1) >> 11) * 0x1p-53;
+        } else {
+            u1[2 * j] = ((double)x[0] + 1.0) * 0x1p-32, u2[2 * j] = (double)x[1] * 0x1p-32;
+            u1[2 * j + 1] = ((double)x[2] + 1.0) * 0x1p-32, u2[2 * j + 1] = (double)x[3] * 0x1p-32;
+        }
+    }
+    if (a->wide)
+        for (int j = RNG_GROUP; j < PAIRS; j++) u1[j] = 1.0, u2[j] = 0.0; /* unused lanes of the fixed-length loop */
+    /* Separate loops: in one, GCC would join cos(t) and sin(t) into a scalar sincos call. */
+    double r[PAIRS], c[PAIRS], s[PAIRS];
+    for (int k = 0; k < PAIRS; k++) r[k] = sqrt(-2.0 * log(u1[k])), u2[k] *= RNG_TWO_PI;
+    for (int k = 0; k < PAIRS; k++) c[k] = cos(u2[k]);
+    for (int k = 0; k < PAIRS; k++) s[k] = sin(u2[k]);
+    for (int k = 0; k < pairs; k++) {
+        f[2 * k] = a->p0 + a->p1 * (r[k] * c[k]);
+        f[2 * k + 1] = a->p0 + a->p1 * (r[k] * s[k]);
+    }
 }
 
 /* The values block b gives its 4 (or 2, when wide) elements: doubles in f or int64s in iv depending on the kind. */
@@ -66,15 +102,7 @@ static void rng_block(const struct rng_args *a, uint64_t b, double *f, int64_t *
             f[j] = v > a->limit ? a->limit : v; /* would round up to `to` */
         }
         break;
-    case RNG_NORMAL:
-        if (a->wide) {
-            rng_box_muller((double)((rng_bits64(x, 0) >> 11) + 1) * 0x1p-53,
-                           (double)(rng_bits64(x, 1) >> 11) * 0x1p-53, f);
-        } else {
-            rng_box_muller(((double)x[0] + 1.0) * 0x1p-32, (double)x[1] * 0x1p-32, f);
-            rng_box_muller(((double)x[2] + 1.0) * 0x1p-32, (double)x[3] * 0x1p-32, f + 2);
-        }
-        for (int j = 0; j < n; j++) f[j] = a->p0 + a->p1 * f[j];
+    case RNG_NORMAL: /* rng_normal_group makes these */
         break;
     case RNG_RANDOM_INT:
         for (int j = 0; j < n; j++) {
@@ -99,6 +127,20 @@ static void rng_run(void *ctx, char *const *ptr, const int64_t *stride, int64_t 
     axon_convert_fn store = axon_convert_get(integer ? AXON_INT64 : AXON_FLOAT64, a->dst.dtype);
     double fbuf[RNG_BATCH];
     int64_t ibuf[RNG_BATCH];
+    if (a->kind == RNG_NORMAL) {
+        const int64_t ge = RNG_GROUP * per; /* elements per group */
+        double grp[RNG_GROUP * 4];
+        for (int64_t done = 0; done < n;) {
+            const int64_t m = n - done < RNG_BATCH ? n - done : RNG_BATCH;
+            for (int64_t k = 0, i = pos + done; k < m;) {
+                rng_normal_group(a, (uint64_t)(i / ge), grp);
+                for (int64_t j = i % ge; j < ge && k < m; j++, k++, i++) fbuf[k] = grp[j];
+            }
+            store(ptr[0] + done * stride[0] * es, stride[0], (const char *)fbuf, 1, m);
+            done += m;
+        }
+        return;
+    }
     for (int64_t done = 0; done < n;) {
         int64_t m = n - done < RNG_BATCH ? n - done : RNG_BATCH;
         for (int64_t k = 0, i = pos + done; k < m;) {
