@@ -102,6 +102,37 @@ static void pl_scan_range(void *ctx, int64_t begin, int64_t end, int slot) {
     }
 }
 
+/* x[k] = each element's loss (or gradient), weighted: one loop per op, so the op is not switched on per element. */
+#define PL_VALUES(EXPR)                                                                                          \
+    for (int64_t k = 0; k < m; k++) {                                                                            \
+        const double gk = per_element_g ? g[k] : g0;                                                             \
+        (void)gk;                                                                                                \
+        x[k] = (EXPR) * (w ? w[k] : 1.0);                                                                        \
+    }
+AXON_CLONES static void pl_values(const pl_args_t *a, double g0, int per_element_g, double *restrict x,
+                                  const double *restrict t, const double *restrict w, const double *restrict g,
+                                  int64_t m) {
+    const double p = a->param;
+    if (!a->backward && a->op == AXON_PLOSS_MSE) {
+        PL_VALUES(pl_loss(AXON_PLOSS_MSE, x[k], t[k], p))
+    } else if (a->backward && a->op == AXON_PLOSS_MSE) {
+        PL_VALUES(pl_grad(AXON_PLOSS_MSE, x[k], t[k], p, gk))
+    } else if (a->backward) {
+        PL_VALUES(pl_grad(a->op, x[k], t[k], p, gk))
+    } else {
+        PL_VALUES(pl_loss(a->op, x[k], t[k], p))
+    }
+}
+
+/* The sum of x[0..m) into acc[PL_PARTS] (element k into part k % PL_PARTS): independent chains, not one. */
+#define PL_PARTS 8
+static void pl_accumulate(double *acc, const double *x, int64_t m) {
+    int64_t k = 0;
+    for (; k + PL_PARTS <= m; k += PL_PARTS)
+        for (int l = 0; l < PL_PARTS; l++) acc[l] += x[k + l];
+    for (int l = 0; k < m; k++, l++) acc[l] += x[k];
+}
+
 static void pl_range(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
     pl_job_t *j = ctx;
@@ -111,24 +142,22 @@ static void pl_range(void *ctx, int64_t begin, int64_t end, int slot) {
     for (int64_t b = begin; b < end; b++) {
         int64_t lo, hi;
         pl_bounds(j, b, &lo, &hi);
-        double acc = 0.0;
+        double acc[PL_PARTS] = {0};
         for (int64_t i = lo; i < hi; i += PL_CHUNK) {
             const int64_t m = hi - i < PL_CHUNK ? hi - i : PL_CHUNK;
             pl_load(a->ld_in, x, a->in, a->es_in, i, m);
             pl_load(a->ld_t, t, a->target, a->es_t, i, m);
             if (a->weight) pl_load(a->ld_w, w, a->weight, a->es_w, i, m);
             if (per_element_g) pl_load(a->ld_g, g, a->gout, a->es_g, i, m);
-            for (int64_t k = 0; k < m; k++) {
-                double v = a->backward ? pl_grad(a->op, x[k], t[k], a->param, per_element_g ? g[k] : j->g)
-                                       : pl_loss(a->op, x[k], t[k], a->param);
-                if (a->weight) v *= w[k];
-                x[k] = v;
-                acc += v;
-            }
+            pl_values(a, j->g, per_element_g, x, t, a->weight ? w : NULL, g, m);
             if (a->backward || a->red == AXON_LOSS_NONE)
                 a->st_out(a->out + i * (int64_t)a->es_out, 1, (const char *)x, 1, m);
+            else
+                pl_accumulate(acc, x, m);
         }
-        j->part[b] = acc;
+        double sum = 0.0;
+        for (int l = 0; l < PL_PARTS; l++) sum += acc[l];
+        j->part[b] = sum;
     }
 }
 

@@ -1,0 +1,140 @@
+"""Other eager ops on axon against PyTorch CPU, in one run: reductions, arg reductions, scans, comparisons and
+selection, casts and copies, indexing, sorting, pooling and upsampling, normalization, losses, random numbers and a
+multi-tensor op, on inputs of about 1M elements ([1024, 1024] matrices, [8, 32, 64, 64] images).
+
+    python benchmarks/ops_survey.py [--threads N] [--reps N] [case ...]
+
+Each figure is the best of 5 timings of `reps` back-to-back calls (axon: synchronized after them); ratio = axon /
+CPU, flagged with << above 1.5. benchmarks/ops.py keeps the issue's fixed table; this one is for finding the ops that
+fell behind."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import torch
+import torch.nn.functional as F
+
+
+def bench(build, dev: str, reps: int) -> float:
+    fn = build(dev)
+    fn()
+    best = float("inf")
+    for _ in range(5):
+        if dev != "cpu":
+            torch.axon.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            fn()
+        if dev != "cpu":
+            torch.axon.synchronize()
+        best = min(best, (time.perf_counter() - t0) / reps)
+    return best * 1e6
+
+
+def T(*ts):
+    return lambda d: [t.to(d) for t in ts]
+
+
+_gen = torch.Generator().manual_seed(0)
+A = torch.randn(1024, 1024, generator=_gen)
+B = torch.randn(1024, 1024, generator=_gen)
+IDX = torch.randint(0, 1024, (1024, 1024), generator=_gen)
+MASK = torch.rand(1024, 1024, generator=_gen) > 0.5
+IMG = torch.randn(8, 32, 64, 64, generator=_gen)
+W3 = torch.randn(32, 32, 3, 3, generator=_gen)
+aten = torch.ops.aten
+
+# name: (inputs on a device, the op on them)
+CASES = {
+    "sum dim0": (T(A), lambda a: a.sum(0)),
+    "sum dim1": (T(A), lambda a: a.sum(1)),
+    "mean dim1": (T(A), lambda a: a.mean(1)),
+    "prod dim1": (T(A), lambda a: a.prod(1)),
+    "amax dim0": (T(A), lambda a: a.amax(0)),
+    "max dim1": (T(A), lambda a: a.max(1)),
+    "argmax dim0": (T(A), lambda a: a.argmax(0)),
+    "var dim1": (T(A), lambda a: a.var(1)),
+    "std dim0": (T(A), lambda a: a.std(0)),
+    "norm dim1": (T(A), lambda a: a.norm(dim=1)),
+    "logsumexp dim1": (T(A), lambda a: a.logsumexp(1)),
+    "cumsum dim1": (T(A), lambda a: a.cumsum(1)),
+    "cumsum dim0": (T(A), lambda a: a.cumsum(0)),
+    "cumprod dim1": (T(A), lambda a: a.cumprod(1)),
+    "any dim1": (T(MASK), lambda m: m.any(1)),
+    "all dim0": (T(MASK), lambda m: m.all(0)),
+    "eq": (T(A, B), lambda a, b: a == b),
+    "where": (T(MASK, A, B), lambda m, a, b: torch.where(m, a, b)),
+    "clamp": (T(A), lambda a: a.clamp(-0.5, 0.5)),
+    "lerp": (T(A, B), lambda a, b: torch.lerp(a, b, 0.3)),
+    "addcmul": (T(A, B), lambda a, b: torch.addcmul(a, a, b, value=0.5)),
+    "addcdiv": (T(A, B), lambda a, b: torch.addcdiv(a, a, b.abs() + 1)),
+    "cast f32->f16": (T(A), lambda a: a.half()),
+    "cast f32->i32": (T(A), lambda a: a.int()),
+    "cast i64->f32": (T(IDX), lambda i: i.float()),
+    "transpose copy": (T(A), lambda a: a.t().contiguous()),
+    "cat dim1": (T(A, B), lambda a, b: torch.cat([a, b], 1)),
+    "stack": (T(A, B), lambda a, b: torch.stack([a, b])),
+    "pad": (T(IMG), lambda x: F.pad(x, (1, 1, 1, 1))),
+    "gather dim1": (T(A, IDX), lambda a, i: a.gather(1, i)),
+    "scatter_add dim1": (T(A, IDX, B), lambda a, i, b: a.scatter_add(1, i, b)),
+    "index_add": (T(A, IDX, B), lambda a, i, b: a.index_add(0, i[0], b)),
+    "index_put accumulate": (T(A, IDX, B), lambda a, i, b: a.index_put((i[0],), b, accumulate=True)),
+    "masked_fill": (T(A, MASK), lambda a, m: a.masked_fill(m, 0.0)),
+    "masked_select": (T(A, MASK), lambda a, m: a.masked_select(m)),
+    "nonzero": (T(MASK), lambda m: m.nonzero()),
+    "sort dim1": (T(A), lambda a: a.sort(1)),
+    "topk 8 dim1": (T(A), lambda a: a.topk(8, 1)),
+    "argsort dim0": (T(A), lambda a: a.argsort(0)),
+    "unique": (T(IDX), lambda i: torch.unique(i, return_counts=True)),
+    "conv2d 3x3": (T(IMG, W3), lambda x, w: F.conv2d(x, w, padding=1)),
+    "max_pool2d 2": (T(IMG), lambda x: F.max_pool2d(x, 2)),
+    "avg_pool2d 2": (T(IMG), lambda x: F.avg_pool2d(x, 2)),
+    "adaptive_avg_pool2d 7": (T(IMG), lambda x: F.adaptive_avg_pool2d(x, 7)),
+    "adaptive_avg_pool2d 1": (T(IMG), lambda x: F.adaptive_avg_pool2d(x, 1)),
+    "upsample nearest x2": (T(IMG), lambda x: F.interpolate(x, scale_factor=2)),
+    "upsample bilinear x2": (T(IMG), lambda x: F.interpolate(x, scale_factor=2, mode="bilinear")),
+    "group_norm 8": (T(IMG), lambda x: F.group_norm(x, 8)),
+    "batch_norm train": (T(IMG), lambda x: F.batch_norm(x, None, None, training=True)),
+    "layer_norm backward": (T(A), lambda a: aten.native_layer_norm_backward(
+        a, a, [1024], a.mean(1, keepdim=True), a.std(1, keepdim=True), None, None, [True, False, False])),
+    "softmax backward": (T(A, B), lambda a, b: aten._softmax_backward_data(a, b.softmax(1), 1, torch.float32)),
+    "cross_entropy": (T(A, IDX[:, 0]), lambda a, t: F.cross_entropy(a, t)),
+    "mse_loss": (T(A, B), lambda a, b: F.mse_loss(a, b)),
+    "bce_with_logits": (T(A, MASK), lambda a, m: F.binary_cross_entropy_with_logits(a, m.float())),
+    "uniform_": (T(A), lambda a: a.uniform_()),
+    "normal_": (T(A), lambda a: a.normal_()),
+    "bernoulli": (T(A), lambda a: torch.bernoulli(a.sigmoid())),
+    "randperm 2^20": (lambda d: [d], lambda d: torch.randperm(1 << 20, device=d)),
+    "multinomial 4": (T(A.abs()), lambda a: torch.multinomial(a, 4)),
+    "dropout": (T(A), lambda a: F.dropout(a, 0.3)),
+    "embedding 64x1024 rows": (T(A, IDX[:64]), lambda w, i: F.embedding(i, w)),
+    "_foreach_add 64 tensors": (lambda d: [[t.to(d) for t in A.split(16)], [t.to(d) for t in B.split(16)]],
+                                lambda xs, ys: torch._foreach_add(xs, ys)),
+}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("cases", nargs="*", help="cases to run (default all): " + ", ".join(CASES))
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--reps", type=int, default=20)
+    args = p.parse_args()
+    os.environ.setdefault("AXON_THREADS", str(args.threads))   # both backends get the same thread count
+    import torch_axon  # noqa: F401  (registers the axon device; reads AXON_THREADS)
+
+    torch.set_num_threads(args.threads)
+    print(f"{args.threads} threads, best of 5 x {args.reps} calls; microseconds per call")
+    print("| case | cpu | axon | axon / cpu |\n|---|---|---|---|")
+    for name in args.cases or CASES:
+        make, fn = CASES[name]
+        build = lambda d, make=make, fn=fn: (lambda xs: (lambda: fn(*xs)))(make(d))
+        cpu, axon = bench(build, "cpu", args.reps), bench(build, "axon", args.reps)
+        flag = " <<" if axon / cpu > 1.5 else ""
+        print(f"| {name} | {cpu:.1f} | {axon:.1f} | {axon / cpu:.2f}{flag} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
