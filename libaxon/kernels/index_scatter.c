@@ -168,19 +168,31 @@ static void scatter_run(void *ctx, char *const *ptr, const int64_t *stride, int6
     const size_t es = j->lines.esize[0];
     const int64_t so = stride[0] * (int64_t)es, si = stride[1] * (int64_t)j->lines.esize[1];
     const int64_t ss = stride[2] * (int64_t)j->lines.esize[2];
-    for (int64_t k = 0; k < j->len; k++) {
-        const char *ip = ptr[1] + k * j->is, *sp = ptr[2] + k * j->ss;
-        for (int64_t r = 0; r < n; r++) {
-            int64_t v = ix_load(ip + r * si, j->is64);
-            v += v < 0 ? j->size : 0;
-            if (a->has_skip && v == a->skip) continue;
-            char *d = ptr[0] + r * so + v * j->os;
-            if (j->fn)
-                j->fn(d, sp + r * ss, &a->alpha);
+    /* Lines never share an out element, and each line takes its updates in k order either way: walk whichever of
+     * k and the lines is closer together in the index (along dim when dim is the fastest, as in a scatter over a
+     * row's last dimension), so the reads and writes stay within a line instead of striding across all of them. */
+    const int lines_outer = (j->is < 0 ? -j->is : j->is) < (si < 0 ? -si : si);
+    const int64_t outer = lines_outer ? n : j->len, inner = lines_outer ? j->len : n;
+    /* in locals: the stores through d could alias j's and a's fields, which would then be reloaded per element */
+    const int64_t is = j->is, ks = j->ss, os = j->os, size = j->size, skip = a->has_skip ? a->skip : INT64_MIN;
+    const int is64 = j->is64;
+    const ix_combine_fn fn = j->fn;
+    const ix_alpha_t alpha = a->alpha;
+    for (int64_t q = 0; q < outer; q++)
+        for (int64_t e = 0; e < inner; e++) {
+            const int64_t k = lines_outer ? e : q, r = lines_outer ? q : e;
+            int64_t v = ix_load(ptr[1] + k * is + r * si, is64);
+            v += v < 0 ? size : 0;
+            if (v == skip) continue;
+            char *d = ptr[0] + r * so + v * os;
+            const char *sp = ptr[2] + k * ks + r * ss;
+            if (fn == ix_sum_f32) /* ix_sum_f32's arithmetic, without a call per element */
+                *(float *)d = *(float *)d + *(const float *)sp * alpha.f;
+            else if (fn)
+                fn(d, sp, &alpha);
             else
-                ix_move(d, sp + r * ss, es);
+                ix_move(d, sp, es);
         }
-    }
 }
 
 static void scatter_range(void *ctx, int64_t begin, int64_t end, int slot) {
