@@ -14,7 +14,6 @@
 #include "sort_impl.h"
 
 #define SRT_RUN 32
-#define SRT_SIGN ((uint64_t)1 << 63)
 
 size_t axon_sort_workspace_size(int64_t numel) {
     if (numel < 1) return 16;
@@ -27,18 +26,7 @@ void axon_srt_load(const srt_args_t *a, srt_pair_t *p, const char *row, int64_t 
     axon_convert_fn f = axon_convert_get(a->dtype, a->floating ? AXON_FLOAT64 : AXON_INT64);
     f((char *)&p[0].key, 2, row, a->inner, n);
     for (int64_t j = 0; j < n; j++) {
-        uint64_t u;
-        if (a->floating) {
-            double d;
-            memcpy(&d, &p[j].key, sizeof d);
-            if (d == 0.0) d = 0.0; /* -0.0 equals 0.0: one key, so ties keep their order */
-            memcpy(&u, &d, sizeof u);
-            u = isnan(d) ? UINT64_MAX : (u & SRT_SIGN) ? ~u : u | SRT_SIGN;
-        } else {
-            memcpy(&u, &p[j].key, sizeof u);
-            u ^= SRT_SIGN;
-        }
-        p[j].key = a->flip ? ~u : u;
+        p[j].key = srt_key(a, p[j].key);
         p[j].idx = j;
     }
 }
@@ -85,8 +73,13 @@ static void srt_row(const srt_args_t *a, int64_t r) {
     char *vals = a->values + (o * a->out_len * a->inner + i) * es;
     int64_t *idx = (int64_t *)(void *)a->indices + o * a->out_len * a->inner + i;
     srt_pair_t *pa = (srt_pair_t *)(void *)a->ws + r * 2 * a->len, *pb = pa + a->len;
-    axon_srt_load(a, pa, in, a->len);
-    const srt_pair_t *res = a->mode == SRT_SORT ? axon_srt_sort(pa, pb, a->len) : axon_srt_pick(a, pa, pb);
+    const srt_pair_t *res;
+    if (a->mode == SRT_TOPK && a->k <= SRT_SMALL_K) {
+        res = axon_srt_topk_small(a, in, pb);
+    } else {
+        axon_srt_load(a, pa, in, a->len);
+        res = a->mode == SRT_SORT ? axon_srt_sort(pa, pb, a->len) : axon_srt_pick(a, pa, pb);
+    }
     for (int64_t j = 0; j < a->out_len; j++) {
         memcpy(vals + j * a->inner * es, in + res[j].idx * a->inner * es, a->es);
         idx[j * a->inner] = res[j].idx;

@@ -4,6 +4,7 @@
 #define AXON_KERNELS_SORT_IMPL_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "axon/sort.h"
 #include "kernels_impl.h"
@@ -36,8 +37,31 @@ typedef struct srt_args {
     char *values, *indices, *ws;
 } srt_args_t;
 
+#define SRT_SIGN ((uint64_t)1 << 63)
+#define SRT_SMALL_K 32           /* topk up to this k keeps a sorted list in one pass instead of selecting */
+
+/* The key of an element given as the bits of its float64 value (floating dtypes) or of its int64 value. */
+static inline uint64_t srt_key(const srt_args_t *a, uint64_t bits) {
+    uint64_t u;
+    if (a->floating) {
+        double d;
+        memcpy(&d, &bits, sizeof d);
+        if (d == 0.0) d = 0.0; /* -0.0 equals 0.0: one key, so ties keep their order */
+        memcpy(&u, &d, sizeof u);
+        u = d != d ? UINT64_MAX : (u & SRT_SIGN) ? ~u : u | SRT_SIGN;
+    } else {
+        u = bits ^ SRT_SIGN;
+    }
+    return a->flip ? ~u : u;
+}
+
 /* Fill p[0..n) with the keys of n elements at row (element stride `stride`) and positions 0..n-1. */
 void axon_srt_load(const srt_args_t *a, srt_pair_t *p, const char *row, int64_t n);
+
+/* topk with k <= SRT_SMALL_K (topk.c): the row's k best pairs in order into out, in one pass that makes the keys a
+ * chunk at a time on the stack and keeps a sorted list of the best (most elements fail one compare with its last).
+ * Returns out. */
+const srt_pair_t *axon_srt_topk_small(const srt_args_t *a, const char *row, srt_pair_t *out);
 
 /* Sort a[0..n) by (key, idx), using b[0..n) as scratch; returns whichever of a and b holds the result. */
 srt_pair_t *axon_srt_sort(srt_pair_t *a, srt_pair_t *b, int64_t n);

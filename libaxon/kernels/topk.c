@@ -10,7 +10,6 @@
 #include "internal.h"
 #include "sort_impl.h"
 
-#define SRT_SMALL_K 32           /* topk up to this k keeps a sorted list instead of selecting */
 
 static void srt_swap(srt_pair_t *a, srt_pair_t *b) {
     srt_pair_t t = *a;
@@ -61,20 +60,32 @@ const srt_pair_t *axon_srt_pick(const srt_args_t *a, srt_pair_t *pa, srt_pair_t 
         axon_srt_select(pa, pb, n, a->k - 1);
         return &pa[a->k - 1];
     }
-    if (a->k <= SRT_SMALL_K) { /* one pass keeping the k best in order: a few compares per element for small k */
-        srt_pair_t best[SRT_SMALL_K];
-        int64_t nb = 0;
-        for (int64_t j = 0; j < n; j++) {
-            if (nb == a->k && !srt_less(&pa[j], &best[nb - 1])) continue;
-            int64_t i = nb < a->k ? nb++ : nb - 1;
-            for (; i > 0 && srt_less(&pa[j], &best[i - 1]); i--) best[i] = best[i - 1];
-            best[i] = pa[j];
-        }
-        memcpy(pb, best, (size_t)nb * sizeof *pb);
-        return pb;
-    }
     if (a->k < n) axon_srt_select(pa, pb, n, a->k - 1);
     return axon_srt_sort(pa, pb, a->k);
+}
+
+#define SRT_CHUNK 256
+
+const srt_pair_t *axon_srt_topk_small(const srt_args_t *a, const char *row, srt_pair_t *out) {
+    axon_convert_fn f = axon_convert_get(a->dtype, a->floating ? AXON_FLOAT64 : AXON_INT64);
+    srt_pair_t best[SRT_SMALL_K];
+    uint64_t keys[SRT_CHUNK];
+    int64_t nb = 0;
+    for (int64_t j0 = 0; j0 < a->len; j0 += SRT_CHUNK) {
+        const int64_t m = a->len - j0 < SRT_CHUNK ? a->len - j0 : SRT_CHUNK;
+        f((char *)keys, 1, row + j0 * a->inner * (int64_t)a->es, a->inner, m);
+        for (int64_t j = 0; j < m; j++) keys[j] = srt_key(a, keys[j]);
+        for (int64_t j = 0; j < m; j++) {
+            /* positions grow along the row, so a key equal to the last kept one loses to it */
+            if (nb == a->k && keys[j] >= best[nb - 1].key) continue;
+            const srt_pair_t p = {keys[j], j0 + j};
+            int64_t i = nb < a->k ? nb++ : nb - 1;
+            for (; i > 0 && srt_less(&p, &best[i - 1]); i--) best[i] = best[i - 1];
+            best[i] = p;
+        }
+    }
+    memcpy(out, best, (size_t)nb * sizeof *out);
+    return out;
 }
 
 axon_status_t axon_kernel_topk(axon_stream_t s, const axon_tensor_t *values, const axon_tensor_t *indices,
