@@ -12,26 +12,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 
 import torch
 import torch.nn.functional as F
 
-
-def bench(build, dev: str, reps: int) -> float:
-    fn = build(dev)
-    fn()
-    best = float("inf")
-    for _ in range(5):
-        if dev != "cpu":
-            torch.axon.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            fn()
-        if dev != "cpu":
-            torch.axon.synchronize()
-        best = min(best, (time.perf_counter() - t0) / reps)
-    return best * 1e6
+from timing import best_us
 
 
 def T(*ts):
@@ -130,8 +115,9 @@ def main() -> None:
     print("| case | cpu | axon | axon / cpu |\n|---|---|---|---|")
     for name in args.cases or CASES:
         make, fn = CASES[name]
-        build = lambda d, make=make, fn=fn: (lambda xs: (lambda: fn(*xs)))(make(d))
-        cpu, axon = bench(build, "cpu", args.reps), bench(build, "axon", args.reps)
+        cpu_in, axon_in = make("cpu"), make("axon")
+        cpu = best_us(lambda: fn(*cpu_in), "cpu", args.reps)
+        axon = best_us(lambda: fn(*axon_in), "axon", args.reps)
         flag = " <<" if axon / cpu > 1.5 else ""
         print(f"| {name} | {cpu:.1f} | {axon:.1f} | {axon / cpu:.2f}{flag} |", flush=True)
 

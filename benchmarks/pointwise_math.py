@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 
 import torch
 import torch.nn.functional as F
+
+from timing import best_us
 
 UNARY = ["exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
          "cosh", "tanh", "asinh", "atanh", "erf", "erfc", "sigmoid", "sqrt", "rsqrt", "reciprocal"]
@@ -34,21 +35,10 @@ OPS.update({
 })
 
 
-def best_us(fn, device: str, n: int, dtype: torch.dtype, reps: int = 10) -> float:
+def inputs(device: str, n: int, dtype: torch.dtype):
     gen = torch.Generator().manual_seed(0)
     x = (torch.rand(n, generator=gen, dtype=dtype) * 0.9 + 0.05).to(device)
-    g = torch.randn(n, generator=gen, dtype=dtype).to(device)
-    best = float("inf")
-    for _ in range(3):
-        if device != "cpu":
-            torch.axon.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            fn(x, g)
-        if device != "cpu":
-            torch.axon.synchronize()
-        best = min(best, (time.perf_counter() - t0) / reps)
-    return best * 1e6
+    return x, torch.randn(n, generator=gen, dtype=dtype).to(device)
 
 
 def main() -> None:
@@ -66,7 +56,9 @@ def main() -> None:
     print(f"{args.dtype}, {args.n} elements, {args.threads} threads; microseconds per call")
     print("| op | cpu | axon | axon / cpu |\n|---|---|---|---|")
     for name in args.ops or OPS:
-        cpu, axon = best_us(OPS[name], "cpu", args.n, dtype), best_us(OPS[name], "axon", args.n, dtype)
+        (xc, gc), (xa, ga) = inputs("cpu", args.n, dtype), inputs("axon", args.n, dtype)
+        cpu = best_us(lambda: OPS[name](xc, gc), "cpu", 10, rounds=3)
+        axon = best_us(lambda: OPS[name](xa, ga), "axon", 10, rounds=3)
         flag = " <<" if axon / cpu > 1.5 else ""
         print(f"| {name} | {cpu:.1f} | {axon:.1f} | {axon / cpu:.2f}{flag} |", flush=True)
 
