@@ -578,10 +578,10 @@ static int check_attention_dropout(axir_infer_ctx_t *c, const axon_axir_node_t *
         return 1;
     }
     const int extra = n->num_operands - 6 - (axon_axir_sdpa_backward_mask(n) >= 0);
-    if (extra != (dropout ? 2 : 0) && dropout)
+    if (dropout && extra != 2)
         return axir_infer_fail(c, "dropout_p %g: expected the forward's Philox seed and offset as the last two operands "
                                   "(dout, q, k, v, out, lse[, mask], seed, offset)", p->f);
-    if (extra != (dropout ? 2 : 0))
+    if (!dropout && extra != 0)
         return axir_infer_fail(c, "%d operands without dropout, expected 6 or 7 (dout, q, k, v, out, lse[, mask])",
                                n->num_operands);
     for (int k = n->num_operands - extra; k < n->num_operands; k++)

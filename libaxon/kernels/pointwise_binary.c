@@ -215,7 +215,7 @@ PW_FLOATS(PW_B2S, gelu_backward,
           (x * ((W)0.5 * ((W)1 + erf(y * (W)0.70710678118654752440)) +
                 y * ((W)0.39894228040143267794 * PW_EXP(y * y * (W)-0.5)))))
 PW_FLOATS(PW_B2S, gelu_tanh_backward, (PW_FGEN(pw_gelu_tanh_bw, x)(x, y)))
-PW_FLOATS(PW_B2, silu_backward, (PW_FGEN(pw_silu_bw, x)(x, y)))
+PW_FLOATS(PW_B2S, silu_backward, (PW_FGEN(pw_silu_bw, x)(x, y)))
 PW_FLOATS(PW_B2S, mish_backward, (PW_FGEN(pw_mish_bw, x)(x, y)))
 PW_FLOATS(PW_B2, sigmoid_backward, (x * ((W)1 - y) * y))
 PW_FLOATS(PW_B2, tanh_backward, (x * ((W)1 - y * y)))
@@ -225,20 +225,20 @@ PW_FLOATS(PW_B2, threshold_backward, (y <= p0 ? (W)0 : x)) /* p0 threshold */
 PW_FLOATS(PW_B2, hardtanh_backward, (y > p0 && y < p1 ? x : (W)0)) /* p0 min_val, p1 max_val */
 PW_FLOATS(PW_B2, leaky_relu_backward, (y > 0 ? x : x * p0))          /* p0 negative_slope */
 /* p0 alpha*scale, p1 scale, p2 input_scale; ctx->pi[0] says whether y is the output (loop-invariant). */
-PW_FLOATS(PW_B2, elu_backward,
+PW_FLOATS(PW_B2S, elu_backward,
           (ctx->pi[0] ? (y > 0 ? x * p1 : x * p2 * (y + p0)) : (y > 0 ? x * p1 : x * p2 * p0 * PW_EXP(y * p2))))
-PW_FLOATS(PW_B2, softplus_backward, (PW_FGEN(pw_softplus_bw, x)(x, y, p0, p1))) /* p0 beta, p1 threshold */
+PW_FLOATS(PW_B2S, softplus_backward, (PW_FGEN(pw_softplus_bw, x)(x, y, p0, p1))) /* p0 beta, p1 threshold */
 PW_FLOATS(PW_B2, hardswish_backward, (y <= (W)-3 ? (W)0 : y >= (W)3 ? x : x * (y / (W)3 + (W)0.5))) /* NaN: NaN */
 /* 1/6 rounded to float even for float64: PyTorch's CPU kernel writes it as 1.0f / 6.0f. */
 PW_FLOATS(PW_B2, hardsigmoid_backward, (y > (W)-3 && y < (W)3 ? x * (W)(1.0f / 6.0f) : (W)0))
 /* x the gradient, y the input. */
-PW_FLOATS(PW_B2, log_sigmoid_backward,
+PW_FLOATS(PW_B2S, log_sigmoid_backward,
           (x * ((y < 0 ? (W)1 : (W)0) - (y < 0 ? (W)1 : (W)-1) * (PW_EXP(-fabs(y)) / ((W)1 + PW_EXP(-fabs(y)))))))
 PW_FLOATS(PW_B2, logit_backward, /* p0 eps */
           (p0 < 0 ? (y < 0 || y > 1 ? (W)NAN : x / (y * ((W)1 - y)))
                   : (y < p0 || y > (W)1 - p0 ? (W)0 : x / (y * ((W)1 - y)))))
 PW_FLOATS(PW_B2, shrink_backward, (y >= -p0 && y <= p0 ? (W)0 : x)) /* p0 lambd */
-PW_FLOATS(PW_B2, glu, (x * ((W)1 / ((W)1 + PW_EXP(-y)))))
+PW_FLOATS(PW_B2S, glu, (x * ((W)1 / ((W)1 + PW_EXP(-y)))))
 PW_FLOATS(PW_B2, prelu, (x > 0 ? x : y * x))
 PW_FLOATS(PW_B2, prelu_backward_weight, (y > 0 ? (W)0 : y * x))
 

@@ -22,7 +22,9 @@
  * them (mish, softplus, log_sigmoid) were left scalar once (their 4-lane versions measured no faster); with the
  * wider versions the scalar loops were 4-14x torch CPU's time on 2^20 floats and now run at 0.3-1.0x of it
  * (docs/benchmarks.md). expf here is the raw exp those activations call, as PyTorch's do; the exp op and the
- * sigmoids keep PW_EXP. CMake defines AXON_HAVE_LIBMVEC only when every symbol is there, and links libmvec. */
+ * sigmoids keep PW_EXP (libaxon's own float exp; float64's is libmvec's now). Every loop that calls one of these runs
+ * padded (PW_US here, PW_B2S in pointwise_binary.c, see below). CMake defines AXON_HAVE_LIBMVEC only when every symbol
+ * is there, and links libmvec. */
 float erff(float) PW_SIMD;
 float tanhf(float) PW_SIMD;
 float tanf(float) PW_SIMD;
@@ -122,7 +124,7 @@ PW_FLOATS(PW_U, sign, ((W)((x > 0) - (x < 0)))) /* NaN gives 0, as in PyTorch */
 PW_FLOATS(PW_U, reciprocal, ((W)1 / x))
 PW_FLOATS(PW_U, sqrt, (sqrt(x)))
 PW_FLOATS(PW_U, rsqrt, ((W)1 / sqrt(x)))
-PW_FLOATS(PW_U, exp, (PW_EXP(x)))
+PW_FLOATS(PW_US, exp, (PW_EXP(x)))
 PW_FLOATS(PW_US, exp2, (exp2(x)))
 PW_FLOATS(PW_US, expm1, (expm1(x)))
 PW_FLOATS(PW_US, log, (log(x)))
@@ -143,20 +145,20 @@ PW_FLOATS(PW_U, acosh, (acosh(x)))
 PW_FLOATS(PW_US, atanh, (atanh(x)))
 PW_FLOATS(PW_US, erf, (erf(x)))
 PW_FLOATS(PW_US, erfc, (erfc(x)))
-PW_FLOATS(PW_U, sigmoid, ((W)1 / ((W)1 + PW_EXP(-x))))
+PW_FLOATS(PW_US, sigmoid, ((W)1 / ((W)1 + PW_EXP(-x))))
 PW_FLOATS(PW_U, relu, (x < 0 ? (W)0 : x)) /* not x > 0 ? x : 0, which would turn NaN into 0 */
 /* The activations follow PyTorch's CPU formulas term by term, so float32 results round the same way. */
 PW_FLOATS(PW_US, gelu, (x * (W)0.5 * ((W)1 + erf(x * (W)0.70710678118654752440))))
 PW_FLOATS(PW_US, gelu_tanh,
           ((W)0.5 * x * ((W)1 + tanh((W)0.79788456080286535588 * (x + (W)0.044715 * (x * x * x))))))
-PW_FLOATS(PW_U, silu, (x / ((W)1 + PW_EXP(-x))))
+PW_FLOATS(PW_US, silu, (x / ((W)1 + PW_EXP(-x))))
 PW_FLOATS(PW_US, mish, (x * tanh(log1p(exp(x)))))
 PW_FLOATS(PW_US, softplus, (x * p0 > p1 ? x : log1p(exp(x * p0)) / p0)) /* p0 beta, p1 threshold */
 PW_FLOATS(PW_U, hardsigmoid, (PW_MIN_STD(PW_MAX_STD(x + (W)3, (W)0), (W)6) / (W)6))
 PW_FLOATS(PW_U, hardswish, (x * PW_MIN_STD(PW_MAX_STD(x + (W)3, (W)0), (W)6) / (W)6))
 PW_FLOATS(PW_U, hardtanh, (PW_MIN_STD(PW_MAX_STD(x, p0), p1))) /* p0 min_val, p1 max_val */
 PW_FLOATS(PW_U, leaky_relu, (x > 0 ? x : x * p0))
-PW_FLOATS(PW_U, elu, (x <= 0 ? expm1(x * p2) * p0 : x * p1)) /* p0 alpha*scale, p1 scale, p2 input_scale */
+PW_FLOATS(PW_US, elu, (x <= 0 ? expm1(x * p2) * p0 : x * p1)) /* p0 alpha*scale, p1 scale, p2 input_scale */
 PW_FLOATS(PW_U, floor, (PW_FLOOR(x)))
 PW_FLOATS(PW_U, ceil, (PW_CEIL(x)))
 PW_FLOATS(PW_U, round, (PW_RINT(x)))
@@ -171,7 +173,7 @@ PW_FLOATS(PW_U, cube, (x * x * x))
 PW_FLOATS(PW_U, rsquare, ((W)1 / (x * x)))
 PW_FLOATS(PW_US, log_sigmoid, (PW_MIN_STD(x, (W)0) - log1p(PW_EXP(-fabs(x)))))
 /* p0 eps; the clamp keeps NaN (x < lo and x > hi are both false). */
-PW_FLOATS(PW_U, logit, (log((p0 < 0 ? x : x < p0 ? p0 : x > (W)1 - p0 ? (W)1 - p0 : x) /
+PW_FLOATS(PW_US, logit, (log((p0 < 0 ? x : x < p0 ? p0 : x > (W)1 - p0 ? (W)1 - p0 : x) /
                             ((W)1 - (p0 < 0 ? x : x < p0 ? p0 : x > (W)1 - p0 ? (W)1 - p0 : x)))))
 PW_FLOATS(PW_U, softshrink, (x > p0 ? x - p0 : x < -p0 ? x + p0 : x * (W)0)) /* p0 lambd */
 PW_FLOATS(PW_U, hardshrink, (x >= -p0 && x <= p0 ? (W)0 : x))
