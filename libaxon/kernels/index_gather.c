@@ -185,11 +185,23 @@ static void gather_run(void *ctx, char *const *ptr, const int64_t *stride, int64
     const size_t es = j->it.esize[0];
     const int64_t so = stride[0] * (int64_t)es, si = stride[1] * (int64_t)j->it.esize[1];
     const int64_t sx = stride[2] * (int64_t)es, sd = j->dstride * (int64_t)es;
-    for (int64_t i = 0; i < n; i++) {
-        int64_t v = ix_load(ptr[1] + i * si, j->is64);
-        v += v < 0 ? j->size : 0;
-        ix_move(ptr[0] + i * so, ptr[2] + i * sx + v * sd, es);
+    /* in locals (the stores could alias j's fields, which would then be reloaded per element), and the common
+     * element sizes as plain loads and stores */
+    const int64_t size = j->size;
+    const int is64 = j->is64;
+#define GATHER_LOOP(MOVE)                                                                                          \
+    for (int64_t i = 0; i < n; i++) {                                                                              \
+        int64_t v = ix_load(ptr[1] + i * si, is64);                                                                \
+        v += v < 0 ? size : 0;                                                                                     \
+        MOVE;                                                                                                      \
     }
+    if (es == 4)
+        GATHER_LOOP(memcpy(ptr[0] + i * so, ptr[2] + i * sx + v * sd, 4))
+    else if (es == 8)
+        GATHER_LOOP(memcpy(ptr[0] + i * so, ptr[2] + i * sx + v * sd, 8))
+    else
+        GATHER_LOOP(ix_move(ptr[0] + i * so, ptr[2] + i * sx + v * sd, es))
+#undef GATHER_LOOP
 }
 
 static void gather_range(void *ctx, int64_t begin, int64_t end, int slot) {
