@@ -66,12 +66,73 @@ srt_pair_t *axon_srt_sort(srt_pair_t *a, srt_pair_t *b, int64_t n) {
     return a;
 }
 
-static void srt_row(const srt_args_t *a, int64_t r) {
-    const int64_t o = r / a->inner, i = r % a->inner;
-    const int64_t es = (int64_t)a->es;
-    const char *in = a->in + (o * a->len * a->inner + i) * es;
+/* Row r's input, and its values and indices written from the chosen pairs res[0..out_len). */
+static const char *srt_in(const srt_args_t *a, int64_t r) {
+    return a->in + ((r / a->inner) * a->len * a->inner + r % a->inner) * (int64_t)a->es;
+}
+
+static void srt_write(const srt_args_t *a, int64_t r, const srt_pair_t *res) {
+    const int64_t o = r / a->inner, i = r % a->inner, es = (int64_t)a->es;
+    const char *in = srt_in(a, r);
     char *vals = a->values + (o * a->out_len * a->inner + i) * es;
     int64_t *idx = (int64_t *)(void *)a->indices + o * a->out_len * a->inner + i;
+    for (int64_t j = 0; j < a->out_len; j++) {
+        memcpy(vals + j * a->inner * es, in + res[j].idx * a->inner * es, a->es);
+        idx[j * a->inner] = res[j].idx;
+    }
+}
+
+/* A sort of rows too few to give every participant one (a 1-d tensor, unique's flattened input): each participant
+ * sorts a contiguous chunk of the row, then the chunks are merged pairwise. Pairs are totally ordered, so the result
+ * is the one srt_row's single sort gives. */
+#define SRT_SPLIT_MIN 65536
+typedef struct srt_split {
+    srt_pair_t *pa, *pb;
+    int64_t len;
+    int parts;
+} srt_split_t;
+
+static void srt_split_bounds(const srt_split_t *s, int64_t c, int64_t *lo, int64_t *hi) {
+    *lo = c * s->len / s->parts;
+    *hi = (c + 1) * s->len / s->parts;
+}
+
+static void srt_chunk_range(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    const srt_split_t *s = ctx;
+    for (int64_t c = begin; c < end; c++) {
+        int64_t lo, hi;
+        srt_split_bounds(s, c, &lo, &hi);
+        srt_pair_t *r = axon_srt_sort(s->pa + lo, s->pb + lo, hi - lo);
+        if (r != s->pa + lo) memcpy(s->pa + lo, r, (size_t)(hi - lo) * sizeof *r);
+    }
+}
+
+static void srt_row_split(const srt_args_t *a, int64_t r, axon_pool_t pool, int parts) {
+    srt_split_t s = {(srt_pair_t *)(void *)a->ws + r * 2 * a->len, NULL, a->len, parts};
+    s.pb = s.pa + a->len;
+    axon_srt_load(a, s.pa, srt_in(a, r), a->len);
+    axon_parallel_for(pool, 0, parts, 1, srt_chunk_range, &s);
+    /* merge runs of `width` chunks pairwise until one is left, alternating between pa and pb */
+    srt_pair_t *src = s.pa, *dst = s.pb;
+    for (int width = 1; width < parts; width *= 2) {
+        for (int c = 0; c < parts; c += 2 * width) {
+            int64_t lo, mid, hi, unused;
+            srt_split_bounds(&s, c, &lo, &unused);
+            srt_split_bounds(&s, c + width < parts ? c + width : parts - 1, &mid, &unused);
+            srt_split_bounds(&s, c + 2 * width < parts ? c + 2 * width - 1 : parts - 1, &unused, &hi);
+            if (c + width >= parts) mid = hi; /* no right run: copied as it is */
+            srt_merge(src + lo, mid - lo, hi - lo, dst + lo);
+        }
+        srt_pair_t *t = src;
+        src = dst;
+        dst = t;
+    }
+    srt_write(a, r, src);
+}
+
+static void srt_row(const srt_args_t *a, int64_t r) {
+    const char *in = srt_in(a, r);
     srt_pair_t *pa = (srt_pair_t *)(void *)a->ws + r * 2 * a->len, *pb = pa + a->len;
     const srt_pair_t *res;
     if (a->mode == SRT_TOPK && a->k <= SRT_SMALL_K) {
@@ -80,10 +141,7 @@ static void srt_row(const srt_args_t *a, int64_t r) {
         axon_srt_load(a, pa, in, a->len);
         res = a->mode == SRT_SORT ? axon_srt_sort(pa, pb, a->len) : axon_srt_pick(a, pa, pb);
     }
-    for (int64_t j = 0; j < a->out_len; j++) {
-        memcpy(vals + j * a->inner * es, in + res[j].idx * a->inner * es, a->es);
-        idx[j * a->inner] = res[j].idx;
-    }
+    srt_write(a, r, res);
 }
 
 static void srt_range(void *ctx, int64_t begin, int64_t end, int slot) {
@@ -93,6 +151,11 @@ static void srt_range(void *ctx, int64_t begin, int64_t end, int slot) {
 
 static axon_status_t srt_kernel(const void *args, const axon_exec_t *ex) {
     const srt_args_t *a = args;
+    const int parts = axon_pool_size(ex->pool) < 64 ? axon_pool_size(ex->pool) : 64;
+    if (a->mode == SRT_SORT && parts > 1 && a->outer * a->inner < parts && a->len >= SRT_SPLIT_MIN) {
+        for (int64_t r = 0; r < a->outer * a->inner; r++) srt_row_split(a, r, ex->pool, parts);
+        return AXON_OK;
+    }
     int64_t grain = AXON_KERNEL_GRAIN / (a->len * 8 > 0 ? a->len * 8 : 1);
     axon_parallel_for(ex->pool, 0, a->outer * a->inner, grain < 1 ? 1 : grain, srt_range, (void *)a);
     return AXON_OK;

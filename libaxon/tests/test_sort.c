@@ -153,6 +153,43 @@ static void test_sort_is_identical_for_1_and_4_threads(void) {
     }
 }
 
+/* One long row (fewer rows than threads: each thread sorts a chunk, then the chunks merge pairwise; 3 threads leave
+ * an unpaired run): the same values and indices as on one thread, ascending, ties in position order. */
+static void test_a_long_row_sorts_in_chunks_to_the_same_result(void) {
+    const int64_t n = 200003, sz[1] = {n}, sw[1] = {(int64_t)axon_sort_workspace_size(n)};
+    float *x = malloc((size_t)n * sizeof *x), *v[2] = {malloc((size_t)n * 4), malloc((size_t)n * 4)};
+    int64_t *ix[2] = {malloc((size_t)n * 8), malloc((size_t)n * 8)};
+    REQUIRE(x && v[0] && v[1] && ix[0] && ix[1]);
+    unsigned seed = 5;
+    for (int64_t i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        x[i] = (float)((seed >> 12) % 5000) - 2500.0f; /* many ties */
+    }
+    x[7] = NAN;
+    const int threads[2] = {1, 3};
+    for (int t = 0; t < 2; t++) {
+        kc_dev_t k = kc_open(threads[t]);
+        REQUIRE(k.rt);
+        void *din = kc_upload(&k, x, (size_t)n * 4), *dv = kc_upload(&k, NULL, (size_t)n * 4);
+        void *di = kc_upload(&k, NULL, (size_t)n * 8), *dw = kc_upload(&k, NULL, (size_t)sw[0]);
+        axon_tensor_t tin = kc_tensor(din, AXON_FLOAT32, 1, sz, NULL), tv = kc_tensor(dv, AXON_FLOAT32, 1, sz, NULL);
+        axon_tensor_t ti = kc_tensor(di, AXON_INT64, 1, sz, NULL), tw = kc_tensor(dw, AXON_UINT8, 1, sw, NULL);
+        CHECK_OK(axon_kernel_sort(k.s, &tv, &ti, &tin, 0, 0, &tw));
+        CHECK(kc_download(&k, v[t], dv, (size_t)n * 4) && kc_download(&k, ix[t], di, (size_t)n * 8));
+        axon_mem_free(k.dev, din), axon_mem_free(k.dev, dv), axon_mem_free(k.dev, di), axon_mem_free(k.dev, dw);
+        axon_runtime_destroy(k.rt);
+    }
+    CHECK(memcmp(v[0], v[1], (size_t)n * 4) == 0 && memcmp(ix[0], ix[1], (size_t)n * 8) == 0);
+    int64_t bad = 0;
+    for (int64_t j = 0; j + 1 < n; j++) {
+        const float a = v[1][j], b = v[1][j + 1];
+        bad += isnan(a) || a > b || (a == b && ix[1][j] >= ix[1][j + 1]);   /* NaN only last */
+    }
+    bad += !isnan(v[1][n - 1]) || ix[1][n - 1] != 7;
+    CHECK_EQ_I64(bad, 0);
+    free(x), free(v[0]), free(v[1]), free(ix[0]), free(ix[1]);
+}
+
 static void test_sort_refuses_bad_descriptors_with_messages(void) {
     kc_dev_t k = kc_open(1);
     REQUIRE(k.rt);
@@ -191,6 +228,7 @@ int main(void) {
     RUN(test_topk_kthvalue_and_median_match_reference);
     RUN(test_int64_extremes_keep_their_order);
     RUN(test_sort_is_identical_for_1_and_4_threads);
+    RUN(test_a_long_row_sorts_in_chunks_to_the_same_result);
     RUN(test_sort_refuses_bad_descriptors_with_messages);
     return check_report();
 }
