@@ -1051,10 +1051,10 @@ def _sdpa(L: Lowering, n: fx.Node):
     ops = [L.tensor(q), L.tensor(k), L.tensor(v)] + _sdpa_mask(L, q, mask)
     vals = n.meta["val"]
     if dropout and used & {6, 7}:
-        rng = L.emit("philox_state", [], {"draw": attrs["draw"]}, ["i64[]", "i64[]"], f"{n.name}.rng", nresults=2)
+        state = L.emit("philox_state", [], {"draw": attrs["draw"]}, ["i64[]", "i64[]"], f"{n.name}.rng", nresults=2)
+        rng = [r if i in used else None for r, i in zip(state, (6, 7))]
     else:
-        rng = [L.const(0, torch.int64, [], f"{n.name}.{i}") for i in (6, 7)]
-    rng = [r if i in used else None for r, i in zip(rng, (6, 7))]
+        rng = [L.const(0, torch.int64, [], f"{n.name}.{i}") if i in used else None for i in (6, 7)]
     rest = [None] * 4 + rng + [None] * (len(vals) - 8)
     if 1 not in used:
         return [L.emit1("sdpa", ops, attrs, vals[0], n.name), None] + rest
