@@ -26,6 +26,24 @@
 /* Below this many elements a parallel-for chunk costs more in wake-ups than it saves. */
 #define AXON_KERNEL_GRAIN ((int64_t)1 << 15)
 
+/* Sums in AXON_PARTS running partial sums (layer norm's statistics, the element-wise losses): x[0..m) added element
+ * i into part i % AXON_PARTS (m a multiple of AXON_PARTS except at a run's end, whose tail goes into the parts in
+ * order), then the parts added in order. Independent additions vectorize, where one running sum is a chain of
+ * dependent adds; the order depends on the lengths alone, not on the thread count. */
+#define AXON_PARTS 8
+static inline void axon_parts_add(double *part, const double *x, int64_t m) {
+    int64_t i = 0;
+    for (; i + AXON_PARTS <= m; i += AXON_PARTS)
+        for (int k = 0; k < AXON_PARTS; k++) part[k] += x[i + k];
+    for (int k = 0; i < m; i++, k++) part[k] += x[i];
+}
+
+static inline double axon_parts_total(const double *part) {
+    double t = 0.0;
+    for (int k = 0; k < AXON_PARTS; k++) t += part[k];
+    return t;
+}
+
 /* ---- conversions (convert.c) ---- */
 
 /* Convert n elements: dst[i * dst_stride] = convert(src[i * src_stride]), strides in elements (may be 0 or negative

@@ -124,15 +124,6 @@ AXON_CLONES static void pl_values(const pl_args_t *a, double g0, int per_element
     }
 }
 
-/* The sum of x[0..m) into acc[PL_PARTS] (element k into part k % PL_PARTS): independent chains, not one. */
-#define PL_PARTS 8
-static void pl_accumulate(double *acc, const double *x, int64_t m) {
-    int64_t k = 0;
-    for (; k + PL_PARTS <= m; k += PL_PARTS)
-        for (int l = 0; l < PL_PARTS; l++) acc[l] += x[k + l];
-    for (int l = 0; k < m; k++, l++) acc[l] += x[k];
-}
-
 static void pl_range(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
     pl_job_t *j = ctx;
@@ -142,7 +133,7 @@ static void pl_range(void *ctx, int64_t begin, int64_t end, int slot) {
     for (int64_t b = begin; b < end; b++) {
         int64_t lo, hi;
         pl_bounds(j, b, &lo, &hi);
-        double acc[PL_PARTS] = {0};
+        double acc[AXON_PARTS] = {0};
         for (int64_t i = lo; i < hi; i += PL_CHUNK) {
             const int64_t m = hi - i < PL_CHUNK ? hi - i : PL_CHUNK;
             pl_load(a->ld_in, x, a->in, a->es_in, i, m);
@@ -153,11 +144,9 @@ static void pl_range(void *ctx, int64_t begin, int64_t end, int slot) {
             if (a->backward || a->red == AXON_LOSS_NONE)
                 a->st_out(a->out + i * (int64_t)a->es_out, 1, (const char *)x, 1, m);
             else
-                pl_accumulate(acc, x, m);
+                axon_parts_add(acc, x, m);
         }
-        double sum = 0.0;
-        for (int l = 0; l < PL_PARTS; l++) sum += acc[l];
-        j->part[b] = sum;
+        j->part[b] = axon_parts_total(acc);
     }
 }
 

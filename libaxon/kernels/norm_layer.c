@@ -44,22 +44,7 @@ static double ln_scalar(axon_convert_fn ld, const char *p, size_t es, int64_t i)
     return v;
 }
 
-/* Sum of buf[0..m) into LN_PARTS running partial sums, element i into part i % LN_PARTS (m is a multiple of LN_PARTS
- * except for a row's last chunk, whose tail goes into the parts in order): independent additions vectorize, where one
- * running sum is a chain of dependent adds. The order depends on the row length alone, not on the thread count. */
-#define LN_PARTS 8
-static void ln_accumulate(double *part, const double *buf, int64_t m) {
-    int64_t i = 0;
-    for (; i + LN_PARTS <= m; i += LN_PARTS)
-        for (int k = 0; k < LN_PARTS; k++) part[k] += buf[i + k];
-    for (int k = 0; i < m; i++, k++) part[k] += buf[i];
-}
-
-static double ln_total(const double *part) {
-    double t = 0.0;
-    for (int k = 0; k < LN_PARTS; k++) t += part[k];
-    return t;
-}
+#define LN_PARTS AXON_PARTS /* the partial sums of kernels_impl.h */
 
 /* ln_forward_row for float32 in, out, weight and bias (each of the last two may be absent): the same float64 sums in
  * the same order (element i into part i % LN_PARTS, in row order: a row's chunks start at multiples of LN_CHUNK) and
@@ -73,13 +58,13 @@ AXON_CLONES static void ln_forward_row_f32(const ln_args_t *a, int64_t r) {
         for (int64_t i = 0; i < bulk; i += LN_PARTS)
             for (int k = 0; k < LN_PARTS; k++) part[k] += (double)x[i + k];
         for (int64_t i = bulk; i < n; i++) part[i - bulk] += (double)x[i];
-        mean = ln_total(part) / (double)n;
+        mean = axon_parts_total(part) / (double)n;
     }
     memset(part, 0, sizeof part);
     for (int64_t i = 0; i < bulk; i += LN_PARTS)
         for (int k = 0; k < LN_PARTS; k++) part[k] += ((double)x[i + k] - mean) * ((double)x[i + k] - mean);
     for (int64_t i = bulk; i < n; i++) part[i - bulk] += ((double)x[i] - mean) * ((double)x[i] - mean);
-    const double rstd = 1.0 / sqrt(ln_total(part) / (double)n + a->eps);
+    const double rstd = 1.0 / sqrt(axon_parts_total(part) / (double)n + a->eps);
     float *y = (float *)a->out + r * n;
     for (int64_t i = 0; i < n; i++) {
         const double wi = w ? (double)w[i] : 1.0, bi = b ? (double)b[i] : 0.0;
@@ -97,18 +82,18 @@ AXON_CLONES static void ln_forward_row(const ln_args_t *a, int64_t r) {
         for (int64_t j = 0; j < a->n; j += LN_CHUNK) {
             int64_t m = ln_min(LN_CHUNK, a->n - j);
             ln_load(a->ld_in, x, px, a->es_in, j, m);
-            ln_accumulate(part, x, m);
+            axon_parts_add(part, x, m);
         }
-        mean = ln_total(part) / (double)a->n;
+        mean = axon_parts_total(part) / (double)a->n;
     }
     memset(part, 0, sizeof part);
     for (int64_t j = 0; j < a->n; j += LN_CHUNK) {
         int64_t m = ln_min(LN_CHUNK, a->n - j);
         ln_load(a->ld_in, x, px, a->es_in, j, m);
         for (int64_t i = 0; i < m; i++) x[i] = (x[i] - mean) * (x[i] - mean);
-        ln_accumulate(part, x, m);
+        axon_parts_add(part, x, m);
     }
-    const double ss = ln_total(part);
+    const double ss = axon_parts_total(part);
     double rstd = 1.0 / sqrt(ss / (double)a->n + a->eps);
     for (int64_t j = 0; j < a->n; j += LN_CHUNK) {
         int64_t m = ln_min(LN_CHUNK, a->n - j);
