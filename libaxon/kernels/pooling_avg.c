@@ -27,21 +27,20 @@ static double pa_divisor(const axon_pool_geom_t *w, const axon_pool_span_t *sp) 
     return (double)(axon_pool_span_count(sp[0]) * axon_pool_span_count(sp[1]) * axon_pool_span_count(sp[2]));
 }
 
-/* The sum of a float32 window: each of its rows summed in PA_PARTS partial sums (element w into part w % PA_PARTS),
+/* The sum of a float32 window: each of its rows summed in AXON_PARTS partial sums (element w into part w % AXON_PARTS),
  * the rows' sums added in order. Independent chains instead of one add after another: a global average pool sums a
  * whole plane per output. */
-#define PA_PARTS 8
 AXON_CLONES static double pa_window_sum_f32(const float *x, const axon_pool_span_t *sp, int64_t ih, int64_t iw) {
     double sum = 0.0;
-    const int64_t w0 = sp[2].first, n = sp[2].end - sp[2].first, bulk = n - n % PA_PARTS;
+    const int64_t w0 = sp[2].first, n = sp[2].end - sp[2].first, bulk = n - n % AXON_PARTS;
     for (int64_t d = sp[0].first; d < sp[0].end; d++)
         for (int64_t h = sp[1].first; h < sp[1].end; h++) {
             const float *row = x + (d * ih + h) * iw + w0;
-            double part[PA_PARTS] = {0};
-            for (int64_t i = 0; i < bulk; i += PA_PARTS)
-                for (int k = 0; k < PA_PARTS; k++) part[k] += (double)row[i + k];
+            double part[AXON_PARTS] = {0};
+            for (int64_t i = 0; i < bulk; i += AXON_PARTS)
+                for (int k = 0; k < AXON_PARTS; k++) part[k] += (double)row[i + k];
             for (int64_t i = bulk; i < n; i++) part[i - bulk] += (double)row[i];
-            for (int k = 0; k < PA_PARTS; k++) sum += part[k];
+            for (int k = 0; k < AXON_PARTS; k++) sum += part[k];
         }
     return sum;
 }
@@ -58,7 +57,7 @@ static void pa_forward_range(void *ctx, int64_t begin, int64_t end, int slot) {
         for (int64_t ow = 0; ow < g->out[2]; ow++) {
             sp[2] = axon_pool_span(&a->w, g, 2, ow);
             double sum = 0.0;
-            if (a->dt_src == AXON_FLOAT32 && sp[2].end - sp[2].first >= 2 * PA_PARTS) {
+            if (a->dt_src == AXON_FLOAT32 && sp[2].end - sp[2].first >= 2 * AXON_PARTS) {
                 sum = pa_window_sum_f32((const float *)a->src + i0, sp, ih, iw);
             } else if (a->dt_src == AXON_FLOAT32) { /* short rows: one chain, without a call or a dtype switch */
                 const float *x = (const float *)a->src + i0;

@@ -2,11 +2,11 @@
  *
  * A fold keeps RD_LANES independent accumulators and walks its block RD_LANES elements at a time: that is the loop
  * shape GCC vectorizes without reassociating floating adds (each lane is its own chain), and it also splits a float
- * sum into short chains, so the block's error is that of RD_BLOCK / RD_LANES additions plus a 5-level tree.
+ * sum into short chains, so the block's error is that of RD_BLOCK / RD_LANES additions plus a 6-level tree.
  * RD_LANES is 64 (four AVX-512 registers of floats): with 32 the add chains' latency, not the loads, bounded a float
- * sum of rows in cache. Max and min propagate NaN without a flag: `v > a | v != v` picks a NaN v, and a NaN a is never replaced because
- * every comparison with it is false. Integer + and * go through uint64_t so that overflow wraps instead of being
- * undefined. */
+ * sum of rows in cache. Max and min propagate NaN without a flag: `v > a | v != v` picks a NaN v, and a NaN a is
+ * never replaced because every comparison with it is false. Integer + and * go through uint64_t so that overflow
+ * wraps instead of being undefined. */
 #include <math.h>
 #include <string.h>
 
@@ -67,7 +67,9 @@ double exp(double) __attribute__((simd("notinbranch")));
     }                                                                                                               \
                                                                                                                     \
     /* acc[l] = acc[l] COMB MAP(x[i + l]) over the block, then the lanes pairwise into acc[0]. */                   \
-    static inline __attribute__((always_inline)) W rd_lanes_##S(rd_kind_t k, double p, const W *restrict x, int64_t n) {                                  \
+    /* inlined into the AXON_CLONES folds, so that each clone vectorizes it for its own ISA */                     \
+    static inline __attribute__((always_inline)) W rd_lanes_##S(rd_kind_t k, double p, const W *restrict x,         \
+                                                                 int64_t n) {                                       \
         W acc[RD_LANES];                                                                                            \
         const W id = rd_identity_##S(k);                                                                            \
         for (int l = 0; l < RD_LANES; l++) acc[l] = id;                                                             \
@@ -87,6 +89,7 @@ double exp(double) __attribute__((simd("notinbranch")));
         RD_LOOP(S, W, RD_ABS_MAX, RD_MAXC(a, v), RD_ABS_##S(v))                                                     \
         RD_LOOP(S, W, RD_ABS_MIN, RD_MINC(a, v), RD_ABS_##S(v))                                                     \
         RD_LOOP(S, W, RD_POW_SUM, RD_ADD_##S(a, v), RD_POW_##S(v, p))                                               \
+        RD_LOOP(S, W, RD_EXP_SUM, RD_ADD_##S(a, v), RD_EXP_##S(v - (W)p))                                           \
         default: break;                                                                                             \
         }                                                                                                           \
         return acc[0];                                                                                              \
@@ -125,18 +128,12 @@ double exp(double) __attribute__((simd("notinbranch")));
         } else if (op->kind == RD_LSE) {                                                                            \
             /* Shift by the block's maximum when it is finite (0 otherwise: all -inf gives 0, +inf gives inf,  */   \
             /* NaN gives NaN, which is what log(sum(exp)) means there). */                                          \
-            /* The sum of exp in RD_LANES chains, as rd_lanes sums, so that it vectorizes (libmvec's exp). */       \
+            /* The sum of exp in rd_lanes' chains, so that it vectorizes (libmvec's exp); LSE's work type is */     \
+            /* floating, so c survives the trip through a double exactly. */                                        \
             W m = rd_lanes_##S(RD_MAX, 0, x, n);                                                                    \
-            W c = (m - m == 0) ? m : (W)0, acc[RD_LANES];                                                           \
-            for (int l = 0; l < RD_LANES; l++) acc[l] = 0;                                                          \
-            int64_t i = 0, nv = n - n % RD_LANES;                                                                   \
-            for (; i < nv; i += RD_LANES)                                                                           \
-                for (int l = 0; l < RD_LANES; l++) acc[l] += RD_EXP_##S(x[i + l] - c);                              \
-            for (; i < n; i++) acc[0] += RD_EXP_##S(x[i] - c);                                                      \
-            for (int w = RD_LANES / 2; w >= 1; w /= 2)                                                              \
-                for (int l = 0; l < w; l++) acc[l] += acc[l + w];                                                   \
+            W c = (m - m == 0) ? m : (W)0;                                                                          \
             st->a.RD_FIELD_##S = c;                                                                                 \
-            st->b.RD_FIELD_##S = acc[0];                                                                            \
+            st->b.RD_FIELD_##S = rd_lanes_##S(RD_EXP_SUM, (double)c, x, n);                                         \
         } else {                                                                                                    \
             st->a.RD_FIELD_##S = rd_lanes_##S(op->kind, op->p, x, n);                                               \
         }                                                                                                           \

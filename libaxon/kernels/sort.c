@@ -92,17 +92,14 @@ typedef struct srt_split {
     int parts;
 } srt_split_t;
 
-static void srt_split_bounds(const srt_split_t *s, int64_t c, int64_t *lo, int64_t *hi) {
-    *lo = c * s->len / s->parts;
-    *hi = (c + 1) * s->len / s->parts;
-}
+/* Where chunk c starts (c == parts: the row's end). */
+static int64_t srt_chunk_start(const srt_split_t *s, int64_t c) { return c * s->len / s->parts; }
 
 static void srt_chunk_range(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
     const srt_split_t *s = ctx;
     for (int64_t c = begin; c < end; c++) {
-        int64_t lo, hi;
-        srt_split_bounds(s, c, &lo, &hi);
+        const int64_t lo = srt_chunk_start(s, c), hi = srt_chunk_start(s, c + 1);
         srt_pair_t *r = axon_srt_sort(s->pa + lo, s->pb + lo, hi - lo);
         if (r != s->pa + lo) memcpy(s->pa + lo, r, (size_t)(hi - lo) * sizeof *r);
     }
@@ -116,12 +113,10 @@ static void srt_row_split(const srt_args_t *a, int64_t r, axon_pool_t pool, int 
     /* merge runs of `width` chunks pairwise until one is left, alternating between pa and pb */
     srt_pair_t *src = s.pa, *dst = s.pb;
     for (int width = 1; width < parts; width *= 2) {
-        for (int c = 0; c < parts; c += 2 * width) {
-            int64_t lo, mid, hi, unused;
-            srt_split_bounds(&s, c, &lo, &unused);
-            srt_split_bounds(&s, c + width < parts ? c + width : parts - 1, &mid, &unused);
-            srt_split_bounds(&s, c + 2 * width < parts ? c + 2 * width - 1 : parts - 1, &unused, &hi);
-            if (c + width >= parts) mid = hi; /* no right run: copied as it is */
+        for (int c = 0; c < parts; c += 2 * width) { /* a run without a right neighbour is copied as it is */
+            const int64_t lo = srt_chunk_start(&s, c);
+            const int64_t mid = srt_chunk_start(&s, c + width < parts ? c + width : parts);
+            const int64_t hi = srt_chunk_start(&s, c + 2 * width < parts ? c + 2 * width : parts);
             srt_merge(src + lo, mid - lo, hi - lo, dst + lo);
         }
         srt_pair_t *t = src;

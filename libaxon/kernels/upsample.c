@@ -166,15 +166,14 @@ static void up_cols_fill(const up_args_t *a, int64_t ow0, int64_t m, up_cols_t *
  * a weighted sum in float64: exact for every dtype (int64 above 2^53, -0, NaN payloads) and 3x faster for float32. */
 #define UP_NEAREST_ROW(T)                                                                                          \
     do {                                                                                                           \
-        const T *src = (const T *)a->src + i0 + (td.idx[0] * ih + th.idx[0]) * iw;                                \
+        const T *src = (const T *)a->src + i0 + (td->idx[0] * ih + th->idx[0]) * iw;                              \
         T *dst = (T *)a->dst + o0;                                                                                 \
         for (int64_t j = 0; j < m; j++) dst[j] = src[c->idx[j][0]];                                                 \
     } while (0)
 
 static int up_nearest_row(const up_args_t *a, size_t es, int64_t i0, int64_t o0, int64_t ih, int64_t iw,
-                          const up_taps_t *tdp, const up_taps_t *thp, const up_cols_t *c, int64_t m) {
-    const up_taps_t td = *tdp, th = *thp;
-    if (td.n != 1 || th.n != 1 || c->n != 1 || a->dt_src != a->dt_dst) return 0;
+                          const up_taps_t *td, const up_taps_t *th, const up_cols_t *c, int64_t m) {
+    if (td->n != 1 || th->n != 1 || c->n != 1 || a->dt_src != a->dt_dst) return 0;
     switch (es) {
     case 1: UP_NEAREST_ROW(uint8_t); return 1;
     case 2: UP_NEAREST_ROW(uint16_t); return 1;
