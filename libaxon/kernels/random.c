@@ -102,7 +102,7 @@ static void rng_block(const struct rng_args *a, uint64_t b, double *f, int64_t *
             f[j] = v > a->limit ? a->limit : v; /* would round up to `to` */
         }
         break;
-    case RNG_NORMAL: /* rng_normal_group makes these */
+    case RNG_NORMAL: /* made by groups of blocks: rng_normal_group */
         break;
     case RNG_RANDOM_INT:
         for (int j = 0; j < n; j++) {
@@ -127,27 +127,17 @@ static void rng_run(void *ctx, char *const *ptr, const int64_t *stride, int64_t 
     axon_convert_fn store = axon_convert_get(integer ? AXON_INT64 : AXON_FLOAT64, a->dst.dtype);
     double fbuf[RNG_BATCH];
     int64_t ibuf[RNG_BATCH];
-    if (a->kind == RNG_NORMAL) {
-        const int64_t ge = RNG_GROUP * per; /* elements per group */
-        double grp[RNG_GROUP * 4];
-        for (int64_t done = 0; done < n;) {
-            const int64_t m = n - done < RNG_BATCH ? n - done : RNG_BATCH;
-            for (int64_t k = 0, i = pos + done; k < m;) {
-                rng_normal_group(a, (uint64_t)(i / ge), grp);
-                for (int64_t j = i % ge; j < ge && k < m; j++, k++, i++) fbuf[k] = grp[j];
-            }
-            store(ptr[0] + done * stride[0] * es, stride[0], (const char *)fbuf, 1, m);
-            done += m;
-        }
-        return;
-    }
+    /* Values are made a unit at a time: one Philox block, or for normals a group of RNG_GROUP blocks. */
+    const int normal = a->kind == RNG_NORMAL;
+    const int64_t unit = normal ? RNG_GROUP * per : per;
     for (int64_t done = 0; done < n;) {
         int64_t m = n - done < RNG_BATCH ? n - done : RNG_BATCH;
         for (int64_t k = 0, i = pos + done; k < m;) {
-            double fv[4];
+            double fv[RNG_GROUP * 4];
             int64_t iv[4];
-            rng_block(a, (uint64_t)(i / per), fv, iv);
-            for (int64_t j = i % per; j < per && k < m; j++, k++, i++) {
+            if (normal) rng_normal_group(a, (uint64_t)(i / unit), fv);
+            else rng_block(a, (uint64_t)(i / unit), fv, iv);
+            for (int64_t j = i % unit; j < unit && k < m; j++, k++, i++) {
                 if (integer) ibuf[k] = iv[j];
                 else fbuf[k] = fv[j];
             }
