@@ -55,9 +55,10 @@ static void gn_forward_row(const gn_args_t *a, int64_t r) {
 }
 
 /* gn_forward_row for float32 in, out, weight and bias (each of the last two may be absent), without converting each
- * chunk through a stack buffer: the same float64 statistics and the same expression per element, the sums spread over
+ * chunk through a stack buffer: float64 statistics and the same expression per element, but the sums spread over
  * GN_PARTS running partial sums (element i into part i % GN_PARTS, the tail into the first parts in order) so that
- * they vectorize, where one running sum is a chain of dependent adds. The order depends on the row length alone. */
+ * they vectorize, where one running sum is a chain of dependent adds (so not gn_forward_row's bits). The order
+ * depends on the row length alone, not on the thread count. */
 #define GN_PARTS 32
 AXON_CLONES static void gn_forward_row_f32(const gn_args_t *a, int64_t r) {
     const int64_t len = a->d * a->s, bulk = len - len % GN_PARTS, c0 = (r % a->groups) * a->d;
