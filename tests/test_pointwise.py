@@ -157,6 +157,57 @@ def test_python_numbers_are_operands():
     check_close(run_native(lambda t: t * 3 + 1, i), i * 3 + 1)
 
 
+NUMBER_OPS = {
+    "add": lambda t, n: t + n, "sub": lambda t, n: t - n, "rsub": lambda t, n: n - t, "mul": lambda t, n: t * n,
+    "div": lambda t, n: t / n, "pow": lambda t, n: t ** n, "clamp": lambda t, n: t.clamp(-n, n),
+    "clamp_min": lambda t, n: t.clamp(min=n), "add_alpha": lambda t, n: torch.add(t, n, alpha=2),
+}
+NUMBERS = [3, 2.5, -2, True, torch.tensor(1.5, dtype=torch.float64), torch.tensor(2, dtype=torch.int16)]
+
+
+@pytest.mark.parametrize("dtype", FLOATS + INTS + [torch.bool], ids=str)
+@pytest.mark.parametrize("name", sorted(NUMBER_OPS))
+def test_number_operands_in_every_dtype_and_layout_match_cpu(name, dtype):
+    # Python numbers and 0-dim CPU tensors that keep the tensor's dtype go to the kernel as values (no iterator); the
+    # others promote through it. Either way: CPU's dtype, values and result strides, for contiguous and transposed
+    # inputs, and CPU's error where CPU refuses.
+    fn = NUMBER_OPS[name]
+    for x in (sample((7, 9), dtype, seed=3), sample((9, 7), dtype, seed=4).t()):
+        for n in NUMBERS:
+            if name.startswith("clamp") and isinstance(n, torch.Tensor):
+                continue  # clamp's tensor bounds must be on the device, as on CUDA (its meta function's check)
+            try:
+                expected = fn(x, n)
+            except RuntimeError as e:
+                if "not implemented for" in str(e):
+                    continue  # a dtype CPU has no kernel for (axon's may have one)
+                with pytest.raises(RuntimeError, match=str(e).splitlines()[0][:40].replace("(", ".").replace(")", ".")):
+                    fn(x.to("axon"), n)
+                continue
+            if name == "pow" and expected.dtype == torch.bool:
+                continue  # bool ** bool stays the host's (libaxon's pow has no bool loop)
+            result = run_native(lambda t: fn(t, n), x)
+            check_close(result, expected)
+            assert result.stride() == expected.stride(), (n, result.stride(), expected.stride())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64], ids=str)
+def test_number_operands_in_place_and_out_forms_match_cpu(dtype):
+    x = sample((6, 11), dtype, seed=9)
+    for n in (3, 2.5 if dtype.is_floating_point else 2, torch.tensor(2, dtype=torch.int8)):
+        for op in ("add_", "sub_", "mul_", "pow_", "clamp_min_")[: 4 if isinstance(n, torch.Tensor) else 5]:
+            a, e = x.to("axon"), x.clone()
+            getattr(e, op)(n)
+            torch_axon.reset_fallback_stats()
+            assert getattr(a, op)(n) is a
+            assert torch_axon.fallback_stats() == {}
+            check_close(a, e)
+        for fn in (torch.mul, torch.add, torch.pow):
+            out = torch.full((6, 11), 7, dtype=dtype, device="axon")
+            fn(x.to("axon"), n, out=out)
+            check_close(out, fn(x, n))
+
+
 def test_ternary_ops_match_cpu():
     a, b, c = (sample((4, 7), torch.float32, seed=s) for s in (7, 8, 9))
     cond = a > 0

@@ -16,8 +16,11 @@
 #include <ATen/TensorIterator.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/native/TypeProperties.h>
+#include <ATen/ops/clamp_compositeexplicitautogradnonfunctional_dispatch.h>
+#include <ATen/ops/pow_compositeexplicitautogradnonfunctional_dispatch.h>
 #include <axon/pointwise.h>
 #include <c10/util/Exception.h>
+#include <c10/util/TypeCast.h>
 #include <torch/library.h>
 
 #include <array>
@@ -320,23 +323,50 @@ at::Tensor& relu_(at::Tensor& self) {
 
 // ---- binary ----
 
-// libaxon's dtype when op can run directly on self and other: same_dense, a loop for the dtype, and floats only for
-// FLOAT_OP ops (true division promotes integers).
+// other as a number operand of the direct path (x * 2.5): a 0-dim CPU tensor, as the argument parser wraps a Python
+// number, that leaves the result in self's dtype. Its value goes to the kernel in params.operand[1].
+bool number_operand(const at::Tensor& self, const at::Tensor& other) {
+  return other.dim() == 0 && other.is_cpu() && !other.is_complex() && same_dense(self, self) &&
+         at::result_type(self, other) == self.scalar_type();
+}
+
+// A number operand's value in the kind libaxon expects for the compute dtype (as the iterator's CPU scalars).
+axon_scalar_t number_value(const at::Tensor& number, c10::ScalarType compute) {
+  const void* p = number.const_data_ptr();
+  if (compute == c10::ScalarType::Bool) return axon_scalar_bool(c10::fetch_and_cast<bool>(number.scalar_type(), p));
+  if (c10::isIntegralType(compute, /*includeBool=*/false)) {
+    return axon_scalar_int(c10::fetch_and_cast<int64_t>(number.scalar_type(), p));
+  }
+  return axon_scalar_float(c10::fetch_and_cast<double>(number.scalar_type(), p));
+}
+
+// libaxon's dtype when op can run directly on self and other: same_dense or a number operand, a loop for the dtype,
+// and floats only for FLOAT_OP ops (true division promotes integers).
 template <bool FLOAT_OP>
 std::optional<axon_dtype_t> direct_dtype(const at::Tensor& self, const at::Tensor& other, axon_binary_op_t op) {
-  if (!same_dense(self, other)) return std::nullopt;
+  if (!same_dense(self, other) && !number_operand(self, other)) return std::nullopt;
   if (FLOAT_OP && !c10::isFloatingType(self.scalar_type())) return std::nullopt;
   const auto d = axon_dtype_of(self.scalar_type());
   if (!d || !axon_binary_supports(op, *d)) return std::nullopt;
   return d;
 }
 
-void launch_direct(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other, axon_dtype_t dtype,
+// op(self, other) on the direct path; other null: a number operand already in params.operand[1].
+void launch_direct(const at::Tensor& out, const at::Tensor& self, const at::Tensor* other, axon_dtype_t dtype,
                    axon_binary_op_t op, const axon_op_params_t& params) {
   if (out.numel() == 0) return;
   const axon_tensor_t o = describe_run(out, dtype, /*written=*/true);
-  const axon_tensor_t a = describe_run(self, dtype), b = describe_run(other, dtype);
-  AXON_CHECK(axon_kernel_binary(current_stream(out.device().index()), op, &o, &a, &b, &params));
+  const axon_tensor_t a = describe_run(self, dtype);
+  const axon_tensor_t b = other ? describe_run(*other, dtype) : axon_tensor_t{};
+  AXON_CHECK(axon_kernel_binary(current_stream(out.device().index()), op, &o, &a, other ? &b : nullptr, &params));
+}
+
+// launch_direct for a tensor or number other.
+void launch_direct_operand(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other, axon_dtype_t dtype,
+                           axon_binary_op_t op, axon_op_params_t params) {
+  if (!other.is_cpu()) return launch_direct(out, self, &other, dtype, op, params);
+  params.operand[1] = number_value(other, self.scalar_type());
+  launch_direct(out, self, nullptr, dtype, op, params);
 }
 
 // op(self, other) into a new tensor, or nothing when the direct path does not apply (the caller takes the iterator).
@@ -348,7 +378,7 @@ std::optional<at::Tensor> binary_direct(const at::Tensor& self, const at::Tensor
   at::Tensor out = at::detail::empty_generic(self.sizes(), device_allocator(),
                                              c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), self.scalar_type(),
                                              std::nullopt);
-  launch_direct(out, self, other, *d, op, params);
+  launch_direct_operand(out, self, other, *d, op, params);
   return out;
 }
 
@@ -358,7 +388,7 @@ bool binary_direct_into(at::Tensor& out, const at::Tensor& self, const at::Tenso
                         const axon_op_params_t& params) {
   const auto d = direct_dtype<FLOAT_OP>(self, other, op);
   if (!d || !direct_out(out, self, other)) return false;
-  launch_direct(out, self, other, *d, op, params);
+  launch_direct_operand(out, self, other, *d, op, params);
   return true;
 }
 
@@ -371,13 +401,19 @@ at::Tensor& binary_out(const at::Tensor& self, const at::Tensor& other, at::Tens
   return fall_back<AtenOp>(self, other, out);
 }
 
+// PyTorch's refusals of subtraction with bools (a bool number counts: x - True).
+void check_subtraction(const at::Tensor& self, const at::Tensor& other) {
+  TORCH_CHECK(self.scalar_type() != c10::kBool || other.scalar_type() != c10::kBool,
+              "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` "
+              "operator instead.");
+  TORCH_CHECK(self.scalar_type() != c10::kBool && other.scalar_type() != c10::kBool,
+              "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, "
+              "use the `~` or `logical_not()` operator instead.");
+}
+
 template <axon_binary_op_t OP, class AtenOp>
 at::Tensor& add_sub_out(const at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha, at::Tensor& out) {
-  if (OP == AXON_BINARY_SUB) {
-    TORCH_CHECK(self.scalar_type() != c10::kBool || other.scalar_type() != c10::kBool,
-                "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` "
-                "operator instead.");
-  }
+  if (OP == AXON_BINARY_SUB) check_subtraction(self, other);
   axon_op_params_t p = axon_op_params_default();
   p.alpha = to_axon_scalar(alpha);
   if (binary_direct_into<false>(out, self, other, OP, p)) return out;
@@ -402,11 +438,7 @@ at::Tensor binary_functional(const at::Tensor& self, const at::Tensor& other) {
 
 template <axon_binary_op_t OP, class AtenOp>
 at::Tensor add_sub_functional(const at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha) {
-  if (OP == AXON_BINARY_SUB) {
-    TORCH_CHECK(self.scalar_type() != c10::kBool || other.scalar_type() != c10::kBool,
-                "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` "
-                "operator instead.");
-  }
+  if (OP == AXON_BINARY_SUB) check_subtraction(self, other);
   axon_op_params_t p = axon_op_params_default();
   p.alpha = to_axon_scalar(alpha);
   if (auto r = binary_direct<false>(self, other, OP, p)) return *std::move(r);
@@ -476,6 +508,36 @@ at::Tensor& pow_tensor_scalar_out(const at::Tensor& self, const c10::Scalar& exp
   at::TensorIterator iter = at::TensorIterator::borrowing_binary_op(out, self, wrapped);
   if (run_binary(iter, AXON_BINARY_POW, axon_op_params_default(), iter.common_dtype())) return out;
   return fall_back<ATEN_OP2(pow, Tensor_Scalar_out)>(self, exponent, out);
+}
+
+// pow's functional form, registered directly (PyTorch's generic route runs the meta function's iterator before the
+// `.out` kernel builds its own: half of a small pow's host time). A dense self gets a result laid out as self, as the
+// meta function would; any other layout takes that generic route.
+at::Tensor pow_tensor_scalar(const at::Tensor& self, const c10::Scalar& exponent) {
+  TORCH_CHECK(!(at::isIntegralType(self.scalar_type(), true) && exponent.isIntegral(true) && exponent.toLong() < 0),
+              "Integers to negative integer powers are not allowed.");
+  axon_unary_op_t fast;
+  at::Tensor out;
+  if (!exponent.isComplex() && at::isFloatingType(self.scalar_type()) &&
+      axon_pow_scalar_unary(exponent.toDouble(), &fast) &&
+      unary_direct<false>(out, self, fast, axon_op_params_default())) {
+    return out;
+  }
+  // A number exponent that keeps self's dtype: the kernel takes it as a value.
+  const auto d = axon_dtype_of(self.scalar_type());
+  if (!exponent.isComplex() && same_dense(self, self) && d && axon_binary_supports(AXON_BINARY_POW, *d) &&
+      at::result_type(self, exponent) == self.scalar_type()) {
+    axon_op_params_t p = axon_op_params_default();
+    p.operand[1] = at::isFloatingType(self.scalar_type()) ? axon_scalar_float(exponent.toDouble())
+                                                          : axon_scalar_int(exponent.toLong());
+    out = at::detail::empty_generic(self.sizes(), device_allocator(), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+                                    self.scalar_type(), std::nullopt);
+    launch_direct(out, self, nullptr, *d, AXON_BINARY_POW, p);
+    return out;
+  }
+  if (!self.is_non_overlapping_and_dense()) return at::compositeexplicitautogradnonfunctional::pow(self, exponent);
+  out = at::empty_like(self, self.options().dtype(at::result_type(self, exponent)));
+  return pow_tensor_scalar_out(self, exponent, out);
 }
 
 at::Tensor& pow_scalar_out(const c10::Scalar& self, const at::Tensor& exponent, at::Tensor& out) {
@@ -611,6 +673,24 @@ at::Tensor& clamp_out(const at::Tensor& self, const std::optional<c10::Scalar>& 
     if (run_binary(iter, op, axon_op_params_default(), iter.common_dtype())) return out;
   }
   return fall_back<ATEN_OP2(clamp, out)>(self, min, max, out);
+}
+
+// clamp's functional form with numbers as bounds, registered directly for the reason pow's is; the result dtype is
+// the meta function's (self's when floating, else promoted with the bounds).
+at::Tensor clamp(const at::Tensor& self, const std::optional<c10::Scalar>& min, const std::optional<c10::Scalar>& max) {
+  TORCH_CHECK(!self.is_complex(), "clamp is not supported for complex types");
+  if (!self.is_non_overlapping_and_dense()) return at::compositeexplicitautogradnonfunctional::clamp(self, min, max);
+  c10::ScalarType result = self.scalar_type();
+  if (!at::isFloatingType(result)) {
+    at::native::ResultTypeState state{};
+    state = at::native::update_result_type_state(self, state);
+    if (min.has_value()) state = at::native::update_result_type_state(*min, state);
+    if (max.has_value()) state = at::native::update_result_type_state(*max, state);
+    result = at::native::result_type(state);
+  }
+  TORCH_CHECK(!at::isComplexType(result), "clamp is not supported for complex types");
+  at::Tensor out = at::empty_like(self, self.options().dtype(result));
+  return clamp_out(self, min, max, out);
 }
 
 at::Tensor& clamp_tensor_out(const at::Tensor& self, const std::optional<at::Tensor>& min,
@@ -837,6 +917,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   AXON_BINARY(fmod, Tensor_out, AXON_BINARY_FMOD, false)
   AXON_BINARY(pow, Tensor_Tensor_out, AXON_BINARY_POW, false)
   m.impl("pow.Tensor_Scalar_out", TORCH_FN(pow_tensor_scalar_out));
+  m.impl("pow.Tensor_Scalar", TORCH_FN(pow_tensor_scalar));
+  m.impl("pow.Tensor_Tensor", TORCH_FN((binary_functional<AXON_BINARY_POW, false, ATEN_OP2(pow, Tensor_Tensor)>)));
   m.impl("pow.Scalar_out", TORCH_FN(pow_scalar_out));
   AXON_BINARY(atan2, out, AXON_BINARY_ATAN2, true)
   AXON_BINARY(maximum, out, AXON_BINARY_MAXIMUM, false)
@@ -867,6 +949,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("lerp.Tensor_out", TORCH_FN(lerp_tensor_out));
   m.impl("where.self_out", TORCH_FN(where_out));
   m.impl("where.self", TORCH_FN(where_self));
+  m.impl("clamp", TORCH_FN(clamp));
   m.impl("clamp.out", TORCH_FN(clamp_out));
   m.impl("clamp.Tensor_out", TORCH_FN(clamp_tensor_out));
   m.impl("clamp_min.out", TORCH_FN(clamp_min_out));
