@@ -144,6 +144,9 @@ def cases():
             ("log", label, positive(torch.log, n)),
             ("log f64", label, positive(torch.log, n, torch.float64)),
             ("pow", label, positive(lambda t: torch.pow(t, 2.5), n)),
+            # a Python number operand (the argument parser wraps it in a CPU tensor)
+            ("mul number", label, unary(lambda t: t * 2.5, n)),
+            ("clamp numbers", label, unary(lambda t: t.clamp(-1.0, 1.0), n)),
             ("mish", label, unary(torch.nn.functional.mish, n)),
             ("mish_backward", label, binary(torch.ops.aten.mish_backward.default, n)),
             ("add bf16", label, binary(torch.add, n, torch.bfloat16)),

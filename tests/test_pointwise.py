@@ -208,6 +208,30 @@ def test_number_operands_in_place_and_out_forms_match_cpu(dtype):
             check_close(out, fn(x, n))
 
 
+def test_in_place_binary_forms_refuse_what_cpu_refuses_and_broadcast_like_it():
+    # add_, sub_, mul_ and div_ take the direct path for same-shape operands and numbers; everything else goes through
+    # PyTorch's in-place route, whose checks must still hold.
+    x, wide, row = sample((4, 5), torch.float32), sample((3, 4, 5), torch.float32), sample((5,), torch.float32)
+    i = sample((4, 5), torch.int64)
+    for op in ("add_", "sub_", "mul_", "div_"):
+        with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+            getattr(x.to("axon"), op)(wide.to("axon"))
+        a, e = x.to("axon"), x.clone()
+        getattr(a, op)(row.to("axon"))
+        getattr(e, op)(row)
+        check_close(a, e)
+        with pytest.raises(RuntimeError, match="can't be cast to the desired output type"):
+            getattr(i.to("axon"), op)(2.5)
+    with pytest.raises(RuntimeError, match="can't be cast to the desired output type"):
+        i.to("axon").div_(2)
+    with pytest.raises(RuntimeError, match="with a bool tensor is not supported"):
+        x.to("axon").sub_(True)
+    a, e = x.to("axon"), x.clone()
+    a.add_(x.to("axon"), alpha=-3)
+    e.add_(x, alpha=-3)
+    check_close(a, e)
+
+
 def test_ternary_ops_match_cpu():
     a, b, c = (sample((4, 7), torch.float32, seed=s) for s in (7, 8, 9))
     cond = a > 0

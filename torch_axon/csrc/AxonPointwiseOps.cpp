@@ -16,8 +16,12 @@
 #include <ATen/TensorIterator.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/native/TypeProperties.h>
+#include <ATen/ops/add_compositeexplicitautogradnonfunctional_dispatch.h>
 #include <ATen/ops/clamp_compositeexplicitautogradnonfunctional_dispatch.h>
+#include <ATen/ops/div_compositeexplicitautogradnonfunctional_dispatch.h>
+#include <ATen/ops/mul_compositeexplicitautogradnonfunctional_dispatch.h>
 #include <ATen/ops/pow_compositeexplicitautogradnonfunctional_dispatch.h>
+#include <ATen/ops/sub_compositeexplicitautogradnonfunctional_dispatch.h>
 #include <axon/pointwise.h>
 #include <c10/util/Exception.h>
 #include <c10/util/TypeCast.h>
@@ -446,6 +450,25 @@ at::Tensor add_sub_functional(const at::Tensor& self, const at::Tensor& other, c
   at::TensorIterator iter = at::TensorIterator::binary_op(out, self, other);
   if (run_binary(iter, OP, p, iter.common_dtype())) return iter.output();
   return fall_back<AtenOp>(self, other, alpha);
+}
+
+// The in-place forms of the same ops: the direct path when it applies (same shape, or a number that keeps self's
+// dtype), else PyTorch's generic in-place route (its meta function checks the broadcast shape and the cast to self).
+template <axon_binary_op_t OP, bool FLOAT_OP>
+at::Tensor& binary_inplace(at::Tensor& self, const at::Tensor& other) {
+  if (binary_direct_into<FLOAT_OP>(self, self, other, OP, axon_op_params_default())) return self;
+  return OP == AXON_BINARY_MUL ? at::compositeexplicitautogradnonfunctional::mul_(self, other)
+                               : at::compositeexplicitautogradnonfunctional::div_(self, other);
+}
+
+template <axon_binary_op_t OP>
+at::Tensor& add_sub_inplace(at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha) {
+  if (OP == AXON_BINARY_SUB) check_subtraction(self, other);
+  axon_op_params_t p = axon_op_params_default();
+  p.alpha = to_axon_scalar(alpha);
+  if (binary_direct_into<false>(self, self, other, OP, p)) return self;
+  return OP == AXON_BINARY_ADD ? at::compositeexplicitautogradnonfunctional::add_(self, other, alpha)
+                               : at::compositeexplicitautogradnonfunctional::sub_(self, other, alpha);
 }
 
 // floor_divide keeps its own overloads (it predates div's rounding modes); it rounds toward negative infinity.
@@ -907,6 +930,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("mul.Tensor", TORCH_FN((binary_functional<AXON_BINARY_MUL, false, ATEN_OP2(mul, Tensor)>)));
   m.impl("div.Tensor", TORCH_FN((binary_functional<AXON_BINARY_DIV, true, ATEN_OP2(div, Tensor)>)));
   m.impl("sub.out", TORCH_FN((add_sub_out<AXON_BINARY_SUB, ATEN_OP2(sub, out)>)));
+  m.impl("add_.Tensor", TORCH_FN(add_sub_inplace<AXON_BINARY_ADD>));
+  m.impl("sub_.Tensor", TORCH_FN(add_sub_inplace<AXON_BINARY_SUB>));
+  m.impl("mul_.Tensor", TORCH_FN((binary_inplace<AXON_BINARY_MUL, false>)));
+  m.impl("div_.Tensor", TORCH_FN((binary_inplace<AXON_BINARY_DIV, true>)));
   AXON_BINARY(mul, out, AXON_BINARY_MUL, false)
   AXON_BINARY(div, out, AXON_BINARY_DIV, true)
   m.impl("div.out_mode", TORCH_FN(div_mode_out));
