@@ -73,11 +73,13 @@ def test_lower_precision_ops_run_in_the_autocast_dtype(name, shapes, op, dtype):
     assert got.device.type == "axon"
     assert got.dtype == dtype
     expected = op(*[a.to(dtype) for a in args])
-    assert_close(got, expected)
-    # and within a few low-precision epsilons (of the largest value: products accumulate) of the float32 result
+    # within a few low-precision epsilons (of the largest value: products accumulate) of the float32 result, and of
+    # CPU's own low-precision result: on a CPU without float16 arithmetic (AMD Zen 4) CPU's conv_transpose2d rounds
+    # its partial sums to float16 and lands 0.013 from float32's result where axon's lands 0.007
     reference = op(*args)
-    error = (got.float().cpu() - reference).abs().max().item()
-    assert error <= 8 * torch.finfo(dtype).eps * reference.abs().max().item()
+    budget = 8 * torch.finfo(dtype).eps * reference.abs().max().item()
+    assert (got.float().cpu() - reference).abs().max().item() <= budget
+    assert (got.float().cpu() - expected.float()).abs().max().item() <= 2 * budget
 
 
 @pytest.mark.parametrize("name, shapes, op", FP32_OPS, ids=[o[0] for o in FP32_OPS])
