@@ -104,4 +104,11 @@ void axon_ix_parallel_parts(axon_pool_t pool, int64_t n, double bytes, axon_rang
 axon_status_t axon_ix_check_bounds(const axon_tensor_t *index, int64_t size, int wrap, int dim, const char *op,
                                    axon_pool_t pool);
 
+/* For kernels that check their indices as they go: lowers *first to pos (an iterator position of a bad index) unless
+ * it is already lower; and the check's outcome: AXON_OK when first is INT64_MAX, else axon_ix_check_bounds's failure
+ * for the index at that position of `it`'s operand. */
+void axon_ix_note_first(_Atomic int64_t *first, int64_t pos);
+axon_status_t axon_ix_bounds_error(const axon_iter_t *it, int operand, int64_t first, int is64, const char *op,
+                                   int dim, int64_t size);
+
 #endif

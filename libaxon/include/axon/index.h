@@ -9,10 +9,12 @@
  * Indices: int32 or int64, any strides, in [0, size) as PyTorch's index_select, gather, scatter, index_add,
  * index_copy and embedding require. With AXON_INDEX_WRAP in `flags`, a negative index i counts from the end
  * (i + size), as PyTorch's advanced indexing (x[idx]) does, and the valid range is [-size, size). Indices are read
- * only when the command runs, so an index out of range is found there: every index is checked before anything is
- * written, so the command then fails with INVALID_ARG and the message
- * "<op>(): index 7 is out of bounds for dimension 0 with size 5" (reported at the stream's next synchronization,
- * stream.h) and leaves every output untouched. No out-of-bounds access happens.
+ * only when the command runs, so an index out of range is found there: the command then fails with INVALID_ARG and
+ * the message "<op>(): index 7 is out of bounds for dimension 0 with size 5" (reported at the stream's next
+ * synchronization, stream.h). The ops that update a tensor in place (scatter, index_add, index_copy, embedding
+ * backward) check every index before writing anything and leave it untouched; index_select and gather, whose out
+ * only receives, check as they copy (one pass over the index, not two) and leave out's contents unspecified, as
+ * PyTorch's CPU kernels do. No out-of-bounds access happens.
  *
  * Determinism: ops that may write one output element several times (scatter, index_add, index_copy, embedding
  * backward) give every output element to one thread, which applies the updates in index order. Results are bitwise
