@@ -161,6 +161,17 @@ struct scatter_job {
     int is64;
 };
 
+/* A float32 sum along one line whose int64 index and src are contiguous along dim (scatter_add along the last dim):
+ * ix_sum_f32's arithmetic in a loop that keeps everything in registers. out may alias src (an in-place update of
+ * self from itself), so no restrict on them. */
+AXON_CLONES static void scatter_sum_line_f32(float *o, const int64_t *restrict ix, const float *s, int64_t n,
+                                             int64_t os, int64_t size, float alpha, int64_t skip) {
+    for (int64_t k = 0; k < n; k++) {
+        const int64_t v = ix[k] + (ix[k] < 0 ? size : 0);
+        if (v != skip) o[v * os] = o[v * os] + s[k] * alpha;
+    }
+}
+
 static void scatter_run(void *ctx, char *const *ptr, const int64_t *stride, int64_t n, int64_t pos) {
     (void)pos;
     const struct scatter_job *j = ctx;
@@ -178,6 +189,13 @@ static void scatter_run(void *ctx, char *const *ptr, const int64_t *stride, int6
     const int is64 = j->is64;
     const ix_combine_fn fn = j->fn;
     const ix_alpha_t alpha = a->alpha;
+    /* (a broadcast index, si 0, as index_add's: every line reads the same, cache-resident index) */
+    if ((lines_outer || si == 0) && fn == ix_sum_f32 && is64 && is == 8 && ks == 4 && os % 4 == 0) {
+        for (int64_t r = 0; r < n; r++)
+            scatter_sum_line_f32((float *)(ptr[0] + r * so), (const int64_t *)(ptr[1] + r * si),
+                                 (const float *)(ptr[2] + r * ss), j->len, os / 4, size, alpha.f, skip);
+        return;
+    }
     for (int64_t q = 0; q < outer; q++)
         for (int64_t e = 0; e < inner; e++) {
             const int64_t k = lines_outer ? e : q, r = lines_outer ? q : e;

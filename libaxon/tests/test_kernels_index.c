@@ -216,6 +216,42 @@ static void test_scatter_matches_in_order_reference_for_each_reduction(void) {
     axon_runtime_destroy(k.rt);
 }
 
+/* scatter SUM and index_add along the last dim of a float32 [R, C] out (contiguous int64 index and src: the
+ * register loop), with repeated and negative indices, on both threads: bitwise the in-order reference. */
+static void test_sums_along_the_last_dim_match_the_in_order_reference(void) {
+    enum { R = 40, C = 3000 };
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    float *out = malloc(sizeof(float) * R * C), *want = malloc(sizeof(float) * R * C);
+    float *src = malloc(sizeof(float) * R * C);
+    int64_t *ix = malloc(sizeof(int64_t) * R * C);
+    REQUIRE(out && want && src && ix);
+    for (int64_t i = 0; i < R * C; i++) {
+        src[i] = (float)rnd() / (float)(1 << 24) - 0.5f;
+        ix[i] = (int64_t)(rnd() % 200) - 100; /* many repeats, negatives wrapping */
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        const float alpha = pass ? 0.37f : 1.0f;
+        for (int64_t i = 0; i < R * C; i++) out[i] = want[i] = (float)(i % 7);
+        for (int64_t r = 0; r < R; r++)
+            for (int64_t c = 0; c < C; c++) {
+                const int64_t v = pass ? ix[c] : ix[r * C + c]; /* index_add: the 1-d index, row 0's values */
+                float *d = &want[r * C + (v < 0 ? v + C : v)];
+                *d = *d + src[r * C + c] * alpha;
+            }
+        axon_tensor_t to = T2(out, AXON_FLOAT32, R, C), ts = T2(src, AXON_FLOAT32, R, C);
+        axon_tensor_t tx = T2(ix, AXON_INT64, R, C), tx1 = T1(ix, AXON_INT64, C);
+        if (pass)
+            CHECK_OK(axon_kernel_index_add(k.s, &to, 1, &tx1, &ts, axon_scalar_float(alpha), AXON_INDEX_WRAP));
+        else
+            CHECK_OK(axon_kernel_scatter(k.s, AXON_SCATTER_SUM, &to, 1, &tx, &ts, axon_scalar_int(0), AXON_INDEX_WRAP));
+        CHECK_OK(axon_stream_sync(k.s));
+        CHECK(memcmp(out, want, sizeof(float) * R * C) == 0);
+    }
+    free(out), free(want), free(src), free(ix);
+    axon_runtime_destroy(k.rt);
+}
+
 static void test_index_add_scales_by_alpha_and_accumulates_repeats(void) {
     kc_dev_t k = kc_open(2);
     REQUIRE(k.rt);
@@ -406,6 +442,7 @@ int main(void) {
     RUN(test_gather_of_every_element_size_matches_reference_and_names_the_first_bad_index);
     RUN(test_scatter_matches_in_order_reference_for_each_reduction);
     RUN(test_index_add_scales_by_alpha_and_accumulates_repeats);
+    RUN(test_sums_along_the_last_dim_match_the_in_order_reference);
     RUN(test_embedding_backward_is_deterministic_and_skips_padding);
     RUN(test_out_of_range_index_fails_at_sync_and_in_place_ops_write_nothing);
     RUN(test_masked_fill_broadcasts_the_mask);
