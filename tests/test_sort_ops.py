@@ -10,7 +10,8 @@ import torch_axon
 
 REAL_DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8, torch.uint8, torch.int16,
                torch.int32, torch.int64, torch.bool]
-SHAPES_DIMS = [((17,), 0), ((4, 33), -1), ((4, 33), 0), ((3, 5, 6), 1), ((2, 700), 1), ((1, 1), 0), ((), 0)]
+SHAPES_DIMS = [((17,), 0), ((4, 33), -1), ((4, 33), 0), ((3, 5, 6), 1), ((2, 700), 1), ((1, 1), 0), ((), 0),
+               ((2, 9000), 1), ((5000, 2), 0)]  # the last two: rows long enough for radix passes
 
 
 def sample(shape, dtype, seed=0):

@@ -9,7 +9,7 @@ import torch_axon
 
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8, torch.uint8, torch.int16,
           torch.int32, torch.int64, torch.bool]
-SHAPES = [(0,), (1,), (37,), (5, 9), (3, 4, 50), ()]
+SHAPES = [(0,), (1,), (37,), (5, 9), (3, 4, 50), (), (70000,), (3, 9000)]  # the last two: radix passes
 
 
 def sample(shape, dtype, seed=0):

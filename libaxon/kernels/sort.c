@@ -66,6 +66,45 @@ srt_pair_t *axon_srt_sort(srt_pair_t *a, srt_pair_t *b, int64_t n) {
     return a;
 }
 
+/* Pairs still in position order (as axon_srt_load leaves them) sorted by a least-significant-digit radix sort of the
+ * keys, 11 bits a pass: stable, so ties keep their position order and the result is the merge sort's. Digits all keys
+ * share are skipped (one pass finds them, one counts the others), so keys that differ in few bits (small integers: one
+ * pass; float32 values widened to float64: four) take few passes over the pairs instead of the merge sort's log2(n).
+ * Below SRT_RADIX_MIN pairs the counts cost more than they save. */
+#define SRT_RADIX_MIN 4096
+#define SRT_RADIX_BITS 11
+#define SRT_RADIX_DIGITS 6 /* ceil(64 / 11) */
+
+static srt_pair_t *srt_sort_positions(srt_pair_t *a, srt_pair_t *b, int64_t n) {
+    if (n < SRT_RADIX_MIN || n > (int64_t)UINT32_MAX) return axon_srt_sort(a, b, n);
+    enum { BUCKETS = 1 << SRT_RADIX_BITS };
+    /* the bits in which some key differs from the first: only their digits need a pass (and counts) */
+    uint64_t differ = 0;
+    const uint64_t first = a[0].key;
+    for (int64_t i = 0; i < n; i++) differ |= a[i].key ^ first;
+    int digits[SRT_RADIX_DIGITS], nd = 0;
+    for (int d = 0; d < SRT_RADIX_DIGITS; d++)
+        if ((differ >> (d * SRT_RADIX_BITS)) & (BUCKETS - 1)) digits[nd++] = d;
+    uint32_t count[SRT_RADIX_DIGITS][BUCKETS];
+    memset(count, 0, (size_t)nd * sizeof count[0]);
+    for (int64_t i = 0; i < n; i++)
+        for (int t = 0; t < nd; t++) count[t][(a[i].key >> (digits[t] * SRT_RADIX_BITS)) & (BUCKETS - 1)]++;
+    for (int t = 0; t < nd; t++) {
+        const int shift = digits[t] * SRT_RADIX_BITS;
+        uint32_t at = 0;
+        for (int v = 0; v < BUCKETS; v++) {
+            const uint32_t c = count[t][v];
+            count[t][v] = at;
+            at += c;
+        }
+        for (int64_t i = 0; i < n; i++) b[count[t][(a[i].key >> shift) & (BUCKETS - 1)]++] = a[i];
+        srt_pair_t *tmp = a;
+        a = b;
+        b = tmp;
+    }
+    return a;
+}
+
 /* Row r's input, and its values and indices written from the chosen pairs res[0..out_len). */
 static const char *srt_in(const srt_args_t *a, int64_t r) {
     return a->in + ((r / a->inner) * a->len * a->inner + r % a->inner) * (int64_t)a->es;
@@ -76,10 +115,21 @@ static void srt_write(const srt_args_t *a, int64_t r, const srt_pair_t *res) {
     const char *in = srt_in(a, r);
     char *vals = a->values + (o * a->out_len * a->inner + i) * es;
     int64_t *idx = (int64_t *)(void *)a->indices + o * a->out_len * a->inner + i;
-    for (int64_t j = 0; j < a->out_len; j++) {
-        memcpy(vals + j * a->inner * es, in + res[j].idx * a->inner * es, a->es);
-        idx[j * a->inner] = res[j].idx;
+    const int64_t inner = a->inner, n = a->out_len;
+    /* the element sizes as constants: a memcpy of a run-time size is a libc call per element */
+#define SRT_WRITE(ES)                                                                                              \
+    for (int64_t j = 0; j < n; j++) {                                                                              \
+        memcpy(vals + j * inner * (ES), in + res[j].idx * inner * (ES), (ES));                                     \
+        idx[j * inner] = res[j].idx;                                                                               \
     }
+    switch (es) {
+    case 1: SRT_WRITE(1) break;
+    case 2: SRT_WRITE(2) break;
+    case 4: SRT_WRITE(4) break;
+    case 8: SRT_WRITE(8) break;
+    default: SRT_WRITE(es) break;
+    }
+#undef SRT_WRITE
 }
 
 /* A sort of rows too few to give every participant one (a 1-d tensor, unique's flattened input): each participant
@@ -100,7 +150,7 @@ static void srt_chunk_range(void *ctx, int64_t begin, int64_t end, int slot) {
     const srt_split_t *s = ctx;
     for (int64_t c = begin; c < end; c++) {
         const int64_t lo = srt_chunk_start(s, c), hi = srt_chunk_start(s, c + 1);
-        srt_pair_t *r = axon_srt_sort(s->pa + lo, s->pb + lo, hi - lo);
+        srt_pair_t *r = srt_sort_positions(s->pa + lo, s->pb + lo, hi - lo);
         if (r != s->pa + lo) memcpy(s->pa + lo, r, (size_t)(hi - lo) * sizeof *r);
     }
 }
@@ -134,7 +184,7 @@ static void srt_row(const srt_args_t *a, int64_t r) {
         res = axon_srt_topk_small(a, in, pb);
     } else {
         axon_srt_load(a, pa, in, a->len);
-        res = a->mode == SRT_SORT ? axon_srt_sort(pa, pb, a->len) : axon_srt_pick(a, pa, pb);
+        res = a->mode == SRT_SORT ? srt_sort_positions(pa, pb, a->len) : axon_srt_pick(a, pa, pb);
     }
     srt_write(a, r, res);
 }

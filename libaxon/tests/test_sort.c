@@ -190,6 +190,66 @@ static void test_a_long_row_sorts_in_chunks_to_the_same_result(void) {
     free(x), free(v[0]), free(v[1]), free(ix[0]), free(ix[1]);
 }
 
+/* Rows long enough for the radix passes, of keys that differ in every digit (random 64-bit integers, float64 of
+ * both signs with -0.0, infinities and NaN), half of them repeats, both directions: each row is a permutation
+ * (values[j] = in[indices[j]]) in order, ties by position. */
+static void test_long_rows_of_wide_values_sort_in_order(void) {
+    enum { R = 3, L = 30000 };
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    const int64_t sz[2] = {R, L}, sw[1] = {(int64_t)axon_sort_workspace_size(R * L)};
+    uint64_t *x = malloc(8 * R * L), *v = malloc(8 * R * L);
+    int64_t *ix = malloc(8 * R * L);
+    unsigned char *seen = malloc(L);
+    REQUIRE(x && v && ix && seen);
+    uint64_t seed = 99;
+    for (int dt = 0; dt < 2; dt++)
+        for (int desc = 0; desc < 2; desc++) {
+            for (int64_t i = 0; i < R * L; i++) {
+                seed = seed * 6364136223846793005u + 1442695040888963407u;
+                x[i] = (i % 2 && i > 10) ? x[(seed >> 40) % (uint64_t)i] : seed; /* half repeat an earlier one */
+                if (dt) {
+                    double d = ((double)(int64_t)seed) * 1e-300 * (double)(seed % 1000);
+                    if (i % 97 == 0) d = NAN;
+                    if (i % 89 == 0) d = (i % 2) ? INFINITY : -INFINITY;
+                    if (i % 83 == 0) d = (i % 3) ? -0.0 : 0.0;
+                    memcpy(&x[i], &d, 8);
+                }
+            }
+            const axon_dtype_t t = dt ? AXON_FLOAT64 : AXON_INT64;
+            void *din = kc_upload(&k, x, 8 * R * L), *dv = kc_upload(&k, NULL, 8 * R * L);
+            void *di = kc_upload(&k, NULL, 8 * R * L), *dw = kc_upload(&k, NULL, (size_t)sw[0]);
+            axon_tensor_t tin = kc_tensor(din, t, 2, sz, NULL), tv = kc_tensor(dv, t, 2, sz, NULL);
+            axon_tensor_t ti = kc_tensor(di, AXON_INT64, 2, sz, NULL), tw = kc_tensor(dw, AXON_UINT8, 1, sw, NULL);
+            CHECK_OK(axon_kernel_sort(k.s, &tv, &ti, &tin, 1, desc, &tw));
+            CHECK(kc_download(&k, v, dv, 8 * R * L) && kc_download(&k, ix, di, 8 * R * L));
+            int64_t bad = 0;
+            for (int64_t r = 0; r < R; r++) {
+                memset(seen, 0, L);
+                for (int64_t j = 0; j < L; j++) {
+                    const int64_t p = ix[r * L + j];
+                    bad += p < 0 || p >= L || seen[p]++ || v[r * L + j] != x[r * L + p];
+                    if (j == 0 || bad) continue;
+                    int less, equal; /* previous vs this, in ascending order */
+                    if (dt) {
+                        double a, b;
+                        memcpy(&a, &v[r * L + j - 1], 8), memcpy(&b, &v[r * L + j], 8);
+                        equal = a == b || (isnan(a) && isnan(b));
+                        less = !equal && (isnan(b) || a < b);
+                    } else {
+                        const int64_t a = (int64_t)v[r * L + j - 1], b = (int64_t)v[r * L + j];
+                        equal = a == b, less = a < b;
+                    }
+                    bad += equal ? ix[r * L + j - 1] >= p : desc == less;
+                }
+            }
+            CHECK_EQ_I64(bad, 0);
+            axon_mem_free(k.dev, din), axon_mem_free(k.dev, dv), axon_mem_free(k.dev, di), axon_mem_free(k.dev, dw);
+        }
+    free(x), free(v), free(ix), free(seen);
+    axon_runtime_destroy(k.rt);
+}
+
 static void test_sort_refuses_bad_descriptors_with_messages(void) {
     kc_dev_t k = kc_open(1);
     REQUIRE(k.rt);
@@ -229,6 +289,7 @@ int main(void) {
     RUN(test_int64_extremes_keep_their_order);
     RUN(test_sort_is_identical_for_1_and_4_threads);
     RUN(test_a_long_row_sorts_in_chunks_to_the_same_result);
+    RUN(test_long_rows_of_wide_values_sort_in_order);
     RUN(test_sort_refuses_bad_descriptors_with_messages);
     return check_report();
 }
