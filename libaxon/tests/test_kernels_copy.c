@@ -614,6 +614,42 @@ static void test_large_copies_do_not_depend_on_the_thread_count(void) {
     free(host);
 }
 
+/* float32 -> float16 over a sweep of float32 bit patterns (every 4093rd, both signs: normals, subnormal results,
+ * overflow to infinity, ties, NaNs), contiguous (the conversion instruction where the CPU has it) and transposed (the
+ * plain loop): the reference's bits, and each NaN a quiet NaN keeping its sign and top payload bits. */
+static void test_float32_to_float16_over_a_sweep_of_bit_patterns(void) {
+    const int64_t rows = 1021, cols = 1027;
+    const size_t n = (size_t)(rows * cols);
+    float *host = malloc(n * sizeof *host);
+    REQUIRE(host);
+    for (size_t i = 0; i < n; i++) {
+        const uint32_t u = (uint32_t)(i * 4093u);
+        memcpy(&host[i], &u, 4);
+    }
+    for (int transposed = 0; transposed < 2; transposed++) {
+        uint16_t *got = (uint16_t *)(void *)large_copy(2, host, rows, cols, transposed, AXON_FLOAT16);
+        REQUIRE(got);
+        int64_t bad = 0;
+        for (size_t e = 0; e < n; e++) {
+            size_t r = e / (size_t)(transposed ? rows : cols), c = e % (size_t)(transposed ? rows : cols);
+            const float v = transposed ? host[c * (size_t)cols + r] : host[e];
+            uint32_t u;
+            memcpy(&u, &v, 4);
+            uint16_t want;
+            if (isnan(v)) {
+                want = (uint16_t)(((u >> 16) & 0x8000u) | 0x7E00u | ((u >> 13) & 0x3FFu));
+            } else {
+                ref_val_t rv = {0, 0, v, 0};
+                ref_store(AXON_FLOAT16, &want, rv);
+            }
+            bad += got[e] != want;
+        }
+        CHECK_EQ_I64(bad, 0);
+        free(got);
+    }
+    free(host);
+}
+
 int main(void) {
     RUN(test_every_dtype_pair_converts_like_the_reference);
     RUN(test_hand_checked_conversions);
@@ -626,5 +662,6 @@ int main(void) {
     RUN(test_scalar_and_same_view_copies);
     RUN(test_tensor_helpers_describe_dtypes_and_layouts);
     RUN(test_large_copies_do_not_depend_on_the_thread_count);
+    RUN(test_float32_to_float16_over_a_sweep_of_bit_patterns);
     return check_report();
 }
