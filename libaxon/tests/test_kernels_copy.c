@@ -650,6 +650,45 @@ static void test_float32_to_float16_over_a_sweep_of_bit_patterns(void) {
     free(host);
 }
 
+/* Same-dtype transposes of 4- and 8-byte elements (16 x 16 blocks through a buffer, edges row by row): a [3, 211, 77]
+ * source read as its [0, 2, 1] and [2, 1, 0] permutations, every element checked. */
+static void test_same_dtype_transposes_move_every_element(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    enum { A = 3, B = 211, C = 77, N = A * B * C };
+    const axon_dtype_t dts[] = {AXON_FLOAT32, AXON_INT64};
+    uint64_t *host = malloc(8 * N), *out = malloc(8 * N);
+    REQUIRE(host && out);
+    for (size_t t = 0; t < 2; t++) {
+        const size_t es = dsz(dts[t]);
+        for (int i = 0; i < N; i++) {
+            const uint64_t v = (uint64_t)i * 0x9E3779B97F4A7C15u;
+            memcpy((char *)host + (size_t)i * es, &v, es);
+        }
+        void *src = kc_upload(&k, host, N * es), *dst = kc_upload(&k, NULL, N * es);
+        for (int perm = 0; perm < 2; perm++) {
+            /* the source's strides (C * B, C, 1) permuted: [A, C, B] or [C, B, A] */
+            const int64_t sz0[3] = {A, C, B}, st0[3] = {B * C, 1, C}, sz1[3] = {C, B, A}, st1[3] = {1, C, B * C};
+            axon_tensor_t ts = kc_tensor(src, dts[t], 3, perm ? sz1 : sz0, perm ? st1 : st0);
+            axon_tensor_t td = kc_tensor(dst, dts[t], 3, perm ? sz1 : sz0, NULL);
+            CHECK_OK(axon_kernel_copy(k.s, &td, &ts));
+            CHECK(kc_download(&k, out, dst, N * es));
+            int64_t bad = 0;
+            const int64_t *sz = perm ? sz1 : sz0, *st = perm ? st1 : st0;
+            for (int64_t i = 0; i < sz[0]; i++)
+                for (int64_t j = 0; j < sz[1]; j++)
+                    for (int64_t l = 0; l < sz[2]; l++) {
+                        const int64_t o = (i * sz[1] + j) * sz[2] + l, from = i * st[0] + j * st[1] + l * st[2];
+                        bad += memcmp((char *)out + o * (int64_t)es, (char *)host + from * (int64_t)es, es) != 0;
+                    }
+            CHECK_EQ_I64(bad, 0);
+        }
+        axon_mem_free(k.dev, src), axon_mem_free(k.dev, dst);
+    }
+    free(host), free(out);
+    axon_runtime_destroy(k.rt);
+}
+
 int main(void) {
     RUN(test_every_dtype_pair_converts_like_the_reference);
     RUN(test_hand_checked_conversions);
@@ -663,5 +702,6 @@ int main(void) {
     RUN(test_tensor_helpers_describe_dtypes_and_layouts);
     RUN(test_large_copies_do_not_depend_on_the_thread_count);
     RUN(test_float32_to_float16_over_a_sweep_of_bit_patterns);
+    RUN(test_same_dtype_transposes_move_every_element);
     return check_report();
 }
