@@ -10,6 +10,8 @@ import json
 import pytest
 import torch
 
+import torch_axon
+
 from axon_testing import dtype_id, run_python, two_devices
 
 N = 1 << 17
@@ -263,11 +265,10 @@ def test_a_cpu_generator_for_an_axon_op_is_refused():
 
 
 @pytest.mark.parametrize("op", [
-    lambda g: torch.bernoulli(torch.full((64,), 0.5, device="axon"), generator=g),
     lambda g: torch.randperm(20, device="axon", generator=g),
     lambda g: torch.multinomial(torch.ones(10, device="axon"), 5, generator=g),
     lambda g: torch.normal(torch.zeros(8, device="axon"), torch.ones(8, device="axon"), generator=g),
-], ids=["bernoulli_tensor", "randperm", "multinomial", "normal_tensors"])
+], ids=["randperm", "multinomial", "normal_tensors"])
 def test_random_ops_without_native_kernels_follow_the_axon_seed(op):
     # These run through the host fallback; they must still draw from the axon generator.
     torch.axon.manual_seed(3)
@@ -352,6 +353,47 @@ def test_bernoulli_draws_ones_with_probability_p(dtype):
     assert torch.equal(torch.empty(50, device="axon").bernoulli_(1).cpu(), torch.ones(50))
     with pytest.raises(RuntimeError, match="bernoulli_ expects p to be in"):
         torch.empty(3, device="axon").bernoulli_(1.5)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.int64, torch.bool],
+                         ids=dtype_id)
+def test_bernoulli_with_a_tensor_of_probabilities(dtype):
+    # Native: each element compares the same uniform the one-p form draws with its own p, so a p tensor of one value
+    # gives that form's numbers; p broadcasts to self's shape as on CPU.
+    torch.axon.manual_seed(5)
+    want = torch.empty(3, 700, dtype=dtype, device="axon").bernoulli_(0.3).cpu()
+    torch.axon.manual_seed(5)
+    torch_axon.reset_fallback_stats()
+    got = torch.empty(3, 700, dtype=dtype, device="axon").bernoulli_(torch.full((700,), 0.3, device="axon")).cpu()
+    assert torch_axon.fallback_stats() == {}
+    assert torch.equal(got, want)
+    p = torch.rand(N // 4, dtype=torch.float64)
+    p[:100], p[100:200] = 0.0, 1.0
+    x = torch.bernoulli(p.to("axon", torch.float32)).cpu() if dtype == torch.float32 else \
+        torch.empty(N // 4, dtype=dtype, device="axon").bernoulli_(p.to("axon")).cpu()
+    assert x.dtype == dtype and set(x.double().unique().tolist()) <= {0.0, 1.0}
+    assert not x[:100].any() and x[100:200].all()
+    # ones where p is high, zeros where it is low: E[x] - p has mean 0 and variance E[p(1 - p)]
+    d = x.double() - p
+    assert abs(d.mean().item()) < 6 * ((p * (1 - p)).mean().item() / d.numel()) ** 0.5
+    assert x.double()[p > 0.9].mean() > 0.9 and x.double()[p < 0.1].mean() < 0.1
+
+
+def test_bernoulli_with_a_tensor_refuses_bad_probabilities_and_reads_its_own_memory_safely():
+    with pytest.raises(RuntimeError, match=r"bernoulli: p=1.5 is not in \[0, 1\]"):
+        torch.bernoulli(torch.tensor([0.5, 1.5, 0.2], device="axon"))
+        torch.axon.synchronize()
+    with pytest.raises(RuntimeError, match="p must have a floating dtype"):
+        torch.empty(3, device="axon").bernoulli_(torch.ones(3, dtype=torch.int64, device="axon"))
+    with pytest.raises(RuntimeError, match="but self is on"):
+        torch.empty(3, device="axon").bernoulli_(torch.full((3,), 0.5))
+    torch.axon.manual_seed(2)
+    x = torch.rand(4000, device="axon")
+    p = x.clone()
+    torch.axon.manual_seed(9)
+    x.bernoulli_(x)  # p is self: read from a copy
+    torch.axon.manual_seed(9)
+    assert torch.equal(x.cpu(), torch.empty(4000, device="axon").bernoulli_(p).cpu())
 
 
 @pytest.mark.parametrize("dtype, high", [(torch.uint8, 255), (torch.int8, 127), (torch.int16, 2**15 - 1),

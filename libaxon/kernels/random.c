@@ -1,4 +1,4 @@
-/* Random kernels on Philox4x32-10: uniform, normal, random_int and bernoulli.
+/* Random kernels on Philox4x32-10: uniform, normal, random_int and bernoulli (with one p, or a tensor of them).
  *
  * Element i of dst (logical row-major order) reads block i / epb of the stream (seed, offset), epb = 2 for 8-byte
  * dtypes (64 bits per element) and 4 otherwise (kernels.h has the exact lane layout). Because a value depends only
@@ -6,6 +6,7 @@
  * out runs with their logical position. Values are made in double or int64 in short stack batches, one Philox block
  * at a time, then stored with the copy's conversion loops, so every dtype rounds by the copy rules. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 
 #include "dtype.h"
@@ -28,9 +29,9 @@ double(sin)(double) __attribute__((simd("notinbranch")));
 double(cos)(double) __attribute__((simd("notinbranch")));
 #endif
 
-enum rng_kind { RNG_UNIFORM, RNG_NORMAL, RNG_RANDOM_INT, RNG_BERNOULLI };
+enum rng_kind { RNG_UNIFORM, RNG_NORMAL, RNG_RANDOM_INT, RNG_BERNOULLI, RNG_BERNOULLI_TENSOR };
 
-static const char *const rng_names[] = {"uniform", "normal", "random_int", "bernoulli"};
+static const char *const rng_names[] = {"uniform", "normal", "random_int", "bernoulli", "bernoulli"};
 
 struct rng_args {
     axon_tensor_t dst;
@@ -41,11 +42,13 @@ struct rng_args {
     double limit;                /* uniform: the largest value of dst's dtype below `to` */
     int64_t from;                /* random_int */
     uint64_t range;              /* random_int; 0 = 2^64 */
+    axon_tensor_t p;             /* bernoulli with a tensor of probabilities: dst's shape (0 strides broadcast) */
 };
 
 struct rng_job {
     const struct rng_args *a;
-    axon_iter_t it;
+    axon_iter_t it;              /* dst (and p), in logical order */
+    _Atomic int64_t bad_p;       /* RNG_BERNOULLI_TENSOR: smallest position of a p outside [0, 1]; INT64_MAX if none */
 };
 
 static int rng_wide(axon_dtype_t d) { return d == AXON_FLOAT64 || d == AXON_INT64; }
@@ -112,17 +115,39 @@ static void rng_block(const struct rng_args *a, uint64_t b, double *f, int64_t *
         }
         break;
     case RNG_BERNOULLI:
+    case RNG_BERNOULLI_TENSOR: /* the tensor form compares u with its p in rng_run */
         for (int j = 0; j < n; j++) {
             double u = a->wide ? (double)(rng_bits64(x, j) >> 11) * 0x1p-53 : (double)x[j] * 0x1p-32;
+            f[j] = u;
             iv[j] = u < a->p0;
         }
         break;
     }
 }
 
+/* Bernoulli with p: u[k] < p[k] into iv for m elements whose p run starts at pp (stride ps elements); a p outside
+ * [0, 1] (or NaN) is noted at its position and gives 0. */
+static void rng_bernoulli_p(struct rng_job *j, const double *u, const char *pp, int64_t ps, int64_t m, int64_t pos,
+                            int64_t *iv) {
+    double p[RNG_BATCH];
+    const axon_tensor_t *pt = &j->a->p;
+    axon_convert_get(pt->dtype, AXON_FLOAT64)((char *)p, 1, pp, ps, m);
+    for (int64_t k = 0; k < m; k++) {
+        if (!(p[k] >= 0 && p[k] <= 1)) {
+            int64_t cur = atomic_load(&j->bad_p);
+            while (pos + k < cur && !atomic_compare_exchange_weak(&j->bad_p, &cur, pos + k)) {
+            }
+            iv[k] = 0;
+            continue;
+        }
+        iv[k] = u[k] < p[k];
+    }
+}
+
 static void rng_run(void *ctx, char *const *ptr, const int64_t *stride, int64_t n, int64_t pos) {
     const struct rng_args *a = ((const struct rng_job *)ctx)->a;
-    const int integer = a->kind == RNG_RANDOM_INT || a->kind == RNG_BERNOULLI;
+    const int with_p = a->kind == RNG_BERNOULLI_TENSOR;
+    const int integer = a->kind == RNG_RANDOM_INT || a->kind == RNG_BERNOULLI || with_p;
     const int64_t per = a->wide ? 2 : 4, es = (int64_t)axon_dtype_size(a->dst.dtype);
     axon_convert_fn store = axon_convert_get(integer ? AXON_INT64 : AXON_FLOAT64, a->dst.dtype);
     double fbuf[RNG_BATCH];
@@ -138,9 +163,13 @@ static void rng_run(void *ctx, char *const *ptr, const int64_t *stride, int64_t 
             if (normal) rng_normal_group(a, (uint64_t)(i / unit), fv);
             else rng_block(a, (uint64_t)(i / unit), fv, iv);
             for (int64_t j = i % unit; j < unit && k < m; j++, k++, i++) {
-                if (integer) ibuf[k] = iv[j];
+                if (integer && !with_p) ibuf[k] = iv[j];
                 else fbuf[k] = fv[j];
             }
+        }
+        if (with_p) {
+            const int64_t pes = (int64_t)axon_dtype_size(a->p.dtype);
+            rng_bernoulli_p(ctx, fbuf, ptr[1] + done * stride[1] * pes, stride[1], m, pos + done, ibuf);
         }
         store(ptr[0] + done * stride[0] * es, stride[0], integer ? (const char *)ibuf : (const char *)fbuf, 1, m);
         done += m;
@@ -154,11 +183,15 @@ static void rng_range(void *ctx, int64_t begin, int64_t end, int slot) {
 }
 
 static axon_status_t rng_kernel(const void *args, const axon_exec_t *ex) {
-    struct rng_job j = {args, {0}};
-    const axon_tensor_t *t = &j.a->dst;
-    axon_iter_init(&j.it, 1, &t, 0);
+    struct rng_job j = {args, {0}, INT64_MAX};
+    const axon_tensor_t *t[2] = {&j.a->dst, &j.a->p};
+    axon_iter_init(&j.it, j.a->kind == RNG_BERNOULLI_TENSOR ? 2 : 1, t, 0);
     axon_parallel_for(ex->pool, 0, j.it.numel, AXON_KERNEL_GRAIN, rng_range, &j);
-    return AXON_OK;
+    const int64_t bad = atomic_load(&j.bad_p);
+    if (bad == INT64_MAX) return AXON_OK;
+    double p;
+    axon_convert_get(j.a->p.dtype, AXON_FLOAT64)((char *)&p, 1, axon_iter_at(&j.it, 1, bad), 1, 1);
+    return axon_fail(AXON_ERROR_INVALID_ARG, "bernoulli: p=%g is not in [0, 1]", p);
 }
 
 /* Check dst for kind (floating dtypes only, if asked) and fill the common fields of a. */
@@ -272,5 +305,24 @@ axon_status_t axon_kernel_bernoulli(axon_stream_t s, const axon_tensor_t *dst, u
     if (st != AXON_OK) return st;
     if (!(p >= 0 && p <= 1)) return axon_fail(AXON_ERROR_INVALID_ARG, "bernoulli: p=%g is not in [0, 1]", p);
     a.p0 = p;
+    return rng_launch(s, &a);
+}
+
+axon_status_t axon_kernel_bernoulli_tensor(axon_stream_t s, const axon_tensor_t *dst, const axon_tensor_t *p,
+                                           uint64_t seed, uint64_t offset) {
+    char sa[160], sb[160];
+    struct rng_args a;
+    axon_status_t st = rng_prepare(&a, RNG_BERNOULLI_TENSOR, dst, seed, offset, 0);
+    if (st != AXON_OK) return st;
+    if ((st = axon_kernel_check_src(p, "bernoulli: p")) != AXON_OK) return st;
+    if (!axon_dtype_is_floating(p->dtype))
+        return axon_fail(AXON_ERROR_UNSUPPORTED, "bernoulli: p must have a floating dtype, got %s",
+                         axon_dtype_name(p->dtype));
+    int same = p->ndim == dst->ndim;
+    for (int d = 0; same && d < dst->ndim; d++) same = p->sizes[d] == dst->sizes[d];
+    if (!same)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "bernoulli: p %s must have dst's shape %s (broadcast it first)",
+                         axon_shape_format(p, sa, sizeof sa), axon_shape_format(dst, sb, sizeof sb));
+    a.p = *p;
     return rng_launch(s, &a);
 }

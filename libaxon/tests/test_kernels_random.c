@@ -313,6 +313,53 @@ static void test_bernoulli_frequency_matches_p(void) {
     axon_runtime_destroy(k.rt);
 }
 
+/* bernoulli with a p per element: a broadcast p of one value gives the one-p kernel's bytes (float32 and float64 dst:
+ * both lane widths); per-element p of 0 and 1 give 0 and 1 where they stand; a p outside [0, 1] fails at sync naming
+ * the first one; a p of another shape is refused at launch. */
+static void test_bernoulli_with_a_tensor_of_p(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    enum { R = 7, C = 30001 };
+    const int64_t sz[2] = {R, C}, pst[2] = {0, 1}, n = R * C;
+    double *p = malloc(sizeof(double) * C);
+    unsigned char *want = malloc((size_t)n * 8), *got = malloc((size_t)n * 8);
+    REQUIRE(p && want && got);
+    for (int64_t c = 0; c < C; c++) p[c] = 0.25;
+    void *dp = kc_upload(&k, p, sizeof(double) * C), *dd = kc_upload(&k, NULL, (size_t)n * 8);
+    const axon_dtype_t dts[2] = {AXON_FLOAT32, AXON_FLOAT64};
+    for (int t = 0; t < 2; t++) {
+        axon_tensor_t td = kc_tensor(dd, dts[t], 2, sz, NULL), tp = kc_tensor(dp, AXON_FLOAT64, 2, sz, pst);
+        CHECK_OK(axon_kernel_bernoulli(k.s, &td, 77, 8, 0.25));
+        CHECK(kc_download(&k, want, dd, (size_t)n * axon_dtype_size(dts[t])));
+        CHECK_OK(axon_kernel_bernoulli_tensor(k.s, &td, &tp, 77, 8));
+        CHECK(kc_download(&k, got, dd, (size_t)n * axon_dtype_size(dts[t])));
+        CHECK(memcmp(got, want, (size_t)n * axon_dtype_size(dts[t])) == 0);
+    }
+    for (int64_t c = 0; c < C; c++) p[c] = c % 2 ? 1.0 : 0.0;
+    axon_mem_free(k.dev, dp);
+    dp = kc_upload(&k, p, sizeof(double) * C);
+    axon_tensor_t td = kc_tensor(dd, AXON_FLOAT64, 2, sz, NULL), tp = kc_tensor(dp, AXON_FLOAT64, 2, sz, pst);
+    CHECK_OK(axon_kernel_bernoulli_tensor(k.s, &td, &tp, 3, 0));
+    CHECK(kc_download(&k, got, dd, (size_t)n * 8));
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; i++) bad += ((const double *)(void *)got)[i] != p[i % C];
+    CHECK_EQ_I64(bad, 0);
+    p[20000] = 1.5, p[25000] = -1.0;
+    axon_mem_free(k.dev, dp);
+    dp = kc_upload(&k, p, sizeof(double) * C);
+    tp.data = dp;
+    CHECK_OK(axon_kernel_bernoulli_tensor(k.s, &td, &tp, 3, 0));
+    CHECK_STATUS(axon_stream_sync(k.s), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("bernoulli: p=1.5 is not in [0, 1]");
+    const int64_t other[2] = {R, C - 1};
+    axon_tensor_t tq = kc_tensor(dp, AXON_FLOAT64, 2, other, pst);
+    CHECK_STATUS(axon_kernel_bernoulli_tensor(k.s, &td, &tq, 3, 0), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("must have dst's shape");
+    axon_mem_free(k.dev, dp), axon_mem_free(k.dev, dd);
+    free(p), free(want), free(got);
+    axon_runtime_destroy(k.rt);
+}
+
 static void test_random_kernels_reject_bad_input(void) {
     axon_hw_null_t rec;
     CHECK_OK(axon_hw_null_create(&rec));
@@ -367,6 +414,7 @@ int main(void) {
     RUN(test_normal_has_the_requested_mean_and_std);
     RUN(test_random_int_covers_its_range_evenly);
     RUN(test_bernoulli_frequency_matches_p);
+    RUN(test_bernoulli_with_a_tensor_of_p);
     RUN(test_random_kernels_reject_bad_input);
     return check_report();
 }

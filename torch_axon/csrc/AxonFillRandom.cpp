@@ -1,6 +1,7 @@
 // Ops that initialize tensors in place: fill_, zero_, and the random ones drawing from the device's Philox generator
-// (uniform_, normal_, random_, bernoulli_). The numbers come from libaxon's kernels; this file picks the generator
-// and claims its Philox blocks, so the same seed gives the same numbers whatever the thread count.
+// (uniform_, normal_, random_, bernoulli_ with one p or a tensor of them). The numbers come from libaxon's kernels;
+// this file picks the generator and claims its Philox blocks, so the same seed gives the same numbers whatever the
+// thread count.
 #include <ATen/ATen.h>
 #include <ATen/Dispatch_v2.h>
 #include <ATen/MemoryOverlap.h>
@@ -193,6 +194,22 @@ at::Tensor& bernoulli_float(at::Tensor& self, double p, std::optional<at::Genera
   });
 }
 
+// bernoulli_(p) with a tensor of probabilities, broadcast to self's shape as CPU does (expand_inplace).
+at::Tensor& bernoulli_tensor(at::Tensor& self, const at::Tensor& p_in, std::optional<at::Generator> gen) {
+  TORCH_CHECK(p_in.device() == self.device(), "bernoulli_: p is on ", p_in.device(), " but self is on ",
+              self.device());
+  TORCH_CHECK(at::isFloatingType(p_in.scalar_type()) && axon_dtype_of(p_in.scalar_type()),
+              "bernoulli_: p must have a floating dtype (float32, float64, float16 or bfloat16), got ",
+              p_in.scalar_type());
+  at::Tensor p = p_in.expand(self.sizes());
+  // p read while self is written: a p sharing self's memory is read from a copy
+  if (at::get_overlap_status(self, p) != at::MemOverlapStatus::No || !fits(p)) p = p.clone();
+  return draw_into(self, gen, "bernoulli_", [&](axon_stream_t s, const axon_tensor_t* d, const Draw& r) {
+    const axon_tensor_t pd = describe(p, "bernoulli_");
+    return axon_kernel_bernoulli_tensor(s, d, &pd, r.seed, r.block_offset);
+  });
+}
+
 // arange(start, end, step, out=): PyTorch's own size rule (RangeUtils.h), then libaxon's kernel, which computes
 // start + i * step in double (int64 for integers) as the CPU kernel does.
 at::Tensor& arange_out(const c10::Scalar& start, const c10::Scalar& end, const c10::Scalar& step, at::Tensor& out) {
@@ -223,6 +240,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("random_.to", random_to);
   m.impl("random_", random_plain);
   m.impl("bernoulli_.float", bernoulli_float);
+  m.impl("bernoulli_.Tensor", bernoulli_tensor);
 }
 
 }  // namespace

@@ -84,6 +84,13 @@ AXON_API axon_status_t axon_kernel_random_int(axon_stream_t s, const axon_tensor
 AXON_API axon_status_t axon_kernel_bernoulli(axon_stream_t s, const axon_tensor_t *dst, uint64_t seed,
                                              uint64_t offset, double p);
 
+/* Bernoulli with a probability per element: element i is 1 when u_i < p[i], u_i drawn exactly as
+ * axon_kernel_bernoulli draws it (so a p filled with one value gives that kernel's result). p: dst's shape (broadcast
+ * with 0 strides), float32/64/16 or bfloat16, read when the command runs: a p outside [0, 1] or NaN fails the command
+ * with INVALID_ARG "bernoulli: p=... is not in [0, 1]" (at the next synchronization); that element is then 0. */
+AXON_API axon_status_t axon_kernel_bernoulli_tensor(axon_stream_t s, const axon_tensor_t *dst, const axon_tensor_t *p,
+                                                    uint64_t seed, uint64_t offset);
+
 AXON_EXTERN_C_END
 
 #endif
