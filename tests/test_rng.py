@@ -265,10 +265,9 @@ def test_a_cpu_generator_for_an_axon_op_is_refused():
 
 
 @pytest.mark.parametrize("op", [
-    lambda g: torch.randperm(20, device="axon", generator=g),
     lambda g: torch.multinomial(torch.ones(10, device="axon"), 5, generator=g),
     lambda g: torch.normal(torch.zeros(8, device="axon"), torch.ones(8, device="axon"), generator=g),
-], ids=["randperm", "multinomial", "normal_tensors"])
+], ids=["multinomial", "normal_tensors"])
 def test_random_ops_without_native_kernels_follow_the_axon_seed(op):
     # These run through the host fallback; they must still draw from the axon generator.
     torch.axon.manual_seed(3)
@@ -394,6 +393,41 @@ def test_bernoulli_with_a_tensor_refuses_bad_probabilities_and_reads_its_own_mem
     x.bernoulli_(x)  # p is self: read from a copy
     torch.axon.manual_seed(9)
     assert torch.equal(x.cpu(), torch.empty(4000, device="axon").bernoulli_(p).cpu())
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.int16, torch.uint8, torch.float32, torch.float64,
+                                   torch.float16, torch.bfloat16], ids=dtype_id)
+def test_randperm_is_a_native_permutation_that_follows_the_seed(dtype):
+    n = {torch.uint8: 256, torch.int16: 32768, torch.float16: 2049, torch.bfloat16: 257}.get(dtype, 100_000)
+    torch.axon.manual_seed(4)
+    torch_axon.reset_fallback_stats()
+    p = torch.randperm(n, device="axon", dtype=dtype)
+    assert torch_axon.fallback_stats() == {}
+    assert p.device.type == "axon" and p.dtype == dtype and p.shape == (n,)
+    assert torch.equal(p.cpu().double().sort().values, torch.arange(n, dtype=torch.float64))
+    assert not torch.equal(p.cpu().double(), torch.arange(n, dtype=torch.float64))  # shuffled
+    torch.axon.manual_seed(4)
+    assert torch.equal(torch.randperm(n, device="axon", dtype=dtype).cpu(), p.cpu())
+    g = torch.Generator(device="axon").manual_seed(4)
+    assert torch.equal(torch.randperm(n, device="axon", dtype=dtype, generator=g).cpu(), p.cpu())
+    assert not torch.equal(torch.randperm(n, device="axon", dtype=dtype, generator=g).cpu(), p.cpu())
+    out = torch.empty(3, device="axon", dtype=dtype)
+    torch.randperm(7, out=out)
+    assert out.shape == (7,) and sorted(out.cpu().tolist()) == list(range(7))
+    assert torch.randperm(0, device="axon", dtype=dtype).shape == (0,)
+
+
+def test_randperm_positions_are_uniform_and_bad_sizes_get_cpus_errors():
+    # where 0 lands in randperm(8) over 4000 draws: each position about 500 times
+    torch.axon.manual_seed(1)
+    where = torch.stack([torch.randperm(8, device="axon") for _ in range(4000)]).argmin(1).cpu()
+    counts = torch.bincount(where, minlength=8)
+    assert (counts - 500).abs().max() < 6 * (4000 * (1 / 8) * (7 / 8)) ** 0.5, counts
+    for n, dtype in ((-1, torch.int64), (3000, torch.float16), (70000, torch.float16), (40000, torch.int16)):
+        with pytest.raises(RuntimeError) as cpu_error:
+            torch.randperm(n, dtype=dtype)
+        with pytest.raises(RuntimeError, match=str(cpu_error.value).split("'")[0][:30]):
+            torch.randperm(n, dtype=dtype, device="axon")
 
 
 @pytest.mark.parametrize("dtype, high", [(torch.uint8, 255), (torch.int8, 127), (torch.int16, 2**15 - 1),

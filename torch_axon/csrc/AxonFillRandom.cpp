@@ -1,5 +1,5 @@
 // Ops that initialize tensors in place: fill_, zero_, and the random ones drawing from the device's Philox generator
-// (uniform_, normal_, random_, bernoulli_ with one p or a tensor of them). The numbers come from libaxon's kernels;
+// (uniform_, normal_, random_, bernoulli_ with one p or a tensor of them, randperm). The numbers come from libaxon's kernels;
 // this file picks the generator and claims its Philox blocks, so the same seed gives the same numbers whatever the
 // thread count.
 #include <ATen/ATen.h>
@@ -9,6 +9,7 @@
 #include <ATen/core/GeneratorForPrivateuseone.h>
 #include <ATen/native/DistributionTemplates.h>
 #include <ATen/native/RangeUtils.h>
+#include <ATen/native/TensorFactories.h>
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
@@ -210,6 +211,20 @@ at::Tensor& bernoulli_tensor(at::Tensor& self, const at::Tensor& p_in, std::opti
   });
 }
 
+// randperm(n): the order that sorts n random 64-bit keys (a stable sort, so even equal keys give a permutation), as
+// CUDA's randperm does; both steps run on the device, and the keys come from the device's Philox generator.
+at::Tensor& randperm_out(int64_t n, std::optional<at::Generator> gen, at::Tensor& out) {
+  TORCH_CHECK(n >= 0, "n must be non-negative, got", n);
+  // (checked on a CPU tensor of out's dtype: its messages are CPU's; a device fill would refuse an overflowing n first)
+  at::native::check_supported_max_int_with_precision(n, at::empty({0}, out.options().device(at::kCPU)));
+  out.resize_({n});
+  if (n == 0) return out;
+  at::Tensor keys = at::empty({n}, out.options().dtype(at::kLong));
+  random_range(keys, std::numeric_limits<int64_t>::lowest(), 0, gen);
+  out.copy_(std::get<1>(at::sort(keys, /*stable=*/true, 0, /*descending=*/false)));
+  return out;
+}
+
 // arange(start, end, step, out=): PyTorch's own size rule (RangeUtils.h), then libaxon's kernel, which computes
 // start + i * step in double (int64 for integers) as the CPU kernel does.
 at::Tensor& arange_out(const c10::Scalar& start, const c10::Scalar& end, const c10::Scalar& step, at::Tensor& out) {
@@ -241,6 +256,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("random_", random_plain);
   m.impl("bernoulli_.float", bernoulli_float);
   m.impl("bernoulli_.Tensor", bernoulli_tensor);
+  m.impl("randperm.generator_out", randperm_out);
 }
 
 }  // namespace
