@@ -6,6 +6,7 @@ runs); the sample standard deviation is checked to 2%.
 """
 
 import json
+import re
 
 import pytest
 import torch
@@ -265,11 +266,13 @@ def test_a_cpu_generator_for_an_axon_op_is_refused():
 
 
 @pytest.mark.parametrize("op", [
+    lambda g: torch.empty(9, device="axon").exponential_(generator=g),
     lambda g: torch.multinomial(torch.ones(10, device="axon"), 5, generator=g),
+    lambda g: torch.multinomial(torch.ones(2, 10, device="axon"), 30, replacement=True, generator=g),
     lambda g: torch.normal(torch.zeros(8, device="axon"), torch.ones(8, device="axon"), generator=g),
-], ids=["multinomial", "normal_tensors"])
-def test_random_ops_without_native_kernels_follow_the_axon_seed(op):
-    # These run through the host fallback; they must still draw from the axon generator.
+], ids=["exponential", "multinomial", "multinomial_replacement", "normal_tensors"])
+def test_random_ops_follow_the_axon_seed(op):
+    # Native ones and those through the host fallback (normal with tensors) alike draw from the axon generator.
     torch.axon.manual_seed(3)
     first = op(None).cpu()
     torch.manual_seed(999)  # reseeds the CPU generator too: must not matter...
@@ -428,6 +431,65 @@ def test_randperm_positions_are_uniform_and_bad_sizes_get_cpus_errors():
             torch.randperm(n, dtype=dtype)
         with pytest.raises(RuntimeError, match=str(cpu_error.value).split("'")[0][:30]):
             torch.randperm(n, dtype=dtype, device="axon")
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=dtype_id)
+def test_exponential_has_mean_one_over_lambda_and_is_positive(dtype):
+    torch.axon.manual_seed(6)
+    torch_axon.reset_fallback_stats()
+    x = torch.empty(N, dtype=dtype, device="axon").exponential_(4.0).cpu().double()
+    assert torch_axon.fallback_stats() == {}
+    assert (x >= 0).all() and x.isfinite().all()
+    if dtype in (torch.float32, torch.float64):
+        assert (x > 0).all()
+    _check_moments(x, 0.25, 0.25)
+    for bad, dt in ((0.0, torch.float32), (-1.0, torch.float32), (1.0, torch.int64)):
+        with pytest.raises(RuntimeError) as cpu_error:
+            torch.empty(3, dtype=dt).exponential_(bad)
+        with pytest.raises(RuntimeError, match=str(cpu_error.value)[:40]):
+            torch.empty(3, dtype=dt, device="axon").exponential_(bad)
+
+
+@pytest.mark.parametrize("replacement", [False, True], ids=["without", "with"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16], ids=dtype_id)
+def test_multinomial_draws_in_proportion_and_never_a_zero_category(dtype, replacement):
+    torch.axon.manual_seed(8)
+    p = torch.tensor([[0.1, 0.0, 0.6, 0.3], [5.0, 1.0, 0.0, 4.0]], dtype=dtype)
+    torch_axon.reset_fallback_stats()
+    if replacement:
+        s = torch.multinomial(p.to("axon"), 40000, replacement=True).cpu()
+        assert torch_axon.fallback_stats() == {}
+        assert s.shape == (2, 40000) and s.dtype == torch.int64
+        for row in range(2):
+            freq = torch.bincount(s[row], minlength=4).double() / 40000
+            want = p[row].double() / p[row].double().sum()
+            assert (freq - want).abs().max() < 6 * (0.25 / 40000) ** 0.5, (freq, want)
+    else:
+        # the first pick follows p; all picks distinct; the zero category only once the others are used up
+        first = torch.stack([torch.multinomial(p.to("axon"), 3) for _ in range(3000)]).cpu()
+        assert torch_axon.fallback_stats() == {}
+        assert first.shape == (3000, 2, 3)
+        assert all(len(set(r.tolist())) == 3 for r in first.reshape(-1, 3))
+        for row in range(2):
+            freq = torch.bincount(first[:, row, 0], minlength=4).double() / 3000
+            want = p[row].double() / p[row].double().sum()
+            assert (freq - want).abs().max() < 6 * (0.25 / 3000) ** 0.5, (freq, want)
+            zero = int((p[row] == 0).nonzero()[0])
+            assert not (first[:, row, :] == zero).any()
+    one = torch.multinomial(p[0].to("axon"), 1, replacement=replacement).cpu()
+    assert one.shape == (1,) and int(one) in (0, 2, 3)
+
+
+def test_multinomial_refuses_what_cpu_refuses_with_its_messages():
+    cases = [(torch.tensor([1.0, -1.0]), 1, False), (torch.tensor([0.0, 0.0]), 1, False),
+             (torch.tensor([[1.0, 1.0], [0.0, 0.0]]), 2, True), (torch.tensor([1.0, float("nan")]), 1, True),
+             (torch.tensor([1.0, 1.0]), 3, False), (torch.tensor([1, 1]), 1, False), (torch.ones(2, 2, 2), 1, False),
+             (torch.ones(3), 0, True)]
+    for p, n, replacement in cases:
+        with pytest.raises(RuntimeError) as cpu_error:
+            torch.multinomial(p, n, replacement)
+        with pytest.raises(RuntimeError, match=re.escape(str(cpu_error.value)[:50])):
+            torch.multinomial(p.to("axon"), n, replacement)
 
 
 @pytest.mark.parametrize("dtype, high", [(torch.uint8, 255), (torch.int8, 127), (torch.int16, 2**15 - 1),

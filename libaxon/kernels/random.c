@@ -1,4 +1,5 @@
-/* Random kernels on Philox4x32-10: uniform, normal, random_int and bernoulli (with one p, or a tensor of them).
+/* Random kernels on Philox4x32-10: uniform, normal, exponential, random_int and bernoulli (with one p, or a tensor of
+ * them).
  *
  * Element i of dst (logical row-major order) reads block i / epb of the stream (seed, offset), epb = 2 for 8-byte
  * dtypes (64 bits per element) and 4 otherwise (kernels.h has the exact lane layout). Because a value depends only
@@ -29,16 +30,16 @@ double(sin)(double) __attribute__((simd("notinbranch")));
 double(cos)(double) __attribute__((simd("notinbranch")));
 #endif
 
-enum rng_kind { RNG_UNIFORM, RNG_NORMAL, RNG_RANDOM_INT, RNG_BERNOULLI, RNG_BERNOULLI_TENSOR };
+enum rng_kind { RNG_UNIFORM, RNG_NORMAL, RNG_RANDOM_INT, RNG_BERNOULLI, RNG_BERNOULLI_TENSOR, RNG_EXPONENTIAL };
 
-static const char *const rng_names[] = {"uniform", "normal", "random_int", "bernoulli", "bernoulli"};
+static const char *const rng_names[] = {"uniform", "normal", "random_int", "bernoulli", "bernoulli", "exponential"};
 
 struct rng_args {
     axon_tensor_t dst;
     uint64_t seed, offset;
     enum rng_kind kind;
     int wide;                    /* 64 random bits per element, 2 elements per block */
-    double p0, p1;               /* uniform: from, to - from; normal: mean, std; bernoulli: p */
+    double p0, p1;               /* uniform: from, to - from; normal: mean, std; bernoulli: p; exponential: lambda */
     double limit;                /* uniform: the largest value of dst's dtype below `to` */
     int64_t from;                /* random_int */
     uint64_t range;              /* random_int; 0 = 2^64 */
@@ -106,6 +107,12 @@ static void rng_block(const struct rng_args *a, uint64_t b, double *f, int64_t *
         }
         break;
     case RNG_NORMAL: /* made by groups of blocks: rng_normal_group */
+        break;
+    case RNG_EXPONENTIAL: /* u in (0, 1), never 0 or 1: every value finite and > 0 */
+        for (int j = 0; j < n; j++) {
+            double u = a->wide ? ((double)(rng_bits64(x, j) >> 11) + 0.5) * 0x1p-53 : ((double)x[j] + 0.5) * 0x1p-32;
+            f[j] = -log(u) / a->p0;
+        }
         break;
     case RNG_RANDOM_INT:
         for (int j = 0; j < n; j++) {
@@ -277,6 +284,17 @@ axon_status_t axon_kernel_normal(axon_stream_t s, const axon_tensor_t *dst, uint
                          std);
     a.p0 = mean;
     a.p1 = std;
+    return rng_launch(s, &a);
+}
+
+axon_status_t axon_kernel_exponential(axon_stream_t s, const axon_tensor_t *dst, uint64_t seed, uint64_t offset,
+                                      double lambda) {
+    struct rng_args a;
+    axon_status_t st = rng_prepare(&a, RNG_EXPONENTIAL, dst, seed, offset, 1);
+    if (st != AXON_OK) return st;
+    if (!(lambda > 0) || !isfinite(lambda))
+        return axon_fail(AXON_ERROR_INVALID_ARG, "exponential: needs a finite lambda > 0; got lambda=%g", lambda);
+    a.p0 = lambda;
     return rng_launch(s, &a);
 }
 

@@ -46,13 +46,14 @@ static void test_philox_blocks_counts_per_dtype(void) {
     CHECK_EQ_I64(axon_philox_blocks(AXON_INT8, -3), 0);
 }
 
-enum kind { UNIFORM, NORMAL, RANDOM_INT, BERNOULLI };
+enum kind { UNIFORM, NORMAL, RANDOM_INT, BERNOULLI, EXPONENTIAL };
 
 static axon_status_t draw(const kc_dev_t *k, enum kind kind, const axon_tensor_t *t, uint64_t seed, uint64_t offset) {
     switch (kind) {
     case UNIFORM: return axon_kernel_uniform(k->s, t, seed, offset, -2.0, 3.0);
     case NORMAL: return axon_kernel_normal(k->s, t, seed, offset, 1.0, 2.0);
     case RANDOM_INT: return axon_kernel_random_int(k->s, t, seed, offset, -1000, 100000);
+    case EXPONENTIAL: return axon_kernel_exponential(k->s, t, seed, offset, 4.0);
     default: return axon_kernel_bernoulli(k->s, t, seed, offset, 0.25);
     }
 }
@@ -90,7 +91,8 @@ static void test_same_seed_and_offset_give_the_same_bytes_for_any_threads_and_la
         axon_dtype_t d;
     } cases[] = {{UNIFORM, AXON_FLOAT32},    {UNIFORM, AXON_FLOAT64},   {NORMAL, AXON_BFLOAT16},
                  {NORMAL, AXON_FLOAT64},     {RANDOM_INT, AXON_INT32},  {RANDOM_INT, AXON_INT64},
-                 {BERNOULLI, AXON_BOOL},     {UNIFORM, AXON_FLOAT16}};
+                 {BERNOULLI, AXON_BOOL},     {UNIFORM, AXON_FLOAT16},   {EXPONENTIAL, AXON_FLOAT32},
+                 {EXPONENTIAL, AXON_FLOAT64}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         size_t bytes = n * axon_dtype_size(cases[c].d);
         unsigned char *a = draw_2d(1, cases[c].kind, cases[c].d, rows, cols, 42, 7, 0);
@@ -233,6 +235,32 @@ static void test_normal_has_the_requested_mean_and_std(void) {
         CHECK(fabs((double)inside / MILLION - 0.6827) < 0.005);
         free(v);
     }
+}
+
+/* Exp(4): mean and std 1/4, every value finite and > 0, P(x > 1/4) = e^-1; lambda must be finite and > 0. */
+static void test_exponential_has_mean_and_std_one_over_lambda(void) {
+    const axon_dtype_t dts[] = {AXON_FLOAT32, AXON_FLOAT64};
+    for (size_t t = 0; t < 2; t++) {
+        unsigned char *v = draw_2d(2, EXPONENTIAL, dts[t], 1, MILLION, 5, 0, 0);
+        REQUIRE(v);
+        struct moments m = moments_of(dts[t], v, MILLION);
+        CHECK(fabs(m.mean - 0.25) < 6 * 0.25 / sqrt((double)MILLION));
+        CHECK(fabs(sqrt(m.var) - 0.25) < 0.01 * 0.25);
+        CHECK(m.min > 0 && isfinite(m.max));
+        size_t above = 0, es = axon_dtype_size(dts[t]);
+        for (size_t i = 0; i < MILLION; i++) above += as_double(dts[t], v + i * es) > 0.25;
+        CHECK(fabs((double)above / MILLION - exp(-1.0)) < 0.005);
+        free(v);
+    }
+    kc_dev_t k = kc_open(1);
+    REQUIRE(k.rt);
+    float x[4];
+    const int64_t n = 4;
+    axon_tensor_t tf = kc_tensor(x, AXON_FLOAT32, 1, &n, NULL), ti = kc_tensor(x, AXON_INT32, 1, &n, NULL);
+    CHECK_STATUS(axon_kernel_exponential(k.s, &tf, 0, 0, 0.0), AXON_ERROR_INVALID_ARG);
+    CHECK_STATUS(axon_kernel_exponential(k.s, &tf, 0, 0, INFINITY), AXON_ERROR_INVALID_ARG);
+    CHECK_STATUS(axon_kernel_exponential(k.s, &ti, 0, 0, 1.0), AXON_ERROR_UNSUPPORTED);
+    axon_runtime_destroy(k.rt);
 }
 
 static void test_random_int_covers_its_range_evenly(void) {
@@ -415,6 +443,7 @@ int main(void) {
     RUN(test_random_int_covers_its_range_evenly);
     RUN(test_bernoulli_frequency_matches_p);
     RUN(test_bernoulli_with_a_tensor_of_p);
+    RUN(test_exponential_has_mean_and_std_one_over_lambda);
     RUN(test_random_kernels_reject_bad_input);
     return check_report();
 }

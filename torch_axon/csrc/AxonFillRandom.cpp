@@ -1,7 +1,7 @@
 // Ops that initialize tensors in place: fill_, zero_, and the random ones drawing from the device's Philox generator
-// (uniform_, normal_, random_, bernoulli_ with one p or a tensor of them, randperm). The numbers come from libaxon's kernels;
-// this file picks the generator and claims its Philox blocks, so the same seed gives the same numbers whatever the
-// thread count.
+// (uniform_, normal_, exponential_, random_, bernoulli_ with one p or a tensor of them), and randperm and multinomial
+// built on them. The numbers come from libaxon's kernels; this file picks the generator and claims its Philox blocks,
+// so the same seed gives the same numbers whatever the thread count.
 #include <ATen/ATen.h>
 #include <ATen/Dispatch_v2.h>
 #include <ATen/MemoryOverlap.h>
@@ -211,6 +211,68 @@ at::Tensor& bernoulli_tensor(at::Tensor& self, const at::Tensor& p_in, std::opti
   });
 }
 
+at::Tensor& exponential(at::Tensor& self, double lambda, std::optional<at::Generator> gen) {
+  TORCH_CHECK(lambda > 0.0, "exponential_ expects lambda > 0.0, but found lambda=", lambda);
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()),
+              "Exponential distribution is a continuous probability distribution. dtype must be a floating point but "
+              "you specified ", self.scalar_type());
+  return draw_into(self, gen, "exponential_", [&](axon_stream_t s, const axon_tensor_t* d, const Draw& r) {
+    return axon_kernel_exponential(s, d, r.seed, r.block_offset, lambda);
+  });
+}
+
+// multinomial: PyTorch's own method on device ops, with CPU's checks and messages (one sync for the probability
+// checks, as CPU's and PyTorch's shared path take). Without replacement (or one sample): the k largest p / q with
+// q ~ Exp(1) (Gumbel's trick, as PyTorch's shared path); with replacement: the inverse of each row's cumulative sum
+// at uniform draws (searchsorted). float16 and bfloat16 probabilities are widened first, so that no q rounds to 0.
+at::Tensor& multinomial_out(const at::Tensor& self, int64_t n_sample, bool replacement,
+                            std::optional<at::Generator> gen, at::Tensor& result) {
+  TORCH_CHECK(result.device() == self.device(), "multinomial arguments must have the same device");
+  TORCH_CHECK(self.dim() > 0 && self.dim() <= 2, "prob_dist must be 1 or 2 dim");
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()), "multinomial only supports floating-point dtypes for input, got: ",
+              self.scalar_type());
+  TORCH_CHECK(result.scalar_type() == at::kLong, "multinomial expects Long tensor out, got: ", result.scalar_type());
+  TORCH_CHECK(n_sample > 0, "cannot sample n_sample <= 0 samples");
+  const int64_t n_categories = self.size(-1);
+  TORCH_CHECK(replacement || n_sample <= n_categories,
+              "cannot sample n_sample > prob_dist.size(-1) samples without replacement");
+  TORCH_CHECK(n_categories <= (int64_t(1) << 24), "number of categories cannot exceed 2^24");
+  if (self.dim() == 1) {
+    result.resize_({n_sample});
+  } else {
+    result.resize_({self.size(0), n_sample});
+  }
+  if (result.numel() == 0) return result;
+  TORCH_CHECK(((self.max() < INFINITY) & (self.min() >= 0)).item<bool>(),
+              "probability tensor contains either `inf`, `nan` or element < 0");
+  TORCH_CHECK(!(self.sum(-1) == 0).any().item<bool>(), "invalid multinomial distribution (sum of probabilities <= 0)");
+  const at::Tensor p = at::isReducedFloatingType(self.scalar_type()) ? self.to(at::kFloat) : self;
+  if (!replacement || n_sample == 1) {
+    at::Tensor q = at::empty_like(p, at::MemoryFormat::Contiguous);
+    exponential(q, 1.0, gen);
+    const at::Tensor keys = p / q;
+    if (n_sample == 1) {
+      at::argmax_out(result, keys, -1, /*keepdim=*/true);
+    } else {
+      at::Tensor values = at::empty(result.sizes(), keys.options());
+      at::topk_out(values, result, keys, n_sample);
+    }
+    return result;
+  }
+  const at::Tensor cdf = p.cumsum(-1);
+  at::Tensor u = at::empty(result.sizes(), p.options());
+  uniform(u, 0.0, 1.0, gen);
+  u.mul_(cdf.narrow(-1, n_categories - 1, 1));  // in [0, the row's total)
+  at::searchsorted_out(result, cdf, u, /*out_int32=*/false, /*right=*/true);
+  result.clamp_max_(n_categories - 1);  // a draw that rounds up to the total
+  return result;
+}
+
+at::Tensor multinomial(const at::Tensor& self, int64_t n_sample, bool replacement, std::optional<at::Generator> gen) {
+  at::Tensor result = at::empty({0}, self.options().dtype(at::kLong));
+  return multinomial_out(self, n_sample, replacement, gen, result);
+}
+
 // randperm(n): the order that sorts n random 64-bit keys (a stable sort, so even equal keys give a permutation), as
 // CUDA's randperm does; both steps run on the device, and the keys come from the device's Philox generator.
 at::Tensor& randperm_out(int64_t n, std::optional<at::Generator> gen, at::Tensor& out) {
@@ -257,6 +319,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("bernoulli_.float", bernoulli_float);
   m.impl("bernoulli_.Tensor", bernoulli_tensor);
   m.impl("randperm.generator_out", randperm_out);
+  m.impl("exponential_", exponential);
+  m.impl("multinomial", multinomial);
+  m.impl("multinomial.out", multinomial_out);
 }
 
 }  // namespace

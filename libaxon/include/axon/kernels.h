@@ -72,6 +72,13 @@ AXON_API axon_status_t axon_kernel_uniform(axon_stream_t s, const axon_tensor_t 
 AXON_API axon_status_t axon_kernel_normal(axon_stream_t s, const axon_tensor_t *dst, uint64_t seed, uint64_t offset,
                                           double mean, double std);
 
+/* Exponential reals -ln(u) / lambda for float dst, with u in (0, 1) (never 0 or 1, so every value is finite and
+ * positive, as multinomial's division by them needs): u = (x + 0.5) * 2^-32 from one 32-bit lane, or
+ * ((x >> 11) + 0.5) * 2^-53 from 64 bits for float64, computed in double, then rounded to the dtype.
+ * UNSUPPORTED for non-float dtypes; INVALID_ARG unless lambda is finite and > 0. */
+AXON_API axon_status_t axon_kernel_exponential(axon_stream_t s, const axon_tensor_t *dst, uint64_t seed,
+                                               uint64_t offset, double lambda);
+
 /* Uniform integers in [from, from + range), stored with the copy rules (floating and bool dst too). Each element
  * is from + x % range (wrapping in int64), x being its 32 or 64 random bits; like PyTorch, this keeps the small
  * modulo bias. range 0 means 2^64 (from + x). Ranges above 2^32, and 0, need an 8-byte dtype, else INVALID_ARG.
