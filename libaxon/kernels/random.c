@@ -344,3 +344,39 @@ axon_status_t axon_kernel_bernoulli_tensor(axon_stream_t s, const axon_tensor_t 
     a.p = *p;
     return rng_launch(s, &a);
 }
+
+/* randperm: Fisher-Yates over 0..n-1, one thread (each swap depends on the ones before). Step i (from n - 1 down to
+ * 1) swaps element i with element j = x % (i + 1), x being the 64 random bits of element i of the stream as
+ * axon_kernel_random_int draws them for int64; the modulo bias (below (i + 1) / 2^64) is PyTorch's too. */
+struct randperm_args {
+    axon_tensor_t dst;
+    uint64_t seed, offset;
+};
+
+static axon_status_t randperm_kernel(const void *args, const axon_exec_t *ex) {
+    (void)ex;
+    const struct randperm_args *a = args;
+    int64_t *d = a->dst.data;
+    const int64_t n = a->dst.sizes[0];
+    for (int64_t i = 0; i < n; i++) d[i] = i;
+    uint32_t x[4];
+    for (int64_t i = n - 1; i > 0; i--) {
+        if (i % 2 == 1 || i == n - 1) axon_philox_block(a->seed, a->offset, (uint64_t)i / 2, x);
+        const uint64_t r = rng_bits64(x, (int)(i % 2)) % (uint64_t)(i + 1);
+        const int64_t t = d[i];
+        d[i] = d[r];
+        d[r] = t;
+    }
+    return AXON_OK;
+}
+
+axon_status_t axon_kernel_randperm(axon_stream_t s, const axon_tensor_t *dst, uint64_t seed, uint64_t offset) {
+    axon_status_t st = axon_kernel_check_dst(dst, "randperm: dst");
+    if (st != AXON_OK) return st;
+    if (dst->dtype != AXON_INT64 || dst->ndim != 1 || (dst->sizes[0] > 1 && dst->strides[0] != 1))
+        return axon_fail(AXON_ERROR_INVALID_ARG, "randperm: dst must be a contiguous 1-d int64 tensor");
+    if (dst->sizes[0] == 0) return AXON_OK;
+    struct randperm_args a = {*dst, seed, offset};
+    axon_launch_t l = {randperm_kernel, &a, sizeof a, "randperm", (uint64_t)dst->sizes[0] * 16};
+    return axon_stream_launch(s, &l);
+}

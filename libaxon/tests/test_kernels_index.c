@@ -1,8 +1,8 @@
 /* index.h's kernels against plain C references: index_select and gather for every dtype and strided inputs, scatter
  * with each reduction, index_add with alpha, embedding backward with repeated indices and padding (bitwise equal to
  * an in-order reference with 1 and 2 threads), masked_fill, cat of 1..N inputs with empty and strided ones, and
- * out-of-range indices failing at sync with PyTorch's message and nothing written by the in-place ops. Buffers are host memory (the
- * kernels take it), so AddressSanitizer sees any access outside them. */
+ * out-of-range indices failing at sync with PyTorch's message and nothing written by the in-place ops. Buffers are
+ * host memory (the kernels take it), so AddressSanitizer sees any access outside them. */
 #include <math.h>
 #include <stdint.h>
 

@@ -263,6 +263,38 @@ static void test_exponential_has_mean_and_std_one_over_lambda(void) {
     axon_runtime_destroy(k.rt);
 }
 
+/* randperm: Fisher-Yates as documented (recomputed here from the Philox blocks), a permutation, and bad dst refused. */
+static void test_randperm_is_the_documented_fisher_yates(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    const int64_t n = 100001;
+    int64_t *got = malloc(sizeof(int64_t) * n), *want = malloc(sizeof(int64_t) * n);
+    unsigned char *seen = calloc((size_t)n, 1);
+    REQUIRE(got && want && seen);
+    void *dev = kc_upload(&k, NULL, sizeof(int64_t) * n);
+    axon_tensor_t t = kc_tensor(dev, AXON_INT64, 1, &n, NULL);
+    CHECK_OK(axon_kernel_randperm(k.s, &t, 1234, 12));
+    CHECK(kc_download(&k, got, dev, sizeof(int64_t) * n));
+    for (int64_t i = 0; i < n; i++) want[i] = i;
+    for (int64_t i = n - 1; i > 0; i--) {
+        uint32_t x[4];
+        axon_philox_block(1234, 12, (uint64_t)i / 2, x);
+        const uint64_t bits = x[2 * (i % 2)] | (uint64_t)x[2 * (i % 2) + 1] << 32;
+        const int64_t j = (int64_t)(bits % (uint64_t)(i + 1)), tmp = want[i];
+        want[i] = want[j], want[j] = tmp;
+    }
+    CHECK(memcmp(got, want, sizeof(int64_t) * n) == 0);
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; i++) bad += got[i] < 0 || got[i] >= n || seen[got[i]]++;
+    CHECK_EQ_I64(bad, 0);
+    axon_tensor_t ti = kc_tensor(dev, AXON_INT32, 1, &n, NULL);
+    CHECK_STATUS(axon_kernel_randperm(k.s, &ti, 0, 0), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("contiguous 1-d int64");
+    axon_mem_free(k.dev, dev);
+    free(got), free(want), free(seen);
+    axon_runtime_destroy(k.rt);
+}
+
 static void test_random_int_covers_its_range_evenly(void) {
     /* int32 in [-1000, 99000): 10 buckets of 10000 values each. */
     unsigned char *v = draw_2d(2, RANDOM_INT, AXON_INT32, 1, MILLION, 3, 0, 0);
@@ -444,6 +476,7 @@ int main(void) {
     RUN(test_bernoulli_frequency_matches_p);
     RUN(test_bernoulli_with_a_tensor_of_p);
     RUN(test_exponential_has_mean_and_std_one_over_lambda);
+    RUN(test_randperm_is_the_documented_fisher_yates);
     RUN(test_random_kernels_reject_bad_input);
     return check_report();
 }

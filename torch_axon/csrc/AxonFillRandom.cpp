@@ -229,8 +229,8 @@ at::Tensor& multinomial_out(const at::Tensor& self, int64_t n_sample, bool repla
                             std::optional<at::Generator> gen, at::Tensor& result) {
   TORCH_CHECK(result.device() == self.device(), "multinomial arguments must have the same device");
   TORCH_CHECK(self.dim() > 0 && self.dim() <= 2, "prob_dist must be 1 or 2 dim");
-  TORCH_CHECK(at::isFloatingType(self.scalar_type()), "multinomial only supports floating-point dtypes for input, got: ",
-              self.scalar_type());
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()),
+              "multinomial only supports floating-point dtypes for input, got: ", self.scalar_type());
   TORCH_CHECK(result.scalar_type() == at::kLong, "multinomial expects Long tensor out, got: ", result.scalar_type());
   TORCH_CHECK(n_sample > 0, "cannot sample n_sample <= 0 samples");
   const int64_t n_categories = self.size(-1);
@@ -273,17 +273,19 @@ at::Tensor multinomial(const at::Tensor& self, int64_t n_sample, bool replacemen
   return multinomial_out(self, n_sample, replacement, gen, result);
 }
 
-// randperm(n): the order that sorts n random 64-bit keys (a stable sort, so even equal keys give a permutation), as
-// CUDA's randperm does; both steps run on the device, and the keys come from the device's Philox generator.
+// randperm(n): libaxon's Fisher-Yates on the device's Philox stream, into int64, then out's dtype.
 at::Tensor& randperm_out(int64_t n, std::optional<at::Generator> gen, at::Tensor& out) {
   TORCH_CHECK(n >= 0, "n must be non-negative, got", n);
   // (checked on a CPU tensor of out's dtype: its messages are CPU's; a device fill would refuse an overflowing n first)
   at::native::check_supported_max_int_with_precision(n, at::empty({0}, out.options().device(at::kCPU)));
   out.resize_({n});
   if (n == 0) return out;
-  at::Tensor keys = at::empty({n}, out.options().dtype(at::kLong));
-  random_range(keys, std::numeric_limits<int64_t>::lowest(), 0, gen);
-  out.copy_(std::get<1>(at::sort(keys, /*stable=*/true, 0, /*descending=*/false)));
+  const bool direct = out.scalar_type() == at::kLong && out.is_contiguous();
+  at::Tensor perm = direct ? out : at::empty({n}, out.options().dtype(at::kLong));
+  draw_into(perm, gen, "randperm", [&](axon_stream_t s, const axon_tensor_t* d, const Draw& r) {
+    return axon_kernel_randperm(s, d, r.seed, r.block_offset);
+  });
+  if (!direct) out.copy_(perm);
   return out;
 }
 

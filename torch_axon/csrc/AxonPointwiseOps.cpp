@@ -553,8 +553,8 @@ at::Tensor pow_tensor_scalar(const at::Tensor& self, const c10::Scalar& exponent
     axon_op_params_t p = axon_op_params_default();
     p.operand[1] = at::isFloatingType(self.scalar_type()) ? axon_scalar_float(exponent.toDouble())
                                                           : axon_scalar_int(exponent.toLong());
-    out = at::detail::empty_generic(self.sizes(), device_allocator(), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
-                                    self.scalar_type(), std::nullopt);
+    const c10::DispatchKeySet keys(c10::DispatchKey::PrivateUse1);
+    out = at::detail::empty_generic(self.sizes(), device_allocator(), keys, self.scalar_type(), std::nullopt);
     launch_direct(out, self, nullptr, *d, AXON_BINARY_POW, p);
     return out;
   }

@@ -79,6 +79,12 @@ AXON_API axon_status_t axon_kernel_normal(axon_stream_t s, const axon_tensor_t *
 AXON_API axon_status_t axon_kernel_exponential(axon_stream_t s, const axon_tensor_t *dst, uint64_t seed,
                                                uint64_t offset, double lambda);
 
+/* A random permutation of 0..n-1 into dst (contiguous 1-d int64, n = its size) by Fisher-Yates: for i from n - 1
+ * down to 1, swap elements i and x_i % (i + 1), x_i being the 64 bits random_int would give element i of an int64
+ * dst (blocks: axon_philox_blocks(AXON_INT64, n)). One thread. INVALID_ARG for another dst. */
+AXON_API axon_status_t axon_kernel_randperm(axon_stream_t s, const axon_tensor_t *dst, uint64_t seed,
+                                            uint64_t offset);
+
 /* Uniform integers in [from, from + range), stored with the copy rules (floating and bool dst too). Each element
  * is from + x % range (wrapping in int64), x being its 32 or 64 random bits; like PyTorch, this keeps the small
  * modulo bias. range 0 means 2^64 (from + x). Ranges above 2^32, and 0, need an 8-byte dtype, else INVALID_ARG.
