@@ -73,8 +73,9 @@ AXON_API axon_status_t axon_kernel_normal(axon_stream_t s, const axon_tensor_t *
                                           double mean, double std);
 
 /* Exponential reals -ln(u) / lambda for float dst, with u in (0, 1) (never 0 or 1, so every value is finite and
- * positive, as multinomial's division by them needs): u = (x + 0.5) * 2^-32 from one 32-bit lane, or
- * ((x >> 11) + 0.5) * 2^-53 from 64 bits for float64, computed in double, then rounded to the dtype.
+ * positive in float32 and float64, as multinomial's division by them needs; float16 and bfloat16 round the smallest
+ * to 0): u = (x + 0.5) * 2^-32 from one 32-bit lane, or ((x >> 11) + 0.5) * 2^-53 from 64 bits for float64, computed
+ * in double, then rounded to the dtype.
  * UNSUPPORTED for non-float dtypes; INVALID_ARG unless lambda is finite and > 0. */
 AXON_API axon_status_t axon_kernel_exponential(axon_stream_t s, const axon_tensor_t *dst, uint64_t seed,
                                                uint64_t offset, double lambda);
