@@ -140,8 +140,6 @@ static int copy_plan_tiles(struct copy_job *j) {
     j->tile = es <= 4 ? 64 : 32;
     j->tiles0 = (it->sizes[0] + j->tile - 1) / j->tile;
     j->tiles1 = (it->sizes[1] + j->tile - 1) / j->tile;
-    j->block = it->esize[0] == it->esize[1] && (it->esize[0] == 4 || it->esize[0] == 8) &&
-               it->strides[0][0] == 1 && it->strides[1][1] == 1;
     return 1;
 }
 
@@ -152,7 +150,9 @@ void axon_copy_execute(const axon_tensor_t *dst, const axon_tensor_t *src, axon_
     axon_iter_init(&j.it, 2, ts, 1);
     j.fn = axon_convert_get(src->dtype, dst->dtype);
     if (copy_plan_tiles(&j)) {
-        j.block = j.block && src->dtype == dst->dtype; /* blocks move bytes: no conversion */
+        /* blocks move bytes (no conversion), each side contiguous along its own dimension */
+        j.block = src->dtype == dst->dtype && (j.it.esize[0] == 4 || j.it.esize[0] == 8) &&
+                  j.it.strides[0][0] == 1 && j.it.strides[1][1] == 1;
         int64_t units = j.tiles0 * j.tiles1 * (j.it.numel / (j.it.sizes[0] * j.it.sizes[1]));
         int64_t grain = AXON_KERNEL_GRAIN / (j.tile * j.tile);
         axon_parallel_for(pool, 0, units, grain < 1 ? 1 : grain, copy_tiles, &j);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "axon/stream.h"
+#include "index_impl.h"
 #include "internal.h"
 #include "sort_impl.h"
 
@@ -116,20 +117,10 @@ static void srt_write(const srt_args_t *a, int64_t r, const srt_pair_t *res) {
     char *vals = a->values + (o * a->out_len * a->inner + i) * es;
     int64_t *idx = (int64_t *)(void *)a->indices + o * a->out_len * a->inner + i;
     const int64_t inner = a->inner, n = a->out_len;
-    /* the element sizes as constants: a memcpy of a run-time size is a libc call per element */
-#define SRT_WRITE(ES)                                                                                              \
-    for (int64_t j = 0; j < n; j++) {                                                                              \
-        memcpy(vals + j * inner * (ES), in + res[j].idx * inner * (ES), (ES));                                     \
-        idx[j * inner] = res[j].idx;                                                                               \
+    for (int64_t j = 0; j < n; j++) { /* ix_move: constant-size moves, not a libc memcpy call per element */
+        ix_move(vals + j * inner * es, in + res[j].idx * inner * es, a->es);
+        idx[j * inner] = res[j].idx;
     }
-    switch (es) {
-    case 1: SRT_WRITE(1) break;
-    case 2: SRT_WRITE(2) break;
-    case 4: SRT_WRITE(4) break;
-    case 8: SRT_WRITE(8) break;
-    default: SRT_WRITE(es) break;
-    }
-#undef SRT_WRITE
 }
 
 /* A sort of rows too few to give every participant one (a 1-d tensor, unique's flattened input): each participant

@@ -179,6 +179,13 @@ axon_tensor_t describe_run(const at::TensorBase& t, axon_dtype_t dtype, bool wri
   return d;
 }
 
+// A new contiguous device tensor of self's sizes and dtype, allocated without the factory's dispatch (the direct
+// paths' output).
+at::Tensor empty_dense_like(const at::Tensor& self) {
+  const c10::DispatchKeySet keys(c10::DispatchKey::PrivateUse1);
+  return at::detail::empty_generic(self.sizes(), device_allocator(), keys, self.scalar_type(), std::nullopt);
+}
+
 // op(self) into out (given, or a new tensor when undefined) on the direct path; false when it does not apply: self
 // and out contiguous, of one dtype and shape, the same elements or disjoint; floats only for FLOAT_OP ops.
 template <bool FLOAT_OP>
@@ -187,8 +194,7 @@ bool unary_direct(at::Tensor& out, const at::Tensor& self, axon_unary_op_t op, c
   const auto d = axon_dtype_of(self.scalar_type());
   if (!d || !axon_unary_supports(op, *d)) return false;
   if (!out.defined()) {
-    const c10::DispatchKeySet keys(c10::DispatchKey::PrivateUse1);
-    out = at::detail::empty_generic(self.sizes(), device_allocator(), keys, self.scalar_type(), std::nullopt);
+    out = empty_dense_like(self);
   } else if (!direct_out(out, self, self)) {
     return false;
   }
@@ -379,9 +385,7 @@ std::optional<at::Tensor> binary_direct(const at::Tensor& self, const at::Tensor
                                         const axon_op_params_t& params) {
   const auto d = direct_dtype<FLOAT_OP>(self, other, op);
   if (!d) return std::nullopt;
-  at::Tensor out = at::detail::empty_generic(self.sizes(), device_allocator(),
-                                             c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), self.scalar_type(),
-                                             std::nullopt);
+  at::Tensor out = empty_dense_like(self);
   launch_direct_operand(out, self, other, *d, op, params);
   return out;
 }
@@ -553,8 +557,7 @@ at::Tensor pow_tensor_scalar(const at::Tensor& self, const c10::Scalar& exponent
     axon_op_params_t p = axon_op_params_default();
     p.operand[1] = at::isFloatingType(self.scalar_type()) ? axon_scalar_float(exponent.toDouble())
                                                           : axon_scalar_int(exponent.toLong());
-    const c10::DispatchKeySet keys(c10::DispatchKey::PrivateUse1);
-    out = at::detail::empty_generic(self.sizes(), device_allocator(), keys, self.scalar_type(), std::nullopt);
+    out = empty_dense_like(self);
     launch_direct(out, self, nullptr, *d, AXON_BINARY_POW, p);
     return out;
   }
