@@ -137,10 +137,31 @@ static void rd_store_state(const rd_args_t *a, const rd_state_t *st, char *out) 
     a->store(out, 1, (const char *)v, 1, 1);
 }
 
+/* Rows that are one block each of W in place (a row sum of a [B, H] matrix): folded RD_ROWS_AT_ONCE at a time
+ * into buf, finished and stored as a run, without the per-output walk and cascade (same values: a row of at most
+ * RD_BLOCK elements is one fold, and a cascade of one state is that state). */
+#define RD_ROWS_AT_ONCE 256
+_Static_assert(RD_ROWS_AT_ONCE <= RD_BLOCK, "rd_walk_t.buf holds the rows' values");
+
+static int rd_rows_in_place(const rd_args_t *a) {
+    return rd_kind_is_simple(a->op.kind) && a->red.ndim == 1 && a->load == NULL && a->red.strides[0][0] == 1 &&
+           a->count <= RD_BLOCK;
+}
+
 static void rd_inner_outputs(void *ctx, char *const *ptr, const int64_t *stride, int64_t n, int64_t pos) {
     (void)pos;
     rd_walk_t *k = ctx;
     const rd_args_t *a = k->a;
+    if (rd_rows_in_place(a)) {
+        const int64_t pitch = stride[0] * (int64_t)a->in_esize;
+        for (int64_t j = 0; j < n; j += RD_ROWS_AT_ONCE) {
+            int64_t m = n - j < RD_ROWS_AT_ONCE ? n - j : RD_ROWS_AT_ONCE;
+            k->w->fold_rows(&a->op, k->buf, ptr[0] + j * pitch + a->red_shift, pitch, m, a->count);
+            k->w->vfinish(&a->op, k->buf, m, a->count);
+            a->store(ptr[1] + j * stride[1] * (int64_t)a->out_esize, stride[1], (const char *)k->buf, 1, m);
+        }
+        return;
+    }
     for (int64_t j = 0; j < n; j++) {
         rd_state_t st;
         rd_reduce_one(k, ptr[0] + j * stride[0] * (int64_t)a->in_esize, 0, a->count, &st);
@@ -233,11 +254,20 @@ static void rd_rows_run(void *ctx, char *const *ptr, const int64_t *stride, int6
     rd_rows_t *r = ctx;
     const rd_args_t *a = r->a;
     const int64_t step = stride[0] * (int64_t)a->in_esize;
-    const int direct = a->load == NULL && r->lane_stride == 1;
+    if (a->load == NULL && r->lane_stride == 1) { /* rows of W in place: up to the block's end in one call */
+        for (int64_t i = 0; i < n;) {
+            int64_t m = RD_ROW_BLOCK - r->rows < n - i ? RD_ROW_BLOCK - r->rows : n - i;
+            r->w->vfold_rows(&a->op, r->blk, ptr[0] + i * step, step, m, r->width);
+            i += m;
+            r->rows += m;
+            if (r->rows == RD_ROW_BLOCK) rd_rows_push(r);
+        }
+        return;
+    }
     for (int64_t i = 0; i < n; i++) {
         const char *p = ptr[0] + i * step;
-        if (!direct) rd_load(a, r->row, r->tmp, p, r->lane_stride, r->width);
-        r->w->vfold(&a->op, r->blk, direct ? (const void *)p : r->row, r->width);
+        rd_load(a, r->row, r->tmp, p, r->lane_stride, r->width);
+        r->w->vfold(&a->op, r->blk, r->row, r->width);
         if (++r->rows == RD_ROW_BLOCK) rd_rows_push(r);
     }
 }

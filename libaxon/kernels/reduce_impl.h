@@ -93,6 +93,11 @@ typedef struct rd_work_ops {
     void (*vfold)(const rd_op_t *op, void *acc, const void *row, int64_t n);
     void (*vmerge)(const rd_op_t *op, void *a, const void *b, int64_t n);
     void (*vfinish)(const rd_op_t *op, void *acc, int64_t n, int64_t count);
+    /* Simple kinds: out[r] = fold(row r).a for `rows` rows of n (1 <= n <= RD_BLOCK) contiguous W values, `pitch`
+     * bytes apart: one block per row, so the same value the cascade over that row gives, without a call per row. */
+    void (*fold_rows)(const rd_op_t *op, void *out, const char *x, int64_t pitch, int64_t rows, int64_t n);
+    /* vfold of `rows` rows of n W values, `pitch` bytes apart, in order: one call for a block of short rows. */
+    void (*vfold_rows)(const rd_op_t *op, void *acc, const char *rows, int64_t pitch, int64_t nrows, int64_t n);
 } rd_work_ops_t;
 
 extern const rd_work_ops_t axon_rd_work_ops[RD_W_COUNT];

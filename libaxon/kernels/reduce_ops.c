@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "reduce_impl.h"
+#include "vec16.h"
 
 #ifdef AXON_HAVE_LIBMVEC
 /* libmvec's vector exp (kernels/pointwise_unary.c says why), so that logsumexp's sum of exponentials vectorizes */
@@ -19,6 +20,7 @@ double exp(double) __attribute__((simd("notinbranch")));
 #endif
 
 #define RD_LANES 64
+#define RD_TREE_UNROLL _Pragma("GCC unroll 64")  /* the lanes' final tree: RD_FINISH_SCALAR says why */
 
 /* Per work type: the type, its +, *, |x|, pow, exp, log, sqrt, and whether it is floating. */
 #define RD_ADD_f32(a, b) ((a) + (b))
@@ -77,19 +79,19 @@ double exp(double) __attribute__((simd("notinbranch")));
         (void)p;                                                                                                    \
         /* the tail goes to lane 0 after the vector part, in a fixed order */                                       \
         switch (k) {                                                                                                \
-        RD_LOOP(S, W, RD_SUM, RD_ADD_##S(a, v), v)                                                                  \
-        RD_LOOP(S, W, RD_PROD, RD_MUL_##S(a, v), v)                                                                 \
-        RD_LOOP(S, W, RD_MAX, RD_MAXC(a, v), v)                                                                     \
-        RD_LOOP(S, W, RD_MIN, RD_MINC(a, v), v)                                                                     \
-        RD_LOOP(S, W, RD_NZ_SUM, RD_ADD_##S(a, v), (W)(v != 0))                                                     \
-        RD_LOOP(S, W, RD_NZ_MAX, RD_MAXC(a, v), (W)(v != 0))                                                        \
-        RD_LOOP(S, W, RD_NZ_MIN, RD_MINC(a, v), (W)(v != 0))                                                        \
-        RD_LOOP(S, W, RD_ABS_SUM, RD_ADD_##S(a, v), RD_ABS_##S(v))                                                  \
-        RD_LOOP(S, W, RD_SQ_SUM, RD_ADD_##S(a, v), RD_MUL_##S(v, v))                                                \
-        RD_LOOP(S, W, RD_ABS_MAX, RD_MAXC(a, v), RD_ABS_##S(v))                                                     \
-        RD_LOOP(S, W, RD_ABS_MIN, RD_MINC(a, v), RD_ABS_##S(v))                                                     \
-        RD_LOOP(S, W, RD_POW_SUM, RD_ADD_##S(a, v), RD_POW_##S(v, p))                                               \
-        RD_LOOP(S, W, RD_EXP_SUM, RD_ADD_##S(a, v), RD_EXP_##S(v - (W)p))                                           \
+        RD_LOOP(S, W, RD_SUM, ADD, v)                                                                               \
+        RD_LOOP(S, W, RD_PROD, MUL, v)                                                                              \
+        RD_LOOP(S, W, RD_MAX, MAX, v)                                                                               \
+        RD_LOOP(S, W, RD_MIN, MIN, v)                                                                               \
+        RD_LOOP(S, W, RD_NZ_SUM, ADD, (W)(v != 0))                                                                  \
+        RD_LOOP(S, W, RD_NZ_MAX, MAX, (W)(v != 0))                                                                  \
+        RD_LOOP(S, W, RD_NZ_MIN, MIN, (W)(v != 0))                                                                  \
+        RD_LOOP(S, W, RD_ABS_SUM, ADD, RD_ABS_##S(v))                                                               \
+        RD_LOOP(S, W, RD_SQ_SUM, ADD, RD_MUL_##S(v, v))                                                             \
+        RD_LOOP(S, W, RD_ABS_MAX, MAX, RD_ABS_##S(v))                                                               \
+        RD_LOOP(S, W, RD_ABS_MIN, MIN, RD_ABS_##S(v))                                                               \
+        RD_LOOP(S, W, RD_POW_SUM, ADD, RD_POW_##S(v, p))                                                            \
+        RD_LOOP(S, W, RD_EXP_SUM, ADD, RD_EXP_##S(v - (W)p))                                                        \
         default: break;                                                                                             \
         }                                                                                                           \
         return acc[0];                                                                                              \
@@ -120,8 +122,8 @@ double exp(double) __attribute__((simd("notinbranch")));
             for (; i < nv; i += RD_LANES)                                                                           \
                 for (int l = 0; l < RD_LANES; l++) acc[l] += (x[i + l] - mean) * (x[i + l] - mean);                 \
             for (; i < n; i++) acc[0] += (x[i] - mean) * (x[i] - mean);                                             \
-            for (int w = RD_LANES / 2; w >= 1; w /= 2)                                                              \
-                for (int l = 0; l < w; l++) acc[l] += acc[l + w];                                                   \
+            RD_TREE_UNROLL for (int w = RD_LANES / 2; w >= 1; w /= 2)                                               \
+                RD_TREE_UNROLL for (int l = 0; l < w; l++) acc[l] += acc[l + w];                                    \
             st->n = n;                                                                                              \
             st->a.RD_FIELD_##S = mean;                                                                              \
             st->b.RD_FIELD_##S = acc[0];                                                                            \
@@ -184,12 +186,30 @@ double exp(double) __attribute__((simd("notinbranch")));
         memcpy(out, &r, sizeof r);                                                                                  \
     }                                                                                                               \
                                                                                                                     \
+    /* the common kinds with the kind a constant, so each row's lanes stay in registers */                          \
+    AXON_CLONES static void rd_fold_rows_##S(const rd_op_t *op, void *outv, const char *x, int64_t pitch,           \
+                                            int64_t rows, int64_t n) {                                              \
+        W *out = outv;                                                                                              \
+        switch (op->kind) {                                                                                         \
+        RD_ROWS(S, W, RD_SUM)                                                                                       \
+        RD_ROWS(S, W, RD_PROD)                                                                                      \
+        RD_ROWS(S, W, RD_MAX)                                                                                       \
+        RD_ROWS(S, W, RD_MIN)                                                                                       \
+        RD_ROWS(S, W, RD_SQ_SUM)                                                                                    \
+        RD_ROWS(S, W, RD_ABS_SUM)                                                                                   \
+        default:                                                                                                    \
+            for (int64_t r = 0; r < rows; r++) out[r] = rd_lanes_##S(op->kind, op->p, (const W *)(x + r * pitch), n); \
+            break;                                                                                                  \
+        }                                                                                                           \
+    }                                                                                                               \
+                                                                                                                    \
     static void rd_vinit_##S(const rd_op_t *op, void *accv, int64_t n) {                                            \
         W *acc = accv, id = rd_identity_##S(op->kind);                                                              \
         for (int64_t j = 0; j < n; j++) acc[j] = id;                                                                \
     }                                                                                                               \
                                                                                                                     \
-    AXON_CLONES static void rd_vfold_##S(const rd_op_t *op, void *accv, const void *rowv, int64_t n) {              \
+    static inline __attribute__((always_inline)) void rd_vfold_in_##S(const rd_op_t *op, void *accv,               \
+                                                                     const void *rowv, int64_t n) {                 \
         W *restrict acc = accv;                                                                                     \
         const W *restrict x = rowv;                                                                                 \
         const double p = op->p;                                                                                     \
@@ -211,6 +231,15 @@ double exp(double) __attribute__((simd("notinbranch")));
         }                                                                                                           \
     }                                                                                                               \
                                                                                                                     \
+    AXON_CLONES static void rd_vfold_##S(const rd_op_t *op, void *acc, const void *row, int64_t n) {                \
+        rd_vfold_in_##S(op, acc, row, n);                                                                           \
+    }                                                                                                               \
+                                                                                                                    \
+    AXON_CLONES static void rd_vfold_rows_##S(const rd_op_t *op, void *acc, const char *rows, int64_t pitch,        \
+                                             int64_t nrows, int64_t n) {                                            \
+        for (int64_t r = 0; r < nrows; r++) rd_vfold_in_##S(op, acc, rows + r * pitch, n);                          \
+    }                                                                                                               \
+                                                                                                                    \
     static void rd_vmerge_##S(const rd_op_t *op, void *av, const void *bv, int64_t n) {                             \
         W *restrict a = av;                                                                                         \
         const W *restrict b = bv;                                                                                   \
@@ -223,29 +252,106 @@ double exp(double) __attribute__((simd("notinbranch")));
         for (int64_t j = 0; j < n; j++) acc[j] = rd_fin_##S(op, acc[j], count);                                     \
     }
 
-/* One case of rd_lanes: the lane loop, the tail into lane 0, then the lanes pairwise. MAP reads v = x[...] and
- * names the mapped value v again; COMB reads a and v. */
-#define RD_LOOP(S, W, K, COMB, MAP)                                             \
-    case K:                                                                     \
-        for (; i < nv; i += RD_LANES)                                           \
-            for (int l = 0; l < RD_LANES; l++) {                                \
-                W v = x[i + l];                                                 \
-                v = MAP;                                                        \
-                W a = acc[l];                                                   \
-                acc[l] = COMB;                                                  \
-            }                                                                   \
-        for (; i < n; i++) {                                                    \
-            W v = x[i];                                                         \
-            v = MAP;                                                            \
-            W a = acc[0];                                                       \
-            acc[0] = COMB;                                                      \
-        }                                                                       \
-        for (int w = RD_LANES / 2; w >= 1; w /= 2)                              \
-            for (int l = 0; l < w; l++) {                                       \
-                W a = acc[l], v = acc[l + w];                                   \
-                acc[l] = COMB;                                                  \
-            }                                                                   \
+/* A combine by class: + and * per work type (integers wrap), max and min with NaN for all. */
+#define RD_COMB(S, CLS, a, v) RD_COMB_##CLS(S, a, v)
+#define RD_COMB_ADD(S, a, v) RD_ADD_##S(a, v)
+#define RD_COMB_MUL(S, a, v) RD_MUL_##S(a, v)
+#define RD_COMB_MAX(S, a, v) RD_MAXC(a, v)
+#define RD_COMB_MIN(S, a, v) RD_MINC(a, v)
+
+/* One case of rd_lanes: the lane loop, then RD_FINISH_S: the tail into lane 0 and the lanes pairwise into acc[0].
+ * MAP reads v = x[...] and names the mapped value v again. */
+#define RD_LOOP(S, W, K, CLS, MAP)                                                                              \
+    case K:                                                                                                     \
+        for (; i < nv; i += RD_LANES)                                                                           \
+            for (int l = 0; l < RD_LANES; l++) {                                                                \
+                W v = x[i + l];                                                                                 \
+                v = MAP;                                                                                        \
+                W a = acc[l];                                                                                   \
+                acc[l] = RD_COMB(S, CLS, a, v);                                                                 \
+            }                                                                                                   \
+        RD_FINISH_##S(S, W, CLS, MAP)                                                                           \
         break;
+
+/* The tail and the tree on scalars, fully unrolled (as loops GCC kept the lanes in memory and reloaded vectors
+ * that straddled its own narrower stores). */
+#define RD_FINISH_SCALAR(S, W, CLS, MAP)                                                                        \
+    for (; i < n; i++) {                                                                                        \
+        W v = x[i];                                                                                             \
+        v = MAP;                                                                                                \
+        W a = acc[0];                                                                                           \
+        acc[0] = RD_COMB(S, CLS, a, v);                                                                         \
+    }                                                                                                           \
+    RD_TREE_UNROLL for (int w = RD_LANES / 2; w >= 1; w /= 2)                                                   \
+        RD_TREE_UNROLL for (int l = 0; l < w; l++) {                                                            \
+            W a = acc[l], v = acc[l + w];                                                                       \
+            acc[l] = RD_COMB(S, CLS, a, v);                                                                     \
+        }
+#define RD_FINISH_i64 RD_FINISH_SCALAR
+
+#if defined(__GNUC__) && (__GNUC__ >= 12 || defined(__clang__)) /* __builtin_shufflevector */
+/* float's tree on vec16.h's vectors: the same combines in the same order as RD_FINISH_SCALAR (lane l with lane
+ * l + w for w = 32 .. 1, the tail into lane 0 first), so the same bits, but in registers: the scalar form cost more
+ * than the fold of a 1024-element row, and 4x CPU's whole row sum on rows of 64. */
+#define RD_VCOMB_ADD(a, v) ((a) + (v))
+#define RD_VCOMB_MUL(a, v) ((a) * (v))
+#define RD_VCOMB_MAX(a, v) v16_select(((v) > (a)) | ((v) != (v)), (v), (a))
+#define RD_VCOMB_MIN(a, v) v16_select(((v) < (a)) | ((v) != (v)), (v), (a))
+#define RD_VSTEP(CLS, t, ...) t = RD_VCOMB_##CLS(t, __builtin_shufflevector(t, t, __VA_ARGS__))
+#define RD_FINISH_f32(S, W, CLS, MAP)                                                                           \
+    {                                                                                                           \
+        v16f t0 = v16_load(acc), t1 = v16_load(acc + 16), t2 = v16_load(acc + 32), t3 = v16_load(acc + 48);     \
+        W a = t0[0];                                                                                            \
+        for (; i < n; i++) {                                                                                    \
+            W v = x[i];                                                                                         \
+            v = MAP;                                                                                            \
+            a = RD_COMB(S, CLS, a, v);                                                                          \
+        }                                                                                                       \
+        t0[0] = a;                                                                                              \
+        t0 = RD_VCOMB_##CLS(t0, t2);                                                                            \
+        t1 = RD_VCOMB_##CLS(t1, t3);                                                                            \
+        t0 = RD_VCOMB_##CLS(t0, t1);                                                                            \
+        RD_VSTEP(CLS, t0, 8, 9, 10, 11, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15);                          \
+        RD_VSTEP(CLS, t0, 4, 5, 6, 7, 4, 5, 6, 7, 4, 5, 6, 7, 4, 5, 6, 7);                                      \
+        RD_VSTEP(CLS, t0, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);                                      \
+        RD_VSTEP(CLS, t0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1);                                      \
+        acc[0] = t0[0];                                                                                         \
+    }
+/* double's: eight 8-lane vectors, the same order again. */
+typedef double rd_v8d __attribute__((vector_size(64)));
+typedef int64_t rd_v8l __attribute__((vector_size(64)));
+static inline __attribute__((always_inline)) rd_v8d rd_v8d_select(rd_v8l m, rd_v8d a, rd_v8d b) {
+    return (rd_v8d)(((rd_v8l)a & m) | ((rd_v8l)b & ~m));
+}
+#define RD_V8COMB_ADD(a, v) ((a) + (v))
+#define RD_V8COMB_MUL(a, v) ((a) * (v))
+#define RD_V8COMB_MAX(a, v) rd_v8d_select(((v) > (a)) | ((v) != (v)), (v), (a))
+#define RD_V8COMB_MIN(a, v) rd_v8d_select(((v) < (a)) | ((v) != (v)), (v), (a))
+#define RD_V8STEP(CLS, t, ...) t = RD_V8COMB_##CLS(t, __builtin_shufflevector(t, t, __VA_ARGS__))
+#define RD_FINISH_f64(S, W, CLS, MAP)                                                                           \
+    {                                                                                                           \
+        rd_v8d t[8];                                                                                            \
+        memcpy(t, acc, sizeof t);                                                                               \
+        W a = t[0][0];                                                                                          \
+        for (; i < n; i++) {                                                                                    \
+            W v = x[i];                                                                                         \
+            v = MAP;                                                                                            \
+            a = RD_COMB(S, CLS, a, v);                                                                          \
+        }                                                                                                       \
+        t[0][0] = a;                                                                                            \
+        for (int q = 0; q < 4; q++) t[q] = RD_V8COMB_##CLS(t[q], t[q + 4]);                                     \
+        for (int q = 0; q < 2; q++) t[q] = RD_V8COMB_##CLS(t[q], t[q + 2]);                                     \
+        t[0] = RD_V8COMB_##CLS(t[0], t[1]);                                                                     \
+        RD_V8STEP(CLS, t[0], 4, 5, 6, 7, 4, 5, 6, 7);                                                           \
+        RD_V8STEP(CLS, t[0], 2, 3, 2, 3, 2, 3, 2, 3);                                                           \
+        RD_V8STEP(CLS, t[0], 1, 1, 1, 1, 1, 1, 1, 1);                                                           \
+        acc[0] = t[0][0];                                                                                       \
+    }
+_Static_assert(RD_LANES == 64, "RD_FINISH_f32 and _f64 fold four 16-lane and eight 8-lane vectors");
+#else
+#define RD_FINISH_f32 RD_FINISH_SCALAR
+#define RD_FINISH_f64 RD_FINISH_SCALAR
+#endif
 
 #define RD_VLOOP(W, K, COMB, MAP)                                                  \
     case K:                                                                     \
@@ -257,13 +363,18 @@ double exp(double) __attribute__((simd("notinbranch")));
         }                                                                       \
         break;
 
+#define RD_ROWS(S, W, K)                                                                                     \
+    case K:                                                                                                 \
+        for (int64_t r = 0; r < rows; r++) out[r] = rd_lanes_##S(K, op->p, (const W *)(x + r * pitch), n); \
+        break;
+
 RD_DEFINE(f32, float)
 RD_DEFINE(f64, double)
 RD_DEFINE(i64, int64_t)
 
 #define RD_OPS(S, D)                                                                                            \
     {D, rd_init_##S, rd_fold_##S, rd_merge_##S, rd_finish_##S, rd_vinit_##S, rd_vfold_##S, rd_vmerge_##S,        \
-     rd_vfinish_##S}
+     rd_vfinish_##S, rd_fold_rows_##S, rd_vfold_rows_##S}
 
 const rd_work_ops_t axon_rd_work_ops[RD_W_COUNT] = {
     RD_OPS(f32, AXON_FLOAT32),

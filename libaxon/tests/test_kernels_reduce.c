@@ -164,6 +164,101 @@ static void test_split_and_outer_paths_match_reference(void) {
     axon_runtime_destroy(k.rt);
 }
 
+/* The documented lane order, in the work type: 64 lanes over whole groups of 64, the tail folded into lane 0 in
+ * order, then lane l with lane l + w for w = 32, 16, .., 1 (each level's left operand first); op 0 sum, 1 product,
+ * 2 max and 3 min (a NaN wins). */
+#define LANE_ORDER_REF(NAME, W)                                                                      \
+    static W NAME(int op, const W *x, int64_t n) {                                                   \
+        W acc[64];                                                                                   \
+        for (int l = 0; l < 64; l++) acc[l] = op == 1 ? (W)1 : op == 2 ? (W)-INFINITY : op == 3 ? (W)INFINITY : 0; \
+        int64_t i = 0;                                                                               \
+        for (; i + 64 <= n; i += 64)                                                                 \
+            for (int l = 0; l < 64; l++) acc[l] = NAME##_comb(op, acc[l], x[i + l]);                 \
+        for (; i < n; i++) acc[0] = NAME##_comb(op, acc[0], x[i]);                                   \
+        for (int w = 32; w >= 1; w /= 2)                                                             \
+            for (int l = 0; l < w; l++) acc[l] = NAME##_comb(op, acc[l], acc[l + w]);                \
+        return acc[0];                                                                               \
+    }
+#define LANE_COMB(NAME, W)                                                                           \
+    static W NAME##_comb(int op, W a, W v) {                                                         \
+        if (op == 0) return a + v;                                                                   \
+        if (op == 1) return a * v;                                                                   \
+        if (op == 2) return (v > a) | (v != v) ? v : a;                                              \
+        return (v < a) | (v != v) ? v : a;                                                           \
+    }
+LANE_COMB(lanes_f32, float)
+LANE_ORDER_REF(lanes_f32, float)
+LANE_COMB(lanes_f64, double)
+LANE_ORDER_REF(lanes_f64, double)
+
+/* Rows of up to one block (2048 elements) fold in exactly the documented lane order, bitwise, in float32 and
+ * float64, for sum, prod, amax and amin, with row lengths around the lane count; the same values read with a stride
+ * of 2 (gathered into a buffer first) give the same bits. Catches a tree that pairs lanes differently or folds the
+ * tail after it. */
+static void test_rows_fold_in_the_documented_lane_order(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    static const int64_t lens[] = {1, 5, 37, 63, 64, 65, 100, 127, 200, 1000, 2047, 2048};
+    static const axon_reduce_op_t ops[] = {AXON_REDUCE_SUM, AXON_REDUCE_PROD, AXON_REDUCE_AMAX, AXON_REDUCE_AMIN};
+    const int64_t R = 6;
+    for (int f64 = 0; f64 < 2; f64++) {
+        const axon_dtype_t d = f64 ? AXON_FLOAT64 : AXON_FLOAT32;
+        const size_t es = f64 ? 8 : 4;
+        for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
+            for (size_t oi = 0; oi < sizeof ops / sizeof ops[0]; oi++) {
+                const int64_t n = lens[li];
+                double *v = malloc(sizeof(double) * (size_t)(R * n));
+                for (int64_t i = 0; i < R * n; i++) {
+                    /* magnitudes spread over 2^-12 .. 2^12 so that any other order rounds differently */
+                    double m = ldexp(1.0, (int)(rr_rand() % 25) - 12) * ((double)(rr_rand() % 1000) / 999.0 - 0.5);
+                    v[i] = ops[oi] == AXON_REDUCE_PROD ? 1.0 + m * 1e-3 : m;
+                }
+                if (ops[oi] == AXON_REDUCE_AMAX || ops[oi] == AXON_REDUCE_AMIN) v[2 * n + n / 2] = NAN; /* row 2 */
+                unsigned char *h = malloc(es * (size_t)(R * n)), *ht = calloc(2 * (size_t)(R * n), es);
+                for (int64_t r = 0; r < R; r++)
+                    for (int64_t j = 0; j < n; j++) {
+                        float f = (float)v[r * n + j];
+                        const void *src = f64 ? (const void *)&v[r * n + j] : (const void *)&f;
+                        memcpy(h + (r * n + j) * es, src, es);
+                        memcpy(ht + (r * 2 * n + 2 * j) * es, src, es);
+                    }
+                void *dev = rr_upload(&k, d, h, R * n), *devt = rr_upload(&k, d, ht, 2 * R * n);
+                void *dout = rr_upload(&k, d, NULL, 2 * R);
+                const int64_t sz[2] = {R, n}, rowmajor[2] = {n, 1}, spaced[2] = {2 * n, 2}, osz[2] = {R, 1};
+                axon_tensor_t in = kc_tensor(dev, d, 2, sz, rowmajor), ins = kc_tensor(devt, d, 2, sz, spaced);
+                axon_tensor_t out = kc_tensor(dout, d, 2, osz, NULL);
+                axon_tensor_t outt = kc_tensor((char *)dout + R * es, d, 2, osz, NULL);
+                CHECK_OK(axon_kernel_reduce(k.s, ops[oi], &out, &in, NULL));
+                CHECK_OK(axon_kernel_reduce(k.s, ops[oi], &outt, &ins, NULL));
+                unsigned char got[2 * 6 * 8];
+                CHECK(kc_download(&k, got, dout, 2 * (size_t)R * es));
+                for (int64_t r = 0; r < R; r++) {
+                    unsigned char want[8];
+                    if (f64) {
+                        double w = lanes_f64((int)oi, (const double *)(h + r * n * es), n);
+                        memcpy(want, &w, 8);
+                    } else {
+                        float w = lanes_f32((int)oi, (const float *)(h + r * n * es), n);
+                        memcpy(want, &w, 4);
+                    }
+                    int same = memcmp(got + r * es, want, es) == 0, same_s = memcmp(got + (R + r) * es, want, es) == 0;
+                    if (!same || !same_s)
+                        fprintf(stderr, "  %s %s n %lld row %lld: contiguous %s, strided %s\n", axon_dtype_name(d),
+                                axon_reduce_op_name(ops[oi]), (long long)n, (long long)r, same ? "ok" : "differs",
+                                same_s ? "ok" : "differs");
+                    CHECK(same && same_s);
+                }
+                axon_mem_free(k.dev, dev);
+                axon_mem_free(k.dev, devt);
+                axon_mem_free(k.dev, dout);
+                free(v);
+                free(h);
+                free(ht);
+            }
+    }
+    axon_runtime_destroy(k.rt);
+}
+
 /* float32 sums of 1M values stay within 1e-5 of the float64 reference, relative to the sum of |x|, for a full
  * reduction, a column reduction (outer path) and positive values (where sequential float32 drifts most). */
 static void test_float32_sum_of_1m_elements_is_accurate(void) {
@@ -301,6 +396,7 @@ static void test_var_and_std_follow_the_correction(void) {
 int main(void) {
     RUN(test_every_op_and_dtype_over_every_layout_matches_reference);
     RUN(test_split_and_outer_paths_match_reference);
+    RUN(test_rows_fold_in_the_documented_lane_order);
     RUN(test_float32_sum_of_1m_elements_is_accurate);
     RUN(test_empty_reductions_give_identities_or_name_the_op);
     RUN(test_nan_propagates_through_every_path);
