@@ -3,7 +3,8 @@
  * The two descriptors are merged into one iterator walked in dst's memory order, with dimensions that are
  * contiguous in both coalesced. What remains picks the path:
  *   - one contiguous run, same dtype: memcpy in parallel chunks (the raw copy's contiguous branch);
- *   - runs that are contiguous on both sides: the pair's typed conversion loop, which the compiler vectorizes;
+ *   - runs that are contiguous on both sides: the pair's typed conversion loop, which the compiler vectorizes; short
+ *     ones of one dtype (a pad's interior, a slice of the last dimension) as rows moved inline by one loop;
  *   - a transpose (src's fastest dimension is not dst's): square tiles, so that the strided side of each tile stays
  *     in L1 instead of touching a new cache line per element;
  *   - anything else: strided runs along dst's fastest dimension.
@@ -110,6 +111,35 @@ static void copy_tiles(void *ctx, int64_t begin, int64_t end, int slot) {
     }
 }
 
+/* Rows up to this many bytes go through copy_rows: below it the run callback and the typed loop's call cost as much
+ * as moving the row. */
+#define COPY_SHORT_ROW_BYTES 2048
+
+/* Rows [begin, end) of a same-dtype copy whose dimension 0 is contiguous on both sides: the outer coordinates are
+ * stepped like an odometer and each row is moved inline. */
+static void copy_rows(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    const struct copy_job *j = ctx;
+    const axon_iter_t *it = &j->it;
+    const size_t es = it->esize[0], row = (size_t)it->sizes[0] * es;
+    int64_t idx[AXON_MAX_DIMS] = {0};
+    for (int64_t r = begin, d = 1; d < it->ndim; d++) {
+        idx[d] = r % it->sizes[d];
+        r /= it->sizes[d];
+    }
+    char *dp = axon_iter_at(it, 0, begin * it->sizes[0]);
+    const char *sp = axon_iter_at(it, 1, begin * it->sizes[0]);
+    for (int64_t r = begin; r < end; r++) {
+        axon_copy_bytes_short(dp, sp, row);
+        for (int d = 1; d < it->ndim; d++) {
+            dp += it->strides[0][d] * (int64_t)es, sp += it->strides[1][d] * (int64_t)es;
+            if (++idx[d] < it->sizes[d]) break;
+            dp -= it->strides[0][d] * it->sizes[d] * (int64_t)es, sp -= it->strides[1][d] * it->sizes[d] * (int64_t)es;
+            idx[d] = 0;
+        }
+    }
+}
+
 static int64_t abs64(int64_t v) { return v < 0 ? -v : v; }
 
 /* Set up the tiled path if src's fastest dimension is not dimension 0 and dimension 0 strides src by at least a
@@ -156,6 +186,12 @@ void axon_copy_execute(const axon_tensor_t *dst, const axon_tensor_t *src, axon_
         int64_t units = j.tiles0 * j.tiles1 * (j.it.numel / (j.it.sizes[0] * j.it.sizes[1]));
         int64_t grain = AXON_KERNEL_GRAIN / (j.tile * j.tile);
         axon_parallel_for(pool, 0, units, grain < 1 ? 1 : grain, copy_tiles, &j);
+        return;
+    }
+    if (src->dtype == dst->dtype && j.it.ndim >= 2 && j.it.strides[0][0] == 1 && j.it.strides[1][0] == 1 &&
+        (int64_t)j.it.esize[0] * j.it.sizes[0] <= COPY_SHORT_ROW_BYTES) {
+        int64_t grain = AXON_KERNEL_GRAIN / j.it.sizes[0];
+        axon_parallel_for(pool, 0, j.it.numel / j.it.sizes[0], grain < 1 ? 1 : grain, copy_rows, &j);
         return;
     }
     axon_parallel_for(pool, 0, j.it.numel, AXON_KERNEL_GRAIN, copy_range, &j);

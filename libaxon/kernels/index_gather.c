@@ -506,12 +506,12 @@ static void cat_rows_range(void *ctx, int64_t begin, int64_t end, int slot) {
         const int64_t lo = o * j->row < begin ? begin - o * j->row : 0;
         const int64_t hi = end - o * j->row < j->row ? end - o * j->row : j->row;
         if (lo == 0 && hi == j->row) { /* a whole row (the common case, kept short) */
-            for (int t = 1; t <= m; t++) ix_copy_bytes(ob + j->at[t], j->base[t] + off[t], (size_t)j->len[t]);
+            for (int t = 1; t <= m; t++) axon_copy_bytes_short(ob + j->at[t], j->base[t] + off[t], (size_t)j->len[t]);
         } else {
             for (int t = 1; t <= m; t++) {
                 const int64_t from = j->at[t] > lo ? j->at[t] : lo;
                 const int64_t to = j->at[t] + j->len[t] < hi ? j->at[t] + j->len[t] : hi;
-                if (from < to) ix_copy_bytes(ob + from, j->base[t] + off[t] + (from - j->at[t]), (size_t)(to - from));
+                if (from < to) axon_copy_bytes_short(ob + from, j->base[t] + off[t] + (from - j->at[t]), (size_t)(to - from));
             }
         }
         for (int i = 0; i < nd; i++) {

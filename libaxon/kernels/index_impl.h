@@ -33,26 +33,6 @@ static inline void ix_move(char *d, const char *s, size_t es) {
     }
 }
 
-/* memcpy of n bytes for callers where short pieces are common (cat along the last dim): up to 64 bytes as two
- * overlapping fixed-size moves, a few loads and stores instead of a call. d and s must not overlap. */
-static inline void ix_copy_bytes(char *d, const char *s, size_t n) {
-    if (n > 64) {
-        memcpy(d, s, n);
-    } else if (n >= 32) {
-        memcpy(d, s, 32), memcpy(d + n - 32, s + n - 32, 32);
-    } else if (n >= 16) {
-        memcpy(d, s, 16), memcpy(d + n - 16, s + n - 16, 16);
-    } else if (n >= 8) {
-        memcpy(d, s, 8), memcpy(d + n - 8, s + n - 8, 8);
-    } else if (n >= 4) {
-        memcpy(d, s, 4), memcpy(d + n - 4, s + n - 4, 4);
-    } else if (n >= 2) {
-        memcpy(d, s, 2), memcpy(d + n - 2, s + n - 2, 2);
-    } else if (n == 1) {
-        *d = *s;
-    }
-}
-
 /* Rows: the elements after dim, when they form one dense block (row-major strides; dims of size 1 do not count),
  * are one row of *inner elements that a single memcpy or vector loop can move. 1 if they do, else 0. */
 static inline int ix_inner_rows(const axon_tensor_t *t, int dim, int64_t *inner) {

@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "axon/kernels.h"
 #include "axon/pool.h"
@@ -103,6 +104,27 @@ void axon_iter_runs(const axon_iter_t *it, int64_t begin, int64_t end, axon_run_
 char *axon_iter_at(const axon_iter_t *it, int k, int64_t pos);
 
 /* ---- the copy body (copy.c) ---- */
+
+/* memcpy of n bytes for callers where short pieces are common (cat along the last dim, a pad's interior): up to 64 bytes as two
+ * overlapping fixed-size moves, a few loads and stores instead of a call. d and s must not overlap. */
+static inline void axon_copy_bytes_short(char *d, const char *s, size_t n) {
+    if (n > 64) {
+        memcpy(d, s, n);
+    } else if (n >= 32) {
+        memcpy(d, s, 32), memcpy(d + n - 32, s + n - 32, 32);
+    } else if (n >= 16) {
+        memcpy(d, s, 16), memcpy(d + n - 16, s + n - 16, 16);
+    } else if (n >= 8) {
+        memcpy(d, s, 8), memcpy(d + n - 8, s + n - 8, 8);
+    } else if (n >= 4) {
+        memcpy(d, s, 4), memcpy(d + n - 4, s + n - 4, 4);
+    } else if (n >= 2) {
+        memcpy(d, s, 2), memcpy(d + n - 2, s + n - 2, 2);
+    } else if (n == 1) {
+        *d = *s;
+    }
+}
+
 
 /* dst = src with the copy rules, on the calling thread and pool. Descriptors must have passed the copy checks.
  * Cannot fail. */

@@ -689,6 +689,55 @@ static void test_same_dtype_transposes_move_every_element(void) {
     axon_runtime_destroy(k.rt);
 }
 
+/* Short rows of one dtype (the row path: a pad's interior) land exactly in a strided dst view and nothing around
+ * them is touched, for 1- to 16-byte elements, rows from 1 element to past the path's 2048-byte limit, and a source
+ * whose middle dimension runs backwards. Catches a row stepped with the wrong outer stride or an odometer that
+ * carries late. */
+static void test_short_rows_fill_a_padded_interior(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    const axon_dtype_t dts[] = {AXON_UINT8, AXON_INT16, AXON_FLOAT32, AXON_FLOAT64, AXON_COMPLEX128};
+    const int64_t widths[] = {1, 3, 16, 33, 128, 513};
+    enum { A = 3, B = 37 };
+    for (size_t t = 0; t < sizeof dts / sizeof dts[0]; t++)
+        for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++)
+            for (int reversed = 0; reversed < 2; reversed++) {
+                const int64_t C = widths[w], es = (int64_t)dsz(dts[t]), n = A * B * C;
+                const int64_t P = B + 2, Q = C + 3, big = A * P * Q;
+                unsigned char *host = malloc((size_t)(n * es)), *out = malloc((size_t)(big * es));
+                REQUIRE(host && out);
+                for (int64_t i = 0; i < n * es; i++) host[i] = (unsigned char)(i * 131 + 7);
+                memset(out, 0xA5, (size_t)(big * es));
+                void *src = kc_upload(&k, host, (size_t)(n * es)), *dst = kc_upload(&k, out, (size_t)(big * es));
+                const int64_t sz[3] = {A, B, C}, dst_st[3] = {P * Q, Q, 1};
+                const int64_t src_st[3] = {B * C, reversed ? -C : C, 1}, src_off = reversed ? (B - 1) * C : 0;
+                axon_tensor_t ts = kc_tensor((char *)src + src_off * es, dts[t], 3, sz, src_st);
+                axon_tensor_t td = kc_tensor((char *)dst + (Q + 2) * es, dts[t], 3, sz, dst_st);
+                CHECK_OK(axon_kernel_copy(k.s, &td, &ts));
+                CHECK(kc_download(&k, out, dst, (size_t)(big * es)));
+                int64_t bad = 0;
+                for (int64_t a = 0; a < A; a++)
+                    for (int64_t p = 0; p < P; p++)
+                        for (int64_t q = 0; q < Q; q++) {
+                            const unsigned char *got = out + ((a * P + p) * Q + q) * es;
+                            const int64_t b = p - 1, c = q - 2;
+                            if (b >= 0 && b < B && c >= 0 && c < C) {
+                                const int64_t from = src_off + a * src_st[0] + b * src_st[1] + c;
+                                bad += memcmp(got, host + from * es, (size_t)es) != 0;
+                            } else {
+                                for (int64_t e = 0; e < es; e++) bad += got[e] != 0xA5;
+                            }
+                        }
+                if (bad)
+                    fprintf(stderr, "  %s width %lld%s: %lld wrong bytes or elements\n", axon_dtype_name(dts[t]),
+                            (long long)C, reversed ? " reversed" : "", (long long)bad);
+                CHECK_EQ_I64(bad, 0);
+                axon_mem_free(k.dev, src), axon_mem_free(k.dev, dst);
+                free(host), free(out);
+            }
+    axon_runtime_destroy(k.rt);
+}
+
 int main(void) {
     RUN(test_every_dtype_pair_converts_like_the_reference);
     RUN(test_hand_checked_conversions);
@@ -703,5 +752,6 @@ int main(void) {
     RUN(test_large_copies_do_not_depend_on_the_thread_count);
     RUN(test_float32_to_float16_over_a_sweep_of_bit_patterns);
     RUN(test_same_dtype_transposes_move_every_element);
+    RUN(test_short_rows_fill_a_padded_interior);
     return check_report();
 }
