@@ -101,13 +101,22 @@ typedef struct axon_bytes16 {
     uint64_t lo, hi;
 } axon_bytes16_t;
 
+/* Same-dtype moves. A broadcast into a contiguous run (fill) is memset when the value's bytes are all equal (zero,
+ * the common case: libc's memset is tuned per CPU) and a loop of the widest stores otherwise. */
 #define AXON_COPY_RAW(T)                                                                                       \
-    static void axon_copy_raw_##T(char *restrict dst, int64_t ds, const char *restrict src, int64_t ss,        \
-                                  int64_t n) {                                                                 \
+    AXON_CLONES static void axon_copy_raw_##T(char *restrict dst, int64_t ds, const char *restrict src,       \
+                                              int64_t ss, int64_t n) {                                         \
         T *restrict d = (T *)dst;                                                                              \
         const T *restrict s = (const T *)src;                                                                  \
         if (ds == 1 && ss == 1) {                                                                              \
             memcpy(d, s, (size_t)n * sizeof(T));                                                               \
+        } else if (ss == 0 && ds == 1) {                                                                       \
+            const T v = s[0];                                                                                  \
+            if (copy_bytes_uniform(src, sizeof(T))) {                                                          \
+                memset(d, src[0], (size_t)n * sizeof(T));                                                      \
+            } else {                                                                                           \
+                for (int64_t i = 0; i < n; i++) d[i] = v;                                                      \
+            }                                                                                                  \
         } else if (ss == 0) {                                                                                  \
             const T v = s[0];                                                                                  \
             for (int64_t i = 0; i < n; i++) d[i * ds] = v;                                                     \
@@ -115,6 +124,12 @@ typedef struct axon_bytes16 {
             for (int64_t i = 0; i < n; i++) d[i * ds] = s[i * ss];                                             \
         }                                                                                                      \
     }
+
+static int copy_bytes_uniform(const char *p, size_t n) {
+    for (size_t i = 1; i < n; i++)
+        if (p[i] != p[0]) return 0;
+    return 1;
+}
 
 AXON_COPY_RAW(uint8_t)
 AXON_COPY_RAW(uint16_t)
