@@ -16,6 +16,7 @@
 
 #define PL_BLOCKS 256
 #define PL_CHUNK 512
+_Static_assert(PL_CHUNK % AXON_PARTS == 0, "a chunk leaves no tail in the parts but at a block's end");
 #define PL_BCE_EPS ((double)1e-12f) /* PyTorch's floor on x (1 - x) in BCE's gradient: a float constant there */
 
 static const char *const pl_names[AXON_PLOSS_COUNT] = {"mse_loss", "smooth_l1_loss", "huber_loss",
@@ -36,6 +37,7 @@ typedef struct pl_args {
     const char *in, *target, *weight, *gout;
     size_t es_out, es_in, es_t, es_w, es_g;
     axon_convert_fn ld_in, ld_t, ld_w, ld_g, st_out;
+    int mse_f32;                 /* mse with every operand float32: pl_mse_f32 */
 } pl_args_t;
 
 typedef struct pl_job {
@@ -124,6 +126,42 @@ AXON_CLONES static void pl_values(const pl_args_t *a, double g0, int per_element
     }
 }
 
+/* float32 mse, the common case, in one pass over [lo, hi): the same float64 values as pl_values (x and t widen
+ * exactly; there is no weight to multiply by), summed into the same parts (chunks are whole multiples of the parts,
+ * so only the block's end has a tail) or rounded once into out, without the stack copies and conversion calls. */
+AXON_CLONES static void pl_mse_f32(const pl_args_t *a, double g0, int64_t lo, int64_t hi, double *part) {
+    const float *restrict x = (const float *)a->in + lo, *restrict t = (const float *)a->target + lo;
+    const int64_t m = hi - lo;
+    if (!a->backward && a->red != AXON_LOSS_NONE) {
+        double acc[AXON_PARTS];
+        memcpy(acc, part, sizeof acc);
+        int64_t i = 0;
+        for (; i + AXON_PARTS <= m; i += AXON_PARTS)
+            for (int k = 0; k < AXON_PARTS; k++) {
+                const double d = (double)x[i + k] - (double)t[i + k];
+                acc[k] += d * d;
+            }
+        for (int k = 0; i < m; i++, k++) {
+            const double d = (double)x[i] - (double)t[i];
+            acc[k] += d * d;
+        }
+        memcpy(part, acc, sizeof acc);
+        return;
+    }
+    float *restrict o = (float *)a->out + lo;
+    if (!a->backward) {
+        for (int64_t i = 0; i < m; i++) {
+            const double d = (double)x[i] - (double)t[i];
+            o[i] = (float)(d * d);
+        }
+    } else if (a->red == AXON_LOSS_NONE) {
+        const float *restrict g = (const float *)a->gout + lo;
+        for (int64_t i = 0; i < m; i++) o[i] = (float)(2.0 * ((double)x[i] - (double)t[i]) * (double)g[i]);
+    } else {
+        for (int64_t i = 0; i < m; i++) o[i] = (float)(2.0 * ((double)x[i] - (double)t[i]) * g0);
+    }
+}
+
 static void pl_range(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
     pl_job_t *j = ctx;
@@ -134,6 +172,11 @@ static void pl_range(void *ctx, int64_t begin, int64_t end, int slot) {
         int64_t lo, hi;
         pl_bounds(j, b, &lo, &hi);
         double acc[AXON_PARTS] = {0};
+        if (a->mse_f32) {
+            pl_mse_f32(a, j->g, lo, hi, acc);
+            j->part[b] = axon_parts_total(acc);
+            continue;
+        }
         for (int64_t i = lo; i < hi; i += PL_CHUNK) {
             const int64_t m = hi - i < PL_CHUNK ? hi - i : PL_CHUNK;
             pl_load(a->ld_in, x, a->in, a->es_in, i, m);
@@ -262,6 +305,8 @@ static axon_status_t pl_launch(axon_stream_t s, axon_ploss_t op, int backward, c
         g.es_g = axon_dtype_size(gout->dtype);
         g.ld_g = axon_convert_get(gout->dtype, AXON_FLOAT64);
     }
+    g.mse_f32 = op == AXON_PLOSS_MSE && in->dtype == AXON_FLOAT32 && target->dtype == AXON_FLOAT32 &&
+                out->dtype == AXON_FLOAT32 && (!backward || gout->dtype == AXON_FLOAT32);
     axon_launch_t l = {pl_kernel, &g, sizeof g, name, (uint64_t)n * (g.es_in + g.es_t + g.es_w + g.es_out)};
     return axon_stream_launch(s, &l);
 }

@@ -389,6 +389,53 @@ static void test_pointwise_loss_mean_of_nothing_is_nan_and_bad_arguments_fail(vo
     axon_runtime_destroy(k.rt);
 }
 
+/* mse with every operand float32 (its one-pass path) gives the float64-out result rounded once to float, bitwise:
+ * the same widened values summed into the same parts, for every reduction, forward and backward, at lengths that
+ * leave tails in the parts and split into several blocks. Catches a pass that subtracts or multiplies in float. */
+static void test_float32_mse_matches_the_float64_path_rounded_once(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    static const int64_t lens[] = {1, 13, 1000, 70001};
+    unsigned st = 7;
+    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
+        for (int red = 0; red < AXON_LOSS_REDUCTION_COUNT; red++)
+            for (int backward = 0; backward < 2; backward++) {
+                const int64_t n = lens[li], full = backward || red == AXON_LOSS_NONE ? n : 1;
+                double *vx = malloc(sizeof(double) * (size_t)n), *vt = malloc(sizeof(double) * (size_t)n);
+                double *vg = malloc(sizeof(double) * (size_t)n);
+                for (int64_t i = 0; i < n; i++) { /* magnitudes spread, so that a float difference would round */
+                    vx[i] = lt_rand(&st) * exp(lt_rand(&st)), vt[i] = lt_rand(&st) * exp(lt_rand(&st));
+                    vg[i] = lt_rand(&st);
+                }
+                lt_buf_t x = lt_make(&k, AXON_FLOAT32, n, vx), t = lt_make(&k, AXON_FLOAT32, n, vt);
+                const int64_t gn = backward && red == AXON_LOSS_NONE ? n : 1;
+                lt_buf_t g = lt_make(&k, AXON_FLOAT32, gn, vg);
+                lt_buf_t o32 = lt_make(&k, AXON_FLOAT32, full, NULL), o64 = lt_make(&k, AXON_FLOAT64, full, NULL);
+                const int64_t sz[1] = {n}, one[1] = {1};
+                axon_tensor_t tx = lt_t(&x, 1, sz), tt = lt_t(&t, 1, sz), tg = lt_t(&g, 1, gn == n ? sz : one);
+                axon_tensor_t t32 = lt_t(&o32, 1, full == n ? sz : one), t64 = lt_t(&o64, 1, full == n ? sz : one);
+                for (int w = 0; w < 2; w++) {
+                    axon_tensor_t *out = w ? &t64 : &t32;
+                    if (backward)
+                        CHECK_OK(axon_kernel_pointwise_loss_backward(k.s, AXON_PLOSS_MSE, out, &tg, &tx, &tt, NULL,
+                                                                     (axon_loss_reduction_t)red, 0));
+                    else
+                        CHECK_OK(axon_kernel_pointwise_loss(k.s, AXON_PLOSS_MSE, out, &tx, &tt, NULL,
+                                                            (axon_loss_reduction_t)red, 0));
+                }
+                CHECK(lt_pull(&k, &o32) && lt_pull(&k, &o64));
+                int64_t bad = 0;
+                for (int64_t i = 0; i < full; i++) bad += (float)o64.host[i] != (float)o32.host[i];
+                if (bad)
+                    fprintf(stderr, "  n %lld reduction %d %s: %lld values differ\n", (long long)n, red,
+                            backward ? "backward" : "forward", (long long)bad);
+                CHECK_EQ_I64(bad, 0);
+                lt_free(&k, &x), lt_free(&k, &t), lt_free(&k, &g), lt_free(&k, &o32), lt_free(&k, &o64);
+                free(vx), free(vt), free(vg);
+            }
+    axon_runtime_destroy(k.rt);
+}
+
 int main(void) {
     RUN(test_nll_loss_matches_reference_for_every_reduction_weight_and_layout);
     RUN(test_nll_loss_mean_with_every_target_ignored_is_nan);
@@ -396,6 +443,7 @@ int main(void) {
     RUN(test_nll_loss_is_bitwise_identical_for_1_and_4_threads);
     RUN(test_nll_loss_refuses_bad_descriptors_with_messages);
     RUN(test_pointwise_losses_match_reference_forward_and_backward);
+    RUN(test_float32_mse_matches_the_float64_path_rounded_once);
     RUN(test_bce_input_outside_0_1_fails_at_sync_and_writes_nothing);
     RUN(test_pointwise_loss_mean_of_nothing_is_nan_and_bad_arguments_fail);
     return check_report();
