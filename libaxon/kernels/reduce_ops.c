@@ -57,6 +57,22 @@ double exp(double) __attribute__((simd("notinbranch")));
 #define RD_MAXC(a, v) (((v) > (a)) | ((v) != (v)) ? (v) : (a))
 #define RD_MINC(a, v) (((v) < (a)) | ((v) != (v)) ? (v) : (a))
 
+/* Every kind as (kind, combine class, map): MAP reads v = x[...] and names the mapped value v again. */
+#define RD_KINDS(X, S, W)                                 \
+    X(S, W, RD_SUM, ADD, v)                               \
+    X(S, W, RD_PROD, MUL, v)                              \
+    X(S, W, RD_MAX, MAX, v)                               \
+    X(S, W, RD_MIN, MIN, v)                               \
+    X(S, W, RD_NZ_SUM, ADD, (W)(v != 0))                  \
+    X(S, W, RD_NZ_MAX, MAX, (W)(v != 0))                  \
+    X(S, W, RD_NZ_MIN, MIN, (W)(v != 0))                  \
+    X(S, W, RD_ABS_SUM, ADD, RD_ABS_##S(v))               \
+    X(S, W, RD_SQ_SUM, ADD, RD_MUL_##S(v, v))             \
+    X(S, W, RD_ABS_MAX, MAX, RD_ABS_##S(v))               \
+    X(S, W, RD_ABS_MIN, MIN, RD_ABS_##S(v))               \
+    X(S, W, RD_POW_SUM, ADD, RD_POW_##S(v, p))            \
+    X(S, W, RD_EXP_SUM, ADD, RD_EXP_##S(v - (W)p))
+
 /* One generator per work type S (f32, f64, i64) with C type W. */
 #define RD_DEFINE(S, W)                                                                                             \
     static W rd_identity_##S(rd_kind_t k) {                                                                         \
@@ -79,19 +95,7 @@ double exp(double) __attribute__((simd("notinbranch")));
         (void)p;                                                                                                    \
         /* the tail goes to lane 0 after the vector part, in a fixed order */                                       \
         switch (k) {                                                                                                \
-        RD_LOOP(S, W, RD_SUM, ADD, v)                                                                               \
-        RD_LOOP(S, W, RD_PROD, MUL, v)                                                                              \
-        RD_LOOP(S, W, RD_MAX, MAX, v)                                                                               \
-        RD_LOOP(S, W, RD_MIN, MIN, v)                                                                               \
-        RD_LOOP(S, W, RD_NZ_SUM, ADD, (W)(v != 0))                                                                  \
-        RD_LOOP(S, W, RD_NZ_MAX, MAX, (W)(v != 0))                                                                  \
-        RD_LOOP(S, W, RD_NZ_MIN, MIN, (W)(v != 0))                                                                  \
-        RD_LOOP(S, W, RD_ABS_SUM, ADD, RD_ABS_##S(v))                                                               \
-        RD_LOOP(S, W, RD_SQ_SUM, ADD, RD_MUL_##S(v, v))                                                             \
-        RD_LOOP(S, W, RD_ABS_MAX, MAX, RD_ABS_##S(v))                                                               \
-        RD_LOOP(S, W, RD_ABS_MIN, MIN, RD_ABS_##S(v))                                                               \
-        RD_LOOP(S, W, RD_POW_SUM, ADD, RD_POW_##S(v, p))                                                            \
-        RD_LOOP(S, W, RD_EXP_SUM, ADD, RD_EXP_##S(v - (W)p))                                                        \
+        RD_KINDS(RD_LOOP, S, W)                                                                                     \
         default: break;                                                                                             \
         }                                                                                                           \
         return acc[0];                                                                                              \
@@ -190,6 +194,15 @@ double exp(double) __attribute__((simd("notinbranch")));
     AXON_CLONES static void rd_fold_rows_##S(const rd_op_t *op, void *outv, const char *x, int64_t pitch,           \
                                             int64_t rows, int64_t n) {                                              \
         W *out = outv;                                                                                              \
+        if (n < RD_LANES) {                                                                                         \
+            const double p = op->p;                                                                                 \
+            (void)p;                                                                                                \
+            switch (op->kind) {                                                                                     \
+            RD_KINDS(RD_SHORT, S, W)                                                                                \
+            default: break;                                                                                         \
+            }                                                                                                       \
+            return;                                                                                                 \
+        }                                                                                                           \
         switch (op->kind) {                                                                                         \
         RD_ROWS(S, W, RD_SUM)                                                                                       \
         RD_ROWS(S, W, RD_PROD)                                                                                      \
@@ -362,6 +375,43 @@ _Static_assert(RD_LANES == 64, "RD_FINISH_f32 and _f64 fold four 16-lane and eig
             acc[j] = COMB;                                                      \
         }                                                                       \
         break;
+
+/* fold_rows' case for rows shorter than the lanes: all of a row lands in lane 0 in order, and the tree then combines
+ * it with identities only, which one final combine with the identity reproduces (s + 0 turns -0 into +0, the rest
+ * keep s). So the row's bits, computed for RD_SHORT_ROWS rows at once, one row per lane: independent chains that
+ * the compiler can vectorize across rows, instead of one chain and a 64-lane tree per row. */
+#define RD_SHORT_ROWS 16
+#define RD_SHORT(S, W, K, CLS, MAP)                                                                           \
+    case K: {                                                                                                 \
+        const W id = rd_identity_##S(K);                                                                      \
+        int64_t r = 0;                                                                                        \
+        for (; r + RD_SHORT_ROWS <= rows; r += RD_SHORT_ROWS) {                                               \
+            W acc[RD_SHORT_ROWS];                                                                             \
+            for (int l = 0; l < RD_SHORT_ROWS; l++) acc[l] = id;                                              \
+            for (int64_t i = 0; i < n; i++)                                                                   \
+                for (int l = 0; l < RD_SHORT_ROWS; l++) {                                                     \
+                    W v = ((const W *)(x + (r + l) * pitch))[i];                                              \
+                    v = MAP;                                                                                  \
+                    W a = acc[l];                                                                             \
+                    acc[l] = RD_COMB(S, CLS, a, v);                                                           \
+                }                                                                                             \
+            for (int l = 0; l < RD_SHORT_ROWS; l++) {                                                         \
+                W a = acc[l], v = id;                                                                         \
+                out[r + l] = RD_COMB(S, CLS, a, v);                                                           \
+            }                                                                                                 \
+        }                                                                                                     \
+        for (; r < rows; r++) {                                                                               \
+            W a = id;                                                                                         \
+            for (int64_t i = 0; i < n; i++) {                                                                 \
+                W v = ((const W *)(x + r * pitch))[i];                                                        \
+                v = MAP;                                                                                      \
+                a = RD_COMB(S, CLS, a, v);                                                                    \
+            }                                                                                                 \
+            W v = id;                                                                                         \
+            out[r] = RD_COMB(S, CLS, a, v);                                                                   \
+        }                                                                                                     \
+        break;                                                                                                \
+    }
 
 #define RD_ROWS(S, W, K)                                                                                     \
     case K:                                                                                                 \
