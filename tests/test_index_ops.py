@@ -383,3 +383,36 @@ def test_cat_along_the_last_dim_of_big_and_many_inputs_matches_cpu():
     same(native(lambda *t: torch.cat(t, 1), *many), torch.cat(many, 1))
     narrow = [sample(torch.bool, (1000, 1), seed=k) for k in range(5)]  # one-byte pieces
     same(native(lambda *t: torch.cat(t, 1), *narrow), torch.cat(narrow, 1))
+
+
+# A scalar self is indexed as a vector of one element along dim 0 or -1 (op_db samples these), natively.
+SCALAR_CASES = {
+    "index_select": lambda s, i: s.index_select(0, i),
+    "index_select dim -1": lambda s, i: torch.index_select(s, -1, i),
+    "gather": lambda s, i: s.gather(0, i),
+    "index_add_": lambda s, i: s.clone().index_add_(0, i, s * 2 + 1, alpha=3),
+    "index_add": lambda s, i: torch.index_add(s, -1, i, s - 4),
+    "index_copy_": lambda s, i: s.clone().index_copy_(0, i, s + 7),
+    "index_copy out=": lambda s, i: torch.index_copy(s, 0, i, s * 3, out=torch.empty(5, dtype=s.dtype, device=s.device)),
+}
+
+
+@pytest.mark.parametrize("case", SCALAR_CASES)
+@pytest.mark.parametrize("index", [torch.tensor([0]), torch.tensor(0)], ids=["index [0]", "index 0-d"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bfloat16], ids=dtype_id)
+def test_scalar_self_is_a_vector_of_one_element(case, index, dtype):
+    fn = SCALAR_CASES[case]
+    s = torch.tensor(5, dtype=dtype)
+    expected = fn(s, index)
+    same(native(fn, s, index), expected)
+
+
+@pytest.mark.parametrize("index, message", [(torch.tensor([0, 0]), "Index to scalar can have only 1 value"),
+                                            (torch.tensor([0.0]), "Expected dtype int32 or int64")])
+def test_scalar_self_with_a_bad_index_raises_cpus_error(index, message):
+    with pytest.raises(RuntimeError, match=message):
+        torch.tensor(5.0).index_select(0, index)
+    with pytest.raises(RuntimeError, match=message):
+        torch.tensor(5.0, device="axon").index_select(0, index.to("axon"))
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        torch.tensor(5.0, device="axon").index_select(1, torch.tensor([0], device="axon"))

@@ -44,6 +44,11 @@ bool is_index_dtype(const at::Tensor& index) {
   return index.scalar_type() == at::kLong || index.scalar_type() == at::kInt;
 }
 
+// A scalar self along dim 0 (or -1) is a vector of one element, as PyTorch indexes it: the ops below run on one-element
+// views of their scalar operands when the index has exactly one element (anything else goes to the host fallback,
+// which raises PyTorch's error).
+bool scalar_self(const at::Tensor& self, const at::Tensor& index) { return self.dim() == 0 && index.numel() == 1; }
+
 // ---- index_select ----
 
 at::Tensor& index_select_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, at::Tensor& out) {
@@ -51,6 +56,13 @@ at::Tensor& index_select_out(const at::Tensor& self, int64_t dim, const at::Tens
   TORCH_CHECK(is_index_dtype(index), "index_select(): Expected dtype int32 or int64 for index");
   TORCH_CHECK(self.scalar_type() == out.scalar_type(), "index_select(): self and result must have the same scalar "
               "type");
+  if (scalar_self(self, index) && on_device_of(self, index) && on_device_of(self, out)) {
+    at::maybe_wrap_dim(dim, static_cast<int64_t>(0));  // a scalar takes dim 0 or -1
+    at::native::resize_output(out, {});
+    at::Tensor o = out.view({1});
+    index_select_out(self.view({1}), 0, index.reshape({1}), o);
+    return out;
+  }
   if (!fits_dims(self) || !on_device_of(self, index) || !on_device_of(self, out)) {
     return fall_back<ATEN_OP2(index_select, out)>(self, dim, index, out);
   }
@@ -67,7 +79,8 @@ at::Tensor& index_select_out(const at::Tensor& self, int64_t dim, const at::Tens
 }
 
 at::Tensor index_select(const at::Tensor& self, int64_t dim, const at::Tensor& index) {
-  if (!fits_dims(self) || !on_device_of(self, index)) return fall_back<ATEN_OP(index_select)>(self, dim, index);
+  if ((!fits_dims(self) && !scalar_self(self, index)) || !on_device_of(self, index))
+    return fall_back<ATEN_OP(index_select)>(self, dim, index);
   at::Tensor out = at::empty({0}, self.options());
   return index_select_out(self, dim, index, out);
 }
@@ -97,6 +110,15 @@ void check_gather_shapes(const at::Tensor& self, int64_t dim, const at::Tensor& 
 
 at::Tensor& gather_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse_grad,
                        at::Tensor& out) {
+  if (scalar_self(self, index) && index.dim() <= 1 && on_device_of(self, index) && on_device_of(self, out)) {
+    at::maybe_wrap_dim(dim, static_cast<int64_t>(0));  // a scalar takes dim 0 or -1
+    TORCH_CHECK(self.scalar_type() == out.scalar_type(), "gather(): Expected self.dtype to be equal to out.dtype");
+    TORCH_CHECK(is_index_dtype(index), "gather(): Expected dtype int32/int64 for index");
+    at::native::resize_output(out, index.sizes());
+    at::Tensor o = out.view({1});
+    gather_out(self.view({1}), 0, index.reshape({1}), sparse_grad, o);
+    return out;
+  }
   if (!fits_dims(self) || index.dim() != self.dim() || !on_device_of(self, index) || !on_device_of(self, out)) {
     return fall_back<ATEN_OP2(gather, out)>(self, dim, index, sparse_grad, out);
   }
@@ -209,6 +231,17 @@ at::Tensor& scatter_reduce_two_out(const at::Tensor& self, int64_t dim, const at
 
 at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
                           const at::Scalar& alpha, at::Tensor& out) {
+  if (scalar_self(self, index) && source.dim() == 0 && index.dim() <= 1 && on_device_of(self, index) &&
+      on_device_of(self, source) && on_device_of(self, out)) {
+    at::maybe_wrap_dim(dim, static_cast<int64_t>(0));  // a scalar takes dim 0 or -1
+    if (!out.is_same(self)) {
+      at::native::resize_output(out, {});
+      out.copy_(self);
+    }
+    at::Tensor o = out.view({1});
+    index_add_out(o, 0, index.reshape({1}), source.view({1}), alpha, o);
+    return out;
+  }
   if (!fits_dims(self) || source.dim() != self.dim() || !kernels_support(self.scalar_type()) || self.is_complex() ||
       !on_device_of(self, index) || !on_device_of(self, source) || !on_device_of(self, out)) {
     return fall_back<ATEN_OP2(index_add, out)>(self, dim, index, source, alpha, out);
@@ -271,6 +304,17 @@ void check_index_copy(const at::Tensor& self, int64_t dim, const at::Tensor& ind
 
 at::Tensor& index_copy_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
                            at::Tensor& out) {
+  if (scalar_self(self, index) && source.dim() <= 1 && source.numel() == 1 && index.dim() <= 1 &&
+      on_device_of(self, index) && on_device_of(self, source) && on_device_of(self, out)) {
+    at::maybe_wrap_dim(dim, static_cast<int64_t>(0));  // a scalar takes dim 0 or -1
+    if (!out.is_same(self)) {
+      at::native::resize_output(out, {});
+      out.copy_(self);
+    }
+    at::Tensor o = out.view({1});
+    index_copy_out(o, 0, index.reshape({1}), source.reshape({1}), o);
+    return out;
+  }
   if (!fits_dims(self) || !kernels_support(self.scalar_type()) || !on_device_of(self, index) ||
       !on_device_of(self, source) || !on_device_of(self, out)) {
     return fall_back<ATEN_OP2(index_copy, out)>(self, dim, index, source, out);
