@@ -12,7 +12,7 @@ FLOATS = list(TOL)
 
 
 def rand(*shape, dtype=torch.float32, seed=0):
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64).to(dtype)
+    return torch.randn(shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64).to(dtype)
 
 
 def same(result, expected):
@@ -42,6 +42,20 @@ CASES = {
     "addmm_full": (lambda c, a, b: torch.addmm(c, a, b), [(33, 29), (33, 17), (17, 29)]),
     "baddbmm": (lambda c, a, b: torch.baddbmm(c, a, b, beta=2.0), [(4, 8, 6), (4, 8, 5), (4, 5, 6)]),
     "linear": (lambda x, w, b: torch.nn.functional.linear(x, w, b), [(7, 16), (4, 16), (4,)]),
+    # vector products over views of mm and addmm
+    "mv": (lambda a, v: a @ v, [(33, 17), (17,)]),
+    "mv_transposed_strided": (lambda a, v: a.t() @ v[::2], [(34, 9), (68,)]),
+    "vector_matrix": (lambda v, a: v @ a, [(17,), (17, 29)]),
+    "dot": (lambda u, v: u @ v, [(40,), (40,)]),
+    "dot_strided": (lambda u, v: torch.dot(u[::3], v[1::3]), [(60,), (60,)]),
+    "vdot": (lambda u, v: torch.vdot(u, v), [(40,), (40,)]),
+    "inner": (lambda u, v: torch.inner(u, v), [(12,), (12,)]),
+    "addmv": (lambda c, a, v: torch.addmv(c, a, v, beta=0.5, alpha=2.0), [(33,), (33, 17), (17,)]),
+    "addmv_broadcast_scalar": (lambda c, a, v: torch.addmv(c, a, v), [(), (33, 17), (17,)]),
+    "addmv_broadcast_one": (lambda c, a, v: torch.addmv(c, a, v, alpha=-1), [(1,), (33, 17), (17,)]),
+    "addmv_in_place": (lambda c, a, v: c.clone().addmv_(a, v, beta=2.0), [(33,), (33, 17), (17,)]),
+    "addmv_out": (lambda c, a, v: torch.addmv(c, a, v, out=torch.empty(0, dtype=c.dtype, device=c.device)),
+                  [(33,), (33, 17), (17,)]),
 }
 
 
@@ -58,6 +72,35 @@ def test_integer_matrix_products_are_exact(dtype):
     a = torch.randint(-5, 5, (6, 7)).to(dtype)
     b = torch.randint(-5, 5, (7, 3)).to(dtype)
     same(native(torch.mm, a, b), a @ b)
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.uint8], ids=str)
+@pytest.mark.parametrize("name", ["mv", "dot", "addmv", "vector_matrix"])
+def test_integer_vector_products_are_exact(name, dtype):
+    fn, shapes = CASES[name]
+    g = torch.Generator().manual_seed(3)
+    args = [torch.randint(0, 4, s, generator=g).to(dtype) for s in shapes]
+    same(native(fn, *args), fn(*args))
+
+
+def test_empty_dot_is_zero_and_addmv_with_beta_zero_ignores_nan():
+    e = torch.empty(0)
+    same(native(torch.dot, e, e), torch.dot(e, e))
+    c = torch.full((4,), float("nan"))
+    a, v = rand(4, 3), rand(3, seed=1)
+    same(native(lambda x, y, z: torch.addmv(x, y, z, beta=0), c, a, v), torch.addmv(c, a, v, beta=0))
+
+
+def test_vector_products_with_bad_operands_raise_cpu_messages():
+    u, a = torch.ones(3, device="axon"), torch.ones(2, 4, device="axon")
+    with pytest.raises(RuntimeError, match="inconsistent tensor size"):
+        torch.dot(u, torch.ones(4, device="axon"))
+    with pytest.raises(RuntimeError, match="1D tensors expected"):
+        torch.dot(a, a)
+    with pytest.raises(RuntimeError, match="same dtype"):
+        torch.dot(u, torch.ones(3, dtype=torch.float64, device="axon"))
+    with pytest.raises(RuntimeError, match="size mismatch"):
+        torch.mv(a, u)
 
 
 def test_beta_zero_ignores_nan_in_the_input_like_cpu():

@@ -1,5 +1,5 @@
 // Matrix products on libaxon's GEMM kernel (libaxon/include/axon/gemm.h): mm, bmm, addmm and baddbmm, which
-// matmul, linear and the autograd formulas of both reach. The checks and messages are PyTorch's; addmm's input, when
+// matmul, linear and the autograd formulas of both reach, and addmv, dot and vdot (real) over views of them. The checks and messages are PyTorch's; addmm's input, when
 // it is a row vector broadcast over the rows (linear's bias), goes to the kernel as its bias instead of being copied
 // into out first. What libaxon does not cover (bool, complex) runs through the host fallback.
 #include <ATen/ATen.h>
@@ -117,7 +117,42 @@ at::Tensor& baddbmm_out(const at::Tensor& self, const at::Tensor& batch1, const 
   return out;
 }
 
+// out = beta * self + alpha * (mat @ vec), as addmm over [n, 1] views: mv, and matmul's matrix-vector case, reach it.
+// Operands PyTorch refuses go to the host fallback, which raises its errors.
+at::Tensor& addmv_out(const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec, const c10::Scalar& beta,
+                      const c10::Scalar& alpha, at::Tensor& out) {
+  const bool valid = mat.dim() == 2 && vec.dim() == 1 && self.dim() <= 1 && mat.size(1) == vec.size(0) &&
+                     (mat.size(0) == self.numel() || self.numel() == 1) && gemm_dtype(mat.scalar_type()) &&
+                     vec.scalar_type() == mat.scalar_type() && self.scalar_type() == mat.scalar_type() &&
+                     out.scalar_type() == mat.scalar_type() && vec.device() == mat.device() &&
+                     self.device() == mat.device() && out.device() == mat.device();
+  if (!valid) return fall_back<ATEN_OP2(addmv, out)>(self, mat, vec, beta, alpha, out);
+  const int64_t n = mat.size(0), m = mat.size(1);
+  if (!out.is_same(self)) at::native::resize_output(out, {n});
+  at::Tensor out2 = out.view({n, 1});
+  add_product(self.reshape({self.numel(), 1}).expand({n, 1}), mat, vec.view({m, 1}), beta, alpha, out2, "addmv");
+  return out;
+}
+
+// dot (and vdot of real vectors) as a [1, n] x [n, 1] product.
+at::Tensor dot_product(const at::Tensor& self, const at::Tensor& other, bool conjugate) {
+  const bool valid = self.dim() == 1 && other.dim() == 1 && self.scalar_type() == other.scalar_type() &&
+                     self.numel() == other.numel() && gemm_dtype(self.scalar_type()) &&
+                     other.device() == self.device();
+  if (!valid) return conjugate ? fall_back<ATEN_OP(vdot)>(self, other) : fall_back<ATEN_OP(dot)>(self, other);
+  const int64_t n = self.numel();
+  at::Tensor out = at::empty({1, 1}, self.options());
+  mm_out(self.view({1, n}), other.view({n, 1}), out);
+  return out.view(at::IntArrayRef{});  // {} alone would pick view(ScalarType)
+}
+
+at::Tensor dot(const at::Tensor& self, const at::Tensor& other) { return dot_product(self, other, false); }
+at::Tensor vdot(const at::Tensor& self, const at::Tensor& other) { return dot_product(self, other, true); }
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("addmv.out", TORCH_FN(addmv_out));
+  m.impl("dot", TORCH_FN(dot));
+  m.impl("vdot", TORCH_FN(vdot));
   m.impl("mm.out", TORCH_FN(mm_out));
   m.impl("bmm.out", TORCH_FN(bmm_out));
   m.impl("addmm.out", TORCH_FN(addmm_out));
