@@ -246,3 +246,12 @@ def test_take_put_and_index_fill_match_cpu(dtype):
         same(native(lambda: x.to("axon").index_fill_(dim, idx.to("axon"), v)), x.clone().index_fill_(dim, idx, v))
         same(native(lambda: x.to("axon").index_fill(dim, idx.to("axon"), torch.tensor(v, dtype=dtype))),
              x.index_fill(dim, idx, torch.tensor(v, dtype=dtype)))
+
+
+@pytest.mark.parametrize("index", [torch.tensor([0]), torch.tensor(0), torch.tensor([-1])], ids=["[0]", "0-d", "[-1]"])
+@pytest.mark.parametrize("dim", [0, -1])
+def test_index_fill_of_a_scalar_is_native(index, dim):
+    s = torch.tensor(5.0)
+    expected = s.clone().index_fill_(dim, index, -2.5)
+    s_axon, index_axon = s.to("axon"), index.to("axon")
+    same(native(lambda: s_axon.clone().index_fill_(dim, index_axon, -2.5)), expected)

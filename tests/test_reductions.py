@@ -116,3 +116,36 @@ def test_softmax_style_composites_run_on_native_reductions():
     x = sample((4, 10), torch.float32)
     fn = lambda t: (t - t.amax(1, keepdim=True)).exp() / (t - t.amax(1, keepdim=True)).exp().sum(1, keepdim=True)  # noqa: E731
     same(native(fn, x), fn(x))
+
+
+# Pairs of reductions bound as two native ones.
+PAIRS = {
+    "var_mean dim": lambda t: torch.var_mean(t, 1),
+    "var_mean all, correction 0": lambda t: torch.var_mean(t, correction=0),
+    "std_mean dims keepdim": lambda t: torch.std_mean(t, (0, 2), keepdim=True),
+    "aminmax": lambda t: torch.aminmax(t),
+    "aminmax dim": lambda t: torch.aminmax(t, dim=-1),
+    "aminmax dim keepdim": lambda t: torch.aminmax(t, dim=0, keepdim=True),
+    "aminmax all keepdim": lambda t: torch.aminmax(t, keepdim=True),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.int32, torch.uint8, torch.bool],
+                         ids=str)
+@pytest.mark.parametrize("name", sorted(PAIRS))
+def test_paired_reductions_match_cpu_natively(name, dtype):
+    if name.startswith(("var", "std")) and not dtype.is_floating_point:
+        pytest.skip("var and std take floating dtypes only (the refusal is tested below)")
+    x = sample((3, 5, 4), dtype)
+    got, want = native(PAIRS[name], x), PAIRS[name](x)
+    for g, w in zip(got, want):
+        same(g, w)
+
+
+def test_paired_reductions_refuse_what_cpu_refuses():
+    with pytest.raises(RuntimeError, match="cannot compute aminmax over an empty dimension"):
+        torch.aminmax(torch.empty(0, 3, device="axon"))
+    with pytest.raises(IndexError, match="Expected reduction dim 0 to have non-zero size"):
+        torch.aminmax(torch.empty(0, 3, device="axon"), dim=0)
+    with pytest.raises(RuntimeError, match="floating point"):
+        torch.var_mean(torch.ones(3, dtype=torch.int64, device="axon"))

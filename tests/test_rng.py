@@ -272,7 +272,7 @@ def test_a_cpu_generator_for_an_axon_op_is_refused():
     lambda g: torch.normal(torch.zeros(8, device="axon"), torch.ones(8, device="axon"), generator=g),
 ], ids=["exponential", "multinomial", "multinomial_replacement", "normal_tensors"])
 def test_random_ops_follow_the_axon_seed(op):
-    # Native ones and those through the host fallback (normal with tensors) alike draw from the axon generator.
+    # Every random op draws from the axon generator (normal with tensors too, which composes normal_).
     torch.axon.manual_seed(3)
     first = op(None).cpu()
     torch.manual_seed(999)  # reseeds the CPU generator too: must not matter...
@@ -340,6 +340,34 @@ def test_normal_takes_mean_and_std():
     assert torch.equal(torch.empty(10, device="axon").normal_(4, 0).cpu(), torch.full((10,), 4.0))
     with pytest.raises(RuntimeError, match="std >= 0.0"):
         torch.empty(3, device="axon").normal_(0, -1)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=dtype_id)
+def test_normal_with_tensor_mean_and_std_is_native_and_broadcasts(dtype):
+    torch.axon.manual_seed(0)
+    mean = torch.tensor([-2.0, 5.0], dtype=dtype, device="axon").repeat(N // 2).view(N // 2, 2)
+    torch_axon.reset_fallback_stats()
+    both = torch.normal(mean, torch.tensor([0.5, 2.0], dtype=dtype, device="axon")).cpu()
+    mean_only = torch.normal(mean, 3.0).cpu()
+    std_only = torch.normal(1.5, torch.full((N,), 0.25, dtype=dtype, device="axon")).cpu()
+    assert torch_axon.fallback_stats() == {}, torch_axon.fallback_stats()
+    assert both.shape == (N // 2, 2) and both.dtype == dtype and std_only.dtype == dtype
+    _check_moments(both[:, 0], -2.0, 0.5)
+    _check_moments(both[:, 1], 5.0, 2.0)
+    _check_moments(mean_only[:, 1], 5.0, 3.0)
+    _check_moments(std_only, 1.5, 0.25)
+
+
+def test_normal_with_tensors_refuses_what_cpu_refuses():
+    zeros = torch.zeros(3, device="axon")
+    with pytest.raises(RuntimeError, match="normal expects all elements of std >= 0.0"):
+        torch.normal(zeros, torch.tensor([1.0, -1.0, 1.0], device="axon"))
+    with pytest.raises(RuntimeError, match="normal expects std >= 0.0"):
+        torch.normal(zeros, -1.0)
+    with pytest.raises(RuntimeError, match="normal expects all elements of std >= 0.0"):
+        torch.normal(0.0, -zeros - 1)
+    with pytest.raises(RuntimeError, match="size"):
+        torch.normal(torch.zeros(3, device="axon"), torch.ones(4, device="axon"))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.uint8, torch.int64, torch.bool],

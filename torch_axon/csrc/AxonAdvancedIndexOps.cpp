@@ -197,6 +197,12 @@ at::Tensor& put_(at::Tensor& self, const at::Tensor& index, const at::Tensor& so
 at::Tensor& index_fill_scalar(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value) {
   TORCH_CHECK_INDEX(index.dim() <= 1, "index_fill_(): Index is supposed to be a vector");
   TORCH_CHECK(index.scalar_type() == at::kLong, "index_fill_(): Expected dtype int64 for index.");
+  if (self.dim() == 0 && index.numel() == 1 && index.device() == self.device()) {
+    at::maybe_wrap_dim(dim, static_cast<int64_t>(0));  // a scalar is a vector of one element along dim 0 or -1
+    at::Tensor one = self.view({1});
+    index_fill_scalar(one, 0, index, value);
+    return self;
+  }
   if (self.dim() == 0 || self.dim() > AXON_MAX_DIMS || index.device() != self.device())
     return fall_back<ATEN_OP2(index_fill_, int_Scalar)>(self, dim, index, value);
   dim = at::maybe_wrap_dim(dim, self.dim());

@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Dispatch_v2.h>
 #include <ATen/MemoryOverlap.h>
+#include <ATen/Operators.h>
 #include <ATen/core/DistributionsHelper.h>
 #include <ATen/core/GeneratorForPrivateuseone.h>
 #include <ATen/native/DistributionTemplates.h>
@@ -19,6 +20,7 @@
 #include <mutex>
 
 #include "AxonException.h"
+#include "AxonFallback.h"
 #include "AxonFunctions.h"
 #include "AxonGenerator.h"
 #include "AxonTensor.h"
@@ -125,6 +127,37 @@ at::Tensor& normal(at::Tensor& self, double mean, double std, std::optional<at::
   return draw_into(self, gen, "normal_", [&](axon_stream_t s, const axon_tensor_t* d, const Draw& r) {
     return axon_kernel_normal(s, d, r.seed, r.block_offset, mean, std);
   });
+}
+
+// normal with tensor parameters, as PyTorch computes it: standard normal draws scaled by std and shifted by mean
+// (broadcast together), after its check that no std is negative (a read of std: it synchronizes).
+void check_std(const at::Tensor& std) {
+  TORCH_CHECK(!std.is_complex(), "normal expects standard deviation to be non-complex");
+  TORCH_CHECK(std.numel() == 0 || std.min().ge(0).item<bool>(), "normal expects all elements of std >= 0.0");
+}
+
+at::Tensor normal_tensor_tensor(const at::Tensor& mean, const at::Tensor& std, std::optional<at::Generator> gen) {
+  if (mean.is_complex() || std.device() != mean.device()) return fall_back<ATEN_OP2(normal, Tensor_Tensor)>(mean, std, gen);
+  check_std(std);
+  at::Tensor out = at::empty(at::infer_size(mean.sizes(), std.sizes()), mean.options());
+  normal(out, 0.0, 1.0, gen);
+  return out.mul_(std).add_(mean);
+}
+
+at::Tensor normal_tensor_float(const at::Tensor& mean, double std, std::optional<at::Generator> gen) {
+  if (mean.is_complex()) return fall_back<ATEN_OP2(normal, Tensor_float)>(mean, std, gen);
+  TORCH_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
+  at::Tensor out = at::empty_like(mean, at::MemoryFormat::Contiguous);
+  normal(out, 0.0, std, gen);
+  return out.add_(mean);
+}
+
+at::Tensor normal_float_tensor(double mean, const at::Tensor& std, std::optional<at::Generator> gen) {
+  if (std.is_complex()) return fall_back<ATEN_OP2(normal, float_Tensor)>(mean, std, gen);
+  check_std(std);
+  at::Tensor out = at::empty_like(std, at::MemoryFormat::Contiguous);
+  normal(out, 0.0, 1.0, gen);
+  return out.mul_(std).add_(mean);
 }
 
 // The largest value random_ may produce without a bound: 2^digits for floating types (every integer up to it is
@@ -315,6 +348,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("zero_", zero);
   m.impl("uniform_", uniform);
   m.impl("normal_", normal);
+  m.impl("normal.Tensor_Tensor", normal_tensor_tensor);
+  m.impl("normal.Tensor_float", normal_tensor_float);
+  m.impl("normal.float_Tensor", normal_float_tensor);
   m.impl("random_.from", random_from_to);
   m.impl("random_.to", random_to);
   m.impl("random_", random_plain);

@@ -190,6 +190,36 @@ at::Tensor var_std(const at::Tensor& self, at::OptionalIntArrayRef dim, const st
   return var_std_out<OP, AtenOutOp>(self, dim, correction, keepdim, out);
 }
 
+// var_mean and std_mean: the two native reductions (float dtypes; complex and the refusals go to the host fallback).
+template <axon_reduce_op_t OP, class AtenOp>
+std::tuple<at::Tensor, at::Tensor> var_std_mean(const at::Tensor& self, at::OptionalIntArrayRef dim,
+                                                const std::optional<c10::Scalar>& correction, bool keepdim) {
+  if (!at::isFloatingType(self.scalar_type()) || !reducible(self.scalar_type()) || self.dim() > AXON_MAX_DIMS)
+    return fall_back<AtenOp>(self, dim, correction, keepdim);
+  at::Tensor spread = OP == AXON_REDUCE_VAR ? at::var(self, dim, correction, keepdim)
+                                            : at::std(self, dim, correction, keepdim);
+  return {spread, at::mean(self, dim, keepdim)};
+}
+
+// aminmax: amin and amax into min and max (PyTorch's refusals, such as no elements, from the host fallback).
+std::tuple<at::Tensor&, at::Tensor&> aminmax_out(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim,
+                                                 at::Tensor& min, at::Tensor& max) {
+  const bool empty = dim.has_value() && self.dim() > 0 ? self.size(at::maybe_wrap_dim(*dim, self.dim())) == 0
+                                                       : self.numel() == 0;
+  if (empty || !libaxon_can_take(self, min) || !libaxon_can_take(self, max) ||
+      min.scalar_type() != self.scalar_type() || max.scalar_type() != self.scalar_type())
+    return fall_back<ATEN_OP2(aminmax, out)>(self, dim, keepdim, min, max);
+  if (dim.has_value()) {
+    const int64_t d[1] = {*dim};
+    at::amin_out(min, self, at::IntArrayRef(d), keepdim);
+    at::amax_out(max, self, at::IntArrayRef(d), keepdim);
+  } else {  // every element; keepdim keeps every dimension as 1
+    at::amin_out(min, self, {}, keepdim);
+    at::amax_out(max, self, {}, keepdim);
+  }
+  return {min, max};
+}
+
 at::Tensor& logsumexp_out(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, at::Tensor& out) {
   if (!libaxon_can_take(self, out) || !at::isFloatingType(out.scalar_type())) {
     return fall_back<ATEN_OP2(logsumexp, out)>(self, dim, keepdim, out);
@@ -314,6 +344,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("std.correction_out", TORCH_FN((var_std_out<AXON_REDUCE_STD, ATEN_OP2(std, correction_out)>)));
   m.impl("var.correction", TORCH_FN((var_std<AXON_REDUCE_VAR, ATEN_OP2(var, correction), ATEN_OP2(var, correction_out)>)));
   m.impl("std.correction", TORCH_FN((var_std<AXON_REDUCE_STD, ATEN_OP2(std, correction), ATEN_OP2(std, correction_out)>)));
+  m.impl("var_mean.correction", TORCH_FN((var_std_mean<AXON_REDUCE_VAR, ATEN_OP2(var_mean, correction)>)));
+  m.impl("std_mean.correction", TORCH_FN((var_std_mean<AXON_REDUCE_STD, ATEN_OP2(std_mean, correction)>)));
+  m.impl("aminmax.out", TORCH_FN(aminmax_out));
   m.impl("logsumexp.out", TORCH_FN(logsumexp_out));
   m.impl("linalg_vector_norm.out", TORCH_FN(vector_norm_out));
   m.impl("count_nonzero.dim_IntList", TORCH_FN(count_nonzero_dims));
