@@ -584,3 +584,30 @@ def test_vector_math_values_do_not_depend_on_where_a_call_starts(name, dtype):
         parts = [(k, fn(y[k:], x[k:]).cpu()) for k in range(1, 18)]
     for k, part in parts:   # the same bits (NaN where the op is not defined, as pow of a negative base)
         torch.testing.assert_close(part, whole[k:], rtol=0, atol=0, equal_nan=True, msg=f"{name} from element {k}")
+
+
+# clamp_min / clamp_max with tensor bounds and rsub: forms of the binary kernels.
+TENSOR_BOUND_CASES = {
+    "clamp_min tensor": lambda x, y: torch.clamp_min(x, y),
+    "clamp_max tensor broadcast": lambda x, y: torch.clamp_max(x, y[0]),
+    "clamp_min_ in place": lambda x, y: x.clone().clamp_min_(y),
+    "rsub": lambda x, y: torch.rsub(x, y),
+    "rsub alpha": lambda x, y: torch.rsub(x, y, alpha=3),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.int64, torch.uint8], ids=str)
+@pytest.mark.parametrize("name", sorted(TENSOR_BOUND_CASES))
+def test_tensor_bounds_and_rsub_match_cpu_natively(name, dtype):
+    g = torch.Generator().manual_seed(5)
+    x = (torch.randn(4, 6, generator=g) * 4).to(dtype)
+    y = (torch.randn(4, 6, generator=g) * 4).to(dtype)
+    if dtype.is_floating_point:
+        x[1, 2] = y[2, 3] = float("nan")  # both sides propagate NaN, as on CPU
+    fn = TENSOR_BOUND_CASES[name]
+    torch_axon.reset_fallback_stats()
+    got = fn(x.to("axon"), y.to("axon")).cpu()
+    assert torch_axon.fallback_stats() == {}, torch_axon.fallback_stats()
+    want = fn(x, y)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    torch.testing.assert_close(got, want, equal_nan=True, rtol=1e-2 if dtype == torch.bfloat16 else 1e-6, atol=1e-5)

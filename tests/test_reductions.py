@@ -149,3 +149,33 @@ def test_paired_reductions_refuse_what_cpu_refuses():
         torch.aminmax(torch.empty(0, 3, device="axon"), dim=0)
     with pytest.raises(RuntimeError, match="floating point"):
         torch.var_mean(torch.ones(3, dtype=torch.int64, device="axon"))
+
+
+MORE = {
+    "prod all": lambda t: torch.prod(t),
+    "prod all float64": lambda t: torch.prod(t, dtype=torch.float64),
+    "nansum all": lambda t: torch.nansum(t),
+    "nansum dim keepdim": lambda t: torch.nansum(t, 1, keepdim=True),
+    "nanmean dims": lambda t: torch.nanmean(t, (0, 2)) if t.is_floating_point() else torch.nansum(t, (0, 2)),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.int32, torch.uint8], ids=str)
+@pytest.mark.parametrize("name", sorted(MORE))
+def test_prod_nansum_and_nanmean_match_cpu_natively(name, dtype):
+    x = sample((3, 5, 4), dtype)
+    if dtype.is_floating_point:
+        x = (x / 2).exp() if name.startswith("prod") else x
+        x[0, 1, 2] = x[2, 4, 0] = float("nan")  # prod propagates them; nansum and nanmean skip them
+    same(native(MORE[name], x), MORE[name](x))
+
+
+@pytest.mark.parametrize("op", [torch.max, torch.min])
+@pytest.mark.parametrize("dim", [0, -1])
+def test_max_and_min_along_a_dim_of_a_scalar_are_native(op, dim):
+    x = torch.tensor(-3.5)
+    values, indices = native(lambda t: op(t, dim), x)
+    want_values, want_indices = op(x, dim)
+    same(values, want_values)
+    same(indices, want_indices)
+    same(native(lambda t: torch.prod(t), torch.empty(0)), torch.prod(torch.empty(0)))

@@ -741,6 +741,19 @@ at::Tensor& clamp_max_out(const at::Tensor& self, const c10::Scalar& max, at::Te
   return clamp_out(self, std::nullopt, max, out);
 }
 
+at::Tensor& clamp_min_tensor_out(const at::Tensor& self, const at::Tensor& min, at::Tensor& out) {
+  return clamp_tensor_out(self, min, std::nullopt, out);
+}
+
+at::Tensor& clamp_max_tensor_out(const at::Tensor& self, const at::Tensor& max, at::Tensor& out) {
+  return clamp_tensor_out(self, std::nullopt, max, out);
+}
+
+// rsub: other - alpha * self, which is sub with the operands swapped (its checks and messages too).
+at::Tensor rsub_tensor(const at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha) {
+  return at::sub(other, self, alpha);
+}
+
 // ---- activation backward ----
 //
 // grad_input = op(grad_output, x) over the binary iterator the CPU kernel builds (promotion, broadcasting, safe
@@ -983,6 +996,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("clamp.out", TORCH_FN(clamp_out));
   m.impl("clamp.Tensor_out", TORCH_FN(clamp_tensor_out));
   m.impl("clamp_min.out", TORCH_FN(clamp_min_out));
+  m.impl("clamp_min.Tensor_out", TORCH_FN(clamp_min_tensor_out));
+  m.impl("clamp_max.Tensor_out", TORCH_FN(clamp_max_tensor_out));
+  m.impl("rsub.Tensor", TORCH_FN(rsub_tensor));
   m.impl("clamp_max.out", TORCH_FN(clamp_max_out));
 
   // gelu_backward and silu_backward: their functional forms too, which autograd calls. Without its own, silu's ran

@@ -115,6 +115,23 @@ at::Tensor& prod_int_out(const at::Tensor& self, int64_t dim, bool keepdim, std:
   return out;
 }
 
+// prod over every element: the one-dimension product over a flat view.
+at::Tensor prod_all(const at::Tensor& self, std::optional<c10::ScalarType> dtype) {
+  if (!reducible(self.scalar_type()) || self.dim() > AXON_MAX_DIMS) return fall_back<ATEN_OP(prod)>(self, dtype);
+  return at::prod(self.reshape({-1}), 0, false, dtype);
+}
+
+// nansum: the sum with NaN taken as 0 (integers have none).
+at::Tensor nansum(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                  std::optional<c10::ScalarType> dtype) {
+  if (!reducible(self.scalar_type()) || self.is_complex() || self.dim() > AXON_MAX_DIMS)
+    return fall_back<ATEN_OP(nansum)>(self, dim, keepdim, dtype);
+  const at::Tensor x = at::isFloatingType(self.scalar_type())
+                           ? at::where(at::isnan(self), at::zeros({}, self.options()), self)
+                           : self;
+  return at::sum(x, dim, keepdim, dtype);
+}
+
 template <axon_reduce_op_t OP, class AtenOp>
 at::Tensor& amax_amin_out(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, at::Tensor& out) {
   TORCH_CHECK(self.scalar_type() == out.scalar_type(), OP == AXON_REDUCE_AMAX ? "amax" : "amin",
@@ -262,6 +279,15 @@ at::Tensor count_nonzero_dims(const at::Tensor& self, at::IntArrayRef dims) {
 template <axon_arg_reduce_op_t OP, class AtenOp>
 std::tuple<at::Tensor&, at::Tensor&> max_min_dim_out(const at::Tensor& self, int64_t dim, bool keepdim,
                                                     at::Tensor& values, at::Tensor& indices) {
+  if (self.dim() == 0 && libaxon_can_take(self, values) && values.scalar_type() == self.scalar_type() &&
+      indices.scalar_type() == at::kLong) {  // a scalar is its own maximum, at index 0
+    at::maybe_wrap_dim(dim, static_cast<int64_t>(0));
+    at::native::resize_output(values, {});
+    at::native::resize_output(indices, {});
+    values.copy_(self);
+    indices.zero_();
+    return {values, indices};
+  }
   if (!libaxon_can_take(self, values) || self.dim() == 0) return fall_back<AtenOp>(self, dim, keepdim, values, indices);
   const int64_t d = at::maybe_wrap_dim(dim, self.dim());
   TORCH_CHECK(self.size(d) != 0, OP == AXON_ARG_REDUCE_MAX ? "max" : "min", "(): Expected reduction dim ", d,
@@ -330,6 +356,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("sum.IntList_out", TORCH_FN(sum_out));
   m.impl("mean.out", TORCH_FN(mean_out));
   m.impl("prod.int_out", TORCH_FN(prod_int_out));
+  m.impl("prod", TORCH_FN(prod_all));
+  m.impl("nansum", TORCH_FN(nansum));
   m.impl("amax.out", TORCH_FN((amax_amin_out<AXON_REDUCE_AMAX, ATEN_OP2(amax, out)>)));
   m.impl("amin.out", TORCH_FN((amax_amin_out<AXON_REDUCE_AMIN, ATEN_OP2(amin, out)>)));
   m.impl("max", TORCH_FN((max_min_all<AXON_REDUCE_AMAX, ATEN_OP(max)>)));
