@@ -179,3 +179,21 @@ def test_max_and_min_along_a_dim_of_a_scalar_are_native(op, dim):
     same(values, want_values)
     same(indices, want_indices)
     same(native(lambda t: torch.prod(t), torch.empty(0)), torch.prod(torch.empty(0)))
+
+
+NORMS = {
+    "norm p=None dim": lambda t: torch.norm(t, dim=1),
+    "norm p=1 dims keepdim": lambda t: torch.norm(t, p=1, dim=(0, 2), keepdim=True),
+    "norm p=inf": lambda t: torch.norm(t, p=float("inf"), dim=0),
+    "norm dtype float64": lambda t: torch.norm(t, p=3, dim=2, dtype=torch.float64),
+    "cosine_similarity": lambda t: torch.nn.functional.cosine_similarity(t, t.flip(0), dim=1),
+    "pairwise_distance": lambda t: torch.nn.functional.pairwise_distance(t[0], t[1]),
+    "dist": lambda t: torch.dist(t[0], t[1], p=2.5),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("name", sorted(NORMS))
+def test_the_legacy_norm_and_what_reaches_it_match_cpu_natively(name, dtype):
+    x = sample((3, 5, 4), dtype)
+    same(native(NORMS[name], x), NORMS[name](x))

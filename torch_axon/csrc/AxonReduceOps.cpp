@@ -264,6 +264,22 @@ at::Tensor& vector_norm_out(const at::Tensor& self, const c10::Scalar& ord, at::
   return out;
 }
 
+// The legacy norm (torch.norm with dims; cosine_similarity, pairwise_distance and dist reach it): the vector norm of
+// order p (2 when None), for real floating dtypes.
+at::Tensor& norm_out(const at::Tensor& self, const std::optional<c10::Scalar>& p, at::IntArrayRef dim, bool keepdim,
+                     at::Tensor& out) {
+  if (!at::isFloatingType(self.scalar_type()) || out.scalar_type() != self.scalar_type())
+    return fall_back<ATEN_OP2(norm, out)>(self, p, dim, keepdim, out);
+  return vector_norm_out(self, p.value_or(2.0), dim, keepdim, std::nullopt, out);
+}
+
+at::Tensor& norm_dtype_out(const at::Tensor& self, const std::optional<c10::Scalar>& p, at::IntArrayRef dim,
+                           bool keepdim, c10::ScalarType dtype, at::Tensor& out) {
+  if (!at::isFloatingType(self.scalar_type()) || !at::isFloatingType(dtype) || out.scalar_type() != dtype)
+    return fall_back<ATEN_OP2(norm, dtype_out)>(self, p, dim, keepdim, dtype, out);
+  return vector_norm_out(self, p.value_or(2.0), dim, keepdim, dtype, out);
+}
+
 at::Tensor count_nonzero_dims(const at::Tensor& self, at::IntArrayRef dims) {
   if (!reducible(self.scalar_type()) || self.dim() > AXON_MAX_DIMS) {
     return fall_back<ATEN_OP2(count_nonzero, dim_IntList)>(self, dims);
@@ -377,6 +393,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("aminmax.out", TORCH_FN(aminmax_out));
   m.impl("logsumexp.out", TORCH_FN(logsumexp_out));
   m.impl("linalg_vector_norm.out", TORCH_FN(vector_norm_out));
+  m.impl("norm.out", TORCH_FN(norm_out));
+  m.impl("norm.dtype_out", TORCH_FN(norm_dtype_out));
   m.impl("count_nonzero.dim_IntList", TORCH_FN(count_nonzero_dims));
   m.impl("max.dim_max", TORCH_FN((max_min_dim_out<AXON_ARG_REDUCE_MAX, ATEN_OP2(max, dim_max)>)));
   m.impl("min.dim_min", TORCH_FN((max_min_dim_out<AXON_ARG_REDUCE_MIN, ATEN_OP2(min, dim_min)>)));
