@@ -416,3 +416,13 @@ def test_scalar_self_with_a_bad_index_raises_cpus_error(index, message):
         torch.tensor(5.0, device="axon").index_select(0, index.to("axon"))
     with pytest.raises(IndexError, match="Dimension out of range"):
         torch.tensor(5.0, device="axon").index_select(1, torch.tensor([0], device="axon"))
+
+
+def test_scalar_self_with_a_source_of_another_dtype_is_refused_before_any_write():
+    s = torch.tensor(5.0, device="axon")
+    i = torch.tensor([0], device="axon")
+    with pytest.raises(RuntimeError, match="same scalar type"):
+        s.index_add_(0, i, torch.tensor(2.0, dtype=torch.float64, device="axon"))
+    with pytest.raises(RuntimeError, match="dtype"):
+        s.index_copy_(0, i, torch.tensor(2.0, dtype=torch.float64, device="axon"))
+    assert s.item() == 5.0

@@ -49,6 +49,11 @@ bool is_index_dtype(const at::Tensor& index) {
 // which raises PyTorch's error).
 bool scalar_self(const at::Tensor& self, const at::Tensor& index) { return self.dim() == 0 && index.numel() == 1; }
 
+// The in-place ops' scalar path copies self into out first: only when nothing will be refused after that copy.
+bool same_dtypes(const at::Tensor& self, const at::Tensor& source, const at::Tensor& out) {
+  return source.scalar_type() == self.scalar_type() && out.scalar_type() == self.scalar_type();
+}
+
 // ---- index_select ----
 
 at::Tensor& index_select_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, at::Tensor& out) {
@@ -231,8 +236,8 @@ at::Tensor& scatter_reduce_two_out(const at::Tensor& self, int64_t dim, const at
 
 at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
                           const at::Scalar& alpha, at::Tensor& out) {
-  if (scalar_self(self, index) && source.dim() == 0 && index.dim() <= 1 && on_device_of(self, index) &&
-      on_device_of(self, source) && on_device_of(self, out)) {
+  if (scalar_self(self, index) && source.dim() == 0 && index.dim() <= 1 && same_dtypes(self, source, out) &&
+      on_device_of(self, index) && on_device_of(self, source) && on_device_of(self, out)) {
     at::maybe_wrap_dim(dim, static_cast<int64_t>(0));  // a scalar takes dim 0 or -1
     if (!out.is_same(self)) {
       at::native::resize_output(out, {});
@@ -305,7 +310,8 @@ void check_index_copy(const at::Tensor& self, int64_t dim, const at::Tensor& ind
 at::Tensor& index_copy_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
                            at::Tensor& out) {
   if (scalar_self(self, index) && source.dim() <= 1 && source.numel() == 1 && index.dim() <= 1 &&
-      on_device_of(self, index) && on_device_of(self, source) && on_device_of(self, out)) {
+      same_dtypes(self, source, out) && on_device_of(self, index) && on_device_of(self, source) &&
+      on_device_of(self, out)) {
     at::maybe_wrap_dim(dim, static_cast<int64_t>(0));  // a scalar takes dim 0 or -1
     if (!out.is_same(self)) {
       at::native::resize_output(out, {});
