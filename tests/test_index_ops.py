@@ -393,7 +393,8 @@ SCALAR_CASES = {
     "index_add_": lambda s, i: s.clone().index_add_(0, i, s * 2 + 1, alpha=3),
     "index_add": lambda s, i: torch.index_add(s, -1, i, s - 4),
     "index_copy_": lambda s, i: s.clone().index_copy_(0, i, s + 7),
-    "index_copy out=": lambda s, i: torch.index_copy(s, 0, i, s * 3, out=torch.empty(5, dtype=s.dtype, device=s.device)),
+    "index_copy out=": lambda s, i: torch.index_copy(s, 0, i, s * 3,
+                                                     out=torch.empty(5, dtype=s.dtype, device=s.device)),
 }
 
 

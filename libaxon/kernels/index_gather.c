@@ -511,7 +511,8 @@ static void cat_rows_range(void *ctx, int64_t begin, int64_t end, int slot) {
             for (int t = 1; t <= m; t++) {
                 const int64_t from = j->at[t] > lo ? j->at[t] : lo;
                 const int64_t to = j->at[t] + j->len[t] < hi ? j->at[t] + j->len[t] : hi;
-                if (from < to) axon_copy_bytes_short(ob + from, j->base[t] + off[t] + (from - j->at[t]), (size_t)(to - from));
+                if (from < to)
+                    axon_copy_bytes_short(ob + from, j->base[t] + off[t] + (from - j->at[t]), (size_t)(to - from));
             }
         }
         for (int i = 0; i < nd; i++) {

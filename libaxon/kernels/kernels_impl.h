@@ -105,8 +105,8 @@ char *axon_iter_at(const axon_iter_t *it, int k, int64_t pos);
 
 /* ---- the copy body (copy.c) ---- */
 
-/* memcpy of n bytes for callers where short pieces are common (cat along the last dim, a pad's interior): up to 64 bytes as two
- * overlapping fixed-size moves, a few loads and stores instead of a call. d and s must not overlap. */
+/* memcpy of n bytes for callers where short pieces are common (cat along the last dim, a pad's interior): up to 64
+ * bytes as two overlapping fixed-size moves, a few loads and stores instead of a call. d and s must not overlap. */
 static inline void axon_copy_bytes_short(char *d, const char *s, size_t n) {
     if (n > 64) {
         memcpy(d, s, n);

@@ -137,7 +137,8 @@ void check_std(const at::Tensor& std) {
 }
 
 at::Tensor normal_tensor_tensor(const at::Tensor& mean, const at::Tensor& std, std::optional<at::Generator> gen) {
-  if (mean.is_complex() || std.device() != mean.device()) return fall_back<ATEN_OP2(normal, Tensor_Tensor)>(mean, std, gen);
+  if (mean.is_complex() || std.device() != mean.device())
+    return fall_back<ATEN_OP2(normal, Tensor_Tensor)>(mean, std, gen);
   check_std(std);
   at::Tensor out = at::empty(at::infer_size(mean.sizes(), std.sizes()), mean.options());
   normal(out, 0.0, 1.0, gen);

@@ -1,7 +1,8 @@
 // Matrix products on libaxon's GEMM kernel (libaxon/include/axon/gemm.h): mm, bmm, addmm and baddbmm, which
-// matmul, linear and the autograd formulas of both reach, and addmv, dot and vdot (real) over views of them. The checks and messages are PyTorch's; addmm's input, when
-// it is a row vector broadcast over the rows (linear's bias), goes to the kernel as its bias instead of being copied
-// into out first. What libaxon does not cover (bool, complex) runs through the host fallback.
+// matmul, linear and the autograd formulas of both reach, and addmv, dot and vdot (real) over views of them. The
+// checks and messages are PyTorch's; addmm's input, when it is a row vector broadcast over the rows (linear's bias),
+// goes to the kernel as its bias instead of being copied into out first. What libaxon does not cover (bool, complex)
+// runs through the host fallback.
 #include <ATen/ATen.h>
 #include <ATen/Operators.h>
 #include <ATen/native/Resize.h>
