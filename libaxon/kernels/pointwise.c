@@ -16,7 +16,7 @@ static const char *const unary_names[] = {
     "sigmoid", "relu", "gelu", "gelu_tanh",  "silu",      "mish",        "softplus",    "hardsigmoid", "hardswish",
     "hardtanh", "leaky_relu", "elu", "floor", "ceil",     "round",       "trunc",       "frac",       "logical_not",
     "bitwise_not", "isnan", "isinf", "isfinite", "square", "log_sigmoid", "logit", "softshrink", "hardshrink",
-    "threshold", "isposinf", "isneginf", "signbit", "cube", "rsquare",
+    "threshold", "isposinf", "isneginf", "signbit", "cube", "rsquare", "conj", "lgamma", "digamma", "polygamma",
 };
 _Static_assert(sizeof unary_names / sizeof unary_names[0] == AXON_UNARY_COUNT, "every axon_unary_op_t needs a name");
 
@@ -28,7 +28,7 @@ static const char *const binary_names[] = {
     "gelu_backward", "gelu_tanh_backward", "silu_backward", "mish_backward", "sigmoid_backward", "tanh_backward",
     "threshold_backward", "hardtanh_backward", "leaky_relu_backward", "elu_backward", "softplus_backward",
     "hardswish_backward", "hardsigmoid_backward", "log_sigmoid_backward", "logit_backward", "shrink_backward", "glu",
-    "prelu", "prelu_backward_weight",
+    "prelu", "prelu_backward_weight", "zeta",
 };
 _Static_assert(sizeof binary_names / sizeof binary_names[0] == AXON_BINARY_COUNT,
                "every axon_binary_op_t needs a name");
@@ -61,17 +61,26 @@ const char *axon_ternary_op_name(axon_ternary_op_t op) {
     return (unsigned)op < AXON_TERNARY_COUNT ? ternary_names[op] : "invalid";
 }
 
+/* The loop of an op's table rows (real, complex) for compute dtype d; NULL where the op is not defined for d. */
+static pw_loop_fn pw_loop_of(const pw_loop_fn *real, const pw_loop_fn *complex, axon_dtype_t d) {
+    if ((unsigned)d >= AXON_DTYPE_COUNT) return NULL;
+    int column = PW_COMPLEX_COLUMN(d);
+    return column >= 0 ? complex[column] : real[d];
+}
+
 int axon_unary_supports(axon_unary_op_t op, axon_dtype_t d) {
-    return (unsigned)op < AXON_UNARY_COUNT && (unsigned)d < AXON_DTYPE_COUNT && axon_pw_unary_loops[op][d] != NULL;
+    return (unsigned)op < AXON_UNARY_COUNT &&
+           pw_loop_of(axon_pw_unary_loops[op], axon_pw_unary_complex_loops[op], d) != NULL;
 }
 
 int axon_binary_supports(axon_binary_op_t op, axon_dtype_t d) {
-    return (unsigned)op < AXON_BINARY_COUNT && (unsigned)d < AXON_DTYPE_COUNT && axon_pw_binary_loops[op][d] != NULL;
+    return (unsigned)op < AXON_BINARY_COUNT &&
+           pw_loop_of(axon_pw_binary_loops[op], axon_pw_binary_complex_loops[op], d) != NULL;
 }
 
 int axon_ternary_supports(axon_ternary_op_t op, axon_dtype_t d) {
-    return (unsigned)op < AXON_TERNARY_COUNT && (unsigned)d < AXON_DTYPE_COUNT &&
-           axon_pw_ternary_loops[op][d] != NULL;
+    return (unsigned)op < AXON_TERNARY_COUNT &&
+           pw_loop_of(axon_pw_ternary_loops[op], axon_pw_ternary_complex_loops[op], d) != NULL;
 }
 
 /* ---- what a launch is ---- */
@@ -80,6 +89,7 @@ enum pw_flags {
     PW_BOOL_RESULT = 1u << 0,    /* compute dtype from the inputs; the loop stores bool */
     PW_COND_FIRST = 1u << 1,     /* operand a is a condition, loaded as bool (WHERE) */
     PW_ALPHA = 1u << 2,          /* params->alpha goes to slot 0 */
+    PW_REAL_OF_COMPLEX = 1u << 3, /* a complex compute dtype stores its real dtype (ABS) */
 };
 
 typedef struct pw_op {
@@ -87,12 +97,12 @@ typedef struct pw_op {
     int op;
     const char *name;
     const pw_loop_fn *loops;     /* the op's row of its table */
+    const pw_loop_fn *complex_loops; /* and of its complex table */
     unsigned flags;
 } pw_op_t;
 
 static const char *const operand_names[3] = {"a", "b", "c"};
 
-static int pw_is_complex(axon_dtype_t d) { return d == AXON_COMPLEX64 || d == AXON_COMPLEX128; }
 
 /* "out float32 [2, 3], a int32 [2, 3], b 2.5" into buf, for messages. */
 static const char *pw_describe(char *buf, size_t n, const axon_tensor_t *out, const axon_tensor_t *const *ins,
@@ -106,6 +116,9 @@ static const char *pw_describe(char *buf, size_t n, const axon_tensor_t *out, co
                                      axon_dtype_name(ins[k]->dtype), axon_shape_format(ins[k], shape, sizeof shape));
         } else if (p->operand[k].dtype == AXON_FLOAT64) {
             used += (size_t)snprintf(buf + used, n - used, ", %s %g", operand_names[k], p->operand[k].f);
+        } else if (p->operand[k].dtype == AXON_COMPLEX128) {
+            used += (size_t)snprintf(buf + used, n - used, ", %s %g%+gj", operand_names[k], p->operand[k].f,
+                                     p->operand[k].imag);
         } else {
             used += (size_t)snprintf(buf + used, n - used, ", %s %" PRId64, operand_names[k], p->operand[k].i);
         }
@@ -129,12 +142,30 @@ static void pw_slot(pw_ctx_t *c, int k, double f, int64_t i) {
     c->pi[k] = i;
 }
 
-/* alpha in slot 0: a float for floating compute; integer and bool compute need an integer (PyTorch refuses a float
- * alpha there), and bool keeps only alpha != 0. */
+/* A number as a complex pair (an imaginary part only for a complex scalar). */
+static axon_c128_t pw_complex_of(axon_scalar_t v) {
+    axon_c128_t z = {v.dtype == AXON_FLOAT64 || v.dtype == AXON_COMPLEX128 ? v.f
+                     : v.dtype == AXON_BOOL                               ? (double)(v.i != 0)
+                                                                          : (double)v.i,
+                     v.dtype == AXON_COMPLEX128 ? v.imag : 0.0};
+    return z;
+}
+
+/* alpha in slot 0: a float for floating compute, a pair for complex; integer and bool compute need an integer
+ * (PyTorch refuses a float alpha there), and bool keeps only alpha != 0. */
 static axon_status_t pw_alpha(const pw_op_t *op, axon_scalar_t v, axon_dtype_t compute, pw_ctx_t *c) {
+    if (PW_COMPLEX_COLUMN(compute) >= 0 && (v.dtype == AXON_FLOAT64 || v.dtype == AXON_INT64 ||
+                                            v.dtype == AXON_BOOL || v.dtype == AXON_COMPLEX128)) {
+        c->pc128 = pw_complex_of(v);
+        c->pc64.re = (float)c->pc128.re, c->pc64.im = (float)c->pc128.im;
+        return AXON_OK;
+    }
+    if (v.dtype == AXON_COMPLEX128)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: alpha is complex, but the compute dtype %s is not", op->name,
+                         axon_dtype_name(compute));
     if (v.dtype != AXON_FLOAT64 && v.dtype != AXON_INT64 && v.dtype != AXON_BOOL)
-        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: alpha has dtype %s; expected float64, int64 or bool", op->name,
-                         axon_dtype_name(v.dtype));
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: alpha has dtype %s; expected float64, int64, bool or complex128",
+                         op->name, axon_dtype_name(v.dtype));
     if (axon_dtype_is_floating(compute)) {
         pw_slot(c, 0, v.dtype == AXON_FLOAT64 ? v.f : (double)(v.dtype == AXON_BOOL ? v.i != 0 : v.i), 0);
         return AXON_OK;
@@ -166,6 +197,7 @@ static void pw_unary_params(axon_unary_op_t op, const axon_op_params_t *p, pw_ct
         pw_slot(c, 0, p->threshold, 0);
         pw_slot(c, 1, p->value, 0);
         break;
+    case AXON_UNARY_POLYGAMMA: pw_slot(c, 0, (double)p->polygamma_n, p->polygamma_n); break;
     case AXON_UNARY_ELU:
         pw_slot(c, 0, p->elu_alpha * p->elu_scale, 0);
         c->pf[0] = (float)p->elu_alpha * (float)p->elu_scale; /* PyTorch multiplies them in the op's float type */
@@ -213,13 +245,21 @@ static axon_status_t pw_number(const pw_op_t *op, int k, axon_scalar_t v, axon_d
         int64_t i;
         uint8_t b;
     } src;
+    if (PW_COMPLEX_COLUMN(load) >= 0 && (v.dtype == AXON_FLOAT64 || v.dtype == AXON_INT64 ||
+                                         v.dtype == AXON_BOOL || v.dtype == AXON_COMPLEX128)) {
+        axon_c128_t z = pw_complex_of(v);
+        if (load == AXON_COMPLEX64) out->c64.re = (float)z.re, out->c64.im = (float)z.im;
+        else out->c128 = z;
+        return AXON_OK;
+    }
     switch (v.dtype) {
     case AXON_FLOAT64: src.f = v.f; break;
     case AXON_INT64: src.i = v.i; break;
     case AXON_BOOL: src.b = v.i != 0; break;
     default:
-        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: number operand %s has dtype %s; expected float64, int64 or bool",
-                         op->name, operand_names[k], axon_dtype_name(v.dtype));
+        return axon_fail(AXON_ERROR_INVALID_ARG,
+                         "%s: number operand %s has dtype %s; expected float64, int64, bool or (for complex compute) "
+                         "complex128", op->name, operand_names[k], axon_dtype_name(v.dtype));
     }
     double f = v.dtype == AXON_FLOAT64 ? v.f : (double)(v.dtype == AXON_BOOL ? v.i != 0 : v.i);
     if (load == AXON_FLOAT64) {
@@ -287,15 +327,14 @@ static axon_status_t pw_launch(axon_stream_t s, const pw_op_t *op, const axon_te
     if (p->compute != AXON_DTYPE_COUNT && (unsigned)p->compute >= AXON_DTYPE_COUNT)
         return axon_fail(AXON_ERROR_INVALID_ARG, "%s: params->compute is %d, not a dtype", op->name, (int)p->compute);
 
-    axon_dtype_t compute = p->compute != AXON_DTYPE_COUNT ? p->compute
-                           : (op->flags & PW_BOOL_RESULT) && common != AXON_DTYPE_COUNT ? common
-                                                                                       : out->dtype;
-    int complex = pw_is_complex(out->dtype) || pw_is_complex(compute);
-    for (int k = 0; k < op->arity; k++) complex |= ins[k] && pw_is_complex(ins[k]->dtype);
-    if (complex)
-        return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: complex dtypes are not supported (%s)", op->name,
-                         pw_describe(desc, sizeof desc, out, ins, op->arity, p));
-    if (op->loops[compute] == NULL)
+    /* ABS of a complex input stores a real out, but computes in the input's complex dtype */
+    const int from_inputs = (op->flags & PW_BOOL_RESULT) ||
+                            ((op->flags & PW_REAL_OF_COMPLEX) && PW_COMPLEX_COLUMN(common) >= 0);
+    axon_dtype_t compute = p->compute != AXON_DTYPE_COUNT               ? p->compute
+                           : from_inputs && common != AXON_DTYPE_COUNT ? common
+                                                                       : out->dtype;
+    const pw_loop_fn loop = pw_loop_of(op->loops, op->complex_loops, compute);
+    if (loop == NULL)
         return axon_fail(AXON_ERROR_UNSUPPORTED, "%s is not defined for compute dtype %s (%s)", op->name,
                          axon_dtype_name(compute), pw_describe(desc, sizeof desc, out, ins, op->arity, p));
     int64_t n = axon_tensor_numel(out);
@@ -310,11 +349,14 @@ static axon_status_t pw_launch(axon_stream_t s, const pw_op_t *op, const axon_te
 
     pw_args_t a;
     memset(&a, 0, sizeof a);
-    a.loop = op->loops[compute];
+    a.loop = loop;
     a.name = op->name;
     a.arity = op->arity;
     a.compute = compute;
-    a.result = op->flags & PW_BOOL_RESULT ? AXON_BOOL : compute;
+    a.result = op->flags & PW_BOOL_RESULT                                        ? AXON_BOOL
+               : (op->flags & PW_REAL_OF_COMPLEX) && compute == AXON_COMPLEX64  ? AXON_FLOAT32
+               : (op->flags & PW_REAL_OF_COMPLEX) && compute == AXON_COMPLEX128 ? AXON_FLOAT64
+                                                                                : compute;
     a.out = *out;
     if ((op->flags & PW_ALPHA) && (st = pw_alpha(op, p->alpha, compute, &a.ctx)) != AXON_OK) return st;
     if (op->arity == 1) pw_unary_params((axon_unary_op_t)op->op, p, &a.ctx);
@@ -349,10 +391,14 @@ axon_status_t axon_kernel_unary(axon_stream_t s, axon_unary_op_t op, const axon_
     int bool_result = op == AXON_UNARY_LOGICAL_NOT || op == AXON_UNARY_ISNAN || op == AXON_UNARY_ISINF ||
                       op == AXON_UNARY_ISFINITE || op == AXON_UNARY_ISPOSINF || op == AXON_UNARY_ISNEGINF ||
                       op == AXON_UNARY_SIGNBIT;
-    const pw_op_t d = {1, (int)op, unary_names[op], axon_pw_unary_loops[op], bool_result ? PW_BOOL_RESULT : 0u};
+    const unsigned flags = bool_result ? PW_BOOL_RESULT : op == AXON_UNARY_ABS ? PW_REAL_OF_COMPLEX : 0u;
+    const pw_op_t d = {1, (int)op, unary_names[op], axon_pw_unary_loops[op], axon_pw_unary_complex_loops[op], flags};
     const axon_tensor_t *ins[3] = {a, NULL, NULL};
     if (a == NULL)
         return axon_fail(AXON_ERROR_INVALID_ARG, "%s: a is NULL (a unary op needs a tensor input)", d.name);
+    if (op == AXON_UNARY_POLYGAMMA && params && params->polygamma_n < 0)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "polygamma: polygamma_n is %" PRId64 "; it must be >= 0",
+                         params->polygamma_n);
     return pw_launch(s, &d, out, ins, params);
 }
 
@@ -365,7 +411,7 @@ axon_status_t axon_kernel_binary(axon_stream_t s, axon_binary_op_t op, const axo
     if ((op >= AXON_BINARY_EQ && op <= AXON_BINARY_GE) ||
         (op >= AXON_BINARY_LOGICAL_AND && op <= AXON_BINARY_LOGICAL_XOR))
         flags |= PW_BOOL_RESULT;
-    const pw_op_t d = {2, (int)op, binary_names[op], axon_pw_binary_loops[op], flags};
+    const pw_op_t d = {2, (int)op, binary_names[op], axon_pw_binary_loops[op], axon_pw_binary_complex_loops[op], flags};
     const axon_tensor_t *ins[3] = {a, b, NULL};
     return pw_launch(s, &d, out, ins, params);
 }
@@ -378,7 +424,8 @@ axon_status_t axon_kernel_ternary(axon_stream_t s, axon_ternary_op_t op, const a
     unsigned flags = op == AXON_TERNARY_WHERE ? PW_COND_FIRST
                      : op == AXON_TERNARY_ADDCMUL || op == AXON_TERNARY_ADDCDIV ? PW_ALPHA
                                                                                  : 0u;
-    const pw_op_t d = {3, (int)op, ternary_names[op], axon_pw_ternary_loops[op], flags};
+    const pw_op_t d = {3, (int)op, ternary_names[op], axon_pw_ternary_loops[op], axon_pw_ternary_complex_loops[op],
+                       flags};
     const axon_tensor_t *ins[3] = {a, b, c};
     return pw_launch(s, &d, out, ins, params);
 }

@@ -9,6 +9,7 @@
 #include <tgmath.h>
 
 #include "pointwise_impl.h"
+#include "special_math.h"
 
 /* The expressions are written once for signed and unsigned types, so `y < 0` is sometimes always false. */
 #pragma GCC diagnostic ignored "-Wtype-limits"
@@ -241,6 +242,7 @@ PW_FLOATS(PW_B2, shrink_backward, (y >= -p0 && y <= p0 ? (W)0 : x)) /* p0 lambd 
 PW_FLOATS(PW_B2S, glu, (x * ((W)1 / ((W)1 + PW_EXP(-y)))))
 PW_FLOATS(PW_B2, prelu, (x > 0 ? x : y * x))
 PW_FLOATS(PW_B2, prelu_backward_weight, (y > 0 ? (W)0 : y * x))
+PW_FLOATS(PW_B2, zeta, ((W)axon_zeta((double)x, (double)y))) /* in float64, rounded once */
 
 /* ---- integers ---- */
 
@@ -342,4 +344,5 @@ const pw_loop_fn axon_pw_binary_loops[AXON_BINARY_COUNT][AXON_DTYPE_COUNT] = {
     [AXON_BINARY_GLU] = {PW_F(glu)},
     [AXON_BINARY_PRELU] = {PW_F(prelu)},
     [AXON_BINARY_PRELU_BACKWARD_WEIGHT] = {PW_F(prelu_backward_weight)},
+    [AXON_BINARY_ZETA] = {PW_F(zeta)},
 };

@@ -20,8 +20,9 @@
 #include "kernels_impl.h"
 #include "pointwise_impl.h"
 
-/* 512 elements: four buffers of at most 8-byte elements fill 16 KiB, half of L1, and a block is long enough that
- * the per-block bookkeeping is lost in the loop. */
+/* A block's buffers: 4 KiB each, 512 elements of 8 bytes (256 of complex128), so the four fill 16 KiB, half of L1,
+ * and a block is long enough that the per-block bookkeeping is lost in the loop. */
+#define PW_BLOCK_BYTES 4096
 #define PW_BLOCK 512
 
 struct pw_job {
@@ -31,6 +32,7 @@ struct pw_job {
     axon_convert_fn load_fn[3];  /* operand k's dtype -> its load dtype */
     axon_convert_fn store_fn;    /* result dtype -> out's dtype */
     size_t in_size[3], load_size[3], out_size, result_size;
+    int64_t block;               /* elements per buffered block: PW_BLOCK_BYTES over the widest element */
     atomic_int bad;              /* some chunk saw an integer division by zero */
 };
 
@@ -38,7 +40,7 @@ struct pw_job {
 struct pw_chunk {
     struct pw_job *j;
     int bad;
-    _Alignas(16) unsigned char buf[4][PW_BLOCK * 8]; /* operands 0..2, then out */
+    _Alignas(16) unsigned char buf[4][PW_BLOCK_BYTES]; /* operands 0..2, then out */
 };
 
 void axon_pw_widen(axon_dtype_t d, const void *storage, pw_value_t *out) {
@@ -90,8 +92,8 @@ static void pw_run(void *ctx, char *const *ptr, const int64_t *stride, int64_t n
         c->bad |= a->loop(ptr[0], in, sm, n, &a->ctx);
         return;
     }
-    for (int64_t off = 0; off < n; off += PW_BLOCK) {
-        int64_t m = n - off < PW_BLOCK ? n - off : PW_BLOCK;
+    for (int64_t off = 0; off < n; off += j->block) {
+        int64_t m = n - off < j->block ? n - off : j->block;
         const char *bin[3] = {NULL, NULL, NULL};
         for (int k = 0; k < a->arity; k++) {
             int t = j->slot[k];
@@ -180,6 +182,12 @@ axon_status_t axon_pw_kernel(const void *args, const axon_exec_t *ex) {
     }
     j.out_size = axon_dtype_size(a->out.dtype);
     j.result_size = axon_dtype_size(a->result);
+    size_t widest = j.out_size > j.result_size ? j.out_size : j.result_size;
+    for (int k = 0; k < a->arity; k++) {
+        if (j.in_size[k] > widest) widest = j.in_size[k];
+        if (j.load_size[k] > widest) widest = j.load_size[k];
+    }
+    j.block = (int64_t)(PW_BLOCK_BYTES / widest) < PW_BLOCK ? (int64_t)(PW_BLOCK_BYTES / widest) : PW_BLOCK;
     j.store_fn = axon_convert_get(a->result, a->out.dtype);
     axon_iter_init(&j.it, n, ts, 1);
     atomic_init(&j.bad, 0);

@@ -23,6 +23,8 @@ typedef struct pw_ctx {
     float pf[3];
     double pd[3];
     int64_t pi[3];
+    axon_c64_t pc64;             /* slot 0 (alpha) of the complex loops */
+    axon_c128_t pc128;
 } pw_ctx_t;
 
 /* A loop over n elements. out holds n elements of the op's result dtype (the compute dtype, or bool for the
@@ -37,12 +39,22 @@ extern const pw_loop_fn axon_pw_unary_loops[AXON_UNARY_COUNT][AXON_DTYPE_COUNT];
 extern const pw_loop_fn axon_pw_binary_loops[AXON_BINARY_COUNT][AXON_DTYPE_COUNT];
 extern const pw_loop_fn axon_pw_ternary_loops[AXON_TERNARY_COUNT][AXON_DTYPE_COUNT];
 
-/* One value of a work type: float (float32, float16, bfloat16), double, an integer's storage, or bool as 0/1. */
+/* The complex loops (pointwise_complex.c), column 0 for complex64 and 1 for complex128: the real tables leave the
+ * complex dtypes' columns empty, and the op's table entry is looked up here instead (pw_loop_of in pointwise.c). */
+#define PW_COMPLEX_COLUMN(d) ((d) == AXON_COMPLEX64 ? 0 : (d) == AXON_COMPLEX128 ? 1 : -1)
+extern const pw_loop_fn axon_pw_unary_complex_loops[AXON_UNARY_COUNT][2];
+extern const pw_loop_fn axon_pw_binary_complex_loops[AXON_BINARY_COUNT][2];
+extern const pw_loop_fn axon_pw_ternary_complex_loops[AXON_TERNARY_COUNT][2];
+
+/* One value of a work type: float (float32, float16, bfloat16), double, an integer's storage, bool as 0/1, or a
+ * complex pair. */
 typedef union pw_value {
     float f;
     double d;
     int64_t i;
-    unsigned char bytes[8];
+    axon_c64_t c64;
+    axon_c128_t c128;
+    unsigned char bytes[16];
 } pw_value_t;
 
 /* A launch's argument block, copied into the stream: everything the executor needs, decided on the host. */

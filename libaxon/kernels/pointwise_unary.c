@@ -9,6 +9,7 @@
 #include <tgmath.h>
 
 #include "pointwise_impl.h"
+#include "special_math.h"
 
 /* The expressions are written once for signed and unsigned types, so `x < 0` is sometimes always false. */
 #pragma GCC diagnostic ignored "-Wtype-limits"
@@ -205,6 +206,19 @@ PW_BOOLS(PW_U, bitwise_not, (!x))
 PW_BOOLS(PW_UB, never, (0))
 PW_BOOLS(PW_UB, always, (1))
 
+/* Special functions in float64, rounded once; lgamma_r is glibc's lgamma without the global sign it writes. */
+static inline double pw_lgamma(double x) {
+    int sign;
+    return lgamma_r(x, &sign);
+}
+PW_FLOATS(PW_U, lgamma, ((W)pw_lgamma((double)x)))
+PW_FLOATS(PW_U, digamma, ((W)axon_digamma((double)x)))
+PW_FLOATS(PW_U, polygamma, ((W)axon_polygamma(ctx->pi[0], (double)x))) /* pi[0] the order */
+
+/* conj_physical of a real tensor is a copy (the complex loops are in pointwise_complex.c); ints have one above. */
+PW_FLOATS(PW_U, identity, (x))
+PW_BOOLS(PW_U, identity, (x))
+
 /* ---- the table ---- */
 
 #define PW_F(op) PW_FLOATS(PW_ENTRY, op)
@@ -272,4 +286,8 @@ const pw_loop_fn axon_pw_unary_loops[AXON_UNARY_COUNT][AXON_DTYPE_COUNT] = {
     [AXON_UNARY_SIGNBIT] = {PW_F(signbit) PW_I(negative) PW_B(never)},
     [AXON_UNARY_CUBE] = {PW_F(cube)},
     [AXON_UNARY_RSQUARE] = {PW_F(rsquare)},
+    [AXON_UNARY_CONJ] = {PW_F(identity) PW_I(identity) PW_B(identity)},
+    [AXON_UNARY_LGAMMA] = {PW_F(lgamma)},
+    [AXON_UNARY_DIGAMMA] = {PW_F(digamma)},
+    [AXON_UNARY_POLYGAMMA] = {PW_F(polygamma)},
 };

@@ -26,7 +26,12 @@
  * float16 and bfloat16 compute in float32 and round to nearest even once, on store. Their number operands and
  * params stay float32 (PyTorch's "opmath" scalars: bf16 x * 1.00390625 is not x * bf16(1.00390625)), except for the
  * bool-result ops, which compare against the number rounded to the compute dtype, as PyTorch does.
- * Complex dtypes are not supported (UNSUPPORTED). Integer arithmetic wraps (two's complement, no undefined
+ * Complex compute (complex64, complex128) is defined for NEG, CONJ, ABS, SIGN (PyTorch's sgn: z / |z|), RECIPROCAL,
+ * SQUARE, SQRT, RSQRT, EXP, LOG, LOG2, LOG10, the trigonometric and hyperbolic functions and their inverses,
+ * SIGMOID, ISNAN, LOGICAL_NOT; ADD, SUB (alpha may be complex), MUL, DIV, EQ, NE and the logical ops; WHERE, ADDCMUL,
+ * ADDCDIV, LERP. ABS of a complex input computes in its dtype (unless params->compute says otherwise) and
+ * stores the real dtype (float32 for complex64). Number operands and
+ * alpha may be AXON_COMPLEX128 scalars where the compute dtype is complex. Integer arithmetic wraps (two's complement, no undefined
  * behaviour): INT_MIN / -1 is INT_MIN, where PyTorch's CPU kernel dies of SIGFPE.
  *
  * Errors at launch: INVALID_ARG for bad descriptors, mismatched shapes (the message names the op, the dtypes and
@@ -110,6 +115,11 @@ typedef enum axon_unary_op {
     /* Appended for pow by a constant: PyTorch's CPU kernel computes these exponents without pow. Floats only. */
     AXON_UNARY_CUBE,             /* x * x * x */
     AXON_UNARY_RSQUARE,          /* 1 / (x * x) */
+    AXON_UNARY_CONJ,             /* conj_physical: (re, -im) for complex; x itself for the real dtypes */
+    /* Special functions, floats only (computed in float64 and rounded once). */
+    AXON_UNARY_LGAMMA,           /* log |gamma(x)| */
+    AXON_UNARY_DIGAMMA,          /* psi(x) = d/dx lgamma(x); -+inf at +-0, NaN at negative integers */
+    AXON_UNARY_POLYGAMMA,        /* the polygamma_n-th derivative of digamma (polygamma_n >= 0) */
     AXON_UNARY_COUNT
 } axon_unary_op_t;
 
@@ -172,6 +182,7 @@ typedef enum axon_binary_op {
     AXON_BINARY_GLU,                  /* a sigmoid(b): glu of the two halves, and the first half of its backward */
     AXON_BINARY_PRELU,                /* a > 0 ? a : b a, b the (broadcast) weight */
     AXON_BINARY_PRELU_BACKWARD_WEIGHT, /* b > 0 ? 0 : b g, b the input: per-element weight gradient */
+    AXON_BINARY_ZETA,                 /* Hurwitz zeta(a, b) = sum_k (b + k)^-a; floats only */
     AXON_BINARY_COUNT
 } axon_binary_op_t;
 
@@ -207,6 +218,7 @@ typedef struct axon_op_params {
     double lambd;                /* SOFTSHRINK, HARDSHRINK, SHRINK_BACKWARD: 0.5 */
     double logit_eps;            /* LOGIT, LOGIT_BACKWARD: -1 (negative: no clamping) */
     double value;                /* THRESHOLD: 0 */
+    int64_t polygamma_n;         /* POLYGAMMA: the order, >= 0 (INVALID_ARG otherwise). Default 0 */
 } axon_op_params_t;
 
 static inline axon_op_params_t axon_op_params_default(void) {
@@ -220,6 +232,7 @@ static inline axon_op_params_t axon_op_params_default(void) {
     for (int k = 0; k < 3; k++) p.operand[k] = axon_scalar_int(0);
     p.elu_is_result = 0;
     p.lambd = 0.5, p.logit_eps = -1.0, p.value = 0.0;
+    p.polygamma_n = 0;
     return p;
 }
 

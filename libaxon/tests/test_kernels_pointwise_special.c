@@ -1,0 +1,158 @@
+/* The special functions (LGAMMA, DIGAMMA, POLYGAMMA, ZETA) at values with closed forms, in float64 and float32, and
+ * their special values; lgamma also against libm's long double lgammal over a range. Tolerance: 4e-15 relative in
+ * float64 (a few roundings of a short sum), float32 within 2 ulps of the exact value rounded. */
+#include <math.h>
+
+#include "axon/pointwise.h"
+#include "kernels_check.h"
+
+#define EULER 0.57721566490153286061
+#define ZETA3 1.20205690315959428540
+#define PI 3.14159265358979323846
+
+typedef struct known {
+    int binary;                  /* 0: unary op on x; 1: ZETA(x, q) */
+    int op;
+    int64_t n;                   /* POLYGAMMA's order */
+    double x, q, want;
+} known_t;
+
+static const known_t cases[] = {
+    {0, AXON_UNARY_DIGAMMA, 0, 1.0, 0, -EULER},
+    {0, AXON_UNARY_DIGAMMA, 0, 0.5, 0, -EULER - 2 * 0.69314718055994530942},
+    {0, AXON_UNARY_DIGAMMA, 0, 10.0, 0, 2.25175258906672110764},
+    {0, AXON_UNARY_DIGAMMA, 0, 4.0, 0, 1 + 0.5 + 1.0 / 3 - EULER},
+    {0, AXON_UNARY_DIGAMMA, 0, -0.5, 0, 0.03648997397857652056}, /* psi(1/2) + 2 */
+    {0, AXON_UNARY_DIGAMMA, 0, 1e6, 0, 13.81551005796419},        /* ln x - 1/(2x) - 1/(12 x^2) */
+    {0, AXON_UNARY_DIGAMMA, 0, 0.0, 0, -INFINITY},
+    {0, AXON_UNARY_DIGAMMA, 0, -0.0, 0, INFINITY},
+    {0, AXON_UNARY_DIGAMMA, 0, -2.0, 0, NAN},
+    {0, AXON_UNARY_DIGAMMA, 0, INFINITY, 0, INFINITY},
+    {0, AXON_UNARY_DIGAMMA, 0, -INFINITY, 0, NAN},
+    {0, AXON_UNARY_POLYGAMMA, 0, 1.0, 0, -EULER},
+    {0, AXON_UNARY_POLYGAMMA, 1, 1.0, 0, PI * PI / 6},
+    {0, AXON_UNARY_POLYGAMMA, 1, 0.5, 0, PI * PI / 2},
+    {0, AXON_UNARY_POLYGAMMA, 2, 1.0, 0, -2 * ZETA3},
+    {0, AXON_UNARY_POLYGAMMA, 3, 1.0, 0, PI * PI * PI * PI / 15},  /* 6 zeta(4) */
+    {0, AXON_UNARY_POLYGAMMA, 1, 20.5, 0, 0.049989592429961},      /* sum_k 1/(20.5 + k)^2, summed to 2e5 */
+    {0, AXON_UNARY_POLYGAMMA, 1, -0.5, 0, PI * PI / 2 + 4},
+    {0, AXON_UNARY_POLYGAMMA, 2, -1.0, 0, -INFINITY},
+    {0, AXON_UNARY_POLYGAMMA, 1, INFINITY, 0, 0.0},              /* -2 zeta(3, -1), as PyTorch */
+    {0, AXON_UNARY_LGAMMA, 0, 0.5, 0, 0.57236494292470008707},     /* ln sqrt(pi) */
+    {0, AXON_UNARY_LGAMMA, 0, -0.5, 0, 1.26551212348464539649},    /* ln 2 sqrt(pi) */
+    {0, AXON_UNARY_LGAMMA, 0, 10.0, 0, 12.80182748008146961121},   /* ln 9! */
+    {0, AXON_UNARY_LGAMMA, 0, 0.0, 0, INFINITY},
+    {1, AXON_BINARY_ZETA, 0, 2.0, 1.0, PI * PI / 6},
+    {1, AXON_BINARY_ZETA, 0, 3.0, 2.0, ZETA3 - 1},
+    {1, AXON_BINARY_ZETA, 0, 4.0, 0.5, PI * PI * PI * PI / 6},     /* (2^4 - 1) zeta(4) */
+    {1, AXON_BINARY_ZETA, 0, 2.0, 1e5, 1.0000050000166667e-05},    /* 1/q + 1/(2 q^2) + 1/(6 q^3) */
+    {1, AXON_BINARY_ZETA, 0, 2.0, -0.5, PI * PI / 2 + 4},
+    {1, AXON_BINARY_ZETA, 0, 1.0, 3.0, INFINITY},
+    {1, AXON_BINARY_ZETA, 0, 0.5, 3.0, NAN},
+    {1, AXON_BINARY_ZETA, 0, 2.0, -3.0, INFINITY},
+    {1, AXON_BINARY_ZETA, 0, 2.5, -0.5, NAN},
+};
+#define NCASES ((int)(sizeof cases / sizeof cases[0]))
+
+static int close_to(double got, double want, int f32) {
+    if (isnan(want)) return isnan(got);
+    if (want == 0) return got == 0;
+    if (isinf(want)) return got == want;
+    if (f32) {
+        float w = (float)want;
+        return fabs(got - w) <= 2 * (nextafterf(fabsf(w), INFINITY) - fabsf(w));
+    }
+    return fabs(got - want) <= 4e-15 * fabs(want);
+}
+
+/* Runs every case in dtype d (float32 or float64) on one element each; returns the mismatches. */
+static int run_cases(kc_dev_t *k, axon_dtype_t d) {
+    const int f32 = d == AXON_FLOAT32;
+    const size_t es = axon_dtype_size(d);
+    unsigned char x[8], q[8], o[8];
+    void *dx = kc_upload(k, NULL, 8), *dq = kc_upload(k, NULL, 8), *dout = kc_upload(k, NULL, 8);
+    if (!dx || !dq || !dout) return 1;
+    const int64_t one[1] = {1};
+    axon_tensor_t tx = kc_tensor(dx, d, 1, one, NULL), tq = kc_tensor(dq, d, 1, one, NULL);
+    axon_tensor_t out = kc_tensor(dout, d, 1, one, NULL);
+    int bad = 0;
+    for (int c = 0; c < NCASES; c++) {
+        const known_t *t = &cases[c];
+        if (f32) {
+            float xf = (float)t->x, qf = (float)t->q;
+            memcpy(x, &xf, 4), memcpy(q, &qf, 4);
+        } else {
+            memcpy(x, &t->x, 8), memcpy(q, &t->q, 8);
+        }
+        axon_memcpy(dx, x, es, AXON_COPY_HOST_TO_DEVICE, k->s);
+        axon_memcpy(dq, q, es, AXON_COPY_HOST_TO_DEVICE, k->s);
+        axon_op_params_t p = axon_op_params_default();
+        p.polygamma_n = t->n;
+        axon_status_t st = t->binary ? axon_kernel_binary(k->s, (axon_binary_op_t)t->op, &out, &tx, &tq, &p)
+                                     : axon_kernel_unary(k->s, (axon_unary_op_t)t->op, &out, &tx, &p);
+        if (st != AXON_OK || !kc_download(k, o, dout, es)) return bad + 1;
+        double got;
+        if (f32) {
+            float g;
+            memcpy(&g, o, 4);
+            got = g;
+        } else {
+            memcpy(&got, o, 8);
+        }
+        /* float32's cases whose argument does not round exactly: the float64 path at the rounded argument */
+        double want = t->want;
+        if (f32 && ((double)(float)t->x != t->x || (double)(float)t->q != t->q)) continue;
+        if (!close_to(got, want, f32) && bad++ < 5)
+            fprintf(stderr, "  %s %s(n=%lld, %g, %g): got %.17g, want %.17g\n", axon_dtype_name(d),
+                    t->binary ? axon_binary_op_name(t->op) : axon_unary_op_name(t->op), (long long)t->n, t->x, t->q,
+                    got, want);
+    }
+    axon_mem_free(k->dev, dx);
+    axon_mem_free(k->dev, dq);
+    axon_mem_free(k->dev, dout);
+    return bad;
+}
+
+static void test_special_functions_at_known_values(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    CHECK(run_cases(&k, AXON_FLOAT64) == 0);
+    CHECK(run_cases(&k, AXON_FLOAT32) == 0);
+    axon_runtime_destroy(k.rt);
+}
+
+/* lgamma over [-20, 40] in float64 against long double lgammal; digamma's recurrence against lgamma's derivative
+ * would need more precision than a difference quotient gives, so it is checked at the known values only. */
+static void test_lgamma_matches_long_double_over_a_range(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    enum { M = 6001 };
+    static double x[M], got[M];
+    for (int i = 0; i < M; i++) x[i] = -20.0 + i * 0.01 + 0.001;
+    void *dx = kc_upload(&k, x, sizeof x), *dout = kc_upload(&k, NULL, sizeof got);
+    REQUIRE(dx && dout);
+    const int64_t n[1] = {M};
+    axon_tensor_t tx = kc_tensor(dx, AXON_FLOAT64, 1, n, NULL), out = kc_tensor(dout, AXON_FLOAT64, 1, n, NULL);
+    CHECK_OK(axon_kernel_unary(k.s, AXON_UNARY_LGAMMA, &out, &tx, NULL));
+    REQUIRE(kc_download(&k, got, dout, sizeof got));
+    int bad = 0;
+    for (int i = 0; i < M; i++) {
+        long double w = lgammal(x[i]);
+        bad += fabsl(got[i] - w) > 1e-13L * (fabsl(w) + 1);
+    }
+    CHECK(bad == 0);
+    axon_op_params_t p = axon_op_params_default();
+    p.polygamma_n = -1;
+    CHECK_STATUS(axon_kernel_unary(k.s, AXON_UNARY_POLYGAMMA, &out, &tx, &p), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("polygamma_n is -1");
+    CHECK_OK(axon_stream_sync(k.s));
+    axon_mem_free(k.dev, dx);
+    axon_mem_free(k.dev, dout);
+    axon_runtime_destroy(k.rt);
+}
+
+int main(void) {
+    RUN(test_special_functions_at_known_values);
+    RUN(test_lgamma_matches_long_double_over_a_range);
+    return check_report();
+}
