@@ -296,6 +296,73 @@ static void test_float32_sum_of_1m_elements_is_accurate(void) {
     axon_runtime_destroy(k.rt);
 }
 
+/* Complex SUM and MEAN reduce the real and imaginary parts separately: over dim 0 of a transposed complex128 view,
+ * over everything of a complex64 tensor into complex64 (also as a tensor of AXON_MAX_DIMS dimensions), and MEAN over
+ * dim 1; the other ops are refused. */
+static void test_complex_sum_and_mean_reduce_each_part(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    enum { R = 37, C = 5 };
+    static double h[R * C][2];
+    static float hf[R * C][2];
+    for (int i = 0; i < R * C; i++) {
+        h[i][0] = (double)(rr_rand() % 1000) / 7.0 - 60, h[i][1] = (double)(rr_rand() % 1000) / 13.0 - 30;
+        hf[i][0] = (float)h[i][0], hf[i][1] = (float)h[i][1];
+    }
+    void *dev = kc_upload(&k, h, sizeof h), *devf = kc_upload(&k, hf, sizeof hf), *dout = kc_upload(&k, NULL, 1024);
+    REQUIRE(dev && devf && dout);
+    /* the [C, R] transpose of the [R, C] array, summed over its dim 0 (the C columns) into [1, R] */
+    const int64_t tsz[2] = {C, R}, tst[2] = {1, C}, osz[2] = {1, R};
+    axon_tensor_t in = kc_tensor(dev, AXON_COMPLEX128, 2, tsz, tst), out = kc_tensor(dout, AXON_COMPLEX128, 2, osz, NULL);
+    CHECK_OK(axon_kernel_reduce(k.s, AXON_REDUCE_SUM, &out, &in, NULL));
+    double got[R][2];
+    REQUIRE(kc_download(&k, got, dout, sizeof got));
+    for (int r = 0; r < R; r++) {
+        double re = 0, im = 0;
+        for (int c = 0; c < C; c++) re += h[r * C + c][0], im += h[r * C + c][1];
+        CHECK(fabs(got[r][0] - re) <= 1e-12 * 400 && fabs(got[r][1] - im) <= 1e-12 * 400);
+    }
+    /* MEAN over dim 1 of the [R, C] array into [R, 1] */
+    const int64_t sz[2] = {R, C}, o1[2] = {R, 1};
+    in = kc_tensor(dev, AXON_COMPLEX128, 2, sz, NULL), out = kc_tensor(dout, AXON_COMPLEX128, 2, o1, NULL);
+    CHECK_OK(axon_kernel_reduce(k.s, AXON_REDUCE_MEAN, &out, &in, NULL));
+    REQUIRE(kc_download(&k, got, dout, sizeof got));
+    for (int r = 0; r < R; r++) {
+        double re = 0, im = 0;
+        for (int c = 0; c < C; c++) re += h[r * C + c][0], im += h[r * C + c][1];
+        CHECK(fabs(got[r][0] - re / C) <= 1e-12 * 100 && fabs(got[r][1] - im / C) <= 1e-12 * 100);
+    }
+    /* complex64 over everything */
+    const int64_t all[1] = {R * C}, one[1] = {1};
+    in = kc_tensor(devf, AXON_COMPLEX64, 1, all, NULL), out = kc_tensor(dout, AXON_COMPLEX64, 1, one, NULL);
+    CHECK_OK(axon_kernel_reduce(k.s, AXON_REDUCE_SUM, &out, &in, NULL));
+    float gf[2];
+    REQUIRE(kc_download(&k, gf, dout, sizeof gf));
+    double re = 0, im = 0, mag = 0;
+    for (int i = 0; i < R * C; i++) re += hf[i][0], im += hf[i][1], mag += fabs(hf[i][0]) + fabs(hf[i][1]);
+    CHECK(fabs(gf[0] - re) <= 1e-6 * mag && fabs(gf[1] - im) <= 1e-6 * mag);
+    /* a tensor of AXON_MAX_DIMS dimensions: the parts need no extra one */
+    int64_t dims[AXON_MAX_DIMS], odims[AXON_MAX_DIMS];
+    for (int d = 0; d < AXON_MAX_DIMS; d++) dims[d] = 1, odims[d] = 1;
+    dims[0] = R * C;
+    in = kc_tensor(devf, AXON_COMPLEX64, AXON_MAX_DIMS, dims, NULL);
+    out = kc_tensor(dout, AXON_COMPLEX64, AXON_MAX_DIMS, odims, NULL);
+    CHECK_OK(axon_kernel_reduce(k.s, AXON_REDUCE_SUM, &out, &in, NULL));
+    REQUIRE(kc_download(&k, gf, dout, sizeof gf));
+    CHECK(fabs(gf[0] - re) <= 1e-6 * mag && fabs(gf[1] - im) <= 1e-6 * mag);
+    /* refused: an op other than SUM and MEAN; complex in, real out */
+    in = kc_tensor(dev, AXON_COMPLEX128, 2, sz, NULL), out = kc_tensor(dout, AXON_COMPLEX128, 2, o1, NULL);
+    CHECK_STATUS(axon_kernel_reduce(k.s, AXON_REDUCE_PROD, &out, &in, NULL), AXON_ERROR_UNSUPPORTED);
+    CHECK_MSG("complex");
+    out = kc_tensor(dout, AXON_FLOAT64, 2, o1, NULL);
+    CHECK_STATUS(axon_kernel_reduce(k.s, AXON_REDUCE_SUM, &out, &in, NULL), AXON_ERROR_UNSUPPORTED);
+    CHECK_OK(axon_stream_sync(k.s));
+    axon_mem_free(k.dev, dev);
+    axon_mem_free(k.dev, devf);
+    axon_mem_free(k.dev, dout);
+    axon_runtime_destroy(k.rt);
+}
+
 /* Reductions over zero elements: the identity where there is one, INVALID_ARG naming the op where not. */
 static void test_empty_reductions_give_identities_or_name_the_op(void) {
     kc_dev_t k = kc_open(2);
@@ -401,5 +468,6 @@ int main(void) {
     RUN(test_empty_reductions_give_identities_or_name_the_op);
     RUN(test_nan_propagates_through_every_path);
     RUN(test_var_and_std_follow_the_correction);
+    RUN(test_complex_sum_and_mean_reduce_each_part);
     return check_report();
 }

@@ -26,8 +26,10 @@
  *
  * Errors at launch: INVALID_ARG for bad descriptors, shapes that do not follow the keepdim form (the message shows
  * both), an out-of-range op or dimension, a reduction with no identity over zero elements (AMAX, AMIN, NORM with p =
- * +-inf, the arg reductions; the message names the op, as PyTorch's errors do); UNSUPPORTED for complex tensors and
- * for MEAN, NORM, VAR, STD and LOGSUMEXP into a non-floating out. */
+ * +-inf, the arg reductions; the message names the op, as PyTorch's errors do); UNSUPPORTED for complex tensors
+ * (except SUM and MEAN of a complex in into a complex out, which reduce the real and imaginary parts as two real
+ * reductions) and for MEAN, NORM, VAR, STD and LOGSUMEXP into a non-floating
+ * out. */
 #ifndef AXON_REDUCE_H
 #define AXON_REDUCE_H
 
