@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "axon/gemm.h"
+#include "dtype.h"
 #include "gemm_impl.h"
 #include "internal.h"
 #include "kernels_impl.h"
@@ -125,6 +126,27 @@ static axon_status_t gemm_prepare(gemm_mat_t *m, const axon_tensor_t *t, axon_dt
 GEMM_PREPASS(float, gemm_prepass_f32)
 GEMM_PREPASS(double, gemm_prepass_f64)
 
+/* The complex prepass: real beta and bias_scale, a complex bias. */
+#define GEMM_PREPASS_COMPLEX(T, R, NAME)                                                                           \
+    static void NAME(const struct gemm_job *j, T *c, int64_t i0, int64_t mi, int64_t j0, int64_t nj) {             \
+        const T *bias = (const T *)j->bias;                                                                         \
+        R beta = (R)j->beta, bs = (R)j->bias_scale;                                                                 \
+        for (int64_t i = 0; i < mi; i++) {                                                                          \
+            T *row = c + i * j->ldc;                                                                                \
+            for (int64_t q = 0; q < nj; q++) {                                                                      \
+                T bv = {0, 0};                                                                                      \
+                if (bias) {                                                                                         \
+                    bv = bias[(j->bias_on_rows ? i0 + i : j0 + q) * j->bias_stride];                                \
+                    bv.re *= bs, bv.im *= bs;                                                                       \
+                }                                                                                                   \
+                row[q].re = (beta == 0 ? 0 : beta * row[q].re) + bv.re;                                             \
+                row[q].im = (beta == 0 ? 0 : beta * row[q].im) + bv.im;                                             \
+            }                                                                                                       \
+        }                                                                                                           \
+    }
+GEMM_PREPASS_COMPLEX(axon_c64_t, float, gemm_prepass_c64)
+GEMM_PREPASS_COMPLEX(axon_c128_t, double, gemm_prepass_c128)
+
 /* Integers wrap: through uint64_t, so an overflow is not undefined. */
 static void gemm_prepass_i64(const struct gemm_job *j, int64_t *c, int64_t i0, int64_t mi, int64_t j0, int64_t nj) {
     const int64_t *bias = (const int64_t *)j->bias;
@@ -154,6 +176,8 @@ static void gemm_blocks(void *ctx, int64_t begin, int64_t end, int slot) {
         if (j->bias || j->k == 0) {
             if (j->cdt == AXON_FLOAT32) gemm_prepass_f32(j, (float *)c, i0, mi, j0, nj);
             else if (j->cdt == AXON_FLOAT64) gemm_prepass_f64(j, (double *)c, i0, mi, j0, nj);
+            else if (j->cdt == AXON_COMPLEX64) gemm_prepass_c64(j, (axon_c64_t *)c, i0, mi, j0, nj);
+            else if (j->cdt == AXON_COMPLEX128) gemm_prepass_c128(j, (axon_c128_t *)c, i0, mi, j0, nj);
             else gemm_prepass_i64(j, (int64_t *)c, i0, mi, j0, nj);
             beta = 1;
             if (j->k == 0) continue;
@@ -165,6 +189,12 @@ static void gemm_blocks(void *ctx, int64_t begin, int64_t end, int slot) {
         else if (j->cdt == AXON_FLOAT64)
             rc = axon_gemm_f64(j->a.trans, j->b.trans, mi, nj, j->k, j->alpha, (const double *)a, j->a.ld,
                                (const double *)b, j->b.ld, beta, (double *)c, j->ldc);
+        else if (j->cdt == AXON_COMPLEX64)
+            rc = axon_gemm_c64(j->a.trans, j->b.trans, mi, nj, j->k, j->alpha, a, j->a.ld, b, j->b.ld, beta, c,
+                               j->ldc);
+        else if (j->cdt == AXON_COMPLEX128)
+            rc = axon_gemm_c128(j->a.trans, j->b.trans, mi, nj, j->k, j->alpha, a, j->a.ld, b, j->b.ld, beta, c,
+                                j->ldc);
         else
             axon_gemm_i64(j->a.trans, j->b.trans, mi, nj, j->k, (int64_t)j->alpha, (const int64_t *)a, j->a.ld,
                           (const int64_t *)b, j->b.ld, (int64_t)beta, (int64_t *)c, j->ldc);
@@ -651,7 +681,7 @@ static axon_status_t gemm_avx_run(const struct gemm_job *j, int64_t bsz, axon_po
 }
 
 static axon_dtype_t gemm_compute_dtype(axon_dtype_t d) {
-    if (d == AXON_FLOAT64) return AXON_FLOAT64;
+    if (d == AXON_FLOAT64 || d == AXON_COMPLEX64 || d == AXON_COMPLEX128) return d;
     return axon_dtype_is_floating(d) ? AXON_FLOAT32 : AXON_INT64;
 }
 
@@ -765,7 +795,7 @@ axon_status_t axon_kernel_matmul(axon_stream_t s, const axon_tensor_t *out, cons
                          axon_dtype_name(out->dtype), axon_dtype_name(a->dtype), axon_dtype_name(b->dtype),
                          prm.bias ? ", bias " : "", prm.bias ? axon_dtype_name(prm.bias->dtype) : "");
     axon_dtype_t dt = out->dtype;
-    if (!axon_dtype_is_floating(dt) && !axon_dtype_is_integer(dt))
+    if (!axon_dtype_is_floating(dt) && !axon_dtype_is_integer(dt) && dt != AXON_COMPLEX64 && dt != AXON_COMPLEX128)
         return axon_fail(AXON_ERROR_UNSUPPORTED, "matmul: dtype %s is not supported", axon_dtype_name(dt));
     char so[160], sa[160], sb[160];
     int nd = out->ndim;

@@ -60,9 +60,38 @@ int axon_gemm_f64(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha,
     return 0;
 }
 
+/* alpha and beta as the complex pairs (alpha, 0) and (beta, 0) the library takes */
+int axon_gemm_c64(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha, const void *a, int64_t lda,
+                  const void *b, int64_t ldb, double beta, void *c, int64_t ldc) {
+    pthread_once(&gemm_once, gemm_init);
+    const float al[2] = {(float)alpha, 0.0f}, be[2] = {(float)beta, 0.0f};
+    cblas_cgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n,
+                (int)k, al, a, (int)lda, b, (int)ldb, be, c, (int)ldc);
+    return 0;
+}
+
+int axon_gemm_c128(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha, const void *a, int64_t lda,
+                   const void *b, int64_t ldb, double beta, void *c, int64_t ldc) {
+    pthread_once(&gemm_once, gemm_init);
+    const double al[2] = {alpha, 0.0}, be[2] = {beta, 0.0};
+    cblas_zgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n,
+                (int)k, al, a, (int)lda, b, (int)ldb, be, c, (int)ldc);
+    return 0;
+}
+
 #else
 
 const char *axon_gemm_backend_name(void) { return "portable"; }
+
+int axon_gemm_c64(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha, const void *a, int64_t lda,
+                  const void *b, int64_t ldb, double beta, void *c, int64_t ldc) {
+    return axon_gemm_portable_c64(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+int axon_gemm_c128(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha, const void *a, int64_t lda,
+                   const void *b, int64_t ldb, double beta, void *c, int64_t ldc) {
+    return axon_gemm_portable_c128(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
 
 int axon_gemm_f32(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
                   const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {

@@ -38,6 +38,17 @@ int axon_gemm_portable_f64(int ta, int tb, int64_t m, int64_t n, int64_t k, doub
 int axon_gemm_skinny_f32(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
                          const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 
+/* Complex GEMM (complex64: axon_c64_t elements, complex128: axon_c128_t), real alpha and beta: the library's cgemm and
+ * zgemm (gemm_backend.c), else the plain loops of gemm_portable.c. Same contract as axon_gemm_f32; never fails. */
+int axon_gemm_c64(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha, const void *a, int64_t lda,
+                  const void *b, int64_t ldb, double beta, void *c, int64_t ldc);
+int axon_gemm_c128(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha, const void *a, int64_t lda,
+                   const void *b, int64_t ldb, double beta, void *c, int64_t ldc);
+int axon_gemm_portable_c64(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha, const void *a, int64_t lda,
+                           const void *b, int64_t ldb, double beta, void *c, int64_t ldc);
+int axon_gemm_portable_c128(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha, const void *a,
+                            int64_t lda, const void *b, int64_t ldb, double beta, void *c, int64_t ldc);
+
 /* Integer GEMM in int64 with two's complement wrap-around (no overflow UB): same contract, no library. */
 void axon_gemm_i64(int ta, int tb, int64_t m, int64_t n, int64_t k, int64_t alpha, const int64_t *a, int64_t lda,
                    const int64_t *b, int64_t ldb, int64_t beta, int64_t *c, int64_t ldc);

@@ -1,4 +1,4 @@
-/* Portable GEMM: the float32/float64 fallback when no BLAS library was found, and the integer GEMM.
+/* Portable GEMM: the float32/float64/complex fallback when no BLAS library was found, and the integer GEMM.
  *
  * The float code is the classic Goto/BLIS blocking in plain C: a KC x NC panel of B and an MC x KC block of A are
  * packed into contiguous buffers (which also absorbs the transpose flags and folds alpha into A), then a micro-kernel
@@ -7,6 +7,7 @@
  * block rows in L1. No intrinsics: it is a correct, reasonably fast floor, not a replacement for a tuned library. */
 #include <stdlib.h>
 
+#include "dtype.h"
 #include "gemm_impl.h"
 
 #define GEMM_MR 4
@@ -115,3 +116,29 @@ void axon_gemm_i64(int ta, int tb, int64_t m, int64_t n, int64_t k, int64_t alph
             }
         }
 }
+
+/* Complex GEMM: a plain loop (the fallback where no library has cgemm and zgemm), each dot product accumulated in
+ * the element type with the four-multiply product. */
+#define GEMM_PORTABLE_COMPLEX(T, R, NAME)                                                                          \
+    int NAME(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha, const void *av, int64_t lda,            \
+             const void *bv, int64_t ldb, double beta, void *cv, int64_t ldc) {                                     \
+        const T *a = av, *b = bv;                                                                                   \
+        T *c = cv;                                                                                                  \
+        int64_t as_i = ta ? 1 : lda, as_p = ta ? lda : 1, bs_p = tb ? 1 : ldb, bs_j = tb ? ldb : 1;                 \
+        for (int64_t i = 0; i < m; i++)                                                                             \
+            for (int64_t j = 0; j < n; j++) {                                                                       \
+                R re = 0, im = 0;                                                                                   \
+                for (int64_t p = 0; p < k; p++) {                                                                   \
+                    T x = a[i * as_i + p * as_p], y = b[p * bs_p + j * bs_j];                                       \
+                    re += x.re * y.re - x.im * y.im;                                                                \
+                    im += x.re * y.im + x.im * y.re;                                                                \
+                }                                                                                                   \
+                T *o = &c[i * ldc + j];                                                                             \
+                R ore = beta == 0 ? 0 : (R)beta * o->re, oim = beta == 0 ? 0 : (R)beta * o->im;                    \
+                o->re = (R)alpha * re + ore;                                                                        \
+                o->im = (R)alpha * im + oim;                                                                        \
+            }                                                                                                       \
+        return 0;                                                                                                   \
+    }
+GEMM_PORTABLE_COMPLEX(axon_c64_t, float, axon_gemm_portable_c64)
+GEMM_PORTABLE_COMPLEX(axon_c128_t, double, axon_gemm_portable_c128)

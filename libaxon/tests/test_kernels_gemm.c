@@ -269,6 +269,121 @@ static void test_empty_out_enqueues_nothing(void) {
     CHECK_OK(axon_stream_sync(dev2.s));
 }
 
+/* complex64 and complex128 products against a complex double reference: contiguous, a transposed, b with every other
+ * column, out padded, a batch with a broadcast a, alpha and beta over an existing out, a strided bias, and k == 0
+ * (beta * out + bias only). Values are multiples of 1/4 in [-1, 1], so every product and sum is exact and so is the
+ * comparison. */
+typedef struct cx {
+    double re, im;
+} cx_t;
+
+static int complex_case(axon_dtype_t dt, int batched, int64_t B, int64_t M, int64_t K, int64_t N, int la, int lb,
+                        int lo, double alpha, double beta, int bias) {
+    const int c64 = dt == AXON_COMPLEX64;
+    const size_t es = axon_dtype_size(dt);
+    int64_t sa[3], sb[3], so[3], sbias = 3;
+    int64_t spa = layout(la, B, M, K, sa), spb = layout(lb, B, K, N, sb), spo = layout(lo, B, M, N, so);
+    cx_t *A = calloc((size_t)(B * M * K + 1), sizeof(cx_t)), *Bm = calloc((size_t)(B * K * N + 1), sizeof(cx_t));
+    cx_t *C = calloc((size_t)(B * M * N + 1), sizeof(cx_t)), *bv = calloc((size_t)N + 1, sizeof(cx_t));
+    char *ha = calloc((size_t)spa + 1, es), *hb = calloc((size_t)spb + 1, es), *ho = calloc((size_t)spo + 1, es);
+    char *hbias = calloc((size_t)(N * sbias + 1), es);
+    void *da = NULL, *db = NULL, *dout = NULL, *dbias = NULL;
+    int bad = 0;
+    if (!A || !Bm || !C || !bv || !ha || !hb || !ho || !hbias) {
+        bad = 1;
+        goto done;
+    }
+    /* element (z, r, c) of an operand with strides st: written into host memory h of the device dtype */
+#define PUT(h, st, z, r, c, v)                                                                                      \
+    do {                                                                                                            \
+        int64_t at_ = (z) * (st)[0] + (r) * (st)[1] + (c) * (st)[2];                                                \
+        if (c64) ((float *)(h))[2 * at_] = (float)(v).re, ((float *)(h))[2 * at_ + 1] = (float)(v).im;              \
+        else ((double *)(h))[2 * at_] = (v).re, ((double *)(h))[2 * at_ + 1] = (v).im;                              \
+    } while (0)
+    for (int64_t z = 0; z < B; z++)
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t q = 0; q < K; q++) {
+                cx_t v = {rnd_value(dt), rnd_value(dt)};
+                if (la == LAY_BCAST_BATCH && z > 0) v = A[i * K + q];
+                A[(z * M + i) * K + q] = v;
+                if (la != LAY_BCAST_BATCH || z == 0) PUT(ha, sa, z, i, q, v);
+            }
+    for (int64_t z = 0; z < B; z++)
+        for (int64_t q = 0; q < K; q++)
+            for (int64_t j = 0; j < N; j++) {
+                cx_t v = {rnd_value(dt), rnd_value(dt)};
+                Bm[(z * K + q) * N + j] = v;
+                PUT(hb, sb, z, q, j, v);
+            }
+    for (int64_t z = 0; z < B; z++)
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                cx_t v = {rnd_value(dt), rnd_value(dt)};
+                C[(z * M + i) * N + j] = v;
+                PUT(ho, so, z, i, j, v);
+            }
+    int64_t bst[3] = {0, 0, sbias};
+    for (int64_t j = 0; j < N; j++) {
+        bv[j].re = rnd_value(dt), bv[j].im = rnd_value(dt);
+        PUT(hbias, bst, 0, 0, j, bv[j]);
+    }
+#undef PUT
+    da = kc_upload(&dev2, ha, (size_t)spa * es), db = kc_upload(&dev2, hb, (size_t)spb * es);
+    dout = kc_upload(&dev2, ho, (size_t)spo * es), dbias = kc_upload(&dev2, hbias, (size_t)(N * sbias) * es);
+    if (!da || !db || !dout || !dbias) {
+        bad = 1;
+        goto done;
+    }
+    axon_tensor_t ta = view(da, dt, batched, B, M, K, sa), tb = view(db, dt, batched, B, K, N, sb);
+    axon_tensor_t to = view(dout, dt, batched, B, M, N, so), tbias = kc_tensor(dbias, dt, 1, &N, &sbias);
+    axon_gemm_params_t p = axon_gemm_params_default();
+    p.alpha = alpha, p.beta = beta, p.bias_scale = 0.5, p.bias = bias ? &tbias : NULL;
+    if (axon_kernel_matmul(dev2.s, &to, &ta, &tb, &p) != AXON_OK || !kc_download(&dev2, ho, dout, (size_t)spo * es)) {
+        fprintf(stderr, "  complex matmul failed: %s\n", axon_last_error());
+        bad = 1;
+        goto done;
+    }
+    for (int64_t z = 0; z < B; z++)
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                cx_t acc = {0, 0};
+                for (int64_t q = 0; q < K; q++) {
+                    cx_t x = A[(z * M + i) * K + q], y = Bm[(z * K + q) * N + j];
+                    acc.re += x.re * y.re - x.im * y.im, acc.im += x.re * y.im + x.im * y.re;
+                }
+                cx_t o = C[(z * M + i) * N + j], want;
+                want.re = alpha * acc.re + beta * o.re + (bias ? 0.5 * bv[j].re : 0);
+                want.im = alpha * acc.im + beta * o.im + (bias ? 0.5 * bv[j].im : 0);
+                int64_t at = z * so[0] + i * so[1] + j * so[2];
+                double gre = c64 ? ((float *)ho)[2 * at] : ((double *)ho)[2 * at];
+                double gim = c64 ? ((float *)ho)[2 * at + 1] : ((double *)ho)[2 * at + 1];
+                if ((gre != want.re || gim != want.im) && bad++ < 3)
+                    fprintf(stderr, "  %s b%d(%d,%d,%d) k %lld: [%lld,%lld,%lld] = %g%+gi, want %g%+gi\n",
+                            axon_dtype_name(dt), batched, la, lb, lo, (long long)K, (long long)z, (long long)i,
+                            (long long)j, gre, gim, want.re, want.im);
+            }
+done:
+    if (da) axon_mem_free(dev2.dev, da);
+    if (db) axon_mem_free(dev2.dev, db);
+    if (dout) axon_mem_free(dev2.dev, dout);
+    if (dbias) axon_mem_free(dev2.dev, dbias);
+    free(A), free(Bm), free(C), free(bv), free(ha), free(hb), free(ho), free(hbias);
+    return bad;
+}
+
+static void test_complex_products_match_the_reference(void) {
+    REQUIRE(dev2.s);
+    const axon_dtype_t dts[2] = {AXON_COMPLEX64, AXON_COMPLEX128};
+    for (int t = 0; t < 2; t++) {
+        axon_dtype_t dt = dts[t];
+        CHECK_EQ_I64(complex_case(dt, 0, 1, 37, 29, 41, LAY_CONTIG, LAY_CONTIG, LAY_CONTIG, 1, 0, 0), 0);
+        CHECK_EQ_I64(complex_case(dt, 0, 1, 130, 70, 60, LAY_TRANS, LAY_STRIDED, LAY_PADDED, 1, 0, 0), 0);
+        CHECK_EQ_I64(complex_case(dt, 1, 3, 9, 12, 7, LAY_BCAST_BATCH, LAY_TRANS, LAY_CONTIG, 0.5, 2, 0), 0);
+        CHECK_EQ_I64(complex_case(dt, 0, 1, 8, 5, 6, LAY_CONTIG, LAY_CONTIG, LAY_TRANS, 2, 1, 1), 0);
+        CHECK_EQ_I64(complex_case(dt, 0, 1, 4, 0, 3, LAY_CONTIG, LAY_CONTIG, LAY_CONTIG, 1, 2, 1), 0);
+    }
+}
+
 static void test_bad_shapes_dtypes_and_scalars_are_rejected(void) {
     REQUIRE(dev2.s);
     float buf[64] = {0};
@@ -300,9 +415,10 @@ static void test_bad_shapes_dtypes_and_scalars_are_rejected(void) {
     axon_tensor_t ab = kc_tensor(buf, AXON_BOOL, 2, s34, NULL), bb = kc_tensor(buf, AXON_BOOL, 2, s46, NULL);
     axon_tensor_t ob = kc_tensor(buf, AXON_BOOL, 2, s36, NULL);
     CHECK_STATUS(axon_kernel_matmul(dev2.s, &ob, &ab, &bb, NULL), AXON_ERROR_UNSUPPORTED);
-    axon_tensor_t ac = kc_tensor(buf, AXON_COMPLEX64, 2, s34, NULL), bc = kc_tensor(buf, AXON_COMPLEX64, 2, s46, NULL);
+    axon_tensor_t ac = kc_tensor(buf, AXON_COMPLEX64, 2, s34, NULL), bc = kc_tensor(buf, AXON_COMPLEX128, 2, s46, NULL);
     axon_tensor_t oc = kc_tensor(buf, AXON_COMPLEX64, 2, s36, NULL);
-    CHECK_STATUS(axon_kernel_matmul(dev2.s, &oc, &ac, &bc, NULL), AXON_ERROR_UNSUPPORTED);
+    CHECK_STATUS(axon_kernel_matmul(dev2.s, &oc, &ac, &bc, NULL), AXON_ERROR_INVALID_ARG); /* mixed complex */
+    CHECK_MSG("complex128");
     axon_tensor_t ai = kc_tensor(buf, AXON_INT32, 2, s34, NULL), bi = kc_tensor(buf, AXON_INT32, 2, s46, NULL);
     axon_tensor_t oi = kc_tensor(buf, AXON_INT32, 2, s36, NULL);
     p = axon_gemm_params_default();
@@ -534,6 +650,7 @@ int main(void) {
     RUN(test_beta_zero_ignores_nan_in_out);
     RUN(test_k_zero_gives_beta_times_out);
     RUN(test_empty_out_enqueues_nothing);
+    RUN(test_complex_products_match_the_reference);
     RUN(test_bad_shapes_dtypes_and_scalars_are_rejected);
     RUN(test_skinny_products_match_the_reference);
     RUN(test_float32_products_past_the_small_path_match_the_reference);

@@ -41,10 +41,12 @@
  *     store (PyTorch also accumulates these in float32).
  *   - int8, uint8, int16, int32, int64: a plain loop accumulating in int64 and wrapping to out's dtype, as PyTorch's
  *     CPU mm does; alpha, beta and bias_scale must then be whole numbers.
- *   - bool and complex: UNSUPPORTED.
+ *   - complex64 and complex128: the library's cgemm and zgemm (a plain loop without one); alpha, beta and
+ *     bias_scale are real.
+ *   - bool: UNSUPPORTED.
  *
  * Errors at launch: INVALID_ARG for bad descriptors, a mismatched shape (the message names every shape), mixed
- * dtypes, a bias of the wrong shape, non-integral scalars for an integer dtype; UNSUPPORTED for bool, complex, or a
+ * dtypes, a bias of the wrong shape, non-integral scalars for an integer dtype; UNSUPPORTED for bool, or a
  * dimension above 2^31 - 1. Errors while running: OUT_OF_MEMORY if the host scratch cannot be allocated (out is
  * then unchanged), or if a oneDNN call fails (out may then be partly written; that shape is not sent to oneDNN
  * again). */
