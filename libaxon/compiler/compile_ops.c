@@ -144,19 +144,22 @@ static int is_complex(axon_dtype_t d) { return d == AXON_COMPLEX64 || d == AXON_
 
 AXON_API int axon_compile_supports(axon_axir_op_t op, axon_dtype_t dtype) {
     if ((unsigned)op >= AXON_AXIR_OP_COUNT || (unsigned)dtype >= AXON_DTYPE_COUNT) return 0;
+    /* The compiler's values, constants and generated loops are real: complex graphs stay eager, although the
+     * pointwise kernels take complex dtypes. */
+    if (is_complex(dtype)) return 0;
     int k;
-    if (op == AXON_AXIR_OP_CAST) return !is_complex(dtype);
+    if (op == AXON_AXIR_OP_CAST) return 1;
     if (compile_map_unary(NULL, op, &k)) return axon_unary_supports((axon_unary_op_t)k, dtype);
     /* div of integers runs in its rounding forms (true division of integers needs a floating result) */
     if (op == AXON_AXIR_OP_DIV && axon_binary_supports(AXON_BINARY_DIV_FLOOR, dtype)) return 1;
     if (compile_map_binary(NULL, op, &k)) return axon_binary_supports((axon_binary_op_t)k, dtype);
     switch (op) {
-    case AXON_AXIR_OP_CONST: return !is_complex(dtype);
-    case AXON_AXIR_OP_IOTA: return !is_complex(dtype) && dtype != AXON_BOOL;
+    case AXON_AXIR_OP_CONST: return 1;
+    case AXON_AXIR_OP_IOTA: return dtype != AXON_BOOL;
     case AXON_AXIR_OP_WHERE: return axon_ternary_supports(AXON_TERNARY_WHERE, dtype);
     case AXON_AXIR_OP_SUM: case AXON_AXIR_OP_PROD: case AXON_AXIR_OP_AMAX: case AXON_AXIR_OP_AMIN:
-        return !is_complex(dtype);
-    case AXON_AXIR_OP_ARGMAX: case AXON_AXIR_OP_ARGMIN: return !is_complex(dtype) && dtype != AXON_BOOL;
+        return 1;
+    case AXON_AXIR_OP_ARGMAX: case AXON_AXIR_OP_ARGMIN: return dtype != AXON_BOOL;
     case AXON_AXIR_OP_MEAN: case AXON_AXIR_OP_VAR: return axon_dtype_is_floating(dtype);
     case AXON_AXIR_OP_RESHAPE: case AXON_AXIR_OP_PERMUTE: case AXON_AXIR_OP_EXPAND: case AXON_AXIR_OP_SLICE:
     case AXON_AXIR_OP_SELECT: case AXON_AXIR_OP_SQUEEZE: case AXON_AXIR_OP_UNSQUEEZE: case AXON_AXIR_OP_CONTIGUOUS:
@@ -165,7 +168,7 @@ AXON_API int axon_compile_supports(axon_axir_op_t op, axon_dtype_t dtype) {
         return 1;
     case AXON_AXIR_OP_PHILOX_STATE: return dtype == AXON_INT64;
     case AXON_AXIR_OP_MM: case AXON_AXIR_OP_BMM: case AXON_AXIR_OP_ADDMM:
-        return !is_complex(dtype) && dtype != AXON_BOOL;
+        return dtype != AXON_BOOL;
     case AXON_AXIR_OP_SOFTMAX: case AXON_AXIR_OP_LOG_SOFTMAX: case AXON_AXIR_OP_LAYER_NORM:
     case AXON_AXIR_OP_RMS_NORM: case AXON_AXIR_OP_SDPA: case AXON_AXIR_OP_SDPA_LSE: case AXON_AXIR_OP_SDPA_BACKWARD:
     case AXON_AXIR_OP_SOFTMAX_BACKWARD: case AXON_AXIR_OP_LOG_SOFTMAX_BACKWARD: case AXON_AXIR_OP_LAYER_NORM_BACKWARD:

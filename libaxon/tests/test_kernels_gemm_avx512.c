@@ -8,7 +8,9 @@
  * Inputs are random floats in [-1, 1) with 24 significant bits, the reference a float64 sum: each result must be
  * within (k + 4) * 2^-24 of the sum of |terms| (float32 rounding of every partial sum and of alpha, beta, bias). Every
  * case also runs on a 1- and a 2-thread device, whose results must be the same bits: each element is one sum in a
- * fixed order whichever thread computes it.
+ * fixed order whichever thread computes it. On a CPU without AVX-512F the library computes them, and MKL picks its
+ * edge kernels by the shape of the block each thread gets: there only the accuracy is checked (the 1- and 2-thread
+ * results of an AVX2 EPYC differed in one column's last bit).
  *
  * Which products gemm.c gives the kernel depends on the BLAS it was built with (with MKL: single Linears from 2^25
  * multiply-adds), so this test sets AXON_GEMM_F32=avx512, which sends every product with more than 16 rows and
@@ -23,6 +25,7 @@
 #include "kernels_check.h"
 
 static kc_dev_t dev1, dev2;
+static int av_kernel_runs; /* the CPU has AVX-512F, so gemm_avx512.c computes the cases */
 
 #define AV_MIN_MADDS (1 << 20)
 #define AV_ROWS_MIN (1 << 25)
@@ -105,7 +108,7 @@ static int av_check(const av_case_t *c) {
     }
     int64_t diff = 0;
     for (int64_t q = 0; q < no; q++) diff += memcmp(&C1[q], &C2[q], 4) != 0;
-    if (diff) {
+    if (diff && av_kernel_runs) {
         fprintf(stderr, "  1 vs 2 threads: %lld elements differ\n", (long long)diff);
         bad++;
     }
@@ -122,8 +125,8 @@ static int av_check(const av_case_t *c) {
                 const double old = c->beta != 0 ? (double)C0[at] : 0, bv = c->bias ? c->bias_scale * bias[j] : 0;
                 const double want = c->alpha * acc + c->beta * old + bv;
                 const double tol = (double)(K + 4) * 0x1p-24 * (fabs(c->alpha) * mag + fabs(c->beta * old) + fabs(bv));
-                const double got = C1[at];
-                if (!(fabs(got - want) <= tol)) {
+                const double got = C1[at], got2 = C2[at];
+                if (!(fabs(got - want) <= tol) || !(fabs(got2 - want) <= tol)) {
                     if (bad < 4)
                         fprintf(stderr, "  [%lld, %lld, %lld]: got %.9g, want %.9g (tolerance %.3g)\n", (long long)zz,
                                 (long long)i, (long long)j, got, want, tol);
@@ -251,6 +254,8 @@ static void test_batches(void) {
 
 int main(void) {
     setenv("AXON_GEMM_F32", "avx512", 1);   /* before the first product: gemm.c reads it once */
+    av_kernel_runs = __builtin_cpu_supports("avx512f");
+    if (!av_kernel_runs) fprintf(stderr, "no AVX-512F: the cases check the library path's accuracy only\n");
     dev1 = kc_open(1);
     dev2 = kc_open(2);
     RUN(test_sizes_around_the_tiles);
