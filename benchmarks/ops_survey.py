@@ -1,6 +1,6 @@
 """Other eager ops on axon against PyTorch CPU, in one run: reductions, arg reductions, scans, comparisons and
-selection, casts and copies, indexing, sorting, pooling and upsampling, normalization, losses, random numbers and a
-multi-tensor op, on inputs of about 1M elements ([1024, 1024] matrices, [8, 32, 64, 64] images).
+selection, casts and copies, indexing, sorting, pooling and upsampling, normalization, losses, random numbers, a
+multi-tensor op, complex arithmetic and special functions, on inputs of about 1M elements ([1024, 1024] matrices, [8, 32, 64, 64] images).
 
     python benchmarks/ops_survey.py [--threads N] [--reps N] [case ...]
 
@@ -29,6 +29,7 @@ B = torch.randn(1024, 1024, generator=_gen)
 IDX = torch.randint(0, 1024, (1024, 1024), generator=_gen)
 MASK = torch.rand(1024, 1024, generator=_gen) > 0.5
 IMG = torch.randn(8, 32, 64, 64, generator=_gen)
+Z = torch.complex(A[:512], B[:512])  # complex64 [512, 1024]: 1M complex64 elements over 8 MB
 W3 = torch.randn(32, 32, 3, 3, generator=_gen)
 aten = torch.ops.aten
 
@@ -98,6 +99,15 @@ CASES = {
     "embedding 64x1024 rows": (T(A, IDX[:64]), lambda w, i: F.embedding(i, w)),
     "_foreach_add 64 tensors": (lambda d: [[t.to(d) for t in A.split(16)], [t.to(d) for t in B.split(16)]],
                                 lambda xs, ys: torch._foreach_add(xs, ys)),
+    "complex mul": (T(Z, Z.conj().resolve_conj()), lambda a, b: a * b),
+    "complex add 1j": (T(Z), lambda a: a + 1j),
+    "complex div": (T(Z, Z.flip(0)), lambda a, b: a / b),
+    "complex abs": (T(Z), lambda a: a.abs()),
+    "complex exp": (T(Z), lambda a: a.exp()),
+    "complex sum dim1": (T(Z), lambda a: a.sum(1)),
+    "lgamma": (T(A), lambda a: torch.lgamma(a)),
+    "digamma": (T(A), lambda a: torch.digamma(a)),
+    "polygamma 2": (T(A), lambda a: torch.polygamma(2, a)),
 }
 
 

@@ -216,3 +216,38 @@ def test_float32_products_at_model_sizes_match_cpu(name):
     args = [rand(*s, seed=i) for i, s in enumerate(shapes)]
     want = fn(*args)
     torch.testing.assert_close(native(fn, *args).cpu(), want, rtol=1e-4, atol=1e-4 * want.abs().amax().item())
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128], ids=str)
+def test_complex_products_match_cpu_without_fallback(dtype):
+    g = torch.Generator().manual_seed(3)
+
+    def crand(*shape):
+        return torch.complex(torch.randn(*shape, generator=g), torch.randn(*shape, generator=g)).to(dtype)
+
+    a, b, batch1, batch2 = crand(33, 20), crand(20, 17), crand(4, 9, 12), crand(4, 12, 5)
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == torch.complex64 else dict(rtol=1e-12, atol=1e-12)
+    cases = [
+        lambda x, y, p, q: x @ y, lambda x, y, p, q: torch.bmm(p, q), lambda x, y, p, q: x.t().conj() @ x,
+        lambda x, y, p, q: x.mH @ x, lambda x, y, p, q: torch.matmul(p, q.conj()), lambda x, y, p, q: x[::2] @ y,
+        lambda x, y, p, q: x @ y[:, 0],
+    ]
+    for fn in cases:
+        torch_axon.reset_fallback_stats()
+        got = fn(a.to("axon"), b.to("axon"), batch1.to("axon"), batch2.to("axon"))
+        assert torch_axon.fallback_stats() == {}, torch_axon.fallback_stats()
+        torch.testing.assert_close(got.cpu(), fn(a, b, batch1, batch2), **tol)
+    # gradients through a complex product
+    grads = []
+    for dev in ("cpu", "axon"):
+        x, y = a.detach().clone().to(dev).requires_grad_(), b.detach().clone().to(dev).requires_grad_()
+        (x @ y).abs().sum().backward()
+        grads.append((x.grad.cpu(), y.grad.cpu()))
+    for got, want in zip(grads[1], grads[0]):
+        torch.testing.assert_close(got, want, **tol)
+
+
+def test_negative_views_are_resolved_before_the_product():
+    a, b = rand(6, 5), rand(5, 4, seed=1)
+    got = (torch._neg_view(a.to("axon")) @ b.to("axon")).cpu()
+    torch.testing.assert_close(got, -(a @ b))

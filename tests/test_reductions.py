@@ -197,3 +197,20 @@ NORMS = {
 def test_the_legacy_norm_and_what_reaches_it_match_cpu_natively(name, dtype):
     x = sample((3, 5, 4), dtype)
     same(native(NORMS[name], x), NORMS[name](x))
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128], ids=str)
+def test_complex_sum_and_mean_run_natively(dtype):
+    g = torch.Generator().manual_seed(5)
+    z = torch.complex(torch.randn(6, 9, 4, generator=g), torch.randn(6, 9, 4, generator=g)).to(dtype)
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == torch.complex64 else dict(rtol=1e-12, atol=1e-12)
+    cases = [lambda t: t.sum(), lambda t: t.sum(1), lambda t: t.sum((0, 2), keepdim=True), lambda t: t.mean(0),
+             lambda t: t.transpose(0, 2).mean((1, 2)), lambda t: t[:, ::2].sum(-1),
+             lambda t: t.sum(1, dtype=torch.complex128)]
+    for fn in cases:
+        torch_axon.reset_fallback_stats()
+        got = fn(z.to("axon"))
+        assert torch_axon.fallback_stats() == {}
+        want = fn(z)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        torch.testing.assert_close(got.cpu(), want, **tol)

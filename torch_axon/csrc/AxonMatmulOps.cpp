@@ -1,8 +1,9 @@
 // Matrix products on libaxon's GEMM kernel (libaxon/include/axon/gemm.h): mm, bmm, addmm and baddbmm, which
 // matmul, linear and the autograd formulas of both reach, and addmv, dot and vdot (real) over views of them. The
 // checks and messages are PyTorch's; addmm's input, when it is a row vector broadcast over the rows (linear's bias),
-// goes to the kernel as its bias instead of being copied into out first. What libaxon does not cover (bool, complex)
-// runs through the host fallback.
+// goes to the kernel as its bias instead of being copied into out first. Complex64 and complex128 take libaxon's
+// cgemm/zgemm path where alpha and beta are real; what libaxon does not cover (bool, complex alpha or beta, complex
+// dot and vdot) runs through the host fallback.
 #include <ATen/ATen.h>
 #include <ATen/Operators.h>
 #include <ATen/native/Resize.h>
@@ -20,6 +21,14 @@ namespace {
 
 bool gemm_dtype(c10::ScalarType t) {
   return kernels_support(t) && t != c10::kBool && !c10::isComplexType(t);
+}
+
+// The products also take complex64/complex128 with real alpha and beta. A conjugate view reaches them unresolved
+// (PyTorch's Conjugate key lets the matrix products through, for BLAS's conjugate-transpose flags), so the operands
+// are materialized first (resolve_conj: a no-op for the others); a conjugate out goes to the host.
+bool product_dtype(c10::ScalarType t, const c10::Scalar& beta = 0, const c10::Scalar& alpha = 1) {
+  if (gemm_dtype(t)) return true;
+  return (t == c10::kComplexFloat || t == c10::kComplexDouble) && !beta.isComplex() && !alpha.isComplex();
 }
 
 void check_operands(const char* op, const at::Tensor& a, const at::Tensor& b, int64_t dims, const at::Tensor& out) {
@@ -53,17 +62,17 @@ void launch(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b, con
 
 at::Tensor& mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
   check_operands("mm", self, mat2, 2, out);
-  if (!gemm_dtype(self.scalar_type())) return fall_back<ATEN_OP2(mm, out)>(self, mat2, out);
+  if (!product_dtype(self.scalar_type()) || out.is_conj()) return fall_back<ATEN_OP2(mm, out)>(self, mat2, out);
   at::native::resize_output(out, product_shape(self, mat2));
-  launch(out, self, mat2, axon_gemm_params_default(), "mm");
+  launch(out, self.resolve_conj(), mat2.resolve_conj(), axon_gemm_params_default(), "mm");
   return out;
 }
 
 at::Tensor& bmm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
   check_operands("bmm", self, mat2, 3, out);
-  if (!gemm_dtype(self.scalar_type())) return fall_back<ATEN_OP2(bmm, out)>(self, mat2, out);
+  if (!product_dtype(self.scalar_type()) || out.is_conj()) return fall_back<ATEN_OP2(bmm, out)>(self, mat2, out);
   at::native::resize_output(out, product_shape(self, mat2));
-  launch(out, self, mat2, axon_gemm_params_default(), "bmm");
+  launch(out, self.resolve_conj(), mat2.resolve_conj(), axon_gemm_params_default(), "bmm");
   return out;
 }
 
@@ -101,8 +110,10 @@ at::Tensor& addmm_out(const at::Tensor& self, const at::Tensor& mat1, const at::
   check_operands("addmm", mat1, mat2, 2, out);
   TORCH_CHECK(self.scalar_type() == mat1.scalar_type(), "self and mat2 must have the same dtype, but got ",
               self.scalar_type(), " and ", mat1.scalar_type());
-  if (!gemm_dtype(mat1.scalar_type())) return fall_back<ATEN_OP2(addmm, out)>(self, mat1, mat2, beta, alpha, out);
-  add_product(self, mat1, mat2, beta, alpha, out, "addmm");
+  if (!product_dtype(mat1.scalar_type(), beta, alpha) || out.is_conj()) {
+    return fall_back<ATEN_OP2(addmm, out)>(self, mat1, mat2, beta, alpha, out);
+  }
+  add_product(self.resolve_conj(), mat1.resolve_conj(), mat2.resolve_conj(), beta, alpha, out, "addmm");
   return out;
 }
 
@@ -111,10 +122,10 @@ at::Tensor& baddbmm_out(const at::Tensor& self, const at::Tensor& batch1, const 
   check_operands("baddbmm", batch1, batch2, 3, out);
   TORCH_CHECK(self.scalar_type() == batch1.scalar_type(), "self and batch1 must have the same dtype, but got ",
               self.scalar_type(), " and ", batch1.scalar_type());
-  if (!gemm_dtype(batch1.scalar_type())) {
+  if (!product_dtype(batch1.scalar_type(), beta, alpha) || out.is_conj()) {
     return fall_back<ATEN_OP2(baddbmm, out)>(self, batch1, batch2, beta, alpha, out);
   }
-  add_product(self, batch1, batch2, beta, alpha, out, "baddbmm");
+  add_product(self.resolve_conj(), batch1.resolve_conj(), batch2.resolve_conj(), beta, alpha, out, "baddbmm");
   return out;
 }
 
@@ -123,7 +134,8 @@ at::Tensor& baddbmm_out(const at::Tensor& self, const at::Tensor& batch1, const 
 at::Tensor& addmv_out(const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec, const c10::Scalar& beta,
                       const c10::Scalar& alpha, at::Tensor& out) {
   const bool valid = mat.dim() == 2 && vec.dim() == 1 && self.dim() <= 1 && mat.size(1) == vec.size(0) &&
-                     (mat.size(0) == self.numel() || self.numel() == 1) && gemm_dtype(mat.scalar_type()) &&
+                     (mat.size(0) == self.numel() || self.numel() == 1) &&
+                     product_dtype(mat.scalar_type(), beta, alpha) && !out.is_conj() &&
                      vec.scalar_type() == mat.scalar_type() && self.scalar_type() == mat.scalar_type() &&
                      out.scalar_type() == mat.scalar_type() && vec.device() == mat.device() &&
                      self.device() == mat.device() && out.device() == mat.device();
@@ -131,7 +143,8 @@ at::Tensor& addmv_out(const at::Tensor& self, const at::Tensor& mat, const at::T
   const int64_t n = mat.size(0), m = mat.size(1);
   if (!out.is_same(self)) at::native::resize_output(out, {n});
   at::Tensor out2 = out.view({n, 1});
-  add_product(self.reshape({self.numel(), 1}).expand({n, 1}), mat, vec.view({m, 1}), beta, alpha, out2, "addmv");
+  add_product(self.resolve_conj().reshape({self.numel(), 1}).expand({n, 1}), mat.resolve_conj(),
+              vec.resolve_conj().view({m, 1}), beta, alpha, out2, "addmv");
   return out;
 }
 

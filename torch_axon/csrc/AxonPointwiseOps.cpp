@@ -3,8 +3,8 @@
 // Each op builds the TensorIterator its CPU kernel would build (the same broadcasting, type promotion, output resize,
 // overlap checks and error messages), then hands the iterator's coalesced shape and strides to one libaxon launch
 // on the current stream. A 0-dim CPU tensor operand (a Python number) goes to the kernel by value. What libaxon does
-// not cover (complex dtypes, an (op, dtype) pair it does not define, more than AXON_MAX_DIMS dimensions) runs through
-// the host fallback instead, so every op keeps working.
+// not cover (an (op, dtype) pair it does not define, such as erf on complex, or more than AXON_MAX_DIMS dimensions)
+// runs through the host fallback instead, so every op keeps working.
 //
 // Registering the structured ops' `.out` overloads is enough: PyTorch routes their functional and in-place forms
 // through them.
@@ -41,6 +41,10 @@ namespace {
 
 // A number operand's value in the kind libaxon expects for the compute dtype.
 axon_scalar_t scalar_operand(at::TensorIteratorBase& iter, int arg, c10::ScalarType compute) {
+  if (c10::isComplexType(compute)) {
+    const auto z = iter.original_scalar_value<c10::complex<double>>(arg);
+    return axon_scalar_complex(z.real(), z.imag());
+  }
   if (compute == c10::ScalarType::Bool) return axon_scalar_bool(iter.original_scalar_value<bool>(arg));
   if (c10::isIntegralType(compute, /*includeBool=*/false)) return axon_scalar_int(iter.original_scalar_value<int64_t>(arg));
   return axon_scalar_float(iter.original_scalar_value<double>(arg));
@@ -141,6 +145,12 @@ void check_castable(c10::ScalarType result, const at::Tensor& out) {
               out.scalar_type());
 }
 
+// An iterator over out and one input that keeps both dtypes (the kernel converts on load and store): abs of a
+// complex self, the predicates, and the ops whose other operands go to the kernel as numbers.
+at::TensorIterator own_dtypes_iter(const at::Tensor& out, const at::Tensor& input) {
+  return at::TensorIteratorConfig().check_all_same_dtype(false).add_output(out).add_const_input(input).build();
+}
+
 // ---- the direct path ----
 
 // Two same-dtype, same-shape, contiguous tensors on the current axon device: the iterator would only allocate a
@@ -186,11 +196,14 @@ at::Tensor empty_dense_like(const at::Tensor& self) {
   return at::detail::empty_generic(self.sizes(), device_allocator(), keys, self.scalar_type(), std::nullopt);
 }
 
+// Floating and complex dtypes are their own results in the ops that promote integers to float (sqrt, div).
+bool keeps_dtype_in_float_ops(c10::ScalarType t) { return c10::isFloatingType(t) || c10::isComplexType(t); }
+
 // op(self) into out (given, or a new tensor when undefined) on the direct path; false when it does not apply: self
 // and out contiguous, of one dtype and shape, the same elements or disjoint; floats only for FLOAT_OP ops.
 template <bool FLOAT_OP>
 bool unary_direct(at::Tensor& out, const at::Tensor& self, axon_unary_op_t op, const axon_op_params_t& params) {
-  if (!same_dense(self, self) || (FLOAT_OP && !c10::isFloatingType(self.scalar_type()))) return false;
+  if (!same_dense(self, self) || (FLOAT_OP && !keeps_dtype_in_float_ops(self.scalar_type()))) return false;
   const auto d = axon_dtype_of(self.scalar_type());
   if (!d || !axon_unary_supports(op, *d)) return false;
   if (!out.defined()) {
@@ -208,8 +221,6 @@ bool unary_direct(at::Tensor& out, const at::Tensor& self, axon_unary_op_t op, c
 
 template <axon_unary_op_t OP, bool FLOAT_OP, class AtenOp>
 at::Tensor& unary_out(const at::Tensor& self, at::Tensor& out) {
-  // Complex inputs (abs's complex -> real result included) are the host's: libaxon's unary ops are real.
-  if (self.is_complex() || out.is_complex()) return fall_back<AtenOp>(self, out);
   if (unary_direct<FLOAT_OP>(out, self, OP, axon_op_params_default())) return out;
   at::TensorIterator iter = FLOAT_OP ? at::TensorIterator::unary_float_op(out, self) : at::TensorIterator::unary_op(out, self);
   if (run_unary(iter, OP, axon_op_params_default(), iter.common_dtype())) return out;
@@ -220,7 +231,6 @@ at::Tensor& unary_out(const at::Tensor& self, at::Tensor& out) {
 // an iterator in the op's meta function and allocates the output before the `.out` kernel builds its own.
 template <axon_unary_op_t OP, bool FLOAT_OP, class AtenOp>
 at::Tensor unary_functional(const at::Tensor& self) {
-  if (self.is_complex()) return fall_back<AtenOp>(self);
   at::Tensor out;
   if (unary_direct<FLOAT_OP>(out, self, OP, axon_op_params_default())) return out;
   at::TensorIterator iter =
@@ -229,14 +239,27 @@ at::Tensor unary_functional(const at::Tensor& self) {
   return fall_back<AtenOp>(self);
 }
 
+// abs: a complex self has a real result (abs.out gets a float out from the functional form, and a complex out keeps
+// |z| with a zero imaginary part), computed in self's complex dtype.
+at::Tensor& abs_out(const at::Tensor& self, at::Tensor& out) {
+  if (!self.is_complex()) return unary_out<AXON_UNARY_ABS, false, ATEN_OP2(abs, out)>(self, out);
+  check_castable(c10::toRealValueType(self.scalar_type()), out);
+  at::TensorIterator iter = own_dtypes_iter(out, self);
+  if (run_unary(iter, AXON_UNARY_ABS, axon_op_params_default(), self.scalar_type())) return out;
+  return fall_back<ATEN_OP2(abs, out)>(self, out);
+}
+
+// sign refuses complex (sgn is its complex form); libaxon's SIGN of a complex dtype is sgn.
+at::Tensor& sign_out(const at::Tensor& self, at::Tensor& out) {
+  TORCH_CHECK(!self.is_complex(), "Unlike NumPy, torch.sign is not intended to support complex numbers. Please use "
+              "torch.sgn instead.");
+  return unary_out<AXON_UNARY_SIGN, false, ATEN_OP2(sign, out)>(self, out);
+}
+
 // Unary ops whose result is bool (or any dtype given by out): computed in the input's dtype.
 template <axon_unary_op_t OP, class AtenOp>
 at::Tensor& unary_predicate_out(const at::Tensor& self, at::Tensor& out) {
-  at::TensorIterator iter = at::TensorIteratorConfig()
-                                .check_all_same_dtype(false)
-                                .add_output(out)
-                                .add_const_input(self)
-                                .build();
+  at::TensorIterator iter = own_dtypes_iter(out, self);
   axon_op_params_t p = axon_op_params_default();
   if (const auto d = axon_dtype_of(self.scalar_type())) p.compute = *d;
   if (run_unary(iter, OP, p, self.scalar_type())) return out;
@@ -255,6 +278,25 @@ at::Tensor& gelu_out(const at::Tensor& self, c10::string_view approximate, at::T
   TORCH_CHECK(approximate == "tanh" || approximate == "none", "approximate argument must be either none or tanh.");
   if (run_unary(iter, op, axon_op_params_default(), iter.common_dtype())) return out;
   return fall_back<ATEN_OP2(gelu, out)>(self, approximate, out);
+}
+
+at::Tensor& polygamma_out(int64_t n, const at::Tensor& self, at::Tensor& out) {
+  TORCH_CHECK(n >= 0, "polygamma(n, x) does not support negative n.");
+  at::TensorIterator iter = at::TensorIterator::unary_float_op(out, self);
+  axon_op_params_t p = axon_op_params_default();
+  p.polygamma_n = n;
+  if (run_unary(iter, AXON_UNARY_POLYGAMMA, p, iter.common_dtype())) return out;
+  return fall_back<ATEN_OP2(polygamma, out)>(n, self, out);
+}
+
+// zeta: PyTorch's CPU kernel is float32 and float64 only; the host raises its error for the half floats.
+at::Tensor& special_zeta_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
+  at::TensorIterator iter = at::TensorIterator::binary_float_op(out, self, other);
+  const c10::ScalarType t = iter.common_dtype();
+  if ((t == at::kFloat || t == at::kDouble) && run_binary(iter, AXON_BINARY_ZETA, axon_op_params_default(), t)) {
+    return out;
+  }
+  return fall_back<ATEN_OP2(special_zeta, out)>(self, other, out);
 }
 
 at::Tensor& softplus_out(const at::Tensor& self, const c10::Scalar& beta, const c10::Scalar& threshold, at::Tensor& out) {
@@ -336,13 +378,17 @@ at::Tensor& relu_(at::Tensor& self) {
 // other as a number operand of the direct path (x * 2.5): a 0-dim CPU tensor, as the argument parser wraps a Python
 // number, that leaves the result in self's dtype. Its value goes to the kernel in params.operand[1].
 bool number_operand(const at::Tensor& self, const at::Tensor& other) {
-  return other.dim() == 0 && other.is_cpu() && !other.is_complex() && same_dense(self, self) &&
+  return other.dim() == 0 && other.is_cpu() && same_dense(self, self) &&
          at::result_type(self, other) == self.scalar_type();
 }
 
 // A number operand's value in the kind libaxon expects for the compute dtype (as the iterator's CPU scalars).
 axon_scalar_t number_value(const at::Tensor& number, c10::ScalarType compute) {
   const void* p = number.const_data_ptr();
+  if (c10::isComplexType(compute)) {
+    const auto z = c10::fetch_and_cast<c10::complex<double>>(number.scalar_type(), p);
+    return axon_scalar_complex(z.real(), z.imag());
+  }
   if (compute == c10::ScalarType::Bool) return axon_scalar_bool(c10::fetch_and_cast<bool>(number.scalar_type(), p));
   if (c10::isIntegralType(compute, /*includeBool=*/false)) {
     return axon_scalar_int(c10::fetch_and_cast<int64_t>(number.scalar_type(), p));
@@ -355,7 +401,7 @@ axon_scalar_t number_value(const at::Tensor& number, c10::ScalarType compute) {
 template <bool FLOAT_OP>
 std::optional<axon_dtype_t> direct_dtype(const at::Tensor& self, const at::Tensor& other, axon_binary_op_t op) {
   if (!same_dense(self, other) && !number_operand(self, other)) return std::nullopt;
-  if (FLOAT_OP && !c10::isFloatingType(self.scalar_type())) return std::nullopt;
+  if (FLOAT_OP && !keeps_dtype_in_float_ops(self.scalar_type())) return std::nullopt;
   const auto d = axon_dtype_of(self.scalar_type());
   if (!d || !axon_binary_supports(op, *d)) return std::nullopt;
   return d;
@@ -524,9 +570,9 @@ at::Tensor& compare_scalar_out(const at::Tensor& self, const c10::Scalar& other,
 
 at::Tensor& pow_tensor_scalar_out(const at::Tensor& self, const c10::Scalar& exponent, at::Tensor& out) {
   // Exponents PyTorch's CPU kernel computes without pow (x*x, sqrt, ...) take the same unary form here: the same bits,
-  // and 20x faster than pow for x^3 (GPT-2's tanh GELU).
+  // and 20x faster than pow for x^3 (GPT-2's tanh GELU). Complex self too (square, sqrt, rsqrt, reciprocal).
   axon_unary_op_t fast;
-  if (!exponent.isComplex() && at::isFloatingType(self.scalar_type()) && self.scalar_type() == out.scalar_type() &&
+  if (!exponent.isComplex() && keeps_dtype_in_float_ops(self.scalar_type()) && self.scalar_type() == out.scalar_type() &&
       axon_pow_scalar_unary(exponent.toDouble(), &fast)) {
     at::TensorIterator iter = at::TensorIterator::unary_op(out, self);
     if (run_unary(iter, fast, axon_op_params_default(), iter.common_dtype())) return out;
@@ -545,7 +591,7 @@ at::Tensor pow_tensor_scalar(const at::Tensor& self, const c10::Scalar& exponent
               "Integers to negative integer powers are not allowed.");
   axon_unary_op_t fast;
   at::Tensor out;
-  if (!exponent.isComplex() && at::isFloatingType(self.scalar_type()) &&
+  if (!exponent.isComplex() && keeps_dtype_in_float_ops(self.scalar_type()) &&
       axon_pow_scalar_unary(exponent.toDouble(), &fast) &&
       unary_direct<false>(out, self, fast, axon_op_params_default())) {
     return out;
@@ -635,12 +681,7 @@ at::Tensor& where_out(const at::Tensor& cond, const at::Tensor& self, const at::
   const c10::ScalarType result = at::result_type(self, other);
   check_castable(result, out);
   if (is_cpu_scalar(self) && is_cpu_scalar(other)) {  // torch.where(c, 1.0, 0.0): both values go by value
-    at::TensorIterator iter = at::TensorIteratorConfig()
-                                  .set_check_mem_overlap(true)
-                                  .check_all_same_dtype(false)
-                                  .add_output(out)
-                                  .add_const_input(cond)
-                                  .build();
+    at::TensorIterator iter = own_dtypes_iter(out, cond);
     axon_op_params_t p = axon_op_params_default();
     if (const auto d = axon_dtype_of(result)) p.compute = *d;
     p.operand[1] = to_axon_scalar(self.item());
@@ -682,12 +723,7 @@ at::Tensor& clamp_out(const at::Tensor& self, const std::optional<c10::Scalar>& 
     state = at::native::update_result_type_state(*max, state);
     const c10::ScalarType result = at::native::result_type(state);
     check_castable(result, out);
-    at::TensorIterator iter = at::TensorIteratorConfig()
-                                  .set_check_mem_overlap(true)
-                                  .check_all_same_dtype(false)
-                                  .add_output(out)
-                                  .add_const_input(self)
-                                  .build();
+    at::TensorIterator iter = own_dtypes_iter(out, self);
     axon_op_params_t p = axon_op_params_default();
     p.operand[1] = to_axon_scalar(*min);
     p.operand[2] = to_axon_scalar(*max);
@@ -875,9 +911,10 @@ at::Tensor& softplus_backward_out(const at::Tensor& grad, const at::Tensor& self
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   AXON_UNARY(neg, AXON_UNARY_NEG, false)
-  AXON_UNARY(abs, AXON_UNARY_ABS, false)
-  AXON_UNARY(sign, AXON_UNARY_SIGN, false)
-  AXON_UNARY(sgn, AXON_UNARY_SIGN, false)  // sign for real dtypes; complex sgn (z / |z|) goes to the host
+  m.impl("abs.out", TORCH_FN(abs_out));
+  m.impl("sign.out", TORCH_FN(sign_out));
+  AXON_UNARY(sgn, AXON_UNARY_SIGN, false)  // sign for real dtypes, z / |z| for complex
+  AXON_UNARY(conj_physical, AXON_UNARY_CONJ, false)
   AXON_UNARY(reciprocal, AXON_UNARY_RECIPROCAL, true)
   AXON_UNARY(sqrt, AXON_UNARY_SQRT, true)
   AXON_UNARY(rsqrt, AXON_UNARY_RSQRT, true)
@@ -902,6 +939,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   AXON_UNARY(atanh, AXON_UNARY_ATANH, true)
   AXON_UNARY(erf, AXON_UNARY_ERF, true)
   AXON_UNARY(erfc, AXON_UNARY_ERFC, true)
+  AXON_UNARY(lgamma, AXON_UNARY_LGAMMA, true)
+  AXON_UNARY(digamma, AXON_UNARY_DIGAMMA, true)
+  m.impl("polygamma.out", TORCH_FN(polygamma_out));
   AXON_UNARY(sigmoid, AXON_UNARY_SIGMOID, true)
   AXON_UNARY(silu, AXON_UNARY_SILU, false)
   AXON_UNARY(mish, AXON_UNARY_MISH, false)
@@ -957,6 +997,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("floor_divide_.Tensor", TORCH_FN(floor_divide_));
   m.impl("floor_divide.out", TORCH_FN(floor_divide_into));
   AXON_BINARY(remainder, Tensor_out, AXON_BINARY_REMAINDER, false)
+  m.impl("special_zeta.out", TORCH_FN(special_zeta_out));
   AXON_BINARY(fmod, Tensor_out, AXON_BINARY_FMOD, false)
   AXON_BINARY(pow, Tensor_Tensor_out, AXON_BINARY_POW, false)
   m.impl("pow.Tensor_Scalar_out", TORCH_FN(pow_tensor_scalar_out));

@@ -59,11 +59,19 @@ std::vector<int64_t> result_shape(const at::Tensor& self, const std::bitset<kMax
   return shape;
 }
 
-// libaxon's reduce kernels take every real dtype it knows; complex ones run on the host.
+// libaxon's reduce kernels take every real dtype it knows; complex ones run on the host (but sum and mean, below).
 bool reducible(c10::ScalarType t) { return kernels_support(t) && !c10::isComplexType(t); }
 
 bool libaxon_can_take(const at::Tensor& self, const at::Tensor& out) {
   return self.dim() <= AXON_MAX_DIMS && reducible(self.scalar_type()) && reducible(out.scalar_type());
+}
+
+// sum and mean also take complex self and out: libaxon reduces the real and the imaginary parts.
+bool libaxon_can_sum(const at::Tensor& self, const at::Tensor& out) {
+  if (self.is_complex() && out.is_complex()) {  // complex64 and complex128; complex32 stays the host's
+    return self.dim() <= AXON_MAX_DIMS && kernels_support(self.scalar_type()) && kernels_support(out.scalar_type());
+  }
+  return libaxon_can_take(self, out);
 }
 
 // Runs `launch(out_keepdim)` with out viewed in keepdim form; out has already been resized to its result shape.
@@ -91,7 +99,7 @@ void reduce(axon_reduce_op_t op, const at::Tensor& self, const std::bitset<kMaxD
 
 at::Tensor& sum_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                     std::optional<c10::ScalarType> dtype, at::Tensor& out) {
-  if (!libaxon_can_take(self, out)) return fall_back<ATEN_OP2(sum, IntList_out)>(self, dim, keepdim, dtype, out);
+  if (!libaxon_can_sum(self, out)) return fall_back<ATEN_OP2(sum, IntList_out)>(self, dim, keepdim, dtype, out);
   reduce(AXON_REDUCE_SUM, self, reduced_dims(self, dim), keepdim, out, axon_reduce_params_default(), "sum");
   return out;
 }
@@ -101,7 +109,7 @@ at::Tensor& mean_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool k
   TORCH_CHECK(at::isFloatingType(out.scalar_type()) || at::isComplexType(out.scalar_type()),
               "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. "
               "Got: ", self.scalar_type());
-  if (!libaxon_can_take(self, out)) return fall_back<ATEN_OP2(mean, out)>(self, dim, keepdim, dtype, out);
+  if (!libaxon_can_sum(self, out)) return fall_back<ATEN_OP2(mean, out)>(self, dim, keepdim, dtype, out);
   reduce(AXON_REDUCE_MEAN, self, reduced_dims(self, dim), keepdim, out, axon_reduce_params_default(), "mean");
   return out;
 }
