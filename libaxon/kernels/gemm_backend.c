@@ -14,9 +14,10 @@
 #if defined(AXON_HAVE_MKL) || defined(AXON_HAVE_OPENBLAS)
 #ifdef AXON_HAVE_MKL
 #include <mkl_cblas.h>
-#include <mkl_service.h>
 
-static void gemm_init(void) { MKL_Set_Threading_Layer(MKL_THREADING_SEQUENTIAL); }
+#include "mkl_layer.h"
+
+static void gemm_init(void) { axon_mkl_use_sequential(); }
 #define GEMM_LIBRARY "mkl"
 #else
 #include <cblas.h>
