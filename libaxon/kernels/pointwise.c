@@ -17,6 +17,9 @@ static const char *const unary_names[] = {
     "hardtanh", "leaky_relu", "elu", "floor", "ceil",     "round",       "trunc",       "frac",       "logical_not",
     "bitwise_not", "isnan", "isinf", "isfinite", "square", "log_sigmoid", "logit", "softshrink", "hardshrink",
     "threshold", "isposinf", "isneginf", "signbit", "cube", "rsquare", "conj", "lgamma", "digamma", "polygamma",
+    "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_i0", "modified_bessel_i1",
+    "modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "i0", "i0e",
+    "i1", "i1e", "spherical_bessel_j0", "erfcx", "log_ndtr", "ndtri", "entr", "sinc",
 };
 _Static_assert(sizeof unary_names / sizeof unary_names[0] == AXON_UNARY_COUNT, "every axon_unary_op_t needs a name");
 
@@ -28,7 +31,11 @@ static const char *const binary_names[] = {
     "gelu_backward", "gelu_tanh_backward", "silu_backward", "mish_backward", "sigmoid_backward", "tanh_backward",
     "threshold_backward", "hardtanh_backward", "leaky_relu_backward", "elu_backward", "softplus_backward",
     "hardswish_backward", "hardsigmoid_backward", "log_sigmoid_backward", "logit_backward", "shrink_backward", "glu",
-    "prelu", "prelu_backward_weight", "zeta",
+    "prelu", "prelu_backward_weight", "zeta", "chebyshev_polynomial_t", "chebyshev_polynomial_u",
+    "chebyshev_polynomial_v", "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
+    "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w",
+    "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p", "xlog1py",
+    "logaddexp", "logaddexp2", "heaviside",
 };
 _Static_assert(sizeof binary_names / sizeof binary_names[0] == AXON_BINARY_COUNT,
                "every axon_binary_op_t needs a name");

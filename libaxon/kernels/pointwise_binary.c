@@ -10,6 +10,7 @@
 
 #include "pointwise_impl.h"
 #include "special_math.h"
+#include "special_poly.h"
 
 /* The expressions are written once for signed and unsigned types, so `y < 0` is sometimes always false. */
 #pragma GCC diagnostic ignored "-Wtype-limits"
@@ -243,6 +244,35 @@ PW_FLOATS(PW_B2S, glu, (x * ((W)1 / ((W)1 + PW_EXP(-y)))))
 PW_FLOATS(PW_B2, prelu, (x > 0 ? x : y * x))
 PW_FLOATS(PW_B2, prelu_backward_weight, (y > 0 ? (W)0 : y * x))
 PW_FLOATS(PW_B2, zeta, ((W)axon_zeta((double)x, (double)y))) /* in float64, rounded once */
+/* The orthogonal polynomials, in float64 and rounded once; y the degree. */
+#define PW_POLY(name) PW_DOUBLES(PW_B2, name, ((W)axon_##name((double)x, axon_poly_degree((double)y))))
+PW_POLY(chebyshev_t)
+PW_POLY(chebyshev_u)
+PW_POLY(chebyshev_v)
+PW_POLY(chebyshev_w)
+PW_POLY(shifted_chebyshev_t)
+PW_POLY(shifted_chebyshev_u)
+PW_POLY(shifted_chebyshev_v)
+PW_POLY(shifted_chebyshev_w)
+PW_POLY(hermite_h)
+PW_POLY(hermite_he)
+PW_POLY(laguerre_l)
+PW_POLY(legendre_p)
+static inline double pw_xlog1py(double x, double y) { return y != y ? y : x == 0 ? 0.0 : x * log1p(y); }
+/* PyTorch's: equal infinities are their own answer (inf - inf would be NaN) */
+static inline double pw_logaddexp(double x, double y) {
+    if (isinf(x) && x == y) return x;
+    const double m = x > y ? x : y;   /* NaN: m + NaN below */
+    return m + log1p(exp(-fabs(x - y)));
+}
+static inline double pw_logaddexp2(double x, double y) {
+    if (isinf(x) && x == y) return x;
+    const double m = x > y ? x : y;
+    return m + log1p(exp2(-fabs(x - y))) / M_LN2;
+}
+PW_FLOATS(PW_B2, xlog1py, ((W)pw_xlog1py((double)x, (double)y)))
+PW_FLOATS(PW_B2, logaddexp, ((W)pw_logaddexp((double)x, (double)y)))
+PW_FLOATS(PW_B2, logaddexp2, ((W)pw_logaddexp2((double)x, (double)y)))
 
 /* ---- integers ---- */
 
@@ -284,6 +314,10 @@ PW_B2B_ALL(ge, (x >= y))
 PW_B2B_ALL(logical_and, ((x != 0) & (y != 0)))
 PW_B2B_ALL(logical_or, ((x != 0) | (y != 0)))
 PW_B2B_ALL(logical_xor, ((x != 0) != (y != 0)))
+/* heaviside: the value where a is 0, else whether a > 0 (in a's own dtype) */
+PW_FLOATS(PW_B2, heaviside, (x == 0 ? y : (W)(x > 0)))
+PW_INTS(PW_B2, heaviside, (x == 0 ? y : (W)(x > 0)))
+PW_BOOLS(PW_B2, heaviside, (x == 0 ? y : (W)(x > 0)))
 
 /* ---- the table ---- */
 
@@ -291,6 +325,7 @@ PW_B2B_ALL(logical_xor, ((x != 0) != (y != 0)))
 #define PW_I(op) PW_INTS(PW_ENTRY, op)
 #define PW_B(op) PW_BOOLS(PW_ENTRY, op)
 #define PW_ALL(op) PW_F(op) PW_I(op) PW_B(op)
+#define PW_FD(op) PW_DOUBLES(PW_ENTRY, op)
 
 const pw_loop_fn axon_pw_binary_loops[AXON_BINARY_COUNT][AXON_DTYPE_COUNT] = {
     [AXON_BINARY_ADD] = {PW_ALL(add)},
@@ -345,4 +380,20 @@ const pw_loop_fn axon_pw_binary_loops[AXON_BINARY_COUNT][AXON_DTYPE_COUNT] = {
     [AXON_BINARY_PRELU] = {PW_F(prelu)},
     [AXON_BINARY_PRELU_BACKWARD_WEIGHT] = {PW_F(prelu_backward_weight)},
     [AXON_BINARY_ZETA] = {PW_F(zeta)},
+    [AXON_BINARY_CHEBYSHEV_T] = {PW_FD(chebyshev_t)},
+    [AXON_BINARY_CHEBYSHEV_U] = {PW_FD(chebyshev_u)},
+    [AXON_BINARY_CHEBYSHEV_V] = {PW_FD(chebyshev_v)},
+    [AXON_BINARY_CHEBYSHEV_W] = {PW_FD(chebyshev_w)},
+    [AXON_BINARY_SHIFTED_CHEBYSHEV_T] = {PW_FD(shifted_chebyshev_t)},
+    [AXON_BINARY_SHIFTED_CHEBYSHEV_U] = {PW_FD(shifted_chebyshev_u)},
+    [AXON_BINARY_SHIFTED_CHEBYSHEV_V] = {PW_FD(shifted_chebyshev_v)},
+    [AXON_BINARY_SHIFTED_CHEBYSHEV_W] = {PW_FD(shifted_chebyshev_w)},
+    [AXON_BINARY_HERMITE_H] = {PW_FD(hermite_h)},
+    [AXON_BINARY_HERMITE_HE] = {PW_FD(hermite_he)},
+    [AXON_BINARY_LAGUERRE_L] = {PW_FD(laguerre_l)},
+    [AXON_BINARY_LEGENDRE_P] = {PW_FD(legendre_p)},
+    [AXON_BINARY_XLOG1PY] = {PW_F(xlog1py)},
+    [AXON_BINARY_LOGADDEXP] = {PW_F(logaddexp)},
+    [AXON_BINARY_LOGADDEXP2] = {PW_F(logaddexp2)},
+    [AXON_BINARY_HEAVISIDE] = {PW_ALL(heaviside)},
 };

@@ -91,6 +91,10 @@ void axon_pw_widen(axon_dtype_t d, const void *storage, pw_value_t *out);
     X(__VA_ARGS__, AXON_FLOAT64, f64, double, double, uint64_t) \
     X(__VA_ARGS__, AXON_FLOAT16, f16, uint16_t, float, uint32_t) \
     X(__VA_ARGS__, AXON_BFLOAT16, bf16, uint16_t, float, uint32_t)
+/* The float dtypes of ops that PyTorch CPU defines for float32 and float64 only. */
+#define PW_DOUBLES(X, ...)                                      \
+    X(__VA_ARGS__, AXON_FLOAT32, f32, float, float, uint32_t)   \
+    X(__VA_ARGS__, AXON_FLOAT64, f64, double, double, uint64_t)
 #define PW_INTS(X, ...)                                          \
     X(__VA_ARGS__, AXON_INT8, i8, int8_t, int8_t, uint32_t)      \
     X(__VA_ARGS__, AXON_UINT8, u8, uint8_t, uint8_t, uint32_t)   \

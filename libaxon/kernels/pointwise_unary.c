@@ -9,6 +9,8 @@
 #include <tgmath.h>
 
 #include "pointwise_impl.h"
+#include "special_bessel.h"
+#include "special_erf.h"
 #include "special_math.h"
 
 /* The expressions are written once for signed and unsigned types, so `x < 0` is sometimes always false. */
@@ -215,6 +217,28 @@ PW_FLOATS(PW_U, lgamma, ((W)pw_lgamma((double)x)))
 PW_FLOATS(PW_U, digamma, ((W)axon_digamma((double)x)))
 PW_FLOATS(PW_U, polygamma, ((W)axon_polygamma(ctx->pi[0], (double)x))) /* pi[0] the order */
 
+/* torch.special's Bessel and normal-distribution functions, in float64 and rounded once. */
+PW_DOUBLES(PW_U, bessel_j0, ((W)axon_bessel_j0((double)x)))
+PW_DOUBLES(PW_U, bessel_j1, ((W)axon_bessel_j1((double)x)))
+PW_DOUBLES(PW_U, bessel_y0, ((W)axon_bessel_y0((double)x)))
+PW_DOUBLES(PW_U, bessel_y1, ((W)axon_bessel_y1((double)x)))
+PW_FLOATS(PW_U, i0, ((W)axon_bessel_i((double)x, 0)))
+PW_FLOATS(PW_U, i1, ((W)axon_bessel_i((double)x, 1)))
+PW_FLOATS(PW_U, i0e, ((W)axon_bessel_i_scaled((double)x, 0)))
+PW_FLOATS(PW_U, i1e, ((W)axon_bessel_i_scaled((double)x, 1)))
+PW_DOUBLES(PW_U, k0, ((W)axon_bessel_k((double)x, 0)))
+PW_DOUBLES(PW_U, k1, ((W)axon_bessel_k((double)x, 1)))
+PW_DOUBLES(PW_U, k0e, ((W)axon_bessel_k_scaled((double)x, 0)))
+PW_DOUBLES(PW_U, k1e, ((W)axon_bessel_k_scaled((double)x, 1)))
+PW_DOUBLES(PW_U, spherical_bessel_j0, ((W)axon_spherical_bessel_j0((double)x)))
+PW_DOUBLES(PW_U, erfcx, ((W)axon_erfcx((double)x)))
+PW_DOUBLES(PW_U, log_ndtr, ((W)axon_log_ndtr((double)x)))
+PW_DOUBLES(PW_U, ndtri, ((W)axon_ndtri((double)x)))
+static inline double pw_entr(double x) { return x != x ? x : x > 0 ? -x * log(x) : x == 0 ? 0.0 : -INFINITY; }
+static inline double pw_sinc(double x) { return x == 0 ? 1.0 : sin(AXON_PI * x) / (AXON_PI * x); }
+PW_FLOATS(PW_U, entr, ((W)pw_entr((double)x)))
+PW_FLOATS(PW_U, sinc, ((W)pw_sinc((double)x)))
+
 /* conj_physical of a real tensor is a copy (the complex loops are in pointwise_complex.c); ints have one above. */
 PW_FLOATS(PW_U, identity, (x))
 PW_BOOLS(PW_U, identity, (x))
@@ -222,6 +246,7 @@ PW_BOOLS(PW_U, identity, (x))
 /* ---- the table ---- */
 
 #define PW_F(op) PW_FLOATS(PW_ENTRY, op)
+#define PW_FD(op) PW_DOUBLES(PW_ENTRY, op)
 #define PW_I(op) PW_INTS(PW_ENTRY, op)
 #define PW_B(op) PW_BOOLS(PW_ENTRY, op)
 
@@ -290,4 +315,24 @@ const pw_loop_fn axon_pw_unary_loops[AXON_UNARY_COUNT][AXON_DTYPE_COUNT] = {
     [AXON_UNARY_LGAMMA] = {PW_F(lgamma)},
     [AXON_UNARY_DIGAMMA] = {PW_F(digamma)},
     [AXON_UNARY_POLYGAMMA] = {PW_F(polygamma)},
+    [AXON_UNARY_BESSEL_J0] = {PW_FD(bessel_j0)},
+    [AXON_UNARY_BESSEL_J1] = {PW_FD(bessel_j1)},
+    [AXON_UNARY_BESSEL_Y0] = {PW_FD(bessel_y0)},
+    [AXON_UNARY_BESSEL_Y1] = {PW_FD(bessel_y1)},
+    [AXON_UNARY_MODIFIED_BESSEL_I0] = {PW_FD(i0)},
+    [AXON_UNARY_MODIFIED_BESSEL_I1] = {PW_FD(i1)},
+    [AXON_UNARY_MODIFIED_BESSEL_K0] = {PW_FD(k0)},
+    [AXON_UNARY_MODIFIED_BESSEL_K1] = {PW_FD(k1)},
+    [AXON_UNARY_SCALED_MODIFIED_BESSEL_K0] = {PW_FD(k0e)},
+    [AXON_UNARY_SCALED_MODIFIED_BESSEL_K1] = {PW_FD(k1e)},
+    [AXON_UNARY_I0] = {PW_F(i0)},
+    [AXON_UNARY_I0E] = {PW_F(i0e)},
+    [AXON_UNARY_I1] = {PW_F(i1)},
+    [AXON_UNARY_I1E] = {PW_F(i1e)},
+    [AXON_UNARY_SPHERICAL_BESSEL_J0] = {PW_FD(spherical_bessel_j0)},
+    [AXON_UNARY_ERFCX] = {PW_FD(erfcx)},
+    [AXON_UNARY_LOG_NDTR] = {PW_FD(log_ndtr)},
+    [AXON_UNARY_NDTRI] = {PW_FD(ndtri)},
+    [AXON_UNARY_ENTR] = {PW_F(entr)},
+    [AXON_UNARY_SINC] = {PW_F(sinc)},
 };

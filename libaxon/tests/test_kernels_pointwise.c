@@ -14,8 +14,9 @@
  *           lose all relative precision where the result is tiny (PyTorch computes them the same way);
  *   GRAD    activation backward ops: TRANS, or 8 eps of the work type times the size of the terms the reference
  *           reports (|g| times the derivative's largest term), since 1 - tanh^2, 1 - s and similar cancel.
- *   ELSEWHERE  only whether the pair exists: the special functions (lgamma, digamma, polygamma, zeta) have no
- *           long double reference here; test_kernels_pointwise_special.c checks them at known values.
+ *   ELSEWHERE  only whether the pair exists: the special functions (lgamma, digamma, polygamma, zeta, the Bessel
+ *           and normal-distribution functions, the orthogonal polynomials, heaviside) have no long double
+ *           reference here; test_kernels_pointwise_special.c checks them at known values.
  * Unsupported pairs must fail at launch with UNSUPPORTED, naming the op and the dtype. */
 #include <float.h>
 #include <inttypes.h>
@@ -32,6 +33,8 @@ enum tol { EXACT, ROUND1, ARITH, TRANS, ACT, GRAD, ELSEWHERE };
 #define F ((1u << AXON_FLOAT32) | (1u << AXON_FLOAT64) | (1u << AXON_FLOAT16) | (1u << AXON_BFLOAT16))
 #define I ((1u << AXON_INT8) | (1u << AXON_UINT8) | (1u << AXON_INT16) | (1u << AXON_INT32) | (1u << AXON_INT64))
 #define B (1u << AXON_BOOL)
+/* ops PyTorch CPU defines for float32 and float64 only */
+#define FD ((1u << AXON_FLOAT32) | (1u << AXON_FLOAT64))
 /* The complex pairs' values are checked in test_kernels_pointwise_complex.c; here only that they exist. */
 #define C ((1u << AXON_COMPLEX64) | (1u << AXON_COMPLEX128))
 
@@ -75,6 +78,17 @@ static const op_case_t unary_cases[] = {
     {AXON_UNARY_CUBE, F, ARITH, 0},           {AXON_UNARY_RSQUARE, F, ARITH, 0},
     {AXON_UNARY_CONJ, F | I | B | C, EXACT, 0}, {AXON_UNARY_LGAMMA, F, ELSEWHERE, 0},
     {AXON_UNARY_DIGAMMA, F, ELSEWHERE, 0},    {AXON_UNARY_POLYGAMMA, F, ELSEWHERE, 0},
+    {AXON_UNARY_BESSEL_J0, FD, ELSEWHERE, 0},  {AXON_UNARY_BESSEL_J1, FD, ELSEWHERE, 0},
+    {AXON_UNARY_BESSEL_Y0, FD, ELSEWHERE, 0},  {AXON_UNARY_BESSEL_Y1, FD, ELSEWHERE, 0},
+    {AXON_UNARY_MODIFIED_BESSEL_I0, FD, ELSEWHERE, 0}, {AXON_UNARY_MODIFIED_BESSEL_I1, FD, ELSEWHERE, 0},
+    {AXON_UNARY_MODIFIED_BESSEL_K0, FD, ELSEWHERE, 0}, {AXON_UNARY_MODIFIED_BESSEL_K1, FD, ELSEWHERE, 0},
+    {AXON_UNARY_SCALED_MODIFIED_BESSEL_K0, FD, ELSEWHERE, 0},
+    {AXON_UNARY_SCALED_MODIFIED_BESSEL_K1, FD, ELSEWHERE, 0},
+    {AXON_UNARY_I0, F, ELSEWHERE, 0},          {AXON_UNARY_I0E, F, ELSEWHERE, 0},
+    {AXON_UNARY_I1, F, ELSEWHERE, 0},          {AXON_UNARY_I1E, F, ELSEWHERE, 0},
+    {AXON_UNARY_SPHERICAL_BESSEL_J0, FD, ELSEWHERE, 0}, {AXON_UNARY_ERFCX, FD, ELSEWHERE, 0},
+    {AXON_UNARY_LOG_NDTR, FD, ELSEWHERE, 0},   {AXON_UNARY_NDTRI, FD, ELSEWHERE, 0},
+    {AXON_UNARY_ENTR, F, ELSEWHERE, 0},        {AXON_UNARY_SINC, F, ELSEWHERE, 0},
 };
 _Static_assert(sizeof unary_cases / sizeof unary_cases[0] == AXON_UNARY_COUNT, "a case for every unary op");
 
@@ -106,6 +120,14 @@ static const op_case_t binary_cases[] = {
     {AXON_BINARY_SHRINK_BACKWARD, F, EXACT, 0},      {AXON_BINARY_GLU, F, ACT, 0},
     {AXON_BINARY_PRELU, F, ROUND1, 0},               {AXON_BINARY_PRELU_BACKWARD_WEIGHT, F, ROUND1, 0},
     {AXON_BINARY_ZETA, F, ELSEWHERE, 0},
+    {AXON_BINARY_CHEBYSHEV_T, FD, ELSEWHERE, 0}, {AXON_BINARY_CHEBYSHEV_U, FD, ELSEWHERE, 0},
+    {AXON_BINARY_CHEBYSHEV_V, FD, ELSEWHERE, 0}, {AXON_BINARY_CHEBYSHEV_W, FD, ELSEWHERE, 0},
+    {AXON_BINARY_SHIFTED_CHEBYSHEV_T, FD, ELSEWHERE, 0}, {AXON_BINARY_SHIFTED_CHEBYSHEV_U, FD, ELSEWHERE, 0},
+    {AXON_BINARY_SHIFTED_CHEBYSHEV_V, FD, ELSEWHERE, 0}, {AXON_BINARY_SHIFTED_CHEBYSHEV_W, FD, ELSEWHERE, 0},
+    {AXON_BINARY_HERMITE_H, FD, ELSEWHERE, 0},  {AXON_BINARY_HERMITE_HE, FD, ELSEWHERE, 0},
+    {AXON_BINARY_LAGUERRE_L, FD, ELSEWHERE, 0}, {AXON_BINARY_LEGENDRE_P, FD, ELSEWHERE, 0},
+    {AXON_BINARY_XLOG1PY, F, ELSEWHERE, 0},     {AXON_BINARY_LOGADDEXP, F, ELSEWHERE, 0},
+    {AXON_BINARY_LOGADDEXP2, F, ELSEWHERE, 0},  {AXON_BINARY_HEAVISIDE, F | I | B, ELSEWHERE, 0},
 };
 _Static_assert(sizeof binary_cases / sizeof binary_cases[0] == AXON_BINARY_COUNT, "a case for every binary op");
 

@@ -120,6 +120,29 @@ typedef enum axon_unary_op {
     AXON_UNARY_LGAMMA,           /* log |gamma(x)| */
     AXON_UNARY_DIGAMMA,          /* psi(x) = d/dx lgamma(x); -+inf at +-0, NaN at negative integers */
     AXON_UNARY_POLYGAMMA,        /* the polygamma_n-th derivative of digamma (polygamma_n >= 0) */
+    /* torch.special's Bessel and normal-distribution functions (kernels/special_bessel.h, special_erf.h), computed
+     * in float64 and rounded once. Those PyTorch CPU defines for float32 and float64 only are only those here; the
+     * ones it also defines for the half types (I0, I0E, I1, I1E, ENTR, SINC) take every float dtype. */
+    AXON_UNARY_BESSEL_J0,
+    AXON_UNARY_BESSEL_J1,
+    AXON_UNARY_BESSEL_Y0,        /* -inf at 0, NaN below */
+    AXON_UNARY_BESSEL_Y1,
+    AXON_UNARY_MODIFIED_BESSEL_I0,
+    AXON_UNARY_MODIFIED_BESSEL_I1,
+    AXON_UNARY_MODIFIED_BESSEL_K0, /* inf at 0, NaN below */
+    AXON_UNARY_MODIFIED_BESSEL_K1,
+    AXON_UNARY_SCALED_MODIFIED_BESSEL_K0, /* e^x K0(x) */
+    AXON_UNARY_SCALED_MODIFIED_BESSEL_K1,
+    AXON_UNARY_I0,               /* I0 for every float dtype (torch.i0) */
+    AXON_UNARY_I0E,              /* e^-|x| I0(x) */
+    AXON_UNARY_I1,
+    AXON_UNARY_I1E,
+    AXON_UNARY_SPHERICAL_BESSEL_J0, /* sin(x) / x */
+    AXON_UNARY_ERFCX,            /* e^(x^2) erfc(x) */
+    AXON_UNARY_LOG_NDTR,         /* log of the standard normal CDF */
+    AXON_UNARY_NDTRI,            /* its inverse: -inf at 0, inf at 1, NaN outside [0, 1] */
+    AXON_UNARY_ENTR,             /* -x log x; 0 at 0, -inf below */
+    AXON_UNARY_SINC,             /* sin(pi x) / (pi x); 1 at 0 */
     AXON_UNARY_COUNT
 } axon_unary_op_t;
 
@@ -183,6 +206,24 @@ typedef enum axon_binary_op {
     AXON_BINARY_PRELU,                /* a > 0 ? a : b a, b the (broadcast) weight */
     AXON_BINARY_PRELU_BACKWARD_WEIGHT, /* b > 0 ? 0 : b g, b the input: per-element weight gradient */
     AXON_BINARY_ZETA,                 /* Hurwitz zeta(a, b) = sum_k (b + k)^-a; floats only */
+    /* The orthogonal polynomials of torch.special (kernels/special_poly.h): P_n(a) of degree n = b truncated to an
+     * integer, 0 for n < 0. float32 and float64 only, computed in float64 and rounded once. */
+    AXON_BINARY_CHEBYSHEV_T,
+    AXON_BINARY_CHEBYSHEV_U,
+    AXON_BINARY_CHEBYSHEV_V,
+    AXON_BINARY_CHEBYSHEV_W,
+    AXON_BINARY_SHIFTED_CHEBYSHEV_T,  /* P_n(2a - 1) */
+    AXON_BINARY_SHIFTED_CHEBYSHEV_U,
+    AXON_BINARY_SHIFTED_CHEBYSHEV_V,
+    AXON_BINARY_SHIFTED_CHEBYSHEV_W,
+    AXON_BINARY_HERMITE_H,            /* physicists' */
+    AXON_BINARY_HERMITE_HE,           /* probabilists' */
+    AXON_BINARY_LAGUERRE_L,
+    AXON_BINARY_LEGENDRE_P,
+    AXON_BINARY_XLOG1PY,              /* a log1p(b); 0 where a == 0 unless b is NaN. Floats */
+    AXON_BINARY_LOGADDEXP,            /* log(e^a + e^b) as max + log1p(e^-|a - b|); a where a == b is infinite */
+    AXON_BINARY_LOGADDEXP2,           /* log2(2^a + 2^b), the same way */
+    AXON_BINARY_HEAVISIDE,            /* a == 0 ? b : a > 0; every real dtype (NaN a gives 0) */
     AXON_BINARY_COUNT
 } axon_binary_op_t;
 

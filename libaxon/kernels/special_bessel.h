@@ -1,0 +1,138 @@
+/* Bessel functions of torch.special in double (the float dtypes compute in double and round once). Never installed.
+ *   - J0, J1, Y0, Y1: glibc's j0, j1, y0, y1, with PyTorch's values off their domain (Y at 0 is -inf, below it NaN,
+ *     where glibc may return -HUGE_VAL; all four NaN at +-inf, where glibc returns their limit 0).
+ *   - I0, I1 (and e^-|x| I): the power series up to |x| = 30, whose terms are all positive, so it loses nothing to
+ *     cancellation; beyond, Hankel's asymptotic series, whose smallest term there is below 1e-17 of the sum.
+ *   - K0, K1 (and e^x K): up to x = 1 the series of DLMF 10.31.1; to x = 30 the integral
+ *     e^x K_v(x) = int_0^inf e^(-x (cosh t - 1)) cosh(v t) dt by the trapezoidal rule, which converges geometrically
+ *     for this analytic, doubly-exponentially decaying integrand (step 0.1: error near e^(-pi^2 / 0.1)); beyond,
+ *     the asymptotic series.
+ *   - the spherical j0: sin(x) / x, its Taylor series near 0. */
+#ifndef AXON_KERNELS_SPECIAL_BESSEL_H
+#define AXON_KERNELS_SPECIAL_BESSEL_H
+
+#include <math.h>
+
+#define AXON_EULER_GAMMA 0.57721566490153286061
+#define AXON_BESSEL_SERIES_MAX 30.0
+
+static inline double axon_bessel_j0(double x) { return isinf(x) ? NAN : j0(x); }
+static inline double axon_bessel_j1(double x) { return isinf(x) ? NAN : j1(x); }
+static inline double axon_bessel_y0(double x) {
+    return x != x || x < 0 || isinf(x) ? NAN : x == 0 ? -INFINITY : y0(x);
+}
+static inline double axon_bessel_y1(double x) {
+    return x != x || x < 0 || isinf(x) ? NAN : x == 0 ? -INFINITY : y1(x);
+}
+
+/* sum_k (x^2 / 4)^k / (k! (k + v)!) for v = 0, 1 (times (x / 2)^v: I_v(x) for x >= 0). */
+static inline double axon_bessel_i_series(double x, int v) {
+    const double q = x * x / 4;
+    double term = v ? x / 2 : 1, sum = term;
+    for (int k = 1; k < 500 && term > sum * 1e-18; k++) {
+        term *= q / ((double)k * (double)(k + v));
+        sum += term;
+    }
+    return sum;
+}
+
+/* Hankel's series sum_k s^k a_k(v) / x^k with a_k(v) = prod_{j <= k} (4 v^2 - (2j - 1)^2) / (k! 8^k): s = -1 for
+ * e^-x I_v(x) sqrt(2 pi x), s = 1 for e^x K_v(x) sqrt(2 x / pi). For x > 30 the terms shrink past k = 40. */
+static inline double axon_bessel_hankel(double x, int v, double s) {
+    double term = 1, sum = 1;
+    for (int k = 1; k < 60; k++) {
+        const double odd = (double)(2 * k - 1);
+        term *= s * ((double)(4 * v * v) - odd * odd) / ((double)k * 8 * x);
+        sum += term;
+        if (fabs(term) < 1e-18 * fabs(sum)) break;
+    }
+    return sum;
+}
+
+/* e^-|x| I_v(x), v = 0 or 1 (I_1 is odd). */
+static inline double axon_bessel_i_scaled(double x, int v) {
+    const double a = fabs(x);
+    if (a != a) return x;
+    if (a == INFINITY) return v && x < 0 ? -0.0 : 0.0;
+    double r = a <= AXON_BESSEL_SERIES_MAX ? axon_bessel_i_series(a, v) * exp(-a)
+                                            : axon_bessel_hankel(a, v, -1.0) / sqrt(2 * M_PI * a);
+    return v && x < 0 ? -r : r;
+}
+
+static inline double axon_bessel_i(double x, int v) {
+    const double a = fabs(x);
+    if (a != a) return x;
+    if (a <= AXON_BESSEL_SERIES_MAX) return v && x < 0 ? -axon_bessel_i_series(a, v) : axon_bessel_i_series(a, v);
+    /* e^a overflows past 709.78 although I_v does not until about 713.98: multiply in two halves */
+    const double h = exp(a / 2), r = axon_bessel_hankel(a, v, -1.0) / sqrt(2 * M_PI * a) * h * h;
+    return v && x < 0 ? -r : r;
+}
+
+/* K_v(x) for 0 < x <= 1 by DLMF 10.31.1: K_0 = -(ln(x/2) + gamma) I_0 + sum_k H_k (x^2/4)^k / k!^2 and
+ * K_1 = 1/x + ln(x/2) I_1 - (x/4) sum_k (psi(k + 1) + psi(k + 2)) (x^2/4)^k / (k! (k + 1)!). */
+static inline double axon_bessel_k_series(double x, int v) {
+    const double q = x * x / 4, lg = log(x / 2);
+    if (v == 0) {
+        double term = 1, harmonic = 0, sum = 0;
+        for (int k = 1; k < 100; k++) {
+            term *= q / ((double)k * (double)k);
+            harmonic += 1.0 / k;
+            sum += harmonic * term;
+            if (term * harmonic < 1e-18 * fabs(sum)) break;
+        }
+        return -(lg + AXON_EULER_GAMMA) * axon_bessel_i_series(x, 0) + sum;
+    }
+    double term = 1, psi1 = -AXON_EULER_GAMMA, psi2 = 1 - AXON_EULER_GAMMA, sum = psi1 + psi2;
+    for (int k = 1; k < 100; k++) {
+        term *= q / ((double)k * (double)(k + 1));
+        psi1 += 1.0 / k;
+        psi2 += 1.0 / (k + 1);
+        sum += (psi1 + psi2) * term;
+        if (fabs((psi1 + psi2) * term) < 1e-18 * fabs(sum)) break;
+    }
+    return 1 / x + lg * axon_bessel_i_series(x, 1) - x / 4 * sum;
+}
+
+/* e^x K_v(x) for 1 < x <= 30: the trapezoidal rule on int_0^inf e^(-x (cosh t - 1)) cosh(v t) dt, with
+ * cosh t - 1 = 2 sinh(t/2)^2 (no cancellation near t = 0); stops when the integrand is below 1e-18 of the sum. */
+static inline double axon_bessel_k_integral(double x, int v) {
+    const double h = 0.1;
+    double sum = 0.5;
+    for (int j = 1; j < 2000; j++) {
+        const double t = h * j, s = sinh(t / 2);
+        const double f = exp(-2 * x * s * s) * (v ? cosh(t) : 1.0);
+        sum += f;
+        if (f < 1e-18 * sum) break;
+    }
+    return sum * h;
+}
+
+/* e^x K_v(x), v = 0 or 1: inf at 0, NaN below. */
+static inline double axon_bessel_k_scaled(double x, int v) {
+    if (x != x || x < 0) return NAN;
+    if (x == 0) return INFINITY;
+    if (x == INFINITY) return 0;
+    if (x <= 1) return axon_bessel_k_series(x, v) * exp(x);
+    if (x <= AXON_BESSEL_SERIES_MAX) return axon_bessel_k_integral(x, v);
+    return axon_bessel_hankel(x, v, 1.0) * sqrt(M_PI / (2 * x));
+}
+
+static inline double axon_bessel_k(double x, int v) {
+    if (x != x || x < 0) return NAN;
+    if (x == 0) return INFINITY;
+    if (x <= 1) return axon_bessel_k_series(x, v);
+    return x > 746 ? 0.0 : axon_bessel_k_scaled(x, v) * exp(-x);
+}
+
+/* sin(x) / x; 1 - x^2/6 + x^4/120 - ... below 0.5 (where the quotient would round twice), 0 at +-inf. */
+static inline double axon_spherical_bessel_j0(double x) {
+    if (isinf(x)) return 0;
+    if (fabs(x) < 0.5) {
+        const double q = x * x;
+        return 1 + q * (-1.0 / 6 + q * (1.0 / 120 + q * (-1.0 / 5040 + q * (1.0 / 362880 + q * (-1.0 / 39916800 +
+               q * (1.0 / 6227020800.0))))));
+    }
+    return sin(x) / x;
+}
+
+#endif
