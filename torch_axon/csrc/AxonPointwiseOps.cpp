@@ -902,6 +902,15 @@ at::Tensor& softplus_backward_out(const at::Tensor& grad, const at::Tensor& self
   return fall_back<ATEN_OP2(softplus_backward, grad_input)>(grad, self, beta, threshold, grad_input);
 }
 
+// heaviside: PyTorch refuses mixed dtypes rather than promote them.
+at::Tensor& heaviside_out(const at::Tensor& self, const at::Tensor& values, at::Tensor& out) {
+  TORCH_CHECK(!self.is_complex() && !values.is_complex(),
+              "heaviside is not yet implemented for complex tensors.");
+  TORCH_CHECK(self.scalar_type() == values.scalar_type(),
+              "heaviside is not yet implemented for tensors with different dtypes.");
+  return binary_out<AXON_BINARY_HEAVISIDE, false, ATEN_OP2(heaviside, out)>(self, values, out);
+}
+
 #define AXON_UNARY(name, OP, FLOAT) m.impl(#name ".out", TORCH_FN((unary_out<OP, FLOAT, ATEN_OP2(name, out)>)));
 #define AXON_BINARY(name, overload, OP, FLOAT) \
   m.impl(#name "." #overload, TORCH_FN((binary_out<OP, FLOAT, ATEN_OP2(name, overload)>)));
@@ -942,6 +951,28 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   AXON_UNARY(lgamma, AXON_UNARY_LGAMMA, true)
   AXON_UNARY(digamma, AXON_UNARY_DIGAMMA, true)
   m.impl("polygamma.out", TORCH_FN(polygamma_out));
+  // torch.special's Bessel and normal-distribution functions (those CPU defines for float32 and float64 only are
+  // only those in libaxon's tables: the half types go to the host, which raises CPU's error)
+  AXON_UNARY(special_bessel_j0, AXON_UNARY_BESSEL_J0, true)
+  AXON_UNARY(special_bessel_j1, AXON_UNARY_BESSEL_J1, true)
+  AXON_UNARY(special_bessel_y0, AXON_UNARY_BESSEL_Y0, true)
+  AXON_UNARY(special_bessel_y1, AXON_UNARY_BESSEL_Y1, true)
+  AXON_UNARY(special_modified_bessel_i0, AXON_UNARY_MODIFIED_BESSEL_I0, true)
+  AXON_UNARY(special_modified_bessel_i1, AXON_UNARY_MODIFIED_BESSEL_I1, true)
+  AXON_UNARY(special_modified_bessel_k0, AXON_UNARY_MODIFIED_BESSEL_K0, true)
+  AXON_UNARY(special_modified_bessel_k1, AXON_UNARY_MODIFIED_BESSEL_K1, true)
+  AXON_UNARY(special_scaled_modified_bessel_k0, AXON_UNARY_SCALED_MODIFIED_BESSEL_K0, true)
+  AXON_UNARY(special_scaled_modified_bessel_k1, AXON_UNARY_SCALED_MODIFIED_BESSEL_K1, true)
+  AXON_UNARY(i0, AXON_UNARY_I0, true)
+  AXON_UNARY(special_i0e, AXON_UNARY_I0E, true)
+  AXON_UNARY(special_i1, AXON_UNARY_I1, true)
+  AXON_UNARY(special_i1e, AXON_UNARY_I1E, true)
+  AXON_UNARY(special_spherical_bessel_j0, AXON_UNARY_SPHERICAL_BESSEL_J0, true)
+  AXON_UNARY(special_erfcx, AXON_UNARY_ERFCX, true)
+  AXON_UNARY(special_log_ndtr, AXON_UNARY_LOG_NDTR, true)
+  AXON_UNARY(special_ndtri, AXON_UNARY_NDTRI, true)
+  AXON_UNARY(special_entr, AXON_UNARY_ENTR, true)
+  AXON_UNARY(sinc, AXON_UNARY_SINC, true)
   AXON_UNARY(sigmoid, AXON_UNARY_SIGMOID, true)
   AXON_UNARY(silu, AXON_UNARY_SILU, false)
   AXON_UNARY(mish, AXON_UNARY_MISH, false)
@@ -998,6 +1029,22 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("floor_divide.out", TORCH_FN(floor_divide_into));
   AXON_BINARY(remainder, Tensor_out, AXON_BINARY_REMAINDER, false)
   m.impl("special_zeta.out", TORCH_FN(special_zeta_out));
+  AXON_BINARY(special_chebyshev_polynomial_t, out, AXON_BINARY_CHEBYSHEV_T, true)
+  AXON_BINARY(special_chebyshev_polynomial_u, out, AXON_BINARY_CHEBYSHEV_U, true)
+  AXON_BINARY(special_chebyshev_polynomial_v, out, AXON_BINARY_CHEBYSHEV_V, true)
+  AXON_BINARY(special_chebyshev_polynomial_w, out, AXON_BINARY_CHEBYSHEV_W, true)
+  AXON_BINARY(special_shifted_chebyshev_polynomial_t, out, AXON_BINARY_SHIFTED_CHEBYSHEV_T, true)
+  AXON_BINARY(special_shifted_chebyshev_polynomial_u, out, AXON_BINARY_SHIFTED_CHEBYSHEV_U, true)
+  AXON_BINARY(special_shifted_chebyshev_polynomial_v, out, AXON_BINARY_SHIFTED_CHEBYSHEV_V, true)
+  AXON_BINARY(special_shifted_chebyshev_polynomial_w, out, AXON_BINARY_SHIFTED_CHEBYSHEV_W, true)
+  AXON_BINARY(special_hermite_polynomial_h, out, AXON_BINARY_HERMITE_H, true)
+  AXON_BINARY(special_hermite_polynomial_he, out, AXON_BINARY_HERMITE_HE, true)
+  AXON_BINARY(special_laguerre_polynomial_l, out, AXON_BINARY_LAGUERRE_L, true)
+  AXON_BINARY(special_legendre_polynomial_p, out, AXON_BINARY_LEGENDRE_P, true)
+  AXON_BINARY(special_xlog1py, out, AXON_BINARY_XLOG1PY, true)
+  AXON_BINARY(logaddexp, out, AXON_BINARY_LOGADDEXP, false)
+  AXON_BINARY(logaddexp2, out, AXON_BINARY_LOGADDEXP2, false)
+  m.impl("heaviside.out", TORCH_FN(heaviside_out));
   AXON_BINARY(fmod, Tensor_out, AXON_BINARY_FMOD, false)
   AXON_BINARY(pow, Tensor_Tensor_out, AXON_BINARY_POW, false)
   m.impl("pow.Tensor_Scalar_out", TORCH_FN(pow_tensor_scalar_out));
