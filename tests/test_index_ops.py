@@ -74,6 +74,31 @@ def test_scatter_src_and_value_match_cpu(dtype):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.int32, torch.int64],
                          ids=dtype_id)
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_and_index_reduce_match_cpu(dtype, reduce, include_self):
+    # include_self=False: the updated elements start from the reduction's identity; mean floors for integers; row 3
+    # of x receives nothing and keeps its value
+    x, src = sample(dtype, (4, 6)), sample(dtype, (9, 6), seed=5)
+    if dtype.is_floating_point:
+        x, src = x.clamp(-3, 3).nan_to_num(0), src.clamp(-2, 2).nan_to_num(1)
+    else:
+        x, src = x % 7 - 3, src % 5 - 2
+    idx = randidx((9, 6), 3, negative=False)
+    same(native(lambda t, i, s: t.scatter_reduce(0, i, s, reduce, include_self=include_self), x, idx, src),
+         x.scatter_reduce(0, idx, src, reduce, include_self=include_self))
+    if reduce != "sum":
+        rows = randidx((9,), 3, negative=False)
+        same(native(lambda t, i, s: t.index_reduce(0, i, s, reduce, include_self=include_self), x, rows, src),
+             x.index_reduce(0, rows, src, reduce, include_self=include_self))
+        y = sample(dtype, ())
+        same(native(lambda t, i, s: t.index_reduce(0, i, s, reduce, include_self=include_self), y,
+                    torch.tensor([0]), src[0, 0]),
+             y.index_reduce(0, torch.tensor([0]), src[0, 0], reduce, include_self=include_self))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.int32, torch.int64],
+                         ids=dtype_id)
 @pytest.mark.parametrize("reduce", ["sum", "prod", "amax", "amin"])
 def test_scatter_reduce_with_repeated_indices_matches_cpu(dtype, reduce):
     x, src = sample(dtype, (4, 6)), sample(dtype, (9, 6), seed=5)

@@ -14,12 +14,14 @@
  * and embedding backward instead add or copy whole rows (scatter_rows), with the same order of updates per
  * element. */
 #include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
 
 #include "internal.h"
 #include "dtype.h"
 #include "index_impl.h"
 
-static const char *const reduce_names[] = {"none", "sum", "prod", "amax", "amin"};
+static const char *const reduce_names[] = {"none", "sum", "prod", "amax", "amin", "mean"};
 _Static_assert(sizeof reduce_names / sizeof reduce_names[0] == AXON_SCATTER_REDUCE_COUNT,
                "every axon_scatter_reduce_t needs a name");
 
@@ -98,7 +100,7 @@ IX_DEFINE(b8, uint8_t, int64_t, i)
 
 /* Indexed by reduce - 1 and dtype; NULL for complex (UNSUPPORTED at launch). */
 static const ix_combine_fn ix_combine[AXON_SCATTER_REDUCE_COUNT - 1][AXON_DTYPE_COUNT] = {
-    IX_ROW(sum), IX_ROW(prod), IX_ROW(amax), IX_ROW(amin)};
+    IX_ROW(sum), IX_ROW(prod), IX_ROW(amax), IX_ROW(amin), IX_ROW(sum)};   /* MEAN sums, then divides */
 
 /* The SUM update along a row of n elements: ix_sum_<dtype>'s arithmetic, element by element in the same order, so
  * the row path and the element path give the same bits; as a plain loop it vectorizes where the dtype allows. */
@@ -141,6 +143,7 @@ struct scatter_args {
     int zero_first;                  /* embedding backward: out = 0 before the updates */
     int has_skip;
     int wrap;                        /* AXON_INDEX_WRAP */
+    int exclude_self;                /* scatter_reduce(include_self=False) */
     int64_t skip;                    /* index value whose updates are dropped (padding_idx) */
     axon_scatter_reduce_t reduce;
     ix_alpha_t alpha;
@@ -317,18 +320,16 @@ static int scatter_rows(const struct scatter_args *a, axon_pool_t pool) {
     return 1;
 }
 
-static axon_status_t scatter_kernel(const void *args, const axon_exec_t *ex) {
-    const struct scatter_args *a = args;
+/* Every update of a, applied (the index already checked). */
+static void scatter_apply(const struct scatter_args *a, axon_pool_t pool) {
     const int dim = a->dim;
-    axon_status_t st = axon_ix_check_bounds(&a->check, a->out.sizes[dim], a->wrap, dim, a->op, ex->pool);
-    if (st != AXON_OK) return st;
-    if (scatter_rows(a, ex->pool)) return AXON_OK;
+    if (scatter_rows(a, pool)) return;
     if (a->zero_first) {
         static const double zeros[2] = {0.0, 0.0};
         axon_tensor_t z = a->out;
         z.data = (void *)zeros;
         for (int d = 0; d < z.ndim; d++) z.strides[d] = 0;
-        axon_copy_execute(&a->out, &z, ex->pool);
+        axon_copy_execute(&a->out, &z, pool);
     }
     axon_tensor_t src = a->src;
     if (!a->has_src) {
@@ -355,8 +356,113 @@ static axon_status_t scatter_kernel(const void *args, const axon_exec_t *ex) {
     /* A chunk of lines does len updates per line; keep chunks near the usual grain, and at least a cache line's
      * worth of lines so that neighbouring threads do not share one. */
     int64_t grain = AXON_KERNEL_GRAIN / (j.len > 0 ? j.len : 1);
-    axon_parallel_for(ex->pool, 0, j.lines.numel, grain < 16 ? 16 : grain, scatter_range, &j);
+    axon_parallel_for(pool, 0, j.lines.numel, grain < 16 ? 16 : grain, scatter_range, &j);
+}
+
+/* The identity of reduce in dtype d (SUM and MEAN 0, PROD 1, AMAX the lowest value, AMIN the highest), as bytes. */
+static void scatter_identity(axon_scatter_reduce_t reduce, axon_dtype_t d, unsigned char *bytes) {
+    memset(bytes, 0, 16);
+    const int hi = reduce == AXON_SCATTER_AMIN;
+    if (reduce == AXON_SCATTER_PROD) {
+        const int64_t one = 1;
+        axon_convert_get(AXON_INT64, d)((char *)bytes, 1, (const char *)&one, 1, 1);
+    } else if (reduce == AXON_SCATTER_AMAX || reduce == AXON_SCATTER_AMIN) {
+        if (axon_dtype_is_floating(d)) {
+            const double inf = hi ? INFINITY : -INFINITY;
+            axon_convert_get(AXON_FLOAT64, d)((char *)bytes, 1, (const char *)&inf, 1, 1);
+        } else {
+            int64_t v;
+            switch (d) {
+            case AXON_INT8: v = hi ? INT8_MAX : INT8_MIN; break;
+            case AXON_UINT8: v = hi ? UINT8_MAX : 0; break;
+            case AXON_INT16: v = hi ? INT16_MAX : INT16_MIN; break;
+            case AXON_INT32: v = hi ? INT32_MAX : INT32_MIN; break;
+            case AXON_INT64: v = hi ? INT64_MAX : INT64_MIN; break;
+            default: v = hi; break;   /* bool */
+            }
+            axon_convert_get(AXON_INT64, d)((char *)bytes, 1, (const char *)&v, 1, 1);
+        }
+    }
+}
+
+/* MEAN's division: out / count (count + 1 with out's own value included; 1 where nothing arrived), true division
+ * for floats (in float64, rounded once: a quotient of two floats rounds the same as in float) and floor division
+ * for integers, as PyTorch's div_(rounding_mode="floor"). */
+struct scatter_mean {
+    axon_dtype_t dtype;
+    int64_t self;
+};
+
+#define SCATTER_MEAN_BATCH 256
+static void scatter_mean_run(void *ctx, char *const *ptr, const int64_t *stride, int64_t n, int64_t pos) {
+    (void)pos;
+    const struct scatter_mean *m = ctx;
+    const int floating = axon_dtype_is_floating(m->dtype);
+    const size_t es = axon_dtype_size(m->dtype);
+    for (int64_t b = 0; b < n; b += SCATTER_MEAN_BATCH) {
+        const int64_t k = n - b < SCATTER_MEAN_BATCH ? n - b : SCATTER_MEAN_BATCH;
+        char *o = ptr[0] + b * stride[0] * (int64_t)es;
+        const int64_t *count = (const int64_t *)ptr[1] + b * stride[1];
+        union {
+            double f[SCATTER_MEAN_BATCH];
+            int64_t i[SCATTER_MEAN_BATCH];
+        } v;
+        axon_convert_get(m->dtype, floating ? AXON_FLOAT64 : AXON_INT64)((char *)v.f, 1, o, stride[0], k);
+        for (int64_t e = 0; e < k; e++) {
+            int64_t c = count[e * stride[1]] + m->self;
+            c = c == 0 ? 1 : c;
+            if (floating) {
+                v.f[e] /= (double)c;
+            } else {
+                const int64_t q = v.i[e] / c, r = v.i[e] % c;
+                v.i[e] = r != 0 && (r < 0) != (c < 0) ? q - 1 : q;
+            }
+        }
+        axon_convert_get(floating ? AXON_FLOAT64 : AXON_INT64, m->dtype)(o, stride[0], (const char *)v.f, 1, k);
+    }
+}
+
+/* MEAN: the sums are in out; count the updates of each element into a dense int64 copy of out's shape, divide. */
+static axon_status_t scatter_mean_divide(const struct scatter_args *a, axon_pool_t pool) {
+    const int64_t numel = axon_tensor_numel(&a->out);
+    int64_t *counts = calloc((size_t)(numel > 0 ? numel : 1), sizeof *counts);
+    if (counts == NULL)
+        return axon_fail(AXON_ERROR_OUT_OF_MEMORY, "%s: cannot allocate %" PRId64 " counters for mean", a->op, numel);
+    struct scatter_args c = *a;
+    c.out.data = counts;
+    c.out.dtype = AXON_INT64;
+    int64_t step = 1;
+    for (int d = c.out.ndim - 1; d >= 0; d--) c.out.strides[d] = step, step *= c.out.sizes[d];
+    c.reduce = AXON_SCATTER_SUM;
+    c.has_src = 0;
+    const int64_t one = 1;
+    memcpy(c.value.bytes, &one, sizeof one);
+    c.alpha.i = 1;
+    scatter_apply(&c, pool);
+    struct scatter_mean m = {a->out.dtype, a->exclude_self ? 0 : 1};
+    axon_iter_t it;
+    const axon_tensor_t *ts[2] = {&a->out, &c.out};
+    axon_iter_init(&it, 2, ts, 1);
+    axon_iter_runs(&it, 0, it.numel, scatter_mean_run, &m);
+    free(counts);
     return AXON_OK;
+}
+
+static axon_status_t scatter_kernel(const void *args, const axon_exec_t *ex) {
+    const struct scatter_args *a = args;
+    const int dim = a->dim;
+    axon_status_t st = axon_ix_check_bounds(&a->check, a->out.sizes[dim], a->wrap, dim, a->op, ex->pool);
+    if (st != AXON_OK) return st;
+    if (a->exclude_self) {
+        /* the elements that receive updates start from the identity: a storing pass of it */
+        struct scatter_args first = *a;
+        first.reduce = AXON_SCATTER_NONE;
+        first.has_src = 0;
+        scatter_identity(a->reduce, a->out.dtype, first.value.bytes);
+        scatter_apply(&first, ex->pool);
+    }
+    scatter_apply(a, ex->pool);
+    return a->reduce == AXON_SCATTER_MEAN ? scatter_mean_divide(a, ex->pool) : AXON_OK;
 }
 
 /* Launch checks shared by the three ops; a->index, a->src, a->dim and a->reduce are set. */
@@ -381,11 +487,12 @@ static axon_status_t scatter_launch(axon_stream_t s, struct scatter_args *a) {
                          axon_dtype_name(out->dtype), axon_dtype_name(a->src.dtype));
     if ((unsigned)a->reduce >= AXON_SCATTER_REDUCE_COUNT)
         return axon_fail(AXON_ERROR_INVALID_ARG, "%s: reduce %d is out of range", a->op, (int)a->reduce);
-    if (a->reduce != AXON_SCATTER_NONE && !ix_combine[a->reduce - 1][out->dtype])
+    if ((a->reduce != AXON_SCATTER_NONE && !ix_combine[a->reduce - 1][out->dtype]) ||
+        (a->reduce == AXON_SCATTER_MEAN && out->dtype == AXON_BOOL))
         return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: reduce %s is not supported for %s", a->op,
                          reduce_names[a->reduce], axon_dtype_name(out->dtype));
     int64_t n = axon_tensor_numel(index);
-    if (n == 0 && !a->zero_first) return AXON_OK;
+    if (n == 0 && !a->zero_first) return AXON_OK;   /* no updates: nothing changes, for every reduction */
     axon_launch_t l = {scatter_kernel, a, sizeof *a, a->op, (uint64_t)n * 3 * axon_dtype_size(out->dtype)};
     return axon_stream_launch(s, &l);
 }
@@ -433,6 +540,23 @@ axon_status_t axon_kernel_scatter(axon_stream_t s, axon_scatter_reduce_t reduce,
     return scatter_launch(s, &a);
 }
 
+axon_status_t axon_kernel_scatter_reduce(axon_stream_t s, axon_scatter_reduce_t reduce, const axon_tensor_t *out,
+                                         int dim, const axon_tensor_t *index, const axon_tensor_t *src,
+                                         int include_self, unsigned flags) {
+    struct scatter_args a;
+    if (src == NULL) return axon_fail(AXON_ERROR_INVALID_ARG, "scatter_reduce: src is NULL");
+    axon_status_t st = scatter_begin(&a, "scatter_reduce", out, index, src, &dim);
+    if (st != AXON_OK) return st;
+    if (reduce == AXON_SCATTER_NONE)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "scatter_reduce: reduce must be sum, prod, amax, amin or mean");
+    a.index = *index;
+    a.reduce = reduce;
+    a.wrap = flags & AXON_INDEX_WRAP;
+    a.exclude_self = !include_self;
+    a.alpha = scatter_alpha(axon_scalar_int(1));
+    return scatter_launch(s, &a);
+}
+
 /* index (0-d or 1-d) broadcast to `shape` along dim. */
 static axon_tensor_t scatter_broadcast_index(const axon_tensor_t *index, const axon_tensor_t *shape, int dim) {
     axon_tensor_t r = *shape;
@@ -470,6 +594,20 @@ axon_status_t axon_kernel_index_add(axon_stream_t s, const axon_tensor_t *out, i
     if (st != AXON_OK) return st;
     a.reduce = AXON_SCATTER_SUM;
     a.alpha = scatter_alpha(alpha);
+    return scatter_launch(s, &a);
+}
+
+axon_status_t axon_kernel_index_reduce(axon_stream_t s, axon_scatter_reduce_t reduce, const axon_tensor_t *out,
+                                       int dim, const axon_tensor_t *index, const axon_tensor_t *src, int include_self,
+                                       unsigned flags) {
+    struct scatter_args a;
+    axon_status_t st = index_along_begin(&a, "index_reduce", out, dim, index, src, flags);
+    if (st != AXON_OK) return st;
+    if (reduce == AXON_SCATTER_NONE)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "index_reduce: reduce must be sum, prod, amax, amin or mean");
+    a.reduce = reduce;
+    a.exclude_self = !include_self;
+    a.alpha = scatter_alpha(axon_scalar_int(1));
     return scatter_launch(s, &a);
 }
 

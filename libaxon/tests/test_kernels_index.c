@@ -169,6 +169,7 @@ static float ref_op(axon_scatter_reduce_t r, float a, float b) {
     case AXON_SCATTER_PROD: return a * b;
     case AXON_SCATTER_AMAX: return isnan(b) ? b : a < b ? b : a;
     case AXON_SCATTER_AMIN: return isnan(b) ? b : a > b ? b : a;
+    case AXON_SCATTER_MEAN: return a + b;   /* the sum; the test divides by the count */
     default: return b;
     }
 }
@@ -184,6 +185,7 @@ static void test_scatter_matches_in_order_reference_for_each_reduction(void) {
     src[7] = NAN;
     for (int r = 0; r < AXON_SCATTER_REDUCE_COUNT; r++)
         for (int value_form = 0; value_form < 2; value_form++) {
+            int count[R * C] = {0};
             memcpy(out, base, sizeof out);
             memcpy(want, base, sizeof want);
             for (int n = 0; n < N; n++)
@@ -191,7 +193,10 @@ static void test_scatter_matches_in_order_reference_for_each_reduction(void) {
                     int v = idx[n * C + c] < 0 ? idx[n * C + c] + R : idx[n * C + c];
                     float s = value_form ? 1.5f : src[n * C + c];
                     want[v * C + c] = ref_op((axon_scatter_reduce_t)r, want[v * C + c], s);
+                    count[v * C + c]++;
                 }
+            if (r == AXON_SCATTER_MEAN)   /* out's own element counts once */
+                for (int i = 0; i < R * C; i++) want[i] = (float)((double)want[i] / (count[i] + 1));
             axon_tensor_t to = T2(out, AXON_FLOAT32, R, C), tx = T2(idx, AXON_INT32, N, C);
             axon_tensor_t ts = T2(src, AXON_FLOAT32, N, C);
             CHECK_OK(axon_kernel_scatter(k.s, (axon_scatter_reduce_t)r, &to, 0, &tx, value_form ? NULL : &ts,
@@ -436,11 +441,83 @@ static void test_bad_launch_arguments_are_refused(void) {
     axon_runtime_destroy(k.rt);
 }
 
+/* scatter_reduce(include_self=False) and index_reduce against an in-order reference: the elements that receive
+ * updates start from the reduction's identity; MEAN divides by the count (floor division for integers); elements
+ * without updates keep their value. */
+static void test_scatter_reduce_without_self_and_index_reduce(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    enum { R = 6, C = 7, N = 9 };
+    static int32_t base[R * C], src[N * C], out[R * C], want[R * C];
+    static int64_t idx[N * C], idx1[N];
+    for (int i = 0; i < R * C; i++) base[i] = (int32_t)(rnd() % 41) - 20;
+    for (int i = 0; i < N * C; i++) src[i] = (int32_t)(rnd() % 41) - 20, idx[i] = (int64_t)(rnd() % 5);   /* row 5 never */
+    for (int i = 0; i < N; i++) idx1[i] = (int64_t)(rnd() % 4);
+    const axon_scatter_reduce_t rs[] = {AXON_SCATTER_SUM, AXON_SCATTER_PROD, AXON_SCATTER_AMAX, AXON_SCATTER_AMIN,
+                                        AXON_SCATTER_MEAN};
+    for (int form = 0; form < 2; form++)            /* scatter_reduce, index_reduce */
+        for (int self = 0; self < 2; self++)
+            for (size_t q = 0; q < sizeof rs / sizeof rs[0]; q++) {
+                const axon_scatter_reduce_t r = rs[q];
+                int64_t acc[R * C];
+                int count[R * C] = {0};
+                for (int i = 0; i < R * C; i++) acc[i] = base[i];
+                for (int n = 0; n < N; n++)
+                    for (int c = 0; c < C; c++) {
+                        const int v = (int)(form ? idx1[n] : idx[n * C + c]) * C + c;
+                        const int64_t x = src[n * C + c];
+                        if (!self && count[v] == 0) acc[v] = x;
+                        else acc[v] = r == AXON_SCATTER_PROD ? acc[v] * x
+                                    : r == AXON_SCATTER_AMAX ? (acc[v] > x ? acc[v] : x)
+                                    : r == AXON_SCATTER_AMIN ? (acc[v] < x ? acc[v] : x) : acc[v] + x;
+                        count[v]++;
+                    }
+                for (int i = 0; i < R * C; i++) {
+                    int64_t c = count[i] + self, v = acc[i];
+                    if (r == AXON_SCATTER_MEAN && c > 0) v = v / c - ((v % c != 0) && ((v < 0) != (c < 0)));
+                    want[i] = (int32_t)v;
+                }
+                memcpy(out, base, sizeof out);
+                axon_tensor_t to = T2(out, AXON_INT32, R, C), ts = T2(src, AXON_INT32, N, C);
+                if (form) {
+                    const int64_t n1 = N;
+                    axon_tensor_t tx = kc_tensor(idx1, AXON_INT64, 1, &n1, NULL);
+                    CHECK_OK(axon_kernel_index_reduce(k.s, r, &to, 0, &tx, &ts, self, AXON_INDEX_DEFAULT));
+                } else {
+                    axon_tensor_t tx = T2(idx, AXON_INT64, N, C);
+                    CHECK_OK(axon_kernel_scatter_reduce(k.s, r, &to, 0, &tx, &ts, self, AXON_INDEX_DEFAULT));
+                }
+                CHECK_OK(axon_stream_sync(k.s));
+                const int64_t d = kc_first_diff(out, want, sizeof want);
+                if (d >= 0)
+                    fprintf(stderr, "  %s %s include_self %d: element %lld is %d, want %d\n",
+                            form ? "index_reduce" : "scatter_reduce", axon_scatter_reduce_name(r), self,
+                            (long long)(d / 4), out[d / 4], want[d / 4]);
+                CHECK(d < 0);
+            }
+    /* MEAN of floats divides exactly; bool has no MEAN */
+    float fo[2] = {1.0f, 5.0f}, fs[3] = {2.0f, 4.0f, 7.0f};
+    int64_t fx[3] = {0, 0, 0}, two = 2, three = 3;
+    axon_tensor_t tfo = kc_tensor(fo, AXON_FLOAT32, 1, &two, NULL), tfs = kc_tensor(fs, AXON_FLOAT32, 1, &three, NULL);
+    axon_tensor_t tfx = kc_tensor(fx, AXON_INT64, 1, &three, NULL);
+    CHECK_OK(axon_kernel_scatter_reduce(k.s, AXON_SCATTER_MEAN, &tfo, 0, &tfx, &tfs, 1, AXON_INDEX_DEFAULT));
+    CHECK_OK(axon_stream_sync(k.s));
+    CHECK(fo[0] == 3.5f && fo[1] == 5.0f);
+    uint8_t bo[2] = {0, 1}, bs[3] = {1, 1, 0};
+    axon_tensor_t tbo = kc_tensor(bo, AXON_BOOL, 1, &two, NULL), tbs = kc_tensor(bs, AXON_BOOL, 1, &three, NULL);
+    CHECK_STATUS(axon_kernel_scatter_reduce(k.s, AXON_SCATTER_MEAN, &tbo, 0, &tfx, &tbs, 1, AXON_INDEX_DEFAULT),
+                 AXON_ERROR_UNSUPPORTED);
+    CHECK_STATUS(axon_kernel_scatter_reduce(k.s, AXON_SCATTER_NONE, &tfo, 0, &tfx, &tfs, 1, AXON_INDEX_DEFAULT),
+                 AXON_ERROR_INVALID_ARG);
+    axon_runtime_destroy(k.rt);
+}
+
 int main(void) {
     RUN(test_index_select_matches_reference_for_every_dtype_and_layout);
     RUN(test_gather_matches_reference_on_both_dims);
     RUN(test_gather_of_every_element_size_matches_reference_and_names_the_first_bad_index);
     RUN(test_scatter_matches_in_order_reference_for_each_reduction);
+    RUN(test_scatter_reduce_without_self_and_index_reduce);
     RUN(test_index_add_scales_by_alpha_and_accumulates_repeats);
     RUN(test_sums_along_the_last_dim_match_the_in_order_reference);
     RUN(test_embedding_backward_is_deterministic_and_skips_padding);

@@ -8,8 +8,9 @@
 // Indices follow these ops' PyTorch rule, [0, size) (no negative wrap). They are read on the device, so an
 // out-of-range index is reported at the next synchronization of the stream (e.g. `.cpu()`), with PyTorch's
 // "index 7 is out of bounds for dimension 0 with size 5", and nothing is written.
-// What libaxon does not cover (more than AXON_MAX_DIMS dimensions, 0-dim self, dtypes it lacks, scatter_reduce's
-// mean or include_self=False, embedding's scale_grad_by_freq) runs through the host fallback.
+// scatter_reduce (every reduction, include_self either way) and index_reduce run on the same kernel. What libaxon
+// does not cover (more than AXON_MAX_DIMS dimensions, 0-dim self, dtypes it lacks, mean of bool, embedding's
+// scale_grad_by_freq) runs through the host fallback.
 #include <ATen/ATen.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/Operators.h>
@@ -222,13 +223,73 @@ at::Tensor& scatter_add_out(const at::Tensor& self, int64_t dim, const at::Tenso
 at::Tensor& scatter_reduce_two_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
                                    const at::Tensor& src, c10::string_view reduce, bool include_self,
                                    at::Tensor& out) {
-  const auto r = scatter_reduce_of(std::string_view(reduce.data(), reduce.size()));
-  TORCH_CHECK(r || reduce == "mean", "reduce argument must be either sum, prod, mean, amax or amin, got ", reduce);
-  if (!r || reduce == "add" || reduce == "multiply" || !include_self ||
-      !scatter_supported(self, index, *r, out, &src) || src.dim() != self.dim()) {
+  const std::string_view name(reduce.data(), reduce.size());
+  const auto r = name == "mean" ? std::optional<axon_scatter_reduce_t>(AXON_SCATTER_MEAN) : scatter_reduce_of(name);
+  TORCH_CHECK(r && reduce != "add" && reduce != "multiply",
+              "reduce argument must be either sum, prod, mean, amax or amin, got ", reduce);
+  if (!scatter_supported(self, index, *r, out, &src) || src.dim() != self.dim() ||
+      (*r == AXON_SCATTER_MEAN && self.scalar_type() == at::kBool)) {
     return fall_back<ATEN_OP2(scatter_reduce, two_out)>(self, dim, index, src, reduce, include_self, out);
   }
-  scatter_into(self, dim, index, &src, 0, *r, out);
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  TORCH_CHECK(self.scalar_type() == out.scalar_type(), "scatter(): Expected self.dtype to be equal to out.dtype");
+  if (index.numel() != 0) check_gather_shapes(self, dim, index, &src, "scatter");
+  if (!out.is_same(self)) {
+    at::native::resize_output(out, self.sizes());
+    out.copy_(self);
+  }
+  if (index.numel() == 0) return out;
+  const axon_tensor_t o = describe(out, "scatter_reduce"), x = describe(index, "scatter_reduce"),
+                      s = describe(src, "scatter_reduce");
+  AXON_CHECK(axon_kernel_scatter_reduce(stream_of(self), *r, &o, static_cast<int>(dim), &x, &s, include_self ? 1 : 0,
+                                        AXON_INDEX_DEFAULT));
+  return out;
+}
+
+// index_reduce: PyTorch's checks (its meta function's, with its messages), then one kernel.
+at::Tensor& index_reduce_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+                             c10::string_view reduce, bool include_self, at::Tensor& out) {
+  const std::string_view name(reduce.data(), reduce.size());
+  TORCH_CHECK(name == "prod" || name == "mean" || name == "amax" || name == "amin",
+              "index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got ", reduce, ".");
+  const axon_scatter_reduce_t r = name == "mean" ? AXON_SCATTER_MEAN : *scatter_reduce_of(name);
+  if (self.dim() == 0 && source.dim() == 0 && index.numel() == 1 && index.dim() <= 1 &&
+      source.scalar_type() == self.scalar_type() && out.scalar_type() == self.scalar_type() &&
+      on_device_of(self, index) && on_device_of(self, source) && on_device_of(self, out)) {
+    at::maybe_wrap_dim(dim, static_cast<int64_t>(0));  // a scalar takes dim 0 or -1
+    if (!out.is_same(self)) {
+      at::native::resize_output(out, {});
+      out.copy_(self);
+    }
+    at::Tensor o = out.view({1});
+    index_reduce_out(o, 0, index.reshape({1}), source.view({1}), reduce, include_self, o);
+    return out;
+  }
+  if (!fits_dims(self) || self.dim() == 0 || source.dim() != self.dim() || !kernels_support(self.scalar_type()) ||
+      self.is_complex() || self.scalar_type() == at::kBool || !on_device_of(self, index) ||
+      !on_device_of(self, source) || !on_device_of(self, out)) {
+    return fall_back<ATEN_OP2(index_reduce, out)>(self, dim, index, source, reduce, include_self, out);
+  }
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  TORCH_CHECK(index.dim() <= 1, "index_reduce_(): Index is supposed to be a vector");
+  TORCH_CHECK(is_index_dtype(index), "index_reduce_(): Expected dtype int32/int64 for index");
+  TORCH_CHECK(self.scalar_type() == source.scalar_type(), "index_reduce_(): self (", self.scalar_type(),
+              ") and source (", source.scalar_type(), ") must have the same scalar type");
+  TORCH_CHECK(index.numel() == source.size(dim), "index_reduce_(): Number of indices (", index.numel(),
+              ") should be equal to source.size(dim) (", source.size(dim), ")");
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    TORCH_CHECK(d == dim || self.size(d) == source.size(d), "index_reduce_(): self and source must have the same "
+                "size apart from dim ", dim, ", got ", self.sizes(), " and ", source.sizes());
+  }
+  if (!out.is_same(self)) {
+    at::native::resize_output(out, self.sizes());
+    out.copy_(self);
+  }
+  if (index.numel() == 0) return out;
+  const axon_tensor_t o = describe(out, "index_reduce"), x = describe(index, "index_reduce"),
+                      s = describe(source, "index_reduce");
+  AXON_CHECK(axon_kernel_index_reduce(stream_of(self), r, &o, static_cast<int>(dim), &x, &s, include_self ? 1 : 0,
+                                      AXON_INDEX_DEFAULT));
   return out;
 }
 
@@ -467,6 +528,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("scatter.src_out", TORCH_FN(scatter_src_out));
   m.impl("scatter.value_out", TORCH_FN(scatter_value_out));
   m.impl("scatter.reduce_out", TORCH_FN(scatter_reduce_out));
+  m.impl("index_reduce.out", TORCH_FN(index_reduce_out));
   m.impl("scatter.value_reduce_out", TORCH_FN(scatter_value_reduce_out));
   m.impl("scatter_add.out", TORCH_FN(scatter_add_out));
   m.impl("scatter_reduce.two_out", TORCH_FN(scatter_reduce_two_out));

@@ -44,6 +44,8 @@ typedef enum axon_scatter_reduce {
     AXON_SCATTER_PROD,           /* out *= src */
     AXON_SCATTER_AMAX,           /* out = max(out, src); a NaN on either side wins */
     AXON_SCATTER_AMIN,
+    AXON_SCATTER_MEAN,           /* the sum of the updates (and out's element, with include_self) over their count;
+                                    floor division for integers; not for bool or complex */
     AXON_SCATTER_REDUCE_COUNT
 } axon_scatter_reduce_t;
 
@@ -73,6 +75,20 @@ AXON_API axon_status_t axon_kernel_gather(axon_stream_t s, const axon_tensor_t *
 AXON_API axon_status_t axon_kernel_scatter(axon_stream_t s, axon_scatter_reduce_t reduce, const axon_tensor_t *out,
                                            int dim, const axon_tensor_t *index, const axon_tensor_t *src,
                                            axon_scalar_t value, unsigned flags);
+
+/* scatter_reduce: scatter with a reduction (SUM, PROD, AMAX, AMIN, MEAN) where include_self == 0 leaves out's own
+ * value at each element that receives updates out of the reduction (those elements start from the reduction's
+ * identity), as torch.scatter_reduce(include_self=False). Elements without updates keep their value. Errors as
+ * scatter; UNSUPPORTED for MEAN on bool. */
+AXON_API axon_status_t axon_kernel_scatter_reduce(axon_stream_t s, axon_scatter_reduce_t reduce,
+                                                  const axon_tensor_t *out, int dim, const axon_tensor_t *index,
+                                                  const axon_tensor_t *src, int include_self, unsigned flags);
+
+/* index_reduce: out[..., index[i], ...] op= src[..., i, ...] along dim (index and src as for index_add), with the
+ * reductions and include_self of axon_kernel_scatter_reduce. */
+AXON_API axon_status_t axon_kernel_index_reduce(axon_stream_t s, axon_scatter_reduce_t reduce,
+                                                const axon_tensor_t *out, int dim, const axon_tensor_t *index,
+                                                const axon_tensor_t *src, int include_self, unsigned flags);
 
 /* In place: out[..., index[i], ...] += alpha * src[..., i, ...] along dim. index is 0-d or 1-d with src.size(dim)
  * elements; src has out's dtype and ndim and out's sizes except at dim. alpha is converted to out's compute type
