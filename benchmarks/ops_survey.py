@@ -108,6 +108,14 @@ CASES = {
     "lgamma": (T(A), lambda a: torch.lgamma(a)),
     "digamma": (T(A), lambda a: torch.digamma(a)),
     "polygamma 2": (T(A), lambda a: torch.polygamma(2, a)),
+    "rfft dim1": (T(A), lambda a: torch.fft.rfft(a)),
+    "fft dim0 complex": (T(Z), lambda a: torch.fft.fft(a, dim=0)),
+    "irfft2": (T(Z), lambda a: torch.fft.irfft2(a)),
+    "special.i0e": (T(A), lambda a: torch.special.i0e(a)),
+    "special.bessel_j0": (T(A), lambda a: torch.special.bessel_j0(a)),
+    "special.erfcx": (T(A), lambda a: torch.special.erfcx(a)),
+    "chebyshev_t n=5": (T(A), lambda a: torch.special.chebyshev_polynomial_t(a, 5)),
+    "scatter_reduce mean": (T(A, IDX, B), lambda a, i, b: a.scatter_reduce(1, i, b, "mean", include_self=False)),
 }
 
 
