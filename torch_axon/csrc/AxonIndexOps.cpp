@@ -246,6 +246,28 @@ at::Tensor& scatter_reduce_two_out(const at::Tensor& self, int64_t dim, const at
   return out;
 }
 
+// index_add's and index_reduce's meta checks, with PyTorch's messages (prefixed by op, "index_add_()"), then out =
+// self. Returns dim wrapped.
+int64_t prepare_index_along(const char* op, const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                            const at::Tensor& source, at::Tensor& out) {
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  TORCH_CHECK(index.dim() <= 1, op, "(): Index is supposed to be a vector");
+  TORCH_CHECK(is_index_dtype(index), op, "(): Expected dtype int32/int64 for index");
+  TORCH_CHECK(self.scalar_type() == source.scalar_type(), op, "(): self (", self.scalar_type(), ") and source (",
+              source.scalar_type(), ") must have the same scalar type");
+  TORCH_CHECK(index.numel() == source.size(dim), op, "(): Number of indices (", index.numel(),
+              ") should be equal to source.size(dim) (", source.size(dim), ")");
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    TORCH_CHECK(d == dim || self.size(d) == source.size(d), op, "(): self and source must have the same size apart "
+                "from dim ", dim, ", got ", self.sizes(), " and ", source.sizes());
+  }
+  if (!out.is_same(self)) {
+    at::native::resize_output(out, self.sizes());
+    out.copy_(self);
+  }
+  return dim;
+}
+
 // index_reduce: PyTorch's checks (its meta function's, with its messages), then one kernel.
 at::Tensor& index_reduce_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
                              c10::string_view reduce, bool include_self, at::Tensor& out) {
@@ -270,21 +292,7 @@ at::Tensor& index_reduce_out(const at::Tensor& self, int64_t dim, const at::Tens
       !on_device_of(self, source) || !on_device_of(self, out)) {
     return fall_back<ATEN_OP2(index_reduce, out)>(self, dim, index, source, reduce, include_self, out);
   }
-  dim = at::maybe_wrap_dim(dim, self.dim());
-  TORCH_CHECK(index.dim() <= 1, "index_reduce_(): Index is supposed to be a vector");
-  TORCH_CHECK(is_index_dtype(index), "index_reduce_(): Expected dtype int32/int64 for index");
-  TORCH_CHECK(self.scalar_type() == source.scalar_type(), "index_reduce_(): self (", self.scalar_type(),
-              ") and source (", source.scalar_type(), ") must have the same scalar type");
-  TORCH_CHECK(index.numel() == source.size(dim), "index_reduce_(): Number of indices (", index.numel(),
-              ") should be equal to source.size(dim) (", source.size(dim), ")");
-  for (int64_t d = 0; d < self.dim(); ++d) {
-    TORCH_CHECK(d == dim || self.size(d) == source.size(d), "index_reduce_(): self and source must have the same "
-                "size apart from dim ", dim, ", got ", self.sizes(), " and ", source.sizes());
-  }
-  if (!out.is_same(self)) {
-    at::native::resize_output(out, self.sizes());
-    out.copy_(self);
-  }
+  dim = prepare_index_along("index_reduce_", self, dim, index, source, out);
   if (index.numel() == 0) return out;
   const axon_tensor_t o = describe(out, "index_reduce"), x = describe(index, "index_reduce"),
                       s = describe(source, "index_reduce");
@@ -312,21 +320,7 @@ at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor&
       !on_device_of(self, index) || !on_device_of(self, source) || !on_device_of(self, out)) {
     return fall_back<ATEN_OP2(index_add, out)>(self, dim, index, source, alpha, out);
   }
-  dim = at::maybe_wrap_dim(dim, self.dim());
-  TORCH_CHECK(index.dim() <= 1, "index_add_(): Index is supposed to be a vector");
-  TORCH_CHECK(is_index_dtype(index), "index_add_(): Expected dtype int32/int64 for index");
-  TORCH_CHECK(self.scalar_type() == source.scalar_type(), "index_add_(): self (", self.scalar_type(),
-              ") and source (", source.scalar_type(), ") must have the same scalar type");
-  TORCH_CHECK(index.numel() == source.size(dim), "index_add_(): Number of indices (", index.numel(),
-              ") should be equal to source.size(dim) (", source.size(dim), ")");
-  for (int64_t d = 0; d < self.dim(); ++d) {
-    TORCH_CHECK(d == dim || self.size(d) == source.size(d), "index_add_(): self and source must have the same "
-                "size apart from dim ", dim, ", got ", self.sizes(), " and ", source.sizes());
-  }
-  if (!out.is_same(self)) {
-    at::native::resize_output(out, self.sizes());
-    out.copy_(self);
-  }
+  dim = prepare_index_along("index_add_", self, dim, index, source, out);
   if (index.numel() == 0) return out;
   const axon_tensor_t o = describe(out, "index_add"), x = describe(index, "index_add"),
                       s = describe(source, "index_add");
