@@ -1,0 +1,111 @@
+/* Dense linear algebra: the factorizations and solves behind torch.linalg (LU, triangular and Cholesky solves,
+ * inverse, determinants, the symmetric eigenproblem, SVD, QR).
+ *
+ * Like every kernel (kernels.h), a launch checks its descriptors on the calling thread, enqueues one command on
+ * stream s and returns at once; descriptors are copied at launch.
+ *
+ * The work runs on MKL's LAPACK (its sequential layer, one matrix per call, the batch split over the device's pool).
+ * A build without MKL has no linear algebra: axon_linalg_available() returns 0 and a launch returns UNSUPPORTED, so
+ * callers fall back to the host.
+ *
+ * Operands. dtypes float32, float64, complex64, complex128; pivots and info int32. A "matrix batch" is a tensor of
+ * two or more dimensions [batch..., rows, cols] stored as LAPACK wants it: column-major matrices one after another,
+ * that is strides [..., rows * cols, 1, rows] (the layout of `t.mT.contiguous().mT` in PyTorch; dimensions of one
+ * element may have any stride). The batch is the product of the leading sizes, and the operands of one call must
+ * have the same batch (callers expand). Pivots [batch..., k] and info [batch...] are contiguous. Every matrix
+ * operand of one call has the same dtype; eigenvalues and singular values have the matching real dtype.
+ *
+ * info reports per matrix what LAPACK reports: 0 on success, i > 0 when the i-th (1-based) pivot of an LU is exactly
+ * zero, the i-th leading minor is not positive definite (Cholesky), or an eigen/singular value iteration did not
+ * converge. The results of such a matrix are what LAPACK left (PyTorch's linalg.*_ex return them likewise).
+ *
+ * Errors at launch: INVALID_ARG for bad descriptors, layouts, shapes or dtypes; UNSUPPORTED without MKL. Errors while
+ * running: OUT_OF_MEMORY for LAPACK's workspace; INTERNAL for an argument LAPACK rejects (a bug in libaxon). */
+#ifndef AXON_LINALG_H
+#define AXON_LINALG_H
+
+#include "axon/export.h"
+#include "axon/runtime.h"
+#include "axon/status.h"
+#include "axon/tensor.h"
+
+AXON_EXTERN_C_BEGIN
+
+/* op(A) of a solve: A, its transpose, or its conjugate transpose. */
+typedef enum axon_linalg_op {
+    AXON_LINALG_NOTRANS,
+    AXON_LINALG_TRANS,
+    AXON_LINALG_CONJTRANS,
+} axon_linalg_op_t;
+
+/* 1 when this build of libaxon has linear algebra (MKL's LAPACK), else 0. */
+AXON_API int axon_linalg_available(void);
+
+/* LU with partial pivoting, A = P L U (getrf), in place: a [batch, m, n] becomes L (below the diagonal, unit
+ * diagonal implied) and U; pivots [batch, min(m, n)] the 1-based rows swapped with each row in turn. */
+AXON_API axon_status_t axon_kernel_lu_factor(axon_stream_t s, const axon_tensor_t *a, const axon_tensor_t *pivots,
+                                             const axon_tensor_t *info);
+
+/* Solve op(A) X = B from A's LU (getrs), in place: b [batch, n, k] becomes X; lu [batch, n, n]. */
+AXON_API axon_status_t axon_kernel_lu_solve(axon_stream_t s, const axon_tensor_t *lu, const axon_tensor_t *pivots,
+                                            const axon_tensor_t *b, axon_linalg_op_t op);
+
+/* The inverse (getrf, then getri), in place: a [batch, n, n] becomes A^-1; info as getrf's. */
+AXON_API axon_status_t axon_kernel_inverse(axon_stream_t s, const axon_tensor_t *a, const axon_tensor_t *info);
+
+/* The determinant from an LU and its pivots (lu [batch, n, n]): with logabsdet NULL, det [batch] (lu's dtype) gets
+ * det(A); otherwise det gets sign(det A) (lu's dtype: +-1, a unit complex number, or 0) and logabsdet [batch] (the
+ * real dtype) log |det A| (-inf for a singular matrix). Both contiguous. */
+AXON_API axon_status_t axon_kernel_lu_det(axon_stream_t s, const axon_tensor_t *lu, const axon_tensor_t *pivots,
+                                          const axon_tensor_t *det, const axon_tensor_t *logabsdet);
+
+/* P, L and U of an LU (lu [batch, m, n], k = min(m, n)): p [batch, m, m] (lu's dtype; A = P L U), l [batch, m, k]
+ * (unit lower), u [batch, k, n] (upper). Any of p, l, u may be NULL; those given are contiguous row-major (not
+ * matrix batches). */
+AXON_API axon_status_t axon_kernel_lu_unpack(axon_stream_t s, const axon_tensor_t *lu, const axon_tensor_t *pivots,
+                                             const axon_tensor_t *p, const axon_tensor_t *l, const axon_tensor_t *u);
+
+/* Solve op(A) X = B (left) or X op(A) = B (right) for triangular A (trsm), in place: b [batch, m, n] becomes X;
+ * a [batch, m, m] (left) or [batch, n, n] (right); only A's upper (or lower) triangle is read, its diagonal taken
+ * as ones when `unit`. */
+AXON_API axon_status_t axon_kernel_triangular_solve(axon_stream_t s, const axon_tensor_t *a, const axon_tensor_t *b,
+                                                    int upper, int left, int unit, axon_linalg_op_t op);
+
+/* Cholesky, A = L L^H or U^H U (potrf), in place: a [batch, n, n] (its lower or upper triangle read) becomes L
+ * (upper = 0) or U, the other triangle set to zero. */
+AXON_API axon_status_t axon_kernel_cholesky(axon_stream_t s, const axon_tensor_t *a, int upper,
+                                            const axon_tensor_t *info);
+
+/* Solve A X = B from A's Cholesky factor f [batch, n, n] (lower or upper) (potrs), in place on b [batch, n, k]. */
+AXON_API axon_status_t axon_kernel_cholesky_solve(axon_stream_t s, const axon_tensor_t *f, const axon_tensor_t *b,
+                                                  int upper);
+
+/* A^-1 from A's Cholesky factor (potri), in place: a [batch, n, n] becomes the whole (Hermitian) inverse. */
+AXON_API axon_status_t axon_kernel_cholesky_inverse(axon_stream_t s, const axon_tensor_t *a, int upper,
+                                                    const axon_tensor_t *info);
+
+/* Eigenvalues (ascending) of Hermitian A (syevd / heevd) from its lower or upper triangle: w [batch, n] (the real
+ * dtype, contiguous); with `vectors`, a [batch, n, n] becomes the orthonormal eigenvectors (columns), else it is
+ * overwritten. */
+AXON_API axon_status_t axon_kernel_eigh(axon_stream_t s, const axon_tensor_t *a, const axon_tensor_t *w, int upper,
+                                        int vectors, const axon_tensor_t *info);
+
+/* A = U diag(S) Vh (gesdd), k = min(m, n): a [batch, m, n] (overwritten), sv [batch, k] descending (the real dtype,
+ * contiguous); u [batch, m, m] and vh [batch, n, n] (`full`) or [batch, m, k] and [batch, k, n], both matrix
+ * batches; u and vh both NULL for the values alone. */
+AXON_API axon_status_t axon_kernel_svd(axon_stream_t s, const axon_tensor_t *a, const axon_tensor_t *u,
+                                       const axon_tensor_t *sv, const axon_tensor_t *vh, int full,
+                                       const axon_tensor_t *info);
+
+/* Householder QR (geqrf), in place: a [batch, m, n] becomes R (on and above the diagonal) and the reflectors
+ * (below); tau [batch, min(m, n)] (contiguous) their scales. */
+AXON_API axon_status_t axon_kernel_geqrf(axon_stream_t s, const axon_tensor_t *a, const axon_tensor_t *tau);
+
+/* The first n columns of the product of k Householder reflectors (orgqr / ungqr), in place: a [batch, m, n]
+ * (m >= n) holds the reflectors below its diagonal (as geqrf leaves them) and becomes Q; tau [batch, k], k <= n. */
+AXON_API axon_status_t axon_kernel_householder_product(axon_stream_t s, const axon_tensor_t *a,
+                                                       const axon_tensor_t *tau);
+
+AXON_EXTERN_C_END
+
+#endif

@@ -1,0 +1,87 @@
+/* The symmetric (Hermitian) eigenproblem and the singular value decomposition (axon/linalg.h). */
+#include <string.h>
+
+#include "internal.h"
+#include "kernels_impl.h"
+#include "linalg_impl.h"
+
+/* ---- eigh: a (0), w (1), info (2) ---- */
+
+static int eigh_one(const linalg_args_t *a, int64_t i) {
+#ifdef AXON_HAVE_MKL
+    const int64_t n = a->rows;
+    const int info = la_heevd(a->t[0].dtype, a->flag ? 'V' : 'N', a->upper ? 'U' : 'L', (int)n,
+                              linalg_at(a, 0, i, n * n), linalg_ld(n), linalg_at(a, 1, i, n));
+    if (info < 0) return info;
+    linalg_set_info(a, 2, i, info);
+#else
+    (void)a, (void)i;
+#endif
+    return 0;
+}
+
+axon_status_t axon_kernel_eigh(axon_stream_t s, const axon_tensor_t *a, const axon_tensor_t *w, int upper,
+                               int vectors, const axon_tensor_t *info) {
+    linalg_args_t x;
+    linalg_args_init(&x, "eigh");
+    axon_status_t st = linalg_check_matrices(a, x.name, "a", &x.batch, &x.rows, &x.cols);
+    if (st == AXON_OK && x.rows != x.cols)
+        st = axon_fail(AXON_ERROR_INVALID_ARG, "eigh: a must be square, is %lld x %lld", (long long)x.rows,
+                       (long long)x.cols);
+    if (st == AXON_OK) st = linalg_check_vectors(w, x.name, "w", linalg_real_dtype(a->dtype), x.batch, x.rows);
+    if (st == AXON_OK) st = linalg_check_vectors(info, x.name, "info", AXON_INT32, x.batch, 1);
+    if (st != AXON_OK) return st;
+    x.t[0] = *a, x.t[1] = *w, x.t[2] = *info;
+    x.present[0] = x.present[1] = x.present[2] = 1;
+    x.upper = upper != 0, x.flag = vectors != 0;
+    x.fn = eigh_one;
+    return linalg_launch(s, &x, 1);
+}
+
+/* ---- svd: a (0), u (1), sv (2), vh (3), info (4) ---- */
+
+static int svd_one(const linalg_args_t *a, int64_t i) {
+#ifdef AXON_HAVE_MKL
+    const int64_t m = a->rows, n = a->cols, k = linalg_min(m, n);
+    const int vectors = a->present[1];
+    const int64_t ucols = a->flag ? m : k, vrows = a->flag ? n : k;
+    const int info = la_gesdd(a->t[0].dtype, !vectors ? 'N' : a->flag ? 'A' : 'S', (int)m, (int)n,
+                              linalg_at(a, 0, i, m * n), linalg_ld(m), linalg_at(a, 2, i, k),
+                              vectors ? linalg_at(a, 1, i, m * ucols) : NULL, linalg_ld(m),
+                              vectors ? linalg_at(a, 3, i, vrows * n) : NULL, linalg_ld(vrows));
+    if (info < 0) return info;
+    linalg_set_info(a, 4, i, info);
+#else
+    (void)a, (void)i;
+#endif
+    return 0;
+}
+
+axon_status_t axon_kernel_svd(axon_stream_t s, const axon_tensor_t *a, const axon_tensor_t *u,
+                              const axon_tensor_t *sv, const axon_tensor_t *vh, int full, const axon_tensor_t *info) {
+    linalg_args_t x;
+    linalg_args_init(&x, "svd");
+    axon_status_t st = linalg_check_matrices(a, x.name, "a", &x.batch, &x.rows, &x.cols);
+    const int64_t m = x.rows, n = x.cols, k = linalg_min(m, n);
+    if (st == AXON_OK && (u == NULL) != (vh == NULL))
+        st = axon_fail(AXON_ERROR_INVALID_ARG, "svd: u and vh must be given together");
+    if (st == AXON_OK) st = linalg_check_vectors(sv, x.name, "sv", linalg_real_dtype(a->dtype), x.batch, k);
+    if (st == AXON_OK) st = linalg_check_vectors(info, x.name, "info", AXON_INT32, x.batch, 1);
+    if (st == AXON_OK && u) {
+        int64_t b = 0, r = m, c = full ? m : k;
+        st = linalg_check_matrices(u, x.name, "u", &b, &r, &c);
+        if (st == AXON_OK) r = full ? n : k, c = n, st = linalg_check_matrices(vh, x.name, "vh", &b, &r, &c);
+        if (st == AXON_OK && b != x.batch)
+            st = axon_fail(AXON_ERROR_INVALID_ARG, "svd: a has %lld matrices, u and vh %lld", (long long)x.batch,
+                           (long long)b);
+        if (st == AXON_OK) st = linalg_check_same_dtype(u, a->dtype, x.name, "u");
+        if (st == AXON_OK) st = linalg_check_same_dtype(vh, a->dtype, x.name, "vh");
+    }
+    if (st != AXON_OK) return st;
+    x.t[0] = *a, x.t[2] = *sv, x.t[4] = *info;
+    x.present[0] = x.present[2] = x.present[4] = 1;
+    if (u) x.t[1] = *u, x.t[3] = *vh, x.present[1] = x.present[3] = 1;
+    x.flag = full != 0;
+    x.fn = svd_one;
+    return linalg_launch(s, &x, 1);
+}

@@ -1,0 +1,171 @@
+/* Triangular solves and the Cholesky family (axon/linalg.h). */
+#include <string.h>
+
+#include "internal.h"
+#include "kernels_impl.h"
+#include "linalg_impl.h"
+
+/* Zero the strict lower (upper = 1) or strict upper triangle of an n x n column-major matrix. */
+static void zero_other_triangle(char *m, int64_t n, size_t es, int upper) {
+    for (int64_t c = 0; c < n; c++) {
+        if (upper && c + 1 < n) memset(m + (size_t)(c * n + c + 1) * es, 0, (size_t)(n - c - 1) * es);
+        if (!upper && c > 0) memset(m + (size_t)(c * n) * es, 0, (size_t)c * es);
+    }
+}
+
+/* Fill the triangle opposite `upper`'s with the conjugate transpose of the other: a Hermitian matrix in full. */
+static void mirror_triangle(char *m, int64_t n, axon_dtype_t t, int upper) {
+    const size_t es = axon_dtype_size(t);
+    const int cplx = t == AXON_COMPLEX64 || t == AXON_COMPLEX128;
+    for (int64_t c = 0; c < n; c++)
+        for (int64_t r = c + 1; r < n; r++) {
+            /* (r, c) below the diagonal and (c, r) above it */
+            char *below = m + (size_t)(c * n + r) * es, *above = m + (size_t)(r * n + c) * es;
+            char *dst = upper ? below : above;
+            memcpy(dst, upper ? above : below, es);
+            if (!cplx) continue;
+            if (t == AXON_COMPLEX64) ((float *)dst)[1] = -((float *)dst)[1];
+            else ((double *)dst)[1] = -((double *)dst)[1];
+        }
+}
+
+/* ---- triangular solve: a (0), b (1) ---- */
+
+static int triangular_solve_one(const linalg_args_t *a, int64_t i) {
+#ifdef AXON_HAVE_MKL
+    const int64_t m = a->t[1].sizes[a->t[1].ndim - 2], n = a->t[1].sizes[a->t[1].ndim - 1];
+    const int64_t k = a->left ? m : n;
+    la_trsm(a->t[0].dtype, a->left, a->upper, a->op, a->unit, (int)m, (int)n, linalg_at(a, 0, i, k * k), linalg_ld(k),
+            linalg_at(a, 1, i, m * n), linalg_ld(m));
+#else
+    (void)a, (void)i;
+#endif
+    return 0;
+}
+
+axon_status_t axon_kernel_triangular_solve(axon_stream_t s, const axon_tensor_t *a, const axon_tensor_t *b,
+                                           int upper, int left, int unit, axon_linalg_op_t op) {
+    linalg_args_t x;
+    linalg_args_init(&x, "triangular_solve");
+    int64_t bb = 0, m = -1, n = -1;
+    axon_status_t st = linalg_check_matrices(b, x.name, "b", &bb, &m, &n);
+    if (st == AXON_OK) {
+        x.rows = x.cols = left ? m : n;
+        st = linalg_check_matrices(a, x.name, "a", &x.batch, &x.rows, &x.cols);
+    }
+    if (st == AXON_OK && bb != x.batch)
+        st = axon_fail(AXON_ERROR_INVALID_ARG, "triangular_solve: a has %lld matrices, b %lld", (long long)x.batch,
+                       (long long)bb);
+    if (st == AXON_OK) st = linalg_check_same_dtype(b, a->dtype, x.name, "b");
+    if (st == AXON_OK && (unsigned)op > AXON_LINALG_CONJTRANS)
+        st = axon_fail(AXON_ERROR_INVALID_ARG, "triangular_solve: op %d is not a transposition", (int)op);
+    if (st != AXON_OK) return st;
+    if (m * n == 0) return AXON_OK;
+    x.t[0] = *a, x.t[1] = *b;
+    x.present[0] = x.present[1] = 1;
+    x.upper = upper != 0, x.left = left != 0, x.unit = unit != 0, x.op = op;
+    x.fn = triangular_solve_one;
+    return linalg_launch(s, &x, 1);
+}
+
+/* ---- Cholesky: a (0), info (1) ---- */
+
+static int cholesky_one(const linalg_args_t *a, int64_t i) {
+#ifdef AXON_HAVE_MKL
+    const int64_t n = a->rows;
+    char *m = linalg_at(a, 0, i, n * n);
+    const int info = la_potrf(a->t[0].dtype, a->upper ? 'U' : 'L', (int)n, m, linalg_ld(n));
+    if (info < 0) return info;
+    zero_other_triangle(m, n, axon_dtype_size(a->t[0].dtype), a->upper);
+    linalg_set_info(a, 1, i, info);
+#else
+    (void)a, (void)i;
+#endif
+    return 0;
+}
+
+/* ---- Cholesky inverse: a (0), info (1) ---- */
+
+static int cholesky_inverse_one(const linalg_args_t *a, int64_t i) {
+#ifdef AXON_HAVE_MKL
+    const int64_t n = a->rows;
+    char *m = linalg_at(a, 0, i, n * n);
+    const int info = la_potri(a->t[0].dtype, a->upper ? 'U' : 'L', (int)n, m, linalg_ld(n));
+    if (info < 0) return info;
+    mirror_triangle(m, n, a->t[0].dtype, a->upper);
+    linalg_set_info(a, 1, i, info);
+#else
+    (void)a, (void)i;
+#endif
+    return 0;
+}
+
+static axon_status_t square_with_info(linalg_args_t *x, const axon_tensor_t *a, const axon_tensor_t *info) {
+    axon_status_t st = linalg_check_matrices(a, x->name, "a", &x->batch, &x->rows, &x->cols);
+    if (st == AXON_OK && x->rows != x->cols)
+        st = axon_fail(AXON_ERROR_INVALID_ARG, "%s: a must be square, is %lld x %lld", x->name, (long long)x->rows,
+                       (long long)x->cols);
+    if (st == AXON_OK) st = linalg_check_vectors(info, x->name, "info", AXON_INT32, x->batch, 1);
+    if (st != AXON_OK) return st;
+    x->t[0] = *a, x->t[1] = *info;
+    x->present[0] = x->present[1] = 1;
+    return AXON_OK;
+}
+
+axon_status_t axon_kernel_cholesky(axon_stream_t s, const axon_tensor_t *a, int upper, const axon_tensor_t *info) {
+    linalg_args_t x;
+    linalg_args_init(&x, "cholesky");
+    axon_status_t st = square_with_info(&x, a, info);
+    if (st != AXON_OK) return st;
+    x.upper = upper != 0;
+    x.fn = cholesky_one;
+    return linalg_launch(s, &x, 1);
+}
+
+axon_status_t axon_kernel_cholesky_inverse(axon_stream_t s, const axon_tensor_t *a, int upper,
+                                           const axon_tensor_t *info) {
+    linalg_args_t x;
+    linalg_args_init(&x, "cholesky_inverse");
+    axon_status_t st = square_with_info(&x, a, info);
+    if (st != AXON_OK) return st;
+    x.upper = upper != 0;
+    x.fn = cholesky_inverse_one;
+    return linalg_launch(s, &x, 1);
+}
+
+/* ---- Cholesky solve: f (0), b (1) ---- */
+
+static int cholesky_solve_one(const linalg_args_t *a, int64_t i) {
+#ifdef AXON_HAVE_MKL
+    const int64_t n = a->rows, k = a->t[1].sizes[a->t[1].ndim - 1];
+    const int info = la_potrs(a->t[0].dtype, a->upper ? 'U' : 'L', (int)n, (int)k, linalg_at(a, 0, i, n * n),
+                              linalg_ld(n), linalg_at(a, 1, i, n * k), linalg_ld(n));
+    if (info < 0) return info;
+#else
+    (void)a, (void)i;
+#endif
+    return 0;
+}
+
+axon_status_t axon_kernel_cholesky_solve(axon_stream_t s, const axon_tensor_t *f, const axon_tensor_t *b,
+                                         int upper) {
+    linalg_args_t x;
+    linalg_args_init(&x, "cholesky_solve");
+    int64_t bb = 0, n = -1, k = -1;
+    axon_status_t st = linalg_check_matrices(f, x.name, "f", &x.batch, &x.rows, &x.cols);
+    if (st == AXON_OK && x.rows != x.cols)
+        st = axon_fail(AXON_ERROR_INVALID_ARG, "cholesky_solve: f must be square, is %lld x %lld", (long long)x.rows,
+                       (long long)x.cols);
+    if (st == AXON_OK) n = x.rows, st = linalg_check_matrices(b, x.name, "b", &bb, &n, &k);
+    if (st == AXON_OK && bb != x.batch)
+        st = axon_fail(AXON_ERROR_INVALID_ARG, "cholesky_solve: f has %lld matrices, b %lld", (long long)x.batch,
+                       (long long)bb);
+    if (st == AXON_OK) st = linalg_check_same_dtype(b, f->dtype, x.name, "b");
+    if (st != AXON_OK) return st;
+    if (k == 0) return AXON_OK;
+    x.t[0] = *f, x.t[1] = *b;
+    x.present[0] = x.present[1] = 1;
+    x.upper = upper != 0;
+    x.fn = cholesky_solve_one;
+    return linalg_launch(s, &x, 1);
+}
