@@ -2,6 +2,7 @@
 // No algorithms here: each function reads or sets one thing and translates it into Python objects.
 #include <axon/axon.h>
 #include <axon/fft.h>
+#include <axon/linalg.h>
 
 #include <ATen/core/CachingHostAllocator.h>
 #include <ATen/core/Generator.h>
@@ -181,6 +182,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("_host_memory_stats", &host_memory_stats);
   m.def("_host_empty_cache", &host_empty_cache);
   m.def("_fft_available", [] { return axon_fft_available() != 0; }, "Whether libaxon has its FFT (built with MKL).");
+  m.def("_linalg_available", [] { return axon_linalg_available() != 0; },
+        "Whether libaxon has its linear algebra (built with MKL's LAPACK).");
   m.def("_fallback_counts", &fallback_counts);
   m.def("_reset_fallback_counts", &reset_fallback_counts);
   m.def("_set_strict_fallback", &set_strict_fallback);
