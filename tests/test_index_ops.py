@@ -111,6 +111,22 @@ def test_scatter_reduce_with_repeated_indices_matches_cpu(dtype, reduce):
          x.scatter_reduce(0, idx, src, reduce))
 
 
+def test_scatter_into_a_scalar_matches_cpu():
+    """0-dim self, index and src (max/min/median along dim 0 of a scalar scatter their gradient so): one element."""
+    x, src, idx = torch.tensor(1.5), torch.tensor(-2.0), torch.tensor(0)
+    for dim in (0, -1):
+        same(native(lambda t, i, s: t.scatter(dim, i, s), x, idx, src), x.scatter(dim, idx, src))
+        same(native(lambda t, i, s: t.scatter_reduce(dim, i, s, "amax"), x, idx, src),
+             x.scatter_reduce(dim, idx, src, "amax"))
+    xg = torch.tensor(3.0, device="axon", requires_grad=True)
+    torch_axon.reset_fallback_stats()
+    torch.max(xg, 0).values.backward()
+    assert torch_axon.fallback_stats() == {} and xg.grad.item() == 1.0
+    with pytest.raises(RuntimeError, match="out of bounds|out of range"):
+        x.to("axon").scatter(0, torch.tensor(1, device="axon"), src.to("axon"))
+        torch.axon.synchronize()
+
+
 @pytest.mark.parametrize("dtype", REAL_DTYPES, ids=dtype_id)
 def test_scatter_add_and_reduce_overloads_match_cpu(dtype):
     x, src = sample(dtype, (3, 5)), sample(dtype, (3, 7), seed=2)

@@ -267,3 +267,38 @@ def test_half_precision_goes_to_the_host_with_cpus_error():
     with pytest.raises(RuntimeError) as cpu_err:
         torch.linalg.inv(torch.eye(2, dtype=torch.float16))
     assert str(cpu_err.value).split("\n")[0] in str(axon_err.value)
+
+
+CROSS_DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.complex64, torch.complex128,
+                torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64]
+
+
+@pytest.mark.parametrize("dtype", CROSS_DTYPES, ids=str)
+def test_cross_matches_cpu(dtype):
+    g = torch.Generator().manual_seed(4)
+    if dtype.is_floating_point or dtype.is_complex:
+        a, b = (torch.randn(s, generator=g, dtype=torch.complex128 if dtype.is_complex else torch.float64).to(dtype)
+                for s in [(4, 3, 5), (1, 3, 5)])
+    else:   # products that wrap in the narrow integer types
+        a, b = (torch.randint(0, 120, s, generator=g).to(dtype) for s in [(4, 3, 5), (1, 3, 5)])
+    exact = {torch.float16: (1e-3, 1e-3), torch.bfloat16: (1e-2, 1e-2)}
+    for fn, kw in [(torch.linalg.cross, {"dim": 1}), (torch.cross, {"dim": -2})]:
+        got = native(fn, a, b, **kw)
+        want = fn(a, b, **kw)
+        rtol, atol = TOL.get(dtype, exact.get(dtype, (0, 0)))
+        torch.testing.assert_close(got.cpu(), want, rtol=rtol, atol=atol)
+    # a transposed operand, and an out= that is not contiguous
+    rtol, atol = TOL.get(dtype, exact.get(dtype, (0, 0)))
+    at = a.transpose(0, 2).contiguous().transpose(0, 2)
+    out = torch.empty(5, 3, 4, dtype=dtype, device="axon").transpose(0, 2)
+    torch_axon.reset_fallback_stats()
+    torch.linalg.cross(at.to("axon"), b.to("axon"), dim=1, out=out)
+    assert torch_axon.fallback_stats() == {}
+    torch.testing.assert_close(out.cpu(), torch.linalg.cross(a, b, dim=1), rtol=rtol, atol=atol)
+
+
+def test_cross_errors_as_on_cpu():
+    with pytest.raises(RuntimeError, match="must have length 3"):
+        torch.linalg.cross(torch.ones(2, 4, device="axon"), torch.ones(2, 4, device="axon"))
+    with pytest.raises(RuntimeError, match="expected scalar type Float but found Double"):
+        torch.linalg.cross(torch.ones(3, device="axon"), torch.ones(3, device="axon", dtype=torch.float64))

@@ -1,8 +1,8 @@
 /* The linear-algebra kernels (axon/linalg.h), checked by what their results must satisfy, computed here in long
  * double: P L U = A, A X = B for every solve, A A^-1 = I, the determinant against an elimination of the test's own,
- * L L^H = A, A V = V diag(w) with V^H V = I, U diag(S) Vh = A, Q R = A with Q^H Q = I. Every dtype, a batch of
- * three, 1 and 2 threads. Bad input is refused at launch (or, for pivots, when the command runs). Without MKL the
- * LAPACK kernels must say UNSUPPORTED. */
+ * L L^H = A, A V = V diag(w) with V^H V = I, U diag(S) Vh = A, Q R = A with Q^H Q = I; the cross product against its
+ * formula. Every dtype, a batch of three, 1 and 2 threads. Bad input is refused at launch (or, for pivots, when the
+ * command runs). Without MKL the LAPACK kernels must say UNSUPPORTED. */
 #include <complex.h>
 #include <math.h>
 #include <stdlib.h>
@@ -526,6 +526,47 @@ static void test_qr(void) {
     }
 }
 
+/* ---- cross product ---- */
+
+/* float32 along dim 0 of [3, 2] with b broadcast (stride 0 along dim 1); int8 products that wrap; bad input. */
+static void test_cross(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    const float a[6] = {1, 4, 2, 5, 3, 6}, b[3] = {-1, 0.5f, 2};
+    float *da = kc_upload(&k, a, sizeof a), *db = kc_upload(&k, b, sizeof b), *dout = kc_upload(&k, NULL, 24);
+    const int64_t s32[2] = {3, 2}, bstr[2] = {1, 0};
+    axon_tensor_t ta = kc_tensor(da, AXON_FLOAT32, 2, s32, NULL), tb = kc_tensor(db, AXON_FLOAT32, 2, s32, bstr),
+                  to = kc_tensor(dout, AXON_FLOAT32, 2, s32, NULL);
+    CHECK_OK(axon_kernel_cross(k.s, &to, &ta, &tb, 0));
+    float got[6];
+    CHECK(kc_download(&k, got, dout, sizeof got));
+    for (int col = 0; col < 2; col++) {
+        const float x[3] = {a[col], a[2 + col], a[4 + col]};
+        const float want[3] = {x[1] * b[2] - x[2] * b[1], x[2] * b[0] - x[0] * b[2], x[0] * b[1] - x[1] * b[0]};
+        for (int i = 0; i < 3; i++) CHECK(got[2 * i + col] == want[i]);
+    }
+    const int8_t ia[3] = {100, -7, 90}, ib[3] = {3, 120, -100};
+    int8_t *dia = kc_upload(&k, ia, 3), *dib = kc_upload(&k, ib, 3), *dio = kc_upload(&k, NULL, 3);
+    const int64_t s3[1] = {3};
+    axon_tensor_t tia = kc_tensor(dia, AXON_INT8, 1, s3, NULL), tib = kc_tensor(dib, AXON_INT8, 1, s3, NULL),
+                  tio = kc_tensor(dio, AXON_INT8, 1, s3, NULL);
+    CHECK_OK(axon_kernel_cross(k.s, &tio, &tia, &tib, 0));
+    int8_t igot[3];
+    CHECK(kc_download(&k, igot, dio, 3));
+    CHECK(igot[0] == (int8_t)(-7 * -100 - 90 * 120) && igot[1] == (int8_t)(90 * 3 - 100 * -100) &&
+          igot[2] == (int8_t)(100 * 120 - -7 * 3));
+    const int64_t s2[2] = {2, 2};
+    axon_tensor_t t22 = kc_tensor(dout, AXON_FLOAT32, 2, s2, NULL), tbool = kc_tensor(dio, AXON_BOOL, 1, s3, NULL);
+    CHECK_STATUS(axon_kernel_cross(k.s, &t22, &t22, &t22, 1), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("not 3");
+    CHECK_STATUS(axon_kernel_cross(k.s, &tbool, &tbool, &tbool, 0), AXON_ERROR_INVALID_ARG);
+    CHECK_STATUS(axon_kernel_cross(k.s, &to, &ta, &tb, 2), AXON_ERROR_INVALID_ARG);
+    CHECK_STATUS(axon_kernel_cross(k.s, &to, &tia, &tb, 0), AXON_ERROR_INVALID_ARG);
+    axon_mem_free(k.dev, da), axon_mem_free(k.dev, db), axon_mem_free(k.dev, dout);
+    axon_mem_free(k.dev, dia), axon_mem_free(k.dev, dib), axon_mem_free(k.dev, dio);
+    axon_runtime_destroy(k.rt);
+}
+
 /* ---- bad input ---- */
 
 static void test_linalg_rejects_bad_input(void) {
@@ -583,6 +624,7 @@ int main(void) {
     RUN(test_cholesky_solve_and_inverse);
     RUN(test_eigh_and_svd);
     RUN(test_qr);
+    RUN(test_cross);
     RUN(test_linalg_rejects_bad_input);
     return check_report();
 }

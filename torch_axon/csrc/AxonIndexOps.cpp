@@ -149,10 +149,14 @@ std::optional<axon_scatter_reduce_t> scatter_reduce_of(std::string_view r) {
 
 bool scatter_supported(const at::Tensor& self, const at::Tensor& index, axon_scatter_reduce_t reduce,
                        const at::Tensor& out, const at::Tensor* src = nullptr) {
-  if (!fits_dims(self) || index.dim() != self.dim() || !kernels_support(self.scalar_type())) return false;
+  if (self.dim() > AXON_MAX_DIMS || index.dim() != self.dim() || !kernels_support(self.scalar_type())) return false;
   if (!on_device_of(self, index) || !on_device_of(self, out) || (src && !on_device_of(self, *src))) return false;
   return reduce == AXON_SCATTER_NONE || !self.is_complex();
 }
+
+// A scalar as a tensor of one element (a view): the scatter kernels take dimension 0 of it, as PyTorch does dim 0 or
+// -1 of a scalar.
+at::Tensor one_d(const at::Tensor& t) { return t.dim() == 0 ? t.reshape({1}) : t; }
 
 // out = self, then out[index] op= src (or value). The caller has checked scatter_supported.
 void scatter_into(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor* src,
@@ -165,9 +169,9 @@ void scatter_into(const at::Tensor& self, int64_t dim, const at::Tensor& index, 
     out.copy_(self);
   }
   if (index.numel() == 0) return;
-  const axon_tensor_t o = describe(out, "scatter"), x = describe(index, "scatter");
+  const axon_tensor_t o = describe(one_d(out), "scatter"), x = describe(one_d(index), "scatter");
   axon_tensor_t s{};
-  if (src) s = describe(*src, "scatter");
+  if (src) s = describe(one_d(*src), "scatter");
   AXON_CHECK(axon_kernel_scatter(stream_of(self), reduce, &o, static_cast<int>(dim), &x, src ? &s : nullptr,
                                  to_axon_scalar(value), AXON_INDEX_DEFAULT));
 }
@@ -239,8 +243,8 @@ at::Tensor& scatter_reduce_two_out(const at::Tensor& self, int64_t dim, const at
     out.copy_(self);
   }
   if (index.numel() == 0) return out;
-  const axon_tensor_t o = describe(out, "scatter_reduce"), x = describe(index, "scatter_reduce"),
-                      s = describe(src, "scatter_reduce");
+  const axon_tensor_t o = describe(one_d(out), "scatter_reduce"), x = describe(one_d(index), "scatter_reduce"),
+                      s = describe(one_d(src), "scatter_reduce");
   AXON_CHECK(axon_kernel_scatter_reduce(stream_of(self), *r, &o, static_cast<int>(dim), &x, &s, include_self ? 1 : 0,
                                         AXON_INDEX_DEFAULT));
   return out;

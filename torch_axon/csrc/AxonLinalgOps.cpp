@@ -1,6 +1,6 @@
 // torch.linalg's factorizations and solves on libaxon's linear algebra (libaxon/include/axon/linalg.h): LU (factor,
 // solve, unpack, inverse, det, slogdet, solve_ex), triangular solves, Cholesky (factor, solve, inverse), eigh, SVD,
-// QR (geqrf, householder_product, linalg_qr).
+// QR (geqrf, householder_product, linalg_qr), and linalg.cross.
 //
 // Each op first runs on meta tensors: ATen's meta functions check the arguments (with CPU's messages) and give the
 // outputs' sizes and strides, so the glue holds no shape rules of its own. libaxon wants batches of column-major
@@ -471,6 +471,32 @@ T2 qr(const at::Tensor& A, c10::string_view mode) {
   return {Q, R};
 }
 
+// ---- cross product ----
+
+at::Tensor& cross_out(const at::Tensor& a, const at::Tensor& b, int64_t dim, at::Tensor& out) {
+  const auto t = a.scalar_type();
+  if (!kernels_support(t) || t == at::kBool || b.scalar_type() != t || out.scalar_type() != t ||
+      b.device() != a.device() || out.device() != a.device() || std::max(a.dim(), b.dim()) > AXON_MAX_DIMS)
+    return fall_back<ATEN_OP2(linalg_cross, out)>(a, b, dim, out);
+  const at::Tensor m = at::linalg_cross(meta_of(a), meta_of(b), dim);
+  const int64_t d = c10::maybe_wrap_dim(dim, m.dim());
+  at::native::resize_output(out, m.sizes());
+  if (m.numel() == 0) return out;
+  const bool direct = out.is_contiguous() && !out.is_alias_of(a) && !out.is_alias_of(b);
+  at::Tensor o = direct ? out : at::empty(m.sizes(), a.options());
+  const at::Tensor x = a.resolve_conj().resolve_neg().expand(m.sizes());
+  const at::Tensor y = b.resolve_conj().resolve_neg().expand(m.sizes());
+  const axon_tensor_t dout = describe(o, "cross"), da = describe(x, "cross"), db = describe(y, "cross");
+  AXON_CHECK(axon_kernel_cross(stream_of(a), &dout, &da, &db, static_cast<int>(d)));
+  if (!direct) out.copy_(o);
+  return out;
+}
+
+at::Tensor cross(const at::Tensor& a, const at::Tensor& b, int64_t dim) {
+  at::Tensor out = at::empty({0}, a.options());
+  return cross_out(a, b, dim, out);
+}
+
 // ---- out= variants: the functional result copied into the outs, or the host when a dtype differs ----
 
 // As ATen's structured out= kernels: an out that had to be resized takes the result's strides.
@@ -700,6 +726,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("linalg_householder_product.out", TORCH_FN(householder_product_out));
   m.impl("linalg_qr", TORCH_FN(qr));
   m.impl("linalg_qr.out", TORCH_FN(linalg_qr_out));
+  m.impl("linalg_cross", TORCH_FN(cross));
+  m.impl("linalg_cross.out", TORCH_FN(cross_out));
 }
 
 }  // namespace

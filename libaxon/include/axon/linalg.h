@@ -106,6 +106,13 @@ AXON_API axon_status_t axon_kernel_geqrf(axon_stream_t s, const axon_tensor_t *a
 AXON_API axon_status_t axon_kernel_householder_product(axon_stream_t s, const axon_tensor_t *a,
                                                        const axon_tensor_t *tau);
 
+/* The cross product of 3-vectors along dimension `dim` (linalg.cross), element-wise over the other dimensions:
+ * out = a x b. out, a and b have the same shape with 3 elements along dim; a and b may broadcast (strides of 0), out
+ * must not overlap them. Every dtype but bool; float16/bfloat16 round each product to their precision before the
+ * difference, and integers wrap, as PyTorch's CPU kernel does. Plain C: available without MKL. */
+AXON_API axon_status_t axon_kernel_cross(axon_stream_t s, const axon_tensor_t *out, const axon_tensor_t *a,
+                                         const axon_tensor_t *b, int dim);
+
 AXON_EXTERN_C_END
 
 #endif
