@@ -69,6 +69,24 @@ def test_floating_reductions_match_cpu(name, dtype):
     same(native(FLOAT_ONLY[name], x), FLOAT_ONLY[name](x))
 
 
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128], ids=str)
+def test_complex_norms_are_their_magnitudes_norms(dtype):
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn((5, 6, 9), generator=g, dtype=torch.complex128).to(dtype)
+    cases = [lambda t: torch.linalg.vector_norm(t, dim=2), lambda t: torch.linalg.vector_norm(t, 1),
+             lambda t: torch.linalg.vector_norm(t, float("inf"), dim=(0, 1), keepdim=True),
+             lambda t: torch.linalg.vector_norm(t, 3, dtype=torch.complex128), lambda t: torch.norm(t, dim=1),
+             lambda t: torch.nn.functional.normalize(t, dim=0)]
+    for fn in cases:
+        want = fn(x)
+        got = native(fn, x)
+        assert got.dtype == want.dtype
+        rtol, atol = (1e-5, 1e-5) if want.dtype in (torch.float32, torch.complex64) else (1e-12, 1e-12)
+        torch.testing.assert_close(got.cpu(), want, rtol=rtol, atol=atol)
+    with pytest.raises(RuntimeError, match="dtype"):
+        torch.linalg.vector_norm(x.to("axon"), dtype=torch.float64)
+
+
 def test_max_and_min_along_a_dim_return_values_and_first_indices():
     x = torch.tensor([[1.0, 3.0, 3.0, 0.0], [2.0, float("nan"), 5.0, float("nan")]])
     for fn in (lambda t: t.max(1), lambda t: t.min(1, keepdim=True)):

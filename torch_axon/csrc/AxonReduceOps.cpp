@@ -256,6 +256,10 @@ at::Tensor& logsumexp_out(const at::Tensor& self, at::IntArrayRef dim, bool keep
 
 at::Tensor& vector_norm_out(const at::Tensor& self, const c10::Scalar& ord, at::OptionalIntArrayRef dim, bool keepdim,
                             std::optional<c10::ScalarType> dtype, at::Tensor& out) {
+  // a complex vector's norm is its magnitudes' (out is real; a dtype, if given, is the complex type computed in)
+  if (self.is_complex() && kernels_support(self.scalar_type()) && (!dtype || at::isComplexType(*dtype)) &&
+      out.scalar_type() == c10::toRealValueType(dtype.value_or(self.scalar_type())) && out.device() == self.device())
+    return vector_norm_out(at::abs(dtype ? self.to(*dtype) : self), ord, dim, keepdim, std::nullopt, out);
   if (!libaxon_can_take(self, out) || !at::isFloatingType(out.scalar_type())) {
     return fall_back<ATEN_OP2(linalg_vector_norm, out)>(self, ord, dim, keepdim, dtype, out);
   }
@@ -273,10 +277,11 @@ at::Tensor& vector_norm_out(const at::Tensor& self, const c10::Scalar& ord, at::
 }
 
 // The legacy norm (torch.norm with dims; cosine_similarity, pairwise_distance and dist reach it): the vector norm of
-// order p (2 when None), for real floating dtypes.
+// order p (2 when None), for real floating and complex dtypes.
 at::Tensor& norm_out(const at::Tensor& self, const std::optional<c10::Scalar>& p, at::IntArrayRef dim, bool keepdim,
                      at::Tensor& out) {
-  if (!at::isFloatingType(self.scalar_type()) || out.scalar_type() != self.scalar_type())
+  const bool complex_ok = self.is_complex() && out.scalar_type() == c10::toRealValueType(self.scalar_type());
+  if (!(at::isFloatingType(self.scalar_type()) && out.scalar_type() == self.scalar_type()) && !complex_ok)
     return fall_back<ATEN_OP2(norm, out)>(self, p, dim, keepdim, out);
   return vector_norm_out(self, p.value_or(2.0), dim, keepdim, std::nullopt, out);
 }
