@@ -111,6 +111,25 @@ def test_scatter_reduce_with_repeated_indices_matches_cpu(dtype, reduce):
          x.scatter_reduce(0, idx, src, reduce))
 
 
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128], ids=dtype_id)
+def test_complex_index_add_and_scatter_add_match_cpu(dtype):
+    g = torch.Generator().manual_seed(3)
+    x, src = (torch.randn(s, generator=g, dtype=torch.complex128).to(dtype) for s in [(5, 4), (6, 4)])
+    idx = randidx((6,), 5)
+    same(native(lambda t, i, s: t.index_add(0, i, s), x, idx, src), x.index_add(0, idx, src))
+    same(native(lambda t, i, s: t.index_add(0, i, s, alpha=2 - 0.5j), x, idx, src), x.index_add(0, idx, src,
+                                                                                              alpha=2 - 0.5j))
+    idx2 = randidx((6, 4), 5, seed=4)
+    same(native(lambda t, i, s: t.scatter_add(0, i, s), x, idx2, src), x.scatter_add(0, idx2, src))
+    same(native(lambda t, i, s: t.scatter(0, i, s, reduce="add"), x, idx2, src), x.scatter(0, idx2, src, reduce="add"))
+    # the other reductions stay on the host for complex, with CPU's answer or error
+    with pytest.raises(RuntimeError) as cpu_err:
+        x.scatter_reduce(0, idx2, src, "amax")
+    with pytest.raises(RuntimeError) as axon_err:
+        x.to("axon").scatter_reduce(0, idx2.to("axon"), src.to("axon"), "amax")
+    assert str(cpu_err.value).split("\n")[0] in str(axon_err.value)
+
+
 def test_scatter_into_a_scalar_matches_cpu():
     """0-dim self, index and src (max/min/median along dim 0 of a scalar scatter their gradient so): one element."""
     x, src, idx = torch.tensor(1.5), torch.tensor(-2.0), torch.tensor(0)

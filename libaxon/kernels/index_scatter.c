@@ -32,8 +32,9 @@ const char *axon_scatter_reduce_name(axon_scatter_reduce_t r) {
 /* alpha in each compute type, converted once at launch. */
 typedef struct ix_alpha {
     float f;
-    double d;
+    double d;           /* also the real part for complex dtypes */
     int64_t i;
+    double im;          /* the imaginary part of a complex alpha */
 } ix_alpha_t;
 
 /* d = d op s (times alpha for sums), for one element of one dtype. */
@@ -95,12 +96,32 @@ IX_DEFINE(i32, int32_t, int64_t, i)
 IX_DEFINE(i64, int64_t, int64_t, i)
 IX_DEFINE(b8, uint8_t, int64_t, i)
 
-#define IX_ROW(op) {ix_##op##_f32, ix_##op##_f64, ix_##op##_f16, ix_##op##_bf16, ix_##op##_i8, ix_##op##_u8, \
-                    ix_##op##_i16, ix_##op##_i32, ix_##op##_i64, ix_##op##_b8, NULL, NULL}
+/* Complex sums, d + s * alpha: with alpha 1 (scatter_add, and index_add's default) the parts add exactly, as
+ * PyTorch's CPU loops do; otherwise the complex product first. */
+#define IX_DEFINE_COMPLEX_SUM(dn, T, R)                                                                           \
+    static void ix_sum_##dn(char *d, const char *s, const ix_alpha_t *al) {                                      \
+        T x, y;                                                                                                   \
+        memcpy(&x, d, sizeof x), memcpy(&y, s, sizeof y);                                                         \
+        if (al->d == 1.0 && al->im == 0.0) {                                                                      \
+            x.re += y.re, x.im += y.im;                                                                           \
+        } else {                                                                                                  \
+            const R ar = (R)al->d, ai = (R)al->im;                                                                \
+            const R pr = y.re * ar - y.im * ai, pi = y.re * ai + y.im * ar;                                       \
+            x.re += pr, x.im += pi;                                                                               \
+        }                                                                                                         \
+        memcpy(d, &x, sizeof x);                                                                                  \
+    }
 
-/* Indexed by reduce - 1 and dtype; NULL for complex (UNSUPPORTED at launch). */
+IX_DEFINE_COMPLEX_SUM(c64, axon_c64_t, float)
+IX_DEFINE_COMPLEX_SUM(c128, axon_c128_t, double)
+
+#define IX_ROW(op, c64, c128) {ix_##op##_f32, ix_##op##_f64, ix_##op##_f16, ix_##op##_bf16, ix_##op##_i8,      \
+                               ix_##op##_u8, ix_##op##_i16, ix_##op##_i32, ix_##op##_i64, ix_##op##_b8, c64, c128}
+
+/* Indexed by reduce - 1 and dtype; NULL (UNSUPPORTED at launch) for complex but SUM. */
 static const ix_combine_fn ix_combine[AXON_SCATTER_REDUCE_COUNT - 1][AXON_DTYPE_COUNT] = {
-    IX_ROW(sum), IX_ROW(prod), IX_ROW(amax), IX_ROW(amin), IX_ROW(sum)};   /* MEAN sums, then divides */
+    IX_ROW(sum, ix_sum_c64, ix_sum_c128), IX_ROW(prod, NULL, NULL), IX_ROW(amax, NULL, NULL),
+    IX_ROW(amin, NULL, NULL), IX_ROW(sum, NULL, NULL)};   /* MEAN sums, then divides */
 
 /* The SUM update along a row of n elements: ix_sum_<dtype>'s arithmetic, element by element in the same order, so
  * the row path and the element path give the same bits; as a plain loop it vectorizes where the dtype allows. */
@@ -523,6 +544,7 @@ static ix_alpha_t scatter_alpha(axon_scalar_t v) {
     al.d = f;
     al.f = (float)f;
     al.i = v.dtype == AXON_FLOAT64 || v.dtype == AXON_COMPLEX128 ? axon_f64_to_i64(f) : v.i;
+    al.im = v.dtype == AXON_COMPLEX128 ? v.imag : 0.0;
     return al;
 }
 

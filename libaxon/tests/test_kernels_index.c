@@ -277,6 +277,17 @@ static void test_index_add_scales_by_alpha_and_accumulates_repeats(void) {
     CHECK_OK(axon_stream_sync(k.s));
     const int64_t w2[6] = {-3, 0, -6, -4, 0, -8};
     CHECK(memcmp(io, w2, sizeof w2) == 0);
+    /* complex128: alpha 1 adds the parts exactly; a complex alpha multiplies first; repeats accumulate */
+    double co[4] = {1, 2, 0, 0}, cs[6] = {0.5, -1, 2, 3, 4, 0.25};
+    int64_t cx[3] = {0, 1, 0};
+    axon_tensor_t tco = T1(co, AXON_COMPLEX128, 2), tcs = T1(cs, AXON_COMPLEX128, 3), tcx = T1(cx, AXON_INT64, 3);
+    CHECK_OK(axon_kernel_index_add(k.s, &tco, 0, &tcx, &tcs, axon_scalar_int(1), AXON_INDEX_DEFAULT));
+    CHECK_OK(axon_stream_sync(k.s));
+    CHECK(co[0] == 5.5 && co[1] == 1.25 && co[2] == 2 && co[3] == 3);
+    CHECK_OK(axon_kernel_index_add(k.s, &tco, 0, &tcx, &tcs, axon_scalar_complex(0, 1), AXON_INDEX_DEFAULT));
+    CHECK_OK(axon_stream_sync(k.s));
+    /* += i * s: (re, im) gains (-s.im, s.re) */
+    CHECK(co[0] == 5.5 + 1 - 0.25 && co[1] == 1.25 + 0.5 + 4 && co[2] == 2 - 3 && co[3] == 3 + 2);
     axon_runtime_destroy(k.rt);
 }
 
@@ -434,7 +445,7 @@ static void test_bad_launch_arguments_are_refused(void) {
     CHECK_STATUS(axon_kernel_index_select(k.s, &to, &ti, 1, &tx, 0), AXON_ERROR_INVALID_ARG); /* out shape */
     double c[8] = {0};
     axon_tensor_t tc = T1(c, AXON_COMPLEX128, 4), tc2 = T1(c, AXON_COMPLEX128, 2);
-    CHECK_STATUS(axon_kernel_scatter(k.s, AXON_SCATTER_SUM, &tc, 0, &tx, &tc2, axon_scalar_int(0), 0),
+    CHECK_STATUS(axon_kernel_scatter(k.s, AXON_SCATTER_PROD, &tc, 0, &tx, &tc2, axon_scalar_int(0), 0),
                  AXON_ERROR_UNSUPPORTED);
     axon_tensor_t td = T2(in, AXON_FLOAT64, 3, 1);
     CHECK_STATUS(axon_kernel_index_add(k.s, &ti, 0, &tx, &td, axon_scalar_int(1), 0), AXON_ERROR_INVALID_ARG);

@@ -151,7 +151,7 @@ bool scatter_supported(const at::Tensor& self, const at::Tensor& index, axon_sca
                        const at::Tensor& out, const at::Tensor* src = nullptr) {
   if (self.dim() > AXON_MAX_DIMS || index.dim() != self.dim() || !kernels_support(self.scalar_type())) return false;
   if (!on_device_of(self, index) || !on_device_of(self, out) || (src && !on_device_of(self, *src))) return false;
-  return reduce == AXON_SCATTER_NONE || !self.is_complex();
+  return reduce == AXON_SCATTER_NONE || reduce == AXON_SCATTER_SUM || !self.is_complex();   // libaxon's complex sums
 }
 
 // A scalar as a tensor of one element (a view): the scatter kernels take dimension 0 of it, as PyTorch does dim 0 or
@@ -231,7 +231,7 @@ at::Tensor& scatter_reduce_two_out(const at::Tensor& self, int64_t dim, const at
   const auto r = name == "mean" ? std::optional<axon_scatter_reduce_t>(AXON_SCATTER_MEAN) : scatter_reduce_of(name);
   TORCH_CHECK(r && reduce != "add" && reduce != "multiply",
               "reduce argument must be either sum, prod, mean, amax or amin, got ", reduce);
-  if (!scatter_supported(self, index, *r, out, &src) || src.dim() != self.dim() ||
+  if (!scatter_supported(self, index, *r, out, &src) || src.dim() != self.dim() || self.is_complex() ||
       (*r == AXON_SCATTER_MEAN && self.scalar_type() == at::kBool)) {
     return fall_back<ATEN_OP2(scatter_reduce, two_out)>(self, dim, index, src, reduce, include_self, out);
   }
@@ -320,7 +320,7 @@ at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor&
     index_add_out(o, 0, index.reshape({1}), source.view({1}), alpha, o);
     return out;
   }
-  if (!fits_dims(self) || source.dim() != self.dim() || !kernels_support(self.scalar_type()) || self.is_complex() ||
+  if (!fits_dims(self) || source.dim() != self.dim() || !kernels_support(self.scalar_type()) ||
       !on_device_of(self, index) || !on_device_of(self, source) || !on_device_of(self, out)) {
     return fall_back<ATEN_OP2(index_add, out)>(self, dim, index, source, alpha, out);
   }

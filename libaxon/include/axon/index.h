@@ -24,7 +24,8 @@
  * Dtypes: ops that only move elements (index_select, gather, plain scatter, index_copy, masked_fill, cat of one
  * dtype) take every dtype, complex included. Reductions (scatter SUM/PROD/AMAX/AMIN, index_add, embedding backward)
  * take real dtypes and bool (sum = or, prod = and) and compute in out's dtype, rounding once per update as
- * PyTorch's CPU kernels do (float16/bfloat16 in float32); UNSUPPORTED for complex. Integer arithmetic wraps. */
+ * PyTorch's CPU kernels do (float16/bfloat16 in float32); sums (scatter SUM, index_add) take complex too, the other
+ * reductions are UNSUPPORTED for complex. Integer arithmetic wraps. */
 #ifndef AXON_INDEX_H
 #define AXON_INDEX_H
 
