@@ -1,5 +1,5 @@
-"""Native matrix products (libaxon's GEMM): mm, bmm, addmm, baddbmm and what reaches them (matmul, linear, their
-gradients), against PyTorch CPU with per-dtype tolerances, and no host fallback."""
+"""Native matrix products (libaxon's GEMM): mm, bmm, addmm, baddbmm, addbmm, dot/vdot and what reaches them (matmul,
+linear, their gradients), and trace, against PyTorch CPU with per-dtype tolerances, and no host fallback."""
 
 import pytest
 import torch
@@ -48,6 +48,11 @@ CASES = {
     "vector_matrix": (lambda v, a: v @ a, [(17,), (17, 29)]),
     "dot": (lambda u, v: u @ v, [(40,), (40,)]),
     "dot_strided": (lambda u, v: torch.dot(u[::3], v[1::3]), [(60,), (60,)]),
+    # addbmm: the batch's products summed, as one product over the batches side by side
+    "addbmm": (lambda c, a, b: torch.addbmm(c, a, b, beta=0.5, alpha=-2.0), [(8, 6), (4, 8, 5), (4, 5, 6)]),
+    "addbmm_broadcast": (lambda c, a, b: torch.addbmm(c, a, b), [(6,), (3, 7, 2), (3, 2, 6)]),
+    "addbmm_transposed": (lambda c, a, b: torch.addbmm(c, a.transpose(1, 2), b), [(5, 6), (4, 9, 5), (4, 9, 6)]),
+    "trace": (lambda a: torch.trace(a), [(9, 7)]),
     "vdot": (lambda u, v: torch.vdot(u, v), [(40,), (40,)]),
     "inner": (lambda u, v: torch.inner(u, v), [(12,), (12,)]),
     "addmv": (lambda c, a, v: torch.addmv(c, a, v, beta=0.5, alpha=2.0), [(33,), (33, 17), (17,)]),
@@ -251,3 +256,48 @@ def test_negative_views_are_resolved_before_the_product():
     a, b = rand(6, 5), rand(5, 4, seed=1)
     got = (torch._neg_view(a.to("axon")) @ b.to("axon")).cpu()
     torch.testing.assert_close(got, -(a @ b))
+
+
+def test_addbmm_in_place_out_and_integers_match_cpu():
+    c, a, b = rand(8, 6), rand(4, 8, 5, seed=1), rand(4, 5, 6, seed=2)
+    got = c.to("axon")
+    torch_axon.reset_fallback_stats()
+    got.addbmm_(a.to("axon"), b.to("axon"), beta=2.0)
+    out = torch.empty(0, device="axon")
+    torch.addbmm(c.to("axon"), a.to("axon"), b.to("axon"), out=out)
+    assert torch_axon.fallback_stats() == {}
+    same(got, c.clone().addbmm_(a, b, beta=2.0))
+    same(out, torch.addbmm(c, a, b))
+    ci, ai, bi = (torch.randint(-5, 5, s, generator=torch.Generator().manual_seed(3)) for s in [(3, 4), (2, 3, 5),
+                                                                                                 (2, 5, 4)])
+    same(native(lambda x, y, z: torch.addbmm(x, y, z, beta=2, alpha=3), ci, ai, bi), torch.addbmm(ci, ai, bi, beta=2,
+                                                                                                   alpha=3))
+    with pytest.raises(RuntimeError) as axon_err:
+        torch.addbmm(c.to("axon"), a.to("axon"), rand(3, 5, 6).to("axon"))
+    with pytest.raises(RuntimeError) as cpu_err:
+        torch.addbmm(c, a, rand(3, 5, 6))
+    assert str(cpu_err.value).split("\n")[0] in str(axon_err.value)
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128], ids=str)
+def test_complex_dot_and_vdot_match_cpu(dtype):
+    g = torch.Generator().manual_seed(5)
+    u, v = (torch.randn(37, generator=g, dtype=torch.complex128).to(dtype) for _ in range(2))
+    tol = (1e-5, 1e-5) if dtype == torch.complex64 else (1e-12, 1e-12)
+    for fn in (torch.dot, torch.vdot, lambda x, y: torch.dot(x.conj(), y.flip(0))):
+        torch.testing.assert_close(native(fn, u, v).cpu(), fn(u, v), rtol=tol[0], atol=tol[1])
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.uint8, torch.int32, torch.int64], ids=str)
+def test_trace_of_integers_promotes_like_cpu(dtype):
+    a = torch.randint(0, 100, (6, 6), generator=torch.Generator().manual_seed(1)).to(dtype)
+    same(native(torch.trace, a), torch.trace(a))
+
+
+def test_trace_refuses_bool_and_vectors_like_cpu():
+    for bad in (torch.ones(3, 3, dtype=torch.bool), torch.ones(3)):
+        with pytest.raises(RuntimeError) as cpu_err:
+            torch.trace(bad)
+        with pytest.raises(RuntimeError) as axon_err:
+            torch.trace(bad.to("axon"))
+        assert str(cpu_err.value).split("\n")[0] in str(axon_err.value)

@@ -5,6 +5,7 @@
 // cgemm/zgemm path where alpha and beta are real; what libaxon does not cover (bool, complex alpha or beta, complex
 // dot and vdot) runs through the host fallback.
 #include <ATen/ATen.h>
+#include <ATen/ExpandUtils.h>
 #include <ATen/Operators.h>
 #include <ATen/native/Resize.h>
 #include <axon/gemm.h>
@@ -148,16 +149,45 @@ at::Tensor& addmv_out(const at::Tensor& self, const at::Tensor& mat, const at::T
   return out;
 }
 
-// dot (and vdot of real vectors) as a [1, n] x [n, 1] product.
+// dot and vdot (self conjugated) as a [1, n] x [n, 1] product.
 at::Tensor dot_product(const at::Tensor& self, const at::Tensor& other, bool conjugate) {
   const bool valid = self.dim() == 1 && other.dim() == 1 && self.scalar_type() == other.scalar_type() &&
-                     self.numel() == other.numel() && gemm_dtype(self.scalar_type()) &&
+                     self.numel() == other.numel() && product_dtype(self.scalar_type()) &&
                      other.device() == self.device();
   if (!valid) return conjugate ? fall_back<ATEN_OP(vdot)>(self, other) : fall_back<ATEN_OP(dot)>(self, other);
   const int64_t n = self.numel();
   at::Tensor out = at::empty({1, 1}, self.options());
-  mm_out(self.view({1, n}), other.view({n, 1}), out);
+  mm_out((conjugate ? self.conj() : self).view({1, n}), other.view({n, 1}), out);
   return out.view(at::IntArrayRef{});  // {} alone would pick view(ScalarType)
+}
+
+// addbmm: out = beta * self + alpha * sum_b batch1[b] @ batch2[b], the sum over b being one product's inner sum:
+// [n, B * k] x [B * k, m] with batch1's batches side by side. Shapes PyTorch refuses go to the host, with its errors.
+at::Tensor& addbmm_out(const at::Tensor& self, const at::Tensor& batch1, const at::Tensor& batch2,
+                       const c10::Scalar& beta, const c10::Scalar& alpha, at::Tensor& out) {
+  const bool valid = batch1.dim() == 3 && batch2.dim() == 3 && batch1.size(0) == batch2.size(0) &&
+                     batch1.size(2) == batch2.size(1) && batch1.scalar_type() == batch2.scalar_type() &&
+                     self.scalar_type() == batch1.scalar_type() && out.scalar_type() == batch1.scalar_type() &&
+                     product_dtype(batch1.scalar_type(), beta, alpha) && !out.is_conj() &&
+                     batch1.device() == self.device() && batch2.device() == self.device() &&
+                     out.device() == self.device() && self.dim() <= 2 &&
+                     at::is_expandable_to(self.sizes(), {batch1.size(1), batch2.size(2)});
+  if (!valid) return fall_back<ATEN_OP2(addbmm, out)>(self, batch1, batch2, beta, alpha, out);
+  const int64_t b = batch1.size(0), n = batch1.size(1), k = batch1.size(2), m = batch2.size(2);
+  const at::Tensor a = batch1.transpose(0, 1).reshape({n, b * k}), c = batch2.reshape({b * k, m});
+  add_product(self.resolve_conj(), a.resolve_conj(), c.resolve_conj(), beta, alpha, out, "addbmm");
+  return out;
+}
+
+at::Tensor addbmm(const at::Tensor& self, const at::Tensor& batch1, const at::Tensor& batch2, const c10::Scalar& beta,
+                  const c10::Scalar& alpha) {
+  at::Tensor out = at::empty({0}, self.options());
+  return addbmm_out(self, batch1, batch2, beta, alpha, out);
+}
+
+at::Tensor& addbmm_(at::Tensor& self, const at::Tensor& batch1, const at::Tensor& batch2, const c10::Scalar& beta,
+                    const c10::Scalar& alpha) {
+  return addbmm_out(self, batch1, batch2, beta, alpha, self);
 }
 
 at::Tensor dot(const at::Tensor& self, const at::Tensor& other) { return dot_product(self, other, false); }
@@ -171,6 +201,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("bmm.out", TORCH_FN(bmm_out));
   m.impl("addmm.out", TORCH_FN(addmm_out));
   m.impl("baddbmm.out", TORCH_FN(baddbmm_out));
+  m.impl("addbmm", TORCH_FN(addbmm));
+  m.impl("addbmm_", TORCH_FN(addbmm_));
+  m.impl("addbmm.out", TORCH_FN(addbmm_out));
 }
 
 }  // namespace

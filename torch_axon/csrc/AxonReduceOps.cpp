@@ -293,6 +293,13 @@ at::Tensor& norm_dtype_out(const at::Tensor& self, const std::optional<c10::Scal
   return vector_norm_out(self, p.value_or(2.0), dim, keepdim, dtype, out);
 }
 
+// trace: the sum of the diagonal (a view), so it promotes integers to int64 as sum does.
+at::Tensor trace(const at::Tensor& self) {
+  if (self.dim() != 2 || !reducible(self.scalar_type()) || self.scalar_type() == at::kBool)   // CPU refuses bool
+    return fall_back<ATEN_OP(trace)>(self);
+  return at::sum(self.diagonal());
+}
+
 at::Tensor count_nonzero_dims(const at::Tensor& self, at::IntArrayRef dims) {
   if (!reducible(self.scalar_type()) || self.dim() > AXON_MAX_DIMS) {
     return fall_back<ATEN_OP2(count_nonzero, dim_IntList)>(self, dims);
@@ -406,6 +413,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("aminmax.out", TORCH_FN(aminmax_out));
   m.impl("logsumexp.out", TORCH_FN(logsumexp_out));
   m.impl("linalg_vector_norm.out", TORCH_FN(vector_norm_out));
+  m.impl("trace", TORCH_FN(trace));
   m.impl("norm.out", TORCH_FN(norm_out));
   m.impl("norm.dtype_out", TORCH_FN(norm_dtype_out));
   m.impl("count_nonzero.dim_IntList", TORCH_FN(count_nonzero_dims));
