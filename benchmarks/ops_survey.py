@@ -32,6 +32,12 @@ IMG = torch.randn(8, 32, 64, 64, generator=_gen)
 Z = torch.complex(A[:512], B[:512])  # complex64 [512, 1024]: 1M complex64 elements over 8 MB
 W3 = torch.randn(32, 32, 3, 3, generator=_gen)
 aten = torch.ops.aten
+# linear algebra: well-conditioned matrices, one large and batches of small ones
+SQ = torch.randn(512, 512, generator=_gen) + 512 ** 0.5 * torch.eye(512)
+SPD = SQ @ SQ.mT
+RHS = torch.randn(512, 64, generator=_gen)
+SMALL = torch.randn(256, 16, 16, generator=_gen) + 4 * torch.eye(16)
+V3 = torch.randn(1024, 3, 341, generator=_gen)
 
 # name: (inputs on a device, the op on them)
 CASES = {
@@ -116,6 +122,15 @@ CASES = {
     "special.erfcx": (T(A), lambda a: torch.special.erfcx(a)),
     "chebyshev_t n=5": (T(A), lambda a: torch.special.chebyshev_polynomial_t(a, 5)),
     "scatter_reduce mean": (T(A, IDX, B), lambda a, i, b: a.scatter_reduce(1, i, b, "mean", include_self=False)),
+    "linalg.solve 512": (T(SQ, RHS), lambda a, b: torch.linalg.solve(a, b)),
+    "linalg.inv 256x16x16": (T(SMALL), lambda a: torch.linalg.inv(a)),
+    "linalg.det 256x16x16": (T(SMALL), lambda a: torch.linalg.det(a)),
+    "linalg.cholesky 512": (T(SPD), lambda a: torch.linalg.cholesky(a)),
+    "linalg.eigh 512": (T(SPD), lambda a: torch.linalg.eigh(a)),
+    "linalg.svd 512x256": (T(SQ[:, :256]), lambda a: torch.linalg.svd(a, full_matrices=False)),
+    "linalg.qr 512": (T(SQ), lambda a: torch.linalg.qr(a)),
+    "solve_triangular 512": (T(SQ, RHS), lambda a, b: torch.linalg.solve_triangular(a, b, upper=True)),
+    "linalg.cross dim1": (T(V3, V3.flip(0)), lambda a, b: torch.linalg.cross(a, b, dim=1)),
 }
 
 

@@ -139,6 +139,12 @@ def test_triangular_solves_match_cpu(dtype, upper):
             b = matrix((3, 4, 2) if left else (3, 2, 4), dtype, seed=1)
             check(native(torch.linalg.solve_triangular, a, b, upper=upper, left=left, unitriangular=unit),
                   torch.linalg.solve_triangular(a, b, upper=upper, left=left, unitriangular=unit))
+    # a row-major A of the result's batch is read in place as A^T (the other triangle, the transposed op)
+    a1, b1 = a[:, 0], matrix((2, 4, 3), dtype, seed=3)
+    for left in (True, False):
+        rhs = b1 if left else b1.mT.contiguous()
+        check(native(torch.linalg.solve_triangular, a1, rhs, upper=upper, left=left),
+              torch.linalg.solve_triangular(a1, rhs, upper=upper, left=left))
     b = matrix((2, 1, 4, 3), dtype, seed=2)
     for transpose in (False, True):
         check(native(torch.triangular_solve, b, a, upper=upper, transpose=transpose),

@@ -15,6 +15,10 @@ typedef struct linalg_args linalg_args_t;
 /* One matrix of the batch: 0, LINALG_NOMEM when a workspace could not be had, LINALG_BAD_PIVOT, or LAPACK's
  * negative info (an argument it rejected). Positive infos are written to the op's info operand, not returned. */
 typedef int (*linalg_matrix_fn)(const linalg_args_t *a, int64_t i);
+
+/* The same for solves, whose right-hand sides [lo, hi) (columns, or rows of a right-side solve) are independent: a
+ * batch smaller than the pool is cut into parts of them, so that one large solve uses every core. */
+typedef int (*linalg_part_fn)(const linalg_args_t *a, int64_t i, int64_t lo, int64_t hi);
 #define LINALG_NOMEM 1
 #define LINALG_BAD_PIVOT 2   /* a pivot outside [1, rows]: the matrix is left as it was */
 
@@ -25,7 +29,9 @@ struct linalg_args {
     int64_t rows, cols;          /* of the op's main matrix (its first operand) */
     int upper, left, unit, flag; /* flag: the op's own switch (eigenvectors, full SVD) */
     axon_linalg_op_t op;
-    linalg_matrix_fn fn;
+    linalg_matrix_fn fn;         /* one of fn and part_fn */
+    linalg_part_fn part_fn;
+    int64_t rhs;                 /* part_fn's count of right-hand sides */
     const char *name;            /* static: the op's name for traces and errors */
 };
 

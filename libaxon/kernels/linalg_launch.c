@@ -86,14 +86,17 @@ axon_status_t linalg_check_same_dtype(const axon_tensor_t *t, axon_dtype_t want,
 
 typedef struct linalg_run {
     const linalg_args_t *a;
+    int64_t parts;        /* units per matrix: parts of its right-hand sides, or 1 */
     _Atomic int status;   /* the first failure of a matrix, else 0 */
 } linalg_run_t;
 
 static void linalg_units(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
     linalg_run_t *r = ctx;
-    for (int64_t i = begin; i < end; i++) {
-        const int st = r->a->fn(r->a, i);
+    for (int64_t u = begin; u < end; u++) {
+        const int64_t i = u / r->parts, p = u % r->parts, n = r->a->rhs;
+        const int st = r->a->part_fn ? r->a->part_fn(r->a, i, n * p / r->parts, n * (p + 1) / r->parts)
+                                     : r->a->fn(r->a, i);
         if (st != 0) {
             int none = 0;
             atomic_compare_exchange_strong(&r->status, &none, st);
@@ -106,9 +109,15 @@ static axon_status_t linalg_kernel(const void *args, const axon_exec_t *ex) {
 #ifdef AXON_HAVE_MKL
     axon_mkl_use_sequential();
 #endif
-    linalg_run_t r = {a, 0};
-    /* one matrix per unit: a factorization of even a small matrix outweighs a wake-up */
-    axon_parallel_for(ex->pool, 0, a->batch, a->rows * a->cols >= 64 ? 1 : 16, linalg_units, &r);
+    linalg_run_t r = {a, 1, 0};
+    /* fewer matrices than workers: cut each solve's right-hand sides into parts of at least 16 */
+    const int64_t pool = axon_pool_size(ex->pool);
+    if (a->part_fn && a->batch < pool && a->rhs >= 32) {
+        r.parts = (2 * pool + a->batch - 1) / a->batch;
+        if (r.parts > a->rhs / 16) r.parts = a->rhs / 16;
+    }
+    /* one unit each: a factorization or solve of even a small matrix outweighs a wake-up */
+    axon_parallel_for(ex->pool, 0, a->batch * r.parts, a->rows * a->cols >= 64 ? 1 : 16, linalg_units, &r);
     const int st = atomic_load(&r.status);
     if (st == 0) return AXON_OK;
     if (st == LINALG_NOMEM || st == LINALG_NOMEM_INFO)

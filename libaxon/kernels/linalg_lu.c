@@ -49,13 +49,14 @@ axon_status_t axon_kernel_lu_factor(axon_stream_t s, const axon_tensor_t *a, con
 
 /* ---- solve: lu (0), pivots (1), b (2) ---- */
 
-static int lu_solve_one(const linalg_args_t *a, int64_t i) {
-    const int64_t n = a->rows, k = a->t[2].sizes[a->t[2].ndim - 1];
+static int lu_solve_part(const linalg_args_t *a, int64_t i, int64_t lo, int64_t hi) {
+    const int64_t n = a->rows, k = a->rhs;
     const int32_t *piv = (const int32_t *)linalg_at(a, 1, i, n);
     if (!pivots_ok(piv, n, n)) return LINALG_BAD_PIVOT;
 #ifdef AXON_HAVE_MKL
-    const int info = la_getrs(a->t[0].dtype, linalg_trans_char(a->op), (int)n, (int)k, linalg_at(a, 0, i, n * n),
-                              linalg_ld(n), piv, linalg_at(a, 2, i, n * k), linalg_ld(n));
+    char *b = linalg_at(a, 2, i, n * k) + (size_t)(lo * n) * axon_dtype_size(a->t[2].dtype);   /* columns lo.. */
+    const int info = la_getrs(a->t[0].dtype, linalg_trans_char(a->op), (int)n, (int)(hi - lo),
+                              linalg_at(a, 0, i, n * n), linalg_ld(n), piv, b, linalg_ld(n));
     if (info < 0) return info;
 #endif
     return 0;
@@ -83,7 +84,8 @@ axon_status_t axon_kernel_lu_solve(axon_stream_t s, const axon_tensor_t *lu, con
     x.t[0] = *lu, x.t[1] = *pivots, x.t[2] = *b;
     x.present[0] = x.present[1] = x.present[2] = 1;
     x.op = op;
-    x.fn = lu_solve_one;
+    x.part_fn = lu_solve_part;
+    x.rhs = k;
     return linalg_launch(s, &x, 1);
 }
 

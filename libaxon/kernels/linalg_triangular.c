@@ -31,14 +31,17 @@ static void mirror_triangle(char *m, int64_t n, axon_dtype_t t, int upper) {
 
 /* ---- triangular solve: a (0), b (1) ---- */
 
-static int triangular_solve_one(const linalg_args_t *a, int64_t i) {
+/* Parts of B: its columns for a left solve, its rows for a right one (X op(A) = B row by row). */
+static int triangular_solve_part(const linalg_args_t *a, int64_t i, int64_t lo, int64_t hi) {
 #ifdef AXON_HAVE_MKL
     const int64_t m = a->t[1].sizes[a->t[1].ndim - 2], n = a->t[1].sizes[a->t[1].ndim - 1];
     const int64_t k = a->left ? m : n;
-    la_trsm(a->t[0].dtype, a->left, a->upper, a->op, a->unit, (int)m, (int)n, linalg_at(a, 0, i, k * k), linalg_ld(k),
-            linalg_at(a, 1, i, m * n), linalg_ld(m));
+    const size_t es = axon_dtype_size(a->t[1].dtype);
+    char *b = linalg_at(a, 1, i, m * n) + (size_t)(a->left ? lo * m : lo) * es;
+    la_trsm(a->t[0].dtype, a->left, a->upper, a->op, a->unit, a->left ? (int)m : (int)(hi - lo),
+            a->left ? (int)(hi - lo) : (int)n, linalg_at(a, 0, i, k * k), linalg_ld(k), b, linalg_ld(m));
 #else
-    (void)a, (void)i;
+    (void)a, (void)i, (void)lo, (void)hi;
 #endif
     return 0;
 }
@@ -64,7 +67,8 @@ axon_status_t axon_kernel_triangular_solve(axon_stream_t s, const axon_tensor_t 
     x.t[0] = *a, x.t[1] = *b;
     x.present[0] = x.present[1] = 1;
     x.upper = upper != 0, x.left = left != 0, x.unit = unit != 0, x.op = op;
-    x.fn = triangular_solve_one;
+    x.part_fn = triangular_solve_part;
+    x.rhs = left ? n : m;
     return linalg_launch(s, &x, 1);
 }
 
@@ -135,14 +139,15 @@ axon_status_t axon_kernel_cholesky_inverse(axon_stream_t s, const axon_tensor_t 
 
 /* ---- Cholesky solve: f (0), b (1) ---- */
 
-static int cholesky_solve_one(const linalg_args_t *a, int64_t i) {
+static int cholesky_solve_part(const linalg_args_t *a, int64_t i, int64_t lo, int64_t hi) {
 #ifdef AXON_HAVE_MKL
-    const int64_t n = a->rows, k = a->t[1].sizes[a->t[1].ndim - 1];
-    const int info = la_potrs(a->t[0].dtype, a->upper ? 'U' : 'L', (int)n, (int)k, linalg_at(a, 0, i, n * n),
-                              linalg_ld(n), linalg_at(a, 1, i, n * k), linalg_ld(n));
+    const int64_t n = a->rows, k = a->rhs;
+    char *b = linalg_at(a, 1, i, n * k) + (size_t)(lo * n) * axon_dtype_size(a->t[1].dtype);   /* columns lo.. */
+    const int info = la_potrs(a->t[0].dtype, a->upper ? 'U' : 'L', (int)n, (int)(hi - lo), linalg_at(a, 0, i, n * n),
+                              linalg_ld(n), b, linalg_ld(n));
     if (info < 0) return info;
 #else
-    (void)a, (void)i;
+    (void)a, (void)i, (void)lo, (void)hi;
 #endif
     return 0;
 }
@@ -166,6 +171,7 @@ axon_status_t axon_kernel_cholesky_solve(axon_stream_t s, const axon_tensor_t *f
     x.t[0] = *f, x.t[1] = *b;
     x.present[0] = x.present[1] = 1;
     x.upper = upper != 0;
-    x.fn = cholesky_solve_one;
+    x.part_fn = cholesky_solve_part;
+    x.rhs = k;
     return linalg_launch(s, &x, 1);
 }

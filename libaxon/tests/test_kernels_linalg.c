@@ -526,6 +526,63 @@ static void test_qr(void) {
     }
 }
 
+/* ---- one matrix, many right-hand sides: the solves cut them into parts over the pool ---- */
+
+static void test_one_solve_is_split_over_the_pool(void) {
+    if (!axon_linalg_available()) return;
+    for (int threads = 1; threads <= 2; threads++) {
+        kc_dev_t k = kc_open(threads);
+        REQUIRE(k.rt);
+        const int64_t n = 6, r = 100;   /* 100 columns: parts of 16-50 */
+        const axon_dtype_t t = AXON_FLOAT64;
+        lc_t *a = alloc_lc(n * n), *spd = alloc_lc(n * n), *b = alloc_lc(n * r), *x = alloc_lc(n * r);
+        lc_t *bt = alloc_lc(r * n), *xt = alloc_lc(r * n);
+        fill_random(a, n * n, t, 11);
+        for (int64_t i = 0; i < n; i++) CM(a, n, i, i) += 4;
+        fill_hpd(spd, 1, n, t, 12);
+        fill_random(b, n * r, t, 13);
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t j = 0; j < r; j++) CM(bt, r, j, i) = CM(b, n, i, j);
+        void *da = upload(&k, a, n * n, t), *ds = upload(&k, spd, n * n, t);
+        int32_t *dpiv = kc_upload(&k, NULL, (size_t)n * 4), *dinfo = kc_upload(&k, NULL, 4);
+        axon_tensor_t ta = mats(da, t, 1, n, n), ts = mats(ds, t, 1, n, n), tpiv = vecs(dpiv, AXON_INT32, 1, n),
+                      tinfo = vecs(dinfo, AXON_INT32, 1, 1);
+        /* lu_solve */
+        void *db = upload(&k, b, n * r, t);
+        axon_tensor_t tb = mats(db, t, 1, n, r);
+        void *dlu = upload(&k, a, n * n, t);
+        axon_tensor_t tlu = mats(dlu, t, 1, n, n);
+        CHECK_OK(axon_kernel_lu_factor(k.s, &tlu, &tpiv, &tinfo));
+        CHECK_OK(axon_kernel_lu_solve(k.s, &tlu, &tpiv, &tb, AXON_LINALG_NOTRANS));
+        CHECK(download(&k, x, db, n * r, t));
+        CHECK(residual(a, n, n, 0, x, r, b) <= 1e-12);
+        /* cholesky_solve */
+        void *db2 = upload(&k, b, n * r, t);
+        axon_tensor_t tb2 = mats(db2, t, 1, n, r);
+        CHECK_OK(axon_kernel_cholesky(k.s, &ts, 0, &tinfo));
+        CHECK_OK(axon_kernel_cholesky_solve(k.s, &ts, &tb2, 0));
+        CHECK(download(&k, x, db2, n * r, t));
+        CHECK(residual(spd, n, n, 0, x, r, b) <= 1e-12);
+        /* triangular, left (columns cut) and right (rows cut): X^T A^T = B^T is the left solve transposed */
+        void *db3 = upload(&k, b, n * r, t), *db4 = upload(&k, bt, r * n, t);
+        axon_tensor_t tb3 = mats(db3, t, 1, n, r), tb4 = mats(db4, t, 1, r, n);
+        CHECK_OK(axon_kernel_triangular_solve(k.s, &ta, &tb3, 1, 1, 0, AXON_LINALG_NOTRANS));
+        CHECK_OK(axon_kernel_triangular_solve(k.s, &ta, &tb4, 1, 0, 0, AXON_LINALG_TRANS));
+        CHECK(download(&k, x, db3, n * r, t) && download(&k, xt, db4, r * n, t));
+        lc_t *tri = alloc_lc(n * n);
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t j = i; j < n; j++) CM(tri, n, i, j) = CM(a, n, i, j);
+        CHECK(residual(tri, n, n, 0, x, r, b) <= 1e-12);
+        for (int64_t i = 0; i < n; i++)   /* X op(A) = B with op = T: the same X as the left solve, transposed */
+            for (int64_t j = 0; j < r; j++) CHECK(cabsl(CM(xt, r, j, i) - CM(x, n, i, j)) <= 1e-12);
+        free(a), free(spd), free(b), free(x), free(bt), free(xt), free(tri);
+        axon_mem_free(k.dev, da), axon_mem_free(k.dev, ds), axon_mem_free(k.dev, dpiv), axon_mem_free(k.dev, dinfo);
+        axon_mem_free(k.dev, db), axon_mem_free(k.dev, dlu), axon_mem_free(k.dev, db2), axon_mem_free(k.dev, db3);
+        axon_mem_free(k.dev, db4);
+        axon_runtime_destroy(k.rt);
+    }
+}
+
 /* ---- cross product ---- */
 
 /* float32 along dim 0 of [3, 2] with b broadcast (stride 0 along dim 1); int8 products that wrap; bad input. */
@@ -624,6 +681,7 @@ int main(void) {
     RUN(test_cholesky_solve_and_inverse);
     RUN(test_eigh_and_svd);
     RUN(test_qr);
+    RUN(test_one_solve_is_split_over_the_pool);
     RUN(test_cross);
     RUN(test_linalg_rejects_bad_input);
     return check_report();

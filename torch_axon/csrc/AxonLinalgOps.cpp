@@ -265,7 +265,16 @@ T4 slogdet_of(const at::Tensor& A) {
 at::Tensor triangular_impl(const at::Tensor& A, const at::Tensor& B, bool upper, bool left, bool unit,
                            axon_linalg_op_t op, at::Tensor* cloned_a = nullptr) {
   const auto batch = at::infer_size(A.sizes().slice(0, A.dim() - 2), B.sizes().slice(0, B.dim() - 2));
-  at::Tensor X = cm_copy(B, batch), a = cm_copy(A, batch);
+  at::Tensor X = cm_copy(B, batch), a;
+  if (!cloned_a && op != AXON_LINALG_CONJTRANS && A.sizes().slice(0, A.dim() - 2) == at::IntArrayRef(batch) &&
+      plain_cm(A.mT())) {
+    // a row-major A is A^T column-major: solve with the transposed op and the other triangle, without a copy
+    a = A.mT();
+    upper = !upper;
+    op = op == AXON_LINALG_NOTRANS ? AXON_LINALG_TRANS : AXON_LINALG_NOTRANS;
+  } else {
+    a = cm_copy(A, batch);
+  }
   const axon_tensor_t da = describe(a, "triangular_solve"), db = describe(X, "triangular_solve");
   AXON_CHECK(axon_kernel_triangular_solve(stream_of(A), &da, &db, upper, left, unit, op));
   if (cloned_a) *cloned_a = a;
