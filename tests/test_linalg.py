@@ -308,3 +308,36 @@ def test_cross_errors_as_on_cpu():
         torch.linalg.cross(torch.ones(2, 4, device="axon"), torch.ones(2, 4, device="axon"))
     with pytest.raises(RuntimeError, match="expected scalar type Float but found Double"):
         torch.linalg.cross(torch.ones(3, device="axon"), torch.ones(3, device="axon", dtype=torch.float64))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("hermitian", [False, True], ids=["symmetric", "hermitian"])
+def test_ldl_factor_and_solve_match_cpu(dtype, hermitian):
+    m = matrix((2, 5, 5), dtype)
+    a = m + (m.mH if hermitian else m.mT)            # indefinite: 2 x 2 pivots too
+    check(native(torch.linalg.ldl_factor_ex, a, hermitian=hermitian),
+          torch.linalg.ldl_factor_ex(a, hermitian=hermitian))
+    LD, piv = torch.linalg.ldl_factor(a, hermitian=hermitian)
+    b = matrix((2, 5, 3), dtype, seed=6)
+    check(native(torch.linalg.ldl_solve, LD, piv, b, hermitian=hermitian),
+          torch.linalg.ldl_solve(LD, piv, b, hermitian=hermitian))
+    with pytest.raises(RuntimeError, match="pivots must be between 1 and the number of rows"):
+        torch.linalg.ldl_solve(LD.to("axon"), torch.full_like(piv, 9).to("axon"), b.to("axon"), hermitian=hermitian)
+        torch.axon.synchronize()
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_eig_matches_cpu(dtype):
+    a = matrix((3, 6, 6), dtype, seed=8)            # real ones have complex conjugate pairs
+    w, v = native(torch.linalg.eig, a)
+    w0, v0 = torch.linalg.eig(a)
+    tol = TOL[dtype]
+    torch.testing.assert_close(w.cpu(), w0, rtol=tol[0] * 10, atol=tol[1] * 10)
+    assert v.stride() == v0.stride() and v.dtype == v0.dtype
+    # A V = V diag(w), and the vectors as CPU's (both are LAPACK's geev: unit norm, largest component real)
+    av = a.to(v0.dtype) @ v.cpu()
+    torch.testing.assert_close(av, v.cpu() * w.cpu().unsqueeze(-2), rtol=tol[0] * 10, atol=tol[1] * 10)
+    torch.testing.assert_close(v.cpu(), v0, rtol=tol[0] * 100, atol=tol[1] * 100)
+    torch.testing.assert_close(native(torch.linalg.eigvals, a).cpu(), w0, rtol=tol[0] * 10, atol=tol[1] * 10)
+    with pytest.raises(RuntimeError, match="should not contain infs or NaNs"):
+        torch.linalg.eigvals(torch.full((2, 2), float("nan"), device="axon", dtype=dtype))

@@ -85,7 +85,12 @@ void la_trsm(axon_dtype_t t, int left, int upper, axon_linalg_op_t op, int unit,
 int la_potrf(axon_dtype_t t, char uplo, int n, void *a, int lda);
 int la_potrs(axon_dtype_t t, char uplo, int n, int nrhs, const void *a, int lda, void *b, int ldb);
 int la_potri(axon_dtype_t t, char uplo, int n, void *a, int lda);
+int la_sytrf(axon_dtype_t t, int hermitian, int n, void *a, int lda, int *ipiv);
+int la_sytrs(axon_dtype_t t, int hermitian, int n, int nrhs, const void *a, int lda, const int *ipiv, void *b,
+             int ldb);
 int la_heevd(axon_dtype_t t, char jobz, char uplo, int n, void *a, int lda, void *w);
+/* Real dtypes: w is wr, wi the imaginary parts, vr real; complex: w complex, wi unused, vr complex. */
+int la_geev(axon_dtype_t t, char jobvr, int n, void *a, int lda, void *w, void *wi, void *vr, int ldvr);
 int la_gesdd(axon_dtype_t t, char jobz, int m, int n, void *a, int lda, void *s, void *u, int ldu, void *vt,
              int ldvt);
 int la_geqrf(axon_dtype_t t, int m, int n, void *a, int lda, void *tau);

@@ -87,12 +87,50 @@ int la_potri(axon_dtype_t t, char uplo, int n, void *a, int lda) {
     }
 }
 
+/* Lower triangle, as PyTorch's linalg.ldl_factor. */
+int la_sytrf(axon_dtype_t t, int hermitian, int n, void *a, int lda, int *ipiv) {
+    switch (t) {
+    case AXON_FLOAT32: return la_info(LAPACKE_ssytrf(LA_CM, 'L', n, a, lda, ipiv));
+    case AXON_FLOAT64: return la_info(LAPACKE_dsytrf(LA_CM, 'L', n, a, lda, ipiv));
+    case AXON_COMPLEX64:
+        return la_info(hermitian ? LAPACKE_chetrf(LA_CM, 'L', n, LA_CF(a), lda, ipiv)
+                                 : LAPACKE_csytrf(LA_CM, 'L', n, LA_CF(a), lda, ipiv));
+    default:
+        return la_info(hermitian ? LAPACKE_zhetrf(LA_CM, 'L', n, LA_CD(a), lda, ipiv)
+                                 : LAPACKE_zsytrf(LA_CM, 'L', n, LA_CD(a), lda, ipiv));
+    }
+}
+
+int la_sytrs(axon_dtype_t t, int hermitian, int n, int nrhs, const void *a, int lda, const int *ipiv, void *b,
+             int ldb) {
+    switch (t) {
+    case AXON_FLOAT32: return la_info(LAPACKE_ssytrs(LA_CM, 'L', n, nrhs, a, lda, ipiv, b, ldb));
+    case AXON_FLOAT64: return la_info(LAPACKE_dsytrs(LA_CM, 'L', n, nrhs, a, lda, ipiv, b, ldb));
+    case AXON_COMPLEX64:
+        return la_info(hermitian ? LAPACKE_chetrs(LA_CM, 'L', n, nrhs, LA_CF(a), lda, ipiv, LA_CF(b), ldb)
+                                 : LAPACKE_csytrs(LA_CM, 'L', n, nrhs, LA_CF(a), lda, ipiv, LA_CF(b), ldb));
+    default:
+        return la_info(hermitian ? LAPACKE_zhetrs(LA_CM, 'L', n, nrhs, LA_CD(a), lda, ipiv, LA_CD(b), ldb)
+                                 : LAPACKE_zsytrs(LA_CM, 'L', n, nrhs, LA_CD(a), lda, ipiv, LA_CD(b), ldb));
+    }
+}
+
 int la_heevd(axon_dtype_t t, char jobz, char uplo, int n, void *a, int lda, void *w) {
     switch (t) {
     case AXON_FLOAT32: return la_info(LAPACKE_ssyevd(LA_CM, jobz, uplo, n, a, lda, w));
     case AXON_FLOAT64: return la_info(LAPACKE_dsyevd(LA_CM, jobz, uplo, n, a, lda, w));
     case AXON_COMPLEX64: return la_info(LAPACKE_cheevd(LA_CM, jobz, uplo, n, LA_CF(a), lda, w));
     default: return la_info(LAPACKE_zheevd(LA_CM, jobz, uplo, n, LA_CD(a), lda, w));
+    }
+}
+
+int la_geev(axon_dtype_t t, char jobvr, int n, void *a, int lda, void *w, void *wi, void *vr, int ldvr) {
+    switch (t) {
+    case AXON_FLOAT32: return la_info(LAPACKE_sgeev(LA_CM, 'N', jobvr, n, a, lda, w, wi, NULL, 1, vr, ldvr));
+    case AXON_FLOAT64: return la_info(LAPACKE_dgeev(LA_CM, 'N', jobvr, n, a, lda, w, wi, NULL, 1, vr, ldvr));
+    case AXON_COMPLEX64:
+        return la_info(LAPACKE_cgeev(LA_CM, 'N', jobvr, n, LA_CF(a), lda, LA_CF(w), NULL, 1, LA_CF(vr), ldvr));
+    default: return la_info(LAPACKE_zgeev(LA_CM, 'N', jobvr, n, LA_CD(a), lda, LA_CD(w), NULL, 1, LA_CD(vr), ldvr));
     }
 }
 

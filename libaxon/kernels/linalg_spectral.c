@@ -1,4 +1,5 @@
-/* The symmetric (Hermitian) eigenproblem and the singular value decomposition (axon/linalg.h). */
+/* Eigenproblems, symmetric (Hermitian) and general, and the singular value decomposition (axon/linalg.h). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -35,6 +36,88 @@ axon_status_t axon_kernel_eigh(axon_stream_t s, const axon_tensor_t *a, const ax
     x.present[0] = x.present[1] = x.present[2] = 1;
     x.upper = upper != 0, x.flag = vectors != 0;
     x.fn = eigh_one;
+    return linalg_launch(s, &x, 1);
+}
+
+/* ---- eig: a (0), w (1), v (2, optional), info (3) ---- */
+
+#ifdef AXON_HAVE_MKL
+/* A real geev's results as complex: w = wr + i wi; a conjugate pair (wi[j] > 0) has vectors vr[:, j] +- i vr[:, j+1]. */
+#define EIG_REAL_TO_COMPLEX(R)                                                                                     \
+    do {                                                                                                       \
+        const R *er = (const R *)scratch, *ei = er + n, *ev = ei + n;                                                     \
+        R *wc = (R *)linalg_at(a, 1, i, n), *vc = a->present[2] ? (R *)linalg_at(a, 2, i, n * n) : NULL;       \
+        for (int64_t j = 0; j < n; j++) wc[2 * j] = er[j], wc[2 * j + 1] = ei[j];                              \
+        for (int64_t j = 0; vc && j < n; j++) {                                                                \
+            const int pair = ei[j] > 0 && j + 1 < n;                                                          \
+            for (int64_t r = 0; r < n; r++) {                                                                  \
+                const R re = ev[j * n + r], im = pair ? ev[(j + 1) * n + r] : 0;                               \
+                vc[2 * (j * n + r)] = re, vc[2 * (j * n + r) + 1] = im;                                        \
+                if (pair) vc[2 * ((j + 1) * n + r)] = re, vc[2 * ((j + 1) * n + r) + 1] = -im;                 \
+            }                                                                                                  \
+            j += pair;                                                                                         \
+        }                                                                                                      \
+    } while (0)
+#endif
+
+static int eig_one(const linalg_args_t *a, int64_t i) {
+#ifdef AXON_HAVE_MKL
+    const int64_t n = a->rows;
+    const axon_dtype_t t = a->t[0].dtype;
+    const int vectors = a->present[2];
+    void *m = linalg_at(a, 0, i, n * n);
+    int info;
+    if (t == AXON_COMPLEX64 || t == AXON_COMPLEX128) {
+        info = la_geev(t, vectors ? 'V' : 'N', (int)n, m, linalg_ld(n), linalg_at(a, 1, i, n), NULL,
+                       vectors ? linalg_at(a, 2, i, n * n) : NULL, linalg_ld(n));
+    } else {
+        /* wr, wi and the real eigenvectors, then their complex form */
+        const size_t es = axon_dtype_size(t);
+        void *scratch = malloc((size_t)(2 * n + (vectors ? n * n : 0) + 1) * es);
+        if (!scratch) return LINALG_NOMEM;
+        char *wr = scratch, *wi = wr + (size_t)n * es, *vr = wi + (size_t)n * es;
+        info = la_geev(t, vectors ? 'V' : 'N', (int)n, m, linalg_ld(n), wr, wi, vectors ? vr : NULL, linalg_ld(n));
+        if (info >= 0) {
+            if (t == AXON_FLOAT32) EIG_REAL_TO_COMPLEX(float);
+            else EIG_REAL_TO_COMPLEX(double);
+        }
+        free(scratch);
+    }
+    if (info < 0) return info;
+    linalg_set_info(a, 3, i, info);
+#else
+    (void)a, (void)i;
+#endif
+    return 0;
+}
+
+static axon_dtype_t complex_of(axon_dtype_t t) {
+    return t == AXON_FLOAT32 || t == AXON_COMPLEX64 ? AXON_COMPLEX64 : AXON_COMPLEX128;
+}
+
+axon_status_t axon_kernel_eig(axon_stream_t s, const axon_tensor_t *a, const axon_tensor_t *w,
+                              const axon_tensor_t *v, const axon_tensor_t *info) {
+    linalg_args_t x;
+    linalg_args_init(&x, "eig");
+    axon_status_t st = linalg_check_matrices(a, x.name, "a", &x.batch, &x.rows, &x.cols);
+    if (st == AXON_OK && x.rows != x.cols)
+        st = axon_fail(AXON_ERROR_INVALID_ARG, "eig: a must be square, is %lld x %lld", (long long)x.rows,
+                       (long long)x.cols);
+    if (st == AXON_OK) st = linalg_check_vectors(w, x.name, "w", complex_of(a->dtype), x.batch, x.rows);
+    if (st == AXON_OK) st = linalg_check_vectors(info, x.name, "info", AXON_INT32, x.batch, 1);
+    if (st == AXON_OK && v) {
+        int64_t b = 0, r = x.rows, c = x.rows;
+        st = linalg_check_matrices(v, x.name, "v", &b, &r, &c);
+        if (st == AXON_OK) st = linalg_check_same_dtype(v, complex_of(a->dtype), x.name, "v");
+        if (st == AXON_OK && b != x.batch)
+            st = axon_fail(AXON_ERROR_INVALID_ARG, "eig: a has %lld matrices, v %lld", (long long)x.batch,
+                           (long long)b);
+    }
+    if (st != AXON_OK) return st;
+    x.t[0] = *a, x.t[1] = *w, x.t[3] = *info;
+    x.present[0] = x.present[1] = x.present[3] = 1;
+    if (v) x.t[2] = *v, x.present[2] = 1;
+    x.fn = eig_one;
     return linalg_launch(s, &x, 1);
 }
 

@@ -1,4 +1,4 @@
-/* Triangular solves and the Cholesky family (axon/linalg.h). */
+/* Triangular solves and the symmetric factorizations: the Cholesky family and LDL^T (axon/linalg.h). */
 #include <string.h>
 
 #include "internal.h"
@@ -172,6 +172,81 @@ axon_status_t axon_kernel_cholesky_solve(axon_stream_t s, const axon_tensor_t *f
     x.present[0] = x.present[1] = 1;
     x.upper = upper != 0;
     x.part_fn = cholesky_solve_part;
+    x.rhs = k;
+    return linalg_launch(s, &x, 1);
+}
+
+/* ---- LDL^T: a (0), pivots (1), info (2); solve: ld (0), pivots (1), b (2) ---- */
+
+static int ldl_factor_one(const linalg_args_t *a, int64_t i) {
+#ifdef AXON_HAVE_MKL
+    const int64_t n = a->rows;
+    char *m = linalg_at(a, 0, i, n * n);
+    zero_other_triangle(m, n, axon_dtype_size(a->t[0].dtype), 0);   /* only the lower triangle is A's */
+    const int info = la_sytrf(a->t[0].dtype, a->flag, (int)n, m, linalg_ld(n), (int *)linalg_at(a, 1, i, n));
+    if (info < 0) return info;
+    linalg_set_info(a, 2, i, info);
+#else
+    (void)a, (void)i;
+#endif
+    return 0;
+}
+
+axon_status_t axon_kernel_ldl_factor(axon_stream_t s, const axon_tensor_t *a, const axon_tensor_t *pivots,
+                                     int hermitian, const axon_tensor_t *info) {
+    linalg_args_t x;
+    linalg_args_init(&x, "ldl_factor");
+    axon_status_t st = linalg_check_matrices(a, x.name, "a", &x.batch, &x.rows, &x.cols);
+    if (st == AXON_OK && x.rows != x.cols)
+        st = axon_fail(AXON_ERROR_INVALID_ARG, "ldl_factor: a must be square, is %lld x %lld", (long long)x.rows,
+                       (long long)x.cols);
+    if (st == AXON_OK) st = linalg_check_vectors(pivots, x.name, "pivots", AXON_INT32, x.batch, x.rows);
+    if (st == AXON_OK) st = linalg_check_vectors(info, x.name, "info", AXON_INT32, x.batch, 1);
+    if (st != AXON_OK) return st;
+    x.t[0] = *a, x.t[1] = *pivots, x.t[2] = *info;
+    x.present[0] = x.present[1] = x.present[2] = 1;
+    x.flag = hermitian != 0;
+    x.fn = ldl_factor_one;
+    return linalg_launch(s, &x, 1);
+}
+
+static int ldl_solve_part(const linalg_args_t *a, int64_t i, int64_t lo, int64_t hi) {
+    const int64_t n = a->rows, k = a->rhs;
+    const int32_t *piv = (const int32_t *)linalg_at(a, 1, i, n);
+    for (int64_t j = 0; j < n; j++)
+        if (piv[j] == 0 || piv[j] > n || piv[j] < -n) return LINALG_BAD_PIVOT;
+#ifdef AXON_HAVE_MKL
+    char *b = linalg_at(a, 2, i, n * k) + (size_t)(lo * n) * axon_dtype_size(a->t[2].dtype);   /* columns lo.. */
+    const int info = la_sytrs(a->t[0].dtype, a->flag, (int)n, (int)(hi - lo), linalg_at(a, 0, i, n * n),
+                              linalg_ld(n), piv, b, linalg_ld(n));
+    if (info < 0) return info;
+#else
+    (void)lo, (void)hi;
+#endif
+    return 0;
+}
+
+axon_status_t axon_kernel_ldl_solve(axon_stream_t s, const axon_tensor_t *ld, const axon_tensor_t *pivots,
+                                    const axon_tensor_t *b, int hermitian) {
+    linalg_args_t x;
+    linalg_args_init(&x, "ldl_solve");
+    int64_t bb = 0, n = -1, k = -1;
+    axon_status_t st = linalg_check_matrices(ld, x.name, "ld", &x.batch, &x.rows, &x.cols);
+    if (st == AXON_OK && x.rows != x.cols)
+        st = axon_fail(AXON_ERROR_INVALID_ARG, "ldl_solve: ld must be square, is %lld x %lld", (long long)x.rows,
+                       (long long)x.cols);
+    if (st == AXON_OK) n = x.rows, st = linalg_check_matrices(b, x.name, "b", &bb, &n, &k);
+    if (st == AXON_OK && bb != x.batch)
+        st = axon_fail(AXON_ERROR_INVALID_ARG, "ldl_solve: ld has %lld matrices, b %lld", (long long)x.batch,
+                       (long long)bb);
+    if (st == AXON_OK) st = linalg_check_same_dtype(b, ld->dtype, x.name, "b");
+    if (st == AXON_OK) st = linalg_check_vectors(pivots, x.name, "pivots", AXON_INT32, x.batch, n);
+    if (st != AXON_OK) return st;
+    if (k == 0) return AXON_OK;
+    x.t[0] = *ld, x.t[1] = *pivots, x.t[2] = *b;
+    x.present[0] = x.present[1] = x.present[2] = 1;
+    x.flag = hermitian != 0;
+    x.part_fn = ldl_solve_part;
     x.rhs = k;
     return linalg_launch(s, &x, 1);
 }

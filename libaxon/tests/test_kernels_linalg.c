@@ -526,6 +526,55 @@ static void test_qr(void) {
     }
 }
 
+/* ---- eig and LDL ---- */
+
+static void check_eig_ldl(axon_dtype_t t, int threads) {
+    kc_dev_t k = kc_open(threads);
+    REQUIRE(k.rt);
+    const int64_t B = 3, n = 5, rhs = 2;
+    const axon_dtype_t ct = is_double(t) ? AXON_COMPLEX128 : AXON_COMPLEX64;
+    lc_t *a = alloc_lc(B * n * n), *w = alloc_lc(B * n), *v = alloc_lc(B * n * n), *sym = alloc_lc(B * n * n);
+    lc_t *b = alloc_lc(B * n * rhs), *x = alloc_lc(B * n * rhs);
+    fill_random(a, B * n * n, t, 31);   /* a real random matrix has complex conjugate pairs */
+    for (int64_t q = 0; q < B; q++)     /* symmetric (complex symmetric, not Hermitian) and indefinite */
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t j = 0; j < n; j++)
+                CM(sym + q * n * n, n, i, j) = CM(a + q * n * n, n, i, j) + CM(a + q * n * n, n, j, i);
+    fill_random(b, B * n * rhs, t, 32);
+    void *da = upload(&k, a, B * n * n, t), *dw = kc_upload(&k, NULL, (size_t)(B * n) * 16);
+    void *dv = kc_upload(&k, NULL, (size_t)(B * n * n) * 16), *ds = upload(&k, sym, B * n * n, t);
+    void *db = upload(&k, b, B * n * rhs, t);
+    int32_t *dinfo = kc_upload(&k, NULL, 12), *dpiv = kc_upload(&k, NULL, (size_t)(B * n) * 4);
+    axon_tensor_t ta = mats(da, t, B, n, n), tw = vecs(dw, ct, B, n), tv = mats(dv, ct, B, n, n),
+                  ts = mats(ds, t, B, n, n), tb = mats(db, t, B, n, rhs), tinfo = vecs(dinfo, AXON_INT32, B, 1),
+                  tpiv = vecs(dpiv, AXON_INT32, B, n);
+    CHECK_OK(axon_kernel_eig(k.s, &ta, &tw, &tv, &tinfo));
+    CHECK(download(&k, w, dw, B * n, ct) && download(&k, v, dv, B * n * n, ct));
+    CHECK_OK(axon_kernel_ldl_factor(k.s, &ts, &tpiv, 0, &tinfo));
+    CHECK_OK(axon_kernel_ldl_solve(k.s, &ts, &tpiv, &tb, 0));
+    CHECK(download(&k, x, db, B * n * rhs, t));
+    int pairs = 0;
+    for (int64_t q = 0; q < B; q++) {
+        lc_t *vw = alloc_lc(n * n);
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t j = 0; j < n; j++) CM(vw, n, i, j) = CM(v + q * n * n, n, i, j) * w[q * n + j];
+        CHECK(residual(a + q * n * n, n, n, 0, v + q * n * n, n, vw) <= 20 * tol_of(t));
+        for (int64_t j = 0; j < n; j++) pairs += cimagl(w[q * n + j]) > 0;
+        CHECK(residual(sym + q * n * n, n, n, 0, x + q * n * rhs, rhs, b + q * n * rhs) <= 20 * tol_of(t));
+        free(vw);
+    }
+    if (!is_complex(t)) CHECK(pairs > 0);   /* the conjugate-pair path was taken */
+    free(a), free(w), free(v), free(sym), free(b), free(x);
+    axon_mem_free(k.dev, da), axon_mem_free(k.dev, dw), axon_mem_free(k.dev, dv), axon_mem_free(k.dev, ds);
+    axon_mem_free(k.dev, db), axon_mem_free(k.dev, dinfo), axon_mem_free(k.dev, dpiv);
+    axon_runtime_destroy(k.rt);
+}
+
+static void test_eig_and_ldl(void) {
+    if (!axon_linalg_available()) return;
+    for (int d = 0; d < 4; d++) check_eig_ldl(dtypes[d], 1 + d % 2);
+}
+
 /* ---- one matrix, many right-hand sides: the solves cut them into parts over the pool ---- */
 
 static void test_one_solve_is_split_over_the_pool(void) {
@@ -681,6 +730,7 @@ int main(void) {
     RUN(test_cholesky_solve_and_inverse);
     RUN(test_eigh_and_svd);
     RUN(test_qr);
+    RUN(test_eig_and_ldl);
     RUN(test_one_solve_is_split_over_the_pool);
     RUN(test_cross);
     RUN(test_linalg_rejects_bad_input);

@@ -1,6 +1,6 @@
 // torch.linalg's factorizations and solves on libaxon's linear algebra (libaxon/include/axon/linalg.h): LU (factor,
-// solve, unpack, inverse, det, slogdet, solve_ex), triangular solves, Cholesky (factor, solve, inverse), eigh, SVD,
-// QR (geqrf, householder_product, linalg_qr), and linalg.cross.
+// solve, unpack, inverse, det, slogdet, solve_ex), triangular solves, Cholesky (factor, solve, inverse), LDL, eig,
+// eigh, SVD, QR (geqrf, householder_product, linalg_qr), and linalg.cross.
 //
 // Each op first runs on meta tensors: ATen's meta functions check the arguments (with CPU's messages) and give the
 // outputs' sizes and strides, so the glue holds no shape rules of its own. libaxon wants batches of column-major
@@ -354,6 +354,75 @@ at::Tensor inverse_from_cholesky(const at::Tensor& F, bool upper) {
   return in_layout(R, m);
 }
 
+// ---- eig ----
+
+// Eigenvalues into w and, when V is defined, eigenvectors into V (column-major): LAPACK's geev on a copy of A.
+void eig_into(const at::Tensor& A, const at::Tensor& w, const at::Tensor& V) {
+  // as on CPU, where LAPACK would be handed a NaN (and PyTorch's own eigvals crashes in MKL)
+  TORCH_CHECK(at::isfinite(A).all().item<bool>(), "torch.linalg.eig: input tensor should not contain infs or NaNs.");
+  at::Tensor work = cm_copy(A), wc = w.contiguous();
+  at::Tensor info = at::empty(A.sizes().slice(0, A.dim() - 2), A.options().dtype(at::kInt));
+  const axon_tensor_t da = describe(work, "eig"), dw = describe(wc, "eig"), di = describe(info, "eig");
+  axon_tensor_t dv{};
+  if (V.defined()) dv = describe(V, "eig");
+  AXON_CHECK(axon_kernel_eig(stream_of(A), &da, &dw, V.defined() ? &dv : nullptr, &di));
+  at::_linalg_check_errors(info, "linalg.eig", A.dim() == 2);
+  if (!wc.is_same(w)) w.copy_(wc);
+}
+
+T2 eig(const at::Tensor& A) {
+  if (!native({&A})) return fall_back<ATEN_OP(linalg_eig)>(A);
+  auto [mw, mv] = at::linalg_eig(meta_of(A));
+  // eigenvectors column-major, as LAPACK writes them and CPU returns them (the meta function says row-major)
+  at::Tensor w = like_meta(mw, A), V = cm_empty(mv.sizes(), A.options().dtype(mv.scalar_type()));
+  if (A.numel() > 0) eig_into(A, w, V);
+  return {w, V};
+}
+
+at::Tensor eigvals(const at::Tensor& A) {
+  if (!native({&A})) return fall_back<ATEN_OP(_linalg_eigvals)>(A);
+  auto [mw, mv] = at::linalg_eig(meta_of(A));
+  at::Tensor w = like_meta(mw, A);
+  if (A.numel() > 0) eig_into(A, w, at::Tensor());
+  return w;
+}
+
+// ---- LDL ----
+
+T3 ldl_factor_ex(const at::Tensor& A, bool hermitian, bool check_errors) {
+  if (!native({&A})) return fall_back<ATEN_OP(linalg_ldl_factor_ex)>(A, hermitian, check_errors);
+  auto [mLD, mpiv, minfo] = at::linalg_ldl_factor_ex(meta_of(A), hermitian, false);
+  at::Tensor LD = like_meta(mLD, A), pivots = like_meta(mpiv, A), info = like_meta(minfo, A);
+  LD.copy_(A);
+  if (A.numel() > 0) {
+    const axon_tensor_t a = describe(LD, "ldl_factor"), p = describe(pivots, "ldl_factor"),
+                        i = describe(info, "ldl_factor");
+    AXON_CHECK(axon_kernel_ldl_factor(stream_of(A), &a, &p, hermitian, &i));
+  } else {
+    info.zero_();
+  }
+  if (check_errors) at::_linalg_check_errors(info, "torch.linalg.ldl_factor_ex", A.dim() == 2);
+  return {LD, pivots, info};
+}
+
+at::Tensor ldl_solve(const at::Tensor& LD, const at::Tensor& pivots, const at::Tensor& B, bool hermitian) {
+  if (!native({&LD, &B}) || pivots.device() != LD.device())
+    return fall_back<ATEN_OP(linalg_ldl_solve)>(LD, pivots, B, hermitian);
+  const at::Tensor m = at::linalg_ldl_solve(meta_of(LD), meta_of(pivots), meta_of(B), hermitian);
+  if (m.numel() == 0) return like_meta(m, LD);
+  const auto batch = at::infer_size(LD.sizes().slice(0, LD.dim() - 2), B.sizes().slice(0, B.dim() - 2));
+  at::Tensor X = cm_copy(B, batch);
+  const at::Tensor ld = LD.sizes().slice(0, LD.dim() - 2) == at::IntArrayRef(batch) && plain_cm(LD)
+                            ? LD
+                            : cm_copy(LD, batch);
+  std::vector<int64_t> psizes(batch.begin(), batch.end());
+  psizes.push_back(pivots.size(-1));
+  const at::Tensor piv = contiguous_int(pivots, psizes);
+  const axon_tensor_t l = describe(ld, "ldl_solve"), p = describe(piv, "ldl_solve"), x = describe(X, "ldl_solve");
+  AXON_CHECK(axon_kernel_ldl_solve(stream_of(LD), &l, &p, &x, hermitian));
+  return in_layout(X, m);
+}
+
 // ---- eigh, SVD ----
 
 T2 eigh(const at::Tensor& A, c10::string_view uplo, bool compute_v) {
@@ -651,6 +720,32 @@ at::Tensor& cholesky_inverse_out(const at::Tensor& F, bool upper, at::Tensor& ou
   return out;
 }
 
+std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> ldl_factor_ex_out(const at::Tensor& A, bool hermitian,
+                                                                    bool check_errors, at::Tensor& LD,
+                                                                    at::Tensor& pivots, at::Tensor& info) {
+  if (!native({&A}) || !outs_take({A.scalar_type(), at::kInt, at::kInt}, LD, pivots, info))
+    return fall_back<ATEN_OP2(linalg_ldl_factor_ex, out)>(A, hermitian, check_errors, LD, pivots, info);
+  auto [a, b, c] = ldl_factor_ex(A, hermitian, check_errors);
+  write_out(LD, a), write_out(pivots, b), write_out(info, c);
+  return {LD, pivots, info};
+}
+
+at::Tensor& ldl_solve_out(const at::Tensor& LD, const at::Tensor& pivots, const at::Tensor& B, bool hermitian,
+                          at::Tensor& out) {
+  if (!native({&LD, &B}) || !outs_take({LD.scalar_type()}, out))
+    return fall_back<ATEN_OP2(linalg_ldl_solve, out)>(LD, pivots, B, hermitian, out);
+  write_out(out, ldl_solve(LD, pivots, B, hermitian));
+  return out;
+}
+
+std::tuple<at::Tensor&, at::Tensor&> eig_out(const at::Tensor& A, at::Tensor& w, at::Tensor& V) {
+  const auto c = c10::toComplexType(A.scalar_type());
+  if (!native({&A}) || !outs_take({c, c}, w, V)) return fall_back<ATEN_OP2(linalg_eig, out)>(A, w, V);
+  auto [a, b] = eig(A);
+  write_out(w, a), write_out(V, b);
+  return {w, V};
+}
+
 std::tuple<at::Tensor&, at::Tensor&> eigh_out(const at::Tensor& A, c10::string_view uplo, bool compute_v,
                                               at::Tensor& w, at::Tensor& V) {
   const auto t = A.scalar_type();
@@ -725,6 +820,13 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_cholesky_solve_helper.out", TORCH_FN(cholesky_solve_helper_out));
   m.impl("cholesky_inverse", TORCH_FN(inverse_from_cholesky));
   m.impl("cholesky_inverse.out", TORCH_FN(cholesky_inverse_out));
+  m.impl("linalg_ldl_factor_ex", TORCH_FN(ldl_factor_ex));
+  m.impl("linalg_ldl_factor_ex.out", TORCH_FN(ldl_factor_ex_out));
+  m.impl("linalg_ldl_solve", TORCH_FN(ldl_solve));
+  m.impl("linalg_ldl_solve.out", TORCH_FN(ldl_solve_out));
+  m.impl("linalg_eig", TORCH_FN(eig));
+  m.impl("linalg_eig.out", TORCH_FN(eig_out));
+  m.impl("_linalg_eigvals", TORCH_FN(eigvals));
   m.impl("_linalg_eigh", TORCH_FN(eigh));
   m.impl("_linalg_eigh.eigenvalues", TORCH_FN(eigh_out));
   m.impl("_linalg_svd", TORCH_FN(svd));

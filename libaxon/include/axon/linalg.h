@@ -84,11 +84,30 @@ AXON_API axon_status_t axon_kernel_cholesky_solve(axon_stream_t s, const axon_te
 AXON_API axon_status_t axon_kernel_cholesky_inverse(axon_stream_t s, const axon_tensor_t *a, int upper,
                                                     const axon_tensor_t *info);
 
+/* LDL^T (or LDL^H when `hermitian`) with Bunch-Kaufman pivoting (sytrf / hetrf) from A's lower triangle, in place:
+ * a [batch, n, n] becomes L and D below and on the diagonal, its strict upper triangle zero; pivots [batch, n] as
+ * LAPACK's ipiv (1-based; a negative pair marks a 2 x 2 block of D); info as getrf's. For real dtypes `hermitian`
+ * changes nothing. */
+AXON_API axon_status_t axon_kernel_ldl_factor(axon_stream_t s, const axon_tensor_t *a, const axon_tensor_t *pivots,
+                                              int hermitian, const axon_tensor_t *info);
+
+/* Solve A X = B from A's LDL factorization (sytrs / hetrs), in place on b [batch, n, k]. Pivots outside [-n, n] or 0
+ * fail the command with INVALID_ARG. */
+AXON_API axon_status_t axon_kernel_ldl_solve(axon_stream_t s, const axon_tensor_t *ld, const axon_tensor_t *pivots,
+                                             const axon_tensor_t *b, int hermitian);
+
 /* Eigenvalues (ascending) of Hermitian A (syevd / heevd) from its lower or upper triangle: w [batch, n] (the real
  * dtype, contiguous); with `vectors`, a [batch, n, n] becomes the orthonormal eigenvectors (columns), else it is
  * overwritten. */
 AXON_API axon_status_t axon_kernel_eigh(axon_stream_t s, const axon_tensor_t *a, const axon_tensor_t *w, int upper,
                                         int vectors, const axon_tensor_t *info);
+
+/* Eigenvalues and right eigenvectors of a general square A (geev): a [batch, n, n] (overwritten), w [batch, n] of
+ * the complex dtype of a's precision (contiguous), v [batch, n, n] of that complex dtype (a matrix batch: the
+ * eigenvectors as columns, each of norm 1 with its largest component real, as LAPACK returns them) or NULL for the
+ * values alone. A real A's complex conjugate pairs come out as LAPACK orders them, the positive imaginary part first. */
+AXON_API axon_status_t axon_kernel_eig(axon_stream_t s, const axon_tensor_t *a, const axon_tensor_t *w,
+                                       const axon_tensor_t *v, const axon_tensor_t *info);
 
 /* A = U diag(S) Vh (gesdd), k = min(m, n): a [batch, m, n] (overwritten), sv [batch, k] descending (the real dtype,
  * contiguous); u [batch, m, m] and vh [batch, n, n] (`full`) or [batch, m, k] and [batch, k, n], both matrix
