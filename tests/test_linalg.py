@@ -213,6 +213,10 @@ def test_qr_matches_cpu(dtype, shape):
         a, tau = torch.geqrf(m)
         if shape[-2] >= shape[-1]:
             check(native(torch.linalg.householder_product, a, tau), torch.linalg.householder_product(a, tau))
+            for left in (True, False):
+                for transpose in (False, True):
+                    c = matrix(shape[:-2] + ((shape[-2], 3) if left else (3, shape[-2])), dtype, seed=4)
+                    check(native(torch.ormqr, a, tau, c, left, transpose), torch.ormqr(a, tau, c, left, transpose))
 
 
 def test_out_variants_write_their_outs():

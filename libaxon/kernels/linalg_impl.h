@@ -94,6 +94,8 @@ int la_geev(axon_dtype_t t, char jobvr, int n, void *a, int lda, void *w, void *
 int la_gesdd(axon_dtype_t t, char jobz, int m, int n, void *a, int lda, void *s, void *u, int ldu, void *vt,
              int ldvt);
 int la_geqrf(axon_dtype_t t, int m, int n, void *a, int lda, void *tau);
+int la_ormqr(axon_dtype_t t, int left, char trans, int m, int n, int k, const void *a, int lda, const void *tau,
+             void *c, int ldc);
 int la_orgqr(axon_dtype_t t, int m, int n, int k, void *a, int lda, const void *tau);
 
 /* The LAPACK character of op (N, T, C). */

@@ -154,6 +154,18 @@ int la_geqrf(axon_dtype_t t, int m, int n, void *a, int lda, void *tau) {
     }
 }
 
+int la_ormqr(axon_dtype_t t, int left, char trans, int m, int n, int k, const void *a, int lda, const void *tau,
+             void *c, int ldc) {
+    const char side = left ? 'L' : 'R';
+    switch (t) {
+    case AXON_FLOAT32: return la_info(LAPACKE_sormqr(LA_CM, side, trans, m, n, k, a, lda, tau, c, ldc));
+    case AXON_FLOAT64: return la_info(LAPACKE_dormqr(LA_CM, side, trans, m, n, k, a, lda, tau, c, ldc));
+    case AXON_COMPLEX64:
+        return la_info(LAPACKE_cunmqr(LA_CM, side, trans, m, n, k, LA_CF(a), lda, LA_CF(tau), LA_CF(c), ldc));
+    default: return la_info(LAPACKE_zunmqr(LA_CM, side, trans, m, n, k, LA_CD(a), lda, LA_CD(tau), LA_CD(c), ldc));
+    }
+}
+
 int la_orgqr(axon_dtype_t t, int m, int n, int k, void *a, int lda, const void *tau) {
     switch (t) {
     case AXON_FLOAT32: return la_info(LAPACKE_sorgqr(LA_CM, m, n, k, a, lda, tau));

@@ -504,6 +504,23 @@ static void check_qr(axon_dtype_t t, int threads, int64_t m, int64_t n) {
     axon_tensor_t tq = mats(dq, t, B, m, kk);
     CHECK_OK(axon_kernel_householder_product(k.s, &tq, &ttau));
     CHECK(download(&k, q, dq, B * m * kk, t));
+    /* ormqr: Q applied to the first k columns of the identity is Q's first k columns; then Q^H Q = I */
+    lc_t *ik = alloc_lc(B * m * kk), *qi = alloc_lc(B * m * kk);
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t i = 0; i < kk; i++) CM(ik + b * m * kk, m, i, i) = 1;
+    void *dfr = upload(&k, refl, B * m * kk, t), *dik = upload(&k, ik, B * m * kk, t);   /* the reflectors */
+    axon_tensor_t tfr = mats(dfr, t, B, m, kk), tik = mats(dik, t, B, m, kk);
+    const axon_linalg_op_t adj = is_complex(t) ? AXON_LINALG_CONJTRANS : AXON_LINALG_TRANS;
+    CHECK_OK(axon_kernel_ormqr(k.s, &tfr, &ttau, &tik, 1, AXON_LINALG_NOTRANS));
+    CHECK(download(&k, qi, dik, B * m * kk, t));
+    for (int64_t i = 0; i < B * m * kk; i++) CHECK(cabsl(qi[i] - q[i]) <= 10 * tol_of(t));
+    CHECK_OK(axon_kernel_ormqr(k.s, &tfr, &ttau, &tik, 1, adj));
+    CHECK(download(&k, qi, dik, B * m * kk, t));
+    for (int64_t i = 0; i < B * m * kk; i++) CHECK(cabsl(qi[i] - ik[i]) <= 10 * tol_of(t));
+    CHECK_STATUS(axon_kernel_ormqr(k.s, &tfr, &ttau, &tik, 1, is_complex(t) ? AXON_LINALG_TRANS : AXON_LINALG_CONJTRANS),
+                 AXON_ERROR_INVALID_ARG);
+    free(ik), free(qi);
+    axon_mem_free(k.dev, dfr), axon_mem_free(k.dev, dik);
     for (int64_t i = 0; i < kk; i++) CM(eye, kk, i, i) = 1;
     for (int64_t b = 0; b < B; b++) {
         memset(r, 0, (size_t)(kk * n) * sizeof *r);

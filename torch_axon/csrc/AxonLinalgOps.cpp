@@ -1,6 +1,6 @@
 // torch.linalg's factorizations and solves on libaxon's linear algebra (libaxon/include/axon/linalg.h): LU (factor,
 // solve, unpack, inverse, det, slogdet, solve_ex), triangular solves, Cholesky (factor, solve, inverse), LDL, eig,
-// eigh, SVD, QR (geqrf, householder_product, linalg_qr), and linalg.cross.
+// eigh, SVD, QR (geqrf, householder_product, ormqr, linalg_qr), and linalg.cross.
 //
 // Each op first runs on meta tensors: ATen's meta functions check the arguments (with CPU's messages) and give the
 // outputs' sizes and strides, so the glue holds no shape rules of its own. libaxon wants batches of column-major
@@ -514,6 +514,21 @@ at::Tensor householder_product(const at::Tensor& input, const at::Tensor& tau) {
   return in_layout(q, m);
 }
 
+// ormqr: C multiplied by the reflectors' product Q (or its adjoint), from the left or the right.
+at::Tensor apply_reflectors(const at::Tensor& A, const at::Tensor& tau, const at::Tensor& C, bool left,
+                            bool transpose) {
+  if (!native({&A, &tau, &C})) return fall_back<ATEN_OP(ormqr)>(A, tau, C, left, transpose);
+  const at::Tensor m = at::ormqr(meta_of(A), meta_of(tau), meta_of(C), left, transpose);
+  if (m.numel() == 0) return like_meta(m, C);
+  at::Tensor c = cm_copy(C);
+  const at::Tensor a = plain_cm(A) ? A : cm_copy(A), t = tau.resolve_conj().contiguous();
+  const axon_linalg_op_t op = !transpose ? AXON_LINALG_NOTRANS : A.is_complex() ? AXON_LINALG_CONJTRANS
+                                                                                  : AXON_LINALG_TRANS;
+  const axon_tensor_t da = describe(a, "ormqr"), dt = describe(t, "ormqr"), dc = describe(c, "ormqr");
+  AXON_CHECK(axon_kernel_ormqr(stream_of(A), &da, &dt, &dc, left, op));
+  return in_layout(c, m);
+}
+
 T2 qr(const at::Tensor& A, c10::string_view mode) {
   if (!native({&A})) return fall_back<ATEN_OP(linalg_qr)>(A, mode);
   auto [mQ, mR] = at::linalg_qr(meta_of(A), mode);
@@ -782,6 +797,14 @@ at::Tensor& householder_product_out(const at::Tensor& input, const at::Tensor& t
   return out;
 }
 
+at::Tensor& ormqr_out(const at::Tensor& A, const at::Tensor& tau, const at::Tensor& C, bool left, bool transpose,
+                      at::Tensor& out) {
+  if (!native({&A, &tau, &C}) || !outs_take({A.scalar_type()}, out))
+    return fall_back<ATEN_OP2(ormqr, out)>(A, tau, C, left, transpose, out);
+  write_out(out, apply_reflectors(A, tau, C, left, transpose));
+  return out;
+}
+
 std::tuple<at::Tensor&, at::Tensor&> linalg_qr_out(const at::Tensor& A, c10::string_view mode, at::Tensor& Q,
                                                    at::Tensor& R) {
   const auto t = A.scalar_type();
@@ -837,6 +860,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("linalg_householder_product.out", TORCH_FN(householder_product_out));
   m.impl("linalg_qr", TORCH_FN(qr));
   m.impl("linalg_qr.out", TORCH_FN(linalg_qr_out));
+  m.impl("ormqr", TORCH_FN(apply_reflectors));
+  m.impl("ormqr.out", TORCH_FN(ormqr_out));
   m.impl("linalg_cross", TORCH_FN(cross));
   m.impl("linalg_cross.out", TORCH_FN(cross_out));
 }

@@ -132,6 +132,13 @@ AXON_API axon_status_t axon_kernel_householder_product(axon_stream_t s, const ax
 AXON_API axon_status_t axon_kernel_cross(axon_stream_t s, const axon_tensor_t *out, const axon_tensor_t *a,
                                          const axon_tensor_t *b, int dim);
 
+/* C = op(Q) C (left) or C op(Q) (right), Q the product of k Householder reflectors as geqrf leaves them (ormqr /
+ * unmqr), in place on c [batch, m, n]: a [batch, m, k] (left) or [batch, n, k] (right) holds the reflectors below
+ * its diagonal, tau [batch, k] (contiguous) their scales; op NOTRANS or, for real dtypes TRANS, for complex
+ * CONJTRANS. */
+AXON_API axon_status_t axon_kernel_ormqr(axon_stream_t s, const axon_tensor_t *a, const axon_tensor_t *tau,
+                                         const axon_tensor_t *c, int left, axon_linalg_op_t op);
+
 AXON_EXTERN_C_END
 
 #endif
