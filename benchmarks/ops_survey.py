@@ -129,6 +129,8 @@ CASES = {
     "linalg.eigh 512": (T(SPD), lambda a: torch.linalg.eigh(a)),
     "linalg.svd 512x256": (T(SQ[:, :256]), lambda a: torch.linalg.svd(a, full_matrices=False)),
     "linalg.qr 512": (T(SQ), lambda a: torch.linalg.qr(a)),
+    "linalg.eig 256": (T(SQ[:256, :256]), lambda a: torch.linalg.eig(a)),
+    "linalg.ldl_factor 512": (T(SPD), lambda a: torch.linalg.ldl_factor(a)),
     "solve_triangular 512": (T(SQ, RHS), lambda a, b: torch.linalg.solve_triangular(a, b, upper=True)),
     "linalg.cross dim1": (T(V3, V3.flip(0)), lambda a, b: torch.linalg.cross(a, b, dim=1)),
 }
