@@ -44,6 +44,14 @@ void linalg_args_init(linalg_args_t *a, const char *name);
 axon_status_t linalg_check_matrices(const axon_tensor_t *t, const char *op, const char *role, int64_t *batch,
                                     int64_t *rows, int64_t *cols);
 
+/* A square matrix batch (linalg_check_matrices), its batch and size into x->batch, x->rows and x->cols. */
+axon_status_t linalg_check_square(linalg_args_t *x, const axon_tensor_t *a, const char *role);
+
+/* The right-hand sides b of a solve with x's square factor (checked by linalg_check_square, named `role`): a matrix
+ * batch of x->rows rows, as many matrices, the factor's dtype; its column count into *k. */
+axon_status_t linalg_check_rhs(const linalg_args_t *x, const axon_tensor_t *factor, const char *role,
+                               const axon_tensor_t *b, int64_t *k);
+
 /* A contiguous tensor of dtype `dtype` holding `per` elements for each of `batch` matrices (pivots, info, vectors of
  * values); ndim >= 1 unless per == 1. */
 axon_status_t linalg_check_vectors(const axon_tensor_t *t, const char *op, const char *role, axon_dtype_t dtype,

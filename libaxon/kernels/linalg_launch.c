@@ -65,6 +65,26 @@ axon_status_t linalg_check_matrices(const axon_tensor_t *t, const char *op, cons
     return AXON_OK;
 }
 
+axon_status_t linalg_check_square(linalg_args_t *x, const axon_tensor_t *a, const char *role) {
+    axon_status_t st = linalg_check_matrices(a, x->name, role, &x->batch, &x->rows, &x->cols);
+    if (st == AXON_OK && x->rows != x->cols)
+        st = axon_fail(AXON_ERROR_INVALID_ARG, "%s: %s must be square, is %lld x %lld", x->name, role,
+                       (long long)x->rows, (long long)x->cols);
+    return st;
+}
+
+axon_status_t linalg_check_rhs(const linalg_args_t *x, const axon_tensor_t *factor, const char *role,
+                               const axon_tensor_t *b, int64_t *k) {
+    int64_t bb = 0, n = x->rows;
+    *k = -1;
+    axon_status_t st = linalg_check_matrices(b, x->name, "b", &bb, &n, k);
+    if (st == AXON_OK && bb != x->batch)
+        st = axon_fail(AXON_ERROR_INVALID_ARG, "%s: %s has %lld matrices, b %lld", x->name, role, (long long)x->batch,
+                       (long long)bb);
+    if (st == AXON_OK) st = linalg_check_same_dtype(b, factor->dtype, x->name, "b");
+    return st;
+}
+
 axon_status_t linalg_check_vectors(const axon_tensor_t *t, const char *op, const char *role, axon_dtype_t dtype,
                                    int64_t batch, int64_t per) {
     axon_status_t st = axon_kernel_check_operand(t, op, role, 1);

@@ -66,17 +66,10 @@ axon_status_t axon_kernel_lu_solve(axon_stream_t s, const axon_tensor_t *lu, con
                                    const axon_tensor_t *b, axon_linalg_op_t op) {
     linalg_args_t x;
     linalg_args_init(&x, "lu_solve");
-    int64_t bb = 0, n = -1, k = -1;
-    axon_status_t st = linalg_check_matrices(lu, x.name, "lu", &x.batch, &x.rows, &x.cols);
-    if (st == AXON_OK && x.rows != x.cols)
-        st = axon_fail(AXON_ERROR_INVALID_ARG, "lu_solve: lu must be square, is %lld x %lld", (long long)x.rows,
-                       (long long)x.cols);
-    if (st == AXON_OK) n = x.rows, st = linalg_check_matrices(b, x.name, "b", &bb, &n, &k);
-    if (st == AXON_OK && bb != x.batch)
-        st = axon_fail(AXON_ERROR_INVALID_ARG, "lu_solve: lu has %lld matrices, b %lld", (long long)x.batch,
-                       (long long)bb);
-    if (st == AXON_OK) st = linalg_check_same_dtype(b, lu->dtype, x.name, "b");
-    if (st == AXON_OK) st = linalg_check_vectors(pivots, x.name, "pivots", AXON_INT32, x.batch, n);
+    int64_t k = 0;
+    axon_status_t st = linalg_check_square(&x, lu, "lu");
+    if (st == AXON_OK) st = linalg_check_rhs(&x, lu, "lu", b, &k);
+    if (st == AXON_OK) st = linalg_check_vectors(pivots, x.name, "pivots", AXON_INT32, x.batch, x.rows);
     if (st == AXON_OK && (unsigned)op > AXON_LINALG_CONJTRANS)
         st = axon_fail(AXON_ERROR_INVALID_ARG, "lu_solve: op %d is not a transposition", (int)op);
     if (st != AXON_OK) return st;
@@ -111,10 +104,7 @@ static int inverse_one(const linalg_args_t *a, int64_t i) {
 axon_status_t axon_kernel_inverse(axon_stream_t s, const axon_tensor_t *a, const axon_tensor_t *info) {
     linalg_args_t x;
     linalg_args_init(&x, "inverse");
-    axon_status_t st = linalg_check_matrices(a, x.name, "a", &x.batch, &x.rows, &x.cols);
-    if (st == AXON_OK && x.rows != x.cols)
-        st = axon_fail(AXON_ERROR_INVALID_ARG, "inverse: a must be square, is %lld x %lld", (long long)x.rows,
-                       (long long)x.cols);
+    axon_status_t st = linalg_check_square(&x, a, "a");
     if (st == AXON_OK) st = linalg_check_vectors(info, x.name, "info", AXON_INT32, x.batch, 1);
     if (st != AXON_OK) return st;
     x.t[0] = *a, x.t[1] = *info;
@@ -175,10 +165,7 @@ axon_status_t axon_kernel_lu_det(axon_stream_t s, const axon_tensor_t *lu, const
                                  const axon_tensor_t *det, const axon_tensor_t *logabsdet) {
     linalg_args_t x;
     linalg_args_init(&x, logabsdet ? "slogdet" : "det");
-    axon_status_t st = linalg_check_matrices(lu, x.name, "lu", &x.batch, &x.rows, &x.cols);
-    if (st == AXON_OK && x.rows != x.cols)
-        st = axon_fail(AXON_ERROR_INVALID_ARG, "%s: lu must be square, is %lld x %lld", x.name, (long long)x.rows,
-                       (long long)x.cols);
+    axon_status_t st = linalg_check_square(&x, lu, "lu");
     if (st == AXON_OK) st = linalg_check_vectors(pivots, x.name, "pivots", AXON_INT32, x.batch, x.rows);
     if (st == AXON_OK) st = linalg_check_vectors(det, x.name, logabsdet ? "sign" : "det", lu->dtype, x.batch, 1);
     if (st == AXON_OK && logabsdet)

@@ -25,10 +25,7 @@ axon_status_t axon_kernel_eigh(axon_stream_t s, const axon_tensor_t *a, const ax
                                int vectors, const axon_tensor_t *info) {
     linalg_args_t x;
     linalg_args_init(&x, "eigh");
-    axon_status_t st = linalg_check_matrices(a, x.name, "a", &x.batch, &x.rows, &x.cols);
-    if (st == AXON_OK && x.rows != x.cols)
-        st = axon_fail(AXON_ERROR_INVALID_ARG, "eigh: a must be square, is %lld x %lld", (long long)x.rows,
-                       (long long)x.cols);
+    axon_status_t st = linalg_check_square(&x, a, "a");
     if (st == AXON_OK) st = linalg_check_vectors(w, x.name, "w", linalg_real_dtype(a->dtype), x.batch, x.rows);
     if (st == AXON_OK) st = linalg_check_vectors(info, x.name, "info", AXON_INT32, x.batch, 1);
     if (st != AXON_OK) return st;
@@ -99,10 +96,7 @@ axon_status_t axon_kernel_eig(axon_stream_t s, const axon_tensor_t *a, const axo
                               const axon_tensor_t *v, const axon_tensor_t *info) {
     linalg_args_t x;
     linalg_args_init(&x, "eig");
-    axon_status_t st = linalg_check_matrices(a, x.name, "a", &x.batch, &x.rows, &x.cols);
-    if (st == AXON_OK && x.rows != x.cols)
-        st = axon_fail(AXON_ERROR_INVALID_ARG, "eig: a must be square, is %lld x %lld", (long long)x.rows,
-                       (long long)x.cols);
+    axon_status_t st = linalg_check_square(&x, a, "a");
     if (st == AXON_OK) st = linalg_check_vectors(w, x.name, "w", complex_of(a->dtype), x.batch, x.rows);
     if (st == AXON_OK) st = linalg_check_vectors(info, x.name, "info", AXON_INT32, x.batch, 1);
     if (st == AXON_OK && v) {

@@ -105,10 +105,7 @@ static int cholesky_inverse_one(const linalg_args_t *a, int64_t i) {
 }
 
 static axon_status_t square_with_info(linalg_args_t *x, const axon_tensor_t *a, const axon_tensor_t *info) {
-    axon_status_t st = linalg_check_matrices(a, x->name, "a", &x->batch, &x->rows, &x->cols);
-    if (st == AXON_OK && x->rows != x->cols)
-        st = axon_fail(AXON_ERROR_INVALID_ARG, "%s: a must be square, is %lld x %lld", x->name, (long long)x->rows,
-                       (long long)x->cols);
+    axon_status_t st = linalg_check_square(x, a, "a");
     if (st == AXON_OK) st = linalg_check_vectors(info, x->name, "info", AXON_INT32, x->batch, 1);
     if (st != AXON_OK) return st;
     x->t[0] = *a, x->t[1] = *info;
@@ -156,16 +153,9 @@ axon_status_t axon_kernel_cholesky_solve(axon_stream_t s, const axon_tensor_t *f
                                          int upper) {
     linalg_args_t x;
     linalg_args_init(&x, "cholesky_solve");
-    int64_t bb = 0, n = -1, k = -1;
-    axon_status_t st = linalg_check_matrices(f, x.name, "f", &x.batch, &x.rows, &x.cols);
-    if (st == AXON_OK && x.rows != x.cols)
-        st = axon_fail(AXON_ERROR_INVALID_ARG, "cholesky_solve: f must be square, is %lld x %lld", (long long)x.rows,
-                       (long long)x.cols);
-    if (st == AXON_OK) n = x.rows, st = linalg_check_matrices(b, x.name, "b", &bb, &n, &k);
-    if (st == AXON_OK && bb != x.batch)
-        st = axon_fail(AXON_ERROR_INVALID_ARG, "cholesky_solve: f has %lld matrices, b %lld", (long long)x.batch,
-                       (long long)bb);
-    if (st == AXON_OK) st = linalg_check_same_dtype(b, f->dtype, x.name, "b");
+    int64_t k = 0;
+    axon_status_t st = linalg_check_square(&x, f, "f");
+    if (st == AXON_OK) st = linalg_check_rhs(&x, f, "f", b, &k);
     if (st != AXON_OK) return st;
     if (k == 0) return AXON_OK;
     x.t[0] = *f, x.t[1] = *b;
@@ -196,10 +186,7 @@ axon_status_t axon_kernel_ldl_factor(axon_stream_t s, const axon_tensor_t *a, co
                                      int hermitian, const axon_tensor_t *info) {
     linalg_args_t x;
     linalg_args_init(&x, "ldl_factor");
-    axon_status_t st = linalg_check_matrices(a, x.name, "a", &x.batch, &x.rows, &x.cols);
-    if (st == AXON_OK && x.rows != x.cols)
-        st = axon_fail(AXON_ERROR_INVALID_ARG, "ldl_factor: a must be square, is %lld x %lld", (long long)x.rows,
-                       (long long)x.cols);
+    axon_status_t st = linalg_check_square(&x, a, "a");
     if (st == AXON_OK) st = linalg_check_vectors(pivots, x.name, "pivots", AXON_INT32, x.batch, x.rows);
     if (st == AXON_OK) st = linalg_check_vectors(info, x.name, "info", AXON_INT32, x.batch, 1);
     if (st != AXON_OK) return st;
@@ -230,17 +217,10 @@ axon_status_t axon_kernel_ldl_solve(axon_stream_t s, const axon_tensor_t *ld, co
                                     const axon_tensor_t *b, int hermitian) {
     linalg_args_t x;
     linalg_args_init(&x, "ldl_solve");
-    int64_t bb = 0, n = -1, k = -1;
-    axon_status_t st = linalg_check_matrices(ld, x.name, "ld", &x.batch, &x.rows, &x.cols);
-    if (st == AXON_OK && x.rows != x.cols)
-        st = axon_fail(AXON_ERROR_INVALID_ARG, "ldl_solve: ld must be square, is %lld x %lld", (long long)x.rows,
-                       (long long)x.cols);
-    if (st == AXON_OK) n = x.rows, st = linalg_check_matrices(b, x.name, "b", &bb, &n, &k);
-    if (st == AXON_OK && bb != x.batch)
-        st = axon_fail(AXON_ERROR_INVALID_ARG, "ldl_solve: ld has %lld matrices, b %lld", (long long)x.batch,
-                       (long long)bb);
-    if (st == AXON_OK) st = linalg_check_same_dtype(b, ld->dtype, x.name, "b");
-    if (st == AXON_OK) st = linalg_check_vectors(pivots, x.name, "pivots", AXON_INT32, x.batch, n);
+    int64_t k = 0;
+    axon_status_t st = linalg_check_square(&x, ld, "ld");
+    if (st == AXON_OK) st = linalg_check_rhs(&x, ld, "ld", b, &k);
+    if (st == AXON_OK) st = linalg_check_vectors(pivots, x.name, "pivots", AXON_INT32, x.batch, x.rows);
     if (st != AXON_OK) return st;
     if (k == 0) return AXON_OK;
     x.t[0] = *ld, x.t[1] = *pivots, x.t[2] = *b;

@@ -110,7 +110,6 @@ typedef struct pw_op {
 
 static const char *const operand_names[3] = {"a", "b", "c"};
 
-
 /* "out float32 [2, 3], a int32 [2, 3], b 2.5" into buf, for messages. */
 static const char *pw_describe(char *buf, size_t n, const axon_tensor_t *out, const axon_tensor_t *const *ins,
                                int arity, const axon_op_params_t *p) {
