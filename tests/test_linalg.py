@@ -247,6 +247,14 @@ def test_errors_as_on_cpu():
             fn(singular.to("axon"))
     with pytest.raises(torch.linalg.LinAlgError, match="positive-definite"):
         torch.linalg.cholesky(torch.tensor([[1.0, 2.0], [2.0, 1.0]], device="axon"))
+    # non-finite input: LAPACK's refusal becomes CPU's error, not an internal one
+    nan = torch.full((3, 3), float("nan"))
+    for fn in (torch.linalg.svd, torch.linalg.svdvals, torch.linalg.eigh):
+        with pytest.raises(torch.linalg.LinAlgError) as cpu_err:
+            fn(nan)
+        with pytest.raises(torch.linalg.LinAlgError) as axon_err:
+            fn(nan.to("axon"))
+        assert str(axon_err.value) == str(cpu_err.value)
     # the _ex forms report instead of raising
     L, info = torch.linalg.cholesky_ex(torch.tensor([[1.0, 2.0], [2.0, 1.0]], device="axon"))
     assert info.item() == 2

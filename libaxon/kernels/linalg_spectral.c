@@ -126,6 +126,12 @@ static int svd_one(const linalg_args_t *a, int64_t i) {
                               linalg_at(a, 0, i, m * n), linalg_ld(m), linalg_at(a, 2, i, k),
                               vectors ? linalg_at(a, 1, i, m * ucols) : NULL, linalg_ld(m),
                               vectors ? linalg_at(a, 3, i, vrows * n) : NULL, linalg_ld(vrows));
+    /* gesdd refuses a matrix with NaN or inf as its argument 4 (LAPACKE's 5): reported as info -4, PyTorch's code
+     * for "the input matrix contained non-finite values" */
+    if (info == -5) {
+        linalg_set_info(a, 4, i, -4);
+        return 0;
+    }
     if (info < 0) return info;
     linalg_set_info(a, 4, i, info);
 #else

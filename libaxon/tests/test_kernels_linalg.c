@@ -239,7 +239,8 @@ static void test_lu_factor_unpack_solve_inverse_det(void) {
         }
 }
 
-/* A singular matrix: info names the zero pivot, the determinant is 0 and log |det| is -inf. */
+/* A singular matrix: info names the zero pivot, the determinant is 0 and log |det| is -inf; an SVD of non-finite
+ * input reports it in info. */
 static void test_singular_matrix(void) {
     if (!axon_linalg_available()) return;
     kc_dev_t k = kc_open(1);
@@ -258,6 +259,13 @@ static void test_singular_matrix(void) {
     CHECK(kc_download(&k, &info, dinfo, 4) && kc_download(&k, &sign, dsign, 8) && kc_download(&k, &logabs, dlog, 8));
     CHECK(info == 2);
     CHECK(sign == 0 && isinf(logabs) && logabs < 0);
+    /* a NaN in an SVD's input: info -4, PyTorch's code for non-finite input, not a failed command */
+    const lc_t with_nan[9] = {1, NAN, 3, 2, 4, 6, 0, 1, 5};
+    void *dn = upload(&k, with_nan, 9, AXON_FLOAT64), *ds = kc_upload(&k, NULL, 24);
+    axon_tensor_t tn = mats(dn, AXON_FLOAT64, 1, 3, 3), tsv = vecs(ds, AXON_FLOAT64, 1, 3);
+    CHECK_OK(axon_kernel_svd(k.s, &tn, NULL, &tsv, NULL, 0, &tinfo));
+    CHECK(kc_download(&k, &info, dinfo, 4) && info == -4);
+    axon_mem_free(k.dev, dn), axon_mem_free(k.dev, ds);
     axon_mem_free(k.dev, da), axon_mem_free(k.dev, dpiv), axon_mem_free(k.dev, dinfo);
     axon_mem_free(k.dev, dsign), axon_mem_free(k.dev, dlog);
     axon_runtime_destroy(k.rt);

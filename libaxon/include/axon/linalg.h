@@ -111,7 +111,8 @@ AXON_API axon_status_t axon_kernel_eig(axon_stream_t s, const axon_tensor_t *a, 
 
 /* A = U diag(S) Vh (gesdd), k = min(m, n): a [batch, m, n] (overwritten), sv [batch, k] descending (the real dtype,
  * contiguous); u [batch, m, m] and vh [batch, n, n] (`full`) or [batch, m, k] and [batch, k, n], both matrix
- * batches; u and vh both NULL for the values alone. */
+ * batches; u and vh both NULL for the values alone. A matrix with a NaN or infinity gets info -4 (as PyTorch's
+ * kernels report it), its results undefined. */
 AXON_API axon_status_t axon_kernel_svd(axon_stream_t s, const axon_tensor_t *a, const axon_tensor_t *u,
                                        const axon_tensor_t *sv, const axon_tensor_t *vh, int full,
                                        const axon_tensor_t *info);
