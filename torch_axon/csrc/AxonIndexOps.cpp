@@ -272,6 +272,17 @@ int64_t prepare_index_along(const char* op, const at::Tensor& self, int64_t dim,
   return dim;
 }
 
+// out = self for a scalar self (dim must be 0 or -1, as PyTorch takes for a scalar), seen as one element: index_add,
+// index_reduce and index_copy update it through that view.
+at::Tensor scalar_out_view(const at::Tensor& self, int64_t dim, at::Tensor& out) {
+  at::maybe_wrap_dim(dim, static_cast<int64_t>(0));
+  if (!out.is_same(self)) {
+    at::native::resize_output(out, {});
+    out.copy_(self);
+  }
+  return out.view({1});
+}
+
 // index_reduce: PyTorch's checks (its meta function's, with its messages), then one kernel.
 at::Tensor& index_reduce_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
                              c10::string_view reduce, bool include_self, at::Tensor& out) {
@@ -282,12 +293,7 @@ at::Tensor& index_reduce_out(const at::Tensor& self, int64_t dim, const at::Tens
   if (self.dim() == 0 && source.dim() == 0 && index.numel() == 1 && index.dim() <= 1 &&
       source.scalar_type() == self.scalar_type() && out.scalar_type() == self.scalar_type() &&
       on_device_of(self, index) && on_device_of(self, source) && on_device_of(self, out)) {
-    at::maybe_wrap_dim(dim, static_cast<int64_t>(0));  // a scalar takes dim 0 or -1
-    if (!out.is_same(self)) {
-      at::native::resize_output(out, {});
-      out.copy_(self);
-    }
-    at::Tensor o = out.view({1});
+    at::Tensor o = scalar_out_view(self, dim, out);
     index_reduce_out(o, 0, index.reshape({1}), source.view({1}), reduce, include_self, o);
     return out;
   }
@@ -311,12 +317,7 @@ at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor&
                           const at::Scalar& alpha, at::Tensor& out) {
   if (scalar_self(self, index) && source.dim() == 0 && index.dim() <= 1 && same_dtypes(self, source, out) &&
       on_device_of(self, index) && on_device_of(self, source) && on_device_of(self, out)) {
-    at::maybe_wrap_dim(dim, static_cast<int64_t>(0));  // a scalar takes dim 0 or -1
-    if (!out.is_same(self)) {
-      at::native::resize_output(out, {});
-      out.copy_(self);
-    }
-    at::Tensor o = out.view({1});
+    at::Tensor o = scalar_out_view(self, dim, out);
     index_add_out(o, 0, index.reshape({1}), source.view({1}), alpha, o);
     return out;
   }
@@ -371,12 +372,7 @@ at::Tensor& index_copy_out(const at::Tensor& self, int64_t dim, const at::Tensor
   if (scalar_self(self, index) && source.dim() <= 1 && source.numel() == 1 && index.dim() <= 1 &&
       same_dtypes(self, source, out) && on_device_of(self, index) && on_device_of(self, source) &&
       on_device_of(self, out)) {
-    at::maybe_wrap_dim(dim, static_cast<int64_t>(0));  // a scalar takes dim 0 or -1
-    if (!out.is_same(self)) {
-      at::native::resize_output(out, {});
-      out.copy_(self);
-    }
-    at::Tensor o = out.view({1});
+    at::Tensor o = scalar_out_view(self, dim, out);
     index_copy_out(o, 0, index.reshape({1}), source.reshape({1}), o);
     return out;
   }
