@@ -39,9 +39,9 @@ static inline AT_T AT_FN(at_exp_sum)(AT_T *x, int64_t n, AT_T shift) {
 #ifdef AT_VEC
     v16f v = v16_splat(0);
     for (; c + AT_LANES <= n; c += AT_LANES) {
-        const v16f e = at_vexp(v16_load(x + c) - shift);
+        const v16f e = at_vexp(v16_sub_scalar(v16_load(x + c), shift));
         v16_store(x + c, e);
-        v += e;
+        v = v16_add(v, e);
     }
     AT_T tail = 0;
     for (; c < n; c++) tail += x[c] = PW_EXP(x[c] - shift);
@@ -86,9 +86,9 @@ AXON_CLONES void AT_FN(at_grad_rows)(AT_T *p, AT_T *dp, int64_t m, int64_t n, co
         int64_t c = 0;
 #ifdef AT_VEC
         for (; c + AT_LANES <= n; c += AT_LANES) {
-            const v16f w = at_vexp(v16_load(pr + c) - shift);
+            const v16f w = at_vexp(v16_sub_scalar(v16_load(pr + c), shift));
             v16_store(pr + c, w);
-            v16_store(dr + c, w * (v16_load(dr + c) - di));
+            v16_store(dr + c, v16_mul(w, v16_sub_scalar(v16_load(dr + c), di)));
         }
 #endif
         for (; c < n; c++) {

@@ -171,8 +171,8 @@ AXON_CLONES static void sm_rows_f32(const sm_args_t *a, int64_t r0, int64_t r1) 
             for (; i < n; i++) part[i % SM_PARTS] += pw_expf(x[i] - mx);
         } else {
             for (int64_t q = 0; q < n; q++) y[q] = pw_expf(x[q] - mx); /* a plain map: vectorizes */
-            v16f vsum = {0};
-            for (; i + SM_PARTS <= n; i += SM_PARTS) vsum += v16_load(y + i);
+            v16f vsum = v16_splat(0);
+            for (; i + SM_PARTS <= n; i += SM_PARTS) vsum = v16_add(vsum, v16_load(y + i));
             memcpy(part, &vsum, sizeof part);
             for (; i < n; i++) part[i % SM_PARTS] += y[i];
         }

@@ -303,64 +303,47 @@ double exp(double) __attribute__((simd("notinbranch")));
 #define RD_FINISH_i64 RD_FINISH_SCALAR
 
 #if defined(__GNUC__) && (__GNUC__ >= 12 || defined(__clang__)) /* __builtin_shufflevector */
-/* float's tree on vec16.h's vectors: the same combines in the same order as RD_FINISH_SCALAR (lane l with lane
- * l + w for w = 32 .. 1, the tail into lane 0 first), so the same bits, but in registers: the scalar form cost more
- * than the fold of a 1024-element row, and 4x CPU's whole row sum on rows of 64. */
-#define RD_VCOMB_ADD(a, v) ((a) + (v))
-#define RD_VCOMB_MUL(a, v) ((a) * (v))
-#define RD_VCOMB_MAX(a, v) v16_select(((v) > (a)) | ((v) != (v)), (v), (a))
-#define RD_VCOMB_MIN(a, v) v16_select(((v) < (a)) | ((v) != (v)), (v), (a))
-#define RD_VSTEP(CLS, t, ...) t = RD_VCOMB_##CLS(t, __builtin_shufflevector(t, t, __VA_ARGS__))
-#define RD_FINISH_f32(S, W, CLS, MAP)                                                                           \
-    {                                                                                                           \
-        v16f t0 = v16_load(acc), t1 = v16_load(acc + 16), t2 = v16_load(acc + 32), t3 = v16_load(acc + 48);     \
-        W a = t0[0];                                                                                            \
-        for (; i < n; i++) {                                                                                    \
-            W v = x[i];                                                                                         \
-            v = MAP;                                                                                            \
-            a = RD_COMB(S, CLS, a, v);                                                                          \
-        }                                                                                                       \
-        t0[0] = a;                                                                                              \
-        t0 = RD_VCOMB_##CLS(t0, t2);                                                                            \
-        t1 = RD_VCOMB_##CLS(t1, t3);                                                                            \
-        t0 = RD_VCOMB_##CLS(t0, t1);                                                                            \
-        RD_VSTEP(CLS, t0, 8, 9, 10, 11, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15);                          \
-        RD_VSTEP(CLS, t0, 4, 5, 6, 7, 4, 5, 6, 7, 4, 5, 6, 7, 4, 5, 6, 7);                                      \
-        RD_VSTEP(CLS, t0, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);                                      \
-        RD_VSTEP(CLS, t0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1);                                      \
-        acc[0] = t0[0];                                                                                         \
-    }
-/* double's: eight 8-lane vectors, the same order again. */
-typedef double rd_v8d __attribute__((vector_size(64)));
-typedef int64_t rd_v8l __attribute__((vector_size(64)));
-static inline __attribute__((always_inline)) rd_v8d rd_v8d_select(rd_v8l m, rd_v8d a, rd_v8d b) {
-    return (rd_v8d)(((rd_v8l)a & m) | ((rd_v8l)b & ~m));
+/* The tree on 32-byte vectors (vec16.h says why not 64-byte ones): the same combines in the same order as
+ * RD_FINISH_SCALAR (lane l with lane l + w for w = 32 .. 1, the tail into lane 0 first), so the same bits, but in
+ * registers: the scalar form cost more than the fold of a 1024-element row, and 4x CPU's whole row sum on rows of
+ * 64. The 64 lanes are RD_VN vectors of RD_VL lanes: first vector k with vector k + w, then lanes within vector 0. */
+typedef double rd_v4d __attribute__((vector_size(32)));
+typedef int64_t rd_v4l __attribute__((vector_size(32)));
+static inline __attribute__((always_inline)) rd_v4d rd_v4d_select(rd_v4l m, rd_v4d a, rd_v4d b) {
+    return (rd_v4d)(((rd_v4l)a & m) | ((rd_v4l)b & ~m));
 }
-#define RD_V8COMB_ADD(a, v) ((a) + (v))
-#define RD_V8COMB_MUL(a, v) ((a) * (v))
-#define RD_V8COMB_MAX(a, v) rd_v8d_select(((v) > (a)) | ((v) != (v)), (v), (a))
-#define RD_V8COMB_MIN(a, v) rd_v8d_select(((v) < (a)) | ((v) != (v)), (v), (a))
-#define RD_V8STEP(CLS, t, ...) t = RD_V8COMB_##CLS(t, __builtin_shufflevector(t, t, __VA_ARGS__))
-#define RD_FINISH_f64(S, W, CLS, MAP)                                                                           \
+#define RD_VCOMB_ADD(SEL, a, v) ((a) + (v))
+#define RD_VCOMB_MUL(SEL, a, v) ((a) * (v))
+#define RD_VCOMB_MAX(SEL, a, v) SEL(((v) > (a)) | ((v) != (v)), (v), (a))
+#define RD_VCOMB_MIN(SEL, a, v) SEL(((v) < (a)) | ((v) != (v)), (v), (a))
+#define RD_VSTEP(CLS, SEL, t, ...) t = RD_VCOMB_##CLS(SEL, t, __builtin_shufflevector(t, t, __VA_ARGS__))
+#define RD_FINISH_VEC(VT, SEL, S, W, CLS, MAP, LANE_STEPS)                                                        \
     {                                                                                                           \
-        rd_v8d t[8];                                                                                            \
-        memcpy(t, acc, sizeof t);                                                                               \
-        W a = t[0][0];                                                                                          \
+        enum { RD_VN = RD_LANES * sizeof(W) / sizeof(VT) };                                                     \
+        VT u[RD_VN];                                                                                            \
+        memcpy(u, acc, sizeof u);                                                                               \
+        W a = u[0][0];                                                                                          \
         for (; i < n; i++) {                                                                                    \
             W v = x[i];                                                                                         \
             v = MAP;                                                                                            \
             a = RD_COMB(S, CLS, a, v);                                                                          \
         }                                                                                                       \
-        t[0][0] = a;                                                                                            \
-        for (int q = 0; q < 4; q++) t[q] = RD_V8COMB_##CLS(t[q], t[q + 4]);                                     \
-        for (int q = 0; q < 2; q++) t[q] = RD_V8COMB_##CLS(t[q], t[q + 2]);                                     \
-        t[0] = RD_V8COMB_##CLS(t[0], t[1]);                                                                     \
-        RD_V8STEP(CLS, t[0], 4, 5, 6, 7, 4, 5, 6, 7);                                                           \
-        RD_V8STEP(CLS, t[0], 2, 3, 2, 3, 2, 3, 2, 3);                                                           \
-        RD_V8STEP(CLS, t[0], 1, 1, 1, 1, 1, 1, 1, 1);                                                           \
-        acc[0] = t[0][0];                                                                                       \
+        u[0][0] = a;                                                                                            \
+        RD_TREE_UNROLL for (int w = RD_VN / 2; w >= 1; w /= 2)                                                  \
+            RD_TREE_UNROLL for (int q = 0; q < w; q++) u[q] = RD_VCOMB_##CLS(SEL, u[q], u[q + w]);              \
+        LANE_STEPS                                                                                              \
+        acc[0] = u[0][0];                                                                                       \
     }
-_Static_assert(RD_LANES == 64, "RD_FINISH_f32 and _f64 fold four 16-lane and eight 8-lane vectors");
+#define RD_FINISH_f32(S, W, CLS, MAP)                                                                           \
+    RD_FINISH_VEC(v8f, v8_select, S, W, CLS, MAP,                                                               \
+                  RD_VSTEP(CLS, v8_select, u[0], 4, 5, 6, 7, 4, 5, 6, 7);                                       \
+                  RD_VSTEP(CLS, v8_select, u[0], 2, 3, 2, 3, 2, 3, 2, 3);                                       \
+                  RD_VSTEP(CLS, v8_select, u[0], 1, 1, 1, 1, 1, 1, 1, 1);)
+#define RD_FINISH_f64(S, W, CLS, MAP)                                                                           \
+    RD_FINISH_VEC(rd_v4d, rd_v4d_select, S, W, CLS, MAP,                                                        \
+                  RD_VSTEP(CLS, rd_v4d_select, u[0], 2, 3, 2, 3);                                               \
+                  RD_VSTEP(CLS, rd_v4d_select, u[0], 1, 1, 1, 1);)
+_Static_assert(sizeof(v8f) == 8 * sizeof(float) && sizeof(rd_v4d) == 4 * sizeof(double), "the lane steps above");
 #else
 #define RD_FINISH_f32 RD_FINISH_SCALAR
 #define RD_FINISH_f64 RD_FINISH_SCALAR
