@@ -88,7 +88,12 @@ def peaks() -> dict[str, float]:
     table = {k: float(v) for k, v in (kv.split("=") for kv in out.splitlines()[-1].split()[1:])}
     have = sorted({int(k.rsplit("_", 1)[1]) for k in table})
     t = max(n for n in have if n <= ARGS.threads) if min(have) <= ARGS.threads else have[0]
-    return {k.rsplit("_", 1)[0]: v for k, v in table.items() if k.endswith(f"_{t}")}
+    ceil = {k.rsplit("_", 1)[0]: v for k, v in table.items() if k.endswith(f"_{t}")}
+    if not ceil.get("bf16") and ceil.get("fp32"):
+        # No bf16 instructions (an AVX2 host): bf16 products widen to float32, so the FMA peak is their ceiling.
+        print("(no bf16 dot-product or AMX units: bf16 GEMM measured against the fp32 FMA peak)")
+        ceil["bf16"] = ceil["fp32"]
+    return ceil
 
 
 # What a case does per call, for the share-of-peak columns: ("flop", count, peak key) or ("byte", count, STREAM key).
@@ -229,7 +234,7 @@ def main() -> int:
         rates = ""
         if ceil:
             kind, amount, key = WORK.get((name, label), ("", 0.0, ""))
-            if kind and key in ceil:
+            if kind and ceil.get(key):
                 # GB/s and GFLOP/s are both 1e3 per (unit per microsecond).
                 r_cpu, r_axon = amount / t_cpu * 1e-3, amount / t_axon * 1e-3
                 unit = "GB/s" if kind == "byte" else "GFLOP/s"

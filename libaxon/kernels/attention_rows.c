@@ -37,31 +37,32 @@ V16_INLINE v8f at_vexp8(v8f x) {
 }
 V16_INLINE v16f at_vexp(v16f x) { return (v16f){{at_vexp8(x.h[0]), at_vexp8(x.h[1])}}; }
 
-/* A 16 x 16 block of x (row stride ldx) transposed into y (row stride ldy): four rounds that swap the off-diagonal
- * d x d blocks of every 2d x 2d block (d = 8, 4, 2, 1), each a two-input shuffle per row pair. */
-#define AT_SWAP(d, i0, ...) \
-    do { \
-        const at_row16 a_ = r[i0], b_ = r[i0 + d]; \
-        r[i0] = __builtin_shufflevector(a_, b_, __VA_ARGS__); \
-        r[i0 + d] = __builtin_shufflevector(a_, b_, AT_SWAP_HI_##d); \
+/* A 16 x 16 block of x (row stride ldx) transposed into y (row stride ldy), as four 8 x 8 blocks on vec16.h's
+ * 32-byte halves (64-byte rows were shuffled through the stack on AVX2). An 8 x 8 transpose is three rounds that
+ * swap the off-diagonal d x d blocks of every 2d x 2d block (d = 4, 2, 1), each a two-input shuffle per row pair. */
+#define AT_SWAP(d, i0, ...)                                                                                            \
+    do {                                                                                                               \
+        const v8f a_ = r[i0], b_ = r[i0 + d];                                                                          \
+        r[i0] = __builtin_shufflevector(a_, b_, __VA_ARGS__);                                                          \
+        r[i0 + d] = __builtin_shufflevector(a_, b_, AT_SWAP_HI_##d);                                                   \
     } while (0)
-#define AT_SWAP_HI_8 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31
-#define AT_SWAP_HI_4 4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31
-#define AT_SWAP_HI_2 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31
-#define AT_SWAP_HI_1 1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31
-typedef float at_row16 __attribute__((vector_size(64)));
+#define AT_SWAP_HI_4 4, 5, 6, 7, 12, 13, 14, 15
+#define AT_SWAP_HI_2 2, 3, 10, 11, 6, 7, 14, 15
+#define AT_SWAP_HI_1 1, 9, 3, 11, 5, 13, 7, 15
+V16_INLINE void at_transpose8(const float *x, int64_t ldx, float *y, int64_t ldy) {
+    v8f r[8];
+    for (int i = 0; i < 8; i++) r[i] = v8_load(x + i * ldx);
+    for (int i = 0; i < 8; i++) /* i: the first row of each pair, bit d clear */
+        if (!(i & 4)) AT_SWAP(4, i, 0, 1, 2, 3, 8, 9, 10, 11);
+    for (int i = 0; i < 8; i++)
+        if (!(i & 2)) AT_SWAP(2, i, 0, 1, 8, 9, 4, 5, 12, 13);
+    for (int i = 0; i < 8; i++)
+        if (!(i & 1)) AT_SWAP(1, i, 0, 8, 2, 10, 4, 12, 6, 14);
+    for (int i = 0; i < 8; i++) v8_store(y + i * ldy, r[i]);
+}
 V16_INLINE void at_transpose16(const float *x, int64_t ldx, float *y, int64_t ldy) {
-    at_row16 r[16];
-    for (int i = 0; i < 16; i++) memcpy(&r[i], x + i * ldx, sizeof r[i]);
-    for (int i = 0; i < 16; i++) /* i: the first row of each pair, bit d clear */
-        if (!(i & 8)) AT_SWAP(8, i, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
-    for (int i = 0; i < 16; i++)
-        if (!(i & 4)) AT_SWAP(4, i, 0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27);
-    for (int i = 0; i < 16; i++)
-        if (!(i & 2)) AT_SWAP(2, i, 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29);
-    for (int i = 0; i < 16; i++)
-        if (!(i & 1)) AT_SWAP(1, i, 0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30);
-    for (int i = 0; i < 16; i++) memcpy(y + i * ldy, &r[i], sizeof r[i]);
+    for (int bi = 0; bi < 16; bi += 8)
+        for (int bj = 0; bj < 16; bj += 8) at_transpose8(x + bi * ldx + bj, ldx, y + bj * ldy + bi, ldy);
 }
 
 #define AT_VEC 1
