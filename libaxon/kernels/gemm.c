@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "axon/gemm.h"
+#include "cpu.h"
 #include "dtype.h"
 #include "gemm_impl.h"
 #include "internal.h"
@@ -322,10 +323,15 @@ static int gemm_lowp_takes(axon_dtype_t dt, int64_t bsz, int64_t m, int64_t n, i
  * of 3 interleaved rounds, 2026-11-30): MKL was 2-7% faster than oneDNN 2.6 from 2^28 multiply-adds (GPT-2's lm_head
  * 512 x 256 x 8192 0.97 against 0.99 of CPU's time, its gradient 512 x 8192 x 256 0.96 against 1.03, 1024^3 1.02
  * against 1.07) and at 2^27 with B row-major (512 x 1024 x 256: 1.05 against 1.13); oneDNN kept the edge at 2^27
- * with B stored transposed, a Linear's weight (0.99 against 1.07). */
+ * with B stored transposed, a Linear's weight (0.99 against 1.07). Those were AVX-512 hosts. On an AVX2 one (AMD
+ * EPYC, 2026-12-01, an ad-hoc script timing a @ b against torch CPU on one thread, medians of 7 x 20 calls) MKL's
+ * sequential calls took 1.42x CPU's time for 256^3 with B row-major and 1.44x for 128 x 256 x 256, oneDNN 0.90 and
+ * 1.02: there oneDNN keeps B row-major below 2^27 multiply-adds too. */
 static int gemm_f32_blas_beats_onednn(int b_transposed, int64_t m, int64_t n, int64_t k) {
 #ifdef AXON_HAVE_MKL
-    return !b_transposed || (double)m * (double)n * (double)k > 128.0 * 1024.0 * 1024.0;
+    const double madds = (double)m * (double)n * (double)k, big = 128.0 * 1024.0 * 1024.0;
+    if (!b_transposed && !(axon_cpu_features() & AXON_CPU_AVX512F)) return madds >= big;
+    return !b_transposed || madds > big;
 #else
     (void)b_transposed, (void)m, (void)n, (void)k;
     return 0;
