@@ -234,7 +234,7 @@ def main() -> int:
         torch.axon.synchronize()
         path = "native" if not torch_axon.fallback_stats() else "fallback: " + ",".join(
             sorted(k.replace("aten::", "") for k in torch_axon.fallback_stats()))
-        kind, amount, _ = WORK.get((name, label), ("", 0.0, ""))
+        kind, amount, key = WORK.get((name, label), ("", 0.0, ""))
         if kind == "flop" and name in cpu_rate and amount / cpu_rate[name] > 20e6:
             # torch CPU's bf16 GEMM on a host without bf16 units runs at about 1 GFLOP/s: a 4096 product would take
             # minutes per call. Skipped when the previous size's rate says it would take over 20 s.
@@ -249,7 +249,6 @@ def main() -> int:
         ratios.append(t_axon / t_cpu)
         rates = ""
         if ceil:
-            kind, amount, key = WORK.get((name, label), ("", 0.0, ""))
             if kind and ceil.get(key):
                 # GB/s and GFLOP/s are both 1e3 per (unit per microsecond).
                 r_cpu, r_axon = amount / t_cpu * 1e-3, amount / t_axon * 1e-3

@@ -18,7 +18,6 @@
 #include <string.h>
 
 #include "axon/gemm.h"
-#include "cpu.h"
 #include "dtype.h"
 #include "gemm_impl.h"
 #include "internal.h"
@@ -330,8 +329,8 @@ static int gemm_lowp_takes(axon_dtype_t dt, int64_t bsz, int64_t m, int64_t n, i
 static int gemm_f32_blas_beats_onednn(int b_transposed, int64_t m, int64_t n, int64_t k) {
 #ifdef AXON_HAVE_MKL
     const double madds = (double)m * (double)n * (double)k, big = 128.0 * 1024.0 * 1024.0;
-    if (!b_transposed && !(axon_cpu_features() & AXON_CPU_AVX512F)) return madds >= big;
-    return !b_transposed || madds > big;
+    if (b_transposed) return madds > big;
+    return axon_gemm_avx512_available() || madds >= big;
 #else
     (void)b_transposed, (void)m, (void)n, (void)k;
     return 0;
