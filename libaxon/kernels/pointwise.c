@@ -2,6 +2,7 @@
  * loop, parameters and numbers converted to the work type) that go into the argument block, so the executor
  * (pointwise_exec.c) only runs what was decided here. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -19,7 +20,8 @@ static const char *const unary_names[] = {
     "threshold", "isposinf", "isneginf", "signbit", "cube", "rsquare", "conj", "lgamma", "digamma", "polygamma",
     "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_i0", "modified_bessel_i1",
     "modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "i0", "i0e",
-    "i1", "i1e", "spherical_bessel_j0", "erfcx", "log_ndtr", "ndtri", "entr", "sinc",
+    "i1", "i1e", "spherical_bessel_j0", "erfcx", "log_ndtr", "ndtri", "entr", "sinc", "erfinv", "nan_to_num",
+    "round_decimals", "angle",
 };
 _Static_assert(sizeof unary_names / sizeof unary_names[0] == AXON_UNARY_COUNT, "every axon_unary_op_t needs a name");
 
@@ -35,7 +37,7 @@ static const char *const binary_names[] = {
     "chebyshev_polynomial_v", "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
     "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w",
     "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p", "xlog1py",
-    "logaddexp", "logaddexp2", "heaviside",
+    "logaddexp", "logaddexp2", "heaviside", "nextafter", "gcd", "lcm",
 };
 _Static_assert(sizeof binary_names / sizeof binary_names[0] == AXON_BINARY_COUNT,
                "every axon_binary_op_t needs a name");
@@ -199,11 +201,20 @@ static void pw_unary_params(axon_unary_op_t op, const axon_op_params_t *p, pw_ct
     case AXON_UNARY_LOGIT: pw_slot(c, 0, p->logit_eps, 0); break;
     case AXON_UNARY_SOFTSHRINK:
     case AXON_UNARY_HARDSHRINK: pw_slot(c, 0, p->lambd, 0); break;
-    case AXON_UNARY_THRESHOLD:
-        pw_slot(c, 0, p->threshold, 0);
-        pw_slot(c, 1, p->value, 0);
+    case AXON_UNARY_THRESHOLD: /* integer compute: both converted with the copy rules, as Scalar::to does */
+        pw_slot(c, 0, p->threshold, axon_f64_to_i64(p->threshold));
+        pw_slot(c, 1, p->value, axon_f64_to_i64(p->value));
         break;
     case AXON_UNARY_POLYGAMMA: pw_slot(c, 0, (double)p->polygamma_n, p->polygamma_n); break;
+    case AXON_UNARY_NAN_TO_NUM:
+        pw_slot(c, 0, p->nan_value, 0);
+        pw_slot(c, 1, p->posinf_value, 0);
+        pw_slot(c, 2, p->neginf_value, 0);
+        break;
+    case AXON_UNARY_ROUND_DECIMALS: /* 10^|decimals| as PyTorch has it: pow in double, then the work type */
+        pw_slot(c, 0, pow(10.0, (double)(p->decimals < 0 ? -p->decimals : p->decimals)), 0);
+        pw_slot(c, 1, p->decimals < 0, 0);
+        break;
     case AXON_UNARY_ELU:
         pw_slot(c, 0, p->elu_alpha * p->elu_scale, 0);
         c->pf[0] = (float)p->elu_alpha * (float)p->elu_scale; /* PyTorch multiplies them in the op's float type */

@@ -319,6 +319,31 @@ PW_FLOATS(PW_B2, heaviside, (x == 0 ? y : (W)(x > 0)))
 PW_INTS(PW_B2, heaviside, (x == 0 ? y : (W)(x > 0)))
 PW_BOOLS(PW_B2, heaviside, (x == 0 ? y : (W)(x > 0)))
 
+/* gcd and lcm on magnitudes in uint64_t, so that |INT64_MIN| is not undefined. lcm's |a / g * b| wraps where
+ * PyTorch's int arithmetic does in practice: at 32 bits for the types C promotes to int, at 64 for int64, before
+ * the magnitude is taken. */
+static inline uint64_t pw_uabs(int64_t v) { return v < 0 ? 0 - (uint64_t)v : (uint64_t)v; }
+static inline uint64_t pw_gcd(int64_t a, int64_t b) {
+    uint64_t x = pw_uabs(a), y = pw_uabs(b);
+    while (x != 0) {
+        const uint64_t c = x;
+        x = y % x;
+        y = c;
+    }
+    return y;
+}
+static inline int64_t pw_lcm(int64_t a, int64_t b, int wide) {
+    const uint64_t g = pw_gcd(a, b);
+    if (g == 0) return 0;
+    const uint64_t prod = (uint64_t)(a / (int64_t)g) * (uint64_t)b;
+    if (wide) return (int64_t)pw_uabs((int64_t)prod);
+    const int32_t p32 = (int32_t)(uint32_t)prod;
+    return (int64_t)(p32 < 0 ? 0 - (uint32_t)p32 : (uint32_t)p32);
+}
+PW_INTS(PW_B2, gcd, ((W)pw_gcd(x, y)))
+PW_INTS(PW_B2, lcm, ((W)pw_lcm(x, y, sizeof(W) == 8)))
+PW_DOUBLES(PW_B2, nextafter, (nextafter(x, y)))
+
 /* ---- the table ---- */
 
 #define PW_F(op) PW_FLOATS(PW_ENTRY, op)
@@ -396,4 +421,7 @@ const pw_loop_fn axon_pw_binary_loops[AXON_BINARY_COUNT][AXON_DTYPE_COUNT] = {
     [AXON_BINARY_LOGADDEXP] = {PW_F(logaddexp)},
     [AXON_BINARY_LOGADDEXP2] = {PW_F(logaddexp2)},
     [AXON_BINARY_HEAVISIDE] = {PW_ALL(heaviside)},
+    [AXON_BINARY_NEXTAFTER] = {PW_FD(nextafter)},
+    [AXON_BINARY_GCD] = {PW_I(gcd)},
+    [AXON_BINARY_LCM] = {PW_I(lcm)},
 };

@@ -181,6 +181,7 @@ PW_FLOATS(PW_US, logit, (log((p0 < 0 ? x : x < p0 ? p0 : x > (W)1 - p0 ? (W)1 - 
 PW_FLOATS(PW_U, softshrink, (x > p0 ? x - p0 : x < -p0 ? x + p0 : x * (W)0)) /* p0 lambd */
 PW_FLOATS(PW_U, hardshrink, (x >= -p0 && x <= p0 ? (W)0 : x))
 PW_FLOATS(PW_U, threshold, (x <= p0 ? p1 : x)) /* p0 threshold, p1 value */
+PW_INTS(PW_U, threshold, (x <= p0 ? p1 : x))
 PW_FLOATS(PW_UB, isposinf, (x == (W)INFINITY))
 PW_FLOATS(PW_UB, isneginf, (x == -(W)INFINITY))
 PW_FLOATS(PW_UB, signbit, (copysign((W)1, x) < 0)) /* the sign bit, NaN and -0.0 included */
@@ -238,6 +239,12 @@ static inline double pw_entr(double x) { return x != x ? x : x > 0 ? -x * log(x)
 static inline double pw_sinc(double x) { return x == 0 ? 1.0 : sin(AXON_PI * x) / (AXON_PI * x); }
 PW_FLOATS(PW_U, entr, ((W)pw_entr((double)x)))
 PW_FLOATS(PW_U, sinc, ((W)pw_sinc((double)x)))
+/* nan_to_num: p0, p1, p2 replace NaN, +inf and -inf */
+PW_FLOATS(PW_U, nan_to_num, (x != x ? p0 : x == (W)INFINITY ? p1 : x == -(W)INFINITY ? p2 : x))
+/* round(x, decimals): p0 = 10^|decimals|, p1 = 1 for decimals < 0 */
+PW_FLOATS(PW_U, round_decimals, (p1 != 0 ? PW_RINT(x / p0) * p0 : PW_RINT(x * p0) / p0))
+PW_FLOATS(PW_U, angle, (x != x ? x : x < 0 ? (W)3.14159265358979323846 : (W)0))
+PW_FLOATS(PW_U, erfinv, ((W)axon_erfinv((double)x)))
 
 /* conj_physical of a real tensor is a copy (the complex loops are in pointwise_complex.c); ints have one above. */
 PW_FLOATS(PW_U, identity, (x))
@@ -305,7 +312,7 @@ const pw_loop_fn axon_pw_unary_loops[AXON_UNARY_COUNT][AXON_DTYPE_COUNT] = {
     [AXON_UNARY_LOGIT] = {PW_F(logit)},
     [AXON_UNARY_SOFTSHRINK] = {PW_F(softshrink)},
     [AXON_UNARY_HARDSHRINK] = {PW_F(hardshrink)},
-    [AXON_UNARY_THRESHOLD] = {PW_F(threshold)},
+    [AXON_UNARY_THRESHOLD] = {PW_F(threshold) PW_I(threshold)},
     [AXON_UNARY_ISPOSINF] = {PW_F(isposinf) PW_I(never) PW_B(never)},
     [AXON_UNARY_ISNEGINF] = {PW_F(isneginf) PW_I(never) PW_B(never)},
     [AXON_UNARY_SIGNBIT] = {PW_F(signbit) PW_I(negative) PW_B(never)},
@@ -335,4 +342,8 @@ const pw_loop_fn axon_pw_unary_loops[AXON_UNARY_COUNT][AXON_DTYPE_COUNT] = {
     [AXON_UNARY_NDTRI] = {PW_FD(ndtri)},
     [AXON_UNARY_ENTR] = {PW_F(entr)},
     [AXON_UNARY_SINC] = {PW_F(sinc)},
+    [AXON_UNARY_ERFINV] = {PW_F(erfinv)},
+    [AXON_UNARY_NAN_TO_NUM] = {PW_F(nan_to_num) PW_I(identity) PW_B(identity)},
+    [AXON_UNARY_ROUND_DECIMALS] = {PW_F(round_decimals)},
+    [AXON_UNARY_ANGLE] = {PW_F(angle)},
 };

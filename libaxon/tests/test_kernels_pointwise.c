@@ -73,7 +73,7 @@ static const op_case_t unary_cases[] = {
     {AXON_UNARY_ISFINITE, F | I | B, EXACT, 1}, {AXON_UNARY_SQUARE, F | I | C, ROUND1, 0},
     {AXON_UNARY_LOG_SIGMOID, F, ACT, 0},      {AXON_UNARY_LOGIT, F, ACT, 0},
     {AXON_UNARY_SOFTSHRINK, F, ROUND1, 0},    {AXON_UNARY_HARDSHRINK, F, EXACT, 0},
-    {AXON_UNARY_THRESHOLD, F, EXACT, 0},      {AXON_UNARY_ISPOSINF, F | I | B, EXACT, 1},
+    {AXON_UNARY_THRESHOLD, F | I, EXACT, 0},  {AXON_UNARY_ISPOSINF, F | I | B, EXACT, 1},
     {AXON_UNARY_ISNEGINF, F | I | B, EXACT, 1}, {AXON_UNARY_SIGNBIT, F | I | B, EXACT, 1},
     {AXON_UNARY_CUBE, F, ARITH, 0},           {AXON_UNARY_RSQUARE, F, ARITH, 0},
     {AXON_UNARY_CONJ, F | I | B | C, EXACT, 0}, {AXON_UNARY_LGAMMA, F, ELSEWHERE, 0},
@@ -89,6 +89,8 @@ static const op_case_t unary_cases[] = {
     {AXON_UNARY_SPHERICAL_BESSEL_J0, FD, ELSEWHERE, 0}, {AXON_UNARY_ERFCX, FD, ELSEWHERE, 0},
     {AXON_UNARY_LOG_NDTR, FD, ELSEWHERE, 0},   {AXON_UNARY_NDTRI, FD, ELSEWHERE, 0},
     {AXON_UNARY_ENTR, F, ELSEWHERE, 0},        {AXON_UNARY_SINC, F, ELSEWHERE, 0},
+    {AXON_UNARY_ERFINV, F, ELSEWHERE, 0},      {AXON_UNARY_NAN_TO_NUM, F | I | B, EXACT, 0},
+    {AXON_UNARY_ROUND_DECIMALS, F, EXACT, 0},  {AXON_UNARY_ANGLE, F, EXACT, 0},
 };
 _Static_assert(sizeof unary_cases / sizeof unary_cases[0] == AXON_UNARY_COUNT, "a case for every unary op");
 
@@ -128,6 +130,8 @@ static const op_case_t binary_cases[] = {
     {AXON_BINARY_LAGUERRE_L, FD, ELSEWHERE, 0}, {AXON_BINARY_LEGENDRE_P, FD, ELSEWHERE, 0},
     {AXON_BINARY_XLOG1PY, F, ELSEWHERE, 0},     {AXON_BINARY_LOGADDEXP, F, ELSEWHERE, 0},
     {AXON_BINARY_LOGADDEXP2, F, ELSEWHERE, 0},  {AXON_BINARY_HEAVISIDE, F | I | B, ELSEWHERE, 0},
+    {AXON_BINARY_NEXTAFTER, FD, ELSEWHERE, 0},  {AXON_BINARY_GCD, I, EXACT, 0},
+    {AXON_BINARY_LCM, I, EXACT, 0},
 };
 _Static_assert(sizeof binary_cases / sizeof binary_cases[0] == AXON_BINARY_COUNT, "a case for every binary op");
 
@@ -285,6 +289,10 @@ static long double unary_ref_f(int op, long double x, const axon_op_params_t *p)
     case AXON_UNARY_SOFTSHRINK: return x > p->lambd ? x - p->lambd : x < -p->lambd ? x + p->lambd : x * 0;
     case AXON_UNARY_HARDSHRINK: return x >= -p->lambd && x <= p->lambd ? 0 : x;
     case AXON_UNARY_THRESHOLD: return x <= p->threshold ? p->value : x;
+    case AXON_UNARY_NAN_TO_NUM:
+        return isnan(x) ? p->nan_value : isinf(x) ? (x > 0 ? p->posinf_value : p->neginf_value) : x;
+    case AXON_UNARY_ROUND_DECIMALS: return nearbyintl(x); /* the default decimals, 0 */
+    case AXON_UNARY_ANGLE: return isnan(x) ? x : x < 0 ? pi : 0;
     default: return NAN;
     }
 }
@@ -451,6 +459,8 @@ static i128 unary_ref_i(int op, i128 x, axon_dtype_t d, const axon_op_params_t *
     case AXON_UNARY_SIGNBIT: return x < 0;
     case AXON_UNARY_ISFINITE: return 1;
     case AXON_UNARY_SQUARE: return (i128)((u128)x * (u128)x);
+    case AXON_UNARY_THRESHOLD: return x <= ref_wrap(d, (int64_t)p->threshold) ? ref_wrap(d, (int64_t)p->value) : x;
+    case AXON_UNARY_NAN_TO_NUM: return x;
     default: return 0;
     }
 }
@@ -506,6 +516,17 @@ static i128 binary_ref_i(int op, i128 x, i128 y, axon_dtype_t d, const axon_op_p
     case AXON_BINARY_SHIFT_RIGHT: {
         int top = bits - is_signed;
         return y < 0 || y >= top ? x >> top : x >> (int)y;
+    }
+    case AXON_BINARY_GCD:
+    case AXON_BINARY_LCM: {
+        u128 a = (u128)(x < 0 ? -x : x), b = (u128)(y < 0 ? -y : y), g = b;
+        for (u128 c; a != 0; c = a, a = g % a, g = c) {}
+        if (op == AXON_BINARY_GCD) return (i128)g;
+        if (g == 0) return 0;
+        i128 prod = x / (i128)g * y; /* exact; wrapped as C's int (32 bits) or int64 arithmetic would */
+        if (bits == 64) prod = (int64_t)(uint64_t)(u128)prod;
+        else prod = (int32_t)(uint32_t)(u128)prod;
+        return prod < 0 ? -prod : prod;
     }
     default: return 0;
     }

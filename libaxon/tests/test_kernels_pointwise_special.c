@@ -132,6 +132,19 @@ static const known_t cases[] = {
     {1, AXON_BINARY_HEAVISIDE, 0, -2.0, 0.5, 0.0},
     {1, AXON_BINARY_HEAVISIDE, 0, 3.0, 0.5, 1.0},
     {1, AXON_BINARY_HEAVISIDE, 0, NAN, 0.5, 0.0},
+    /* erfinv (mpmath at 40 digits): both branches, a tiny argument's relative precision, the ends */
+    {0, AXON_UNARY_ERFINV, 0, 0.5, 0, 0.4769362762044698733814},
+    {0, AXON_UNARY_ERFINV, 0, -0.25, 0, -0.225312055012178104725},
+    {0, AXON_UNARY_ERFINV, 0, 0.75, 0, 0.8134198475976185416903},
+    {0, AXON_UNARY_ERFINV, 0, -0.9, 0, -1.163087153676674162844},
+    {0, AXON_UNARY_ERFINV, 0, 1e-20, 0, 8.862269254527579650424e-21},
+    {0, AXON_UNARY_ERFINV, 0, 0.999999, 0, 3.458910737275498777532},
+    {0, AXON_UNARY_ERFINV, 0, 0.9999999999, 0, 4.572824958544924937848},
+    {0, AXON_UNARY_ERFINV, 0, 0.0, 0, 0.0},
+    {0, AXON_UNARY_ERFINV, 0, 1.0, 0, INFINITY},
+    {0, AXON_UNARY_ERFINV, 0, -1.0, 0, -INFINITY},
+    {0, AXON_UNARY_ERFINV, 0, 1.5, 0, NAN},
+    {0, AXON_UNARY_ERFINV, 0, NAN, 0, NAN},
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
@@ -235,8 +248,88 @@ static void test_lgamma_matches_long_double_over_a_range(void) {
     axon_runtime_destroy(k.rt);
 }
 
+/* One op on n elements of dtype d (float32 or float64) given as doubles; 1 when every result equals want exactly
+ * (NaN matching NaN). b NULL: unary. */
+static int exact(kc_dev_t *k, axon_dtype_t d, int op, const axon_op_params_t *p, int n, const double *a,
+                 const double *b, const double *want) {
+    const int f32 = d == AXON_FLOAT32;
+    const size_t es = axon_dtype_size(d);
+    unsigned char ha[8 * 8], hb[8 * 8], ho[8 * 8];
+    for (int i = 0; i < n; i++) {
+        if (f32) {
+            float fa = (float)a[i], fb = b ? (float)b[i] : 0;
+            memcpy(ha + i * 4, &fa, 4), memcpy(hb + i * 4, &fb, 4);
+        } else {
+            memcpy(ha + i * 8, &a[i], 8), memcpy(hb + i * 8, b ? &b[i] : &a[i], 8);
+        }
+    }
+    void *da = kc_upload(k, ha, (size_t)n * es), *db = kc_upload(k, hb, (size_t)n * es), *dout = kc_upload(k, NULL, 64);
+    const int64_t len[1] = {n};
+    axon_tensor_t ta = kc_tensor(da, d, 1, len, NULL), tb = kc_tensor(db, d, 1, len, NULL);
+    axon_tensor_t out = kc_tensor(dout, d, 1, len, NULL);
+    axon_status_t st = b ? axon_kernel_binary(k->s, (axon_binary_op_t)op, &out, &ta, &tb, p)
+                         : axon_kernel_unary(k->s, (axon_unary_op_t)op, &out, &ta, p);
+    int ok = st == AXON_OK && kc_download(k, ho, dout, (size_t)n * es);
+    for (int i = 0; ok && i < n; i++) {
+        double got;
+        if (f32) {
+            float g;
+            memcpy(&g, ho + i * 4, 4);
+            got = g;
+        } else {
+            memcpy(&got, ho + i * 8, 8);
+        }
+        const double w = f32 ? (double)(float)want[i] : want[i];
+        if (!(got == w || (isnan(got) && isnan(w)))) {
+            fprintf(stderr, "  %s %s element %d: got %.17g, want %.17g\n", axon_dtype_name(d),
+                    b ? axon_binary_op_name(op) : axon_unary_op_name(op), i, got, w);
+            ok = 0;
+        }
+    }
+    axon_mem_free(k->dev, da);
+    axon_mem_free(k->dev, db);
+    axon_mem_free(k->dev, dout);
+    return ok;
+}
+
+/* nextafter, round with decimals, nan_to_num with its three replacements: exact results. */
+static void test_nextafter_round_decimals_and_nan_to_num_are_exact(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    axon_op_params_t p = axon_op_params_default();
+    {
+        const double a[5] = {1, 1, 0, 1, NAN}, b[5] = {2, 0, 1, 1, 1};
+        const double w64[5] = {1 + 0x1p-52, 1 - 0x1p-53, 0x1p-1074, 1, NAN};
+        const double w32[5] = {1 + 0x1p-23, 1 - 0x1p-24, 0x1p-149, 1, NAN};
+        CHECK(exact(&k, AXON_FLOAT64, AXON_BINARY_NEXTAFTER, &p, 5, a, b, w64));
+        CHECK(exact(&k, AXON_FLOAT32, AXON_BINARY_NEXTAFTER, &p, 5, a, b, w32));
+    }
+    {   /* PyTorch's formula, not decimal rounding: 2.675 * 100 rounds to 267.5, then to even, 2.68 (as CPU has it) */
+        const double a[4] = {1.2345, 2.675, -0.125, 1e300}, w[4] = {1.23, 2.68, -0.12, 1e300};
+        p.decimals = 2;
+        CHECK(exact(&k, AXON_FLOAT64, AXON_UNARY_ROUND_DECIMALS, &p, 4, a, NULL, w));
+        const double c[4] = {1250, 1350, -49.9, 151}, wc[4] = {1200, 1400, -0.0, 200}; /* half to even */
+        p.decimals = -2;
+        CHECK(exact(&k, AXON_FLOAT64, AXON_UNARY_ROUND_DECIMALS, &p, 4, c, NULL, wc));
+        CHECK(exact(&k, AXON_FLOAT32, AXON_UNARY_ROUND_DECIMALS, &p, 4, c, NULL, wc));
+        p.decimals = 0;
+    }
+    {
+        const double a[5] = {NAN, INFINITY, -INFINITY, 5, -0.5}, w[5] = {1, 2, -3, 5, -0.5};
+        p.nan_value = 1, p.posinf_value = 2, p.neginf_value = -3;
+        CHECK(exact(&k, AXON_FLOAT64, AXON_UNARY_NAN_TO_NUM, &p, 5, a, NULL, w));
+        CHECK(exact(&k, AXON_FLOAT32, AXON_UNARY_NAN_TO_NUM, &p, 5, a, NULL, w));
+        const double w_big[5] = {1, INFINITY, -3, 5, -0.5}; /* 1e300 overflows float32, as static_cast does */
+        p.posinf_value = 1e300;
+        CHECK(exact(&k, AXON_FLOAT32, AXON_UNARY_NAN_TO_NUM, &p, 5, a, NULL, w_big));
+    }
+    CHECK_OK(axon_stream_sync(k.s));
+    axon_runtime_destroy(k.rt);
+}
+
 int main(void) {
     RUN(test_special_functions_at_known_values);
+    RUN(test_nextafter_round_decimals_and_nan_to_num_are_exact);
     RUN(test_lgamma_matches_long_double_over_a_range);
     return check_report();
 }

@@ -27,9 +27,18 @@ bool is_float(c10::ScalarType t) {
   return t == at::kFloat || t == at::kDouble || t == at::kHalf || t == at::kBFloat16;
 }
 
-// Whether out and the inputs can go to one pointwise launch: one float dtype, one shape, describable.
+// Whether libaxon's op of this arity has a loop for dtype t (float only, except THRESHOLD, which has integers too).
+bool supported(int arity, int op, c10::ScalarType t) {
+  const auto d = axon_dtype_of(t);
+  if (!d) return false;
+  if (arity == 1) return axon_unary_supports((axon_unary_op_t)op, *d) != 0;
+  if (arity == 2) return axon_binary_supports((axon_binary_op_t)op, *d) != 0;
+  return axon_ternary_supports((axon_ternary_op_t)op, *d) != 0;
+}
+
+// Whether out and the inputs can go to one pointwise launch: one dtype, one shape, describable.
 bool launchable(const at::Tensor& out, std::initializer_list<const at::Tensor*> ins) {
-  if (!is_float(out.scalar_type()) || !fits(out)) return false;
+  if (!fits(out)) return false;
   for (const at::Tensor* t : ins)
     if (t->scalar_type() != out.scalar_type() || !t->sizes().equals(out.sizes()) || !fits(*t)) return false;
   return true;
@@ -38,7 +47,7 @@ bool launchable(const at::Tensor& out, std::initializer_list<const at::Tensor*> 
 // out (resized to like's shape) = op(ins...); false, with nothing launched, when the case belongs to the fallback.
 bool run(at::Tensor& out, const at::Tensor& like, int arity, int op, std::initializer_list<const at::Tensor*> ins,
          const axon_op_params_t& p, const char* name) {
-  if (!is_float(like.scalar_type()) || out.scalar_type() != like.scalar_type()) return false;
+  if (!supported(arity, op, like.scalar_type()) || out.scalar_type() != like.scalar_type()) return false;
   at::native::resize_output(out, like.sizes());
   if (!launchable(out, ins)) return false;
   if (out.numel() == 0) return true;
@@ -51,6 +60,12 @@ bool run(at::Tensor& out, const at::Tensor& like, int arity, int op, std::initia
   if (arity == 2) AXON_CHECK(axon_kernel_binary(s, (axon_binary_op_t)op, &od, &d[0], &d[1], &p));
   if (arity == 3) AXON_CHECK(axon_kernel_ternary(s, (axon_ternary_op_t)op, &od, &d[0], &d[1], &d[2], &p));
   return true;
+}
+
+// logit promotes integers and bool to the default float dtype (PyTorch's unary float op): the input converted to
+// `dtype` on the device, so the float kernel takes it.
+at::Tensor as_float(const at::Tensor& self, c10::ScalarType dtype) {
+  return c10::isIntegralType(self.scalar_type(), /*includeBool=*/true) && is_float(dtype) ? self.to(dtype) : self;
 }
 
 axon_op_params_t params() { return axon_op_params_default(); }
@@ -81,13 +96,15 @@ axon_op_params_t logit_params(std::optional<double> eps) {
 }
 
 at::Tensor logit(const at::Tensor& self, std::optional<double> eps) {
-  at::Tensor out = at::empty_like(self);
-  if (run(out, self, 1, AXON_UNARY_LOGIT, {&self}, logit_params(eps), "logit")) return out;
+  const at::Tensor x = as_float(self, c10::typeMetaToScalarType(c10::get_default_dtype()));
+  at::Tensor out = at::empty_like(x);
+  if (run(out, x, 1, AXON_UNARY_LOGIT, {&x}, logit_params(eps), "logit")) return out;
   return fall_back<ATEN_OP(logit)>(self, eps);
 }
 
 at::Tensor& logit_out(const at::Tensor& self, std::optional<double> eps, at::Tensor& out) {
-  if (run(out, self, 1, AXON_UNARY_LOGIT, {&self}, logit_params(eps), "logit")) return out;
+  const at::Tensor x = as_float(self, out.scalar_type());
+  if (run(out, x, 1, AXON_UNARY_LOGIT, {&x}, logit_params(eps), "logit")) return out;
   return fall_back<ATEN_OP2(logit, out)>(self, eps, out);
 }
 

@@ -13,7 +13,9 @@
 #include <ATen/MemoryOverlap.h>
 #include <ATen/Operators.h>
 #include <ATen/ScalarOps.h>
+#include <ATen/Dispatch.h>
 #include <ATen/TensorIterator.h>
+#include <ATen/native/Resize.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/native/TypeProperties.h>
 #include <ATen/ops/add_compositeexplicitautogradnonfunctional_dispatch.h>
@@ -28,6 +30,7 @@
 #include <torch/library.h>
 
 #include <array>
+#include <limits>
 #include <optional>
 #include <string_view>
 
@@ -911,6 +914,57 @@ at::Tensor& heaviside_out(const at::Tensor& self, const at::Tensor& values, at::
   return binary_out<AXON_BINARY_HEAVISIDE, false, ATEN_OP2(heaviside, out)>(self, values, out);
 }
 
+// angle of a real self: pi for negatives, 0 otherwise; integers and bool promote to float. A complex self (whose
+// result is real) goes to the host.
+at::Tensor& angle_out(const at::Tensor& self, at::Tensor& out) {
+  if (self.is_complex()) return fall_back<ATEN_OP2(angle, out)>(self, out);
+  return unary_out<AXON_UNARY_ANGLE, true, ATEN_OP2(angle, out)>(self, out);
+}
+
+at::Tensor angle(const at::Tensor& self) {
+  if (self.is_complex()) return fall_back<ATEN_OP(angle)>(self);
+  return unary_functional<AXON_UNARY_ANGLE, true, ATEN_OP(angle)>(self);
+}
+
+// nan_to_num: PyTorch's defaults for the infinities are the dtype's largest finite values; integers and bool are
+// copied. Complex (real and imaginary parts each) goes to the host.
+at::Tensor& nan_to_num_out(const at::Tensor& self, std::optional<double> nan, std::optional<double> posinf,
+                           std::optional<double> neginf, at::Tensor& out) {
+  TORCH_CHECK(self.scalar_type() == out.scalar_type(), "nan_to_num: dtype of out: ", out.scalar_type(),
+              " should be same as input: ", self.scalar_type());
+  if (c10::isIntegralType(self.scalar_type(), /*includeBool=*/true)) {
+    at::native::resize_output(out, self.sizes());
+    out.copy_(self);
+    return out;
+  }
+  if (!self.is_complex()) {
+    double hi = 0, lo = 0;
+    AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, self.scalar_type(), "nan_to_num", [&] {
+      hi = static_cast<double>(std::numeric_limits<scalar_t>::max());
+      lo = static_cast<double>(std::numeric_limits<scalar_t>::lowest());
+    });
+    axon_op_params_t p = axon_op_params_default();
+    p.nan_value = nan.value_or(0.0);
+    p.posinf_value = posinf.value_or(hi);
+    p.neginf_value = neginf.value_or(lo);
+    at::TensorIterator iter = at::TensorIterator::unary_op(out, self);
+    if (run_unary(iter, AXON_UNARY_NAN_TO_NUM, p, iter.common_dtype())) return out;
+  }
+  return fall_back<ATEN_OP2(nan_to_num, out)>(self, nan, posinf, neginf, out);
+}
+
+// round(x, decimals): decimals 0 is plain round (integers included); otherwise floats only, as in PyTorch.
+at::Tensor& round_decimals_out(const at::Tensor& self, int64_t decimals, at::Tensor& out) {
+  if (decimals == 0) return unary_out<AXON_UNARY_ROUND, false, ATEN_OP2(round, out)>(self, out);
+  TORCH_CHECK(!c10::isIntegralType(self.scalar_type(), /*includeBool=*/true),
+              "round_mode not supported for integer input");
+  axon_op_params_t p = axon_op_params_default();
+  p.decimals = decimals;
+  at::TensorIterator iter = at::TensorIterator::unary_op(out, self);
+  if (run_unary(iter, AXON_UNARY_ROUND_DECIMALS, p, iter.common_dtype())) return out;
+  return fall_back<ATEN_OP2(round, decimals_out)>(self, decimals, out);
+}
+
 #define AXON_UNARY(name, OP, FLOAT) m.impl(#name ".out", TORCH_FN((unary_out<OP, FLOAT, ATEN_OP2(name, out)>)));
 #define AXON_BINARY(name, overload, OP, FLOAT) \
   m.impl(#name "." #overload, TORCH_FN((binary_out<OP, FLOAT, ATEN_OP2(name, overload)>)));
@@ -973,6 +1027,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   AXON_UNARY(special_ndtri, AXON_UNARY_NDTRI, true)
   AXON_UNARY(special_entr, AXON_UNARY_ENTR, true)
   AXON_UNARY(sinc, AXON_UNARY_SINC, true)
+  AXON_UNARY(erfinv, AXON_UNARY_ERFINV, true)
+  m.impl("angle.out", TORCH_FN(angle_out));
+  m.impl("angle", TORCH_FN(angle));
+  m.impl("nan_to_num.out", TORCH_FN(nan_to_num_out));
+  m.impl("round.decimals_out", TORCH_FN(round_decimals_out));
   AXON_UNARY(sigmoid, AXON_UNARY_SIGMOID, true)
   AXON_UNARY(silu, AXON_UNARY_SILU, false)
   AXON_UNARY(mish, AXON_UNARY_MISH, false)
@@ -1045,6 +1104,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   AXON_BINARY(logaddexp, out, AXON_BINARY_LOGADDEXP, false)
   AXON_BINARY(logaddexp2, out, AXON_BINARY_LOGADDEXP2, false)
   m.impl("heaviside.out", TORCH_FN(heaviside_out));
+  AXON_BINARY(nextafter, out, AXON_BINARY_NEXTAFTER, false)  // float32 and float64; the half types go to the host
+  AXON_BINARY(gcd, out, AXON_BINARY_GCD, false)
+  AXON_BINARY(lcm, out, AXON_BINARY_LCM, false)
   AXON_BINARY(fmod, Tensor_out, AXON_BINARY_FMOD, false)
   AXON_BINARY(pow, Tensor_Tensor_out, AXON_BINARY_POW, false)
   m.impl("pow.Tensor_Scalar_out", TORCH_FN(pow_tensor_scalar_out));

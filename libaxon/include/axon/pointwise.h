@@ -43,6 +43,8 @@
 #ifndef AXON_POINTWISE_H
 #define AXON_POINTWISE_H
 
+#include <math.h>
+
 #include "axon/export.h"
 #include "axon/runtime.h"
 #include "axon/status.h"
@@ -143,6 +145,13 @@ typedef enum axon_unary_op {
     AXON_UNARY_NDTRI,            /* its inverse: -inf at 0, inf at 1, NaN outside [0, 1] */
     AXON_UNARY_ENTR,             /* -x log x; 0 at 0, -inf below */
     AXON_UNARY_SINC,             /* sin(pi x) / (pi x); 1 at 0 */
+    /* Appended with op_db's remaining pointwise ops. */
+    AXON_UNARY_ERFINV,           /* the inverse of erf: +-inf at +-1, NaN outside [-1, 1]; floats, in float64 */
+    AXON_UNARY_NAN_TO_NUM,       /* NaN, +inf and -inf replaced by nan_value, posinf_value and neginf_value (in the
+                                    compute dtype); floats, and the identity for ints and bool */
+    AXON_UNARY_ROUND_DECIMALS,   /* x rounded half to even at `decimals` places, PyTorch's formula: rint(x t) / t
+                                    for decimals >= 0, rint(x / t) t below, t = 10^|decimals| in the work type */
+    AXON_UNARY_ANGLE,            /* the argument of a real x: pi for x < 0, else 0; NaN stays NaN. Floats */
     AXON_UNARY_COUNT
 } axon_unary_op_t;
 
@@ -224,6 +233,10 @@ typedef enum axon_binary_op {
     AXON_BINARY_LOGADDEXP,            /* log(e^a + e^b) as max + log1p(e^-|a - b|); a where a == b is infinite */
     AXON_BINARY_LOGADDEXP2,           /* log2(2^a + 2^b), the same way */
     AXON_BINARY_HEAVISIDE,            /* a == 0 ? b : a > 0; every real dtype (NaN a gives 0) */
+    /* Appended with op_db's remaining pointwise ops. */
+    AXON_BINARY_NEXTAFTER,            /* the next value after a towards b; float32 and float64 */
+    AXON_BINARY_GCD,                  /* ints: the greatest common divisor of |a| and |b| (Euclid; 0 for 0 and 0) */
+    AXON_BINARY_LCM,                  /* ints: |a / gcd(a, b) * b|, 0 when the gcd is 0 */
     AXON_BINARY_COUNT
 } axon_binary_op_t;
 
@@ -260,6 +273,10 @@ typedef struct axon_op_params {
     double logit_eps;            /* LOGIT, LOGIT_BACKWARD: -1 (negative: no clamping) */
     double value;                /* THRESHOLD: 0 */
     int64_t polygamma_n;         /* POLYGAMMA: the order, >= 0 (INVALID_ARG otherwise). Default 0 */
+    /* Appended with op_db's remaining pointwise ops. */
+    double nan_value, posinf_value, neginf_value; /* NAN_TO_NUM: 0, +inf, -inf (so infinities stay; PyTorch's
+                                    defaults are the compute dtype's largest finite values, which the caller sets) */
+    int64_t decimals;            /* ROUND_DECIMALS: 0 */
 } axon_op_params_t;
 
 static inline axon_op_params_t axon_op_params_default(void) {
@@ -274,6 +291,8 @@ static inline axon_op_params_t axon_op_params_default(void) {
     p.elu_is_result = 0;
     p.lambd = 0.5, p.logit_eps = -1.0, p.value = 0.0;
     p.polygamma_n = 0;
+    p.nan_value = 0.0, p.posinf_value = HUGE_VAL, p.neginf_value = -HUGE_VAL;
+    p.decimals = 0;
     return p;
 }
 
