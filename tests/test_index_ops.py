@@ -487,3 +487,28 @@ def test_scalar_self_with_a_source_of_another_dtype_is_refused_before_any_write(
     with pytest.raises(RuntimeError, match="dtype"):
         s.index_copy_(0, i, torch.tensor(2.0, dtype=torch.float64, device="axon"))
     assert s.item() == 5.0
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64])
+def test_repeat_interleave_of_a_repeats_vector_matches_cpu(dtype):
+    r = torch.tensor([2, 0, 3, 1, 0, 4], dtype=dtype)
+    same(native(torch.repeat_interleave, r), torch.repeat_interleave(r))
+    same(native(lambda t: torch.repeat_interleave(t, output_size=10), r), torch.repeat_interleave(r, output_size=10))
+    same(native(torch.repeat_interleave, r[:0]), torch.repeat_interleave(r[:0]))
+
+
+@pytest.mark.parametrize("dtype", REAL_DTYPES, ids=dtype_id)
+def test_repeat_interleave_along_a_dim_with_tensor_repeats_runs_natively(dtype):
+    x = sample(dtype, (4, 3))
+    reps = torch.tensor([1, 0, 2, 3])
+    same(native(lambda t, rr: torch.repeat_interleave(t, rr, dim=0), x, reps), torch.repeat_interleave(x, reps, dim=0))
+    same(native(lambda t: torch.repeat_interleave(t, 2, dim=1), x), torch.repeat_interleave(x, 2, dim=1))
+
+
+def test_repeat_interleave_refuses_negative_repeats_and_bad_shapes():
+    with pytest.raises(RuntimeError, match="repeats can not be negative"):
+        torch.repeat_interleave(torch.tensor([1, -1], device="axon"))
+    with pytest.raises(RuntimeError, match="only accept 1D vector"):
+        torch.repeat_interleave(torch.ones(2, 2, dtype=torch.int64, device="axon"))
+    with pytest.raises(RuntimeError, match="repeats sum to 3, not the output size 4"):
+        torch.repeat_interleave(torch.tensor([1, 2], device="axon"), output_size=4).cpu()

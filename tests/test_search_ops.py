@@ -145,3 +145,47 @@ def test_bincount_errors_as_cpu():
         torch.bincount(torch.tensor([1, 2], device="axon"), weights=torch.ones(3, device="axon"))
     with pytest.raises(RuntimeError, match="not implemented for 'Float'"):
         torch.bincount(torch.tensor([1.0], device="axon"))
+
+
+@pytest.mark.parametrize("dtype", REAL)
+@pytest.mark.parametrize("invert", [False, True])
+def test_isin_matches_cpu(dtype, invert):
+    e = vals((5, 37), dtype, seed=3)
+    t = vals((11,), dtype, seed=4)  # NaN included for the floats: it matches nothing
+    torch_axon.reset_fallback_stats()
+    got = torch.isin(e.to("axon"), t.to("axon"), invert=invert)
+    assert torch_axon.fallback_stats() == {}
+    assert torch.equal(got.cpu(), torch.isin(e, t, invert=invert))
+    got = torch.isin(e.to("axon"), t.to("axon"), assume_unique=True, invert=invert)
+    assert torch.equal(got.cpu(), torch.isin(e, t, assume_unique=True, invert=invert))
+
+
+def test_isin_promotes_mixed_dtypes_and_matches_signed_zeros():
+    e = torch.tensor([[1, 2, 3], [4, 5, 0]], dtype=torch.int64)
+    t = torch.tensor([2.0, 4.5, -0.0, float("nan")], dtype=torch.float32)
+    torch_axon.reset_fallback_stats()
+    got = torch.isin(e.to("axon"), t.to("axon"))
+    assert torch_axon.fallback_stats() == {}
+    assert torch.equal(got.cpu(), torch.isin(e, t))
+    big = torch.tensor([2**60, 2**60 + 1], dtype=torch.int64)  # int64 keys keep every bit
+    assert torch.equal(torch.isin(big.to("axon"), big[:1].to("axon")).cpu(), torch.tensor([True, False]))
+
+
+def test_isin_out_empty_and_strided():
+    e = vals((6, 8), torch.float32, seed=5).t()  # not contiguous
+    t = vals((4,), torch.float32, seed=6)
+    out = torch.empty(8, 6, dtype=torch.bool, device="axon").t()
+    torch.isin(e.to("axon"), t.to("axon"), out=out)
+    assert torch.equal(out.cpu(), torch.isin(e, t))
+    assert torch.isin(torch.empty(0, device="axon"), t.to("axon")).shape == (0,)
+    assert not torch.isin(e.to("axon"), torch.empty(0, device="axon")).any()
+
+
+def test_isin_as_generation_uses_it():
+    """transformers' generate() checks for stop tokens with isin on the device."""
+    tokens = torch.tensor([[5, 9, 2], [7, 1, 3]], device="axon")
+    eos = torch.tensor([2, 3], device="axon")
+    torch_axon.reset_fallback_stats()
+    done = torch.isin(tokens[:, -1], eos)
+    assert torch_axon.fallback_stats() == {}
+    assert done.cpu().tolist() == [True, True]

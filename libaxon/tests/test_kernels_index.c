@@ -1,7 +1,8 @@
 /* index.h's kernels against plain C references: index_select and gather for every dtype and strided inputs, scatter
  * with each reduction, index_add with alpha, embedding backward with repeated indices and padding (bitwise equal to
  * an in-order reference with 1 and 2 threads), masked_fill, cat of 1..N inputs with empty and strided ones, and
- * out-of-range indices failing at sync with PyTorch's message and nothing written by the in-place ops. Buffers are
+ * out-of-range indices failing at sync with PyTorch's message and nothing written by the in-place ops; the index
+ * vector of repeat_interleave, and its refusal of negative repeats or a wrong total. Buffers are
  * host memory (the kernels take it), so AddressSanitizer sees any access outside them. */
 #include <math.h>
 #include <stdint.h>
@@ -523,8 +524,48 @@ static void test_scatter_reduce_without_self_and_index_reduce(void) {
     axon_runtime_destroy(k.rt);
 }
 
+/* repeat_interleave's index vector: zero repeats skipped, int32 and int64, then negative repeats and a total that
+ * does not match failing at sync with out untouched. */
+static void test_repeat_interleave_lists_each_index_its_count_times(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    static const int64_t rep64[5] = {2, 0, 3, 1, 0};
+    static const int32_t rep32[5] = {2, 0, 3, 1, 0};
+    static const int64_t want[6] = {0, 0, 2, 2, 2, 3};
+    int64_t out64[6];
+    int32_t out32[6];
+    const int64_t n = 5, total = 6;
+    axon_tensor_t r = kc_tensor((void *)rep64, AXON_INT64, 1, &n, NULL), o = kc_tensor(out64, AXON_INT64, 1, &total, NULL);
+    CHECK_OK(axon_kernel_repeat_interleave(k.s, &o, &r));
+    axon_tensor_t r32 = kc_tensor((void *)rep32, AXON_INT32, 1, &n, NULL);
+    axon_tensor_t o32 = kc_tensor(out32, AXON_INT32, 1, &total, NULL);
+    CHECK_OK(axon_kernel_repeat_interleave(k.s, &o32, &r32));
+    CHECK_OK(axon_stream_sync(k.s));
+    for (int i = 0; i < 6; i++) {
+        CHECK_EQ_I64(out64[i], want[i]);
+        CHECK_EQ_I64(out32[i], want[i]);
+    }
+    static const int64_t negative[5] = {2, -1, 3, 1, 1};
+    for (int i = 0; i < 6; i++) out64[i] = -7;
+    r.data = (void *)negative;
+    CHECK_OK(axon_kernel_repeat_interleave(k.s, &o, &r));
+    CHECK_STATUS(axon_stream_sync(k.s), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("repeats can not be negative (repeats[1] is -1)");
+    r.data = (void *)rep64;
+    const int64_t short_total = 5;
+    axon_tensor_t small = kc_tensor(out64, AXON_INT64, 1, &short_total, NULL);
+    CHECK_OK(axon_kernel_repeat_interleave(k.s, &small, &r));
+    CHECK_STATUS(axon_stream_sync(k.s), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("sum to more than the output size 5");
+    for (int i = 0; i < 6; i++) CHECK_EQ_I64(out64[i], -7);
+    CHECK_STATUS(axon_kernel_repeat_interleave(k.s, &o32, &r), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("differs from repeats dtype");
+    axon_runtime_destroy(k.rt);
+}
+
 int main(void) {
     RUN(test_index_select_matches_reference_for_every_dtype_and_layout);
+    RUN(test_repeat_interleave_lists_each_index_its_count_times);
     RUN(test_gather_matches_reference_on_both_dims);
     RUN(test_gather_of_every_element_size_matches_reference_and_names_the_first_bad_index);
     RUN(test_scatter_matches_in_order_reference_for_each_reduction);

@@ -1,6 +1,7 @@
 /* axon_kernel_searchsorted, axon_kernel_bincount and the unique run kernels: PyTorch's answers on small cases
  * (both sides, a sorter, batched rows, NaN, int32 output; counts and float32 weights; runs with NaN and -0.0), the
- * same results for any thread count, and bad input refused with a message, or failed at run time without writing
+ * same results for any thread count; isin with NaN, -0.0, int64 keys beyond float64's precision and invert; and bad
+ * input refused with a message, or failed at run time without writing
  * out of bounds when only the data are wrong. */
 #include <math.h>
 #include <stdlib.h>
@@ -213,6 +214,74 @@ static void test_unique_runs_keep_nans_apart_and_merge_signed_zeros(void) {
     axon_runtime_destroy(k.rt);
 }
 
+/* isin of float64 elements in float64 test elements (nt of them) on `threads` workers into bool results. */
+static int run_isin_f64(int threads, const double *e, int64_t ne, const double *t, int64_t nt, int invert,
+                        uint8_t *res) {
+    kc_dev_t k = kc_open(threads);
+    if (!k.rt) return 0;
+    void *de = kc_upload(&k, e, (size_t)ne * 8), *dt = kc_upload(&k, t, (size_t)(nt ? nt : 1) * 8);
+    void *dout = kc_upload(&k, NULL, (size_t)ne);
+    axon_tensor_t te = kc_tensor(de, AXON_FLOAT64, 1, &ne, NULL), tt = kc_tensor(dt, AXON_FLOAT64, 1, &nt, NULL);
+    axon_tensor_t to = kc_tensor(dout, AXON_BOOL, 1, &ne, NULL);
+    int ok = de && dt && dout && axon_kernel_isin(k.s, &to, &te, &tt, invert) == AXON_OK &&
+             kc_download(&k, res, dout, (size_t)ne);
+    axon_mem_free(k.dev, de);
+    axon_mem_free(k.dev, dt);
+    axon_mem_free(k.dev, dout);
+    axon_runtime_destroy(k.rt);
+    return ok;
+}
+
+static void test_isin_nan_matches_nothing_and_signed_zeros_match(void) {
+    const double e[] = {1, 2, NAN, -0.0, 7, 3.5, -INFINITY};
+    const double t[] = {3.5, NAN, 0.0, 1, -INFINITY, 1};
+    const uint8_t want[] = {1, 0, 0, 1, 0, 1, 1};
+    uint8_t res[7];
+    REQUIRE(run_isin_f64(2, e, 7, t, 6, 0, res));
+    for (int i = 0; i < 7; i++) CHECK_EQ_I64(res[i], want[i]);
+    REQUIRE(run_isin_f64(1, e, 7, t, 6, 1, res));
+    for (int i = 0; i < 7; i++) CHECK_EQ_I64(res[i], !want[i]);
+    REQUIRE(run_isin_f64(2, e, 7, t, 0, 0, res)); /* no test elements: nothing is in */
+    for (int i = 0; i < 7; i++) CHECK_EQ_I64(res[i], 0);
+}
+
+static void test_isin_int64_keys_keep_every_bit_against_a_brute_force_search(void) {
+    kc_dev_t k = kc_open(3);
+    REQUIRE(k.rt);
+    enum { NE = 1 << 16, NT = 513 };
+    static int64_t e[NE], t[NT];
+    static uint8_t got[NE];
+    for (int i = 0; i < NT; i++) t[i] = ((int64_t)1 << 60) + (int64_t)(i * 2) * ((i % 5) - 2); /* unsorted, dups */
+    for (int i = 0; i < NE; i++) e[i] = ((int64_t)1 << 60) + (int64_t)(i % 3000) - 1500;
+    const int64_t ne = NE, nt = NT;
+    void *de = kc_upload(&k, e, sizeof e), *dt = kc_upload(&k, t, sizeof t), *dout = kc_upload(&k, NULL, NE);
+    REQUIRE(de && dt && dout);
+    axon_tensor_t te = kc_tensor(de, AXON_INT64, 1, &ne, NULL), tt = kc_tensor(dt, AXON_INT64, 1, &nt, NULL);
+    axon_tensor_t to = kc_tensor(dout, AXON_BOOL, 1, &ne, NULL);
+    CHECK_OK(axon_kernel_isin(k.s, &to, &te, &tt, 0));
+    REQUIRE(kc_download(&k, got, dout, NE));
+    int bad = 0;
+    for (int i = 0; i < NE; i++) {
+        int in = 0;
+        for (int j = 0; j < NT && !in; j++) in = e[i] == t[j];
+        bad += got[i] != in;
+    }
+    CHECK(bad == 0);
+    /* refusals: mixed dtypes, a non-bool out, complex */
+    axon_tensor_t tf = tt;
+    tf.dtype = AXON_INT32;
+    CHECK_STATUS(axon_kernel_isin(k.s, &to, &te, &tf, 0), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("differs from test_elements dtype");
+    axon_tensor_t ti = to;
+    ti.dtype = AXON_UINT8;
+    CHECK_STATUS(axon_kernel_isin(k.s, &ti, &te, &tt, 0), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("is not bool");
+    axon_mem_free(k.dev, de);
+    axon_mem_free(k.dev, dt);
+    axon_mem_free(k.dev, dout);
+    axon_runtime_destroy(k.rt);
+}
+
 int main(void) {
     RUN(test_left_and_right_sides_give_pytorchs_insertion_points);
     RUN(test_batched_rows_and_a_sorter_search_their_own_row);
@@ -221,5 +290,7 @@ int main(void) {
     RUN(test_searchsorted_rejects_bad_input);
     RUN(test_bincount_counts_and_sums_float32_weights_in_order);
     RUN(test_unique_runs_keep_nans_apart_and_merge_signed_zeros);
+    RUN(test_isin_nan_matches_nothing_and_signed_zeros_match);
+    RUN(test_isin_int64_keys_keep_every_bit_against_a_brute_force_search);
     return check_report();
 }

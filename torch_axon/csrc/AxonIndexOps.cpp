@@ -1,8 +1,8 @@
 // Indexing and concatenation on libaxon's index kernels (libaxon/include/axon/index.h): index_select, gather,
 // scatter (src, value, reduce and scatter_reduce with include_self), scatter_add, index_add, index_copy, embedding's
-// dense backward, masked_fill_ and cat. Embedding's forward is composite over index_select. index_copy and index_add
-// are structured: binding .out is enough, PyTorch routes index_copy_ and index_copy through it after its meta
-// checks (which .out repeats, for direct out= calls).
+// dense backward, masked_fill_, cat and the index vector of repeat_interleave. Embedding's forward is composite over
+// index_select. index_copy and index_add are structured: binding .out is enough, PyTorch routes index_copy_ and
+// index_copy through it after its meta checks (which .out repeats, for direct out= calls).
 //
 // Each op makes PyTorch's checks (with its messages), resizes out, describes the tensors and launches one kernel.
 // Indices follow these ops' PyTorch rule, [0, size) (no negative wrap). They are read on the device, so an
@@ -515,6 +515,28 @@ at::Tensor& cat_out(const at::ITensorListRef& list, int64_t dim, at::Tensor& out
   return out;
 }
 
+// repeat_interleave of a repeats vector (the index vector of repeat_interleave(x, repeats, dim)): the output's
+// length is the repeats' sum, read back from the device (one sync, as on CUDA) unless output_size gives it; the
+// kernel refuses negative repeats and a sum other than that length.
+at::Tensor repeat_interleave_tensor(const at::Tensor& repeats, std::optional<c10::SymInt> output_size) {
+  TORCH_CHECK(repeats.dim() == 1, "repeat_interleave only accept 1D vector as repeat");
+  TORCH_CHECK(repeats.scalar_type() == at::kLong || repeats.scalar_type() == at::kInt,
+              "repeats has to be Long or Int tensor");
+  if (repeats.size(0) == 0) return at::empty({0}, repeats.options());
+  const at::Tensor r = repeats.contiguous();
+  int64_t total = 0;
+  if (output_size.has_value()) {
+    total = output_size->guard_int(__FILE__, __LINE__);
+  } else {
+    TORCH_CHECK(at::amin(r).item<int64_t>() >= 0, "repeats can not be negative");
+    total = at::sum(r).item<int64_t>();
+  }
+  at::Tensor out = at::empty({total}, r.options());
+  const axon_tensor_t od = describe(out, "repeat_interleave"), rd = describe(r, "repeat_interleave");
+  AXON_CHECK(axon_kernel_repeat_interleave(current_stream(r.device().index()), &od, &rd));
+  return out;
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("index_select", TORCH_FN(index_select));
   m.impl("index_select.out", TORCH_FN(index_select_out));
@@ -532,6 +554,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("masked_fill_.Scalar", TORCH_FN(masked_fill_scalar));
   m.impl("masked_fill_.Tensor", TORCH_FN(masked_fill_tensor));
   m.impl("cat.out", TORCH_FN(cat_out));
+  m.impl("repeat_interleave.Tensor", TORCH_FN(repeat_interleave_tensor));
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// searchsorted, bucketize and bincount on libaxon's search kernels (libaxon/include/axon/search.h).
+// searchsorted, bucketize, isin and bincount on libaxon's search kernels (libaxon/include/axon/search.h).
 //
 // The glue promotes sorted and values to one dtype (as PyTorch's CPU kernel does), views them as rows ([rows, M] and
 // [rows, N], or one row shared by all values) and checks what needs the data: sorter entries in range and
@@ -157,6 +157,25 @@ at::Tensor bincount(const at::Tensor& self, const std::optional<at::Tensor>& wei
   return out;
 }
 
+// isin: both sets promoted to their result type, as PyTorch's CPU kernel compares them. Bool and complex (which
+// PyTorch refuses) and an out that is not bool go through the fallback, which raises PyTorch's errors.
+at::Tensor& isin_out(const at::Tensor& elements, const at::Tensor& test_elements, bool assume_unique, bool invert,
+                     at::Tensor& out) {
+  const at::ScalarType common = at::result_type(elements, test_elements);
+  if (!orderable(elements.scalar_type()) || !orderable(test_elements.scalar_type()) || !orderable(common) ||
+      out.scalar_type() != at::kBool || elements.device() != test_elements.device() ||
+      out.device() != elements.device())
+    return fall_back<ATEN_OP2(isin, Tensor_Tensor_out)>(elements, test_elements, assume_unique, invert, out);
+  at::native::resize_output(out, elements.sizes());
+  if (elements.numel() == 0) return out;
+  const at::Tensor e = elements.to(common).contiguous(), t = test_elements.to(common).contiguous();
+  at::Tensor o = out.is_contiguous() ? out : at::empty(out.sizes(), out.options());
+  const axon_tensor_t od = describe(o, "isin"), ed = describe(e, "isin"), td = describe(t, "isin");
+  AXON_CHECK(axon_kernel_isin(current_stream(e.device().index()), &od, &ed, &td, invert));
+  if (!o.is_same(out)) out.copy_(o);
+  return out;
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("searchsorted.Tensor", TORCH_FN(searchsorted));
   m.impl("searchsorted.Tensor_out", TORCH_FN(searchsorted_out));
@@ -165,6 +184,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("bucketize.Tensor_out", TORCH_FN(bucketize_out));
   m.impl("bucketize.Scalar", TORCH_FN(bucketize_scalar));
   m.impl("bincount", TORCH_FN(bincount));
+  m.impl("isin.Tensor_Tensor_out", TORCH_FN(isin_out));
 }
 
 }  // namespace

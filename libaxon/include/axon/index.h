@@ -125,6 +125,12 @@ AXON_API axon_status_t axon_kernel_masked_fill(axon_stream_t s, const axon_tenso
 AXON_API axon_status_t axon_kernel_cat(axon_stream_t s, const axon_tensor_t *out, const axon_tensor_t *inputs, int n,
                                        int dim);
 
+/* out = the indices 0 .. n-1 of repeats, index i repeats[i] times, in order (repeat_interleave of a repeats
+ * vector). repeats is 1-d int32 or int64 [n]; out is 1-d of the same dtype whose length must be the repeats' sum.
+ * The command fails with INVALID_ARG, out untouched, if a repeat is negative or the sum is not out's length. */
+AXON_API axon_status_t axon_kernel_repeat_interleave(axon_stream_t s, const axon_tensor_t *out,
+                                                     const axon_tensor_t *repeats);
+
 AXON_EXTERN_C_END
 
 #endif

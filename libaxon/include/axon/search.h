@@ -1,4 +1,4 @@
-/* Searching sorted data and counting integers: searchsorted (and bucketize, its 1-d case) and bincount.
+/* Searching sorted data and counting integers: searchsorted (and bucketize, its 1-d case), isin and bincount.
  *
  * Like every kernel (kernels.h), a launch checks its descriptors on the calling thread, enqueues one command on
  * stream s and returns at once; descriptors are copied at launch; nothing is enqueued on error or when there is
@@ -40,6 +40,13 @@ AXON_API axon_status_t axon_kernel_searchsorted(axon_stream_t s, const axon_tens
  * them. out is zeroed first. */
 AXON_API axon_status_t axon_kernel_bincount(axon_stream_t s, const axon_tensor_t *out, const axon_tensor_t *in,
                                             const axon_tensor_t *weights);
+
+/* Enqueue out[i] = (elements[i] equals some element of test_elements) != invert. elements and test_elements share
+ * one real dtype (floats, integers, bool; not complex or float8) and any shapes; out is bool with elements' shape.
+ * NaN equals nothing; -0.0 equals 0.0. The command fails with OUT_OF_MEMORY if the sorted copy of test_elements
+ * (8 bytes each) cannot be had. */
+AXON_API axon_status_t axon_kernel_isin(axon_stream_t s, const axon_tensor_t *out, const axon_tensor_t *elements,
+                                        const axon_tensor_t *test_elements, int invert);
 
 AXON_EXTERN_C_END
 
