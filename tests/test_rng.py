@@ -270,7 +270,11 @@ def test_a_cpu_generator_for_an_axon_op_is_refused():
     lambda g: torch.multinomial(torch.ones(10, device="axon"), 5, generator=g),
     lambda g: torch.multinomial(torch.ones(2, 10, device="axon"), 30, replacement=True, generator=g),
     lambda g: torch.normal(torch.zeros(8, device="axon"), torch.ones(8, device="axon"), generator=g),
-], ids=["exponential", "multinomial", "multinomial_replacement", "normal_tensors"])
+    lambda g: torch.empty(9, device="axon").cauchy_(generator=g),
+    lambda g: torch.empty(9, device="axon").log_normal_(generator=g),
+    lambda g: torch.empty(9, dtype=torch.int64, device="axon").geometric_(0.3, generator=g),
+], ids=["exponential", "multinomial", "multinomial_replacement", "normal_tensors", "cauchy", "log_normal",
+        "geometric"])
 def test_random_ops_follow_the_axon_seed(op):
     # Every random op draws from the axon generator (normal with tensors too, which composes normal_).
     torch.axon.manual_seed(3)
@@ -647,3 +651,44 @@ def test_non_contiguous_outputs_get_the_numbers_of_contiguous_ones(dtype, draw):
     assert torch.equal(transposed, dense)
     assert torch.equal(strided.cpu(), dense)
     assert torch.equal(base[1::2].cpu(), torch.zeros(6, 30, dtype=dtype))  # the gaps are untouched
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=dtype_id)
+def test_cauchy_has_its_quartiles_at_median_plus_minus_sigma(dtype):
+    torch_axon.reset_fallback_stats()
+    x = torch.empty(N, dtype=dtype, device="axon").cauchy_(median=1.0, sigma=2.0).cpu().double()
+    assert torch_axon.fallback_stats() == {}
+    for q, at in ((0.25, -1.0), (0.5, 1.0), (0.75, 3.0)):
+        assert abs((x < at).double().mean().item() - q) < 0.01
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=dtype_id)
+def test_log_normal_is_the_exponential_of_a_normal(dtype):
+    torch_axon.reset_fallback_stats()
+    x = torch.empty(N, dtype=dtype, device="axon").log_normal_(mean=0.5, std=0.25).cpu().double()
+    assert torch_axon.fallback_stats() == {}
+    assert (x > 0).all()
+    if dtype in (torch.float32, torch.float64):  # the half types' rounding would bias the log's moments
+        _check_moments(x.log(), 0.5, 0.25)
+    assert abs((x.log() < 0.5).double().mean().item() - 0.5) < 0.01
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.int64, torch.int32,
+                                   torch.int8, torch.uint8], ids=dtype_id)
+def test_geometric_counts_trials_to_the_first_success(dtype):
+    torch_axon.reset_fallback_stats()
+    x = torch.empty(N, dtype=dtype, device="axon").geometric_(0.25).cpu().double()
+    assert torch_axon.fallback_stats() == {}
+    assert x.min().item() == 1
+    assert abs((x == 1).double().mean().item() - 0.25) < 0.01
+    _check_moments(x, 4.0, 12 ** 0.5)
+
+
+def test_cauchy_log_normal_and_geometric_refuse_bad_parameters():
+    t = torch.empty(4, device="axon")
+    with pytest.raises(RuntimeError, match="cauchy_ expects sigma > 0.0"):
+        t.cauchy_(sigma=0.0)
+    with pytest.raises(RuntimeError, match="log_normal_ expects std > 0.0"):
+        t.log_normal_(std=-1.0)
+    with pytest.raises(RuntimeError, match=r"geometric_ expects p to be in \(0, 1\)"):
+        t.geometric_(1.0)

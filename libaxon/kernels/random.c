@@ -1,5 +1,5 @@
-/* Random kernels on Philox4x32-10: uniform, normal, exponential, random_int and bernoulli (with one p, or a tensor of
- * them).
+/* Random kernels on Philox4x32-10: uniform, normal, exponential, random_int, bernoulli (with one p, or a tensor of
+ * them), and cauchy, log_normal and geometric.
  *
  * Element i of dst (logical row-major order) reads block i / epb of the stream (seed, offset), epb = 2 for 8-byte
  * dtypes (64 bits per element) and 4 otherwise (kernels.h has the exact lane layout). Because a value depends only
@@ -30,16 +30,28 @@ double(sin)(double) __attribute__((simd("notinbranch")));
 double(cos)(double) __attribute__((simd("notinbranch")));
 #endif
 
-enum rng_kind { RNG_UNIFORM, RNG_NORMAL, RNG_RANDOM_INT, RNG_BERNOULLI, RNG_BERNOULLI_TENSOR, RNG_EXPONENTIAL };
+enum rng_kind {
+    RNG_UNIFORM,
+    RNG_NORMAL,
+    RNG_RANDOM_INT,
+    RNG_BERNOULLI,
+    RNG_BERNOULLI_TENSOR,
+    RNG_EXPONENTIAL,
+    RNG_CAUCHY,
+    RNG_LOG_NORMAL,
+    RNG_GEOMETRIC
+};
 
-static const char *const rng_names[] = {"uniform", "normal", "random_int", "bernoulli", "bernoulli", "exponential"};
+static const char *const rng_names[] = {"uniform",     "normal", "random_int", "bernoulli", "bernoulli",
+                                        "exponential", "cauchy", "log_normal", "geometric"};
 
 struct rng_args {
     axon_tensor_t dst;
     uint64_t seed, offset;
     enum rng_kind kind;
     int wide;                    /* 64 random bits per element, 2 elements per block */
-    double p0, p1;               /* uniform: from, to - from; normal: mean, std; bernoulli: p; exponential: lambda */
+    double p0, p1;               /* uniform: from, to - from; normal and log_normal: mean, std; bernoulli and
+                                    geometric: p; exponential: lambda; cauchy: median, sigma */
     double limit;                /* uniform: the largest value of dst's dtype below `to` */
     int64_t from;                /* random_int */
     uint64_t range;              /* random_int; 0 = 2^64 */
@@ -107,11 +119,16 @@ static void rng_block(const struct rng_args *a, uint64_t b, double *f, int64_t *
         }
         break;
     case RNG_NORMAL: /* made by groups of blocks: rng_normal_group */
+    case RNG_LOG_NORMAL:
         break;
     case RNG_EXPONENTIAL: /* u in (0, 1), never 0 or 1: every value finite and > 0 */
+    case RNG_CAUCHY:      /* PyTorch's transformations of such a u */
+    case RNG_GEOMETRIC:
         for (int j = 0; j < n; j++) {
             double u = a->wide ? ((double)(rng_bits64(x, j) >> 11) + 0.5) * 0x1p-53 : ((double)x[j] + 0.5) * 0x1p-32;
-            f[j] = -log(u) / a->p0;
+            if (a->kind == RNG_EXPONENTIAL) f[j] = -log(u) / a->p0;
+            else if (a->kind == RNG_CAUCHY) f[j] = a->p0 + a->p1 * tan(RNG_TWO_PI / 2 * (u - 0.5));
+            else f[j] = ceil(log(u) / log1p(-a->p0));
         }
         break;
     case RNG_RANDOM_INT:
@@ -160,7 +177,7 @@ static void rng_run(void *ctx, char *const *ptr, const int64_t *stride, int64_t 
     double fbuf[RNG_BATCH];
     int64_t ibuf[RNG_BATCH];
     /* Values are made a unit at a time: one Philox block, or for normals a group of RNG_GROUP blocks. */
-    const int normal = a->kind == RNG_NORMAL;
+    const int normal = a->kind == RNG_NORMAL || a->kind == RNG_LOG_NORMAL;
     const int64_t unit = normal ? RNG_GROUP * per : per;
     for (int64_t done = 0; done < n;) {
         int64_t m = n - done < RNG_BATCH ? n - done : RNG_BATCH;
@@ -169,6 +186,8 @@ static void rng_run(void *ctx, char *const *ptr, const int64_t *stride, int64_t 
             int64_t iv[4];
             if (normal) rng_normal_group(a, (uint64_t)(i / unit), fv);
             else rng_block(a, (uint64_t)(i / unit), fv, iv);
+            if (a->kind == RNG_LOG_NORMAL)
+                for (int64_t j = 0; j < unit; j++) fv[j] = exp(fv[j]);
             for (int64_t j = i % unit; j < unit && k < m; j++, k++, i++) {
                 if (integer && !with_p) ibuf[k] = iv[j];
                 else fbuf[k] = fv[j];
@@ -295,6 +314,44 @@ axon_status_t axon_kernel_exponential(axon_stream_t s, const axon_tensor_t *dst,
     if (!(lambda > 0) || !isfinite(lambda))
         return axon_fail(AXON_ERROR_INVALID_ARG, "exponential: needs a finite lambda > 0; got lambda=%g", lambda);
     a.p0 = lambda;
+    return rng_launch(s, &a);
+}
+
+axon_status_t axon_kernel_cauchy(axon_stream_t s, const axon_tensor_t *dst, uint64_t seed, uint64_t offset,
+                                 double median, double sigma) {
+    struct rng_args a;
+    axon_status_t st = rng_prepare(&a, RNG_CAUCHY, dst, seed, offset, 1);
+    if (st != AXON_OK) return st;
+    if (!isfinite(median) || !(sigma > 0) || !isfinite(sigma))
+        return axon_fail(AXON_ERROR_INVALID_ARG, "cauchy: needs a finite median and sigma > 0; got median=%g sigma=%g",
+                         median, sigma);
+    a.p0 = median;
+    a.p1 = sigma;
+    return rng_launch(s, &a);
+}
+
+axon_status_t axon_kernel_log_normal(axon_stream_t s, const axon_tensor_t *dst, uint64_t seed, uint64_t offset,
+                                     double mean, double std) {
+    struct rng_args a;
+    axon_status_t st = rng_prepare(&a, RNG_LOG_NORMAL, dst, seed, offset, 1);
+    if (st != AXON_OK) return st;
+    if (!isfinite(mean) || !(std > 0) || !isfinite(std))
+        return axon_fail(AXON_ERROR_INVALID_ARG, "log_normal: needs a finite mean and std > 0; got mean=%g std=%g",
+                         mean, std);
+    a.p0 = mean;
+    a.p1 = std;
+    return rng_launch(s, &a);
+}
+
+axon_status_t axon_kernel_geometric(axon_stream_t s, const axon_tensor_t *dst, uint64_t seed, uint64_t offset,
+                                    double p) {
+    struct rng_args a;
+    axon_status_t st = rng_prepare(&a, RNG_GEOMETRIC, dst, seed, offset, 0);
+    if (st != AXON_OK) return st;
+    if (dst->dtype == AXON_BOOL)
+        return axon_fail(AXON_ERROR_UNSUPPORTED, "geometric: dst dtype bool is not supported");
+    if (!(p > 0 && p < 1)) return axon_fail(AXON_ERROR_INVALID_ARG, "geometric: p=%g is not in (0, 1)", p);
+    a.p0 = p;
     return rng_launch(s, &a);
 }
 

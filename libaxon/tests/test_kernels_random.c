@@ -154,6 +154,7 @@ static double as_double(axon_dtype_t d, const unsigned char *p) {
     case AXON_INT32: return *(const int32_t *)p;
     case AXON_INT64: return (double)*(const int64_t *)p;
     case AXON_INT8: return *(const int8_t *)p;
+    case AXON_INT16: return *(const int16_t *)(const void *)p;
     case AXON_UINT8: return *(const uint8_t *)p;
     case AXON_BOOL: return *p;
     default: return NAN;
@@ -260,6 +261,81 @@ static void test_exponential_has_mean_and_std_one_over_lambda(void) {
     CHECK_STATUS(axon_kernel_exponential(k.s, &tf, 0, 0, 0.0), AXON_ERROR_INVALID_ARG);
     CHECK_STATUS(axon_kernel_exponential(k.s, &tf, 0, 0, INFINITY), AXON_ERROR_INVALID_ARG);
     CHECK_STATUS(axon_kernel_exponential(k.s, &ti, 0, 0, 1.0), AXON_ERROR_UNSUPPORTED);
+    axon_runtime_destroy(k.rt);
+}
+
+/* n draws of dtype d from launch(kind) into a malloc'ed host buffer (NULL on failure). kind 0 cauchy(1, 2),
+ * 1 log_normal(0.5, 0.25), 2 geometric(0.25), 3 normal(0.5, 0.25). */
+static unsigned char *draw_more(int kind, axon_dtype_t d, int64_t n, uint64_t seed) {
+    kc_dev_t k = kc_open(2);
+    if (!k.rt) return NULL;
+    const size_t bytes = (size_t)n * axon_dtype_size(d);
+    void *dev = kc_upload(&k, NULL, bytes);
+    unsigned char *host = malloc(bytes);
+    axon_tensor_t t = kc_tensor(dev, d, 1, &n, NULL);
+    axon_status_t st = kind == 0   ? axon_kernel_cauchy(k.s, &t, seed, 0, 1.0, 2.0)
+                       : kind == 1 ? axon_kernel_log_normal(k.s, &t, seed, 0, 0.5, 0.25)
+                       : kind == 2 ? axon_kernel_geometric(k.s, &t, seed, 0, 0.25)
+                                   : axon_kernel_normal(k.s, &t, seed, 0, 0.5, 0.25);
+    int ok = dev && host && st == AXON_OK && kc_download(&k, host, dev, bytes);
+    axon_mem_free(k.dev, dev);
+    axon_runtime_destroy(k.rt);
+    if (!ok) free(host);
+    return ok ? host : NULL;
+}
+
+/* The share of n values of dtype d below x. */
+static double share_below(axon_dtype_t d, const unsigned char *v, size_t n, double x) {
+    size_t below = 0, es = axon_dtype_size(d);
+    for (size_t i = 0; i < n; i++) below += as_double(d, v + i * es) < x;
+    return (double)below / (double)n;
+}
+
+/* Cauchy(1, 2): quartiles at -1, 1, 3; log-normal(0.5, 0.25): its log is the normal of the same draws; geometric
+ * (0.25): mean 4, P(1) = 1/4, never below 1, in an integer dtype too; and their parameter checks. */
+static void test_cauchy_log_normal_and_geometric_follow_their_distributions(void) {
+    const axon_dtype_t dts[] = {AXON_FLOAT32, AXON_FLOAT64};
+    for (size_t t = 0; t < 2; t++) {
+        unsigned char *c = draw_more(0, dts[t], MILLION, 11);
+        REQUIRE(c);
+        CHECK(fabs(share_below(dts[t], c, MILLION, -1.0) - 0.25) < 0.003);
+        CHECK(fabs(share_below(dts[t], c, MILLION, 1.0) - 0.5) < 0.003);
+        CHECK(fabs(share_below(dts[t], c, MILLION, 3.0) - 0.75) < 0.003);
+        free(c);
+        unsigned char *ln = draw_more(1, dts[t], MILLION, 12), *nv = draw_more(3, dts[t], MILLION, 12);
+        REQUIRE(ln && nv);
+        const size_t es = axon_dtype_size(dts[t]);
+        int bad = 0;
+        for (size_t i = 0; i < MILLION; i++) {
+            const double x = as_double(dts[t], ln + i * es), z = as_double(dts[t], nv + i * es);
+            bad += !(x > 0) || fabs(log(x) - z) > (t ? 1e-14 : 1e-6) * (1 + fabs(z));
+        }
+        CHECK_EQ_I64(bad, 0);
+        free(ln);
+        free(nv);
+    }
+    const axon_dtype_t gts[] = {AXON_FLOAT32, AXON_INT64, AXON_INT16};
+    for (size_t t = 0; t < 3; t++) {
+        unsigned char *g = draw_more(2, gts[t], MILLION, 13);
+        REQUIRE(g);
+        struct moments m = moments_of(gts[t], g, MILLION);
+        CHECK(m.min == 1 && fabs(m.mean - 4.0) < 6 * sqrt(12.0) / sqrt((double)MILLION)); /* var (1 - p) / p^2 */
+        CHECK(fabs(share_below(gts[t], g, MILLION, 1.5) - 0.25) < 0.003);
+        free(g);
+    }
+    kc_dev_t k = kc_open(1);
+    REQUIRE(k.rt);
+    float x[4];
+    const int64_t n = 4;
+    axon_tensor_t tf = kc_tensor(x, AXON_FLOAT32, 1, &n, NULL), ti = kc_tensor(x, AXON_INT32, 1, &n, NULL);
+    axon_tensor_t tb = kc_tensor(x, AXON_BOOL, 1, &n, NULL);
+    CHECK_STATUS(axon_kernel_cauchy(k.s, &tf, 0, 0, 0.0, 0.0), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("sigma > 0");
+    CHECK_STATUS(axon_kernel_cauchy(k.s, &ti, 0, 0, 0.0, 1.0), AXON_ERROR_UNSUPPORTED);
+    CHECK_STATUS(axon_kernel_log_normal(k.s, &tf, 0, 0, 0.0, -1.0), AXON_ERROR_INVALID_ARG);
+    CHECK_STATUS(axon_kernel_geometric(k.s, &tf, 0, 0, 1.0), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("p=1 is not in (0, 1)");
+    CHECK_STATUS(axon_kernel_geometric(k.s, &tb, 0, 0, 0.5), AXON_ERROR_UNSUPPORTED);
     axon_runtime_destroy(k.rt);
 }
 
@@ -465,6 +541,7 @@ static void test_random_kernels_reject_bad_input(void) {
 }
 
 int main(void) {
+    RUN(test_cauchy_log_normal_and_geometric_follow_their_distributions);
     RUN(test_philox_matches_the_known_answer_vectors);
     RUN(test_philox_blocks_counts_per_dtype);
     RUN(test_same_seed_and_offset_give_the_same_bytes_for_any_threads_and_layout);

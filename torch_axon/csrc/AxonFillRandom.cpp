@@ -1,5 +1,6 @@
 // Ops that initialize tensors in place: fill_, zero_, and the random ones drawing from the device's Philox generator
-// (uniform_, normal_, exponential_, random_, bernoulli_ with one p or a tensor of them), and randperm and multinomial
+// (uniform_, normal_, exponential_, cauchy_, log_normal_, geometric_, random_, bernoulli_ with one p or a tensor of
+// them), and randperm and multinomial
 // built on them. The numbers come from libaxon's kernels; this file picks the generator and claims its Philox blocks,
 // so the same seed gives the same numbers whatever the thread count.
 #include <ATen/ATen.h>
@@ -255,6 +256,32 @@ at::Tensor& exponential(at::Tensor& self, double lambda, std::optional<at::Gener
   });
 }
 
+// cauchy_ and log_normal_ on float tensors; other dtypes go to the host fallback, which raises PyTorch's error.
+at::Tensor& cauchy(at::Tensor& self, double median, double sigma, std::optional<at::Generator> gen) {
+  TORCH_CHECK(sigma > 0.0, "cauchy_ expects sigma > 0.0, but found sigma=", sigma);
+  if (!at::isFloatingType(self.scalar_type())) return fall_back<ATEN_OP(cauchy_)>(self, median, sigma, gen);
+  return draw_into(self, gen, "cauchy_", [&](axon_stream_t s, const axon_tensor_t* d, const Draw& r) {
+    return axon_kernel_cauchy(s, d, r.seed, r.block_offset, median, sigma);
+  });
+}
+
+at::Tensor& log_normal(at::Tensor& self, double mean, double std, std::optional<at::Generator> gen) {
+  TORCH_CHECK(std > 0.0, "log_normal_ expects std > 0.0, but found std=", std);
+  if (!at::isFloatingType(self.scalar_type())) return fall_back<ATEN_OP(log_normal_)>(self, mean, std, gen);
+  return draw_into(self, gen, "log_normal_", [&](axon_stream_t s, const axon_tensor_t* d, const Draw& r) {
+    return axon_kernel_log_normal(s, d, r.seed, r.block_offset, mean, std);
+  });
+}
+
+// geometric_: floats and integers (bool and complex go to the fallback).
+at::Tensor& geometric(at::Tensor& self, double p, std::optional<at::Generator> gen) {
+  TORCH_CHECK(0 < p && p < 1, "geometric_ expects p to be in (0, 1), but got p=", p);
+  if (self.scalar_type() == at::kBool || self.is_complex()) return fall_back<ATEN_OP(geometric_)>(self, p, gen);
+  return draw_into(self, gen, "geometric_", [&](axon_stream_t s, const axon_tensor_t* d, const Draw& r) {
+    return axon_kernel_geometric(s, d, r.seed, r.block_offset, p);
+  });
+}
+
 // multinomial: PyTorch's own method on device ops, with CPU's checks and messages (one sync for the probability
 // checks, as CPU's and PyTorch's shared path take). Without replacement (or one sample): the k largest p / q with
 // q ~ Exp(1) (Gumbel's trick, as PyTorch's shared path); with replacement: the inverse of each row's cumulative sum
@@ -359,6 +386,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("bernoulli_.Tensor", bernoulli_tensor);
   m.impl("randperm.generator_out", randperm_out);
   m.impl("exponential_", exponential);
+  m.impl("cauchy_", cauchy);
+  m.impl("log_normal_", log_normal);
+  m.impl("geometric_", geometric);
   m.impl("multinomial", multinomial);
   m.impl("multinomial.out", multinomial_out);
 }

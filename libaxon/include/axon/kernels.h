@@ -80,6 +80,23 @@ AXON_API axon_status_t axon_kernel_normal(axon_stream_t s, const axon_tensor_t *
 AXON_API axon_status_t axon_kernel_exponential(axon_stream_t s, const axon_tensor_t *dst, uint64_t seed,
                                                uint64_t offset, double lambda);
 
+/* Cauchy reals median + sigma tan(pi (u - 1/2)) for float dst, u drawn as axon_kernel_exponential draws it (so never
+ * 0 or 1), computed in double. UNSUPPORTED for non-float dtypes; INVALID_ARG unless median is finite and sigma is
+ * finite and > 0. */
+AXON_API axon_status_t axon_kernel_cauchy(axon_stream_t s, const axon_tensor_t *dst, uint64_t seed, uint64_t offset,
+                                          double median, double sigma);
+
+/* Log-normal reals exp(mean + std z) for float dst, z the normal axon_kernel_normal(mean 0, std 1) would give that
+ * element. UNSUPPORTED for non-float dtypes; INVALID_ARG unless mean is finite and std is finite and > 0. */
+AXON_API axon_status_t axon_kernel_log_normal(axon_stream_t s, const axon_tensor_t *dst, uint64_t seed,
+                                              uint64_t offset, double mean, double std);
+
+/* Geometric counts ceil(ln u / ln(1 - p)) >= 1 (trials up to the first success), u drawn as axon_kernel_exponential
+ * draws it, stored with the copy rules in any float or integer dst. UNSUPPORTED for bool and complex dst;
+ * INVALID_ARG unless 0 < p < 1. */
+AXON_API axon_status_t axon_kernel_geometric(axon_stream_t s, const axon_tensor_t *dst, uint64_t seed,
+                                             uint64_t offset, double p);
+
 /* A random permutation of 0..n-1 into dst (contiguous 1-d int64, n = its size) by Fisher-Yates: for i from n - 1
  * down to 1, swap elements i and x_i % (i + 1), x_i being the 64 bits random_int would give element i of an int64
  * dst (blocks: axon_philox_blocks(AXON_INT64, n)). One thread. INVALID_ARG for another dst. */
