@@ -232,3 +232,53 @@ def test_complex_sum_and_mean_run_natively(dtype):
         want = fn(z)
         assert got.dtype == want.dtype and got.shape == want.shape
         torch.testing.assert_close(got.cpu(), want, **tol)
+
+
+ALL_REAL = [torch.float32, torch.float64, torch.bfloat16, torch.float16, torch.int8, torch.uint8, torch.int16,
+            torch.int32, torch.int64, torch.bool]
+
+
+@pytest.mark.parametrize("dtype", ALL_REAL)
+@pytest.mark.parametrize("op", [torch.cummax, torch.cummin], ids=["cummax", "cummin"])
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_cummax_and_cummin_take_the_latest_of_ties_and_nans(dtype, op, dim):
+    x = sample((6, 9, 5), dtype).to(torch.float64).round().to(dtype)  # few distinct values: many ties
+    if dtype.is_floating_point:
+        x[1, 2, 3] = x[2, 4, 0] = x[4, 4, 0] = float("nan")
+    got = native(lambda t: op(t, dim), x)
+    want = op(x, dim)
+    assert torch.equal(got.indices.cpu(), want.indices)
+    same(got.values, want.values)
+    xt = x.transpose(0, 2)  # a strided view
+    got = native(lambda t: op(t.transpose(0, 2), dim), x)
+    assert torch.equal(got.indices.cpu(), op(xt, dim).indices)
+
+
+def test_cummax_gradient_and_out_forms():
+    x = sample((4, 7), torch.float64)
+    xa = x.to("axon").requires_grad_()
+    xc = x.clone().requires_grad_()
+    torch.cummax(xa, 1).values.sum().backward()
+    torch.cummax(xc, 1).values.sum().backward()
+    same(xa.grad, xc.grad)
+    values = torch.empty(0, dtype=torch.float64, device="axon")
+    indices = torch.empty(0, dtype=torch.int64, device="axon")
+    torch.cummin(x.to("axon"), 0, out=(values, indices))
+    want = torch.cummin(x, 0)
+    same(values, want.values)
+    assert torch.equal(indices.cpu(), want.indices)
+    assert torch.cummax(torch.tensor(3.0, device="axon"), 0).indices.item() == 0  # 0-dim
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("dim", [0, 1])
+def test_logcumsumexp_matches_cpu_with_infinities_and_nan(dtype, dim):
+    x = (sample((7, 33), dtype).to(torch.float64) * 10).to(dtype)
+    x[2, 5] = float("-inf")
+    x[3, :4] = float("-inf")
+    x[5, 7] = float("inf")
+    x[6, 9] = float("nan")
+    same(native(lambda t: torch.logcumsumexp(t, dim), x), torch.logcumsumexp(x, dim))
+    xa = x.double().to("axon").requires_grad_()
+    torch.logcumsumexp(xa, dim).sum().backward()  # its gradient runs on the device too
+    assert xa.grad.device.type == "axon"

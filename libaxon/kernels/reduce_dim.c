@@ -7,6 +7,7 @@
  * each line is scanned on its own from blocks converted into an L1 buffer. Values are compared and accumulated in
  * double (exact for every float dtype's values, and float64 accumulation for the scans) or int64. Each line is one
  * thread's sequential work, so results never depend on the thread count. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -16,7 +17,7 @@
 static const char *const arg_names[] = {"max", "min", "argmax", "argmin"};
 _Static_assert(sizeof arg_names / sizeof arg_names[0] == AXON_ARG_REDUCE_OP_COUNT,
                "every axon_arg_reduce_op_t needs a name");
-static const char *const cum_names[] = {"cumsum", "cumprod"};
+static const char *const cum_names[] = {"cumsum", "cumprod", "logcumsumexp"};
 _Static_assert(sizeof cum_names / sizeof cum_names[0] == AXON_CUMULATIVE_OP_COUNT,
                "every axon_cumulative_op_t needs a name");
 
@@ -30,7 +31,9 @@ const char *axon_cumulative_op_name(axon_cumulative_op_t op) {
 
 typedef struct rdim_args {
     int scan;                    /* 1: cumulative; 0: arg reduction */
-    int is_max, is_prod;
+    int scan_kind;               /* RDIM_SCAN_SUM, _PROD or _LSE */
+    int scan_arg;                /* cummax, cummin: running extreme and its index (lines only, never lanes) */
+    int is_max;
     int is_int;                  /* work type int64, else double */
     int lanes;                   /* lane-wise: lines of a run are neighbours in memory */
     int f32_line;                /* arg reduction of float32 lines with unit stride: rdim_arg_line_f32 */
@@ -58,18 +61,36 @@ typedef struct rdim_args {
             bi[j] = b ? t : bi[j];                                                                                \
         }                                                                                                         \
     }                                                                                                             \
-    static void rdim_scan_##S(int prod, W *acc, W *x, int64_t n) {                                               \
+    static void rdim_scan_##S(int kind, W *acc, W *x, int64_t n) {                                               \
         W a = *acc;                                                                                               \
-        for (int64_t i = 0; i < n; i++) x[i] = a = prod ? RDIM_MUL_##S(a, x[i]) : RDIM_ADD_##S(a, x[i]);          \
+        if (kind == RDIM_SCAN_PROD)                                                                               \
+            for (int64_t i = 0; i < n; i++) x[i] = a = RDIM_MUL_##S(a, x[i]);                                     \
+        else if (kind == RDIM_SCAN_LSE)                                                                           \
+            for (int64_t i = 0; i < n; i++) x[i] = a = RDIM_LSE_##S(x[i], a);                                     \
+        else                                                                                                      \
+            for (int64_t i = 0; i < n; i++) x[i] = a = RDIM_ADD_##S(a, x[i]);                                     \
         *acc = a;                                                                                                 \
     }                                                                                                             \
-    static void rdim_scan_lanes_##S(int prod, W *acc, const W *x, int64_t m) {                                   \
-        if (prod)                                                                                                 \
+    static void rdim_scan_lanes_##S(int kind, W *acc, const W *x, int64_t m) {                                   \
+        if (kind == RDIM_SCAN_PROD)                                                                               \
             for (int64_t j = 0; j < m; j++) acc[j] = RDIM_MUL_##S(acc[j], x[j]);                                  \
+        else if (kind == RDIM_SCAN_LSE)                                                                           \
+            for (int64_t j = 0; j < m; j++) acc[j] = RDIM_LSE_##S(x[j], acc[j]);                                  \
         else                                                                                                      \
             for (int64_t j = 0; j < m; j++) acc[j] = RDIM_ADD_##S(acc[j], x[j]);                                  \
     }
 
+/* The scans' folds; LSE is logcumsumexp's: PyTorch's log-add-exp of the new element x and the running value, in
+ * float64 (its CPU accumulation type), with its rule for NaN (kept) and for equal infinities (x itself). */
+enum { RDIM_SCAN_SUM, RDIM_SCAN_PROD, RDIM_SCAN_LSE };
+
+static inline double rdim_log_add_exp(double x, double acc) {
+    const double lo = acc != acc ? acc : acc < x ? acc : x, hi = acc != acc ? acc : x < acc ? acc : x;
+    return lo != hi || isfinite(lo) ? hi + log1p(exp(lo - hi)) : x;
+}
+
+#define RDIM_LSE_f64(x, a) rdim_log_add_exp(x, a)
+#define RDIM_LSE_i64(x, a) (x) /* not used: logcumsumexp is float only */
 #define RDIM_ADD_f64(a, b) ((a) + (b))
 #define RDIM_MUL_f64(a, b) ((a) * (b))
 #define RDIM_ADD_i64(a, b) ((int64_t)((uint64_t)(a) + (uint64_t)(b)))
@@ -112,6 +133,25 @@ AXON_CLONES static int64_t rdim_arg_line_f32(int mx, const float *restrict x, in
     return 0; /* not reached: best is one of the elements */
 }
 
+/* cummax / cummin over m loaded elements starting at position t0: PyTorch's rule, the running extreme moves to an
+ * element that is NaN, or that is >= (<=) it while it is not NaN, so ties and NaNs take the latest index. The
+ * running values replace the elements in buf; the indices go to idx (int64, stride a->dstride[1]). */
+static void rdim_scan_arg(const rdim_args_t *a, rdim_buf_t *buf, int64_t m, int64_t t0, double *bd, int64_t *bi_val,
+                          int64_t *bi, char *idx) {
+    for (int64_t k = 0; k < m; k++) {
+        if (a->is_int) {
+            const int64_t x = buf->i[k];
+            if (t0 + k == 0 || (a->is_max ? x >= *bi_val : x <= *bi_val)) *bi_val = x, *bi = t0 + k;
+            buf->i[k] = *bi_val;
+        } else {
+            const double x = buf->d[k];
+            if (t0 + k == 0 || x != x || (*bd == *bd && (a->is_max ? x >= *bd : x <= *bd))) *bd = x, *bi = t0 + k;
+            buf->d[k] = *bd;
+        }
+        memcpy(idx + k * a->dstride[1] * 8, bi, 8);
+    }
+}
+
 /* One line: p[k] points at tensor k's element 0 of the line. */
 static void rdim_line(const rdim_args_t *a, char *const *p) {
     if (a->f32_line) {
@@ -127,17 +167,24 @@ static void rdim_line(const rdim_args_t *a, char *const *p) {
         double d;
         int64_t i;
     } acc = {0}, best = {0};
-    if (a->scan && a->is_prod) {
+    if (a->scan && a->scan_kind == RDIM_SCAN_PROD) {
         if (a->is_int) acc.i = 1;
         else acc.d = 1.0;
+    } else if (a->scan && a->scan_kind == RDIM_SCAN_LSE) {
+        acc.d = -INFINITY;
     }
     int64_t bi = 0;
     for (int64_t t0 = 0; t0 < a->len; t0 += RD_BLOCK) {
         int64_t m = a->len - t0 < RD_BLOCK ? a->len - t0 : RD_BLOCK;
         a->load((char *)&buf, 1, p[0] + t0 * a->dstride[0] * (int64_t)a->es[0], a->dstride[0], m);
+        if (a->scan_arg) {
+            rdim_scan_arg(a, &buf, m, t0, &best.d, &best.i, &bi, p[1] + t0 * a->dstride[1] * 8);
+            a->store(p[2] + t0 * a->dstride[2] * (int64_t)a->es[2], a->dstride[2], (const char *)&buf, 1, m);
+            continue;
+        }
         if (a->scan) {
-            if (a->is_int) rdim_scan_i64(a->is_prod, &acc.i, buf.i, m);
-            else rdim_scan_f64(a->is_prod, &acc.d, buf.d, m);
+            if (a->is_int) rdim_scan_i64(a->scan_kind, &acc.i, buf.i, m);
+            else rdim_scan_f64(a->scan_kind, &acc.d, buf.d, m);
             a->store(p[1] + t0 * a->dstride[1] * (int64_t)a->es[1], a->dstride[1], (const char *)&buf, 1, m);
             continue;
         }
@@ -157,17 +204,18 @@ static void rdim_lanes(const rdim_args_t *a, char *const *p, const int64_t *s, i
     _Alignas(64) rdim_buf_t x;
     int64_t bi[RD_VEC];
     AXON_ASSERT(m <= RD_VEC);
+    const int prod = a->scan && a->scan_kind == RDIM_SCAN_PROD, lse = a->scan && a->scan_kind == RDIM_SCAN_LSE;
     for (int64_t j = 0; j < m; j++) {
-        if (a->is_int) acc.i[j] = a->scan && a->is_prod;
-        else acc.d[j] = a->scan && a->is_prod ? 1.0 : 0.0;
+        if (a->is_int) acc.i[j] = prod;
+        else acc.d[j] = lse ? -INFINITY : prod ? 1.0 : 0.0;
         bi[j] = 0;
     }
     for (int64_t t = 0; t < a->len; t++) {
         const char *row = p[0] + t * a->dstride[0] * (int64_t)a->es[0];
         if (a->scan) {
             a->load((char *)&x, 1, row, s[0], m);
-            if (a->is_int) rdim_scan_lanes_i64(a->is_prod, acc.i, x.i, m);
-            else rdim_scan_lanes_f64(a->is_prod, acc.d, x.d, m);
+            if (a->is_int) rdim_scan_lanes_i64(a->scan_kind, acc.i, x.i, m);
+            else rdim_scan_lanes_f64(a->scan_kind, acc.d, x.d, m);
             a->store(p[1] + t * a->dstride[1] * (int64_t)a->es[1], s[1], (const char *)&acc, 1, m);
         } else if (t == 0) {
             a->load((char *)&acc, 1, row, s[0], m);
@@ -318,8 +366,11 @@ axon_status_t axon_kernel_cumulative(axon_stream_t s, axon_cumulative_op_t op, c
     rdim_args_t a;
     memset(&a, 0, sizeof a);
     a.scan = 1;
-    a.is_prod = op == AXON_CUMULATIVE_PROD;
+    a.scan_kind = op == AXON_CUMULATIVE_PROD ? RDIM_SCAN_PROD : op == AXON_CUMULATIVE_LOGSUMEXP ? RDIM_SCAN_LSE
+                                                                                               : RDIM_SCAN_SUM;
     a.is_int = !axon_dtype_is_floating(out->dtype);
+    if (a.scan_kind == RDIM_SCAN_LSE && a.is_int)
+        return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: out dtype %s is not floating", name, axon_dtype_name(out->dtype));
     axon_dtype_t wd = a.is_int ? AXON_INT64 : AXON_FLOAT64;
     a.load = axon_convert_get(in->dtype, wd);
     a.store = axon_convert_get(wd, out->dtype);
@@ -327,5 +378,45 @@ axon_status_t axon_kernel_cumulative(axon_stream_t s, axon_cumulative_op_t op, c
     rdim_setup(&a, 2, ts, dim);
     axon_launch_t l = {rdim_kernel, &a, sizeof a, name,
                        (uint64_t)axon_tensor_numel(in) * (a.es[0] + a.es[1])};
+    return axon_stream_launch(s, &l);
+}
+
+axon_status_t axon_kernel_cumulative_extreme(axon_stream_t s, axon_arg_reduce_op_t op, const axon_tensor_t *out_values,
+                                             const axon_tensor_t *out_indices, const axon_tensor_t *in, int dim) {
+    if (op != AXON_ARG_REDUCE_MAX && op != AXON_ARG_REDUCE_MIN)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "cumulative_extreme: op must be max or min, got %d", (int)op);
+    const char *name = op == AXON_ARG_REDUCE_MAX ? "cummax" : "cummin";
+    char sa[160], sb[160];
+    axon_status_t st;
+    if ((st = axon_kernel_check_operand(in, name, "in", 0)) != AXON_OK) return st;
+    if ((st = axon_kernel_check_operand(out_values, name, "out_values", 1)) != AXON_OK) return st;
+    if ((st = axon_kernel_check_operand(out_indices, name, "out_indices", 1)) != AXON_OK) return st;
+    if ((st = rdim_check_dim(name, in, &dim)) != AXON_OK) return st;
+    if (out_values->dtype == AXON_COMPLEX64 || out_values->dtype == AXON_COMPLEX128)
+        return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: complex out_values are not supported", name);
+    if (out_indices->dtype != AXON_INT64)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: out_indices must be int64, got %s", name,
+                         axon_dtype_name(out_indices->dtype));
+    const axon_tensor_t *outs[2] = {out_values, out_indices};
+    for (int k = 0; k < 2; k++)
+        if (!rdim_same_shape(outs[k], in))
+            return axon_fail(AXON_ERROR_INVALID_ARG, "%s: %s shape %s does not match in shape %s", name,
+                             k ? "out_indices" : "out_values", axon_shape_format(outs[k], sa, sizeof sa),
+                             axon_shape_format(in, sb, sizeof sb));
+    if (axon_tensor_numel(in) == 0) return AXON_OK;
+    rdim_args_t a;
+    memset(&a, 0, sizeof a);
+    a.scan = 1;
+    a.scan_arg = 1;
+    a.is_max = op == AXON_ARG_REDUCE_MAX;
+    a.is_int = !axon_dtype_is_floating(in->dtype);
+    axon_dtype_t wd = a.is_int ? AXON_INT64 : AXON_FLOAT64;
+    a.load = axon_convert_get(in->dtype, wd);
+    a.store = axon_convert_get(wd, out_values->dtype);
+    const axon_tensor_t *ts[3] = {in, out_indices, out_values};
+    rdim_setup(&a, 3, ts, dim);
+    a.lanes = 0;
+    axon_launch_t l = {rdim_kernel, &a, sizeof a, name,
+                       (uint64_t)axon_tensor_numel(in) * (a.es[0] + a.es[2] + 8)};
     return axon_stream_launch(s, &l);
 }

@@ -37,7 +37,8 @@ static inline uint16_t ref_half_encode(long double x, int mb, int bias) {
     if (isnan(x)) return (uint16_t)(sign | (emax << mb) | (1 << (mb - 1)));
     long double a = fabsl(x);
     if (a == 0) return sign;
-    int k;
+    if (isinf(a)) return (uint16_t)(sign | (emax << mb)); /* frexpl leaves the exponent unspecified */
+    int k = 0;
     frexpl(a, &k);
     int e = k - 1 < 1 - bias ? 1 - bias : k - 1;
     long double ulp = ldexpl(1.0L, e - mb), r = nearbyintl(a / ulp) * ulp;

@@ -1,5 +1,5 @@
-/* axon_kernel_arg_reduce and axon_kernel_cumulative against references (inner and outer dims, views, ties, NaN,
- * in-place scans); every reduction bitwise identical with 1 and 2 threads on more than 1M elements; bad input
+/* axon_kernel_arg_reduce, axon_kernel_cumulative and axon_kernel_cumulative_extreme against references (inner and
+ * outer dims, views, ties, NaN, in-place scans, logcumsumexp, cummax and cummin's latest-index rule); every reduction bitwise identical with 1 and 2 threads on more than 1M elements; bad input
  * refused at launch with messages. */
 #include "reduce_ref.h"
 
@@ -90,7 +90,7 @@ static void test_cumulative_matches_reference_and_runs_in_place(void) {
     const int64_t sz[2] = {23, 301}, rowmajor[2] = {301, 1}, tsz[2] = {301, 23}, colmajor[2] = {1, 301};
     for (size_t di = 0; di < sizeof dim_dtypes / sizeof dim_dtypes[0]; di++) {
         axon_dtype_t d = dim_dtypes[di], od = rr_is_float(d) ? d : AXON_INT64;
-        for (int op = 0; op < AXON_CUMULATIVE_OP_COUNT; op++) {
+        for (int op = 0; op <= AXON_CUMULATIVE_PROD; op++) { /* logcumsumexp: its own test below */
             void *h = rr_fill(d, 23 * 301, op == AXON_CUMULATIVE_PROD);
             char *dev = rr_upload(&k, d, h, 23 * 301);
             void *dout = rr_upload(&k, od, NULL, 23 * 301);
@@ -242,9 +242,88 @@ static void test_bad_input_is_refused_at_launch_with_messages(void) {
     axon_runtime_destroy(k.rt);
 }
 
+/* logcumsumexp (floats) against a long double log-add-exp, and cummax / cummin against the running rule (ties and
+ * NaNs take the latest index), along both dims of row-major and transposed views. */
+static void test_logcumsumexp_and_running_extremes_match_references(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    enum { R = 19, C = 157, N = R * C };
+    const int64_t sz[2] = {R, C}, rowmajor[2] = {C, 1}, tsz[2] = {C, R}, colmajor[2] = {1, C};
+    for (size_t di = 0; di < sizeof dim_dtypes / sizeof dim_dtypes[0]; di++) {
+        const axon_dtype_t d = dim_dtypes[di];
+        void *h = rr_fill(d, N, 0);
+        if (rr_is_float(d)) {
+            rr_set(d, h, 3 * C + 10, NAN);
+            rr_set(d, h, 3 * C + 40, NAN);
+            rr_set(d, h, 7 * C + 10, -INFINITY);
+        }
+        char *dev = rr_upload(&k, d, h, N);
+        void *dv = rr_upload(&k, d, NULL, N), *gv = malloc(N * axon_dtype_size(d));
+        int64_t *di64 = rr_upload(&k, AXON_INT64, NULL, N), *gi = malloc(N * sizeof *gi);
+        for (int v = 0; v < 2; v++)
+            for (int dim = 0; dim < 2; dim++) {
+                const int64_t *s = v ? tsz : sz, *st = v ? colmajor : rowmajor;
+                axon_tensor_t in = kc_tensor(dev, d, 2, s, st), out = kc_tensor(dv, d, 2, s, NULL);
+                axon_tensor_t idx = kc_tensor(di64, AXON_INT64, 2, s, NULL);
+                for (int op = -1; op < 2; op++) { /* -1: logcumsumexp; 0 cummax; 1 cummin */
+                    if (op < 0 && !rr_is_float(d)) {
+                        CHECK_STATUS(axon_kernel_cumulative(k.s, AXON_CUMULATIVE_LOGSUMEXP, &out, &in, dim),
+                                     AXON_ERROR_UNSUPPORTED);
+                        continue;
+                    }
+                    if (op < 0) CHECK_OK(axon_kernel_cumulative(k.s, AXON_CUMULATIVE_LOGSUMEXP, &out, &in, dim));
+                    else CHECK_OK(axon_kernel_cumulative_extreme(k.s, op ? AXON_ARG_REDUCE_MIN : AXON_ARG_REDUCE_MAX,
+                                                                 &out, &idx, &in, dim));
+                    CHECK(kc_download(&k, gv, dv, N * axon_dtype_size(d)));
+                    CHECK(op < 0 || kc_download(&k, gi, di64, N * sizeof *gi));
+                    int bad = 0;
+                    const int64_t lines = dim ? s[0] : s[1], len = dim ? s[1] : s[0];
+                    for (int64_t i = 0; i < lines && !bad; i++) {
+                        long double acc = -INFINITY, best = 0;
+                        int64_t bi = 0;
+                        for (int64_t j = 0; j < len && !bad; j++) { /* position j of line i, which runs along dim */
+                            const int64_t r = dim ? i : j, c = dim ? j : i;
+                            const long double x = rr_get(d, h, r * st[0] + c * st[1]);
+                            const int64_t t = j, o = r * s[1] + c;
+                            long double want;
+                            if (op < 0) {
+                                const long double lo = isnan(acc) ? acc : acc < x ? acc : x;
+                                const long double hi = isnan(acc) ? acc : x < acc ? acc : x;
+                                acc = (lo != hi || isfinite(lo)) ? hi + log1pl(expl(lo - hi)) : x;
+                                want = acc;
+                            } else {
+                                if (t == 0 || isnan(x) || (!isnan(best) && (op ? x <= best : x >= best))) best = x, bi = t;
+                                want = best;
+                            }
+                            const long double g = rr_get(d, gv, o);
+                            const int ok = op < 0 ? rr_close(d, g, want, fabsl(want) + 1)
+                                                  : (isnan(want) ? isnan(g) : g == want) && gi[o] == bi;
+                            if (!ok) {
+                                fprintf(stderr, "  %s %s view %d dim %d (%lld, %lld): %Lg [%lld], want %Lg [%lld]\n",
+                                        op < 0 ? "logcumsumexp" : op ? "cummin" : "cummax", axon_dtype_name(d), v, dim,
+                                        (long long)r, (long long)c, g, op < 0 ? 0LL : (long long)gi[o], want,
+                                        (long long)bi);
+                                bad = 1;
+                            }
+                        }
+                    }
+                    if (bad) check_failures_in_test++;
+                }
+            }
+        free(h);
+        free(gv);
+        free(gi);
+        axon_mem_free(k.dev, dev);
+        axon_mem_free(k.dev, dv);
+        axon_mem_free(k.dev, di64);
+    }
+    axon_runtime_destroy(k.rt);
+}
+
 int main(void) {
     RUN(test_arg_reduce_matches_reference_with_first_ties_and_nan);
     RUN(test_cumulative_matches_reference_and_runs_in_place);
+    RUN(test_logcumsumexp_and_running_extremes_match_references);
     RUN(test_results_are_identical_with_1_and_2_threads);
     RUN(test_bad_input_is_refused_at_launch_with_messages);
     return check_report();

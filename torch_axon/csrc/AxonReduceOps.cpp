@@ -388,6 +388,45 @@ at::Tensor& cumulative_out(const at::Tensor& self, int64_t dim, std::optional<c1
   return out;
 }
 
+// logcumsumexp of a real floating self (complex goes to the host), into a new tensor.
+at::Tensor log_cumsum_exp(const at::Tensor& self, int64_t dim) {
+  if (!at::isFloatingType(self.scalar_type()) || !libaxon_can_take(self, self))
+    return fall_back<ATEN_OP(_logcumsumexp)>(self, dim);
+  at::Tensor out = at::empty(self.sizes(), self.options());
+  if (self.numel() == 0) return out;
+  if (self.dim() == 0) return out.copy_(self);
+  const int64_t d = at::maybe_wrap_dim(dim, self.dim());
+  const axon_tensor_t in = describe(self, "logcumsumexp"), od = describe(out, "logcumsumexp");
+  AXON_CHECK(axon_kernel_cumulative(current_stream(self.device().index()), AXON_CUMULATIVE_LOGSUMEXP, &od, &in,
+                                    static_cast<int>(d)));
+  return out;
+}
+
+at::Tensor& log_cumsum_exp_out(const at::Tensor& self, int64_t dim, at::Tensor& out) {
+  if (!at::isFloatingType(self.scalar_type()) || out.scalar_type() != self.scalar_type())
+    return fall_back<ATEN_OP2(_logcumsumexp, out)>(self, dim, out);
+  at::native::resize_output(out, self.sizes());
+  out.copy_(log_cumsum_exp(self, dim));
+  return out;
+}
+
+// cummax and cummin: PyTorch's composite cummax_out resizes values (self's dtype) and indices (int64) to self's shape
+// and calls these helpers for a tensor with a dimension and an element.
+template <axon_arg_reduce_op_t OP, class AtenOp>
+void cumulative_extreme(const at::Tensor& self, at::Tensor& values, at::Tensor& indices, int64_t dim) {
+  if (!libaxon_can_take(self, values) || indices.scalar_type() != at::kLong)
+    return fall_back<AtenOp>(self, values, indices, dim);
+  const int64_t d = at::maybe_wrap_dim(dim, self.dim());
+  at::Tensor v = values.is_contiguous() ? values : at::empty(self.sizes(), values.options());
+  at::Tensor i = indices.is_contiguous() ? indices : at::empty(self.sizes(), indices.options());
+  const char* name = OP == AXON_ARG_REDUCE_MAX ? "cummax" : "cummin";
+  const axon_tensor_t in = describe(self, name), vd = describe(v, name), id = describe(i, name);
+  AXON_CHECK(axon_kernel_cumulative_extreme(current_stream(self.device().index()), OP, &vd, &id, &in,
+                                            static_cast<int>(d)));
+  if (!v.is_same(values)) values.copy_(v);
+  if (!i.is_same(indices)) indices.copy_(i);
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("sum.IntList_out", TORCH_FN(sum_out));
   m.impl("mean.out", TORCH_FN(mean_out));
@@ -423,6 +462,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("argmin.out", TORCH_FN((argmax_argmin_out<AXON_ARG_REDUCE_ARGMIN, ATEN_OP2(argmin, out)>)));
   m.impl("cumsum.out", TORCH_FN((cumulative_out<AXON_CUMULATIVE_SUM, ATEN_OP2(cumsum, out)>)));
   m.impl("cumprod.out", TORCH_FN((cumulative_out<AXON_CUMULATIVE_PROD, ATEN_OP2(cumprod, out)>)));
+  m.impl("_logcumsumexp", TORCH_FN(log_cumsum_exp));
+  m.impl("_logcumsumexp.out", TORCH_FN(log_cumsum_exp_out));
+  m.impl("_cummax_helper", TORCH_FN((cumulative_extreme<AXON_ARG_REDUCE_MAX, ATEN_OP(_cummax_helper)>)));
+  m.impl("_cummin_helper", TORCH_FN((cumulative_extreme<AXON_ARG_REDUCE_MIN, ATEN_OP(_cummin_helper)>)));
 }
 
 }  // namespace

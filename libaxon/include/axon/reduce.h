@@ -87,6 +87,7 @@ typedef enum axon_arg_reduce_op {
 typedef enum axon_cumulative_op {
     AXON_CUMULATIVE_SUM = 0,
     AXON_CUMULATIVE_PROD,
+    AXON_CUMULATIVE_LOGSUMEXP,   /* log(sum exp) of the prefix; floating out only, PyTorch's log-add-exp in float64 */
     AXON_CUMULATIVE_OP_COUNT
 } axon_cumulative_op_t;
 
@@ -115,6 +116,16 @@ AXON_API axon_status_t axon_kernel_arg_reduce(axon_stream_t s, axon_arg_reduce_o
  * converting on store. out may be the very same view as in (in-place). INVALID_ARG for a bad dim or shapes. */
 AXON_API axon_status_t axon_kernel_cumulative(axon_stream_t s, axon_cumulative_op_t op, const axon_tensor_t *out,
                                               const axon_tensor_t *in, int dim);
+
+/* Enqueue the running max (op AXON_ARG_REDUCE_MAX, cummax) or min (AXON_ARG_REDUCE_MIN, cummin) along dim:
+ * out_values[..., i, ...] = the extreme of in[..., 0..i, ...] and out_indices its position. As in PyTorch the running
+ * extreme moves to each element that is NaN, or that is >= (<=) it while it is not NaN, so ties and NaNs give the
+ * latest index. out_values has in's shape (any real dtype, converted with the copy rules); out_indices is int64 of
+ * in's shape. Values compare in float64 or int64 (exact). INVALID_ARG for another op, a bad dim or shapes. */
+AXON_API axon_status_t axon_kernel_cumulative_extreme(axon_stream_t s, axon_arg_reduce_op_t op,
+                                                      const axon_tensor_t *out_values,
+                                                      const axon_tensor_t *out_indices, const axon_tensor_t *in,
+                                                      int dim);
 
 AXON_EXTERN_C_END
 
