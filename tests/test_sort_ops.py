@@ -1,4 +1,4 @@
-"""Native sort, argsort, msort, topk, kthvalue and median (libaxon's sort kernels) against PyTorch CPU for every real
+"""Native sort, argsort, msort, topk, kthvalue, median and nanmedian (libaxon's sort kernels) against PyTorch CPU for every real
 dtype, with repeated values, NaN, infinities and -0.0: a stable sort gives exactly CPU's values and indices; where
 ties leave the indices open (topk, kthvalue, unstable sort), values match exactly and the indices point at them.
 No host fallback for the ops bound; bad k gives PyTorch's errors."""
@@ -128,6 +128,21 @@ def test_kthvalue_and_median_match_cpu(dtype, shape, dim, keepdim):
         nan_rows = torch.isnan(ref.values)
         same(out.indices.cpu()[nan_rows], ref.indices[nan_rows])
     same(no_fallback(lambda: torch.median(x.to("axon"))), torch.median(x))
+
+
+@pytest.mark.parametrize("dtype", [d for d in REAL_DTYPES if d != torch.bool], ids=str)
+@pytest.mark.parametrize("shape,dim", SHAPES_DIMS, ids=str)
+@pytest.mark.parametrize("keepdim", [False, True], ids=["dropdim", "keepdim"])
+def test_nanmedian_skips_nans_and_matches_cpu(dtype, shape, dim, keepdim):
+    x = sample(shape, dtype)
+    if dtype.is_floating_point and x.dim() == 2 and x.shape[0] > 1:
+        x[0] = float("nan")  # a row (or column) of NaNs only: NaN
+    ref = torch.nanmedian(x, dim, keepdim)
+    out = no_fallback(lambda: torch.nanmedian(x.to("axon"), dim, keepdim))
+    same(out.values, ref.values)
+    points_at(x, dim, out.values if keepdim or x.dim() == 0 else out.values.unsqueeze(dim),
+              out.indices if keepdim or x.dim() == 0 else out.indices.unsqueeze(dim))
+    same(no_fallback(lambda: torch.nanmedian(x.to("axon"))), torch.nanmedian(x))
 
 
 def test_median_of_an_empty_tensor_is_nan_as_on_cpu():

@@ -27,6 +27,7 @@ typedef struct srt_args {
     srt_mode_t mode;
     int flip;                    /* keys complemented: descending sort, topk largest */
     int nan_wins;                /* kthvalue: a row with a NaN gives its first NaN (median) */
+    int nan_skip;                /* kthvalue: k is each row's lower median of its non-NaN elements (nanmedian) */
     int floating;
     int64_t outer, len, inner;
     int64_t k;                   /* topk: how many; kthvalue: which (from 1) */

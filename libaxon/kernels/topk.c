@@ -1,4 +1,4 @@
-/* topk and kthvalue (axon/sort.h): partial selection on the (key, position) pairs that sort.c builds.
+/* topk, kthvalue and nanmedian (axon/sort.h): partial selection on the (key, position) pairs that sort.c builds.
  *
  * Quickselect with a median-of-three pivot places the wanted pair; pairs are distinct (positions differ), so
  * partitions shrink even on rows of equal values. A selection that keeps choosing poor pivots (more rounds than
@@ -57,8 +57,14 @@ const srt_pair_t *axon_srt_pick(const srt_args_t *a, srt_pair_t *pa, srt_pair_t 
         if (a->nan_wins && a->floating)
             for (int64_t j = 0; j < n; j++)
                 if (pa[j].key == UINT64_MAX) return &pa[j]; /* the first NaN: loaded in position order */
-        axon_srt_select(pa, pb, n, a->k - 1);
-        return &pa[a->k - 1];
+        int64_t k = a->k;
+        if (a->nan_skip) { /* NaNs sort last: the lower median of the rest, or the first NaN when all are NaN */
+            int64_t valid = n;
+            for (int64_t j = 0; a->floating && j < n; j++) valid -= pa[j].key == UINT64_MAX;
+            k = valid > 0 ? (valid - 1) / 2 + 1 : 1;
+        }
+        axon_srt_select(pa, pb, n, k - 1);
+        return &pa[k - 1];
     }
     if (a->k < n) axon_srt_select(pa, pb, n, a->k - 1);
     return axon_srt_sort(pa, pb, a->k);
@@ -108,4 +114,14 @@ axon_status_t axon_kernel_kthvalue(axon_stream_t s, const axon_tensor_t *values,
     g.nan_wins = nan_wins != 0;
     g.k = k;
     return axon_srt_launch(s, nan_wins ? "median" : "kthvalue", &g, values, indices, in, dim, workspace);
+}
+
+axon_status_t axon_kernel_nanmedian(axon_stream_t s, const axon_tensor_t *values, const axon_tensor_t *indices,
+                                    const axon_tensor_t *in, int dim, const axon_tensor_t *workspace) {
+    srt_args_t g;
+    memset(&g, 0, sizeof g);
+    g.mode = SRT_KTH;
+    g.nan_skip = 1;
+    g.k = 1; /* checked against the row length at launch; each row picks its own */
+    return axon_srt_launch(s, "nanmedian", &g, values, indices, in, dim, workspace);
 }

@@ -45,8 +45,8 @@ typedef struct st_case {
     int64_t outer, len, inner;
 } st_case_t;
 
-/* Runs op (0 sort asc, 1 sort desc, 2 topk largest, 3 topk smallest, 4 kthvalue, 5 median) on one case, returns
- * mismatches. */
+/* Runs op (0 sort asc, 1 sort desc, 2 topk largest, 3 topk smallest, 4 kthvalue, 5 median, 6 nanmedian, whose
+ * first row of a short case is all NaN) on one case, returns mismatches. */
 static int check_op(const kc_dev_t *k, axon_dtype_t dt, st_case_t c, int op, int64_t kk) {
     const int64_t numel = c.outer * c.len * c.inner;
     const int64_t out_len = op < 2 ? c.len : op < 4 ? kk : 1, onumel = c.outer * out_len * c.inner;
@@ -65,6 +65,7 @@ static int check_op(const kc_dev_t *k, axon_dtype_t dt, st_case_t c, int op, int
         if (floating && r == 2) v[i] = -INFINITY;
         if (floating && r == 3) v[i] = -0.0;
         if (floating && r == 4) v[i] = 0.5;
+        if (op == 6 && floating && c.len <= 40 && i % c.inner == 0 && i < c.len * c.inner) v[i] = NAN;
         st_put(raw, dt, i, v[i]);
     }
     const int64_t sin[3] = {c.outer, c.len, c.inner}, sout[3] = {c.outer, out_len, c.inner}, sw[1] = {
@@ -75,14 +76,17 @@ static int check_op(const kc_dev_t *k, axon_dtype_t dt, st_case_t c, int op, int
     axon_tensor_t ti = kc_tensor(di, AXON_INT64, 3, sout, NULL), tw = kc_tensor(dw, AXON_UINT8, 1, sw, NULL);
     axon_status_t st = op < 2   ? axon_kernel_sort(k->s, &tv, &ti, &tin, 1, op == 1, &tw)
                        : op < 4 ? axon_kernel_topk(k->s, &tv, &ti, &tin, -2, kk, op == 2, &tw)
-                                : axon_kernel_kthvalue(k->s, &tv, &ti, &tin, 1, kk, op == 5, &tw);
+                       : op < 6 ? axon_kernel_kthvalue(k->s, &tv, &ti, &tin, 1, kk, op == 5, &tw)
+                                : axon_kernel_nanmedian(k->s, &tv, &ti, &tin, 1, &tw);
     int bad = st != AXON_OK;
     bad += !kc_download(k, got, dv, (size_t)onumel * es) || !kc_download(k, gi, di, (size_t)onumel * 8);
     for (int64_t o = 0; !bad && o < c.outer; o++)
         for (int64_t i = 0; i < c.inner; i++) {
             const double *row = v + o * c.len * c.inner + i;
             st_order(row, c.inner, c.len, op == 1 || op == 2, ord);
-            int64_t want_first = -1;
+            int64_t want_first = -1, valid = c.len;
+            for (int64_t j = 0; op == 6 && j < c.len; j++) valid -= isnan(row[j * c.inner]);
+            if (op == 6) kk = valid > 0 ? (valid - 1) / 2 + 1 : 1; /* NaNs order last, by index among themselves */
             if (op == 5 && floating)
                 for (int64_t j = 0; j < c.len && want_first < 0; j++)
                     if (isnan(row[j * c.inner])) want_first = j;
@@ -112,14 +116,14 @@ static void test_sort_is_stable_and_matches_reference_with_nan_last(void) {
     axon_runtime_destroy(k.rt);
 }
 
-static void test_topk_kthvalue_and_median_match_reference(void) {
+static void test_topk_kthvalue_median_and_nanmedian_match_reference(void) {
     kc_dev_t k = kc_open(4);
     REQUIRE(k.rt);
     for (size_t d = 0; d < sizeof st_dtypes / sizeof st_dtypes[0]; d++)
         for (size_t c = 0; c < sizeof st_cases / sizeof st_cases[0]; c++) {
             const int64_t len = st_cases[c].len, ks[4] = {1, len / 2 + 1, len, len > 3 ? 3 : 1};
             for (int i = 0; i < 4; i++)
-                for (int op = 2; op < 6; op++) CHECK(!check_op(&k, st_dtypes[d], st_cases[c], op, ks[i]));
+                for (int op = 2; op < 7; op++) CHECK(!check_op(&k, st_dtypes[d], st_cases[c], op, ks[i]));
             CHECK(!check_op(&k, st_dtypes[d], st_cases[c], 2, 0)); /* k = 0: nothing to do */
         }
     axon_runtime_destroy(k.rt);
@@ -285,7 +289,7 @@ static void test_sort_refuses_bad_descriptors_with_messages(void) {
 
 int main(void) {
     RUN(test_sort_is_stable_and_matches_reference_with_nan_last);
-    RUN(test_topk_kthvalue_and_median_match_reference);
+    RUN(test_topk_kthvalue_median_and_nanmedian_match_reference);
     RUN(test_int64_extremes_keep_their_order);
     RUN(test_sort_is_identical_for_1_and_4_threads);
     RUN(test_a_long_row_sorts_in_chunks_to_the_same_result);

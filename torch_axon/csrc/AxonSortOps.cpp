@@ -1,4 +1,5 @@
-// sort (and so argsort, msort), topk, kthvalue and median on libaxon's sort kernels (libaxon/include/axon/sort.h).
+// sort (and so argsort, msort), topk, kthvalue, median and nanmedian on libaxon's sort kernels
+// (libaxon/include/axon/sort.h).
 //
 // Inputs are made contiguous and viewed as [outer, len, inner] around dim; outputs go through contiguous
 // temporaries when the given ones are strided. The kernels need a workspace (they never allocate): a byte tensor
@@ -57,7 +58,7 @@ Rows rows_of(const at::Tensor& t, int64_t dim) {
   return r;
 }
 
-enum class Kind { Sort, Topk, Kth };
+enum class Kind { Sort, Topk, Kth, NanMedian };
 
 // Runs one sort-family kernel on self along dim into values and indices (already resized; their element count is
 // outer * out_len * inner), through contiguous temporaries where they are strided.
@@ -76,7 +77,8 @@ void launch(Kind kind, const at::Tensor& self, int64_t dim, int64_t out_len, int
   axon_stream_t s = current_stream(self.device().index());
   if (kind == Kind::Sort) AXON_CHECK(axon_kernel_sort(s, &vd, &id, &ind, 1, flag, &wsd));
   else if (kind == Kind::Topk) AXON_CHECK(axon_kernel_topk(s, &vd, &id, &ind, 1, k, flag, &wsd));
-  else AXON_CHECK(axon_kernel_kthvalue(s, &vd, &id, &ind, 1, k, flag, &wsd));
+  else if (kind == Kind::Kth) AXON_CHECK(axon_kernel_kthvalue(s, &vd, &id, &ind, 1, k, flag, &wsd));
+  else AXON_CHECK(axon_kernel_nanmedian(s, &vd, &id, &ind, 1, &wsd));
   if (!v.is_same(values)) values.copy_(v);
   if (!i.is_same(indices)) indices.copy_(i);
 }
@@ -151,12 +153,38 @@ at::Tensor median(const at::Tensor& self) {
   return values;
 }
 
+// nanmedian: each row's lower median of its non-NaN elements (the first NaN of a row of NaNs only).
+std::tuple<at::Tensor&, at::Tensor&> nanmedian_dim_out(const at::Tensor& self, int64_t dim, bool keepdim,
+                                                       at::Tensor& values, at::Tensor& indices) {
+  if (!native(self, values, indices, false))
+    return fall_back<ATEN_OP2(nanmedian, dim_values)>(self, dim, keepdim, values, indices);
+  const int64_t d = at::maybe_wrap_dim(dim, self.dim());
+  const int64_t len = self.dim() ? self.size(d) : 1;
+  TORCH_CHECK_INDEX(len > 0, "nanmedian(): Expected reduction dim ", d, " to have non-zero size.");
+  at::native::resize_output(values, out_shape(self, d, 1, keepdim));
+  at::native::resize_output(indices, out_shape(self, d, 1, keepdim));
+  launch(Kind::NanMedian, self, d, 1, 1, false, values, indices, "nanmedian");
+  return {values, indices};
+}
+
+at::Tensor nanmedian(const at::Tensor& self) {
+  if (!kernels_support(self.scalar_type()) || self.is_complex() || self.scalar_type() == at::kBool)
+    return fall_back<ATEN_OP(nanmedian)>(self);
+  if (self.numel() == 0) return at::full({}, std::numeric_limits<double>::quiet_NaN(), self.options());
+  const at::Tensor flat = self.reshape({-1});
+  at::Tensor values = at::empty({}, self.options()), indices = at::empty({}, self.options().dtype(at::kLong));
+  launch(Kind::NanMedian, flat, 0, 1, 1, false, values, indices, "nanmedian");
+  return values;
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("sort.values_stable", TORCH_FN(sort_out));
   m.impl("topk.values", TORCH_FN(topk_out));
   m.impl("kthvalue.values", TORCH_FN(kthvalue_out));
   m.impl("median.dim_values", TORCH_FN(median_dim_out));
   m.impl("median", TORCH_FN(median));
+  m.impl("nanmedian.dim_values", TORCH_FN(nanmedian_dim_out));
+  m.impl("nanmedian", TORCH_FN(nanmedian));
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-/* Sorting and selection along one dimension: sort (stable), topk, and the k-th smallest value (kthvalue, median).
+/* Sorting and selection along one dimension: sort (stable), topk, and the k-th smallest value (kthvalue, median,
+ * nanmedian).
  *
  * Like every kernel (kernels.h), a launch checks its descriptors on the calling thread, enqueues one command on
  * stream s and returns at once; descriptors are copied at launch; nothing is enqueued on error or when there is
@@ -53,6 +54,13 @@ AXON_API axon_status_t axon_kernel_topk(axon_stream_t s, const axon_tensor_t *va
 AXON_API axon_status_t axon_kernel_kthvalue(axon_stream_t s, const axon_tensor_t *values,
                                             const axon_tensor_t *indices, const axon_tensor_t *in, int dim, int64_t k,
                                             int nan_wins, const axon_tensor_t *workspace);
+
+/* Enqueue nanmedian along dim: each row's lower median of its non-NaN elements (the ((valid - 1) / 2 + 1)-th
+ * smallest) and its index, or, for a row of NaNs only, its first NaN; the lowest index among ties, as for kthvalue.
+ * values and indices as for axon_kernel_kthvalue; rows along dim must not be empty (INVALID_ARG). */
+AXON_API axon_status_t axon_kernel_nanmedian(axon_stream_t s, const axon_tensor_t *values,
+                                             const axon_tensor_t *indices, const axon_tensor_t *in, int dim,
+                                             const axon_tensor_t *workspace);
 
 AXON_EXTERN_C_END
 
