@@ -244,7 +244,25 @@ PW_FLOATS(PW_U, nan_to_num, (x != x ? p0 : x == (W)INFINITY ? p1 : x == -(W)INFI
 /* round(x, decimals): p0 = 10^|decimals|, p1 = 1 for decimals < 0 */
 PW_FLOATS(PW_U, round_decimals, (p1 != 0 ? PW_RINT(x / p0) * p0 : PW_RINT(x * p0) / p0))
 PW_FLOATS(PW_U, angle, (x != x ? x : x < 0 ? (W)3.14159265358979323846 : (W)0))
-PW_FLOATS(PW_U, erfinv, ((W)axon_erfinv((double)x)))
+/* erfinv in float (float32 and the half types): M. Giles' single-precision approximation ("Approximating the erfinv
+ * function", GPU Computing Gems, 2011), one log and a degree-8 polynomial in w = -log((1 - x)(1 + x)) or in
+ * sqrt(w), within about 4 ulp of float32's; both branches are computed and one selected, so the loop vectorizes
+ * with libmvec's logf. float64 takes axon_erfinv (special_erf.h). */
+static inline float pw_erfinvf(float x) {
+    const float w = -logf((1.0f - x) * (1.0f + x)), c = w - 2.5f, t = sqrtf(w) - 3.0f;
+    float p = 2.81022636e-08f, q = -0.000200214257f;
+    p = 3.43273939e-07f + p * c, q = 0.000100950558f + q * t;
+    p = -3.5233877e-06f + p * c, q = 0.00134934322f + q * t;
+    p = -4.39150654e-06f + p * c, q = -0.00367342844f + q * t;
+    p = 0.00021858087f + p * c, q = 0.00573950773f + q * t;
+    p = -0.00125372503f + p * c, q = -0.0076224613f + q * t;
+    p = -0.00417768164f + p * c, q = 0.00943887047f + q * t;
+    p = 0.246640727f + p * c, q = 1.00167406f + q * t;
+    p = 1.50140941f + p * c, q = 2.83297682f + q * t;
+    const float r = (w < 5.0f ? p : q) * x;
+    return fabsf(x) == 1.0f ? copysignf(INFINITY, x) : r;
+}
+PW_FLOATS(PW_US, erfinv, (sizeof(W) == sizeof(float) ? (W)pw_erfinvf((float)x) : (W)axon_erfinv((double)x)))
 
 /* conj_physical of a real tensor is a copy (the complex loops are in pointwise_complex.c); ints have one above. */
 PW_FLOATS(PW_U, identity, (x))

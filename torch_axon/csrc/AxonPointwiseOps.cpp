@@ -947,6 +947,7 @@ at::Tensor& nan_to_num_out(const at::Tensor& self, std::optional<double> nan, st
     p.nan_value = nan.value_or(0.0);
     p.posinf_value = posinf.value_or(hi);
     p.neginf_value = neginf.value_or(lo);
+    if (unary_direct<false>(out, self, AXON_UNARY_NAN_TO_NUM, p)) return out;
     at::TensorIterator iter = at::TensorIterator::unary_op(out, self);
     if (run_unary(iter, AXON_UNARY_NAN_TO_NUM, p, iter.common_dtype())) return out;
   }
