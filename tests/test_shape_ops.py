@@ -1,6 +1,6 @@
 """Native shape ops: tril/triu (and in place), flip, roll, reflection and replication pads 1d/2d/3d forward and
-backward, circular and constant pads, eye, linspace and equal, against PyTorch on CPU, with no host fallback; bad
-pads give PyTorch's errors."""
+backward, circular and constant pads, eye, linspace, equal and unfold's backward, against PyTorch on CPU, with no host
+fallback; bad pads give PyTorch's errors."""
 
 import pytest
 import torch
@@ -148,3 +148,20 @@ def test_ops_already_native_through_other_kernels_stay_native(dtype):
     same(native(lambda: torch.repeat_interleave(x.to("axon"), 2, dim=1)), torch.repeat_interleave(x, 2, dim=1))
     i = torch.tensor([3, 0, 3], dtype=torch.int32)
     same(native(lambda: torch.index_select(x.to("axon"), 0, i.to("axon"))), torch.index_select(x, 0, i))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("shape,dim,size,step", [((4, 11, 3), 1, 4, 2), ((4, 11, 3), 1, 2, 3), ((13,), 0, 13, 1),
+                                                 ((5, 6), 0, 2, 1), ((5, 6), -1, 4, 4), ((), 0, 1, 1)])
+def test_unfold_backward_matches_cpu(dtype, shape, dim, size, step):
+    g = torch.Generator().manual_seed(7)
+    x = torch.randn(shape, generator=g).to(dtype)
+    xa = x.to("axon").requires_grad_()
+    xc = x.clone().requires_grad_()
+    w = torch.randn(x.unfold(dim, size, step).shape, generator=g).to(dtype)
+    torch_axon.reset_fallback_stats()
+    (xa.unfold(dim, size, step) * w.to("axon")).sum().backward()
+    assert torch_axon.fallback_stats() == {}
+    (xc.unfold(dim, size, step) * w).sum().backward()
+    tol = {torch.bfloat16: 2e-2, torch.float16: 2e-3}.get(dtype, 1e-6)
+    torch.testing.assert_close(xa.grad.cpu(), xc.grad, rtol=tol, atol=tol)

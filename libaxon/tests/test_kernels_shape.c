@@ -1,7 +1,9 @@
 /* shape.h's kernels against plain C references: tril/triu for every diagonal, in place and out of place over a
  * strided batch; reflect, replicate and circular pads of 1 to 3 dimensions forward, and their backward bitwise equal
- * to an in-order reference with 1 and 4 threads; pads with no source refused at launch. */
+ * to an in-order reference with 1 and 4 threads; pads with no source refused at launch; unfold's backward against a
+ * scatter of its windows. */
 #include <stdint.h>
+#include <string.h>
 
 #include "axon/shape.h"
 #include "kernels_check.h"
@@ -141,10 +143,69 @@ static void test_bad_pad_and_triangle_arguments_are_refused(void) {
     axon_runtime_destroy(k.rt);
 }
 
+/* unfold's backward on [outer 2, len, inner 3] for overlapping windows (step < size), gaps (step > size), one
+ * window and none (len < size), in float64 and float32, against a scatter of the windows in order. */
+static void test_unfold_backward_sums_each_elements_windows(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    static const int64_t cases[][3] = {{11, 4, 2}, {11, 2, 3}, {5, 5, 1}, {3, 4, 1}, {12, 3, 3}}; /* len, size, step */
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+        for (int f32 = 0; f32 < 2; f32++) {
+            const int64_t len = cases[c][0], size = cases[c][1], step = cases[c][2], outer = 2, inner = 3;
+            const int64_t windows = len >= size ? (len - size) / step + 1 : 0, ng = outer * windows * inner * size;
+            double g[2 * 11 * 3 * 5], want[2 * 12 * 3];
+            unsigned char gb[sizeof g], ob[sizeof want];
+            memset(want, 0, sizeof want);
+            for (int64_t e = 0; e < ng; e++) {
+                g[e] = (double)((e * 37) % 19) - 9.25;
+                const int64_t q = e % size, i = e / size % inner, w = e / (size * inner) % windows,
+                              o = e / (size * inner * windows);
+                want[(o * len + w * step + q) * inner + i] += g[e];
+                if (f32) {
+                    float v = (float)g[e];
+                    memcpy(gb + e * 4, &v, 4);
+                } else {
+                    memcpy(gb + e * 8, &g[e], 8);
+                }
+            }
+            const axon_dtype_t d = f32 ? AXON_FLOAT32 : AXON_FLOAT64;
+            const size_t es = axon_dtype_size(d);
+            void *dg = kc_upload(&k, gb, (size_t)(ng ? ng : 1) * es), *dout = kc_upload(&k, NULL, sizeof want);
+            const int64_t gs[4] = {outer, windows, inner, size}, os[3] = {outer, len, inner};
+            axon_tensor_t tg = kc_tensor(dg, d, 4, gs, NULL), to = kc_tensor(dout, d, 3, os, NULL);
+            CHECK_OK(axon_kernel_unfold_backward(k.s, &to, &tg, size, step));
+            REQUIRE(kc_download(&k, ob, dout, (size_t)(outer * len * inner) * es));
+            int bad = 0;
+            for (int64_t e = 0; e < outer * len * inner; e++) {
+                double got;
+                if (f32) {
+                    float v;
+                    memcpy(&v, ob + e * 4, 4);
+                    got = v;
+                } else {
+                    memcpy(&got, ob + e * 8, 8);
+                }
+                bad += got != (f32 ? (double)(float)want[e] : want[e]);
+            }
+            CHECK_EQ_I64(bad, 0);
+            if (c == 0 && !f32) { /* a grad that does not hold the windows, and an integer dtype */
+                CHECK_STATUS(axon_kernel_unfold_backward(k.s, &to, &tg, size, step + 1), AXON_ERROR_INVALID_ARG);
+                CHECK_MSG("does not hold the windows of size 4 and step 3");
+                axon_tensor_t ti = to, tgi = tg;
+                ti.dtype = tgi.dtype = AXON_INT64;
+                CHECK_STATUS(axon_kernel_unfold_backward(k.s, &ti, &tgi, size, step), AXON_ERROR_UNSUPPORTED);
+            }
+            axon_mem_free(k.dev, dg);
+            axon_mem_free(k.dev, dout);
+        }
+    axon_runtime_destroy(k.rt);
+}
+
 int main(void) {
     RUN(test_triangles_match_reference_for_every_diagonal);
     RUN(test_pads_of_two_dims_forward_and_backward_match_reference);
     RUN(test_pad_of_one_and_three_dims_with_float16_and_complex);
     RUN(test_bad_pad_and_triangle_arguments_are_refused);
+    RUN(test_unfold_backward_sums_each_elements_windows);
     return check_report();
 }

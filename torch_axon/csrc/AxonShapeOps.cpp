@@ -1,7 +1,7 @@
 // Shape ops on libaxon's kernels: tril/triu (axon/shape.h), reflection and replication pads 1d/2d/3d with their
 // backward (axon/shape.h), flip and roll (libaxon's copy, which takes negative strides: flip is a copy from a
 // descriptor with its flipped dimensions' strides negated, roll a few slice copies), eye, float linspace (arange
-// from each end, PyTorch's symmetric formula), float logspace (pow of it) and equal.
+// from each end, PyTorch's symmetric formula), float logspace (pow of it), equal, and unfold's backward.
 //
 // What falls back: more than AXON_MAX_DIMS dimensions, pads of bool (PyTorch's CPU kernels reject it), pad
 // backward of non-floating dtypes, linspace of integer dtypes, equal of two dtypes (PyTorch's error).
@@ -300,7 +300,33 @@ bool equal(const at::Tensor& self, const at::Tensor& other) {
   return at::eq(self, other).all().item<bool>();
 }
 
+// unfold's backward: the windows' gradient summed back into a tensor of input_sizes, viewed as [outer, len, inner]
+// around dim; the float dtypes (others go to the host fallback).
+at::Tensor unfold_backward_sum(const at::Tensor& grad, c10::SymIntArrayRef input_sizes_sym, int64_t dim, int64_t size,
+                           int64_t step) {
+  const c10::ScalarType t = grad.scalar_type();
+  const bool floating = t == at::kFloat || t == at::kDouble || t == at::kHalf || t == at::kBFloat16;
+  if (!floating || grad.dim() != static_cast<int64_t>(input_sizes_sym.size()) + 1 || size < 1 || step < 1)
+    return fall_back_symint<ATEN_OP(unfold_backward)>(grad, input_sizes_sym, dim, size, step);
+  const std::vector<int64_t> shape = C10_AS_INTARRAYREF_SLOW(input_sizes_sym).vec();
+  // A 0-d input unfolds as a 1-d one of length 1 (its gradient holds the size dimension only).
+  const std::vector<int64_t> sizes = shape.empty() ? std::vector<int64_t>{1} : shape;
+  const int64_t d = at::maybe_wrap_dim(dim, static_cast<int64_t>(sizes.size()));
+  int64_t outer = 1, inner = 1;
+  for (int64_t k = 0; k < d; ++k) outer *= sizes[k];
+  for (size_t k = d + 1; k < sizes.size(); ++k) inner *= sizes[k];
+  const int64_t len = sizes[d], windows = shape.empty() ? 1 : grad.size(d);
+  at::Tensor out = at::empty(shape, grad.options());
+  if (out.numel() == 0) return out;
+  const at::Tensor g = grad.contiguous().view({outer, windows, inner, size});
+  const axon_tensor_t od = describe(out.view({outer, len, inner}), "unfold_backward"),
+                      gd = describe(g, "unfold_backward");
+  AXON_CHECK(axon_kernel_unfold_backward(current_stream(grad.device().index()), &od, &gd, size, step));
+  return out;
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("unfold_backward", TORCH_FN(unfold_backward_sum));
   m.impl("tril.out", TORCH_FN(triangle_out<false>));
   m.impl("triu.out", TORCH_FN(triangle_out<true>));
   m.impl("flip", TORCH_FN(flip));

@@ -1,5 +1,5 @@
-/* Shape kernels that move elements by position: triangles (tril/triu) and the index-computed pads (reflect,
- * replicate, circular) with their backward.
+/* Shape kernels that move elements by position: triangles (tril/triu), the index-computed pads (reflect,
+ * replicate, circular) with their backward, and unfold's backward.
  *
  * Like every kernel (kernels.h), a launch checks its descriptors on the calling thread, enqueues one command on
  * stream s and returns at once; descriptors are copied at launch; nothing is enqueued on error or when there is
@@ -53,6 +53,14 @@ AXON_API axon_status_t axon_kernel_pad(axon_stream_t s, axon_pad_mode_t mode, co
  * grad_out. Errors as axon_kernel_pad; UNSUPPORTED for non-floating dtypes. */
 AXON_API axon_status_t axon_kernel_pad_backward(axon_stream_t s, axon_pad_mode_t mode, const axon_tensor_t *grad_in,
                                                 const axon_tensor_t *grad_out, int nspatial, const int64_t *before);
+
+/* grad_input = the backward of Tensor.unfold(dim, size, step): grad_input [outer, len, inner] (len along dim),
+ * grad [outer, windows, inner, size] with windows = (len - size) / step + 1 (0 when len < size), both contiguous and
+ * of one float dtype (float32/64, float16, bfloat16). Each element of grad_input is the sum, in double rounded once,
+ * of the window elements it appeared in (0 when in none), in increasing window order; grad_input is fully written.
+ * size and step >= 1. INVALID_ARG for other shapes; UNSUPPORTED for other dtypes. */
+AXON_API axon_status_t axon_kernel_unfold_backward(axon_stream_t s, const axon_tensor_t *grad_input,
+                                                   const axon_tensor_t *grad, int64_t size, int64_t step);
 
 AXON_EXTERN_C_END
 
