@@ -1,5 +1,5 @@
-"""Native max, average, adaptive average and adaptive max pooling (libaxon's pooling kernels), 1d/2d/3d, forward and
-through autograd: results against PyTorch CPU with per-dtype tolerances, argmax indices equal to CPU's, no host
+"""Native max, average, adaptive average and adaptive max pooling and max_unpool (libaxon's pooling kernels), 1d/2d/3d,
+forward and through autograd: results against PyTorch CPU with per-dtype tolerances, argmax indices equal to CPU's, no host
 fallback for the ops bound, and PyTorch's own errors for bad arguments."""
 
 import pytest
@@ -212,3 +212,34 @@ def test_empty_batch_gives_empty_results(dtype):
     assert F.avg_pool2d(x, 2).shape == (0, 3, 4, 4)
     assert F.adaptive_avg_pool2d(x, 3).shape == (0, 3, 3, 3)
     assert torch_axon.fallback_stats() == {}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("nd", [1, 2, 3])
+def test_max_unpool_inverts_max_pool_and_its_gradient_matches_cpu(dtype, nd):
+    g = torch.Generator().manual_seed(11)
+    shape = {1: (2, 3, 10), 2: (2, 3, 8, 6), 3: (1, 2, 4, 6, 4)}[nd]
+    pool = getattr(F, f"max_pool{nd}d")
+    unpool = getattr(F, f"max_unpool{nd}d")
+    x = torch.randn(shape, generator=g).to(dtype)
+    y, idx = pool(x, 2, stride=2, return_indices=True)
+    want = unpool(y, idx, 2, stride=2, output_size=x.shape[2:])
+    ya = y.to("axon").requires_grad_()
+    yc = y.clone().requires_grad_()
+    torch_axon.reset_fallback_stats()
+    got = unpool(ya, idx.to("axon"), 2, stride=2, output_size=x.shape[2:])
+    assert torch_axon.fallback_stats() == {}
+    assert torch.equal(got.detach().cpu(), want)
+    w = torch.randn(want.shape, generator=g).to(dtype)
+    (got * w.to("axon")).sum().backward()
+    (unpool(yc, idx, 2, stride=2, output_size=x.shape[2:]) * w).sum().backward()
+    torch.testing.assert_close(ya.grad.cpu(), yc.grad)
+
+
+def test_max_unpool_repeated_indices_keep_the_last_and_bad_ones_fail():
+    y = torch.tensor([[[1.0, 2.0, 3.0]]])
+    idx = torch.tensor([[[0, 0, 4]]])
+    got = F.max_unpool1d(y.to("axon"), idx.to("axon"), 2, output_size=(5,))
+    assert torch.equal(got.cpu(), F.max_unpool1d(y, idx, 2, output_size=(5,)))
+    with pytest.raises(RuntimeError, match="Found an invalid max index: 9"):
+        F.max_unpool1d(y.to("axon"), torch.tensor([[[0, 9, 1]]], device="axon"), 2, output_size=(5,)).cpu()

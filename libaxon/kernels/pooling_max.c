@@ -20,6 +20,7 @@ typedef struct pm_args {
     char *out, *idx;         /* forward: out, indices (NULL = not wanted); backward: grad_in, NULL */
     const char *in, *bidx;   /* forward: in, NULL; backward: grad_out, indices */
     axon_dtype_t dt_out, dt_in;
+    int assign;              /* backward form: max_unpool, which stores in[o] at indices[o] instead of adding */
 } pm_args_t;
 
 static void pm_forward_range(void *ctx, int64_t begin, int64_t end, int slot) {
@@ -85,7 +86,8 @@ static void pm_backward_range(void *ctx, int64_t begin, int64_t end, int slot) {
                 break;
             }
             const double grad = axon_spatial_load(a->dt_in, a->in, go0 + o);
-            axon_spatial_store(a->dt_out, a->out, gi0 + i, axon_spatial_load(a->dt_out, a->out, gi0 + i) + grad);
+            if (a->assign) axon_spatial_store(a->dt_out, a->out, gi0 + i, grad); /* a repeated index: the last */
+            else axon_spatial_store(a->dt_out, a->out, gi0 + i, axon_spatial_load(a->dt_out, a->out, gi0 + i) + grad);
         }
     }
 }
@@ -98,6 +100,11 @@ static axon_status_t pm_backward_kernel(const void *args, const axon_exec_t *ex)
     int64_t grain = AXON_KERNEL_GRAIN / (work > 0 ? work : 1);
     axon_parallel_for(ex->pool, 0, j.a->g.planes, grain < 1 ? 1 : grain, pm_backward_range, &j);
     int64_t pos = atomic_load(&j.bad_pos);
+    if (pos != INT64_MAX && j.a->assign) /* PyTorch's words */
+        return axon_fail(AXON_ERROR_INVALID_ARG,
+                         "max_unpool: Found an invalid max index: %lld (output volumes are of size %lld) at position "
+                         "%lld (out is left partly written)",
+                         (long long)((const int64_t *)j.a->bidx)[pos], (long long)j.a->g.in_size, (long long)pos);
     if (pos != INT64_MAX)
         return axon_fail(AXON_ERROR_INVALID_ARG,
                          "max_pool_backward: index %lld at position %lld is out of range for an input plane of %lld "
@@ -141,21 +148,32 @@ axon_status_t axon_kernel_adaptive_max_pool(axon_stream_t s, const axon_tensor_t
     return pm_forward_launch(s, "adaptive_max_pool", out, indices, in, &w, nspatial);
 }
 
+static axon_status_t pm_scatter_launch(axon_stream_t s, const char *op, int assign, const axon_tensor_t *dst,
+                                       const char *dst_role, const axon_tensor_t *src, const char *src_role,
+                                       const axon_tensor_t *indices, int nspatial) {
+    pm_args_t a;
+    memset(&a, 0, sizeof a);
+    axon_status_t st = axon_spatial_check(op, nspatial, dst, dst_role, 1, src, src_role, &a.g);
+    if (st == AXON_OK) st = axon_spatial_check_indices(op, indices, 0, src);
+    if (st != AXON_OK) return st;
+    if (a.g.planes == 0 || a.g.in_size == 0) return AXON_OK;
+    a.out = dst->data, a.in = src->data, a.bidx = indices->data;
+    a.dt_out = dst->dtype, a.dt_in = src->dtype;
+    a.assign = assign;
+    const uint64_t n = (uint64_t)a.g.planes;
+    axon_launch_t l = {pm_backward_kernel, &a, sizeof a, op,
+                       n * ((uint64_t)a.g.in_size * axon_dtype_size(dst->dtype) +
+                            (uint64_t)a.g.out_size * (axon_dtype_size(src->dtype) + 8u))};
+    return axon_stream_launch(s, &l);
+}
+
 axon_status_t axon_kernel_max_pool_backward(axon_stream_t s, const axon_tensor_t *grad_in,
                                             const axon_tensor_t *grad_out, const axon_tensor_t *indices,
                                             int nspatial) {
-    const char *op = "max_pool_backward";
-    pm_args_t a;
-    memset(&a, 0, sizeof a);
-    axon_status_t st = axon_spatial_check(op, nspatial, grad_in, "grad_in", 1, grad_out, "grad_out", &a.g);
-    if (st == AXON_OK) st = axon_spatial_check_indices(op, indices, 0, grad_out);
-    if (st != AXON_OK) return st;
-    if (a.g.planes == 0 || a.g.in_size == 0) return AXON_OK;
-    a.out = grad_in->data, a.in = grad_out->data, a.bidx = indices->data;
-    a.dt_out = grad_in->dtype, a.dt_in = grad_out->dtype;
-    const uint64_t n = (uint64_t)a.g.planes;
-    axon_launch_t l = {pm_backward_kernel, &a, sizeof a, op,
-                       n * ((uint64_t)a.g.in_size * axon_dtype_size(grad_in->dtype) +
-                            (uint64_t)a.g.out_size * (axon_dtype_size(grad_out->dtype) + 8u))};
-    return axon_stream_launch(s, &l);
+    return pm_scatter_launch(s, "max_pool_backward", 0, grad_in, "grad_in", grad_out, "grad_out", indices, nspatial);
+}
+
+axon_status_t axon_kernel_max_unpool(axon_stream_t s, const axon_tensor_t *out, const axon_tensor_t *in,
+                                     const axon_tensor_t *indices, int nspatial) {
+    return pm_scatter_launch(s, "max_unpool", 1, out, "out", in, "in", indices, nspatial);
 }

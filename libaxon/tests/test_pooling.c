@@ -381,11 +381,42 @@ static void test_out_of_range_index_fails_the_backward(void) {
     axon_runtime_destroy(k.rt);
 }
 
+/* max_unpool: zeros but where an index points, repeated indices keep the last value (not the sum, which the
+ * backward would give), float64 and bfloat16; an index past the output plane fails with PyTorch's message. */
+static void test_max_unpool_stores_at_indices_and_keeps_the_last_repeat(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.s);
+    int64_t s_in[3] = {2, 2, 3}, s_out[3] = {2, 2, 5}; /* 4 planes of 3 into 4 planes of 5 (1 spatial dim) */
+    double x[12], got[20], want[20];
+    int64_t idx[12];
+    for (int i = 0; i < 12; i++) x[i] = 1.5 + i, idx[i] = (i * 2) % 5;
+    idx[4] = idx[3]; /* plane 1 writes position idx[3] twice: x[4] stays */
+    memset(want, 0, sizeof want);
+    for (int i = 0; i < 12; i++) want[(i / 3) * 5 + idx[i]] = x[i];
+    void *dx = kc_upload(&k, x, sizeof x), *di = kc_upload(&k, idx, sizeof idx), *dout = kc_upload(&k, NULL, sizeof got);
+    axon_tensor_t tx = kc_tensor(dx, AXON_FLOAT64, 3, s_in, NULL), ti = kc_tensor(di, AXON_INT64, 3, s_in, NULL);
+    axon_tensor_t to = kc_tensor(dout, AXON_FLOAT64, 3, s_out, NULL);
+    CHECK_OK(axon_kernel_max_unpool(k.s, &to, &tx, &ti, 1));
+    REQUIRE(kc_download(&k, got, dout, sizeof got));
+    CHECK(memcmp(got, want, sizeof got) == 0);
+    idx[7] = 5;
+    axon_memcpy(di, idx, sizeof idx, AXON_COPY_HOST_TO_DEVICE, k.s);
+    CHECK_OK(axon_kernel_max_unpool(k.s, &to, &tx, &ti, 1));
+    CHECK_STATUS(axon_stream_sync(k.s), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("Found an invalid max index: 5 (output volumes are of size 5) at position 7");
+    axon_tensor_t tb = to;
+    tb.dtype = AXON_INT32;
+    CHECK(axon_kernel_max_unpool(k.s, &tb, &tx, &ti, 1) != AXON_OK); /* an integer out */
+    axon_mem_free(k.dev, dx), axon_mem_free(k.dev, di), axon_mem_free(k.dev, dout);
+    axon_runtime_destroy(k.rt);
+}
+
 int main(void) {
     RUN(test_max_and_avg_pool_match_reference);
     RUN(test_adaptive_pools_match_reference);
     RUN(test_backward_is_bitwise_the_same_for_any_thread_count);
     RUN(test_bad_arguments_are_refused_with_a_message);
     RUN(test_out_of_range_index_fails_the_backward);
+    RUN(test_max_unpool_stores_at_indices_and_keeps_the_last_repeat);
     return check_report();
 }

@@ -1,5 +1,5 @@
-// Max, average, adaptive average and adaptive max pooling (2d and 3d ATen ops; the 1d functions reach the 2d ops)
-// on libaxon's pooling kernels (libaxon/include/axon/pooling.h).
+// Max, average, adaptive average and adaptive max pooling (2d and 3d ATen ops; the 1d functions reach the 2d ops),
+// and max_unpool2d/3d, on libaxon's pooling kernels (libaxon/include/axon/pooling.h).
 //
 // Argument checks and output shapes are PyTorch's own (ATen/native/Pool.h: pooling_output_shape and the
 // pool2d/pool3d shape checks), so bad input gets PyTorch's error message. The structured ops (max_pool2d_with_indices,
@@ -339,7 +339,76 @@ at::Tensor& adaptive_max_pool_backward_out(const at::Tensor& grad_output, const 
   return index_backward(grad_output, self, indices, shape, static_cast<int>(N), op, grad_input);
 }
 
+// ---- max_unpool ----
+
+// max_unpool2d / 3d of the float dtypes: out (self's leading dims, then output_size) is zeroed and each input element
+// stored at its index in its plane. Anything PyTorch would refuse on shape grounds, other dtypes and non-int64
+// indices go through the host fallback, which raises PyTorch's errors; an index outside the output plane fails at
+// the next synchronization with PyTorch's "Found an invalid max index".
+template <size_t N>
+bool unpool_native(const at::Tensor& self, const at::Tensor& indices, c10::IntArrayRef output_size) {
+  if (!floats({&self}) || indices.scalar_type() != at::kLong || output_size.size() != N || !rank_ok<N>(self) ||
+      !self.sizes().equals(indices.sizes()) || self.device() != indices.device())
+    return false;
+  for (int64_t i = self.dim() == static_cast<int64_t>(N) + 2 ? 1 : 0; i < self.dim(); ++i)
+    if (self.size(i) <= 0) return false;
+  for (int64_t v : output_size)
+    if (v < 0) return false;
+  return true;
+}
+
+template <size_t N>
+at::Tensor& unpool_into(const at::Tensor& self, const at::Tensor& indices, c10::IntArrayRef output_size,
+                        at::Tensor& out) {
+  std::vector<int64_t> shape(self.sizes().begin(), self.sizes().end() - N);
+  shape.insert(shape.end(), output_size.begin(), output_size.end());
+  at::native::resize_output(out, shape);
+  if (out.numel() == 0) return out;
+  at::Tensor o = out.is_contiguous() ? out : at::empty(shape, out.options());
+  const at::Tensor in = self.contiguous(), idx = indices.contiguous();
+  const axon_tensor_t od = describe(o, "max_unpool"), id = describe(in, "max_unpool"),
+                      xd = describe(idx, "max_unpool");
+  AXON_CHECK(axon_kernel_max_unpool(current_stream(self.device().index()), &od, &id, &xd, static_cast<int>(N)));
+  if (!o.is_same(out)) out.copy_(o);
+  return out;
+}
+
+at::Tensor& max_unpool2d_out(const at::Tensor& self, const at::Tensor& indices, c10::IntArrayRef output_size,
+                             at::Tensor& out) {
+  if (!unpool_native<2>(self, indices, output_size) || out.scalar_type() != self.scalar_type())
+    return fall_back<ATEN_OP2(max_unpool2d, out)>(self, indices, output_size, out);
+  return unpool_into<2>(self, indices, output_size, out);
+}
+
+at::Tensor max_unpool2d(const at::Tensor& self, const at::Tensor& indices, c10::IntArrayRef output_size) {
+  if (!unpool_native<2>(self, indices, output_size))
+    return fall_back<ATEN_OP(max_unpool2d)>(self, indices, output_size);
+  at::Tensor out = at::empty({0}, self.options());
+  return unpool_into<2>(self, indices, output_size, out);
+}
+
+// max_unpool3d: stride and padding only enter PyTorch's shape checks, which the fallback makes for what it takes.
+at::Tensor& max_unpool3d_out(const at::Tensor& self, const at::Tensor& indices, c10::IntArrayRef output_size,
+                             c10::IntArrayRef stride, c10::IntArrayRef padding, at::Tensor& out) {
+  if (!unpool_native<3>(self, indices, output_size) || out.scalar_type() != self.scalar_type() ||
+      stride.size() != 3 || padding.size() != 3)
+    return fall_back<ATEN_OP2(max_unpool3d, out)>(self, indices, output_size, stride, padding, out);
+  return unpool_into<3>(self, indices, output_size, out);
+}
+
+at::Tensor max_unpool3d(const at::Tensor& self, const at::Tensor& indices, c10::IntArrayRef output_size,
+                        c10::IntArrayRef stride, c10::IntArrayRef padding) {
+  if (!unpool_native<3>(self, indices, output_size) || stride.size() != 3 || padding.size() != 3)
+    return fall_back<ATEN_OP(max_unpool3d)>(self, indices, output_size, stride, padding);
+  at::Tensor out = at::empty({0}, self.options());
+  return unpool_into<3>(self, indices, output_size, out);
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("max_unpool2d", TORCH_FN(max_unpool2d));
+  m.impl("max_unpool2d.out", TORCH_FN(max_unpool2d_out));
+  m.impl("max_unpool3d", TORCH_FN(max_unpool3d));
+  m.impl("max_unpool3d.out", TORCH_FN(max_unpool3d_out));
   m.impl("max_pool2d_with_indices.out", TORCH_FN((max_pool_out<2, ATEN_OP2(max_pool2d_with_indices, out)>)));
   m.impl("max_pool3d_with_indices.out", TORCH_FN((max_pool_out<3, ATEN_OP2(max_pool3d_with_indices, out)>)));
   m.impl("max_pool3d_with_indices", TORCH_FN(max_pool3d_with_indices));

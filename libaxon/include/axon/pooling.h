@@ -58,6 +58,13 @@ AXON_API axon_status_t axon_kernel_max_pool_backward(axon_stream_t s, const axon
                                                      const axon_tensor_t *grad_out, const axon_tensor_t *indices,
                                                      int nspatial);
 
+/* Enqueue max_unpool: out = 0, then out[plane][indices[i]] = in[i] for every i in input order (a repeated index keeps
+ * the last, as PyTorch's CPU loop does). in and indices have the pooled shape, out the unpooled one, in the float
+ * dtypes; nspatial says how many trailing dims are spatial. An index outside [0, out's plane size) fails the command
+ * with PyTorch's "Found an invalid max index" (out is then partly written). */
+AXON_API axon_status_t axon_kernel_max_unpool(axon_stream_t s, const axon_tensor_t *out, const axon_tensor_t *in,
+                                              const axon_tensor_t *indices, int nspatial);
+
 /* Enqueue average pooling: out[o] = sum of o's window within the input / divisor, where the divisor is
  * divisor_override if set, else the window's size clipped to input plus padding (count_include_pad) or to the
  * input alone. */
