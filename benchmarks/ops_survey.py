@@ -133,6 +133,22 @@ CASES = {
     "linalg.ldl_factor 512": (T(SPD), lambda a: torch.linalg.ldl_factor(a)),
     "solve_triangular 512": (T(SQ, RHS), lambda a, b: torch.linalg.solve_triangular(a, b, upper=True)),
     "linalg.cross dim1": (T(V3, V3.flip(0)), lambda a, b: torch.linalg.cross(a, b, dim=1)),
+    # op_db's last pointwise, scan, membership and random fallbacks
+    "erfinv": (T(A.tanh()), lambda a: torch.erfinv(a)),
+    "nan_to_num": (T(A.log()), lambda a: torch.nan_to_num(a)),
+    "round decimals=2": (T(A), lambda a: torch.round(a, decimals=2)),
+    "gcd int64": (T(IDX, IDX.flip(0)), lambda a, b: torch.gcd(a, b)),
+    "cummax dim1": (T(A), lambda a: torch.cummax(a, 1)),
+    "cummin dim0": (T(A), lambda a: torch.cummin(a, 0)),
+    "logcumsumexp dim1": (T(A), lambda a: torch.logcumsumexp(a, 1)),
+    "isin 1M in 1000": (T(IDX, IDX[0, :1000]), lambda a, b: torch.isin(a, b)),
+    "repeat_interleave 1M": (T(IDX[0] % 2048), lambda r: torch.repeat_interleave(r)),
+    "cauchy_": (T(A), lambda a: a.cauchy_()),
+    "log_normal_": (T(A), lambda a: a.log_normal_()),
+    "geometric_": (T(A), lambda a: a.geometric_(0.3)),
+    "nanmedian dim1": (T(A), lambda a: torch.nanmedian(a, 1)),
+    "max_unpool2d": (T(*F.max_pool2d(IMG, 2, return_indices=True)), lambda y, i: F.max_unpool2d(y, i, 2)),
+    "unfold backward": (T(A, A.unfold(1, 8, 4)), lambda a, g: torch.ops.aten.unfold_backward(g, a.shape, 1, 8, 4)),
 }
 
 

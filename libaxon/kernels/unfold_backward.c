@@ -38,7 +38,9 @@ static void ufb_range(void *ctx, int64_t begin, int64_t end, int slot) {
             double s = 0.0;
             for (int64_t w = lo; w <= hi; w++) {
                 const int64_t at = ((o * a->windows + w) * a->inner + i) * a->size + (j - w * a->step);
-                a->to_f64((char *)&g, 1, a->grad + (size_t)at * es, 1, 1);
+                if (a->dtype == AXON_FLOAT32) g = ((const float *)(const void *)a->grad)[at];
+                else if (a->dtype == AXON_FLOAT64) g = ((const double *)(const void *)a->grad)[at];
+                else a->to_f64((char *)&g, 1, a->grad + (size_t)at * es, 1, 1); /* the half types */
                 s += g;
             }
             acc[k] = s;
