@@ -143,14 +143,24 @@ std::tuple<at::Tensor&, at::Tensor&> median_dim_out(const at::Tensor& self, int6
   return kth(self, (len - 1) / 2 + 1, d, keepdim, true, values, indices);
 }
 
-at::Tensor median(const at::Tensor& self) {
-  if (!kernels_support(self.scalar_type()) || self.is_complex() || self.scalar_type() == at::kBool)
-    return fall_back<ATEN_OP(median)>(self);
+// Whether the whole-tensor median and nanmedian take self (CPU refuses bool; complex is the host's).
+bool whole_median_native(const at::Tensor& self) {
+  return kernels_support(self.scalar_type()) && !self.is_complex() && self.scalar_type() != at::kBool;
+}
+
+// The median (or nanmedian) of all of self's elements: NaN for an empty self, as on CPU.
+at::Tensor whole_median(const at::Tensor& self, bool skip_nan) {
   if (self.numel() == 0) return at::full({}, std::numeric_limits<double>::quiet_NaN(), self.options());
   const at::Tensor flat = self.reshape({-1});
   at::Tensor values = at::empty({}, self.options()), indices = at::empty({}, self.options().dtype(at::kLong));
-  kth(flat, (flat.numel() - 1) / 2 + 1, 0, false, true, values, indices);
+  if (skip_nan) launch(Kind::NanMedian, flat, 0, 1, 1, false, values, indices, "nanmedian");
+  else kth(flat, (flat.numel() - 1) / 2 + 1, 0, false, true, values, indices);
   return values;
+}
+
+at::Tensor median(const at::Tensor& self) {
+  if (!whole_median_native(self)) return fall_back<ATEN_OP(median)>(self);
+  return whole_median(self, false);
 }
 
 // nanmedian: each row's lower median of its non-NaN elements (the first NaN of a row of NaNs only).
@@ -168,13 +178,8 @@ std::tuple<at::Tensor&, at::Tensor&> nanmedian_dim_out(const at::Tensor& self, i
 }
 
 at::Tensor nanmedian(const at::Tensor& self) {
-  if (!kernels_support(self.scalar_type()) || self.is_complex() || self.scalar_type() == at::kBool)
-    return fall_back<ATEN_OP(nanmedian)>(self);
-  if (self.numel() == 0) return at::full({}, std::numeric_limits<double>::quiet_NaN(), self.options());
-  const at::Tensor flat = self.reshape({-1});
-  at::Tensor values = at::empty({}, self.options()), indices = at::empty({}, self.options().dtype(at::kLong));
-  launch(Kind::NanMedian, flat, 0, 1, 1, false, values, indices, "nanmedian");
-  return values;
+  if (!whole_median_native(self)) return fall_back<ATEN_OP(nanmedian)>(self);
+  return whole_median(self, true);
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
