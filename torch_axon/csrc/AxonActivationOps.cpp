@@ -1,8 +1,9 @@
 // Activations that batch norm's model set uses beyond AxonPointwiseOps.cpp's: log_sigmoid, logit, softshrink,
 // hardshrink, threshold, glu, prelu and rrelu in eval mode, each with its backward, on libaxon's pointwise ops
-// (libaxon/include/axon/pointwise.h). Every operand has the input's float dtype and shape (prelu's weight is
-// expanded to it, glu's halves are strided views), so each op is one launch over descriptors. Other dtypes,
-// mixed-dtype calls and layouts libaxon cannot describe go through the host fallback.
+// (libaxon/include/axon/pointwise.h). Every operand has the input's dtype and shape (prelu's weight is expanded to
+// it, glu's halves are strided views), so each op is one launch over descriptors. The dtypes are the float ones, and
+// the integers for threshold; logit converts an integer input to the float dtype first. Other dtypes, mixed-dtype
+// calls and layouts libaxon cannot describe go through the host fallback.
 #include <ATen/ATen.h>
 #include <ATen/Operators.h>
 #include <ATen/WrapDimUtils.h>
