@@ -2,6 +2,7 @@
 reserved bytes, peaks, the statistics dict, empty_cache, out-of-memory errors and recovery, mem_get_info, the summary;
 and pinned host memory: pin_memory/is_pinned, host statistics, DataLoader(pin_memory=True), non_blocking copies."""
 
+import gc
 import threading
 
 import pytest
@@ -19,7 +20,10 @@ def _round512(n: int) -> int:
 
 @pytest.fixture
 def quiet():
-    """Start from no queued work and no cached blocks, so byte counts are exact."""
+    """Start from no queued work, no cached blocks and no garbage, so byte counts are exact: a device tensor kept by
+    a reference cycle from an earlier test (an exception's traceback holds its frames) would otherwise be freed by
+    whichever allocation triggers the collector, in the middle of a count."""
+    gc.collect()
     torch.axon.synchronize()
     torch.axon.synchronize(1)
     torch.axon.empty_cache()
