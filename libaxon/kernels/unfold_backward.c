@@ -1,9 +1,9 @@
 /* unfold's backward (axon/shape.h): each element of grad_input gathers the window elements it appeared in.
  *
  * Tensor.unfold(dim, size, step) views window w as elements w * step .. w * step + size - 1 of dim, so element j of
- * a line along dim sits in the windows w with 0 <= j - w * step < size. Every output element is computed on its own
- * (no scatter, so no two threads write one element): the sum over its windows in increasing w, in double, rounded
- * once. Elements in no window (the tail past the last one, or gaps when step > size) get 0. */
+ * a line along dim sits in the windows w with 0 <= j - w * step < size. Each output block is owned by one thread
+ * (no two threads write one element), and each element gets the sum over its windows in increasing w, in double,
+ * rounded once. Elements in no window (the tail past the last one, or gaps when step > size) get 0. */
 #include <inttypes.h>
 #include <string.h>
 
@@ -20,39 +20,53 @@ typedef struct ufb_args {
     axon_convert_fn to_f64, from_f64;
 } ufb_args_t;
 
+/* Work is split into units of one line (o, i) and one block of UFB_BATCH consecutive j; the block's windows add
+ * their contiguous runs into a double accumulator in increasing w, so each element still sums its windows in
+ * increasing order, and the per-element index arithmetic (a division and a modulo each) is gone. */
 #define UFB_BATCH 256
 
-/* Output elements [begin, end) in row-major order of [outer, len, inner]. */
-static void ufb_range(void *ctx, int64_t begin, int64_t end, int slot) {
+AXON_CLONES static void ufb_range(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
     const ufb_args_t *a = ctx;
     const size_t es = axon_dtype_size(a->dtype);
-    double acc[UFB_BATCH], g;
-    for (int64_t b0 = begin; b0 < end; b0 += UFB_BATCH) {
-        const int64_t m = end - b0 < UFB_BATCH ? end - b0 : UFB_BATCH;
-        for (int64_t k = 0; k < m; k++) {
-            const int64_t e = b0 + k, i = e % a->inner, j = e / a->inner % a->len, o = e / (a->inner * a->len);
-            /* windows w with w * step <= j < w * step + size */
-            const int64_t hi = j / a->step < a->windows - 1 ? j / a->step : a->windows - 1;
-            const int64_t lo = j - a->size + 1 <= 0 ? 0 : (j - a->size + 1 + a->step - 1) / a->step;
-            double s = 0.0;
-            for (int64_t w = lo; w <= hi; w++) {
-                const int64_t at = ((o * a->windows + w) * a->inner + i) * a->size + (j - w * a->step);
-                if (a->dtype == AXON_FLOAT32) g = ((const float *)(const void *)a->grad)[at];
-                else if (a->dtype == AXON_FLOAT64) g = ((const double *)(const void *)a->grad)[at];
-                else a->to_f64((char *)&g, 1, a->grad + (size_t)at * es, 1, 1); /* the half types */
-                s += g;
+    const int64_t blocks = (a->len + UFB_BATCH - 1) / UFB_BATCH;
+    double acc[UFB_BATCH], run[UFB_BATCH];
+    for (int64_t u = begin; u < end; u++) {
+        const int64_t line = u / blocks, o = line / a->inner, i = line % a->inner;
+        const int64_t j0 = u % blocks * UFB_BATCH, j1 = j0 + UFB_BATCH < a->len ? j0 + UFB_BATCH : a->len;
+        memset(acc, 0, sizeof acc);
+        /* windows w with w * step <= j < w * step + size for some j in [j0, j1) */
+        const int64_t lo = j0 - a->size + 1 <= 0 ? 0 : (j0 - a->size + 1 + a->step - 1) / a->step;
+        const int64_t hi = (j1 - 1) / a->step < a->windows - 1 ? (j1 - 1) / a->step : a->windows - 1;
+        for (int64_t w = lo; w <= hi; w++) {
+            const int64_t first = w * a->step > j0 ? w * a->step : j0;
+            const int64_t last = w * a->step + a->size < j1 ? w * a->step + a->size : j1;
+            if (first >= last) continue; /* a gap between windows when step > size */
+            /* grad element of j in window w: base + j */
+            const int64_t base = ((o * a->windows + w) * a->inner + i) * a->size - w * a->step;
+            double *dst = acc + (first - j0);
+            const int64_t n = last - first;
+            if (a->dtype == AXON_FLOAT32) {
+                const float *g = (const float *)(const void *)a->grad + base + first;
+                for (int64_t k = 0; k < n; k++) dst[k] += g[k];
+            } else if (a->dtype == AXON_FLOAT64) {
+                const double *g = (const double *)(const void *)a->grad + base + first;
+                for (int64_t k = 0; k < n; k++) dst[k] += g[k];
+            } else { /* the half types */
+                a->to_f64((char *)run, 1, a->grad + (size_t)(base + first) * es, 1, n);
+                for (int64_t k = 0; k < n; k++) dst[k] += run[k];
             }
-            acc[k] = s;
         }
-        a->from_f64(a->out + (size_t)b0 * es, 1, (const char *)acc, 1, m);
+        a->from_f64(a->out + (size_t)((o * a->len + j0) * a->inner + i) * es, a->inner, (const char *)acc, 1,
+                    j1 - j0);
     }
 }
 
 static axon_status_t ufb_kernel(const void *args, const axon_exec_t *ex) {
     const ufb_args_t *a = args;
-    const int64_t per = a->size / a->step + 1, grain = AXON_KERNEL_GRAIN / per;
-    axon_parallel_for(ex->pool, 0, a->outer * a->len * a->inner, grain < 1 ? 1 : grain, ufb_range, (void *)a);
+    const int64_t blocks = (a->len + UFB_BATCH - 1) / UFB_BATCH;
+    const int64_t per = (a->size / a->step + 1) * UFB_BATCH, grain = AXON_KERNEL_GRAIN / per;
+    axon_parallel_for(ex->pool, 0, a->outer * a->inner * blocks, grain < 1 ? 1 : grain, ufb_range, (void *)a);
     return AXON_OK;
 }
 

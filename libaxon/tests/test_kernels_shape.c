@@ -148,13 +148,14 @@ static void test_bad_pad_and_triangle_arguments_are_refused(void) {
 static void test_unfold_backward_sums_each_elements_windows(void) {
     kc_dev_t k = kc_open(2);
     REQUIRE(k.rt);
-    static const int64_t cases[][3] = {{11, 4, 2}, {11, 2, 3}, {5, 5, 1}, {3, 4, 1}, {12, 3, 3}}; /* len, size, step */
+    /* len, size, step; the last two span several of the kernel's 256-element blocks */
+    static const int64_t cases[][3] = {{11, 4, 2}, {11, 2, 3}, {5, 5, 1}, {3, 4, 1}, {12, 3, 3}, {600, 7, 3}, {530, 2, 5}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
         for (int f32 = 0; f32 < 2; f32++) {
             const int64_t len = cases[c][0], size = cases[c][1], step = cases[c][2], outer = 2, inner = 3;
             const int64_t windows = len >= size ? (len - size) / step + 1 : 0, ng = outer * windows * inner * size;
-            double g[2 * 11 * 3 * 5], want[2 * 12 * 3];
-            unsigned char gb[sizeof g], ob[sizeof want];
+            static double g[2 * 198 * 3 * 7], want[2 * 600 * 3];
+            static unsigned char gb[sizeof g], ob[sizeof want];
             memset(want, 0, sizeof want);
             for (int64_t e = 0; e < ng; e++) {
                 g[e] = (double)((e * 37) % 19) - 9.25;
