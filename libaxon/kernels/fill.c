@@ -78,7 +78,7 @@ struct arange_job {
     axon_iter_t it;              /* dst's single dimension */
 };
 
-static void arange_run(void *ctx, char *const *ptr, const int64_t *stride, int64_t n, int64_t pos) {
+AXON_CLONES static void arange_run(void *ctx, char *const *ptr, const int64_t *stride, int64_t n, int64_t pos) {
     const struct arange_args *a = ((const struct arange_job *)ctx)->a;
     axon_convert_fn store = axon_convert_get(a->integer ? AXON_INT64 : AXON_FLOAT64, a->dst.dtype);
     size_t es = axon_dtype_size(a->dst.dtype);

@@ -20,13 +20,24 @@ typedef struct rpt_args {
     int64_t *start;              /* n + 1 offsets (set by the kernel) */
 } rpt_args_t;
 
-static void rpt_fill(void *ctx, int64_t begin, int64_t end, int slot) {
+/* The bounds and the dtype test are hoisted: out's stores could alias start (both int64), which would otherwise
+ * reload the bound every element and keep the run from vectorizing into a fill. The clones give AVX2 hosts 32-byte
+ * stores, about twice the fill rate of SSE stores on this loop. */
+AXON_CLONES static void rpt_fill(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
     const rpt_args_t *a = ctx;
-    for (int64_t i = begin; i < end; i++) {
-        for (int64_t j = a->start[i]; j < a->start[i + 1]; j++) {
-            if (a->wide) ((int64_t *)a->out)[j] = i;
-            else ((int32_t *)a->out)[j] = (int32_t)i;
+    const int64_t *restrict start = a->start;
+    if (a->wide) {
+        int64_t *restrict out = a->out;
+        for (int64_t i = begin; i < end; i++) {
+            const int64_t lo = start[i], hi = start[i + 1];
+            for (int64_t j = lo; j < hi; j++) out[j] = i;
+        }
+    } else {
+        int32_t *restrict out = a->out;
+        for (int64_t i = begin; i < end; i++) {
+            const int64_t lo = start[i], hi = start[i + 1];
+            for (int64_t j = lo; j < hi; j++) out[j] = (int32_t)i;
         }
     }
 }
