@@ -17,9 +17,8 @@ enum { AD_NUM_LR, AD_NUM_SCALE, AD_NUM_INF };
 /* One block of m <= FE_BLOCK elements. Written as a few passes of branch-free loops over the block (which sits in L1)
  * rather than one loop with the options tested inside, so that each pass vectorizes. */
 #define ADAM_LOOP(T, SQRT)                                                                                        \
-    static void adam_block_##T(const fe_adam_params_t *p, T *prm, T *grd, T *avg, T *sq, T *mx, double lr,         \
-                               double step, double scale, int64_t m) {                                            \
-        const double bc1 = 1.0 - pow(p->beta1, step), bc2 = 1.0 - pow(p->beta2, step);                          \
+    AXON_CLONES static void adam_block_##T(const fe_adam_params_t *p, T *prm, T *grd, T *avg, T *sq, T *mx,       \
+                                           double lr, double bc1, double bc2, double scale, int64_t m) {          \
         const T step_size = (T)(lr / bc1), bc2_sqrt = (T)sqrt(bc2), eps = (T)p->eps, beta2 = (T)p->beta2;       \
         const T w1 = (T)(1.0 - p->beta1), c2 = (T)(1.0 - p->beta2), wd = (T)p->weight_decay;                    \
         const T decay = (T)(1.0 - lr * p->weight_decay), sc = (T)(float)scale;                                  \
@@ -27,6 +26,26 @@ enum { AD_NUM_LR, AD_NUM_SCALE, AD_NUM_INF };
         const int small = fabs((double)w1) < 0.5;                                                                \
         const T coeff = small ? w1 : w1 - (T)1;                                                                  \
         T g[FE_BLOCK];                                                                                           \
+        if (!p->has_grad_scale && !p->maximize && !p->amsgrad && (p->decoupled || p->weight_decay == 0.0)) {     \
+            /* The common case as one pass, each element's steps in the order of the passes below: the arrays   \
+             * stream once (the separate passes re-read each block and break the prefetcher's streams). */       \
+            const T dec = p->weight_decay != 0.0 ? decay : (T)1;                                                 \
+            if (small)                                                                                           \
+                for (int64_t k = 0; k < m; k++) {                                                                \
+                    const T gk = grd[k], a1 = coeff * (gk - avg[k]) + avg[k];                                    \
+                    const T s1 = sq[k] * beta2 + c2 * gk * gk;                                                   \
+                    avg[k] = a1, sq[k] = s1;                                                                     \
+                    prm[k] = prm[k] * dec - step_size * a1 / (SQRT(s1) / bc2_sqrt + eps);                       \
+                }                                                                                                \
+            else                                                                                                 \
+                for (int64_t k = 0; k < m; k++) {                                                                \
+                    const T gk = grd[k], a1 = coeff * (gk - avg[k]) + gk;                                        \
+                    const T s1 = sq[k] * beta2 + c2 * gk * gk;                                                   \
+                    avg[k] = a1, sq[k] = s1;                                                                     \
+                    prm[k] = prm[k] * dec - step_size * a1 / (SQRT(s1) / bc2_sqrt + eps);                       \
+                }                                                                                                \
+            return;                                                                                              \
+        }                                                                                                        \
         if (p->has_grad_scale)                                                                                   \
             for (int64_t k = 0; k < m; k++) grd[k] = grd[k] / sc;                                                \
         if (p->maximize)                                                                                         \
@@ -63,16 +82,18 @@ static void adam_piece(const fe_job_t *j, int64_t i, int64_t lo, int64_t hi) {
     double step;
     axon_convert_get(c->dtype[AD_STEP], AXON_FLOAT64)((char *)&step, 1, fe_ptr(c, AD_STEP, i), 1, 1);
     const int nl = p->amsgrad ? AD_MAX + 1 : AD_MAX;
+    /* The bias corrections, once per piece (two pow calls per block cost as much as the block's arithmetic). */
+    const double bc1 = 1.0 - pow(p->beta1, step), bc2 = 1.0 - pow(p->beta2, step);
     for (int64_t off = lo; off < hi; off += FE_BLOCK) {
         const int64_t m = hi - off < FE_BLOCK ? hi - off : FE_BLOCK;
         void *v[AD_STEP] = {NULL, NULL, NULL, NULL, NULL};
         for (int k = 0; k < nl; k++) v[k] = axon_fe_load(c, k, i, off, m, buf[k]);
         if (c->f64)
-            adam_block_double(p, v[AD_PARAM], v[AD_GRAD], v[AD_AVG], v[AD_SQ], v[AD_MAX], j->num[AD_NUM_LR], step,
-                              j->num[AD_NUM_SCALE], m);
+            adam_block_double(p, v[AD_PARAM], v[AD_GRAD], v[AD_AVG], v[AD_SQ], v[AD_MAX], j->num[AD_NUM_LR], bc1,
+                              bc2, j->num[AD_NUM_SCALE], m);
         else
-            adam_block_float(p, v[AD_PARAM], v[AD_GRAD], v[AD_AVG], v[AD_SQ], v[AD_MAX], j->num[AD_NUM_LR], step,
-                             j->num[AD_NUM_SCALE], m);
+            adam_block_float(p, v[AD_PARAM], v[AD_GRAD], v[AD_AVG], v[AD_SQ], v[AD_MAX], j->num[AD_NUM_LR], bc1,
+                             bc2, j->num[AD_NUM_SCALE], m);
         for (int k = 0; k < nl; k++)
             if (k != AD_GRAD || p->has_grad_scale) axon_fe_store(c, k, i, off, m, v[k]);
     }

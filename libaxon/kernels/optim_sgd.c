@@ -14,11 +14,21 @@ enum { SG_NUM_LR, SG_NUM_SCALE, SG_NUM_INF };
 
 /* One block of m <= FE_BLOCK elements, as passes of branch-free loops so that each vectorizes. */
 #define SGD_LOOP(T)                                                                                             \
-    static void sgd_block_##T(const fe_sgd_params_t *p, T *prm, T *grd, T *buf, double lr, double scale,        \
-                              int64_t m) {                                                                      \
+    AXON_CLONES static void sgd_block_##T(const fe_sgd_params_t *p, T *prm, T *grd, T *buf, double lr,          \
+                                          double scale, int64_t m) {                                            \
         const T wd = (T)p->weight_decay, mom = (T)p->momentum, damp = (T)(1.0 - p->dampening), lrt = (T)lr;    \
         const T sc = (T)(float)scale;                                                                           \
         T g[FE_BLOCK];                                                                                          \
+        if (!p->has_grad_scale && !p->maximize && p->weight_decay == 0.0 && p->momentum != 0.0 &&              \
+            !p->first_step && !p->nesterov) {                                                                   \
+            /* Plain momentum as one pass (the passes below, element by element): the arrays stream once. */    \
+            for (int64_t k = 0; k < m; k++) {                                                                   \
+                const T b = buf[k] * mom + grd[k] * damp;                                                       \
+                buf[k] = b;                                                                                     \
+                prm[k] = prm[k] - b * lrt;                                                                      \
+            }                                                                                                   \
+            return;                                                                                             \
+        }                                                                                                       \
         if (p->has_grad_scale)                                                                                  \
             for (int64_t k = 0; k < m; k++) grd[k] = grd[k] / sc;                                               \
         if (p->maximize)                                                                                        \
