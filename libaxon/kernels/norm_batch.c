@@ -1,7 +1,7 @@
 /* Batch norm forward (training and inference) and backward over a contiguous [N, C, S] tensor (axon/batchnorm.h).
  *
  * One channel per step, channels in parallel. A channel is N runs of S contiguous elements, one per batch index; its
- * statistics are sums over those runs in memory order, each run re-read in chunks converted into float64 on the
+ * statistics are sums over those runs (in AXON_PARTS partial sums), each run re-read in chunks converted into float64 on the
  * stack, once per pass. Everything a channel needs (mean, invstd, weight, the running stats) is per channel, so no
  * partial sums cross threads and results do not depend on the thread count. */
 #include <math.h>
@@ -23,24 +23,24 @@ typedef struct bn_args {
 
 static int64_t bn_min(int64_t a, int64_t b) { return a < b ? a : b; }
 
-/* Sum over channel c of f(x) for the two statistics passes: x - shift, squared when `square`. */
-static double bn_sum(const bn_args_t *a, int64_t c, double shift, int square) {
-    double x[AXON_NORM_CHUNK], acc = 0.0;
+/* Sum over channel c of f(x) for the two statistics passes: x - shift, squared when `square`. The sums run in
+ * AXON_PARTS partial sums, so they vectorize (the order depends on the shape alone). */
+AXON_CLONES static double bn_sum(const bn_args_t *a, int64_t c, double shift, int square) {
+    double x[AXON_NORM_CHUNK], part[AXON_PARTS] = {0};
     for (int64_t n = 0; n < a->n; n++) {
         const int64_t base = (n * a->c + c) * a->s;
         for (int64_t j = 0; j < a->s; j += AXON_NORM_CHUNK) {
             int64_t m = bn_min(AXON_NORM_CHUNK, a->s - j);
             axon_norm_load(&a->in, x, base + j, m, 0.0);
             if (square)
-                for (int64_t i = 0; i < m; i++) acc += (x[i] - shift) * (x[i] - shift);
-            else
-                for (int64_t i = 0; i < m; i++) acc += x[i];
+                for (int64_t i = 0; i < m; i++) x[i] = (x[i] - shift) * (x[i] - shift);
+            axon_parts_add(part, x, m);
         }
     }
-    return acc;
+    return axon_parts_total(part);
 }
 
-static void bn_forward_channel(const bn_args_t *a, int64_t c) {
+AXON_CLONES static void bn_forward_channel(const bn_args_t *a, int64_t c) {
     double x[AXON_NORM_CHUNK];
     double mean, invstd;
     if (a->training) {
@@ -72,13 +72,13 @@ static void bn_forward_channel(const bn_args_t *a, int64_t c) {
     }
 }
 
-static void bn_backward_channel(const bn_args_t *a, int64_t c) {
+AXON_CLONES static void bn_backward_channel(const bn_args_t *a, int64_t c) {
     double x[AXON_NORM_CHUNK], g[AXON_NORM_CHUNK];
     const double count = (double)(a->n * a->s);
     const double mean = axon_norm_get(&a->mean, c, 0.0);
     const double inv = a->training ? axon_norm_get(&a->inv, c, 0.0)
                                    : 1.0 / sqrt(axon_norm_get(&a->inv, c, 0.0) + a->eps);
-    double sum_g = 0.0, dot = 0.0;
+    double part_g[AXON_PARTS] = {0}, part_dot[AXON_PARTS] = {0};
     /* Inference grad_in needs neither sum: skip the pass when nothing else does. */
     const int need_sums = a->gw.p || a->gb.p || (a->out.p && a->training);
     for (int64_t n = 0; need_sums && n < a->n; n++) {
@@ -87,9 +87,12 @@ static void bn_backward_channel(const bn_args_t *a, int64_t c) {
             int64_t m = bn_min(AXON_NORM_CHUNK, a->s - j);
             axon_norm_load(&a->in, x, base + j, m, 0.0);
             axon_norm_load(&a->go, g, base + j, m, 0.0);
-            for (int64_t i = 0; i < m; i++) sum_g += g[i], dot += g[i] * (x[i] - mean);
+            for (int64_t i = 0; i < m; i++) x[i] = g[i] * (x[i] - mean);
+            axon_parts_add(part_g, g, m);
+            axon_parts_add(part_dot, x, m);
         }
     }
+    const double sum_g = axon_parts_total(part_g), dot = axon_parts_total(part_dot);
     axon_norm_put(&a->gw, c, dot * inv);
     axon_norm_put(&a->gb, c, sum_g);
     if (!a->out.p) return;
