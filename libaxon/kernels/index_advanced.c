@@ -87,8 +87,45 @@ static void adv_accumulate(const struct adv_job *j, char *d, const char *s) {
     j->from_ct(d, 1, (const char *)&x, 1, 1);
 }
 
+/* dst[i] += src[i] over contiguous float runs: the accumulate case of a run whose indices are fixed (x[idx] with
+ * the index on an outer dim adds whole rows). Each element is still added once, in the run's order. */
+AXON_CLONES static void adv_add_f32(float *restrict d, const float *restrict s, int64_t n) {
+    for (int64_t i = 0; i < n; i++) d[i] += s[i];
+}
+
+AXON_CLONES static void adv_add_f64(double *restrict d, const double *restrict s, int64_t n) {
+    for (int64_t i = 0; i < n; i++) d[i] += s[i];
+}
+
+/* A run along which no index tensor moves (index strides 0 in the last iteration dim): one offset serves it, and
+ * contiguous runs become a memcpy or a vector add. */
+static int adv_run_fixed(const struct adv_job *j, char *const *p, const int64_t *step, int64_t n) {
+    for (int k = 0; k < j->a->n; k++)
+        if (step[2 + k] != 0) return 0;
+    const size_t es = j->es;
+    const int64_t off = adv_offset(j, p, 0, step);
+    const int dense = step[0] == (int64_t)es && step[1] == (int64_t)es;
+    char *d = p[0] + (j->a->put ? off : 0);
+    const char *s = p[1] + (j->a->put ? 0 : off);
+    if (!j->a->accumulate) {
+        if (dense) {
+            memcpy(d, s, (size_t)n * es);
+        } else {
+            for (int64_t i = 0; i < n; i++) ix_move(d + i * step[0], s + i * step[1], es);
+        }
+    } else if (dense && j->a->a.dtype == AXON_FLOAT32) {
+        adv_add_f32((float *)(void *)d, (const float *)(const void *)s, n);
+    } else if (dense && j->a->a.dtype == AXON_FLOAT64) {
+        adv_add_f64((double *)(void *)d, (const double *)(const void *)s, n);
+    } else {
+        for (int64_t i = 0; i < n; i++) adv_accumulate(j, d + i * step[0], s + i * step[1]);
+    }
+    return 1;
+}
+
 static void adv_run(const struct adv_job *j, char *const *p, const int64_t *step, int64_t n) {
     const size_t es = j->es;
+    if (n > 1 && adv_run_fixed(j, p, step, n)) return;
     if (!j->a->put) {
         for (int64_t i = 0; i < n; i++) ix_move(p[0] + i * step[0], p[1] + i * step[1] + adv_offset(j, p, i, step), es);
     } else if (!j->a->accumulate) {
