@@ -54,18 +54,6 @@ bool fast(std::initializer_list<at::TensorList> lists, bool same_dtype = true) {
   return true;
 }
 
-// t's elements as one contiguous run (t is non-overlapping and dense: its memory is numel elements from data_ptr).
-axon_tensor_t flat(const at::Tensor& t, const char* op) {
-  return describe(t.as_strided({t.numel()}, {1}), op);
-}
-
-std::vector<axon_tensor_t> flat_list(at::TensorList l, const char* op) {
-  std::vector<axon_tensor_t> out;
-  out.reserve(l.size());
-  for (const at::Tensor& t : l) out.push_back(flat(t, op));
-  return out;
-}
-
 // Fresh outputs shaped (and strided) like self, for the functional forms.
 Vec outputs_like(at::TensorList self) {
   Vec out;
@@ -105,10 +93,10 @@ std::vector<double> doubles(at::ArrayRef<at::Scalar> ss, double sign = 1.0) {
 void binary(axon_foreach_op_t op, at::TensorList out, at::TensorList self, const at::TensorList* other,
             axon_foreach_arg_t arg, double alpha) {
   const char* name = axon_foreach_op_name(op);
-  auto od = flat_list(out, name), sd = flat_list(self, name);
+  auto od = describe_flat_list(out, name), sd = describe_flat_list(self, name);
   std::vector<axon_tensor_t> bd;
   if (other) {
-    bd = flat_list(*other, name);
+    bd = describe_flat_list(*other, name);
     arg.tensors = bd.data();
   }
   AXON_CHECK(axon_foreach_binary(stream_of(self), op, static_cast<int64_t>(self.size()), od.data(), sd.data(), &arg,
@@ -251,7 +239,7 @@ Vec tensor(at::TensorList self, const at::Tensor& other) {
 
 void unary(axon_foreach_op_t op, at::TensorList out, at::TensorList self) {
   const char* name = axon_foreach_op_name(op);
-  auto od = flat_list(out, name), sd = flat_list(self, name);
+  auto od = describe_flat_list(out, name), sd = describe_flat_list(self, name);
   AXON_CHECK(axon_foreach_unary(stream_of(self), op, static_cast<int64_t>(self.size()), od.data(), sd.data()));
 }
 
@@ -274,7 +262,7 @@ Vec unary_fn(at::TensorList self) {
 void zero_(at::TensorList self) {
   nat::check_foreach_api_restrictions(self);
   if (!fast({self})) return nat::foreach_tensor_zero_slow_(self);
-  auto od = flat_list(self, "_foreach_zero_");
+  auto od = describe_flat_list(self, "_foreach_zero_");
   AXON_CHECK(axon_foreach_fill(stream_of(self), static_cast<int64_t>(self.size()), od.data(), 0.0));
 }
 
@@ -290,11 +278,11 @@ void copy_(at::TensorList self, at::TensorList src, bool non_blocking) {
 void ternary(axon_foreach_op_t op, at::TensorList out, at::TensorList self, at::TensorList t1,
              const at::TensorList* t2, const at::TensorList* weights, axon_foreach_arg_t w) {
   const char* name = axon_foreach_op_name(op);
-  auto od = flat_list(out, name), sd = flat_list(self, name), d1 = flat_list(t1, name);
+  auto od = describe_flat_list(out, name), sd = describe_flat_list(self, name), d1 = describe_flat_list(t1, name);
   std::vector<axon_tensor_t> d2, dw;
-  if (t2) d2 = flat_list(*t2, name);
+  if (t2) d2 = describe_flat_list(*t2, name);
   if (weights) {
-    dw = flat_list(*weights, name);
+    dw = describe_flat_list(*weights, name);
     w.tensors = dw.data();
   }
   AXON_CHECK(axon_foreach_ternary(stream_of(self), op, static_cast<int64_t>(self.size()), od.data(), sd.data(),
@@ -420,7 +408,7 @@ Vec norm(at::TensorList self, const at::Scalar& ord, std::optional<at::ScalarTyp
   Vec out;
   out.reserve(self.size());
   for (const at::Tensor& t : self) out.push_back(at::empty({}, t.options().dtype(out_dtype)));
-  auto od = flat_list(out, "_foreach_norm"), sd = flat_list(self, "_foreach_norm");
+  auto od = describe_flat_list(out, "_foreach_norm"), sd = describe_flat_list(self, "_foreach_norm");
   AXON_CHECK(axon_foreach_norm(stream_of(self), static_cast<int64_t>(self.size()), od.data(), sd.data(), p));
   return out;
 }

@@ -54,13 +54,6 @@ bool fast_lists(std::initializer_list<at::TensorList> lists, at::TensorList step
   return true;
 }
 
-std::vector<axon_tensor_t> flat_list(at::TensorList l, const char* op) {
-  std::vector<axon_tensor_t> out;
-  out.reserve(l.size());
-  for (const at::Tensor& t : l) out.push_back(describe(t.as_strided({t.numel()}, {1}), op));
-  return out;
-}
-
 void check_lengths(const char* op, at::TensorList params, std::initializer_list<std::pair<const char*, at::TensorList>> ls) {
   for (const auto& [name, l] : ls)
     TORCH_CHECK(l.size() == params.size(), op, ": ", name, " has ", l.size(), " tensors but params has ",
@@ -80,7 +73,7 @@ void check_shapes(const char* op, at::TensorList params,
 // One-element descriptor of an optional number tensor, or nullptr.
 const axon_tensor_t* number(const std::optional<at::Tensor>& t, axon_tensor_t* storage, const char* op) {
   if (!t.has_value() || !t->defined()) return nullptr;
-  *storage = describe(t->as_strided({1}, {1}), op);
+  *storage = describe_flat(*t, op);
   return storage;
 }
 
@@ -106,9 +99,9 @@ bool adam_native(at::TensorList params, at::TensorList grads, at::TensorList exp
   const bool ok = amsgrad ? fast_lists({params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs}, steps, {gs, fi, &lr_dev})
                           : fast_lists({params, grads, exp_avgs, exp_avg_sqs}, steps, {gs, fi, &lr_dev});
   if (!ok) return false;
-  auto p = flat_list(params, op), g = flat_list(grads, op), m = flat_list(exp_avgs, op);
-  auto v = flat_list(exp_avg_sqs, op), s = flat_list(steps, op);
-  std::vector<axon_tensor_t> mx = amsgrad ? flat_list(max_exp_avg_sqs, op) : std::vector<axon_tensor_t>{};
+  auto p = describe_flat_list(params, op), g = describe_flat_list(grads, op), m = describe_flat_list(exp_avgs, op);
+  auto v = describe_flat_list(exp_avg_sqs, op), s = describe_flat_list(steps, op);
+  std::vector<axon_tensor_t> mx = amsgrad ? describe_flat_list(max_exp_avg_sqs, op) : std::vector<axon_tensor_t>{};
   axon_tensor_t lr_d, gs_d, fi_d;
   axon_adam_options_t o{};
   o.lr = lr;
@@ -168,8 +161,8 @@ bool sgd_native(at::TensorList params, at::TensorList grads, at::TensorList bufs
   const bool ok = has_momentum ? fast_lists({params, grads, bufs}, {}, {gs, fi, &lr_dev})
                                : fast_lists({params, grads}, {}, {gs, fi, &lr_dev});
   if (!ok) return false;
-  auto p = flat_list(params, op), g = flat_list(grads, op);
-  std::vector<axon_tensor_t> b = has_momentum ? flat_list(bufs, op) : std::vector<axon_tensor_t>{};
+  auto p = describe_flat_list(params, op), g = describe_flat_list(grads, op);
+  std::vector<axon_tensor_t> b = has_momentum ? describe_flat_list(bufs, op) : std::vector<axon_tensor_t>{};
   axon_tensor_t lr_d, gs_d, fi_d;
   axon_sgd_options_t o{};
   o.lr = lr;

@@ -86,6 +86,27 @@ axon_tensor_t describe(const at::TensorBase& t, const char* op) { return describ
 
 axon_tensor_t describe_bytes(const at::TensorBase& t, const char* op) { return describe_one(t, /*bytes=*/true, op); }
 
+axon_tensor_t describe_flat(const at::TensorBase& t, const char* op) {
+  TORCH_CHECK(t.is_non_overlapping_and_dense(), op, ": expected a non-overlapping, dense tensor, got sizes ", t.sizes(),
+              " and strides ", t.strides());
+  const auto dtype = dtype_for(t, /*bytes=*/false);
+  TORCH_CHECK(dtype.has_value(), op, ": dtype ", t.scalar_type(), " is not supported by axon kernels");
+  axon_tensor_t d{};
+  d.data = t.numel() > 0 ? const_cast<void*>(t.const_data_ptr()) : nullptr;
+  d.dtype = *dtype;
+  d.ndim = 1;
+  d.sizes[0] = t.numel();
+  d.strides[0] = 1;
+  return d;
+}
+
+std::vector<axon_tensor_t> describe_flat_list(at::TensorList l, const char* op) {
+  std::vector<axon_tensor_t> out;
+  out.reserve(l.size());
+  for (const at::Tensor& t : l) out.push_back(describe_flat(t, op));
+  return out;
+}
+
 void describe_pair(const at::TensorBase& dst, const at::TensorBase& src, bool bytes, const char* op,
                    axon_tensor_t* dst_desc, axon_tensor_t* src_desc) {
   TORCH_CHECK(dst.sizes() == src.sizes(), op, ": shapes differ: ", dst.sizes(), " and ", src.sizes());

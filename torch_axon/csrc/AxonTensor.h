@@ -7,6 +7,7 @@
 #include <c10/core/Scalar.h>
 
 #include <optional>
+#include <vector>
 
 namespace torch_axon {
 
@@ -38,6 +39,11 @@ inline bool kernels_support(c10::ScalarType t) { return axon_dtype_of(t).has_val
 // its strides allow: the same elements in the same row-major order. Throws naming `op` if t's dtype is not supported
 // or it still has too many dimensions.
 axon_tensor_t describe(const at::TensorBase& t, const char* op);
+
+// A non-overlapping, dense tensor's elements as one contiguous run in memory order (numel elements from the data
+// pointer), the form list kernels take. Cheaper than describe(t.as_strided({numel}, {1})): no view is made.
+axon_tensor_t describe_flat(const at::TensorBase& t, const char* op);
+std::vector<axon_tensor_t> describe_flat_list(at::TensorList l, const char* op);
 
 // The descriptor of t's bytes: as describe(), but with the libaxon dtype of t's element size (uint8, int16, int32,
 // int64, complex128), for kernels that only move bytes (same-dtype copies, fills with a converted value). Works for
