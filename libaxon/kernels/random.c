@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "dtype.h"
 #include "internal.h"
@@ -402,28 +403,56 @@ axon_status_t axon_kernel_bernoulli_tensor(axon_stream_t s, const axon_tensor_t 
     return rng_launch(s, &a);
 }
 
-/* randperm: Fisher-Yates over 0..n-1, one thread (each swap depends on the ones before). Step i (from n - 1 down to
- * 1) swaps element i with element j = x % (i + 1), x being the 64 random bits of element i of the stream as
- * axon_kernel_random_int draws them for int64; the modulo bias (below (i + 1) / 2^64) is PyTorch's too. */
+/* randperm: Fisher-Yates over 0..n-1. Step i (from n - 1 down to 1) swaps element i with element j = x % (i + 1), x
+ * being the 64 random bits of element i of the stream as axon_kernel_random_int draws them for int64; the modulo bias
+ * (below (i + 1) / 2^64) is PyTorch's too. The swaps are sequential (each depends on the ones before), but the draws
+ * are not: each batch of RP_BATCH steps has its j drawn over the pool first (the Philox rounds and the 64-bit
+ * modulo were most of the time), then swapped on one thread. */
+#define RP_BATCH ((int64_t)1 << 16)
+
 struct randperm_args {
     axon_tensor_t dst;
     uint64_t seed, offset;
 };
 
+struct randperm_job {
+    const struct randperm_args *a;
+    int64_t hi;          /* the batch's steps are hi - k for k in [0, RP_BATCH) */
+    int64_t *j;          /* j[k]: the element step hi - k swaps with */
+};
+
+static void randperm_draw(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    const struct randperm_job *jb = ctx;
+    uint32_t x[4];
+    uint64_t have = UINT64_MAX;
+    for (int64_t k = begin; k < end; k++) {
+        const int64_t i = jb->hi - k;
+        if ((uint64_t)i / 2 != have) axon_philox_block(jb->a->seed, jb->a->offset, have = (uint64_t)i / 2, x);
+        jb->j[k] = (int64_t)(rng_bits64(x, (int)(i % 2)) % (uint64_t)(i + 1));
+    }
+}
+
 static axon_status_t randperm_kernel(const void *args, const axon_exec_t *ex) {
-    (void)ex;
     const struct randperm_args *a = args;
     int64_t *d = a->dst.data;
     const int64_t n = a->dst.sizes[0];
     for (int64_t i = 0; i < n; i++) d[i] = i;
-    uint32_t x[4];
-    for (int64_t i = n - 1; i > 0; i--) {
-        if (i % 2 == 1 || i == n - 1) axon_philox_block(a->seed, a->offset, (uint64_t)i / 2, x);
-        const uint64_t r = rng_bits64(x, (int)(i % 2)) % (uint64_t)(i + 1);
-        const int64_t t = d[i];
-        d[i] = d[r];
-        d[r] = t;
+    if (n < 2) return AXON_OK;
+    const int64_t cap = n - 1 < RP_BATCH ? n - 1 : RP_BATCH;
+    struct randperm_job jb = {a, 0, malloc((size_t)cap * sizeof(int64_t))};
+    if (jb.j == NULL) return axon_fail(AXON_ERROR_OUT_OF_MEMORY, "randperm: %lld draws", (long long)cap);
+    for (int64_t hi = n - 1; hi > 0; hi -= cap) {
+        const int64_t m = hi < cap ? hi : cap; /* steps hi down to hi - m + 1 >= 1 */
+        jb.hi = hi;
+        axon_parallel_for(ex->pool, 0, m, 4096, randperm_draw, &jb);
+        for (int64_t k = 0; k < m; k++) {
+            const int64_t i = hi - k, r = jb.j[k], t = d[i];
+            d[i] = d[r];
+            d[r] = t;
+        }
     }
+    free(jb.j);
     return AXON_OK;
 }
 
