@@ -1,6 +1,6 @@
 """Native shape ops: tril/triu (and in place), flip, roll, reflection and replication pads 1d/2d/3d forward and
-backward, circular and constant pads, eye, linspace, equal and unfold's backward, against PyTorch on CPU, with no host
-fallback; bad pads give PyTorch's errors."""
+backward, circular and constant pads, eye, linspace, equal, unfold's backward and channel_shuffle, against PyTorch on
+CPU, with no host fallback; bad pads and bad channel_shuffle groups give PyTorch's errors."""
 
 import pytest
 import torch
@@ -165,3 +165,37 @@ def test_unfold_backward_matches_cpu(dtype, shape, dim, size, step):
     (xc.unfold(dim, size, step) * w).sum().backward()
     tol = {torch.bfloat16: 2e-2, torch.float16: 2e-3}.get(dtype, 1e-6)
     torch.testing.assert_close(xa.grad.cpu(), xc.grad, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", KERNEL_DTYPES, ids=dtype_id)
+def test_channel_shuffle_matches_cpu(dtype):
+    for shape, groups in (((2, 6, 3, 4), 3), ((1, 8, 5), 2), ((2, 4, 2, 3, 2), 4), ((3, 6, 2, 2), 1)):
+        x = sample(dtype, shape)
+        same(native(lambda: F.channel_shuffle(x.to("axon"), groups)), F.channel_shuffle(x, groups))
+    # channels_last stays channels_last, as on CPU; an empty batch gives an empty result of the same shape
+    x = sample(dtype, (2, 6, 3, 4)).contiguous(memory_format=torch.channels_last)
+    got = native(lambda: torch.channel_shuffle(x.to("axon"), 2))
+    want = torch.channel_shuffle(x, 2)
+    assert got.stride() == want.stride()
+    same(got, want)
+    assert native(lambda: torch.channel_shuffle(torch.empty(0, 4, 3, device="axon", dtype=dtype), 2)).shape == (0, 4, 3)
+
+
+def test_channel_shuffle_backward_matches_cpu():
+    x = torch.randn(2, 6, 3, 4, dtype=torch.float64, requires_grad=True)
+    xa = x.detach().to("axon").requires_grad_()
+    g = torch.randn(2, 6, 3, 4, dtype=torch.float64)
+    F.channel_shuffle(x, 3).backward(g)
+    native(lambda: F.channel_shuffle(xa, 3).backward(g.to("axon")))
+    same(xa.grad, x.grad)
+
+
+@pytest.mark.parametrize("shape,groups,message", [
+    ((4, 6), 2, "expects input with > 2 dims, but got input with sizes \\[4, 6\\]"),
+    ((1, 6, 2), 0, "must be positive"),
+    ((1, 6, 2), 4, "divisible by groups. Got 6 channels and 4 groups"),
+])
+def test_channel_shuffle_bad_arguments_fail_like_cpu(shape, groups, message):
+    for device in ("cpu", "axon"):
+        with pytest.raises(RuntimeError, match=message):
+            torch.channel_shuffle(torch.ones(shape, device=device), groups)

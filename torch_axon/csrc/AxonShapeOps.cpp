@@ -1,7 +1,8 @@
 // Shape ops on libaxon's kernels: tril/triu (axon/shape.h), reflection and replication pads 1d/2d/3d with their
 // backward (axon/shape.h), flip and roll (libaxon's copy, which takes negative strides: flip is a copy from a
 // descriptor with its flipped dimensions' strides negated, roll a few slice copies), eye, float linspace (arange
-// from each end, PyTorch's symmetric formula), float logspace (pow of it), equal, and unfold's backward.
+// from each end, PyTorch's symmetric formula), float logspace (pow of it), equal, unfold's backward, and
+// channel_shuffle (a view and the native copy).
 //
 // What falls back: more than AXON_MAX_DIMS dimensions, pads of bool (PyTorch's CPU kernels reject it), pad
 // backward of non-floating dtypes, linspace of integer dtypes, equal of two dtypes (PyTorch's error).
@@ -325,7 +326,23 @@ at::Tensor unfold_backward_sum(const at::Tensor& grad, c10::SymIntArrayRef input
   return out;
 }
 
+// channel_shuffle: PyTorch's checks, then native_channel_shuffle's composite form (a view as [n, groups, c / groups,
+// rest], transposed and made contiguous by the native copy) in self's suggested memory format. An empty input gives
+// an empty result of its shape (CPU returns an alias; a fresh tensor keeps this a non-view op).
+at::Tensor channel_shuffle_native(const at::Tensor& self, c10::SymInt groups_sym) {
+  TORCH_CHECK(self.dim() > 2, "channel_shuffle expects input with > 2 dims, but got input with sizes ",
+              self.sizes());
+  const int64_t groups = groups_sym.guard_int(__FILE__, __LINE__), c = self.size(1);
+  TORCH_CHECK(groups > 0, "Number of groups to divide channels in must be positive.", " Value of groups:", groups);
+  TORCH_CHECK(c % groups == 0, "Number of channels must be divisible by groups. Got ", c, " channels and ", groups,
+              " groups.");
+  const auto format = self.suggest_memory_format();
+  if (self.numel() == 0) return at::empty(self.sizes(), self.options().memory_format(format));
+  return at::native_channel_shuffle(self, groups).contiguous(format);
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("channel_shuffle", TORCH_FN(channel_shuffle_native));
   m.impl("unfold_backward", TORCH_FN(unfold_backward_sum));
   m.impl("tril.out", TORCH_FN(triangle_out<false>));
   m.impl("triu.out", TORCH_FN(triangle_out<true>));
