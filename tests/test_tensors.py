@@ -8,8 +8,8 @@ import pytest
 import torch
 
 import torch_axon  # noqa: F401
-from axon_testing import (ALL_DTYPES, KERNEL_DTYPES, assert_exact, assert_same_values, bits, dtype_id, sample,
-                          two_devices)
+from axon_testing import (ALL_DTYPES, KERNEL_DTYPES, assert_exact, assert_same_values, bits, dtype_id, native,
+                          sample, two_devices)
 
 all_dtypes = pytest.mark.parametrize("dtype", ALL_DTYPES, ids=dtype_id)
 kernel_dtypes = pytest.mark.parametrize("dtype", KERNEL_DTYPES, ids=dtype_id)
@@ -602,3 +602,20 @@ def test_module_to_axon_keeps_parameters_shared_between_modules():
     assert len(list(model.parameters())) == 1
     model.to("cpu")
     assert model["head"].weight is model["embed"].weight and param.device.type == "cpu"
+
+
+def test_efficient_zero_tensors_are_made_on_axon_and_read_as_zeros():
+    z = native(lambda: torch.ops.aten._efficientzerotensor([2, 3], dtype=torch.float64, device="axon"))
+    assert z.device == torch.device("axon", torch.axon.current_device()) and z._is_zerotensor()
+    assert torch.equal(z.cpu(), torch.zeros(2, 3, dtype=torch.float64))
+    assert torch.equal(native(lambda: (z + 1.5).cpu()), torch.full((2, 3), 1.5, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("op", [torch.sgn, torch.sign, torch.floor, torch.ceil, torch.round, torch.trunc])
+def test_zero_gradients_stay_on_the_device(op):
+    """These ops' derivative is zero: autograd makes it with _efficientzerotensor, which must not leave the device."""
+    x = torch.tensor([1.5, -2.0, 0.3, 0.0], requires_grad=True)
+    xa = x.detach().to("axon").requires_grad_()
+    (op(x) * x).sum().backward()
+    native(lambda: (op(xa) * xa).sum().backward())
+    assert torch.equal(xa.grad.cpu(), x.grad)

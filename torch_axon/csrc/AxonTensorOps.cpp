@@ -1,7 +1,9 @@
-// The ATen kernels that make a tensor an axon tensor: factories (through the axon allocator), views (PyTorch's own
-// metadata-only implementations, registered for axon), resize_ and set_. No data is touched here.
+// The ATen kernels that make a tensor an axon tensor: factories (through the axon allocator, and the storage-less
+// zero tensors of autograd), views (PyTorch's own metadata-only implementations, registered for axon), resize_ and
+// set_. No data is touched here.
 #include <ATen/EmptyTensor.h>
 #include <ATen/native/Resize.h>
+#include <ATen/native/TensorFactories.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/unfold_native.h>
@@ -41,6 +43,18 @@ at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::op
               *layout);
   c10::OptionalDeviceGuard g(indexed(device));
   return at::detail::empty_strided_generic(size, stride, device_allocator(), kAxonKeys, c10::dtype_or_default(dtype));
+}
+
+// A zero tensor without storage (autograd's zero gradients: sign, floor, round, comparisons), as CPU and CUDA make
+// it: the ZeroTensor key over the backend's, whose fallback materializes zeros on the device when an op needs them.
+at::Tensor efficient_zero_tensor(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
+                                 std::optional<c10::Layout> /*layout*/, std::optional<c10::Device> device,
+                                 std::optional<bool> /*pin_memory*/) {
+  c10::Device dev = device.value_or(c10::Device(kAxon, current_device()));
+  if (!dev.has_index()) dev.set_index(current_device());
+  at::native::ZeroTensorAllocator allocator(dev);
+  const c10::DispatchKeySet keys = kAxonKeys | c10::DispatchKeySet(c10::DispatchKey::ZeroTensor);
+  return at::detail::empty_generic(size, &allocator, keys, c10::dtype_or_default(dtype), std::nullopt);
 }
 
 // Grow self's storage, if needed, to hold its current sizes and strides (a new block, old bytes copied).
@@ -101,6 +115,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type);
   m.impl("empty.memory_format", empty_memory_format);
   m.impl("empty_strided", empty_strided);
+  m.impl("_efficientzerotensor", efficient_zero_tensor);
   m.impl("resize_", resize_);
   m.impl("set_.source_Storage", set_storage);
   m.impl("set_.source_Storage_storage_offset", set_storage_offset);
