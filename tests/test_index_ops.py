@@ -1,6 +1,6 @@
 """Indexing and concatenation on libaxon's index kernels: index_select, gather, scatter (src, value, reduce),
 scatter_add, scatter_reduce, index_add, index_copy (in place, functional, out=; a static KV cache's update),
-nn.Embedding forward and backward, masked_fill and cat/stack (cat's row path too), against PyTorch on CPU, with bad
+nn.Embedding forward and backward (and its max_norm renorm), masked_fill and cat/stack (cat's row path too), against PyTorch on CPU, with bad
 input raising CPU's errors, out-of-range indices reported at the next synchronization, and no host fallback for the
 bound ops."""
 
@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import torch_axon
-from axon_testing import KERNEL_DTYPES, TOLERANCES, assert_exact, dtype_id, sample
+from axon_testing import FLOAT_DTYPES, KERNEL_DTYPES, TOLERANCES, assert_exact, dtype_id, native, sample
 
 REAL_DTYPES = [d for d in KERNEL_DTYPES if not d.is_complex]
 
@@ -512,3 +512,41 @@ def test_repeat_interleave_refuses_negative_repeats_and_bad_shapes():
         torch.repeat_interleave(torch.ones(2, 2, dtype=torch.int64, device="axon"))
     with pytest.raises(RuntimeError, match="repeats sum to 3, not the output size 4"):
         torch.repeat_interleave(torch.tensor([1, 2], device="axon"), output_size=4).cpu()
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, 3.5])
+def test_embedding_renorm_matches_cpu(dtype, norm_type):
+    """Repeated and unsorted indices, rows above and below max_norm. The norm is a reduction whose order may differ
+    from CPU's by a rounding, so scaled rows are compared with the dtype's tolerance; rows not looked up are exact."""
+    w = torch.randn(10, 4, generator=torch.Generator().manual_seed(3)).to(dtype) * 2
+    idx = torch.tensor([[1, 2, 2], [7, 1, 0]])
+    assert (w[idx.flatten()].double().norm(norm_type, dim=1) > 1.0).any()  # some looked-up rows get scaled
+    wa = w.to("axon")
+    native(lambda: torch.embedding_renorm_(wa, idx.to("axon"), 1.0, norm_type))
+    torch.embedding_renorm_(w, idx, 1.0, norm_type)
+    rtol, atol = TOLERANCES[dtype]
+    torch.testing.assert_close(wa.cpu(), w, rtol=rtol, atol=atol)
+    untouched = torch.tensor([3, 4, 5, 6, 8, 9])
+    assert_exact(wa[untouched.to("axon")], w[untouched])
+
+
+def test_embedding_with_max_norm_trains_on_the_device():
+    emb = torch.nn.Embedding(12, 5, max_norm=0.8)
+    emb_a = torch.nn.Embedding(12, 5, max_norm=0.8).to("axon")
+    emb_a.load_state_dict(emb.state_dict())
+    idx = torch.tensor([[3, 4, 3], [11, 0, 4]])
+    emb(idx).square().sum().backward()
+    native(lambda: emb_a(idx.to("axon")).square().sum().backward())
+    assert_exact(emb_a.weight.detach(), emb.weight.detach())
+    torch.testing.assert_close(emb_a.weight.grad.cpu(), emb.weight.grad, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("weight_shape,indices,message", [
+    ((2, 5, 3), torch.tensor([1]), "Expected 2-dimensional tensor, but got 3-dimensional tensor for argument #1"),
+    ((5, 3), torch.tensor([1.0]), "Expected tensor for argument #2 'indices' to have one of the following scalar"),
+])
+def test_embedding_renorm_bad_input_fails_like_cpu(weight_shape, indices, message):
+    for device in ("cpu", "axon"):
+        with pytest.raises(RuntimeError, match=message):
+            torch.embedding_renorm_(torch.ones(weight_shape, device=device), indices.to(device), 1.0, 2.0)

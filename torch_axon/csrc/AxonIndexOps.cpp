@@ -1,8 +1,8 @@
 // Indexing and concatenation on libaxon's index kernels (libaxon/include/axon/index.h): index_select, gather,
 // scatter (src, value, reduce and scatter_reduce with include_self), scatter_add, index_add, index_copy, embedding's
-// dense backward, masked_fill_, cat and the index vector of repeat_interleave. Embedding's forward is composite over
-// index_select. index_copy and index_add are structured: binding .out is enough, PyTorch routes index_copy_ and
-// index_copy through it after its meta checks (which .out repeats, for direct out= calls).
+// dense backward and max_norm renorm, masked_fill_, cat and the index vector of repeat_interleave. Embedding's
+// forward is composite over index_select. index_copy and index_add are structured: binding .out is enough, PyTorch
+// routes index_copy_ and index_copy through it after its meta checks (which .out repeats, for direct out= calls).
 //
 // Each op makes PyTorch's checks (with its messages), resizes out, describes the tensors and launches one kernel.
 // Indices follow these ops' PyTorch rule, [0, size) (no negative wrap). They are read on the device, so an
@@ -14,6 +14,7 @@
 #include <ATen/ATen.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/Operators.h>
+#include <ATen/TensorUtils.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
 #include <ATen/native/TypeProperties.h>
@@ -421,6 +422,29 @@ at::Tensor embedding_dense_backward(const at::Tensor& grad_output, const at::Ten
   return grad_weight;
 }
 
+// nn.Embedding(max_norm=...)'s in-place renorm of the looked-up rows, as CPU does it: each distinct row whose p-norm
+// (in the weight's dtype) exceeds max_norm is scaled by max_norm / (norm + 1e-7), computed in double and rounded to
+// the weight's dtype, as CPU's `row *= scale` rounds its scalar. Composed of native ops: unique, index_select, the
+// vector norm and index_copy_ (rows at or under the limit are written back times 1, which leaves them unchanged).
+at::Tensor& embedding_renorm(at::Tensor& self, const at::Tensor& indices, double max_norm, double norm_type) {
+  const at::TensorArg self_arg(self, "self", 1), indices_arg(indices, "indices", 2);
+  at::checkDim("embedding_renorm_", self_arg, 2);
+  at::checkScalarTypes("embedding_renorm_", indices_arg, {at::kLong, at::kInt});
+  const c10::ScalarType t = self.scalar_type();
+  const bool floating = t == at::kFloat || t == at::kDouble || t == at::kHalf || t == at::kBFloat16;
+  if (!floating || !on_device_of(self, indices)) {
+    return fall_back<ATEN_OP(embedding_renorm_)>(self, indices, max_norm, norm_type);
+  }
+  if (indices.numel() == 0) return self;
+  const at::Tensor rows = std::get<0>(at::_unique(indices.reshape({-1}), /*sorted=*/true, /*return_inverse=*/false));
+  const at::Tensor weights = self.index_select(0, rows);
+  const at::Tensor norm = at::linalg_vector_norm(weights, norm_type, at::IntArrayRef{1}, /*keepdim=*/true)
+                              .to(at::kDouble);
+  const at::Tensor scale = at::where(norm > max_norm, max_norm / (norm + 1e-7), at::scalar_tensor(1.0, norm.options()));
+  self.index_copy_(0, rows, weights.mul(scale.to(t)));
+  return self;
+}
+
 // ---- masked_fill ----
 
 at::Tensor& masked_fill_scalar(at::Tensor& self, const at::Tensor& mask, const at::Scalar& value) {
@@ -551,6 +575,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("index_add.out", TORCH_FN(index_add_out));
   m.impl("index_copy.out", TORCH_FN(index_copy_out));
   m.impl("embedding_dense_backward", TORCH_FN(embedding_dense_backward));
+  m.impl("embedding_renorm_", TORCH_FN(embedding_renorm));
   m.impl("masked_fill_.Scalar", TORCH_FN(masked_fill_scalar));
   m.impl("masked_fill_.Tensor", TORCH_FN(masked_fill_tensor));
   m.impl("cat.out", TORCH_FN(cat_out));
