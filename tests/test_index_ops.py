@@ -1,8 +1,8 @@
 """Indexing and concatenation on libaxon's index kernels: index_select, gather, scatter (src, value, reduce),
 scatter_add, scatter_reduce, index_add, index_copy (in place, functional, out=; a static KV cache's update),
-nn.Embedding forward and backward (and its max_norm renorm), masked_fill and cat/stack (cat's row path too), against PyTorch on CPU, with bad
-input raising CPU's errors, out-of-range indices reported at the next synchronization, and no host fallback for the
-bound ops."""
+nn.Embedding forward and backward (and its max_norm renorm), masked_fill and cat/stack (cat's row path too), against
+PyTorch on CPU, with bad input raising CPU's errors, out-of-range indices reported at the next synchronization, and no
+host fallback for the bound ops."""
 
 import pytest
 import torch

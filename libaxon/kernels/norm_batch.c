@@ -1,8 +1,8 @@
 /* Batch norm forward (training and inference) and backward over a contiguous [N, C, S] tensor (axon/batchnorm.h).
  *
  * One channel per step, channels in parallel. A channel is N runs of S contiguous elements, one per batch index; its
- * statistics are sums over those runs (in AXON_PARTS partial sums), each run re-read in chunks converted into float64 on the
- * stack, once per pass. Everything a channel needs (mean, invstd, weight, the running stats) is per channel, so no
+ * statistics are sums over those runs (in AXON_PARTS partial sums), each run re-read in chunks converted into
+ * float64 on the stack, once per pass. Everything a channel needs (mean, invstd, weight, the running stats) is per channel, so no
  * partial sums cross threads and results do not depend on the thread count. */
 #include <math.h>
 #include <string.h>

@@ -149,7 +149,8 @@ static void test_unfold_backward_sums_each_elements_windows(void) {
     kc_dev_t k = kc_open(2);
     REQUIRE(k.rt);
     /* len, size, step; the last two span several of the kernel's 256-element blocks */
-    static const int64_t cases[][3] = {{11, 4, 2}, {11, 2, 3}, {5, 5, 1}, {3, 4, 1}, {12, 3, 3}, {600, 7, 3}, {530, 2, 5}};
+    static const int64_t cases[][3] = {{11, 4, 2}, {11, 2, 3}, {5, 5, 1},  {3, 4, 1},
+                                       {12, 3, 3}, {600, 7, 3}, {530, 2, 5}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
         for (int f32 = 0; f32 < 2; f32++) {
             const int64_t len = cases[c][0], size = cases[c][1], step = cases[c][2], outer = 2, inner = 3;
