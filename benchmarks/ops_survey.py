@@ -31,6 +31,8 @@ MASK = torch.rand(1024, 1024, generator=_gen) > 0.5
 IMG = torch.randn(8, 32, 64, 64, generator=_gen)
 Z = torch.complex(A[:512], B[:512])  # complex64 [512, 1024]: 1M complex64 elements over 8 MB
 W3 = torch.randn(32, 32, 3, 3, generator=_gen)
+WDW3 = torch.randn(32, 1, 3, 3, generator=_gen)  # depthwise 3x3 over IMG's 32 channels
+WDW7 = torch.randn(32, 1, 7, 7, generator=_gen)
 aten = torch.ops.aten
 # linear algebra: well-conditioned matrices, one large and batches of small ones
 SQ = torch.randn(512, 512, generator=_gen) + 512 ** 0.5 * torch.eye(512)
@@ -82,6 +84,11 @@ CASES = {
     "argsort dim0": (T(A), lambda a: a.argsort(0)),
     "unique": (T(IDX), lambda i: torch.unique(i, return_counts=True)),
     "conv2d 3x3": (T(IMG, W3), lambda x, w: F.conv2d(x, w, padding=1)),
+    "depthwise conv2d 3x3": (T(IMG, WDW3), lambda x, w: F.conv2d(x, w, padding=1, groups=32)),
+    "depthwise conv2d 3x3 stride 2": (T(IMG, WDW3), lambda x, w: F.conv2d(x, w, stride=2, padding=1, groups=32)),
+    "depthwise conv2d 7x7": (T(IMG, WDW7), lambda x, w: F.conv2d(x, w, padding=3, groups=32)),
+    "depthwise conv2d 3x3 backward": (T(IMG, IMG, WDW3), lambda g, x, w: aten.convolution_backward(
+        g, x, w, [32], [1, 1], [1, 1], [1, 1], False, [0, 0], 32, [True, True, True])),
     "max_pool2d 2": (T(IMG), lambda x: F.max_pool2d(x, 2)),
     "avg_pool2d 2": (T(IMG), lambda x: F.avg_pool2d(x, 2)),
     "adaptive_avg_pool2d 7": (T(IMG), lambda x: F.adaptive_avg_pool2d(x, 7)),

@@ -79,6 +79,19 @@ CASES = [
     ("conv_transpose2d_dilation", F.conv_transpose2d, (2, 3, 4, 5), (3, 2, 3, 3), False,
      dict(dilation=2, output_padding=1)),
     ("conv_transpose3d", F.conv_transpose3d, (1, 2, 3, 4, 3), (2, 3, 2, 3, 2), True, dict(stride=2)),
+    # One input channel per output channel: libaxon's direct depthwise loops (conv_depthwise.c), with rows longer
+    # than its eight-vector blocks, strides and dilations that split the padded plane into phases, padding past the
+    # kernel's reach, a 7x7 kernel on small planes, 1-D and 3-D, a single input channel, and transposed.
+    ("depthwise2d_long_rows", F.conv2d, (2, 3, 9, 150), (3, 1, 3, 3), True, dict(padding=1, groups=3)),
+    ("depthwise2d_stride_dilation", F.conv2d, (2, 4, 13, 17), (8, 1, 3, 4), True,
+     dict(stride=(2, 3), padding=(1, 2), dilation=(1, 2), groups=4)),
+    ("depthwise2d_wide_padding", F.conv2d, (1, 2, 4, 5), (2, 1, 2, 3), False, dict(padding=(3, 4), groups=2)),
+    ("depthwise2d_7x7", F.conv2d, (2, 6, 14, 14), (6, 1, 7, 7), True, dict(padding=3, groups=6)),
+    ("depthwise1d", F.conv1d, (3, 5, 40), (5, 1, 5), True, dict(padding=2, dilation=2, stride=2, groups=5)),
+    ("depthwise3d", F.conv3d, (1, 3, 5, 6, 7), (6, 1, 3, 3, 3), True, dict(padding=1, stride=(2, 1, 1), groups=3)),
+    ("one_input_channel", F.conv2d, (2, 1, 12, 20), (5, 1, 3, 3), True, dict(padding=1)),
+    ("depthwise_transpose2d", F.conv_transpose2d, (2, 4, 6, 9), (4, 1, 3, 3), True,
+     dict(stride=2, padding=1, output_padding=1, groups=4)),
 ]
 
 

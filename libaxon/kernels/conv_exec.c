@@ -414,7 +414,9 @@ axon_status_t conv_execute(const void *args, const axon_exec_t *ex) {
         const int64_t nbias = a->y_out ? g->cy : g->cx;
         if (b && (j.bias = ce_to_compute(&j, b, nbias, &bown)) == NULL) goto oom;
     }
-    if (a->y_out) {
+    if (conv_depthwise_applies(g) && (a->y_out || a->x_out || a->w_out)) {
+        if ((st = conv_depthwise_run(a, ex, j.w, j.bias, small)) != AXON_OK) goto done;
+    } else if (a->y_out) {
         const int lowp = ce_lowp_setup(&j);
         if (lowp < 0) goto oom;
         j.lowp = lowp;
@@ -427,13 +429,13 @@ axon_status_t conv_execute(const void *args, const axon_exec_t *ex) {
         }
         if (atomic_load(&j.failed)) goto oom;
     }
-    if (a->x_out) {
+    if (a->x_out && !conv_depthwise_applies(g)) {
         ce_channel_blocks(&j, g->batch * g->groups, nparts, small);
         const int64_t units = g->batch * g->groups * j.ncb;
         axon_parallel_for(ex->pool, 0, units, small ? units : 1, ce_backward_data, &j);
         if (atomic_load(&j.failed)) goto oom;
     }
-    if (a->w_out && g->cy * g->rows > 0) {
+    if (a->w_out && g->cy * g->rows > 0 && !conv_depthwise_applies(g)) {
         j.nch = small || g->batch < 1 ? 1 : ce_min(g->batch, nparts);
         if ((j.parts = calloc((size_t)(j.nch * g->cy * g->rows), j.esc)) == NULL) goto oom;
         ce_channel_blocks(&j, j.nch * g->groups, nparts, small);

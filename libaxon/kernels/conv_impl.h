@@ -53,6 +53,14 @@ typedef struct conv_args {
     int64_t b_ch, b_sp;
 } conv_args_t;
 
+/* Phases 1-3 of a (conv_depthwise.c) when conv_depthwise_applies(&a->g): direct plane loops for convolutions whose
+ * output channels each read one input channel. w and bias are phase 1's or 2's weight and bias in the compute dtype
+ * (float64 for float64, else float32; bias may be NULL); small runs the phases on one participant. OUT_OF_MEMORY if
+ * host scratch cannot be had. */
+int conv_depthwise_applies(const conv_geom_t *g);
+axon_status_t conv_depthwise_run(const conv_args_t *a, const axon_exec_t *ex, const char *w, const char *bias,
+                                 int small);
+
 /* The command body (conv_exec.c). OUT_OF_MEMORY if host scratch cannot be had. */
 axon_status_t conv_execute(const void *args, const axon_exec_t *ex);
 

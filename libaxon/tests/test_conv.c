@@ -231,7 +231,7 @@ static void ct_set(int64_t *dst, int S, int64_t a, int64_t b, int64_t c) {
 static void ct_all_cases(int threads) {
     kc_dev_t k = kc_open(threads);
     REQUIRE(k.s != NULL);
-    ct_case_t cases[14];
+    ct_case_t cases[24];
     int n = 0;
     /* 1-D: stride 2, padding 1, groups 2, bias */
     cases[n] = ct_case(1, 2, 4, 6, 2, (int64_t[]){9}, (int64_t[]){3});
@@ -276,6 +276,34 @@ static void ct_all_cases(int threads) {
     cases[n++].bias = 1;
     cases[n] = ct_case(1, 3, 4, 5, 1, (int64_t[]){9}, (int64_t[]){1});
     cases[n].p.transposed = 1, cases[n++].bias = 1;
+    /* One input channel per output channel (conv_depthwise.c's direct loops): 1-D with stride 2, dilation 2 and
+     * padding; 2-D with rows long enough for vector loops and a tail, stride 2 along w only; padding past the
+     * kernel's reach (whole rows and columns of padding); 3-D with a multiplier of 3; a single input channel with
+     * groups 1; transposed depthwise (the plain convolution's roles swapped) with stride 2 and output_padding. */
+    cases[n] = ct_case(1, 2, 3, 3, 3, (int64_t[]){13}, (int64_t[]){3});
+    ct_set(cases[n].p.stride, 1, 2, 0, 0), ct_set(cases[n].p.dilation, 1, 2, 0, 0);
+    ct_set(cases[n].p.padding, 1, 2, 0, 0), cases[n++].bias = 1;
+    cases[n] = ct_case(2, 2, 3, 3, 3, (int64_t[]){5, 37}, (int64_t[]){3, 5});
+    ct_set(cases[n].p.stride, 2, 1, 2, 0), ct_set(cases[n].p.padding, 2, 1, 2, 0), cases[n++].bias = 1;
+    cases[n] = ct_case(2, 1, 2, 2, 2, (int64_t[]){4, 3}, (int64_t[]){3, 2});
+    ct_set(cases[n].p.padding, 2, 3, 4, 0), n++;
+    cases[n] = ct_case(3, 2, 2, 6, 2, (int64_t[]){3, 6, 9}, (int64_t[]){2, 3, 3});
+    ct_set(cases[n].p.padding, 3, 1, 0, 1), ct_set(cases[n].p.dilation, 3, 1, 2, 1), cases[n++].bias = 1;
+    cases[n] = ct_case(2, 3, 1, 5, 1, (int64_t[]){9, 20}, (int64_t[]){3, 3});
+    ct_set(cases[n].p.padding, 2, 1, 1, 0), cases[n++].bias = 1;
+    cases[n] = ct_case(2, 2, 4, 4, 4, (int64_t[]){5, 17}, (int64_t[]){3, 3});
+    cases[n].p.transposed = 1, cases[n].bias = 1;
+    ct_set(cases[n].p.stride, 2, 2, 2, 0), ct_set(cases[n].p.padding, 2, 1, 1, 0);
+    ct_set(cases[n].p.output_padding, 2, 1, 1, 0), n++;
+    /* Strides and dilations that split the padded plane into several phases along each dimension */
+    cases[n] = ct_case(2, 2, 3, 3, 3, (int64_t[]){11, 13}, (int64_t[]){3, 4});
+    ct_set(cases[n].p.stride, 2, 2, 3, 0), ct_set(cases[n].p.dilation, 2, 1, 2, 0);
+    ct_set(cases[n].p.padding, 2, 1, 2, 0), cases[n++].bias = 1;
+    cases[n] = ct_case(3, 1, 2, 2, 2, (int64_t[]){5, 4, 7}, (int64_t[]){3, 2, 3});
+    ct_set(cases[n].p.stride, 3, 2, 1, 2), ct_set(cases[n].p.padding, 3, 1, 1, 1), n++;
+    /* A kernel wider than conv_depthwise.c keeps its tap ranges for inline (40 taps along w). */
+    cases[n] = ct_case(1, 1, 2, 2, 2, (int64_t[]){70}, (int64_t[]){40});
+    ct_set(cases[n].p.padding, 1, 20, 0, 0), n++;
     for (int i = 0; i < n; i++)
         for (size_t di = 0; di < sizeof ct_dtypes / sizeof ct_dtypes[0]; di++)
             if (ct_run(&k, &cases[i], ct_dtypes[di])) {
