@@ -11,6 +11,7 @@
  *      into its own copy of dW, and the copies are added in chunk order. Units (chunk, group, block of x's channels)
  *      write disjoint columns of a copy and gather only their own channels' column rows.
  * Channels are split only when batch and groups alone give fewer than two units per participant.
+ * Layers whose output channels each read one input channel (depthwise) run phases 1-3 in conv_depthwise.c instead.
  *   4. dbias: one unit per channel, summing in float64 in a fixed order.
  * Each participant mallocs its scratch once per parallel-for call, not per unit; a failed malloc is remembered and
  * reported as OUT_OF_MEMORY after the phase.
