@@ -31,6 +31,8 @@ MASK = torch.rand(1024, 1024, generator=_gen) > 0.5
 IMG = torch.randn(8, 32, 64, 64, generator=_gen)
 Z = torch.complex(A[:512], B[:512])  # complex64 [512, 1024]: 1M complex64 elements over 8 MB
 W3 = torch.randn(32, 32, 3, 3, generator=_gen)
+W32 = torch.randn(32, generator=_gen)  # a per-channel weight for IMG
+_, GN_MEAN, GN_RSTD = torch.ops.aten.native_group_norm(IMG, None, None, 8, 32, 4096, 8, 1e-5)
 WDW3 = torch.randn(32, 1, 3, 3, generator=_gen)  # depthwise 3x3 over IMG's 32 channels
 WDW7 = torch.randn(32, 1, 7, 7, generator=_gen)
 aten = torch.ops.aten
@@ -96,6 +98,8 @@ CASES = {
     "upsample nearest x2": (T(IMG), lambda x: F.interpolate(x, scale_factor=2)),
     "upsample bilinear x2": (T(IMG), lambda x: F.interpolate(x, scale_factor=2, mode="bilinear")),
     "group_norm 8": (T(IMG), lambda x: F.group_norm(x, 8)),
+    "group_norm 8 backward": (T(IMG, IMG, GN_MEAN, GN_RSTD, W32), lambda g, x, m, r, w: aten.native_group_norm_backward(
+        g, x, m, r, w, 8, 32, 4096, 8, [True, True, True])),
     "batch_norm train": (T(IMG), lambda x: F.batch_norm(x, None, None, training=True)),
     "layer_norm backward": (T(A), lambda a: aten.native_layer_norm_backward(
         a, a, [1024], a.mean(1, keepdim=True), a.std(1, keepdim=True), None, None, [True, False, False])),

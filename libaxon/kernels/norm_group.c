@@ -123,7 +123,7 @@ static void gn_backward_row(const gn_args_t *a, int64_t r) {
 /* gn_backward_row for float32 in and grad_out (weight and grad_in float32 or absent), without stack buffers: one
  * pass sums each channel's run, A = sum of g and B = sum of g * x (float64, in GN_PARTS partial sums as the forward),
  * kept in a->ab for the channel gradients; the row's two sums follow from them, s1 = sum of w A and
- * s2 = rstd * sum of w (B - mean A); a second pass writes grad_in in float64 per element as gn_backward_row does. */
+ * s2 = rstd * sum of w (B - mean A); a second pass writes grad_in. */
 AXON_CLONES static void gn_backward_row_f32(const gn_args_t *a, int64_t r) {
     const int64_t len = a->d * a->s, c0 = (r % a->groups) * a->d, bulk = a->s - a->s % GN_PARTS;
     const float *x = (const float *)a->in.p + r * len, *g = (const float *)a->go.p + r * len;
@@ -145,13 +145,16 @@ AXON_CLONES static void gn_backward_row_f32(const gn_args_t *a, int64_t r) {
     if (a->out.p == NULL) return;
     s2 *= rstd;
     const double c1 = s1 / (double)len, c2 = s2 / (double)len;
+    /* grad_in = rstd * w * g - (x - mean) * rstd^2 * c2 - rstd * c1, in float32 as the forward's output (the mean
+     * split in two floats): within a few ulp of the sum of the three terms' magnitudes. */
+    const float mhi = (float)mean, mlo = (float)(mean - (double)mhi);
+    const float e = (float)(rstd * rstd * c2), f = (float)(rstd * c1);
     float *dx = (float *)a->out.p + r * len;
     for (int64_t k = 0; k < a->d; k++) {
-        const double wk = w ? (double)w[c0 + k] : 1.0;
+        const float ak = (float)(rstd * (w ? (double)w[c0 + k] : 1.0));
         const float *xk = x + k * a->s, *gk = g + k * a->s;
         float *dk = dx + k * a->s;
-        for (int64_t i = 0; i < a->s; i++)
-            dk[i] = (float)(rstd * ((double)gk[i] * wk - c1 - ((double)xk[i] - mean) * rstd * c2));
+        for (int64_t i = 0; i < a->s; i++) dk[i] = (ak * gk[i] - ((xk[i] - mhi) - mlo) * e) - f;
     }
 }
 

@@ -246,9 +246,11 @@ static void check_group_norm(const kc_dev_t *k, axon_dtype_t d, int64_t N, int64
             int64_t c = (row % G) * D + j / S;
             long double gwv = bt_get(&g, row * len + j) * bt_get(&w, c), xh = (bt_get(&x, row * len + j) - mu) * rs;
             want[row * len + j] = rs * (gwv - s1 / len - xh * s2 / len);
+            terms[row * len + j] = fabsl(rs * gwv) + fabsl(rs * s1 / len) + fabsl(rs * xh * s2 / len);
         }
     }
-    CHECK(!bt_compare("group_norm_backward grad_in", &gi, want, 1.0L));
+    /* float32 grad_in is computed in float32 too: bounded by its terms' magnitudes */
+    CHECK(!bt_compare_terms("group_norm_backward grad_in", &gi, want, terms, 1.0L));
     CHECK(!bt_compare("group_norm_backward grad_weight", &gw, wgw, 1.0L));
     CHECK(!bt_compare("group_norm_backward grad_bias", &gb, wgb, 1.0L));
     free(want), free(wm), free(wr), free(wgw), free(wgb), free(terms);
