@@ -1,5 +1,6 @@
 """The model zoo: small models built from Hugging Face configs with random weights (BERT, GPT-2, Llama, T5, ViT, a
-Mixture-of-Experts model), a CNN and an LSTM, forward and backward on axon against the same model on CPU, and the same
+Mixture-of-Experts model), a CNN, a depthwise-separable CNN (MobileNet/ConvNeXt blocks with group norm) and an
+LSTM, forward and backward on axon against the same model on CPU, and the same
 step in training mode with the host fallback forbidden (AXON_STRICT's switch, torch_axon.set_strict).
 
 Tolerances: float32 throughout; the outputs agree to 1e-4 and the weight gradients to 1e-3 relative (the sums run in
@@ -97,6 +98,31 @@ def cnn():
     return SmallCNN(), dict(pixel_values=pixels, labels=torch.tensor([0, 3, 9, 3]))
 
 
+class SmallMobileNet(nn.Module):
+    """Depthwise-separable blocks (MobileNet and ConvNeXt style): depthwise 3x3 convolutions of stride 1 and 2 and a
+    7x7 one, group norm, SiLU and GELU, pointwise 1x1 convolutions and a residual add."""
+
+    def __init__(self, classes=10):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 3, stride=2, padding=1)
+        self.dw = nn.Sequential(nn.Conv2d(16, 16, 3, padding=1, groups=16), nn.GroupNorm(4, 16), nn.SiLU(),
+                                nn.Conv2d(16, 32, 1))
+        self.down = nn.Conv2d(32, 32, 3, stride=2, padding=1, groups=32)
+        self.dw7 = nn.Sequential(nn.Conv2d(32, 32, 7, padding=3, groups=32), nn.GroupNorm(8, 32),
+                                 nn.Conv2d(32, 64, 1), nn.GELU(), nn.Conv2d(64, 32, 1))
+        self.head = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, classes))
+
+    def forward(self, pixel_values, labels):
+        x = self.down(self.dw(self.stem(pixel_values)))
+        logits = self.head(x + self.dw7(x))
+        return {"loss": nn.functional.cross_entropy(logits, labels), "logits": logits}
+
+
+def mobilenet():
+    pixels = torch.randn(4, 3, 32, 32, generator=torch.Generator().manual_seed(8))
+    return SmallMobileNet(), dict(pixel_values=pixels, labels=torch.tensor([2, 5, 9, 0]))
+
+
 class SmallLSTM(nn.Module):
     """An embedding, a two-layer LSTM with dropout between layers, and a linear head over the last state."""
 
@@ -117,7 +143,7 @@ def lstm():
 
 
 MODELS = {"bert": bert, "gpt2": gpt2, "llama": llama, "t5": t5, "vit": vit, "mixtral": mixtral, "cnn": cnn,
-          "lstm": lstm}
+          "mobilenet": mobilenet, "lstm": lstm}
 
 
 def _loss_and_logits(out):
