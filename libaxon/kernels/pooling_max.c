@@ -51,13 +51,84 @@ static void pm_forward_range(void *ctx, int64_t begin, int64_t end, int slot) {
     }
 }
 
+/* Outputs per block of pm_forward_row_f32's vector loop (its maxima and tap numbers live on the stack). */
+#define PM_BLOCK 256
+
+/* pm_forward_range for float32 in and out and fixed windows. Outputs whose window lies inside the row along w
+ * (every tap kw valid) are taken a block at a time, tap by tap in the generic loop's order with its update rule, the
+ * winning tap's number kept per output (so the comparisons vectorize across outputs); the index is rebuilt from it.
+ * Same values and indices as the generic loop; the few outputs at the row's ends go through it. */
+AXON_CLONES static void pm_forward_rows_f32(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    const pm_args_t *a = ctx;
+    const axon_spatial_t *g = &a->g;
+    const int64_t per_plane = g->out[0] * g->out[1], ih = g->in[1], iw = g->in[2], ow_n = g->out[2];
+    const int64_t k2 = a->w.k[2], s2 = a->w.s[2], p2 = a->w.p[2], d2 = a->w.d[2];
+    /* interior outputs along w: ow * s2 - p2 >= 0 and ow * s2 - p2 + (k2 - 1) * d2 < iw */
+    int64_t lo = (p2 + s2 - 1) / s2, hi = iw - 1 + p2 - (k2 - 1) * d2 < 0 ? 0 : (iw - 1 + p2 - (k2 - 1) * d2) / s2 + 1;
+    if (hi > ow_n) hi = ow_n;
+    if (lo > hi) lo = hi;
+    float mx[PM_BLOCK];
+    int32_t tap[PM_BLOCK];
+    for (int64_t r = begin; r < end; r++) {
+        const int64_t plane = r / per_plane, od = r % per_plane / g->out[1], oh = r % g->out[1];
+        const axon_pool_span_t sd = axon_pool_span(&a->w, g, 0, od), sh = axon_pool_span(&a->w, g, 1, oh);
+        const float *in = (const float *)a->in + plane * g->in_size;
+        float *out = (float *)a->out + r * ow_n;
+        int64_t *idx = a->idx ? (int64_t *)a->idx + r * ow_n : NULL;
+        const int64_t nh = axon_pool_span_count(sh) > 0 ? axon_pool_span_count(sh) : 1; /* 1: tap 0 decodes */
+        for (int64_t b0 = lo; b0 < hi; b0 += PM_BLOCK) {
+            const int64_t m = hi - b0 < PM_BLOCK ? hi - b0 : PM_BLOCK;
+            for (int64_t j = 0; j < m; j++) mx[j] = -INFINITY, tap[j] = 0;
+            int32_t t = 0;
+            for (int64_t d = sd.first; d < sd.end; d += sd.step)
+                for (int64_t h = sh.first; h < sh.end; h += sh.step)
+                    for (int64_t kw = 0; kw < k2; kw++, t++) {
+                        const float *src = in + (d * ih + h) * iw + b0 * s2 - p2 + kw * d2;
+                        for (int64_t j = 0; j < m; j++) {
+                            const float v = src[j * s2];
+                            const int up = v > mx[j] || v != v;
+                            mx[j] = up ? v : mx[j];
+                            tap[j] = up ? t : tap[j];
+                        }
+                    }
+            memcpy(out + b0, mx, (size_t)m * sizeof(float));
+            if (idx == NULL) continue;
+            for (int64_t j = 0; j < m; j++) {
+                const int64_t kw = tap[j] % k2, hd = tap[j] / k2, hi_ = hd % nh, di = hd / nh;
+                idx[b0 + j] = ((sd.first + di * sd.step) * ih + sh.first + hi_ * sh.step) * iw + (b0 + j) * s2 - p2 +
+                              kw * d2;
+            }
+        }
+        /* the ends of the row, where windows are clipped: the generic loop, one output at a time */
+        for (int part = 0; part < 2; part++) {
+            const int64_t e0 = part ? hi : 0, e1 = part ? ow_n : lo;
+            for (int64_t ow = e0; ow < e1; ow++) {
+                const axon_pool_span_t sw = axon_pool_span(&a->w, g, 2, ow);
+                int64_t best = (sd.first * ih + sh.first) * iw + sw.first;
+                float m = -INFINITY;
+                for (int64_t d = sd.first; d < sd.end; d += sd.step)
+                    for (int64_t h = sh.first; h < sh.end; h += sh.step)
+                        for (int64_t w = sw.first; w < sw.end; w += sw.step) {
+                            const float v = in[(d * ih + h) * iw + w];
+                            if (v > m || v != v) m = v, best = (d * ih + h) * iw + w;
+                        }
+                out[ow] = m;
+                if (idx) idx[ow] = best;
+            }
+        }
+    }
+}
+
 static axon_status_t pm_forward_kernel(const void *args, const axon_exec_t *ex) {
     const pm_args_t *a = args;
     const int64_t rows = a->g.planes * a->g.out[0] * a->g.out[1];
     const int64_t window = a->w.adaptive ? 1 + a->g.in_size / a->g.out_size : a->w.k[0] * a->w.k[1] * a->w.k[2];
     const int64_t work = a->g.out[2] * window;
     int64_t grain = AXON_KERNEL_GRAIN / (work > 0 ? work : 1);
-    axon_parallel_for(ex->pool, 0, rows, grain < 1 ? 1 : grain, pm_forward_range, (void *)a);
+    const int f32 = !a->w.adaptive && a->dt_in == AXON_FLOAT32 && a->dt_out == AXON_FLOAT32 && window < INT32_MAX;
+    axon_parallel_for(ex->pool, 0, rows, grain < 1 ? 1 : grain, f32 ? pm_forward_rows_f32 : pm_forward_range,
+                      (void *)a);
     return AXON_OK;
 }
 

@@ -158,6 +158,8 @@ static const pt_case_t pt_cases[] = {
     {3, {5, 6, 7}, {3, {2, 3, 2}, {2, 2, 1}, {1, 1, 0}, {1, 1, 2}, 1, 0}, 0},
     {3, {4, 5, 5}, {3, {3, 3, 3}, {2, 2, 2}, {1, 0, 1}, {1, 1, 1}, 0, 0}, 1},
     {2, {6, 7}, {2, {2, 3}, {2, 1}, {1, 1}, {1, 1}, 1, -3}, 0},
+    /* rows of 300 outputs: more than one block of float32 max pooling's vector loop (ties are common: 257 levels) */
+    {2, {3, 600}, {2, {2, 3}, {1, 2}, {0, 1}, {1, 1}, 0, 0}, 0},
 };
 
 /* Runs every case in every dtype: max (out, indices, backward) and average (out, backward). */
