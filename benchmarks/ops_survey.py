@@ -95,6 +95,10 @@ CASES = {
     "avg_pool2d 2": (T(IMG), lambda x: F.avg_pool2d(x, 2)),
     "adaptive_avg_pool2d 7": (T(IMG), lambda x: F.adaptive_avg_pool2d(x, 7)),
     "adaptive_avg_pool2d 1": (T(IMG), lambda x: F.adaptive_avg_pool2d(x, 1)),
+    "adaptive_avg_pool2d 1 backward": (T(IMG[:, :, :1, :1].contiguous(), IMG),
+                                       lambda g, x: aten._adaptive_avg_pool2d_backward(g, x)),
+    "avg_pool2d 2 backward": (T(IMG[:, :, ::2, ::2].contiguous(), IMG), lambda g, x: aten.avg_pool2d_backward(
+        g, x, [2, 2], [2, 2], [0, 0], False, True, None)),
     "upsample nearest x2": (T(IMG), lambda x: F.interpolate(x, scale_factor=2)),
     "upsample bilinear x2": (T(IMG), lambda x: F.interpolate(x, scale_factor=2, mode="bilinear")),
     "group_norm 8": (T(IMG), lambda x: F.group_norm(x, 8)),
