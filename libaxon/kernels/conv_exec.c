@@ -7,10 +7,12 @@
  *   2. x = conv^T(y, w): one unit per (batch element, group, block of x's channels). Patches overlap, so blocks of
  *      output positions would write the same x elements; blocks of channels do not (a channel's column rows are
  *      its own), so a unit owns all of its channels' positions and accumulates them in scratch.
- *   3. dW: a sum over the batch. The batch is cut into as many chunks as the pool has participants; each chunk sums
+ *   3. dW: a sum over the batch. The batch is cut into one or two chunks per participant; each chunk sums
  *      into its own copy of dW, and the copies are added in chunk order. Units (chunk, group, block of x's channels)
  *      write disjoint columns of a copy and gather only their own channels' column rows.
  * Channels are split only when batch and groups alone give fewer than two units per participant.
+ * Small images (float32 and float64, ce_fold): phases 1 and 3 put several images' columns side by side in one block,
+ * units (block of images, group) and (chunk, group, channels), so that products are not a few dozen columns wide.
  * Layers whose output channels each read one input channel (depthwise) run phases 1-3 in conv_depthwise.c instead.
  *   4. dbias: one unit per channel, summing in float64 in a fixed order.
  * Each participant mallocs its scratch once per parallel-for call, not per unit; a failed malloc is remembered and
@@ -33,6 +35,10 @@
 
 /* Column-buffer budget per participant: 2^18 elements (1 MiB of float32). */
 #define CONV_COL_ELEMS ((int64_t)1 << 18)
+/* Most output positions of folded images in one product (ce_fold). */
+#define CONV_FOLD_COLS 2048
+/* Most bytes of phase 3's per-chunk copies of dW with two chunks per participant. */
+#define CONV_DW_COPIES (32.0 * 1024 * 1024)
 
 typedef struct conv_job {
     const conv_args_t *a;
@@ -51,6 +57,7 @@ typedef struct conv_job {
     char *wl;                        /* its weight matrix in dt: cy x kl, W with the bias as last column */
     int64_t kl;                      /* rows, plus 1 with a bias */
     int identity;                    /* 1x1 kernel, stride 1, no padding: the column buffer would be x itself */
+    int64_t fold;                    /* images per column block (ce_fold); 1: blocks within one image */
     atomic_int failed;
 } conv_job_t;
 
@@ -170,11 +177,78 @@ static int ce_lowp_setup(conv_job_t *j) {
     return 1;
 }
 
+/* ---- folded blocks: the columns of several images side by side (ce_fold) ---- */
+
+/* The columns of images n0 .. n0 + nf - 1 of group gi (rows c0 * ksp .. + nrows of the group's column rows) into col,
+ * image f's at columns f * ysp .., rows ld elements apart. */
+static void ce_fold_im2col(const conv_job_t *j, const char *xbase, int64_t n0, int64_t nf, int64_t gi, int64_t c0,
+                           int64_t nrows, char *col, int64_t ld) {
+    const conv_geom_t *g = j->g;
+    for (int64_t f = 0; f < nf; f++) {
+        const char *x = xbase + (size_t)(((n0 + f) * g->cx + gi * g->cxg + c0) * g->xsp) * j->es;
+        char *dst = col + (size_t)(f * g->ysp) * j->esc;
+        if (j->identity)
+            for (int64_t r = 0; r < nrows; r++)
+                j->ld(dst + (size_t)(r * ld) * j->esc, 1, x + (size_t)(r * g->xsp) * j->es, 1, g->ysp);
+        else
+            conv_im2col_ld(g, x, j->es, j->ld, dst, j->esc, 0, g->ysp, nrows, ld);
+    }
+}
+
+/* Y's planes of group gi for images n0 .. n0 + nf - 1 as one compute-dtype matrix: row r (channel gi * cyg + r)
+ * holds image f's plane at columns f * ysp .., rows ld elements apart. */
+static void ce_fold_y(const conv_job_t *j, const char *ybase, int64_t n0, int64_t nf, int64_t gi, char *buf,
+                      int64_t ld) {
+    const conv_geom_t *g = j->g;
+    for (int64_t f = 0; f < nf; f++)
+        for (int64_t r = 0; r < g->cyg; r++)
+            j->ld(buf + (size_t)(r * ld + f * g->ysp) * j->esc, 1,
+                  ybase + (size_t)(((n0 + f) * g->cy + gi * g->cyg + r) * g->ysp) * j->es, 1, g->ysp);
+}
+
+/* Phase 1 over folded blocks: unit u = (block of `fold` images, group); one product per unit. */
+static void ce_forward_folded(conv_job_t *j, int64_t begin, int64_t end) {
+    const conv_geom_t *g = j->g;
+    const conv_args_t *a = j->a;
+    const int64_t M = j->fold * g->ysp;
+    char *col = malloc((size_t)(g->rows * M + 1) * j->esc), *c = malloc((size_t)(g->cyg * M + 1) * j->esc);
+    if (col == NULL || c == NULL) {
+        atomic_store(&j->failed, 1);
+        goto done;
+    }
+    for (int64_t u = begin; u < end; u++) {
+        const int64_t gi = u % g->groups, n0 = u / g->groups * j->fold, nf = ce_min(j->fold, g->batch - n0);
+        const int64_t m = nf * g->ysp;
+        const char *bias = j->bias ? j->bias + (size_t)(gi * g->cyg) * j->esc : NULL;
+        double beta = 0.0;
+        if (bias || g->rows == 0) {
+            ce_prefill(j, c, M, bias, g->cyg, m);
+            beta = 1.0;
+        }
+        if (g->rows > 0) {
+            ce_fold_im2col(j, a->x_in, n0, nf, gi, 0, g->rows, col, M);
+            const char *w = j->w + (size_t)(gi * g->cyg * g->rows) * j->esc;
+            if (ce_gemm(j, 0, 0, g->cyg, m, g->rows, w, g->rows, col, M, beta, c, M) != 0) atomic_store(&j->failed, 1);
+        }
+        for (int64_t f = 0; f < nf; f++)
+            for (int64_t r = 0; r < g->cyg; r++)
+                j->st(a->y_out + (size_t)(((n0 + f) * g->cy + gi * g->cyg + r) * g->ysp) * j->es, 1,
+                      c + (size_t)(r * M + f * g->ysp) * j->esc, 1, g->ysp);
+    }
+done:
+    free(col);
+    free(c);
+}
+
 static void ce_forward(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
     conv_job_t *j = ctx;
     if (j->lowp) {
         ce_forward_lowp(j, begin, end);
+        return;
+    }
+    if (j->fold > 1) {
+        ce_forward_folded(j, begin, end);
         return;
     }
     const conv_geom_t *g = j->g;
@@ -276,9 +350,10 @@ static void ce_backward_weight(void *ctx, int64_t begin, int64_t end, int slot) 
     conv_job_t *j = ctx;
     const conv_geom_t *g = j->g;
     const conv_args_t *a = j->a;
-    const int convert = !j->direct;
-    char *col = malloc((size_t)(g->rows * j->nb + 1) * j->esc);
-    char *ybuf = convert ? malloc((size_t)(g->cyg * j->nb + 1) * j->esc) : NULL;
+    const int convert = !j->direct || j->fold > 1;
+    const int64_t cols = j->fold > 1 ? j->fold * g->ysp : j->nb;
+    char *col = malloc((size_t)(g->rows * cols + 1) * j->esc);
+    char *ybuf = convert ? malloc((size_t)(g->cyg * cols + 1) * j->esc) : NULL;
     if (col == NULL || (convert && ybuf == NULL)) {
         atomic_store(&j->failed, 1);
         goto done;
@@ -288,7 +363,15 @@ static void ce_backward_weight(void *ctx, int64_t begin, int64_t end, int slot) 
         const int64_t nrows = ce_min(j->cb, g->cxg - c0) * g->ksp;
         const int64_t n0 = ch * g->batch / j->nch, n1 = (ch + 1) * g->batch / j->nch;
         char *part = j->parts + (size_t)((ch * g->cy + gi * g->cyg) * g->rows + c0 * g->ksp) * j->esc;
-        for (int64_t n = n0; n < n1; n++) {
+        /* folded: `fold` images per product, so its depth is fold * ysp instead of one small image's ysp */
+        for (int64_t n = n0; j->fold > 1 && n < n1; n += j->fold) {
+            const int64_t nf = ce_min(j->fold, n1 - n), m = nf * g->ysp;
+            ce_fold_y(j, a->y_w, n, nf, gi, ybuf, cols);
+            ce_fold_im2col(j, a->x_w, n, nf, gi, c0, nrows, col, cols);
+            if (ce_gemm(j, 0, 1, g->cyg, nrows, m, ybuf, cols, col, cols, 1.0, part, g->rows) != 0)
+                atomic_store(&j->failed, 1);
+        }
+        for (int64_t n = n0; j->fold <= 1 && n < n1; n++) {
             const char *x = a->x_w + (size_t)((n * g->cx + gi * g->cxg + c0) * g->xsp) * j->es;
             for (int64_t p0 = 0; p0 < g->ysp; p0 += j->nb) {
                 const int64_t m = ce_min(j->nb, g->ysp - p0);
@@ -375,6 +458,20 @@ static void ce_blocks(conv_job_t *j, int nparts) {
     j->nblk = (g->ysp + j->nb - 1) / j->nb;
 }
 
+/* Images per column block for phases 1 and 3 (float32 and float64): when one image's output positions are few (deep
+ * layers: 4 x 4 to 14 x 14), a block per image makes each product a few dozen columns wide (or deep), which BLAS runs
+ * far below its rate (a 1x1 layer on 4 x 4 maps took 4x torch CPU's time). Several images' columns then go side by
+ * side, as many as the column budget holds, up to CONV_FOLD_COLS columns (longer products of a 64 x 64 layer's dW
+ * ran slower than one image's), but no more than leaves two units per participant. 1: no folding. */
+static int64_t ce_fold(const conv_job_t *j, int nparts, int small) {
+    const conv_geom_t *g = j->g;
+    if (!j->direct || small || g->ysp <= 0 || g->batch < 2) return 1;
+    int64_t f = ce_min(CONV_COL_ELEMS / ((g->rows > 0 ? g->rows : 1) * g->ysp), CONV_FOLD_COLS / g->ysp);
+    const int64_t by_units = g->batch * g->groups / (2 * (int64_t)nparts);
+    f = ce_min(ce_min(f, by_units), g->batch);
+    return f >= 2 ? f : 1;
+}
+
 /* Channel blocks for phases 2 and 3 when `units` (batch elements or chunks, times groups) leave participants idle;
  * none for a small problem, which runs on one participant anyway. */
 static void ce_channel_blocks(conv_job_t *j, int64_t units, int nparts, int small) {
@@ -415,13 +512,14 @@ axon_status_t conv_execute(const void *args, const axon_exec_t *ex) {
         const int64_t nbias = a->y_out ? g->cy : g->cx;
         if (b && (j.bias = ce_to_compute(&j, b, nbias, &bown)) == NULL) goto oom;
     }
+    j.fold = ce_fold(&j, nparts, small);
     if (conv_depthwise_applies(g) && (a->y_out || a->x_out || a->w_out)) {
         if ((st = conv_depthwise_run(a, ex, j.w, j.bias, small)) != AXON_OK) goto done;
     } else if (a->y_out) {
-        const int lowp = ce_lowp_setup(&j);
+        const int lowp = j.fold > 1 ? 0 : ce_lowp_setup(&j);
         if (lowp < 0) goto oom;
         j.lowp = lowp;
-        const int64_t units = g->batch * g->groups * j.nblk;
+        const int64_t units = j.fold > 1 ? (g->batch + j.fold - 1) / j.fold * g->groups : g->batch * g->groups * j.nblk;
         axon_parallel_for(ex->pool, 0, units, small ? units : 1, ce_forward, &j);
         if (atomic_load(&j.failed) && j.lowp) {
             st = axon_fail(AXON_ERROR_OUT_OF_MEMORY, "conv: oneDNN %s product (%" PRId64 " x %" PRId64 " x %" PRId64
@@ -437,7 +535,12 @@ axon_status_t conv_execute(const void *args, const axon_exec_t *ex) {
         if (atomic_load(&j.failed)) goto oom;
     }
     if (a->w_out && g->cy * g->rows > 0 && !conv_depthwise_applies(g)) {
-        j.nch = small || g->batch < 1 ? 1 : ce_min(g->batch, nparts);
+        /* Two chunks per participant when folded blocks leave the batch enough images: with one, a pool of two
+         * has too few units and splits channels instead, making each product a few columns wide. */
+        const int64_t per_part = j.fold > 1 ? 2 * j.fold : 2;
+        const double copies = 2.0 * nparts * (double)(g->cy * g->rows) * (double)j.esc; /* bytes of dW copies */
+        const int two = g->batch >= per_part * nparts && copies <= CONV_DW_COPIES;
+        j.nch = small || g->batch < 1 ? 1 : ce_min(g->batch, two ? 2 * nparts : nparts);
         if ((j.parts = calloc((size_t)(j.nch * g->cy * g->rows), j.esc)) == NULL) goto oom;
         ce_channel_blocks(&j, j.nch * g->groups, nparts, small);
         const int64_t units = j.nch * g->groups * j.ncb;

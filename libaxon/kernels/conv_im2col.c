@@ -28,6 +28,7 @@ typedef struct c2_walk {
     size_t es_c;
     char *acc;                       /* col2im target */
     int is_f64;
+    int64_t cld;                     /* row stride of the column buffer, in elements (>= m) */
 } c2_walk_t;
 
 static void c2_add(char *acc, int64_t stride, const char *src, int64_t n, int is_f64) {
@@ -63,9 +64,9 @@ static void c2_row(const c2_walk_t *w, int64_t r, int64_t p0, int64_t m) {
             if (b < a) b = a;
         }
         const int64_t xoff = ((c * g->xs[0] + id) * g->xs[1] + ih) * g->xs[2] + a * s2 + base;
-        const int64_t coff = r * m + j + (a - ow);
+        const int64_t coff = r * w->cld + j + (a - ow);
         if (!w->scatter) {
-            char *dst = w->col + (size_t)(r * m + j) * es_c;
+            char *dst = w->col + (size_t)(r * w->cld + j) * es_c;
             if (b == a) {
                 memset(dst, 0, (size_t)len * es_c);
             } else {
@@ -82,18 +83,23 @@ static void c2_row(const c2_walk_t *w, int64_t r, int64_t p0, int64_t m) {
     }
 }
 
-void conv_im2col(const conv_geom_t *g, const char *x, size_t es_x, axon_convert_fn ld, char *col, size_t es_c,
-                 int64_t p0, int64_t m, int64_t nrows) {
+void conv_im2col_ld(const conv_geom_t *g, const char *x, size_t es_x, axon_convert_fn ld, char *col, size_t es_c,
+                    int64_t p0, int64_t m, int64_t nrows, int64_t col_ld) {
     c2_walk_t w;
     memset(&w, 0, sizeof w);
-    w.g = g, w.x = x, w.es_x = es_x, w.ld = ld, w.col = col, w.es_c = es_c;
+    w.g = g, w.x = x, w.es_x = es_x, w.ld = ld, w.col = col, w.es_c = es_c, w.cld = col_ld;
     for (int64_t r = 0; r < nrows; r++) c2_row(&w, r, p0, m);
+}
+
+void conv_im2col(const conv_geom_t *g, const char *x, size_t es_x, axon_convert_fn ld, char *col, size_t es_c,
+                 int64_t p0, int64_t m, int64_t nrows) {
+    conv_im2col_ld(g, x, es_x, ld, col, es_c, p0, m, nrows, m);
 }
 
 void conv_col2im(const conv_geom_t *g, const char *col, char *acc, int is_f64, int64_t p0, int64_t m,
                  int64_t nrows) {
     c2_walk_t w;
     memset(&w, 0, sizeof w);
-    w.g = g, w.scatter = 1, w.ccol = col, w.acc = acc, w.is_f64 = is_f64, w.es_c = is_f64 ? 8 : 4;
+    w.g = g, w.scatter = 1, w.ccol = col, w.acc = acc, w.is_f64 = is_f64, w.es_c = is_f64 ? 8 : 4, w.cld = m;
     for (int64_t r = 0; r < nrows; r++) c2_row(&w, r, p0, m);
 }

@@ -31,6 +31,10 @@ typedef struct conv_geom {
 void conv_im2col(const conv_geom_t *g, const char *x, size_t es_x, axon_convert_fn ld, char *col, size_t es_c,
                  int64_t p0, int64_t m, int64_t nrows);
 
+/* conv_im2col with rows col_ld elements apart (>= m): several images' columns side by side in one buffer. */
+void conv_im2col_ld(const conv_geom_t *g, const char *x, size_t es_x, axon_convert_fn ld, char *col, size_t es_c,
+                    int64_t p0, int64_t m, int64_t nrows, int64_t col_ld);
+
 /* The adjoint: acc[c * xsp + position] += col[r * m + j] over the same index map (padding reads are dropped).
  * col and acc are float64 if is_f64, else float32. */
 void conv_col2im(const conv_geom_t *g, const char *col, char *acc, int is_f64, int64_t p0, int64_t m,
