@@ -11,8 +11,9 @@
  *      into its own copy of dW, and the copies are added in chunk order. Units (chunk, group, block of x's channels)
  *      write disjoint columns of a copy and gather only their own channels' column rows.
  * Channels are split only when batch and groups alone give fewer than two units per participant.
- * Small images (float32 and float64, ce_fold): phases 1 and 3 put several images' columns side by side in one block,
- * units (block of images, group) and (chunk, group, channels), so that products are not a few dozen columns wide.
+ * Small images (float32 and float64, ce_fold): phases 1-3 put several images' columns side by side in one block,
+ * units (block of images, group[, channels]) and (chunk, group, channels), so that products are not a few dozen
+ * columns wide.
  * Layers whose output channels each read one input channel (depthwise) run phases 1-3 in conv_depthwise.c instead.
  *   4. dbias: one unit per channel, summing in float64 in a fixed order.
  * Each participant mallocs its scratch once per parallel-for call, not per unit; a failed malloc is remembered and
@@ -293,11 +294,67 @@ done:
 
 /* ---- phase 2: x = conv^T(y, w) + bias ---- */
 
+/* acc (cn channels of xsp elements, compute dtype) += bias of those channels. */
+static void ce_add_bias(const conv_job_t *j, char *acc, const char *bias, int64_t cn) {
+    const conv_geom_t *g = j->g;
+    for (int64_t c = 0; c < cn; c++)
+        for (int64_t i = 0; i < g->xsp; i++) {
+            if (j->f64) ((double *)acc)[c * g->xsp + i] += ((const double *)bias)[c];
+            else ((float *)acc)[c * g->xsp + i] += ((const float *)bias)[c];
+        }
+}
+
+/* Phase 2 over folded blocks: unit u = (block of `fold` images, group, block of x's channels); one product per unit
+ * into the folded columns, then each image's col2im. */
+static void ce_backward_data_folded(conv_job_t *j, int64_t begin, int64_t end) {
+    const conv_geom_t *g = j->g;
+    const conv_args_t *a = j->a;
+    const int64_t M = j->fold * g->ysp;
+    char *col = malloc((size_t)(g->rows * M + 1) * j->esc), *ybuf = malloc((size_t)(g->cyg * M + 1) * j->esc);
+    char *acc = malloc((size_t)(j->cb * g->xsp + 1) * j->esc);
+    if (col == NULL || ybuf == NULL || acc == NULL) {
+        atomic_store(&j->failed, 1);
+        goto done;
+    }
+    for (int64_t u = begin; u < end; u++) {
+        const int64_t b = u / (g->groups * j->ncb), gi = u / j->ncb % g->groups, c0 = u % j->ncb * j->cb;
+        const int64_t n0 = b * j->fold, nf = ce_min(j->fold, g->batch - n0), m = nf * g->ysp;
+        const int64_t cn = ce_min(j->cb, g->cxg - c0), nrows = cn * g->ksp;
+        const char *w = j->w + (size_t)(gi * g->cyg * g->rows + c0 * g->ksp) * j->esc;
+        const int have = g->cyg > 0 && nrows > 0;
+        if (have) {
+            ce_fold_y(j, a->y_in, n0, nf, gi, ybuf, M);
+            /* col (nrows x m) = W_g[:, block]^T (nrows x cyg) @ the images' Y (cyg x m) */
+            if (ce_gemm(j, 1, 0, nrows, m, g->cyg, w, g->rows, ybuf, M, 0.0, col, M) != 0) atomic_store(&j->failed, 1);
+        }
+        for (int64_t f = 0; f < nf; f++) {
+            memset(acc, 0, (size_t)(cn * g->xsp) * j->esc);
+            if (have && j->identity)
+                for (int64_t r = 0; r < nrows; r++)
+                    memcpy(acc + (size_t)(r * g->xsp) * j->esc, col + (size_t)(r * M + f * g->ysp) * j->esc,
+                           (size_t)g->ysp * j->esc);
+            else if (have)
+                conv_col2im_ld(g, col + (size_t)(f * g->ysp) * j->esc, acc, j->f64, 0, g->ysp, nrows, M);
+            if (j->bias) ce_add_bias(j, acc, j->bias + (size_t)(gi * g->cxg + c0) * j->esc, cn);
+            j->st(a->x_out + (size_t)(((n0 + f) * g->cx + gi * g->cxg + c0) * g->xsp) * j->es, 1, acc, 1,
+                  cn * g->xsp);
+        }
+    }
+done:
+    free(col);
+    free(ybuf);
+    free(acc);
+}
+
 static void ce_backward_data(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
     conv_job_t *j = ctx;
     const conv_geom_t *g = j->g;
     const conv_args_t *a = j->a;
+    if (j->fold > 1) {
+        ce_backward_data_folded(j, begin, end);
+        return;
+    }
     const int convert = !j->direct;
     char *col = malloc((size_t)(g->rows * j->nb + 1) * j->esc);
     char *ybuf = convert ? malloc((size_t)(g->cyg * j->nb + 1) * j->esc) : NULL;
@@ -327,14 +384,7 @@ static void ce_backward_data(void *ctx, int64_t begin, int64_t end, int slot) {
             }
             if (rc != 0) atomic_store(&j->failed, 1);
         }
-        if (j->bias) {
-            const char *bias = j->bias + (size_t)(gi * g->cxg + c0) * j->esc;
-            for (int64_t c = 0; c < cn; c++)
-                for (int64_t i = 0; i < g->xsp; i++) {
-                    if (j->f64) ((double *)acc)[c * g->xsp + i] += ((const double *)bias)[c];
-                    else ((float *)acc)[c * g->xsp + i] += ((const float *)bias)[c];
-                }
-        }
+        if (j->bias) ce_add_bias(j, acc, j->bias + (size_t)(gi * g->cxg + c0) * j->esc, cn);
         j->st(a->x_out + (size_t)((n * g->cx + gi * g->cxg + c0) * g->xsp) * j->es, 1, acc, 1, cn * g->xsp);
     }
 done:
@@ -529,8 +579,9 @@ axon_status_t conv_execute(const void *args, const axon_exec_t *ex) {
         if (atomic_load(&j.failed)) goto oom;
     }
     if (a->x_out && !conv_depthwise_applies(g)) {
-        ce_channel_blocks(&j, g->batch * g->groups, nparts, small);
-        const int64_t units = g->batch * g->groups * j.ncb;
+        const int64_t images = j.fold > 1 ? (g->batch + j.fold - 1) / j.fold : g->batch;
+        ce_channel_blocks(&j, images * g->groups, nparts, small);
+        const int64_t units = images * g->groups * j.ncb;
         axon_parallel_for(ex->pool, 0, units, small ? units : 1, ce_backward_data, &j);
         if (atomic_load(&j.failed)) goto oom;
     }

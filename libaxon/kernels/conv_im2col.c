@@ -96,10 +96,15 @@ void conv_im2col(const conv_geom_t *g, const char *x, size_t es_x, axon_convert_
     conv_im2col_ld(g, x, es_x, ld, col, es_c, p0, m, nrows, m);
 }
 
-void conv_col2im(const conv_geom_t *g, const char *col, char *acc, int is_f64, int64_t p0, int64_t m,
-                 int64_t nrows) {
+void conv_col2im_ld(const conv_geom_t *g, const char *col, char *acc, int is_f64, int64_t p0, int64_t m,
+                    int64_t nrows, int64_t col_ld) {
     c2_walk_t w;
     memset(&w, 0, sizeof w);
-    w.g = g, w.scatter = 1, w.ccol = col, w.acc = acc, w.is_f64 = is_f64, w.es_c = is_f64 ? 8 : 4, w.cld = m;
+    w.g = g, w.scatter = 1, w.ccol = col, w.acc = acc, w.is_f64 = is_f64, w.es_c = is_f64 ? 8 : 4, w.cld = col_ld;
     for (int64_t r = 0; r < nrows; r++) c2_row(&w, r, p0, m);
+}
+
+void conv_col2im(const conv_geom_t *g, const char *col, char *acc, int is_f64, int64_t p0, int64_t m,
+                 int64_t nrows) {
+    conv_col2im_ld(g, col, acc, is_f64, p0, m, nrows, m);
 }

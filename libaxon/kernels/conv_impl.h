@@ -40,6 +40,10 @@ void conv_im2col_ld(const conv_geom_t *g, const char *x, size_t es_x, axon_conve
 void conv_col2im(const conv_geom_t *g, const char *col, char *acc, int is_f64, int64_t p0, int64_t m,
                  int64_t nrows);
 
+/* conv_col2im reading rows col_ld elements apart (>= m). */
+void conv_col2im_ld(const conv_geom_t *g, const char *col, char *acc, int is_f64, int64_t p0, int64_t m,
+                    int64_t nrows, int64_t col_ld);
+
 /* The command's argument block: up to four phases, each skipped when its output is NULL. Data pointers are of
  * contiguous tensors of dtype dt; w is W in the plain layout [cy, cxg, ks...]. */
 typedef struct conv_args {
