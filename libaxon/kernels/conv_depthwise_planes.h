@@ -42,7 +42,8 @@ static void DW_FN(dw_pad_plane)(const DW_T *src, const int64_t *s, DW_T *dst, co
         for (int64_t b = 0; b < s[1] && b + lead[1] < p[1]; b++) {
             const int64_t B = b + lead[1];
             const DW_T *row = src + (a * s[1] + b) * s[2];
-            DW_T *base = dst + ((A % st[0]) * st[1] + B % st[1]) * st[2] * vol + ((A / st[0]) * q[1] + B / st[1]) * q[2];
+            DW_T *base = dst + ((A % st[0]) * st[1] + B % st[1]) * st[2] * vol +
+                         ((A / st[0]) * q[1] + B / st[1]) * q[2];
             if (st[2] == 1) {
                 memcpy(base + lead[2], row, (size_t)n2 * sizeof(DW_T));
             } else {

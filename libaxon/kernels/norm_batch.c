@@ -14,7 +14,7 @@
 
 typedef struct bn_args {
     int training, backward;
-    int f32;                    /* backward in training with float32 in, grad_out and grad_in: bn_backward_channel_f32 */
+    int f32;                    /* training backward, float32 in, grad_out, grad_in: bn_backward_channel_f32 */
     int64_t n, c, s;
     double momentum, eps;
     /* Forward: out, in, w, b, save_mean, save_invstd, running_mean, running_var.
