@@ -14,8 +14,9 @@
  *   2. x = conv^T(y, w) + bias: one per input plane; it adds the planes of its channel's cyg outputs in order. With
  *      stride 1 (and padding the kernel reaches) that is phase 1's flat run over padded dy with the kernel flipped;
  *      otherwise each dy row is scattered back tap by tap with bounds checks.
- *   3. dW: one per output channel, over the whole batch in order; each row product is summed in the compute type
- *      and added into float64 per tap.
+ *   3. dW: one per output channel, over the whole batch in order; each tap's product with a plane of dy (dy laid
+ *      out at the phase planes' row width, zeros past its rows) is summed in vector lanes of the compute type and
+ *      added into float64 per tap.
  * float32 and float64 are read and written in place; bfloat16 and float16 planes are converted to float32 scratch. */
 #include <inttypes.h>
 #include <stdatomic.h>
