@@ -42,6 +42,12 @@ SPD = SQ @ SQ.mT
 RHS = torch.randn(512, 64, generator=_gen)
 SMALL = torch.randn(256, 16, 16, generator=_gen) + 4 * torch.eye(16)
 V3 = torch.randn(1024, 3, 341, generator=_gen)
+# grid sampling: IMG resampled at a rotated and scaled grid of the same size, and a 3-d volume
+GRID = F.affine_grid(torch.tensor([[[0.9, -0.3, 0.1], [0.3, 0.9, -0.05]]]).repeat(8, 1, 1), [8, 32, 64, 64],
+                     align_corners=False)
+VOL = torch.randn(2, 16, 16, 32, 32, generator=_gen)
+GRID3 = torch.rand(2, 16, 32, 32, 3, generator=_gen) * 2.2 - 1.1
+GS_GRAD = torch.randn(8, 32, 64, 64, generator=_gen)
 
 # name: (inputs on a device, the op on them)
 CASES = {
@@ -185,6 +191,15 @@ CASES = {
     "nanmedian dim1": (T(A), lambda a: torch.nanmedian(a, 1)),
     "max_unpool2d": (T(*F.max_pool2d(IMG, 2, return_indices=True)), lambda y, i: F.max_unpool2d(y, i, 2)),
     "unfold backward": (T(A, A.unfold(1, 8, 4)), lambda a, g: torch.ops.aten.unfold_backward(g, a.shape, 1, 8, 4)),
+    "grid_sample bilinear": (T(IMG, GRID), lambda x, g: F.grid_sample(x, g, align_corners=False)),
+    "grid_sample nearest reflection": (T(IMG, GRID), lambda x, g: F.grid_sample(x, g, mode="nearest",
+                                                                                  padding_mode="reflection",
+                                                                                  align_corners=False)),
+    "grid_sample bicubic border": (T(IMG, GRID), lambda x, g: F.grid_sample(x, g, mode="bicubic", padding_mode="border",
+                                                                             align_corners=True)),
+    "grid_sample 3d trilinear": (T(VOL, GRID3), lambda x, g: F.grid_sample(x, g, align_corners=False)),
+    "grid_sample bilinear backward": (T(GS_GRAD, IMG, GRID), lambda go, x, g: aten.grid_sampler_2d_backward(
+        go, x, g, 0, 0, False, [True, True])),
 }
 
 

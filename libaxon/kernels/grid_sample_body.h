@@ -1,0 +1,318 @@
+/* grid_sample.c's loops for one arithmetic type, included once per type with GS_T (float or double), GS_SUF (a
+ * name suffix) and GS_M (the math function suffix: f or nothing) defined. Never installed. */
+#define GS_CAT2(a, b) a##b
+#define GS_CAT(a, b) GS_CAT2(a, b)
+#define GS_NAME(x) GS_CAT(x, GS_SUF)
+#define GS_MATH(f) GS_CAT(f, GS_M)
+/* The per-point helpers are inlined into each CPU-feature clone of the loops (AXON_CLONES), so that floor, trunc
+ * and rint become single instructions there instead of libm calls. */
+#define GS_INLINE __attribute__((always_inline)) inline
+
+/* A block's points, tap-major so that a channel's loop over the points reads each array in order: their taps and,
+ * for the grid's gradient, each tap weight's derivative along each view dim. Every point has n taps. */
+typedef struct GS_NAME(gs_block_) {
+    int n;
+    int64_t off[GS_TAPS][GS_BLOCK];       /* element offset in the input plane, -1 outside the input */
+    GS_T w[GS_TAPS][GS_BLOCK];
+    GS_T d[3][GS_TAPS][GS_BLOCK];         /* d w / d coordinate of view dim 0 (D), 1 (H), 2 (W) */
+    GS_T mult[3][GS_BLOCK];               /* d coordinate / d grid value, per view dim */
+} GS_NAME(gs_block_);
+
+/* Taps of one dimension. */
+typedef struct GS_NAME(gs_dim_) {
+    int n;
+    int64_t idx[4];
+    GS_T w[4], dw[4];
+    GS_T mult;
+} GS_NAME(gs_dim_);
+
+/* Clip to [0, size - 1], a NaN to 0; *g (if asked) is 1 strictly inside, else 0 (PyTorch treats the borders as
+ * outside for the gradient). */
+GS_INLINE static GS_T GS_NAME(gs_clip_)(GS_T x, int64_t size, GS_T *g) {
+    const GS_T hi = (GS_T)(size - 1);
+    GS_T c = x > 0 ? x : 0;
+    if (c > hi) c = hi;
+    if (g) *g = x > 0 && x < hi ? 1 : 0;
+    return c;
+}
+
+/* Reflect about the borders: the pixel centres (align_corners) or their outer edges; *g is the sign it applies. */
+GS_INLINE static GS_T GS_NAME(gs_reflect_)(const gs_args_t *a, GS_T x, int64_t size, GS_T *g) {
+    GS_T low, twice;
+    if (a->align) {
+        if (size <= 1) {
+            if (g) *g = 0;
+            return 0;
+        }
+        low = 0, twice = (GS_T)(size - 1) * 2;
+    } else {
+        low = (GS_T)-0.5, twice = (GS_T)size * 2;
+    }
+    const GS_T in = x - low, ab = GS_MATH(fabs)(in);
+    const GS_T flips = GS_MATH(trunc)(ab / twice);
+    const GS_T extra = ab - flips * twice, refl = twice - extra;
+    const int more = extra > refl;
+    if (g) *g = more ^ (in < 0) ? (GS_T)-1 : (GS_T)1;
+    return (more ? refl : extra) + low;
+}
+
+/* The padding applied to an input coordinate; *g (if asked) its derivative. */
+GS_INLINE static GS_T GS_NAME(gs_pad_)(const gs_args_t *a, GS_T x, int64_t size, GS_T *g) {
+    GS_T gr = 1, gc = 1;
+    if (a->padding == AXON_GRID_PAD_BORDER) {
+        x = GS_NAME(gs_clip_)(x, size, &gc);
+    } else if (a->padding == AXON_GRID_PAD_REFLECTION) {
+        x = GS_NAME(gs_reflect_)(a, x, size, &gr);
+        x = GS_NAME(gs_clip_)(x, size, &gc);
+    }
+    if (g) *g = gc * gr;
+    return x;
+}
+
+/* The unnormalized coordinate of grid value v along a dimension of `size`, as PyTorch's float kernel computes it;
+ * *scale is its derivative. */
+GS_INLINE static GS_T GS_NAME(gs_unnormalize_)(const gs_args_t *a, GS_T v, int64_t size, GS_T *scale) {
+    if (a->align) {
+        *scale = (GS_T)(size - 1) / 2;
+        return (v + 1) * *scale;
+    }
+    *scale = (GS_T)size / 2;
+    return (v + 1) * *scale - (GS_T)0.5;
+}
+
+/* An integral coordinate as an index; a huge or non-finite one becomes an index outside every input. */
+GS_INLINE static int64_t GS_NAME(gs_index_)(GS_T x) {
+    return x > (GS_T)-0x1p40 && x < (GS_T)0x1p40 ? (int64_t)x : GS_FAR;
+}
+
+GS_INLINE static int64_t GS_NAME(gs_in_range_)(int64_t i, int64_t size) { return i >= 0 && i < size ? i : -1; }
+
+/* One dimension's taps for grid value v. */
+GS_INLINE static GS_NAME(gs_dim_) GS_NAME(gs_dim_taps_)(const gs_args_t *a, GS_T v, int64_t size) {
+    GS_NAME(gs_dim_) r;
+    GS_T scale;
+    const GS_T u = GS_NAME(gs_unnormalize_)(a, v, size, &scale);
+    if (a->interp == AXON_GRID_BICUBIC) {
+        /* Padding applies to each neighbour's own coordinate; the gradient sees the unnormalization only. */
+        const GS_T x0 = GS_MATH(floor)(u), t = u - x0;
+        const GS_T A = (GS_T)-0.75, x1 = t + 1, x2 = 1 - t, x3 = x2 + 1;
+        r.w[0] = ((A * x1 - 5 * A) * x1 + 8 * A) * x1 - 4 * A;
+        r.w[1] = ((A + 2) * t - (A + 3)) * t * t + 1;
+        r.w[2] = ((A + 2) * x2 - (A + 3)) * x2 * x2 + 1;
+        r.w[3] = ((A * x3 - 5 * A) * x3 + 8 * A) * x3 - 4 * A;
+        /* d w / d t (PyTorch's get_cubic_coefficients_grad), negated: PyTorch subtracts those terms. */
+        GS_T x = -1 - t;
+        r.dw[0] = -((-3 * A * x - 10 * A) * x - 8 * A);
+        x = -t;
+        r.dw[1] = -((-3 * (A + 2) * x - 2 * (A + 3)) * x);
+        x = 1 - t;
+        r.dw[2] = -((3 * (A + 2) * x - 2 * (A + 3)) * x);
+        x = 2 - t;
+        r.dw[3] = -((3 * A * x - 10 * A) * x + 8 * A);
+        r.n = 4;
+        for (int i = 0; i < 4; i++) {
+            const GS_T xi = GS_NAME(gs_pad_)(a, x0 - 1 + (GS_T)i, size, NULL);
+            r.idx[i] = GS_NAME(gs_in_range_)(GS_NAME(gs_index_)(GS_MATH(trunc)(xi)), size);
+        }
+        r.mult = scale;
+        return r;
+    }
+    GS_T gpad;
+    const GS_T x = GS_NAME(gs_pad_)(a, u, size, &gpad);
+    r.mult = a->padding == AXON_GRID_PAD_ZEROS ? scale : gpad * scale;
+    if (a->interp == AXON_GRID_NEAREST) {
+        r.n = 1, r.w[0] = 1, r.dw[0] = 0;   /* rint: half to even in the default rounding mode, as nearbyint */
+        r.idx[0] = GS_NAME(gs_in_range_)(GS_NAME(gs_index_)(GS_MATH(rint)(x)), size);
+        return r;
+    }
+    const GS_T x0 = GS_MATH(floor)(x), t = x - x0;
+    const int64_t i0 = GS_NAME(gs_index_)(x0);
+    r.n = 2;
+    r.idx[0] = GS_NAME(gs_in_range_)(i0, size), r.idx[1] = GS_NAME(gs_in_range_)(i0 + 1, size);
+    r.w[0] = 1 - t, r.w[1] = t, r.dw[0] = -1, r.dw[1] = 1;
+    return r;
+}
+
+/* Point j of block bl, whose grid values start at element `at` (ns values per point): its taps over the view's
+ * dims, with the weights' derivatives when `grads`. */
+GS_INLINE static void GS_NAME(gs_point_taps_)(const gs_args_t *a, int64_t at, int grads, GS_NAME(gs_block_) *bl,
+                                              int64_t j) {
+    GS_NAME(gs_dim_) dims[3];
+    for (int k = 0; k < 3; k++) {
+        if (k < a->first) {
+            dims[k].n = 1, dims[k].idx[0] = 0, dims[k].w[0] = 1, dims[k].dw[0] = 0, dims[k].mult = 0;
+            continue;
+        }
+        /* View dim k (D, H, W) reads grid component 2 - k: x is component 0 and runs along W. */
+        const GS_T v = (GS_T)axon_spatial_load(a->dt_grid, a->grid, at + (2 - k));
+        dims[k] = GS_NAME(gs_dim_taps_)(a, v, a->in_sp[k]);
+    }
+    for (int k = 0; k < 3; k++) bl->mult[k][j] = dims[k].mult;
+    int i = 0;
+    for (int z = 0; z < dims[0].n; z++)
+        for (int y = 0; y < dims[1].n; y++)
+            for (int x = 0; x < dims[2].n; x++, i++) {
+                const int64_t iz = dims[0].idx[z], iy = dims[1].idx[y], ix = dims[2].idx[x];
+                bl->off[i][j] = iz < 0 || iy < 0 || ix < 0 ? -1 : (iz * a->in_sp[1] + iy) * a->in_sp[2] + ix;
+                const GS_T wx = dims[2].w[x], wy = dims[1].w[y], wz = dims[0].w[z];
+                bl->w[i][j] = wx * wy * wz;
+                if (!grads) continue;
+                bl->d[2][i][j] = dims[2].dw[x] * wy * wz;
+                bl->d[1][i][j] = wx * dims[1].dw[y] * wz;
+                bl->d[0][i][j] = wx * wy * dims[0].dw[z];
+            }
+    bl->n = i;
+}
+
+/* The taps of points [p0, p0 + m) of batch n. */
+GS_INLINE static void GS_NAME(gs_block_taps_)(const gs_args_t *a, int64_t n, int64_t p0, int64_t m, int grads,
+                                    GS_NAME(gs_block_) *bl) {
+    for (int64_t j = 0; j < m; j++) GS_NAME(gs_point_taps_)(a, ((n * a->osz) + p0 + j) * a->ns, grads, bl, j);
+}
+
+/* One channel's sampled values of a block's m points into acc (LOAD(i) reads element i of the channel's plane):
+ * the taps' weighted sum in tap order. A NaN or infinite coordinate under zeros padding makes every weight NaN, so
+ * the value is NaN as on PyTorch CPU. Nearest copies its one element instead (-0 and NaN payloads kept). */
+#define GS_SAMPLE_BLOCK(LOAD)                                                                                  \
+    do {                                                                                                       \
+        if (a->interp == AXON_GRID_NEAREST) {                                                                  \
+            for (int64_t j = 0; j < m; j++) acc[j] = bl->off[0][j] >= 0 ? LOAD(bl->off[0][j]) : (GS_T)0;      \
+            break;                                                                                             \
+        }                                                                                                      \
+        for (int64_t j = 0; j < m; j++) {                                                                      \
+            GS_T sum = 0;                                                                                      \
+            for (int k = 0; k < bl->n; k++)                                                                    \
+                sum += bl->w[k][j] * (bl->off[k][j] >= 0 ? LOAD(bl->off[k][j]) : (GS_T)0);                     \
+            acc[j] = sum;                                                                                      \
+        }                                                                                                      \
+    } while (0)
+
+/* Forward over blocks [begin, end) (block b = batch b / nblk, points from (b % nblk) * GS_BLOCK). */
+AXON_CLONES static void GS_NAME(gs_forward_range_)(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    const gs_args_t *a = ctx;
+    GS_NAME(gs_block_) blk, *bl = &blk;
+    blk.n = 0;
+    GS_T acc[GS_BLOCK];
+    const int all_f32 = a->dt_in == AXON_FLOAT32 && a->dt_out == AXON_FLOAT32;
+    for (int64_t b = begin; b < end; b++) {
+        const int64_t n = b / a->nblk, p0 = b % a->nblk * GS_BLOCK;
+        const int64_t m = a->osz - p0 < GS_BLOCK ? a->osz - p0 : GS_BLOCK;
+        GS_NAME(gs_block_taps_)(a, n, p0, m, 0, bl);
+        for (int64_t c = 0; c < a->C; c++) {
+            const int64_t src = (n * a->C + c) * a->isz, dst = (n * a->C + c) * a->osz + p0;
+            if (all_f32) {
+                const float *s = (const float *)a->in + src;
+                float *d = (float *)a->out + dst;
+#define GS_LOAD_F32(i) (GS_T)s[i]
+                GS_SAMPLE_BLOCK(GS_LOAD_F32);
+#undef GS_LOAD_F32
+                for (int64_t j = 0; j < m; j++) d[j] = (float)acc[j];
+            } else {
+#define GS_LOAD_ANY(i) (GS_T)axon_spatial_load(a->dt_in, a->in, src + (i))
+                GS_SAMPLE_BLOCK(GS_LOAD_ANY);
+#undef GS_LOAD_ANY
+                for (int64_t j = 0; j < m; j++) axon_spatial_store(a->dt_out, a->out, dst + j, (double)acc[j]);
+            }
+        }
+    }
+}
+
+/* What tap k of point j adds to grad_in for grad_out g: nearest copies g (no rounding through a product). */
+#define GS_GIN_ADD(k, j, g) (a->interp == AXON_GRID_NEAREST ? (g) : bl->w[k][j] * (g))
+
+/* grad_in over planes [begin, end) (plane = n * C + c): zero each, then scatter its grad_out in point order (each
+ * point's taps in tap order). The taps of a block serve every plane of the range with the same n. */
+AXON_CLONES static void GS_NAME(gs_grad_in_range_)(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    const gs_args_t *a = ctx;
+    GS_NAME(gs_block_) blk, *bl = &blk;
+    blk.n = 0;
+    for (int64_t q = begin; q < end; q++) axon_spatial_zero(a->dt_gin, a->gin, q * a->isz, a->isz);
+    const int f32 = a->dt_out == AXON_FLOAT32 && a->dt_gin == AXON_FLOAT32;
+    for (int64_t q0 = begin; q0 < end;) {
+        const int64_t n = q0 / a->C, q1 = (n + 1) * a->C < end ? (n + 1) * a->C : end;
+        for (int64_t p0 = 0; p0 < a->osz; p0 += GS_BLOCK) {
+            const int64_t m = a->osz - p0 < GS_BLOCK ? a->osz - p0 : GS_BLOCK;
+            GS_NAME(gs_block_taps_)(a, n, p0, m, 0, bl);
+            for (int64_t q = q0; q < q1; q++) {
+                if (f32) {
+                    const float *go = (const float *)a->gout + q * a->osz + p0;
+                    float *gi = (float *)a->gin + q * a->isz;
+                    for (int64_t j = 0; j < m; j++) {
+                        const GS_T g = (GS_T)go[j];
+                        for (int k = 0; k < bl->n; k++) {
+                            const int64_t o = bl->off[k][j];
+                            if (o >= 0) gi[o] = (float)((GS_T)gi[o] + GS_GIN_ADD(k, j, g));
+                        }
+                    }
+                    continue;
+                }
+                for (int64_t j = 0; j < m; j++) {
+                    const GS_T g = (GS_T)axon_spatial_load(a->dt_out, a->gout, q * a->osz + p0 + j);
+                    for (int k = 0; k < bl->n; k++) {
+                        if (bl->off[k][j] < 0) continue;
+                        const int64_t i = q * a->isz + bl->off[k][j];
+                        const GS_T old = (GS_T)axon_spatial_load(a->dt_gin, a->gin, i);
+                        axon_spatial_store(a->dt_gin, a->gin, i, (double)(old + GS_GIN_ADD(k, j, g)));
+                    }
+                }
+            }
+        }
+        q0 = q1;
+    }
+}
+
+/* grad_grid over blocks [begin, end): per point, the sum over channels (in channel order, each channel's taps in
+ * tap order) of grad_out times the input value times the derivative of its weight along each coordinate. */
+AXON_CLONES static void GS_NAME(gs_grad_grid_range_)(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    const gs_args_t *a = ctx;
+    GS_NAME(gs_block_) blk, *bl = &blk;
+    blk.n = 0;
+    GS_T acc[3][GS_BLOCK], v[GS_BLOCK], g[GS_BLOCK];
+    const int f32 = a->dt_in == AXON_FLOAT32 && a->dt_out == AXON_FLOAT32;
+    for (int64_t b = begin; b < end; b++) {
+        const int64_t n = b / a->nblk, p0 = b % a->nblk * GS_BLOCK;
+        const int64_t m = a->osz - p0 < GS_BLOCK ? a->osz - p0 : GS_BLOCK;
+        memset(acc, 0, sizeof acc);
+        if (a->interp != AXON_GRID_NEAREST) {
+            GS_NAME(gs_block_taps_)(a, n, p0, m, 1, bl);
+            for (int64_t c = 0; c < a->C; c++) {
+                const int64_t src = (n * a->C + c) * a->isz, go = (n * a->C + c) * a->osz + p0;
+                for (int64_t j = 0; j < m; j++)
+                    g[j] = f32 ? (GS_T)((const float *)a->gout)[go + j]
+                               : (GS_T)axon_spatial_load(a->dt_out, a->gout, go + j);
+                for (int k = 0; k < bl->n; k++) {
+                    const int64_t *off = bl->off[k];
+                    if (f32) {
+                        const float *in32 = (const float *)a->in + src;
+                        for (int64_t j = 0; j < m; j++) v[j] = off[j] >= 0 ? (GS_T)in32[off[j]] : (GS_T)0;
+                    } else {
+                        for (int64_t j = 0; j < m; j++)
+                            v[j] = off[j] >= 0 ? (GS_T)axon_spatial_load(a->dt_in, a->in, src + off[j]) : (GS_T)0;
+                    }
+                    for (int d = a->first; d < 3; d++) {
+                        const GS_T *dw = bl->d[d][k];
+                        for (int64_t j = 0; j < m; j++) acc[d][j] += v[j] * dw[j] * g[j];
+                    }
+                }
+            }
+        }
+        for (int64_t j = 0; j < m; j++) {
+            const int64_t at = (n * a->osz + p0 + j) * a->ns;
+            for (int d = a->first; d < 3; d++) {
+                const GS_T mult = a->interp == AXON_GRID_NEAREST ? 0 : bl->mult[d][j];
+                axon_spatial_store(a->dt_ggrid, a->ggrid, at + (2 - d), (double)(mult * acc[d][j]));
+            }
+        }
+    }
+}
+
+#undef GS_SAMPLE_BLOCK
+#undef GS_GIN_ADD
+#undef GS_MATH
+#undef GS_INLINE
+#undef GS_NAME
+#undef GS_CAT
+#undef GS_CAT2
