@@ -48,6 +48,11 @@ GRID = F.affine_grid(torch.tensor([[[0.9, -0.3, 0.1], [0.3, 0.9, -0.05]]]).repea
 VOL = torch.randn(2, 16, 16, 32, 32, generator=_gen)
 GRID3 = torch.rand(2, 16, 32, 32, 3, generator=_gen) * 2.2 - 1.1
 GS_GRAD = torch.randn(8, 32, 64, 64, generator=_gen)
+# embedding bags: a 100k x 64 table, 2048 bags of 20 indices (a recommender model's lookup)
+EB_W = torch.randn(100_000, 64, generator=_gen)
+EB_IDX = torch.randint(0, 100_000, (2048 * 20,), generator=_gen)
+EB_OFF = torch.arange(0, 2048 * 20, 20)
+EB_GRAD = torch.randn(2048, 64, generator=_gen)
 
 # name: (inputs on a device, the op on them)
 CASES = {
@@ -198,6 +203,10 @@ CASES = {
     "grid_sample bicubic border": (T(IMG, GRID), lambda x, g: F.grid_sample(x, g, mode="bicubic", padding_mode="border",
                                                                              align_corners=True)),
     "grid_sample 3d trilinear": (T(VOL, GRID3), lambda x, g: F.grid_sample(x, g, align_corners=False)),
+    "embedding_bag sum": (T(EB_IDX, EB_W, EB_OFF), lambda i, w, o: F.embedding_bag(i, w, o, mode="sum")),
+    "embedding_bag mean backward": (T(EB_GRAD, EB_IDX, EB_OFF), lambda g, i, o: aten._embedding_bag_backward(
+        g, i, o, torch.repeat_interleave(torch.arange(2048, device=i.device), 20), torch.full_like(o, 20), o,
+        100_000, False, 1, False, None, -1)),
     "grid_sample bilinear backward": (T(GS_GRAD, IMG, GRID), lambda go, x, g: aten.grid_sampler_2d_backward(
         go, x, g, 0, 0, False, [True, True])),
 }
