@@ -107,7 +107,7 @@ std::optional<Tensor3> batch_norm_forward(const at::Tensor& input, const at::Ten
   const auto sid = training ? std::optional(describe(save_invstd, op)) : std::nullopt;
   AXON_CHECK(axon_kernel_batch_norm(current_stream(input.device().index()), &od, ptr(smd), ptr(sid), ptr(rmd),
                                     ptr(rvd), &xd, ptr(wd), ptr(bd), training ? 1 : 0, momentum, eps));
-  return Tensor3{out, save_mean, save_invstd};
+  return Tensor3{in_memory_format(out, input.suggest_memory_format()), save_mean, save_invstd};
 }
 
 Tensor3 native_batch_norm(const at::Tensor& input, const std::optional<at::Tensor>& weight,
@@ -200,7 +200,7 @@ std::optional<Tensor3> batch_norm_grad(const at::Tensor& grad_out, const at::Ten
   const auto gwd = per_channel(gw, c, "grad_weight", op), gbd = per_channel(gb, c, "grad_bias", op);
   AXON_CHECK(axon_kernel_batch_norm_backward(current_stream(input.device().index()), ptr(gid), ptr(gwd), ptr(gbd),
                                              &gd, &xd, ptr(wd), ptr(md), ptr(vd), train ? 1 : 0, eps));
-  return Tensor3{gi, gw, gb};
+  return Tensor3{in_memory_format(gi, input.suggest_memory_format()), gw, gb};
 }
 
 Tensor3 native_batch_norm_backward(const at::Tensor& grad_out, const at::Tensor& input,
@@ -268,7 +268,7 @@ Tensor3 native_group_norm(const at::Tensor& input, const std::optional<at::Tenso
   const auto wd = per_channel(w, c, "weight", op), bd = per_channel(b, c, "bias", op);
   AXON_CHECK(axon_kernel_group_norm(current_stream(input.device().index()), &od, &md, &rd, &xd, ptr(wd), ptr(bd),
                                     group, eps));
-  return {out, mean, rstd};
+  return {in_memory_format(out, input.suggest_memory_format()), mean, rstd};
 }
 
 Tensor3 native_group_norm_backward(const at::Tensor& grad_out, const at::Tensor& input, const at::Tensor& mean,
@@ -299,7 +299,7 @@ Tensor3 native_group_norm_backward(const at::Tensor& grad_out, const at::Tensor&
   const auto gwd = per_channel(gw, c, "grad_weight", op), gbd = per_channel(gb, c, "grad_bias", op);
   AXON_CHECK(axon_kernel_group_norm_backward(current_stream(input.device().index()), ptr(gid), ptr(gwd), ptr(gbd),
                                              &gd, &xd, &md, &rd, ptr(wd), group));
-  return {gi, gw, gb};
+  return {in_memory_format(gi, input.suggest_memory_format()), gw, gb};
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {

@@ -90,7 +90,10 @@ at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& w
   const axon_tensor_t od = describe(out, name), xd = describe(x, name), wd = describe(w, name);
   const std::optional<axon_tensor_t> bd = bias.defined() ? std::optional(describe(bias, name)) : std::nullopt;
   AXON_CHECK(axon_kernel_conv(current_stream(input.device().index()), &od, &xd, &wd, bd ? &*bd : nullptr, &p));
-  return out;
+  // PyTorch CPU's layout: channels_last when the input or the weight is.
+  const auto fmt = input.suggest_memory_format() != at::MemoryFormat::Contiguous ? input.suggest_memory_format()
+                                                                                 : weight.suggest_memory_format();
+  return in_memory_format(out, fmt);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable(
@@ -116,7 +119,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
   const axon_tensor_t gd = describe(g, name), xd = describe(x, name), wd = describe(w, name);
   AXON_CHECK(axon_kernel_conv_backward(current_stream(input.device().index()), gid ? &*gid : nullptr,
                                        gwd ? &*gwd : nullptr, gbd ? &*gbd : nullptr, &gd, &xd, &wd, &p));
-  return {gi, gw, gb};
+  // PyTorch CPU's layouts: each gradient in its tensor's own memory format.
+  return {in_memory_format(gi, input.suggest_memory_format()), in_memory_format(gw, weight.suggest_memory_format()),
+          gb};
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {

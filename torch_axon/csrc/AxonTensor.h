@@ -34,6 +34,12 @@ inline std::optional<axon_dtype_t> axon_dtype_of(c10::ScalarType t) {
 // True if libaxon's kernels can take tensors of this dtype.
 inline bool kernels_support(c10::ScalarType t) { return axon_dtype_of(t).has_value(); }
 
+// t, computed contiguous (NCHW) by a kernel, in the memory format PyTorch CPU gives that result (channels_last for
+// convolutions and norms of channels_last inputs): one copy when fmt is not Contiguous.
+inline at::Tensor in_memory_format(const at::Tensor& t, at::MemoryFormat fmt) {
+  return !t.defined() || fmt == at::MemoryFormat::Contiguous ? t : t.contiguous(fmt);
+}
+
 // The descriptor of t (data pointer with the storage offset applied, sizes, strides in elements). A tensor of more
 // than AXON_MAX_DIMS dimensions is described with its size-1 dimensions dropped and adjacent dimensions merged where
 // its strides allow: the same elements in the same row-major order. Throws naming `op` if t's dtype is not supported
