@@ -164,10 +164,53 @@ GS_INLINE static void GS_NAME(gs_point_taps_)(const gs_args_t *a, int64_t at, in
     bl->n = i;
 }
 
+/* 2-d bilinear and nearest (the common cases): gs_point_taps_'s taps, weights and derivatives, the same values
+ * computed straight into the block instead of through per-dimension tap lists. */
+GS_INLINE static void GS_NAME(gs_point_taps_2d_)(const gs_args_t *a, int64_t at, int grads, GS_NAME(gs_block_) *bl,
+                                                 int64_t j) {
+    const int64_t H = a->in_sp[1], W = a->in_sp[2];
+    GS_T sx, sy, gpx, gpy;
+    const GS_T ux = GS_NAME(gs_unnormalize_)(a, (GS_T)axon_spatial_load(a->dt_grid, a->grid, at), W, &sx);
+    const GS_T uy = GS_NAME(gs_unnormalize_)(a, (GS_T)axon_spatial_load(a->dt_grid, a->grid, at + 1), H, &sy);
+    const GS_T x = GS_NAME(gs_pad_)(a, ux, W, &gpx), y = GS_NAME(gs_pad_)(a, uy, H, &gpy);
+    const int zeros = a->padding == AXON_GRID_PAD_ZEROS;
+    bl->mult[0][j] = 0, bl->mult[1][j] = zeros ? sy : gpy * sy, bl->mult[2][j] = zeros ? sx : gpx * sx;
+    if (a->interp == AXON_GRID_NEAREST) {
+        const int64_t ix = GS_NAME(gs_in_range_)(GS_NAME(gs_index_)(GS_MATH(rint)(x)), W);
+        const int64_t iy = GS_NAME(gs_in_range_)(GS_NAME(gs_index_)(GS_MATH(rint)(y)), H);
+        bl->off[0][j] = ix < 0 || iy < 0 ? -1 : iy * W + ix;
+        bl->w[0][j] = 1;
+        if (grads) bl->d[2][0][j] = 0, bl->d[1][0][j] = 0, bl->d[0][0][j] = 0;
+        bl->n = 1;
+        return;
+    }
+    const GS_T x0 = GS_MATH(floor)(x), tx = x - x0, y0 = GS_MATH(floor)(y), ty = y - y0;
+    const int64_t ix0 = GS_NAME(gs_index_)(x0), iy0 = GS_NAME(gs_index_)(y0);
+    const int64_t ix[2] = {GS_NAME(gs_in_range_)(ix0, W), GS_NAME(gs_in_range_)(ix0 + 1, W)};
+    const int64_t iy[2] = {GS_NAME(gs_in_range_)(iy0, H), GS_NAME(gs_in_range_)(iy0 + 1, H)};
+    const GS_T wx[2] = {1 - tx, tx}, wy[2] = {1 - ty, ty}, dw[2] = {-1, 1};
+    for (int yy = 0; yy < 2; yy++)
+        for (int xx = 0; xx < 2; xx++) {
+            const int i = yy * 2 + xx;
+            bl->off[i][j] = ix[xx] < 0 || iy[yy] < 0 ? -1 : iy[yy] * W + ix[xx];
+            bl->w[i][j] = wx[xx] * wy[yy] * 1;
+            if (!grads) continue;
+            bl->d[2][i][j] = dw[xx] * wy[yy] * 1;
+            bl->d[1][i][j] = wx[xx] * dw[yy] * 1;
+            bl->d[0][i][j] = wx[xx] * wy[yy] * 0;
+        }
+    bl->n = 4;
+}
+
 /* The taps of points [p0, p0 + m) of batch n. */
 GS_INLINE static void GS_NAME(gs_block_taps_)(const gs_args_t *a, int64_t n, int64_t p0, int64_t m, int grads,
                                     GS_NAME(gs_block_) *bl) {
-    for (int64_t j = 0; j < m; j++) GS_NAME(gs_point_taps_)(a, ((n * a->osz) + p0 + j) * a->ns, grads, bl, j);
+    const int64_t at0 = (n * a->osz + p0) * a->ns;
+    if (a->ns == 2 && a->interp != AXON_GRID_BICUBIC) {
+        for (int64_t j = 0; j < m; j++) GS_NAME(gs_point_taps_2d_)(a, at0 + j * 2, grads, bl, j);
+        return;
+    }
+    for (int64_t j = 0; j < m; j++) GS_NAME(gs_point_taps_)(a, at0 + j * a->ns, grads, bl, j);
 }
 
 /* One channel's sampled values of a block's m points into acc (LOAD(i) reads element i of the channel's plane):
