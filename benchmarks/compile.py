@@ -4,7 +4,9 @@
 
 Every figure comes from a fresh worker process (this script run with --worker), so that "cold" really is cold:
 - steady: median milliseconds per call after warm-up (inference under no_grad; `gpt_train` is forward + backward +
-  an SGD step without dropout, `gpt_train_dropout` the same with GPT-2's default dropouts of 0.1);
+  an SGD step without dropout, `gpt_train_dropout` the same with GPT-2's default dropouts of 0.1, `gpt_train_nobreak`
+  the same with the model's loss_type set: Hugging Face warns about an unset one from inside the loss, a Dynamo graph
+  break that restarts the forward's tracing);
 - cold start: the first call of a compiled model in a process with an empty compile cache (Dynamo + the backend's
   compile + the first run; axon's first run is tier 0's while tier 1's C compiles in the background, and "cold+t1"
   is the time until tier 1 is in, which the steady state waits for), and warm start: the same in a second process
@@ -30,7 +32,7 @@ import time
 import warnings
 
 MODELS = ["mlp", "gpt2", "bert", "minilm", "llama_decode", "gpt_train", "gpt_step"]
-EXTRA_MODELS = ["gpt_train_dropout"]   # run when named in --models
+EXTRA_MODELS = ["gpt_train_dropout", "gpt_train_nobreak"]   # run when named in --models
 # (configuration name, device, backend or None for eager)
 CONFIGS = [
     ("cpu eager", "cpu", None),
@@ -86,6 +88,8 @@ def build(name: str, device: str):
         return build_gpt_train(device)
     elif name == "gpt_train_dropout":
         return build_gpt_train(device, dropout=0.1)
+    elif name == "gpt_train_nobreak":
+        return build_gpt_train(device, loss_type="ForCausalLM")
     elif name == "gpt_step":
         return build_gpt_step(device)
     else:
@@ -130,8 +134,10 @@ def build_llama_decode(device: str):
     return decode, (token, position), step
 
 
-def build_gpt_train(device: str, dropout: float = 0.0):
-    """Forward, loss, backward and an SGD step of a 2-layer GPT-2 (the model is what gets compiled)."""
+def build_gpt_train(device: str, dropout: float = 0.0, loss_type: str | None = None):
+    """Forward, loss, backward and an SGD step of a 2-layer GPT-2 (the model is what gets compiled). GPT2LMHeadModel's
+    class name maps to no loss type, so by default its loss property calls logger.warning_once, which Dynamo cannot
+    trace (a graph break); loss_type="ForCausalLM" is the setting that avoids it."""
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel
 
@@ -139,6 +145,8 @@ def build_gpt_train(device: str, dropout: float = 0.0):
     model = GPT2LMHeadModel(GPT2Config(n_layer=2, n_embd=256, n_head=4, vocab_size=8192, n_positions=256,
                                        resid_pdrop=dropout, embd_pdrop=dropout,
                                        attn_pdrop=dropout)).to(device).train()
+    if loss_type is not None:
+        model.loss_type = loss_type
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
     ids = torch.randint(0, 8192, (4, 128), device=device)
 
