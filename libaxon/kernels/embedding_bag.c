@@ -27,7 +27,7 @@ typedef struct eb_args {
     char *out, *o2b_out, *bag_size, *mi, *gw, *gpsw;
     int64_t *counts;
     int idx64, off64, o2b64;
-    axon_dtype_t dt_w, dt_out, dt_psw, dt_grad, dt_gw, dt_gpsw;
+    axon_dtype_t dt_w, dt_out, dt_psw, dt_grad, dt_gpsw;
     axon_convert_fn ld_w, ld_grad, st_out;   /* rows to / from the accumulation type */
 } eb_args_t;
 
@@ -39,7 +39,8 @@ static void eb_bag(const eb_args_t *a, int64_t b, int64_t *start, int64_t *end) 
     *end = b + 1 < a->B ? ix_load(a->off + (b + 1) * (a->off64 ? 8 : 4), a->off64) : a->n;
 }
 
-static int64_t eb_index(const eb_args_t *a, int64_t i) { return ix_load(a->idx + i * (a->idx64 ? 8 : 4), a->idx64); }
+/* Index i (int32 or int64 indices). */
+#define EB_IDX(a, i) ((a)->idx64 ? ((const int64_t *)(a)->idx)[i] : (int64_t)((const int32_t *)(a)->idx)[i])
 
 /* Columns [d0, d0 + m) of row r of a table of dtype dt as the accumulation type: in place when dt is that type,
  * else converted into buf. */
@@ -73,8 +74,8 @@ static void eb_prefetch(const eb_args_t *a, int64_t r, int64_t d0, int64_t m) {
         if (a->mi != NULL)                                                                                         \
             for (int64_t j = 0; j < m; j++) arg[j] = -1;                                                           \
         for (int64_t i = start; i < end; i++) {                                                                    \
-            const int64_t r = eb_index(a, i);                                                                      \
-            if (i + EB_AHEAD < a->n) eb_prefetch(a, eb_index(a, i + EB_AHEAD), d0, m);                             \
+            const int64_t r = EB_IDX(a, i);                                                                      \
+            if (i + EB_AHEAD < a->n) eb_prefetch(a, EB_IDX(a, i + EB_AHEAD), d0, m);                             \
             if (r == a->p.padding_idx) continue;                                                                   \
             const T *row = eb_row(a, a->weight, a->dt_w, a->ld_w, r, d0, m, buf);                                  \
             if (a->p.mode == AXON_BAG_MAX) {                                                                       \
@@ -95,9 +96,6 @@ static void eb_prefetch(const eb_args_t *a, int64_t r, int64_t d0, int64_t m) {
         else a->st_out(dst, 1, (const char *)acc, 1, m);                                                           \
         if (a->mi != NULL) memcpy(a->mi + (size_t)(b * a->D + d0) * 8, arg, (size_t)m * 8);                        \
     } while (0)
-
-/* Index i, with the index width known at the call. */
-#define EB_IDX(a, i) ((a)->idx64 ? ((const int64_t *)(a)->idx)[i] : (int64_t)((const int32_t *)(a)->idx)[i])
 
 /* Bag b in float32 sum or mean mode (the common case) as one tight loop per column chunk: the same sums in the same
  * order as EB_FORWARD_CHUNK, without its per-row dtype and mode tests. Returns 0, having done nothing, for other
@@ -143,7 +141,7 @@ AXON_CLONES static void eb_forward_range(void *ctx, int64_t begin, int64_t end_b
         eb_bag(a, b, &start, &end);
         for (int64_t i = start; i < end; i++) {
             if (a->o2b_out != NULL) ((int64_t *)a->o2b_out)[i] = b;
-            count += eb_index(a, i) != a->p.padding_idx;
+            count += EB_IDX(a, i) != a->p.padding_idx;
         }
         ((int64_t *)a->bag_size)[b] = count;
         if (eb_sum_bag_f32(a, b, start, end, count)) continue;
@@ -195,7 +193,7 @@ static void eb_counts_range(void *ctx, int64_t r0, int64_t r1, int slot) {
     const eb_args_t *a = ctx;
     for (int64_t r = r0; r < r1; r++) a->counts[r] = 0;
     for (int64_t i = 0; i < a->n; i++) {
-        const int64_t r = eb_index(a, i);
+        const int64_t r = EB_IDX(a, i);
         if (r >= r0 && r < r1) a->counts[r]++;
     }
 }
@@ -221,7 +219,7 @@ static void eb_counts_range(void *ctx, int64_t r0, int64_t r1, int slot) {
             break;                                                                                                 \
         }                                                                                                          \
         for (int64_t i = 0; i < a->n; i++) {                                                                       \
-            const int64_t r = eb_index(a, i);                                                                      \
+            const int64_t r = EB_IDX(a, i);                                                                      \
             if (r < r0 || r >= r1 || r == a->p.padding_idx) continue;                                              \
             const int64_t b = ix_load(a->o2b + i * (a->o2b64 ? 8 : 4), a->o2b64);                                  \
             T scale = 1;                                                                                           \
@@ -282,7 +280,7 @@ static void eb_psw_range(void *ctx, int64_t begin, int64_t end, int slot) {
     const eb_args_t *a = ctx;
     double buf_w[EB_CHUNK], buf_g[EB_CHUNK];
     for (int64_t i = begin; i < end; i++) {
-        const int64_t r = eb_index(a, i), b = ix_load(a->o2b + i * (a->o2b64 ? 8 : 4), a->o2b64);
+        const int64_t r = EB_IDX(a, i), b = ix_load(a->o2b + i * (a->o2b64 ? 8 : 4), a->o2b64);
         double dot = 0;
         if (r != a->p.padding_idx) {
             for (int64_t d0 = 0; d0 < a->D; d0 += EB_CHUNK) {
@@ -438,7 +436,7 @@ axon_status_t axon_kernel_embedding_bag_backward(axon_stream_t s, const axon_ten
     a.psw = per_sample_weights != NULL ? per_sample_weights->data : NULL;
     a.dt_psw = per_sample_weights != NULL ? per_sample_weights->dtype : AXON_FLOAT32;
     a.counts = counts != NULL ? (int64_t *)counts->data : NULL;
-    a.gw = grad_weight->data, a.dt_gw = grad_weight->dtype;
+    a.gw = grad_weight->data;
     a.grad = grad->data, a.dt_grad = grad->dtype, a.ld_grad = axon_convert_get(grad->dtype, eb_acc(a.f64));
     const uint64_t bytes = (uint64_t)(a.V + a.n) * (uint64_t)a.D * axon_dtype_size(grad_weight->dtype);
     axon_launch_t l = {eb_backward_kernel, &a, sizeof a, op, bytes};
