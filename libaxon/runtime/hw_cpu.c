@@ -10,14 +10,17 @@
 #define CPU_COPY_CHUNK_ALIGN 4096
 
 static axon_status_t cpu_mem_map(void *ctx, int device, size_t n, void **out) {
-    (void)ctx;
+    const axon_hw_cpu_options_t *opt = ctx;
     void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) {
         *out = NULL;
         return axon_fail(AXON_ERROR_OUT_OF_MEMORY, "axon:%d: the system refused to map %zu bytes", device, n);
     }
 #ifdef MADV_HUGEPAGE
-    if (n >= ((size_t)2 << 20)) madvise(p, n, MADV_HUGEPAGE); /* fewer TLB misses on big tensors; advisory */
+    /* Opt-in: fewer page faults and TLB misses, but where the kernel compacts memory to find huge pages (defrag
+     * "madvise", the usual default) a first touch can stall: on a 2-core VM a training step's first call took
+     * 0.8-1.7 s with the advice and 0.18-0.25 s without (docs/benchmarks.md, "First calls"). */
+    if (opt != NULL && opt->hugepages && n >= ((size_t)2 << 20)) madvise(p, n, MADV_HUGEPAGE);
 #endif
     *out = p;
     return AXON_OK;

@@ -46,6 +46,7 @@ struct axon_runtime {
     struct axon_hostpool *host;     /* hostpool.c */
     struct axon_trace *trace;       /* trace.c */
     struct axon_strict *strict;     /* strict.c; NULL unless cfg.strict */
+    axon_hw_cpu_options_t cpu_options; /* the CPU port's hw_ctx when cfg.hw is NULL */
 };
 
 /* CPUs this process may run on (its affinity mask, else the online count). */

@@ -58,6 +58,10 @@ axon_status_t axon_runtime_create(const axon_config_t *cfg, axon_runtime_t *out)
     if (rt == NULL) return axon_fail(AXON_ERROR_OUT_OF_MEMORY, "axon_runtime_create: no host memory");
     rt->cfg = *cfg;
     rt->cfg.hw = hw;
+    if (cfg->hw == NULL && cfg->hw_ctx == NULL) {
+        rt->cpu_options.hugepages = cfg->hugepages != 0;
+        rt->cfg.hw_ctx = &rt->cpu_options;
+    }
     long page = sysconf(_SC_PAGESIZE);
     rt->page_size = page > 0 ? (size_t)page : 4096;
 
@@ -80,7 +84,7 @@ axon_status_t axon_runtime_create(const axon_config_t *cfg, axon_runtime_t *out)
         d->rt = rt;
         d->index = i;
         d->hw = hw;
-        d->hw_ctx = cfg->hw_ctx;
+        d->hw_ctx = rt->cfg.hw_ctx;
         fill_props(d, cpu_model, features);
         if ((st = axon_pool_create(cfg->threads_per_device, &d->pool)) != AXON_OK) goto fail;
         if ((st = axon_streams_init(d)) != AXON_OK) goto fail;

@@ -21,7 +21,7 @@ static void test_error_message_is_per_thread_and_clearable(void) {
 
 static void clear_env(void) {
     const char *vars[] = {"AXON_DEVICE_COUNT", "AXON_DEVICE_MEMORY", "AXON_THREADS", "AXON_STRICT",
-                          "AXON_TRACE",        "LOCAL_WORLD_SIZE"};
+                          "AXON_TRACE",        "AXON_HUGEPAGES",     "LOCAL_WORLD_SIZE"};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
 }
 
@@ -33,8 +33,11 @@ static void test_config_reads_the_environment(void) {
     setenv("AXON_DEVICE_COUNT", "3", 1);
     setenv("AXON_DEVICE_MEMORY", "512M", 1);
     setenv("AXON_THREADS", "2", 1);
+    CHECK_EQ_I64(cfg.hugepages, 0);
     setenv("AXON_TRACE", "1", 1);
+    setenv("AXON_HUGEPAGES", "1", 1);
     CHECK_OK(axon_config_from_env(&cfg));
+    CHECK_EQ_I64(cfg.hugepages, 1);
     CHECK_EQ_I64(cfg.device_count, 3);
     CHECK_EQ_I64(cfg.memory_capacity, 512ll << 20);
     CHECK_EQ_I64(cfg.threads_per_device, 2);
@@ -62,7 +65,8 @@ static void test_malformed_environment_names_the_variable(void) {
         const char *var, *value;
     } bad[] = {{"AXON_DEVICE_COUNT", "abc"}, {"AXON_DEVICE_COUNT", "0"},  {"AXON_DEVICE_COUNT", "65"},
                {"AXON_DEVICE_MEMORY", "lots"}, {"AXON_DEVICE_MEMORY", "0"}, {"AXON_DEVICE_MEMORY", "12X"},
-               {"AXON_THREADS", "-1"},        {"AXON_STRICT", "yes"}};
+               {"AXON_THREADS", "-1"},        {"AXON_STRICT", "yes"},
+               {"AXON_HUGEPAGES", "2"}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         clear_env();
         setenv(bad[i].var, bad[i].value, 1);
@@ -82,7 +86,7 @@ static void test_malformed_environment_names_the_variable(void) {
 }
 
 static void test_bad_configs_are_rejected_by_create(void) {
-    axon_config_t cfg = {1, 1 << 20, 1, 0, 0, NULL, NULL};
+    axon_config_t cfg = {1, 1 << 20, 1, 0, 0, NULL, NULL, 0};
     axon_runtime_t rt = (axon_runtime_t)&cfg;
     cfg.device_count = 0;
     CHECK_STATUS(axon_runtime_create(&cfg, &rt), AXON_ERROR_INVALID_ARG);
@@ -229,10 +233,56 @@ static void test_memory_sizes_accept_units_and_reject_garbage(void) {
     CHECK_EQ_I64(capacity_from("17179869184T"), 0); /* overflows */
 }
 
+/* The VmFlags line of the mapping that holds p in /proc/self/smaps, or "" when not found. */
+static void vm_flags_of(const void *p, char *out, size_t cap) {
+    out[0] = '\0';
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (f == NULL) return;
+    char line[512];
+    int inside = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2) {
+            inside = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+        } else if (inside && strncmp(line, "VmFlags:", 8) == 0) {
+            snprintf(out, cap, "%.200s", line + 8);
+            break;
+        }
+    }
+    fclose(f);
+}
+
+/* Huge-page advice is opt-in: with it the kernel may compact memory inside a first touch (seconds on a VM). */
+static void test_huge_page_advice_follows_the_config(void) {
+    for (int on = 0; on <= 1; on++) {
+        axon_config_t cfg;
+        memset(&cfg, 0, sizeof cfg);
+        cfg.device_count = 1;
+        cfg.memory_capacity = 64 << 20;
+        cfg.threads_per_device = 1;
+        cfg.hugepages = on;
+        axon_runtime_t rt = NULL;
+        CHECK_OK(axon_runtime_create(&cfg, &rt));
+        REQUIRE(rt);
+        void *p = NULL;
+        CHECK_OK(axon_mem_alloc(check_device(rt, 0), 8 << 20, NULL, &p));
+        char flags[256];
+        vm_flags_of(p, flags, sizeof flags);
+        if (flags[0] == '\0') {
+            fprintf(stderr, "  (no VmFlags in /proc/self/smaps: advice not checked)\n");
+        } else {
+            CHECK((strstr(flags, " hg") != NULL) == on);
+        }
+        CHECK_OK(axon_mem_free(check_device(rt, 0), p));
+        axon_runtime_destroy(rt);
+    }
+}
+
 int main(void) {
     RUN(test_every_status_has_a_name);
     RUN(test_error_message_is_per_thread_and_clearable);
     RUN(test_config_reads_the_environment);
+    RUN(test_huge_page_advice_follows_the_config);
     RUN(test_torchrun_local_world_sets_devices_and_splits_cores);
     RUN(test_malformed_environment_names_the_variable);
     RUN(test_bad_configs_are_rejected_by_create);

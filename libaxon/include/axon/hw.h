@@ -42,8 +42,13 @@ struct axon_hw_ops {
     axon_status_t (*fill)(void *ctx, void *dst, int value, size_t n, const axon_exec_t *ex);
 };
 
-/* The CPU port: hw_ctx unused (NULL). */
+/* The CPU port. Its hw_ctx is NULL (the defaults) or an axon_hw_cpu_options_t; when both cfg.hw and cfg.hw_ctx are
+ * NULL the runtime passes options made from axon_config_t (hugepages). */
 AXON_API const axon_hw_ops_t *axon_hw_cpu(void);
+
+typedef struct axon_hw_cpu_options {
+    int hugepages; /* nonzero: madvise(MADV_HUGEPAGE) on segments of 2 MiB and more */
+} axon_hw_cpu_options_t;
 
 /* The null port: hw_ctx must be an axon_hw_null_t from axon_hw_null_create (or NULL to record nothing). */
 AXON_API const axon_hw_ops_t *axon_hw_null(void);

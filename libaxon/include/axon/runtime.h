@@ -33,6 +33,7 @@ typedef struct axon_config {
     int trace;                   /* nonzero: record every command from the start (see trace.h) */
     const axon_hw_ops_t *hw;     /* the port that executes; NULL = the CPU port (axon_hw_cpu) */
     void *hw_ctx;                /* passed to every hw call; the port's own state */
+    int hugepages;               /* nonzero: the CPU port asks for transparent huge pages on big segments */
 } axon_config_t;
 
 /* Fill *out with the defaults, then apply the environment:
@@ -42,6 +43,8 @@ typedef struct axon_config {
  *   AXON_THREADS          worker threads per device (default: usable cores / LOCAL_WORLD_SIZE, at least 1)
  *   AXON_STRICT           1 = strict mode (default 0)
  *   AXON_TRACE            1 = trace from the start (default 0)
+ *   AXON_HUGEPAGES        1 = advise transparent huge pages for device memory (default 0, as PyTorch's CPU
+ *                         allocator: where the kernel compacts memory on such faults, first touches can stall)
  * A malformed value fails with AXON_ERROR_CONFIG naming the variable and the value; *out then holds the defaults. */
 AXON_API axon_status_t axon_config_from_env(axon_config_t *out);
 
