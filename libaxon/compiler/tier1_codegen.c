@@ -20,10 +20,6 @@ extern const char axon_tier1_pointwise_math_h[];
 
 /* ---- dtypes ---- */
 
-static int is_float(axon_dtype_t d) {
-    return d == AXON_FLOAT32 || d == AXON_FLOAT64 || d == AXON_FLOAT16 || d == AXON_BFLOAT16;
-}
-
 static int supported_dtype(axon_dtype_t d) { return d != AXON_COMPLEX64 && d != AXON_COMPLEX128 && d < AXON_DTYPE_COUNT; }
 
 /* The C type values of dtype d are computed in. */
@@ -77,7 +73,7 @@ static int op_supported(axon_axir_op_t op, axon_dtype_t d) {
         return 1;
     case AXON_AXIR_OP_BITWISE_AND: case AXON_AXIR_OP_BITWISE_OR: case AXON_AXIR_OP_BITWISE_XOR:
     case AXON_AXIR_OP_BITWISE_NOT:
-        return !is_float(d);
+        return !axon_dtype_is_floating(d);
     case AXON_AXIR_OP_DIV: case AXON_AXIR_OP_POW: case AXON_AXIR_OP_REMAINDER: case AXON_AXIR_OP_FMOD:
     case AXON_AXIR_OP_ATAN2: case AXON_AXIR_OP_EXP: case AXON_AXIR_OP_EXP2: case AXON_AXIR_OP_EXPM1:
     case AXON_AXIR_OP_LOG: case AXON_AXIR_OP_LOG2: case AXON_AXIR_OP_LOG1P: case AXON_AXIR_OP_SQRT:
@@ -85,7 +81,7 @@ static int op_supported(axon_axir_op_t op, axon_dtype_t d) {
     case AXON_AXIR_OP_TANH: case AXON_AXIR_OP_SIGMOID: case AXON_AXIR_OP_SILU: case AXON_AXIR_OP_ERF:
     case AXON_AXIR_OP_RECIPROCAL: case AXON_AXIR_OP_FLOOR: case AXON_AXIR_OP_CEIL: case AXON_AXIR_OP_ROUND:
     case AXON_AXIR_OP_TRUNC: case AXON_AXIR_OP_ISNAN: case AXON_AXIR_OP_GELU:
-        return is_float(d);   /* integer division by zero must raise; tier 0 does that */
+        return axon_dtype_is_floating(d);   /* integer division by zero must raise; tier 0 does that */
     default:
         return 0;
     }
@@ -169,7 +165,7 @@ static void emit_expr(axir_buf_t *b, const axon_axir_node_t *n) {
     const int dbl = d == AXON_FLOAT64;
     const char *f = dbl ? "" : "f";                      /* libm suffix */
     const char *W = compute_type(d);
-    const int integer = !is_float(d) && d != AXON_BOOL;
+    const int integer = !axon_dtype_is_floating(d) && d != AXON_BOOL;
     /* Integer + - * wrap, as in PyTorch: compute in the unsigned type of the same width. */
     const char *U = d == AXON_INT64 ? "uint64_t" : "uint32_t";
     switch (n->op) {
@@ -190,7 +186,7 @@ static void emit_expr(axir_buf_t *b, const axon_axir_node_t *n) {
     case AXON_AXIR_OP_CAST: {
         const axon_dtype_t to = n->results[0]->type.dtype;
         if (to == AXON_BOOL) axir_buf_printf(b, "(uint8_t)(%s != 0)", a);
-        else if (is_float(to)) {
+        else if (axon_dtype_is_floating(to)) {
             char conv[96];
             snprintf(conv, sizeof conv, "(%s)%s", compute_type(to), a);
             emit_rounded(b, to, conv);
@@ -204,7 +200,7 @@ static void emit_expr(axir_buf_t *b, const axon_axir_node_t *n) {
         else axir_buf_printf(b, "(-%s)", a);
         return;
     case AXON_AXIR_OP_ABS:
-        if (is_float(d)) axir_buf_printf(b, "fabs%s(%s)", f, a);
+        if (axon_dtype_is_floating(d)) axir_buf_printf(b, "fabs%s(%s)", f, a);
         else if (d == AXON_BOOL || d == AXON_UINT8) axir_buf_puts(b, a);
         else axir_buf_printf(b, "(%s)(%s < 0 ? 0u - (%s)%s : (%s)%s)", W, a, U, a, U, a);
         return;
@@ -276,7 +272,7 @@ static void emit_expr(axir_buf_t *b, const axon_axir_node_t *n) {
     case AXON_AXIR_OP_ATAN2: axir_buf_printf(b, "atan2%s(%s, %s)", f, a, c); return;
     case AXON_AXIR_OP_MAXIMUM: case AXON_AXIR_OP_MINIMUM: {
         const char *cmp = n->op == AXON_AXIR_OP_MAXIMUM ? ">" : "<";
-        if (is_float(d)) /* NaN in either operand propagates */
+        if (axon_dtype_is_floating(d)) /* NaN in either operand propagates */
             axir_buf_printf(b, "(%s != %s ? %s : %s != %s ? %s : %s %s %s ? %s : %s)", a, a, a, c, c, c, a, cmp, c, a,
                             c);
         else

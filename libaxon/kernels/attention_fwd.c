@@ -28,10 +28,6 @@ uint64_t axon_attention_philox_blocks(int64_t B, int64_t Hq, int64_t L, int64_t 
     return ((uint64_t)B * (uint64_t)Hq * (uint64_t)L * (uint64_t)S + 3) / 4;
 }
 
-static int at_float(axon_dtype_t d) {
-    return d == AXON_FLOAT32 || d == AXON_FLOAT64 || d == AXON_FLOAT16 || d == AXON_BFLOAT16;
-}
-
 static void at_fill(at_operand_t *o, const axon_tensor_t *t, int f64) {
     memset(o, 0, sizeof *o);
     if (t == NULL) return;
@@ -49,7 +45,7 @@ axon_status_t at_operand(at_operand_t *o, const at_args_t *a, const char *op, co
     char sa[160];
     axon_status_t st = axon_kernel_check_operand(t, op, role, is_dst);
     if (st != AXON_OK) return st;
-    if (is_lse ? t->dtype != AXON_FLOAT32 && t->dtype != AXON_FLOAT64 : !at_float(t->dtype))
+    if (is_lse ? t->dtype != AXON_FLOAT32 && t->dtype != AXON_FLOAT64 : !axon_dtype_is_floating(t->dtype))
         return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: %s dtype %s is not %s", op, role, axon_dtype_name(t->dtype),
                          is_lse ? "float32 or float64" : "float32, float64, float16 or bfloat16");
     int same = t->ndim == nd;
@@ -77,7 +73,7 @@ axon_status_t at_prepare(at_args_t *a, const char *op, const axon_tensor_t *q, c
     for (int i = 0; i < 3; i++) {
         axon_status_t st = axon_kernel_check_operand(in[i], op, names[i], 0);
         if (st != AXON_OK) return st;
-        if (!at_float(in[i]->dtype))
+        if (!axon_dtype_is_floating(in[i]->dtype))
             return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: %s dtype %s is not float32, float64, float16 or bfloat16",
                              op, names[i], axon_dtype_name(in[i]->dtype));
         if (in[i]->ndim != 4)
@@ -118,7 +114,7 @@ axon_status_t at_prepare(at_args_t *a, const char *op, const axon_tensor_t *q, c
     if (mask) {
         axon_status_t st = axon_kernel_check_operand(mask, op, "mask", 0);
         if (st != AXON_OK) return st;
-        if (mask->dtype != AXON_BOOL && !at_float(mask->dtype))
+        if (mask->dtype != AXON_BOOL && !axon_dtype_is_floating(mask->dtype))
             return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: mask dtype %s is not bool or a float type", op,
                              axon_dtype_name(mask->dtype));
         const int64_t full[4] = {a->B, a->Hq, a->L, a->S};

@@ -16,16 +16,12 @@
 #include "conv_impl.h"
 #include "internal.h"
 
-static int cv_float(axon_dtype_t d) {
-    return d == AXON_FLOAT32 || d == AXON_FLOAT64 || d == AXON_FLOAT16 || d == AXON_BFLOAT16;
-}
-
 /* A present operand: well-formed, contiguous, float, and of dtype dt (dt < 0: sets it). */
 static axon_status_t cv_operand(const char *op, const char *role, const axon_tensor_t *t, int dst, int *dt) {
     char sa[160];
     axon_status_t st = axon_kernel_check_operand(t, op, role, dst);
     if (st != AXON_OK) return st;
-    if (!cv_float(t->dtype))
+    if (!axon_dtype_is_floating(t->dtype))
         return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: %s dtype %s is not float32, float64, float16 or bfloat16", op,
                          role, axon_dtype_name(t->dtype));
     if (*dt < 0) *dt = (int)t->dtype;

@@ -61,10 +61,6 @@ static axon_status_t do_kernel(const void *args, const axon_exec_t *ex) {
     return AXON_OK;
 }
 
-static int do_float(axon_dtype_t d) {
-    return d == AXON_FLOAT32 || d == AXON_FLOAT64 || d == AXON_FLOAT16 || d == AXON_BFLOAT16;
-}
-
 /* Checks shared by both directions: in and out float of one dtype, mask bool; all contiguous, one shape. */
 static axon_status_t do_check(const char *op, const axon_tensor_t *out, const axon_tensor_t *mask,
                               const axon_tensor_t *in, const char *in_role, const char *out_role, int mask_is_dst) {
@@ -85,7 +81,7 @@ static axon_status_t do_check(const char *op, const axon_tensor_t *out, const ax
             return axon_fail(AXON_ERROR_INVALID_ARG, "%s: %s shape %s does not match %s shape %s", op, roles[k],
                              axon_shape_format(t[k], sa, sizeof sa), in_role, axon_shape_format(in, sb, sizeof sb));
     }
-    if (!do_float(in->dtype) || out->dtype != in->dtype)
+    if (!axon_dtype_is_floating(in->dtype) || out->dtype != in->dtype)
         return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: %s %s and %s %s must be one of float32, float64, float16, "
                          "bfloat16", op, in_role, axon_dtype_name(in->dtype), out_role, axon_dtype_name(out->dtype));
     if (mask->dtype != AXON_BOOL)

@@ -314,10 +314,6 @@ static axon_status_t eb_psw_kernel(const void *args, const axon_exec_t *ex) {
 
 /* ---- launch checks ---- */
 
-static int eb_float(axon_dtype_t d) {
-    return d == AXON_FLOAT32 || d == AXON_FLOAT64 || d == AXON_FLOAT16 || d == AXON_BFLOAT16;
-}
-
 /* t: well-formed, contiguous, of ndim dims with the given sizes (-1: any), of a float dtype (kind 0), an index
  * dtype (kind 1: int32 or int64) or int64 (kind 2). */
 static axon_status_t eb_check(const char *op, const axon_tensor_t *t, const char *role, int dst, int kind, int ndim,
@@ -326,7 +322,7 @@ static axon_status_t eb_check(const char *op, const axon_tensor_t *t, const char
     if (t == NULL) return axon_fail(AXON_ERROR_INVALID_ARG, "%s: %s is NULL", op, role);
     axon_status_t st = axon_kernel_check_operand(t, op, role, dst);
     if (st != AXON_OK) return st;
-    const int ok = kind == 0 ? eb_float(t->dtype)
+    const int ok = kind == 0 ? axon_dtype_is_floating(t->dtype)
                    : kind == 1 ? t->dtype == AXON_INT32 || t->dtype == AXON_INT64 : t->dtype == AXON_INT64;
     if (!ok)
         return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: %s dtype %s is not %s", op, role, axon_dtype_name(t->dtype),

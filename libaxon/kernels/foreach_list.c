@@ -10,10 +10,6 @@
 #include "foreach_impl.h"
 #include "internal.h"
 
-static int fe_float(axon_dtype_t d) {
-    return d == AXON_FLOAT32 || d == AXON_FLOAT64 || d == AXON_FLOAT16 || d == AXON_BFLOAT16;
-}
-
 static int fe_same_sizes(const axon_tensor_t *a, const axon_tensor_t *b) {
     if (a->ndim != b->ndim) return 0;
     for (int d = 0; d < a->ndim; d++)
@@ -33,7 +29,7 @@ axon_status_t axon_fe_check_list(const char *op, const char *role, int64_t n, co
             snprintf(what, sizeof what, "%s[%lld]", role, (long long)i);
             return axon_kernel_check_operand(t, op, what, dst);
         }
-        const int float_ok = fe_float(t->dtype), same = t->dtype == lst[0].dtype, dense = axon_tensor_is_contiguous(t);
+        const int float_ok = axon_dtype_is_floating(t->dtype), same = t->dtype == lst[0].dtype, dense = axon_tensor_is_contiguous(t);
         const int shape_ok = !ref || fe_same_sizes(t, &ref[i]);
         if (float_ok && same && dense && shape_ok) continue;
         snprintf(what, sizeof what, "%s[%lld]", role, (long long)i);
@@ -56,7 +52,7 @@ axon_status_t axon_fe_check_list(const char *op, const char *role, int64_t n, co
 axon_status_t axon_fe_check_number(const char *op, const char *role, const axon_tensor_t *t) {
     axon_status_t st = axon_kernel_check_operand(t, op, role, 0);
     if (st != AXON_OK) return st;
-    if (!fe_float(t->dtype))
+    if (!axon_dtype_is_floating(t->dtype))
         return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: %s dtype %s is not float32, float64, float16 or bfloat16", op,
                          role, axon_dtype_name(t->dtype));
     if (axon_tensor_numel(t) != 1)

@@ -73,16 +73,12 @@ static axon_status_t gs_backward_kernel(const void *args, const axon_exec_t *ex)
     return AXON_OK;
 }
 
-static int gs_float(axon_dtype_t d) {
-    return d == AXON_FLOAT32 || d == AXON_FLOAT64 || d == AXON_FLOAT16 || d == AXON_BFLOAT16;
-}
-
 static axon_status_t gs_check_tensor(const char *op, const axon_tensor_t *t, const char *role, int dst, int ndim) {
     char sa[160];
     if (t == NULL) return axon_fail(AXON_ERROR_INVALID_ARG, "%s: %s is NULL", op, role);
     axon_status_t st = axon_kernel_check_operand(t, op, role, dst);
     if (st != AXON_OK) return st;
-    if (!gs_float(t->dtype))
+    if (!axon_dtype_is_floating(t->dtype))
         return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: %s dtype %s is not float32, float64, float16 or bfloat16", op,
                          role, axon_dtype_name(t->dtype));
     if (t->ndim != ndim)

@@ -198,10 +198,6 @@ static axon_status_t nll_kernel(const void *args, const axon_exec_t *ex) {
 
 /* ---- launch-time checks ---- */
 
-static int nll_float(axon_dtype_t d) {
-    return d == AXON_FLOAT32 || d == AXON_FLOAT64 || d == AXON_FLOAT16 || d == AXON_BFLOAT16;
-}
-
 /* One operand: well-formed, contiguous, of a float dtype (or int64 for the target) and ndim/sizes as given (ndim < 0:
  * any shape with `numel` elements). */
 static axon_status_t nll_check(const char *op, const char *role, const axon_tensor_t *t, int dst, int is_target,
@@ -209,7 +205,7 @@ static axon_status_t nll_check(const char *op, const char *role, const axon_tens
     char sa[160];
     axon_status_t st = axon_kernel_check_operand(t, op, role, dst);
     if (st != AXON_OK) return st;
-    if (is_target ? t->dtype != AXON_INT64 : !nll_float(t->dtype))
+    if (is_target ? t->dtype != AXON_INT64 : !axon_dtype_is_floating(t->dtype))
         return axon_fail(is_target ? AXON_ERROR_INVALID_ARG : AXON_ERROR_UNSUPPORTED, "%s: %s dtype %s is not %s", op,
                          role, axon_dtype_name(t->dtype),
                          is_target ? "int64" : "float32, float64, float16 or bfloat16");

@@ -224,17 +224,13 @@ static axon_status_t pl_kernel(const void *args, const axon_exec_t *ex) {
 
 /* ---- launch ---- */
 
-static int pl_float(axon_dtype_t d) {
-    return d == AXON_FLOAT32 || d == AXON_FLOAT64 || d == AXON_FLOAT16 || d == AXON_BFLOAT16;
-}
-
 /* A float, contiguous operand of ref's shape (ref NULL: exactly one element). */
 static axon_status_t pl_check(const char *op, const char *role, const axon_tensor_t *t, const axon_tensor_t *ref,
                               int dst) {
     char sa[160], sb[160];
     axon_status_t st = axon_kernel_check_operand(t, op, role, dst);
     if (st != AXON_OK) return st;
-    if (!pl_float(t->dtype))
+    if (!axon_dtype_is_floating(t->dtype))
         return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: %s dtype %s is not float32, float64, float16 or bfloat16", op,
                          role, axon_dtype_name(t->dtype));
     if (!axon_tensor_is_contiguous(t))

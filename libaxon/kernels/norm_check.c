@@ -4,17 +4,13 @@
 #include "internal.h"
 #include "norm_impl.h"
 
-static int nc_float(axon_dtype_t d) {
-    return d == AXON_FLOAT32 || d == AXON_FLOAT64 || d == AXON_FLOAT16 || d == AXON_BFLOAT16;
-}
-
 axon_status_t axon_norm_check(const char *op, const char *role, const axon_tensor_t *t, int64_t numel,
                               const axon_tensor_t *shape, int is_dst) {
     if (t == NULL) return AXON_OK;
     char sa[160], sb[160];
     axon_status_t st = axon_kernel_check_operand(t, op, role, is_dst);
     if (st != AXON_OK) return st;
-    if (!nc_float(t->dtype))
+    if (!axon_dtype_is_floating(t->dtype))
         return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: %s dtype %s is not float32, float64, float16 or bfloat16", op,
                          role, axon_dtype_name(t->dtype));
     if (!axon_tensor_is_contiguous(t))

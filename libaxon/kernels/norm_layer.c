@@ -191,10 +191,6 @@ static axon_status_t ln_kernel(const void *args, const axon_exec_t *ex) {
     return AXON_OK;
 }
 
-static int ln_float(axon_dtype_t d) {
-    return d == AXON_FLOAT32 || d == AXON_FLOAT64 || d == AXON_FLOAT16 || d == AXON_BFLOAT16;
-}
-
 /* Check an optional tensor t: well-formed, float, contiguous, and `numel` elements (or in's shape if shape). */
 static axon_status_t ln_check(const char *name, const char *role, const axon_tensor_t *t, int64_t numel,
                               const axon_tensor_t *shape, int dst) {
@@ -203,7 +199,7 @@ static axon_status_t ln_check(const char *name, const char *role, const axon_ten
     snprintf(what, sizeof what, "%s: %s", name, role);
     axon_status_t st = dst ? axon_kernel_check_dst(t, what) : axon_kernel_check_src(t, what);
     if (st != AXON_OK) return st;
-    if (!ln_float(t->dtype))
+    if (!axon_dtype_is_floating(t->dtype))
         return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: %s dtype %s is not float32, float64, float16 or bfloat16",
                          name, role, axon_dtype_name(t->dtype));
     if (!axon_tensor_is_contiguous(t))

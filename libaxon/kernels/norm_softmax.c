@@ -240,10 +240,6 @@ static axon_status_t sm_kernel(const void *args, const axon_exec_t *ex) {
     return AXON_OK;
 }
 
-static int sm_float(axon_dtype_t d) {
-    return d == AXON_FLOAT32 || d == AXON_FLOAT64 || d == AXON_FLOAT16 || d == AXON_BFLOAT16;
-}
-
 /* Checks one tensor: well-formed, a float dtype, contiguous, and (if ref) ref's shape. */
 static axon_status_t sm_check(const char *name, const char *role, const axon_tensor_t *t, const axon_tensor_t *ref,
                               int dst) {
@@ -251,7 +247,7 @@ static axon_status_t sm_check(const char *name, const char *role, const axon_ten
     snprintf(what, sizeof what, "%s: %s", name, role);
     axon_status_t st = dst ? axon_kernel_check_dst(t, what) : axon_kernel_check_src(t, what);
     if (st != AXON_OK) return st;
-    if (!sm_float(t->dtype))
+    if (!axon_dtype_is_floating(t->dtype))
         return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: %s dtype %s is not float32, float64, float16 or bfloat16",
                          name, role, axon_dtype_name(t->dtype));
     if (!axon_tensor_is_contiguous(t))

@@ -6,17 +6,13 @@
 #include "kernels_impl.h"
 #include "spatial_impl.h"
 
-static int sp_float(axon_dtype_t d) {
-    return d == AXON_FLOAT32 || d == AXON_FLOAT64 || d == AXON_FLOAT16 || d == AXON_BFLOAT16;
-}
-
 /* Well-formed, float, contiguous, rank nspatial + 1 .. AXON_MAX_DIMS. */
 static axon_status_t sp_check_one(const char *op, int nspatial, const axon_tensor_t *t, const char *role, int dst) {
     char sa[160];
     if (t == NULL) return axon_fail(AXON_ERROR_INVALID_ARG, "%s: %s is NULL", op, role);
     axon_status_t st = axon_kernel_check_operand(t, op, role, dst);
     if (st != AXON_OK) return st;
-    if (!sp_float(t->dtype))
+    if (!axon_dtype_is_floating(t->dtype))
         return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: %s dtype %s is not float32, float64, float16 or bfloat16", op,
                          role, axon_dtype_name(t->dtype));
     if (t->ndim < nspatial + 1)
