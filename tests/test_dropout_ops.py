@@ -58,6 +58,24 @@ def test_aten_native_dropout_returns_bool_mask_and_backward_uses_it():
     assert torch_axon.fallback_stats() == {}
 
 
+@pytest.mark.parametrize("dtype", [torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64, torch.bool],
+                         ids=str)
+def test_dropout_backward_of_integer_and_bool_gradients_matches_cpu(dtype):
+    # CPU promotes these to float32 (grad * mask * scale); exact, with values past float32's 2^24 for the wide types
+    g = torch.Generator().manual_seed(5)
+    hi = {torch.bool: 2, torch.int8: 127, torch.uint8: 255, torch.int16: 32767}.get(dtype, 2**31 - 1)
+    grad = torch.randint(0 if dtype in (torch.bool, torch.uint8) else -hi, hi, (3, 67), generator=g).to(dtype)
+    if dtype == torch.int64:
+        grad[0, :5] = torch.tensor([2**40 + 1, -(2**53) - 7, 2**62, 0, -1])
+    mask = torch.rand(3, 67, generator=g) > 0.4
+    expected = torch.ops.aten.native_dropout_backward(grad, mask, 1 / 0.6)
+    torch_axon.reset_fallback_stats()
+    got = torch.ops.aten.native_dropout_backward(grad.to("axon"), mask.to("axon"), 1 / 0.6)
+    assert torch_axon.fallback_stats() == {}
+    assert got.dtype == expected.dtype == torch.float32
+    torch.testing.assert_close(got.cpu(), expected, rtol=0, atol=0)
+
+
 def test_same_seed_gives_same_mask_and_next_call_a_new_one():
     x = torch.ones(4099, device="axon")
     torch.axon.manual_seed(7)

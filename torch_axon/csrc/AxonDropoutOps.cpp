@@ -1,7 +1,7 @@
 // Dropout on libaxon's fused kernels (libaxon/include/axon/dropout.h): native_dropout draws its keep-mask from the
 // device's Philox generator (the blocks are claimed here, as for the other random ops, so a seed gives the same mask
-// whatever the thread count) and native_dropout_backward applies a saved mask. Dtypes other than the four float
-// types run through the host fallback, which raises PyTorch's error for them.
+// whatever the thread count) and native_dropout_backward applies a saved mask. native_dropout's other dtypes run
+// through the host fallback, which raises PyTorch's error for them.
 #include <ATen/ATen.h>
 #include <ATen/Operators.h>
 #include <ATen/core/DistributionsHelper.h>
@@ -44,8 +44,11 @@ std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, doubl
 
 at::Tensor native_dropout_backward(const at::Tensor& grad_output, const at::Tensor& mask, double scale) {
   TORCH_CHECK(mask.scalar_type() == at::kBool, "Mask should be Bool Scalar Type", mask.scalar_type());
-  if (!is_float(grad_output.scalar_type()) || grad_output.sizes() != mask.sizes())
-    return fall_back<ATEN_OP(native_dropout_backward)>(grad_output, mask, scale);
+  if (grad_output.sizes() != mask.sizes())
+    return fall_back<ATEN_OP(native_dropout_backward)>(grad_output, mask, scale);  // CPU's error or broadcast
+  // Integer and bool gradients: CPU promotes to the default float dtype, as grad * mask * scale does on axon's
+  // kernels (the masked integer is exact, then one float32 product with the scale).
+  if (!is_float(grad_output.scalar_type())) return at::mul(at::mul(grad_output, mask), scale);
   const at::Tensor g = grad_output.contiguous(), m = mask.contiguous();
   at::Tensor gi = at::empty(g.sizes(), g.options());
   if (g.numel() == 0) return gi;
