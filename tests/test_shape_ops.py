@@ -109,6 +109,30 @@ def test_linspace_matches_cpu_and_hits_both_ends(dtype, start, end, steps):
         assert r[0].item() == e[0].item() and r[-1].item() == e[-1].item()
 
 
+@pytest.mark.parametrize("dtype", [torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64], ids=dtype_id)
+@pytest.mark.parametrize("start,end,steps", [(-3, 120, 7), (10, -10, 7), (0.5, 99.9, 13), (-7.9, 7.9, 4), (5, 9, 1),
+                                             (0, 100, 0), (3, 3, 5), (0, 127, 128)])
+def test_integer_linspace_matches_cpu_exactly(dtype, start, end, steps):
+    # CPU converts the ends to the dtype (toward zero), then counts in double from each end and truncates
+    if dtype == torch.uint8 and min(start, end) < 0:
+        start, end = abs(start), abs(end)
+    r = native(lambda: torch.linspace(start, end, steps, dtype=dtype, device="axon")).cpu()
+    same(r, torch.linspace(start, end, steps, dtype=dtype))
+
+
+def test_integer_linspace_of_wide_ranges_and_into_a_strided_out():
+    big = native(lambda: torch.linspace(-2**62, 2**62 - 1, 1001, dtype=torch.int64, device="axon")).cpu()
+    same(big, torch.linspace(-2**62, 2**62 - 1, 1001, dtype=torch.int64))
+    out = torch.zeros(2, 9, dtype=torch.int32, device="axon")[:, 0]   # two elements, stride 9
+    native(lambda: torch.linspace(-5, 11, 2, dtype=torch.int32, out=out))
+    same(out.cpu(), torch.tensor([-5, 11], dtype=torch.int32))
+
+
+def test_integer_linspace_ends_that_overflow_the_dtype_raise_cpus_error():
+    with pytest.raises(RuntimeError, match="without overflow"):
+        torch.linspace(0, 300, 4, dtype=torch.int8, device="axon")
+
+
 @pytest.mark.parametrize("dtype", KERNEL_DTYPES, ids=dtype_id)
 def test_equal_matches_cpu(dtype):
     x = sample(dtype, (3, 4)).nan_to_num(0, 0, 0) if dtype.is_floating_point else sample(dtype, (3, 4))

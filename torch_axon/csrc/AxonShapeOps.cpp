@@ -1,17 +1,19 @@
 // Shape ops on libaxon's kernels: tril/triu (axon/shape.h), reflection and replication pads 1d/2d/3d with their
 // backward (axon/shape.h), flip and roll (libaxon's copy, which takes negative strides: flip is a copy from a
-// descriptor with its flipped dimensions' strides negated, roll a few slice copies), eye, float linspace (arange
-// from each end, PyTorch's symmetric formula), float logspace (pow of it), equal, unfold's backward, and
-// channel_shuffle (a view and the native copy).
+// descriptor with its flipped dimensions' strides negated, roll a few slice copies), eye, float and integer
+// linspace (axon/linspace.h), float logspace (pow of linspace), equal, unfold's backward, and channel_shuffle (a view
+// and the native copy).
 //
 // What falls back: more than AXON_MAX_DIMS dimensions, pads of bool (PyTorch's CPU kernels reject it), pad
-// backward of non-floating dtypes, linspace of integer dtypes, equal of two dtypes (PyTorch's error).
+// backward of non-floating dtypes, complex linspace, logspace of integer and complex dtypes, equal of two dtypes
+// (PyTorch's error).
 #include <ATen/ATen.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/Operators.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
 #include <axon/kernels.h>
+#include <axon/linspace.h>
 #include <axon/shape.h>
 #include <c10/util/Exception.h>
 #include <torch/library.h>
@@ -264,20 +266,21 @@ at::Tensor& eye_out(int64_t n, at::Tensor& out) { return eye_m_out(n, n, out); }
 
 at::Tensor& linspace_out(const at::Scalar& start, const at::Scalar& end, int64_t steps, at::Tensor& out) {
   TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
-  if (!is_float(out.scalar_type())) return fall_back<ATEN_OP2(linspace, out)>(start, end, steps, out);
+  const at::ScalarType dt = out.scalar_type();
+  if (!is_float(dt) && !at::isIntegralType(dt, /*includeBool=*/false))
+    return fall_back<ATEN_OP2(linspace, out)>(start, end, steps, out);
   at::native::resize_output(out, {steps});
   if (steps == 0) return out;
-  if (steps == 1) return out.fill_(start);
-  const double a = start.toDouble(), b = end.toDouble(), step = (b - a) / static_cast<double>(steps - 1);
-  // PyTorch's symmetric formula: the first half counts up from start, the second down from end, so both ends are
-  // exact. The second half is filled through a reversed (negative-stride) descriptor.
-  const int64_t half = steps / 2;
-  const axon_tensor_t lo = describe(out.narrow(0, 0, half), "linspace");
-  axon_tensor_t hi = describe(out.narrow(0, half, steps - half), "linspace");
-  hi.data = static_cast<char*>(hi.data) + (hi.sizes[0] - 1) * hi.strides[0] * static_cast<int64_t>(out.element_size());
-  hi.strides[0] = -hi.strides[0];
-  if (half) AXON_CHECK(axon_kernel_arange(stream_of(out), &lo, axon_scalar_float(a), axon_scalar_float(step)));
-  AXON_CHECK(axon_kernel_arange(stream_of(out), &hi, axon_scalar_float(b), axon_scalar_float(-step)));
+  double a = start.toDouble(), b = end.toDouble();
+  // Integer outputs: CPU converts the ends to the dtype first (its overflow check included), then works in double.
+  if (!is_float(dt)) {
+    AT_DISPATCH_INTEGRAL_TYPES(dt, "linspace", [&] {
+      a = static_cast<double>(start.to<scalar_t>());
+      b = static_cast<double>(end.to<scalar_t>());
+    });
+  }
+  const axon_tensor_t od = describe(out, "linspace");
+  AXON_CHECK(axon_kernel_linspace(stream_of(out), &od, a, b));
   return out;
 }
 
