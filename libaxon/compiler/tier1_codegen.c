@@ -242,7 +242,8 @@ static void emit_expr(axir_buf_t *b, const axon_axir_node_t *n) {
                             "(%s * %s * %s)))))",
                             W, a, W, f, W, a, W, a, a, a);
         else
-            axir_buf_printf(b, "(%s * (%s)0.5 * ((%s)1 + erf%s(%s * (%s)0.70710678118654752440)))", a, W, W, f, a, W);
+            axir_buf_printf(b, "(%s * (%s)0.5 * ((%s)1 + %s(%s * (%s)0.70710678118654752440)))", a, W, W,
+                            dbl ? "erf" : "pw_erf_f32", a, W);
         return;
     }
     case AXON_AXIR_OP_ADD: case AXON_AXIR_OP_SUB: case AXON_AXIR_OP_MUL: {

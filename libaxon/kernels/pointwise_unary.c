@@ -151,7 +151,7 @@ PW_FLOATS(PW_US, erfc, (erfc(x)))
 PW_FLOATS(PW_US, sigmoid, ((W)1 / ((W)1 + PW_EXP(-x))))
 PW_FLOATS(PW_U, relu, (x < 0 ? (W)0 : x)) /* not x > 0 ? x : 0, which would turn NaN into 0 */
 /* The activations follow PyTorch's CPU formulas term by term, so float32 results round the same way. */
-PW_FLOATS(PW_US, gelu, (x * (W)0.5 * ((W)1 + erf(x * (W)0.70710678118654752440))))
+PW_FLOATS(PW_US, gelu, (x * (W)0.5 * ((W)1 + PW_ERF_GELU(x * (W)0.70710678118654752440))))
 PW_FLOATS(PW_US, gelu_tanh,
           ((W)0.5 * x * ((W)1 + tanh((W)0.79788456080286535588 * (x + (W)0.044715 * (x * x * x))))))
 PW_FLOATS(PW_US, silu, (x / ((W)1 + PW_EXP(-x))))
