@@ -20,6 +20,7 @@
 #include <limits>
 #include <mutex>
 
+#include "AxonElementBytes.h"
 #include "AxonException.h"
 #include "AxonFallback.h"
 #include "AxonFunctions.h"
@@ -44,12 +45,11 @@ void enqueue_fill(axon_stream_t stream, const at::Tensor& t, const axon_scalar_t
   AXON_CHECK(axon_kernel_fill(stream, &d, bytes));
 }
 
-// The value is converted to self's dtype on the host with c10's checked conversion (a value the dtype cannot hold is
-// an error), as CUDA's fill does; libaxon stores the resulting bytes. So every dtype can be filled, float8 and uint16
-// included, with exactly the value CPU and CUDA store.
-at::Tensor& fill_scalar(at::Tensor& self, const c10::Scalar& value) {
+}  // namespace
+
+axon_scalar_t element_bytes_scalar(const c10::Scalar& value, c10::ScalarType dtype) {
   axon_scalar_t bytes{};
-  AT_DISPATCH_V2(self.scalar_type(), "fill_", AT_WRAP([&] {
+  AT_DISPATCH_V2(dtype, "element_bytes_scalar", AT_WRAP([&] {
     const scalar_t v = value.to<scalar_t>();
     if constexpr (sizeof(scalar_t) == 16) {
       bytes = to_axon_scalar(c10::Scalar(v));  // a complex<double>: exact in libaxon's scalar
@@ -60,6 +60,16 @@ at::Tensor& fill_scalar(at::Tensor& self, const c10::Scalar& value) {
     }
   }), AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), c10::kHalf, c10::kBFloat16, c10::kBool, c10::kComplexHalf,
       AT_EXPAND(AT_FLOAT8_TYPES), AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES));
+  return bytes;
+}
+
+namespace {
+
+// The value is converted to self's dtype on the host with c10's checked conversion (a value the dtype cannot hold is
+// an error), as CUDA's fill does; libaxon stores the resulting bytes. So every dtype can be filled, float8 and uint16
+// included, with exactly the value CPU and CUDA store.
+at::Tensor& fill_scalar(at::Tensor& self, const c10::Scalar& value) {
+  const axon_scalar_t bytes = element_bytes_scalar(value, self.scalar_type());
   if (self.numel() > 0) enqueue_fill(current_stream(self.device().index()), self, bytes);
   return self;
 }

@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "AxonElementBytes.h"
 #include "AxonException.h"
 #include "AxonFallback.h"
 #include "AxonFunctions.h"
@@ -448,10 +449,11 @@ at::Tensor& embedding_renorm(at::Tensor& self, const at::Tensor& indices, double
 // ---- masked_fill ----
 
 at::Tensor& masked_fill_scalar(at::Tensor& self, const at::Tensor& mask, const at::Scalar& value) {
-  if (self.dim() > AXON_MAX_DIMS || !kernels_support(self.scalar_type()) || mask.device() != self.device() ||
-      mask.dim() > self.dim()) {
+  if (self.dim() > AXON_MAX_DIMS || mask.device() != self.device() || mask.dim() > self.dim()) {
     return fall_back<ATEN_OP2(masked_fill_, Scalar)>(self, mask, value);
   }
+  // Dtypes libaxon does not know (complex32, float8, uint16..64): the value converted on the host, stored as bytes.
+  const bool bytes = !kernels_support(self.scalar_type());
   TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_fill_ only supports boolean masks, but got mask with dtype ",
               mask.scalar_type());
   at::assert_no_internal_overlap(self);
@@ -459,8 +461,10 @@ at::Tensor& masked_fill_scalar(at::Tensor& self, const at::Tensor& mask, const a
   // A 0-dim self is filled through a 1-element view; the mask broadcasts to self's shape (0 strides).
   const at::Tensor s = self.dim() == 0 ? self.view({1}) : self;
   const at::Tensor m = mask.expand(self.sizes()).expand(s.sizes());
-  const axon_tensor_t o = describe(s, "masked_fill_"), md = describe(m, "masked_fill_");
-  AXON_CHECK(axon_kernel_masked_fill(stream_of(self), &o, &md, to_axon_scalar(value)));
+  const axon_tensor_t o = bytes ? describe_bytes(s, "masked_fill_") : describe(s, "masked_fill_"),
+                      md = describe(m, "masked_fill_");
+  const axon_scalar_t v = bytes ? element_bytes_scalar(value, self.scalar_type()) : to_axon_scalar(value);
+  AXON_CHECK(axon_kernel_masked_fill(stream_of(self), &o, &md, v));
   return self;
 }
 
@@ -481,14 +485,22 @@ bool cat_skips(const at::Tensor& t) { return t.dim() == 1 && t.numel() == 0; }
 at::Tensor& cat_out(const at::ITensorListRef& list, int64_t dim, at::Tensor& out) {
   const auto tensors = list.materialize();
   TORCH_CHECK(!tensors.empty(), "torch.cat(): expected a non-empty list of Tensors");
-  bool native = kernels_support(out.scalar_type());
+  // Dtypes libaxon does not know (complex32, float8, uint16..64) are joined as their bytes when no input needs a
+  // conversion: the copy is exact whatever the element means.
+  bool native = true, same_dtype = true;
   const at::Tensor* ref = nullptr;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const at::Tensor& t = tensors[i];
     TORCH_CHECK(t.dim() > 0, "zero-dimensional tensor (at position ", i, ") cannot be concatenated");
-    native = native && kernels_support(t.scalar_type()) && t.device() == out.device();
+    native = native && t.device() == out.device();
+    same_dtype = same_dtype && t.scalar_type() == out.scalar_type();
     if (!cat_skips(t) && !ref) ref = &t;
   }
+  bool supported = kernels_support(out.scalar_type());
+  for (const at::Tensor& t : tensors) supported = supported && kernels_support(t.scalar_type());
+  const bool bytes = !supported && same_dtype;
+  native = native && (supported || bytes);
+  const auto desc = bytes ? describe_bytes : describe;
   if (!native || (ref && ref->dim() > AXON_MAX_DIMS)) return fall_back<ATEN_OP2(cat, out)>(list, dim, out);
   const at::ScalarType result = at::native::result_type(list);
   TORCH_CHECK(c10::canCast(result, out.scalar_type()), "torch.cat(): input types can't be cast to the desired output "
@@ -518,7 +530,7 @@ at::Tensor& cat_out(const at::ITensorListRef& list, int64_t dim, at::Tensor& out
   for (const at::Tensor& t : tensors) {
     if (cat_skips(t)) continue;
     at::assert_no_partial_overlap(out, t);
-    descs.push_back(describe(t, "cat"));
+    descs.push_back(desc(t, "cat"));
   }
   // Groups of at most AXON_CAT_MAX_INPUTS inputs, each into its slice of out.
   int64_t offset = 0;
@@ -531,7 +543,7 @@ at::Tensor& cat_out(const at::ITensorListRef& list, int64_t dim, at::Tensor& out
     int64_t width = 0;
     for (size_t i = k; i < k + n; ++i) width += widths[i];
     // One group (the usual case) fills all of out: no narrowed view to build.
-    const axon_tensor_t o = n == descs.size() ? describe(out, "cat") : describe(out.narrow(dim, offset, width), "cat");
+    const axon_tensor_t o = n == descs.size() ? desc(out, "cat") : desc(out.narrow(dim, offset, width), "cat");
     AXON_CHECK(axon_kernel_cat(stream_of(out), &o, descs.data() + k, static_cast<int>(n), static_cast<int>(dim)));
     offset += width;
     k += n;
