@@ -300,6 +300,19 @@ def test_masked_fill_of_dtypes_the_kernels_do_not_know_stores_the_converted_valu
     assert torch.equal(got.view(bits), want.view(bits))
 
 
+@pytest.mark.parametrize("dtype", BYTE_DTYPES, ids=dtype_id)
+def test_index_copy_of_dtypes_the_kernels_do_not_know_moves_bytes_natively(dtype):
+    # the fp8 static KV cache's update: rows of a new step copied into the cache at their positions
+    cache, step = byte_dtype_sample(dtype, (2, 6, 4), 0), byte_dtype_sample(dtype, (2, 2, 4), 1)
+    pos = torch.tensor([4, 1])
+    bits = torch.uint8 if cache.element_size() == 1 else torch.int16 if cache.element_size() == 2 else torch.int32
+    want = cache.view(bits).index_copy(1, pos, step.view(bits))
+    got = native(lambda c, i, s: c.index_copy_(1, i, s), cache, pos, step).cpu()
+    assert got.dtype == dtype and torch.equal(got.view(bits), want)
+    with pytest.raises(RuntimeError, match="same dtype"):
+        cache.to("axon").index_copy_(1, pos.to("axon"), torch.zeros(2, 2, 4, device="axon", dtype=torch.float64))
+
+
 def test_cat_checks_like_cpu():
     a, b = torch.zeros(2, 3, device="axon"), torch.zeros(2, 4, device="axon")
     with pytest.raises(RuntimeError, match="Sizes of tensors must match except in dimension 0"):

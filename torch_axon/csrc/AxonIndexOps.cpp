@@ -378,8 +378,7 @@ at::Tensor& index_copy_out(const at::Tensor& self, int64_t dim, const at::Tensor
     index_copy_out(o, 0, index.reshape({1}), source.reshape({1}), o);
     return out;
   }
-  if (!fits_dims(self) || !kernels_support(self.scalar_type()) || !on_device_of(self, index) ||
-      !on_device_of(self, source) || !on_device_of(self, out)) {
+  if (!fits_dims(self) || !on_device_of(self, index) || !on_device_of(self, source) || !on_device_of(self, out)) {
     return fall_back<ATEN_OP2(index_copy, out)>(self, dim, index, source, out);
   }
   dim = at::maybe_wrap_dim(dim, self.dim());
@@ -396,8 +395,10 @@ at::Tensor& index_copy_out(const at::Tensor& self, int64_t dim, const at::Tensor
   if (index.numel() == 0) return out;
   // A 0-dim source goes into a 1-d self (the meta checks allow no other case): one element along dim.
   const at::Tensor src = source.dim() == 0 ? source.view({1}) : source;
-  const axon_tensor_t o = describe(out, "index_copy"), x = describe(index, "index_copy"),
-                      s = describe(src, "index_copy");
+  // self and source share a dtype (checked above): one libaxon does not know (complex32, float8: an fp8 KV cache)
+  // moves as bytes.
+  const auto desc = kernels_support(self.scalar_type()) ? describe : describe_bytes;
+  const axon_tensor_t o = desc(out, "index_copy"), x = describe(index, "index_copy"), s = desc(src, "index_copy");
   AXON_CHECK(axon_kernel_index_copy(stream_of(self), &o, static_cast<int>(dim), &x, &s, AXON_INDEX_DEFAULT));
   return out;
 }
