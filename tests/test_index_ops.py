@@ -264,6 +264,11 @@ def byte_dtype_sample(dtype, shape, seed):
     return torch.randint(0, 200, shape, generator=g).to(dtype)
 
 
+def bits_dtype(t):
+    """The integer dtype of t's element size: torch.equal on views of it compares bits (NaN and -0.0 included)."""
+    return {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()]
+
+
 BYTE_DTYPES = [torch.complex32, torch.float8_e4m3fn, torch.float8_e5m2, torch.uint16, torch.uint32, torch.uint64]
 
 
@@ -271,7 +276,7 @@ BYTE_DTYPES = [torch.complex32, torch.float8_e4m3fn, torch.float8_e5m2, torch.ui
 def test_cat_of_dtypes_the_kernels_do_not_know_moves_bytes_natively(dtype):
     a, b = byte_dtype_sample(dtype, (2, 3), 0), byte_dtype_sample(dtype, (4, 3), 1)
     c = byte_dtype_sample(dtype, (3, 2), 2).t()  # [2, 3], strided
-    bits = torch.uint8 if a.element_size() == 1 else torch.int16 if a.element_size() == 2 else torch.int32
+    bits = bits_dtype(a)
     for dim, parts in ((0, (a, b)), (1, (a, c, a)), (-1, (c, a))):
         got = native(lambda *t: torch.cat(t, dim), *parts).cpu()
         want = torch.cat(parts, dim)
@@ -296,7 +301,7 @@ def test_masked_fill_of_dtypes_the_kernels_do_not_know_stores_the_converted_valu
     # CPU's masked_fill has no float8 or uint16 kernel; the expected tensor is built with where on wider types.
     wide = torch.complex64 if dtype == torch.complex32 else torch.float32 if dtype.is_floating_point else torch.int64
     want = x.to(wide).masked_fill(mask, value).to(dtype)
-    bits = torch.uint8 if x.element_size() == 1 else torch.int16 if x.element_size() == 2 else torch.int32
+    bits = bits_dtype(x)
     assert torch.equal(got.view(bits), want.view(bits))
 
 
@@ -305,12 +310,25 @@ def test_index_copy_of_dtypes_the_kernels_do_not_know_moves_bytes_natively(dtype
     # the fp8 static KV cache's update: rows of a new step copied into the cache at their positions
     cache, step = byte_dtype_sample(dtype, (2, 6, 4), 0), byte_dtype_sample(dtype, (2, 2, 4), 1)
     pos = torch.tensor([4, 1])
-    bits = torch.uint8 if cache.element_size() == 1 else torch.int16 if cache.element_size() == 2 else torch.int32
+    bits = bits_dtype(cache)
     want = cache.view(bits).index_copy(1, pos, step.view(bits))
     got = native(lambda c, i, s: c.index_copy_(1, i, s), cache, pos, step).cpu()
     assert got.dtype == dtype and torch.equal(got.view(bits), want)
     with pytest.raises(RuntimeError, match="same dtype"):
         cache.to("axon").index_copy_(1, pos.to("axon"), torch.zeros(2, 2, 4, device="axon", dtype=torch.float64))
+
+
+@pytest.mark.parametrize("dtype", BYTE_DTYPES, ids=dtype_id)
+def test_where_of_dtypes_the_kernels_do_not_know_selects_bits_natively(dtype):
+    a, b = byte_dtype_sample(dtype, (3, 4), 0), byte_dtype_sample(dtype, (1, 4), 1)  # b broadcasts
+    cond = torch.rand(3, 4, generator=torch.Generator().manual_seed(2)) > 0.5
+    bits = bits_dtype(a)
+    want = torch.where(cond, a.view(bits), b.view(bits))
+    got = native(torch.where, cond, a, b).cpu()
+    assert got.dtype == dtype and torch.equal(got.view(bits), want)
+    out = torch.empty(0, dtype=dtype, device="axon")
+    torch.where(cond.to("axon"), a.to("axon"), b.to("axon"), out=out)
+    assert torch.equal(out.cpu().view(bits), want)
 
 
 def test_cat_checks_like_cpu():

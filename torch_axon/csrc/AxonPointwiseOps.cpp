@@ -680,9 +680,30 @@ at::Tensor& lerp_tensor_out(const at::Tensor& self, const at::Tensor& end, const
 
 bool is_cpu_scalar(const at::Tensor& t) { return t.is_cpu() && t.dim() == 0; }
 
+// The integer dtype of an element size, for ops that only move elements of dtypes libaxon does not know.
+std::optional<c10::ScalarType> same_size_integer(size_t element_size) {
+  switch (element_size) {
+    case 1: return at::kByte;
+    case 2: return at::kShort;
+    case 4: return at::kInt;
+    case 8: return at::kLong;
+    default: return std::nullopt;
+  }
+}
+
 at::Tensor& where_out(const at::Tensor& cond, const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
   const c10::ScalarType result = at::result_type(self, other);
   check_castable(result, out);
+  // complex32, float8, uint16..64 with nothing to convert: where only selects, so it selects their bits, as integers
+  // of the same size (views of the same memory).
+  const std::optional<c10::ScalarType> bits = same_size_integer(c10::elementSize(result));
+  if (!kernels_support(result) && bits && self.scalar_type() == result && other.scalar_type() == result &&
+      out.scalar_type() == result && self.device() == out.device() && other.device() == out.device()) {
+    at::native::resize_output(out, at::infer_size(at::infer_size(cond.sizes(), self.sizes()), other.sizes()));
+    at::Tensor o = out.view(*bits);
+    where_out(cond, self.view(*bits), other.view(*bits), o);
+    return out;
+  }
   if (is_cpu_scalar(self) && is_cpu_scalar(other)) {  // torch.where(c, 1.0, 0.0): both values go by value
     at::TensorIterator iter = own_dtypes_iter(out, cond);
     axon_op_params_t p = axon_op_params_default();
