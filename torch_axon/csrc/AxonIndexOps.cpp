@@ -488,21 +488,21 @@ at::Tensor& cat_out(const at::ITensorListRef& list, int64_t dim, at::Tensor& out
   TORCH_CHECK(!tensors.empty(), "torch.cat(): expected a non-empty list of Tensors");
   // Dtypes libaxon does not know (complex32, float8, uint16..64) are joined as their bytes when no input needs a
   // conversion: the copy is exact whatever the element means.
-  bool native = true, same_dtype = true;
+  bool on_device = true, same_dtype = true, supported = kernels_support(out.scalar_type());
   const at::Tensor* ref = nullptr;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const at::Tensor& t = tensors[i];
     TORCH_CHECK(t.dim() > 0, "zero-dimensional tensor (at position ", i, ") cannot be concatenated");
-    native = native && t.device() == out.device();
+    on_device = on_device && t.device() == out.device();
     same_dtype = same_dtype && t.scalar_type() == out.scalar_type();
+    supported = supported && kernels_support(t.scalar_type());
     if (!cat_skips(t) && !ref) ref = &t;
   }
-  bool supported = kernels_support(out.scalar_type());
-  for (const at::Tensor& t : tensors) supported = supported && kernels_support(t.scalar_type());
   const bool bytes = !supported && same_dtype;
-  native = native && (supported || bytes);
   const auto desc = bytes ? describe_bytes : describe;
-  if (!native || (ref && ref->dim() > AXON_MAX_DIMS)) return fall_back<ATEN_OP2(cat, out)>(list, dim, out);
+  if (!on_device || !(supported || bytes) || (ref && ref->dim() > AXON_MAX_DIMS)) {
+    return fall_back<ATEN_OP2(cat, out)>(list, dim, out);
+  }
   const at::ScalarType result = at::native::result_type(list);
   TORCH_CHECK(c10::canCast(result, out.scalar_type()), "torch.cat(): input types can't be cast to the desired output "
               "type ", out.scalar_type());
