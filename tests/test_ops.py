@@ -43,6 +43,13 @@ KNOWN_FAILURES = {
     }.items() for dtype in dtypes},
 }
 
+# Pairs whose result depends on the host: they fail on some hosts and pass on others, so a pass is not reported as a
+# stale entry. Each reason names the host condition and how it was shown.
+MKL_AVX512 = ("an ill-conditioned gradient (values near 3e4): on a host with AVX-512, MKL's complex64 code path leaves "
+              "axon twice CPU's RMS error against complex128 (8.3 against 4.8 on the first sample); with "
+              "MKL_ENABLE_INSTRUCTIONS=AVX2 the pair passes, as it does on AVX2 hosts")
+HOST_DEPENDENT = {("linalg.householder_product", "complex64"): MKL_AVX512}
+
 PAIRS = [(op, dtype) for op in op_db for dtype in harness.supported_dtypes(op)]
 
 
@@ -59,12 +66,15 @@ def test_op_matches_cpu(op, dtype):
         assert result.status == "failing", (
             f"{result.op} {result.dtype} is listed in KNOWN_FAILURES ({reason}) but now passes: remove it")
         pytest.xfail(reason)
+    host_reason = HOST_DEPENDENT.get((harness.op_id(op), harness.dtype_name(dtype)))
+    if host_reason and result.status == "failing":
+        pytest.xfail(f"{host_reason} ({result.error})")
     assert result.status != "failing", f"{result.op} {result.dtype}: {result.error}"
 
 
 def test_known_failures_are_real_pairs():
     ids = {harness.op_id(op): op for op in op_db}
-    for (name, dname), reason in KNOWN_FAILURES.items():
+    for (name, dname), reason in {**KNOWN_FAILURES, **HOST_DEPENDENT}.items():
         assert name in ids, f"KNOWN_FAILURES names {name!r}, which is not in op_db"
         if dname != ALL:
             assert dname in {harness.dtype_name(d) for d in harness.supported_dtypes(ids[name])}, (name, dname)
