@@ -153,6 +153,23 @@ def test_logspace_matches_cpu(dtype, start, end, steps, base):
     torch.testing.assert_close(r, e, rtol=tol, atol=tol)
 
 
+INTEGER_DTYPES = [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64]
+
+
+@pytest.mark.parametrize("dtype", INTEGER_DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("start,end,steps,base", [
+    (0, 3, 4, 10.0), (1, 10, 10, 3.5), (2.5, 7.9, 6, 2.0), (5, -5, 11, 0.5), (0, 3, 0, 10.0),
+    (3.7, 5, 1, 2.0),  # one step: CPU takes 2 ** 3.7 (12), not 2 ** 3
+    (-2, 5, 7, 2.0),   # uint8 takes -2 as 254: powers far past the dtype's range, converted as CPU converts them
+])
+def test_integer_logspace_matches_cpu_exactly(dtype, start, end, steps, base):
+    r = native(lambda: torch.logspace(start, end, steps, base=base, dtype=dtype, device="axon")).cpu()
+    same(r, torch.logspace(start, end, steps, base=base, dtype=dtype))
+    out = torch.zeros(steps, 3, dtype=dtype, device="axon")[:, 1]   # a strided out
+    native(lambda: torch.logspace(start, end, steps, base=base, out=out))
+    same(out.cpu(), torch.logspace(start, end, steps, base=base, dtype=dtype))
+
+
 @pytest.mark.parametrize("dtype", KERNEL_DTYPES, ids=dtype_id)
 def test_ops_already_native_through_other_kernels_stay_native(dtype):
     """cat/stack of mixed dtypes, constant and circular pads, diag/diagonal copies, tensor_split with a tensor,

@@ -1,11 +1,11 @@
 // Shape ops on libaxon's kernels: tril/triu (axon/shape.h), reflection and replication pads 1d/2d/3d with their
 // backward (axon/shape.h), flip and roll (libaxon's copy, which takes negative strides: flip is a copy from a
 // descriptor with its flipped dimensions' strides negated, roll a few slice copies), eye, float and integer
-// linspace (axon/linspace.h), float logspace (pow of linspace), equal, unfold's backward, and channel_shuffle (a view
+// linspace (axon/linspace.h), logspace (pow of linspace), equal, unfold's backward, and channel_shuffle (a view
 // and the native copy).
 //
 // What falls back: more than AXON_MAX_DIMS dimensions, pads of bool (PyTorch's CPU kernels reject it), pad
-// backward of non-floating dtypes, complex linspace, logspace of integer and complex dtypes, equal of two dtypes
+// backward of non-floating dtypes, complex linspace and logspace, equal of two dtypes
 // (PyTorch's error).
 #include <ATen/ATen.h>
 #include <ATen/MemoryOverlap.h>
@@ -19,6 +19,7 @@
 #include <torch/library.h>
 
 #include <array>
+#include <cmath>
 #include <vector>
 
 #include "AxonException.h"
@@ -264,6 +265,18 @@ at::Tensor& eye_m_out(int64_t n, int64_t m, at::Tensor& out) {
 
 at::Tensor& eye_out(int64_t n, at::Tensor& out) { return eye_m_out(n, n, out); }
 
+// The ends of an integer sequence as CPU takes them: converted to the dtype first (its overflow check included), then
+// worked with in double.
+std::array<double, 2> sequence_ends(const at::Scalar& start, const at::Scalar& end, at::ScalarType dt) {
+  std::array<double, 2> ends = {start.toDouble(), end.toDouble()};
+  if (!is_float(dt)) {
+    AT_DISPATCH_INTEGRAL_TYPES(dt, "linspace", [&] {
+      ends = {static_cast<double>(start.to<scalar_t>()), static_cast<double>(end.to<scalar_t>())};
+    });
+  }
+  return ends;
+}
+
 at::Tensor& linspace_out(const at::Scalar& start, const at::Scalar& end, int64_t steps, at::Tensor& out) {
   TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
   const at::ScalarType dt = out.scalar_type();
@@ -271,26 +284,36 @@ at::Tensor& linspace_out(const at::Scalar& start, const at::Scalar& end, int64_t
     return fall_back<ATEN_OP2(linspace, out)>(start, end, steps, out);
   at::native::resize_output(out, {steps});
   if (steps == 0) return out;
-  double a = start.toDouble(), b = end.toDouble();
-  // Integer outputs: CPU converts the ends to the dtype first (its overflow check included), then works in double.
-  if (!is_float(dt)) {
-    AT_DISPATCH_INTEGRAL_TYPES(dt, "linspace", [&] {
-      a = static_cast<double>(start.to<scalar_t>());
-      b = static_cast<double>(end.to<scalar_t>());
-    });
-  }
+  const std::array<double, 2> ends = sequence_ends(start, end, dt);
   const axon_tensor_t od = describe(out, "linspace");
-  AXON_CHECK(axon_kernel_linspace(stream_of(out), &od, a, b));
+  AXON_CHECK(axon_kernel_linspace(stream_of(out), &od, ends[0], ends[1]));
   return out;
 }
 
-// base ** linspace(start, end): the exponents through linspace's kernel, then the native pow.
+// base ** linspace(start, end): the exponents through linspace's kernel, then the native pow. Integer outputs take
+// their exponents and powers in float64, from ends converted to the dtype, and convert the powers (CPU's
+// logspace_kernel); a single step is base ** start taken as a double, as CPU's logspace_out does.
 at::Tensor& logspace_out(const at::Scalar& start, const at::Scalar& end, int64_t steps, double base, at::Tensor& out) {
   TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
-  if (!is_float(out.scalar_type())) return fall_back<ATEN_OP2(logspace, out)>(start, end, steps, base, out);
-  linspace_out(start, end, steps, out);
-  if (steps) at::pow_out(out, base, out);
-  return out;
+  const at::ScalarType dt = out.scalar_type();
+  if (is_float(dt)) {
+    linspace_out(start, end, steps, out);
+    if (steps) at::pow_out(out, base, out);
+    return out;
+  }
+  if (!at::isIntegralType(dt, /*includeBool=*/false))
+    return fall_back<ATEN_OP2(logspace, out)>(start, end, steps, base, out);
+  at::native::resize_output(out, {steps});
+  if (steps == 0) return out;
+  if (steps == 1) return out.fill_(std::pow(base, start.toDouble()));
+  at::Tensor powers = at::empty({steps}, out.options().dtype(at::kDouble));
+  const std::array<double, 2> ends = sequence_ends(start, end, dt);
+  const axon_tensor_t pd = describe(powers, "logspace");
+  AXON_CHECK(axon_kernel_linspace(stream_of(out), &pd, ends[0], ends[1]));
+  at::pow_out(powers, base, powers);
+  // Powers past the dtype's range: CPU's kernel converts with static_cast, which x86 compilers take through int32 for
+  // uint8 where the copy goes through int64 (2^46.5 becomes 0 there, 239 in a copy).
+  return out.copy_(dt == at::kByte ? powers.to(at::kInt) : powers);
 }
 
 bool equal(const at::Tensor& self, const at::Tensor& other) {
