@@ -153,6 +153,20 @@ def test_logspace_matches_cpu(dtype, start, end, steps, base):
     torch.testing.assert_close(r, e, rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128], ids=dtype_id)
+@pytest.mark.parametrize("start,end,steps", [(0, 1, 5), (1 + 2j, -3 + 4j, 7), (2j, 3, 1), (1j, 5, 33), (0, 1j, 0)])
+def test_complex_linspace_matches_cpu(dtype, start, end, steps):
+    """Two real sequences, one per part. libaxon computes float32's in float64 and rounds once where CPU rounds each
+    step: an ulp apart at most."""
+    r = native(lambda: torch.linspace(start, end, steps, dtype=dtype, device="axon")).cpu()
+    e = torch.linspace(start, end, steps, dtype=dtype)
+    tol = {torch.complex64: 1.2e-7, torch.complex128: 0}[dtype]
+    torch.testing.assert_close(r, e, rtol=tol, atol=tol)
+    out = torch.zeros(steps, 3, dtype=dtype, device="axon")[:, 2]   # a strided out
+    native(lambda: torch.linspace(start, end, steps, out=out))
+    torch.testing.assert_close(out.cpu(), e, rtol=tol, atol=tol)
+
+
 INTEGER_DTYPES = [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64]
 
 

@@ -1,11 +1,11 @@
 // Shape ops on libaxon's kernels: tril/triu (axon/shape.h), reflection and replication pads 1d/2d/3d with their
 // backward (axon/shape.h), flip and roll (libaxon's copy, which takes negative strides: flip is a copy from a
-// descriptor with its flipped dimensions' strides negated, roll a few slice copies), eye, float and integer
-// linspace (axon/linspace.h), logspace (pow of linspace), equal, unfold's backward, and channel_shuffle (a view
+// descriptor with its flipped dimensions' strides negated, roll a few slice copies), eye, float, complex and
+// integer linspace (axon/linspace.h), logspace (pow of linspace), equal, unfold's backward, and channel_shuffle (a view
 // and the native copy).
 //
 // What falls back: more than AXON_MAX_DIMS dimensions, pads of bool (PyTorch's CPU kernels reject it), pad
-// backward of non-floating dtypes, complex linspace and logspace, equal of two dtypes
+// backward of non-floating dtypes, complex32 linspace and logspace, equal of two dtypes
 // (PyTorch's error).
 #include <ATen/ATen.h>
 #include <ATen/MemoryOverlap.h>
@@ -211,6 +211,8 @@ bool is_float(c10::ScalarType t) {
   return t == at::kFloat || t == at::kDouble || t == at::kHalf || t == at::kBFloat16;
 }
 
+bool is_complex_float(c10::ScalarType t) { return t == at::kComplexFloat || t == at::kComplexDouble; }
+
 // Forward (.out and functional) and backward (.grad_input and functional) of one pad op.
 #define AXON_PAD_OPS(op, MODE, NSP)                                                                                \
   at::Tensor& op##_out(const at::Tensor& self, at::IntArrayRef padding, at::Tensor& out) {                         \
@@ -280,10 +282,20 @@ std::array<double, 2> sequence_ends(const at::Scalar& start, const at::Scalar& e
 at::Tensor& linspace_out(const at::Scalar& start, const at::Scalar& end, int64_t steps, at::Tensor& out) {
   TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
   const at::ScalarType dt = out.scalar_type();
-  if (!is_float(dt) && !at::isIntegralType(dt, /*includeBool=*/false))
+  if (!is_float(dt) && !is_complex_float(dt) && !at::isIntegralType(dt, /*includeBool=*/false))
     return fall_back<ATEN_OP2(linspace, out)>(start, end, steps, out);
   at::native::resize_output(out, {steps});
   if (steps == 0) return out;
+  if (is_complex_float(dt)) {
+    // start + step * i with a complex step and a real i moves each part on its own: two real sequences, one per part.
+    const c10::complex<double> a = start.toComplexDouble(), b = end.toComplexDouble();
+    const at::Tensor parts = at::view_as_real(out);
+    for (int64_t k = 0; k < 2; ++k) {
+      const axon_tensor_t pd = describe(parts.select(1, k), "linspace");
+      AXON_CHECK(axon_kernel_linspace(stream_of(out), &pd, k ? a.imag() : a.real(), k ? b.imag() : b.real()));
+    }
+    return out;
+  }
   const std::array<double, 2> ends = sequence_ends(start, end, dt);
   const axon_tensor_t od = describe(out, "linspace");
   AXON_CHECK(axon_kernel_linspace(stream_of(out), &od, ends[0], ends[1]));
@@ -296,7 +308,7 @@ at::Tensor& linspace_out(const at::Scalar& start, const at::Scalar& end, int64_t
 at::Tensor& logspace_out(const at::Scalar& start, const at::Scalar& end, int64_t steps, double base, at::Tensor& out) {
   TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
   const at::ScalarType dt = out.scalar_type();
-  if (is_float(dt)) {
+  if (is_float(dt) || is_complex_float(dt)) {
     linspace_out(start, end, steps, out);
     if (steps) at::pow_out(out, base, out);
     return out;
