@@ -45,7 +45,9 @@ UNARY = {
     "sinh": torch.sinh, "cosh": torch.cosh, "tanh": torch.tanh, "asinh": torch.asinh, "acosh": torch.acosh,
     "atanh": torch.atanh, "sigmoid": torch.sigmoid, "conj_physical": torch.conj_physical, "isnan": torch.isnan,
     "logical_not": torch.logical_not, "square": lambda z: z ** 2, "pow_half": lambda z: z ** 0.5,
-    "pow_minus_one": lambda z: z ** -1,
+    "pow_minus_one": lambda z: z ** -1, "cube": lambda z: z ** 3, "pow_minus_two": lambda z: z ** -2,
+    "pow_real": lambda z: z ** 3.5, "pow_complex": lambda z: z ** (1.7 + 0.3j), "pow_of_a_number": lambda z: 2.5 ** z,
+    "pow_in_place": lambda z: z.clone().pow_(-1.5),
 }
 
 
@@ -69,7 +71,8 @@ def test_unary_ops_on_strided_views_match_cpu(dtype):
 
 BINARY = {
     "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div, "eq": torch.eq, "ne": torch.ne,
-    "logical_and": torch.logical_and, "logical_or": torch.logical_or, "logical_xor": torch.logical_xor,
+    "pow": torch.pow, "logical_and": torch.logical_and, "logical_or": torch.logical_or,
+    "logical_xor": torch.logical_xor,
     "add_alpha": lambda a, b: torch.add(a, b, alpha=2 - 1j), "sub_alpha": lambda a, b: torch.sub(a, b, alpha=0.5),
 }
 

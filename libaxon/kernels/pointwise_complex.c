@@ -82,6 +82,10 @@ PC_LIBM(asinh)
 PC_LIBM(acosh)
 PC_LIBM(atanh)
 
+/* pow as PyTorch CPU's: its complex kernels call std::pow on std::complex, which libstdc++ hands to C's cpow. */
+static inline c64 pc_pow_c64(c64 x, c64 y) { return pc_of_c_c64(cpowf(pc_to_c_c64(x), pc_to_c_c64(y))); }
+static inline c128 pc_pow_c128(c128 x, c128 y) { return pc_of_c_c128(cpow(pc_to_c_c128(x), pc_to_c_c128(y))); }
+
 /* The helper `f` for x's type. */
 #define PC(f, x) _Generic((x), c64: pc_##f##_c64, c128: pc_##f##_c128)
 /* The real number v in x's type: 1 as a complex64 is {1, 0}. */
@@ -169,6 +173,9 @@ PC_BOTH(PC_UNARY_FN, abs, R, PC(abs, x)(x))
 PC_BOTH(PC_UNARY_FN, sgn, T, PC(sgn, x)(x))
 PC_BOTH(PC_UNARY_FN, reciprocal, T, PC(reciprocal, x)(x))
 PC_BOTH(PC_UNARY_FN, square, T, PC(mul, x)(x, x))
+/* x^3 and x^-2 as PyTorch's pow computes those exponents: (x x) x and 1 / (x x) */
+PC_BOTH(PC_UNARY_FN, cube, T, PC(mul, x)(PC(mul, x)(x, x), x))
+PC_BOTH(PC_UNARY_FN, rsquare, T, PC(reciprocal, x)(PC(mul, x)(x, x)))
 PC_BOTH(PC_UNARY_FN, sqrt, T, PC(sqrt, x)(x))
 PC_BOTH(PC_UNARY_FN, rsqrt, T, PC(reciprocal, x)(PC(sqrt, x)(x)))
 PC_BOTH(PC_UNARY_FN, exp, T, PC(exp, x)(x))
@@ -196,6 +203,7 @@ PC_BOTH(PC_BINARY_FN, add, T, PC(add, x)(x, PC(mul, x)(alpha, y))) /* alpha: PyT
 PC_BOTH(PC_BINARY_FN, sub, T, PC(sub, x)(x, PC(mul, x)(alpha, y)))
 PC_BOTH(PC_BINARY_FN, mul, T, PC(mul, x)(x, y))
 PC_BOTH(PC_BINARY_FN, div, T, PC(div, x)(x, y))
+PC_BOTH(PC_BINARY_FN, pow, T, PC(pow, x)(x, y))
 PC_BOTH(PC_BINARY_FN, eq, B, PC(eq, x)(x, y))
 PC_BOTH(PC_BINARY_FN, ne, B, !PC(eq, x)(x, y))
 PC_BOTH(PC_BINARY_FN, logical_and, B, PC(nonzero, x)(x) && PC(nonzero, x)(y))
@@ -220,6 +228,8 @@ const pw_loop_fn axon_pw_unary_complex_loops[AXON_UNARY_COUNT][2] = {
     [AXON_UNARY_SIGN] = PC_ROW(unary, sgn), /* PyTorch's sgn; its sign refuses complex before any kernel runs */
     [AXON_UNARY_RECIPROCAL] = PC_ROW(unary, reciprocal),
     [AXON_UNARY_SQUARE] = PC_ROW(unary, square),
+    [AXON_UNARY_CUBE] = PC_ROW(unary, cube),
+    [AXON_UNARY_RSQUARE] = PC_ROW(unary, rsquare),
     [AXON_UNARY_SQRT] = PC_ROW(unary, sqrt),
     [AXON_UNARY_RSQRT] = PC_ROW(unary, rsqrt),
     [AXON_UNARY_EXP] = PC_ROW(unary, exp),
@@ -248,6 +258,7 @@ const pw_loop_fn axon_pw_binary_complex_loops[AXON_BINARY_COUNT][2] = {
     [AXON_BINARY_SUB] = PC_ROW(binary, sub),
     [AXON_BINARY_MUL] = PC_ROW(binary, mul),
     [AXON_BINARY_DIV] = PC_ROW(binary, div),
+    [AXON_BINARY_POW] = PC_ROW(binary, pow),
     [AXON_BINARY_EQ] = PC_ROW(binary, eq),
     [AXON_BINARY_NE] = PC_ROW(binary, ne),
     [AXON_BINARY_LOGICAL_AND] = PC_ROW(binary, logical_and),

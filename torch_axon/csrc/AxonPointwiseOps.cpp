@@ -599,10 +599,11 @@ at::Tensor pow_tensor_scalar(const at::Tensor& self, const c10::Scalar& exponent
       unary_direct<false>(out, self, fast, axon_op_params_default())) {
     return out;
   }
-  // A number exponent that keeps self's dtype: the kernel takes it as a value.
+  // A real number exponent that keeps self's real dtype: the kernel takes it as a value (a complex self takes the
+  // wrapped number below).
   const auto d = axon_dtype_of(self.scalar_type());
-  if (!exponent.isComplex() && same_dense(self, self) && d && axon_binary_supports(AXON_BINARY_POW, *d) &&
-      at::result_type(self, exponent) == self.scalar_type()) {
+  if (!exponent.isComplex() && !self.is_complex() && same_dense(self, self) && d &&
+      axon_binary_supports(AXON_BINARY_POW, *d) && at::result_type(self, exponent) == self.scalar_type()) {
     axon_op_params_t p = axon_op_params_default();
     p.operand[1] = at::isFloatingType(self.scalar_type()) ? axon_scalar_float(exponent.toDouble())
                                                           : axon_scalar_int(exponent.toLong());
