@@ -48,7 +48,8 @@ def test_flip_with_repeated_dims_fails():
 
 PADS = [("reflect", 1, (2, 3)), ("reflect", 2, (2, 1, 0, 3)), ("reflect", 3, (1, 2, 2, 0, 1, 1)),
         ("replicate", 1, (4, 0)), ("replicate", 2, (2, 5, 3, 1)), ("replicate", 3, (1, 0, 2, 3, 0, 2)),
-        ("replicate", 2, (-1, 2, 1, -2))]
+        ("replicate", 2, (-1, 2, 1, -2)),
+        ("replicate", 2, (-5, 2, 1, -4))]   # crops past the input: every position clamps to an edge
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=dtype_id)

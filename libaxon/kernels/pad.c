@@ -168,7 +168,7 @@ static axon_status_t pad_launch(axon_stream_t s, axon_pad_mode_t mode, const axo
         if (m == 0) continue;
         int ok = n >= 1;
         if (mode == AXON_PAD_REFLECT) ok = ok && -lo <= n - 1 && hi <= 2 * (n - 1) && lo <= n - 1 && hi >= -(n - 1);
-        if (mode == AXON_PAD_REPLICATE) ok = ok && lo <= n - 1 && hi >= 0;
+        /* replicate clamps every position into [0, n), even where the pads crop past the input (PyTorch's too) */
         if (mode == AXON_PAD_CIRCULAR) ok = ok && lo >= -n && hi < 2 * n && hi >= lo;
         if (!ok)
             return axon_fail(AXON_ERROR_INVALID_ARG, "%s (%s): dimension %d of size %" PRId64 " padded by %" PRId64

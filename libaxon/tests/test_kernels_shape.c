@@ -126,6 +126,16 @@ static void test_bad_pad_and_triangle_arguments_are_refused(void) {
     CHECK_MSG("has positions with no source");
     CHECK_STATUS(axon_kernel_pad(k.s, AXON_PAD_CIRCULAR, &to, &ti, 1, b), AXON_ERROR_INVALID_ARG);
     CHECK_OK(axon_kernel_pad(k.s, AXON_PAD_REPLICATE, &to, &ti, 1, b));
+    /* replicate cropping past the input: before -6 on 4 elements, 2 outputs, each the last element */
+    {
+        float crop_in[4] = {1, 2, 3, 4}, crop_out[2] = {0, 0};
+        const int64_t cin[1] = {4}, cout[1] = {2}, cb[1] = {-6};
+        axon_tensor_t tci = kc_tensor(crop_in, AXON_FLOAT32, 1, cin, NULL);
+        axon_tensor_t tco = kc_tensor(crop_out, AXON_FLOAT32, 1, cout, NULL);
+        CHECK_OK(axon_kernel_pad(k.s, AXON_PAD_REPLICATE, &tco, &tci, 1, cb));
+        CHECK_OK(axon_stream_sync(k.s));
+        CHECK(crop_out[0] == 4 && crop_out[1] == 4);
+    }
     CHECK_STATUS(axon_kernel_pad(k.s, AXON_PAD_MODE_COUNT, &to, &ti, 1, b), AXON_ERROR_INVALID_ARG);
     CHECK_STATUS(axon_kernel_pad(k.s, AXON_PAD_REPLICATE, &to, &ti, 3, b), AXON_ERROR_INVALID_ARG);
     CHECK_STATUS(axon_kernel_pad(k.s, AXON_PAD_REPLICATE, &to, &ti, 1, NULL), AXON_ERROR_INVALID_ARG);

@@ -164,9 +164,11 @@ std::vector<int64_t> padded_shape(const at::Tensor& self, const PadSpec& p) {
   return shape;
 }
 
-// Negative padding that crops a whole dimension's worth (pad <= -size) leaves output positions with no source in the
-// input, which PyTorch still fills by clamping; libaxon's pad kernel refuses them, so those run on the host.
-bool crops_past_the_input(const at::Tensor& self, at::IntArrayRef padding) {
+// Negative padding that crops a whole dimension's worth (pad <= -size) leaves reflect's output positions with no
+// source in the input; libaxon's pad kernel refuses them, so those run on the host (PyTorch's result, or its error).
+// Replicate clamps every position into the input, there as in PyTorch.
+bool crops_past_the_input(axon_pad_mode_t mode, const at::Tensor& self, at::IntArrayRef padding) {
+  if (mode != AXON_PAD_REFLECT) return false;
   const int64_t nsp = static_cast<int64_t>(padding.size()) / 2;
   if (self.dim() < nsp) return false;  // pad_spec raises PyTorch's error
   for (int64_t sp = 0; sp < nsp; ++sp) {
@@ -217,13 +219,13 @@ bool is_complex_float(c10::ScalarType t) { return t == at::kComplexFloat || t ==
 #define AXON_PAD_OPS(op, MODE, NSP)                                                                                \
   at::Tensor& op##_out(const at::Tensor& self, at::IntArrayRef padding, at::Tensor& out) {                         \
     if (!pad_native(self, out) || self.dim() > AXON_MAX_DIMS                                                       \
-        || crops_past_the_input(self, padding))                                                                    \
+        || crops_past_the_input(MODE, self, padding))                                                                    \
       return fall_back<ATEN_OP2(op, out)>(self, padding, out);                                                  \
     return pad_out_impl<MODE, NSP>(self, padding, out, #op);                                                      \
   }                                                                                                               \
   at::Tensor op##_fn(const at::Tensor& self, at::IntArrayRef padding) {                                           \
     if (!pad_native(self, self) || self.dim() > AXON_MAX_DIMS                                                      \
-        || crops_past_the_input(self, padding))                                                                    \
+        || crops_past_the_input(MODE, self, padding))                                                                    \
       return fall_back<ATEN_OP(op)>(self, padding);                                                               \
     at::Tensor out = at::empty({0}, self.options());                                                              \
     return pad_out_impl<MODE, NSP>(self, padding, out, #op);                                                      \
@@ -232,13 +234,13 @@ bool is_complex_float(c10::ScalarType t) { return t == at::kComplexFloat || t ==
                                 at::Tensor& grad_input) {                                                         \
     if (!is_float(self.scalar_type()) || grad_output.scalar_type() != self.scalar_type() ||                       \
         grad_input.scalar_type() != self.scalar_type() || grad_output.device() != self.device() ||                \
-        crops_past_the_input(self, padding))                                                                       \
+        crops_past_the_input(MODE, self, padding))                                                                       \
       return fall_back<ATEN_OP2(op##_backward, grad_input)>(grad_output, self, padding, grad_input);              \
     return pad_backward_impl<MODE, NSP>(grad_output, self, padding, grad_input, #op "_backward");                 \
   }                                                                                                               \
   at::Tensor op##_backward_fn(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef padding) {   \
     if (!is_float(self.scalar_type()) || grad_output.scalar_type() != self.scalar_type() ||                       \
-        grad_output.device() != self.device() || crops_past_the_input(self, padding))                              \
+        grad_output.device() != self.device() || crops_past_the_input(MODE, self, padding))                              \
       return fall_back<ATEN_OP(op##_backward)>(grad_output, self, padding);                                       \
     at::Tensor grad_input = at::empty({0}, self.options());                                                       \
     return pad_backward_impl<MODE, NSP>(grad_output, self, padding, grad_input, #op "_backward");                 \
