@@ -74,6 +74,26 @@ def test_reflection_and_replication_pads_forward_and_backward_match_cpu(dtype, m
     torch.testing.assert_close(results[1][1], results[0][1], rtol=rtol, atol=atol)
 
 
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128], ids=dtype_id)
+@pytest.mark.parametrize("mode,nsp,pad", PADS, ids=lambda p: str(p))
+def test_complex_pads_forward_and_backward_match_cpu(dtype, mode, nsp, pad):
+    """The backward adds each part as a real gradient."""
+    x = sample(dtype, (2, 3) + (4, 5, 6)[:nsp])
+    results = []
+    for device in ("cpu", "axon"):
+        leaf = x.to(device).detach().requires_grad_()
+        torch_axon.reset_fallback_stats()
+        out = F.pad(leaf, pad, mode=mode)
+        out.backward(sample(dtype, out.shape, seed=3).to(device))
+        if device == "axon":
+            torch.axon.synchronize()
+            assert torch_axon.fallback_stats() == {}, torch_axon.fallback_stats()
+        results.append((out.detach().cpu(), leaf.grad.cpu()))
+    same(results[1][0], results[0][0])
+    tol = {torch.complex64: 1e-5, torch.complex128: 1e-12}[dtype]
+    torch.testing.assert_close(results[1][1], results[0][1], rtol=tol, atol=tol)
+
+
 @pytest.mark.parametrize("dtype", [torch.int32, torch.uint8, torch.complex64, torch.int64], ids=dtype_id)
 def test_pads_move_non_float_dtypes(dtype):
     x = sample(dtype, (2, 3, 4, 5))

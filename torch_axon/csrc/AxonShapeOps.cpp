@@ -5,7 +5,7 @@
 // and the native copy).
 //
 // What falls back: more than AXON_MAX_DIMS dimensions, pads of bool (PyTorch's CPU kernels reject it), pad
-// backward of non-floating dtypes, complex32 linspace and logspace, equal of two dtypes
+// backward of integer dtypes and complex32, complex32 linspace and logspace, equal of two dtypes
 // (PyTorch's error).
 #include <ATen/ATen.h>
 #include <ATen/MemoryOverlap.h>
@@ -204,7 +204,10 @@ at::Tensor& pad_backward_impl(const at::Tensor& grad_output, const at::Tensor& s
   at::native::resize_output(grad_input, self.sizes());
   if (grad_input.numel() == 0) return grad_input;
   at::assert_no_overlap(grad_input, grad_output);
-  const axon_tensor_t gi = describe(grad_input, name), go = describe(grad_output, name);
+  // A complex gradient is a real one with a leading dimension of 2 (the parts), which the pads do not touch.
+  const auto as_real = [](const at::Tensor& t) { return t.is_complex() ? at::view_as_real(t).movedim(-1, 0) : t; };
+  const axon_tensor_t gi = describe(as_real(grad_input), name);
+  const axon_tensor_t go = describe(as_real(grad_output.resolve_conj()), name);
   AXON_CHECK(axon_kernel_pad_backward(stream_of(self), MODE, &gi, &go, NSP, p.before.data()));
   return grad_input;
 }
@@ -214,6 +217,9 @@ bool is_float(c10::ScalarType t) {
 }
 
 bool is_complex_float(c10::ScalarType t) { return t == at::kComplexFloat || t == at::kComplexDouble; }
+
+// Pad backward adds gradients: the float dtypes, and complex64/128 as pairs of them.
+bool pad_backward_native(c10::ScalarType t) { return is_float(t) || is_complex_float(t); }
 
 // Forward (.out and functional) and backward (.grad_input and functional) of one pad op.
 #define AXON_PAD_OPS(op, MODE, NSP)                                                                                \
@@ -232,14 +238,14 @@ bool is_complex_float(c10::ScalarType t) { return t == at::kComplexFloat || t ==
   }                                                                                                               \
   at::Tensor& op##_backward_out(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef padding,   \
                                 at::Tensor& grad_input) {                                                         \
-    if (!is_float(self.scalar_type()) || grad_output.scalar_type() != self.scalar_type() ||                       \
+    if (!pad_backward_native(self.scalar_type()) || grad_output.scalar_type() != self.scalar_type() ||                       \
         grad_input.scalar_type() != self.scalar_type() || grad_output.device() != self.device() ||                \
         crops_past_the_input(MODE, self, padding))                                                                       \
       return fall_back<ATEN_OP2(op##_backward, grad_input)>(grad_output, self, padding, grad_input);              \
     return pad_backward_impl<MODE, NSP>(grad_output, self, padding, grad_input, #op "_backward");                 \
   }                                                                                                               \
   at::Tensor op##_backward_fn(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef padding) {   \
-    if (!is_float(self.scalar_type()) || grad_output.scalar_type() != self.scalar_type() ||                       \
+    if (!pad_backward_native(self.scalar_type()) || grad_output.scalar_type() != self.scalar_type() ||                       \
         grad_output.device() != self.device() || crops_past_the_input(MODE, self, padding))                              \
       return fall_back<ATEN_OP(op##_backward)>(grad_output, self, padding);                                       \
     at::Tensor grad_input = at::empty({0}, self.options());                                                       \
