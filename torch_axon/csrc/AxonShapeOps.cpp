@@ -5,8 +5,7 @@
 // and the native copy).
 //
 // What falls back: more than AXON_MAX_DIMS dimensions, pads of bool (PyTorch's CPU kernels reject it), pad
-// backward of integer dtypes and complex32, complex32 linspace and logspace, equal of two dtypes
-// (PyTorch's error).
+// backward of integer dtypes and complex32, complex32 linspace and logspace, equal of two dtypes (PyTorch's error).
 #include <ATen/ATen.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/Operators.h>
@@ -222,34 +221,34 @@ bool is_complex_float(c10::ScalarType t) { return t == at::kComplexFloat || t ==
 bool pad_backward_native(c10::ScalarType t) { return is_float(t) || is_complex_float(t); }
 
 // Forward (.out and functional) and backward (.grad_input and functional) of one pad op.
-#define AXON_PAD_OPS(op, MODE, NSP)                                                                                \
-  at::Tensor& op##_out(const at::Tensor& self, at::IntArrayRef padding, at::Tensor& out) {                         \
-    if (!pad_native(self, out) || self.dim() > AXON_MAX_DIMS                                                       \
-        || crops_past_the_input(MODE, self, padding))                                                                    \
+#define AXON_PAD_OPS(op, MODE, NSP)                                                                             \
+  at::Tensor& op##_out(const at::Tensor& self, at::IntArrayRef padding, at::Tensor& out) {                      \
+    if (!pad_native(self, out) || self.dim() > AXON_MAX_DIMS                                                    \
+        || crops_past_the_input(MODE, self, padding))                                                           \
       return fall_back<ATEN_OP2(op, out)>(self, padding, out);                                                  \
-    return pad_out_impl<MODE, NSP>(self, padding, out, #op);                                                      \
-  }                                                                                                               \
-  at::Tensor op##_fn(const at::Tensor& self, at::IntArrayRef padding) {                                           \
-    if (!pad_native(self, self) || self.dim() > AXON_MAX_DIMS                                                      \
-        || crops_past_the_input(MODE, self, padding))                                                                    \
-      return fall_back<ATEN_OP(op)>(self, padding);                                                               \
-    at::Tensor out = at::empty({0}, self.options());                                                              \
-    return pad_out_impl<MODE, NSP>(self, padding, out, #op);                                                      \
-  }                                                                                                               \
-  at::Tensor& op##_backward_out(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef padding,   \
-                                at::Tensor& grad_input) {                                                         \
-    if (!pad_backward_native(self.scalar_type()) || grad_output.scalar_type() != self.scalar_type() ||                       \
-        grad_input.scalar_type() != self.scalar_type() || grad_output.device() != self.device() ||                \
-        crops_past_the_input(MODE, self, padding))                                                                       \
-      return fall_back<ATEN_OP2(op##_backward, grad_input)>(grad_output, self, padding, grad_input);              \
-    return pad_backward_impl<MODE, NSP>(grad_output, self, padding, grad_input, #op "_backward");                 \
-  }                                                                                                               \
-  at::Tensor op##_backward_fn(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef padding) {   \
-    if (!pad_backward_native(self.scalar_type()) || grad_output.scalar_type() != self.scalar_type() ||                       \
-        grad_output.device() != self.device() || crops_past_the_input(MODE, self, padding))                              \
-      return fall_back<ATEN_OP(op##_backward)>(grad_output, self, padding);                                       \
-    at::Tensor grad_input = at::empty({0}, self.options());                                                       \
-    return pad_backward_impl<MODE, NSP>(grad_output, self, padding, grad_input, #op "_backward");                 \
+    return pad_out_impl<MODE, NSP>(self, padding, out, #op);                                                    \
+  }                                                                                                             \
+  at::Tensor op##_fn(const at::Tensor& self, at::IntArrayRef padding) {                                         \
+    if (!pad_native(self, self) || self.dim() > AXON_MAX_DIMS                                                   \
+        || crops_past_the_input(MODE, self, padding))                                                           \
+      return fall_back<ATEN_OP(op)>(self, padding);                                                             \
+    at::Tensor out = at::empty({0}, self.options());                                                            \
+    return pad_out_impl<MODE, NSP>(self, padding, out, #op);                                                    \
+  }                                                                                                             \
+  at::Tensor& op##_backward_out(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef padding, \
+                                at::Tensor& grad_input) {                                                       \
+    if (!pad_backward_native(self.scalar_type()) || grad_output.scalar_type() != self.scalar_type() ||          \
+        grad_input.scalar_type() != self.scalar_type() || grad_output.device() != self.device() ||              \
+        crops_past_the_input(MODE, self, padding))                                                              \
+      return fall_back<ATEN_OP2(op##_backward, grad_input)>(grad_output, self, padding, grad_input);            \
+    return pad_backward_impl<MODE, NSP>(grad_output, self, padding, grad_input, #op "_backward");               \
+  }                                                                                                             \
+  at::Tensor op##_backward_fn(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef padding) { \
+    if (!pad_backward_native(self.scalar_type()) || grad_output.scalar_type() != self.scalar_type() ||          \
+        grad_output.device() != self.device() || crops_past_the_input(MODE, self, padding))                     \
+      return fall_back<ATEN_OP(op##_backward)>(grad_output, self, padding);                                     \
+    at::Tensor grad_input = at::empty({0}, self.options());                                                     \
+    return pad_backward_impl<MODE, NSP>(grad_output, self, padding, grad_input, #op "_backward");               \
   }
 
 AXON_PAD_OPS(reflection_pad1d, AXON_PAD_REFLECT, 1)
