@@ -19,7 +19,8 @@ KERNEL_DTYPES = [
     torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64,
     torch.bool, torch.complex64, torch.complex128,
 ]
-# Dtypes PyTorch has on CPU that libaxon's kernels do not know: moved as bytes, converted by PyTorch on the host.
+# Dtypes PyTorch has on CPU that libaxon's kernels do not compute in: moved as bytes; uint16/32/64 are libaxon's
+# storage dtypes (converted by its copy kernel, read by pointwise ops), the others are converted by PyTorch on the host.
 BYTE_DTYPES = [torch.float8_e4m3fn, torch.float8_e5m2, torch.uint16, torch.uint32, torch.uint64, torch.complex32]
 ALL_DTYPES = KERNEL_DTYPES + BYTE_DTYPES
 FLOAT_DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]

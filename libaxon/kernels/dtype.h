@@ -1,7 +1,7 @@
 /* Element conversions between axon dtypes, shared by every kernel that stores into a dtype.
  *
  * A conversion is two steps: a source element is loaded as its "natural" C value (float for float32/16/bf16,
- * double, int32_t for the small integers and bool, int64_t, or a complex pair), then axon_to_<dst>(value) picks the
+ * double, int32_t for the small integers and bool, int64_t (also for uint32), uint64_t, or a complex pair), then axon_to_<dst>(value) picks the
  * right rule for that natural type with _Generic. Everything is static inline and branch-free where it matters, so
  * a plain typed loop over the two steps is what the compiler vectorizes. The rules are the ones kernels.h documents
  * (PyTorch's casts on x86-64, with C's undefined cases pinned down). */
@@ -35,7 +35,10 @@ typedef struct axon_c128 {
     X(__VA_ARGS__, AXON_INT64, i64, int64_t)     \
     X(__VA_ARGS__, AXON_BOOL, b8, uint8_t)       \
     X(__VA_ARGS__, AXON_COMPLEX64, c64, axon_c64_t) \
-    X(__VA_ARGS__, AXON_COMPLEX128, c128, axon_c128_t)
+    X(__VA_ARGS__, AXON_COMPLEX128, c128, axon_c128_t) \
+    X(__VA_ARGS__, AXON_UINT16, u16, uint16_t)   \
+    X(__VA_ARGS__, AXON_UINT32, u32, uint32_t)   \
+    X(__VA_ARGS__, AXON_UINT64, u64, uint64_t)
 
 /* ---- bit access (memcpy compiles to a register move) ---- */
 
@@ -132,6 +135,25 @@ static inline int64_t axon_f64_to_i64(double x) {
     return ok ? v : INT64_MIN;
 }
 
+/* float -> uint32/uint64: values at or above 2^(w-1) are moved down into the signed range, converted, and get their
+ * top bit back; the rest take the signed rule, so negative values wrap. This is what PyTorch's vectorized x86 casts
+ * compute (its strided scalar loops differ only where C leaves the result undefined: out of range and NaN). */
+static inline uint32_t axon_f32_to_u32(float x) {
+    return x >= 0x1p31f ? (uint32_t)axon_f32_to_i32(x - 0x1p31f) ^ 0x80000000u : (uint32_t)axon_f32_to_i32(x);
+}
+
+static inline uint32_t axon_f64_to_u32(double x) {
+    return x >= 0x1p31 ? (uint32_t)axon_f64_to_i32(x - 0x1p31) ^ 0x80000000u : (uint32_t)axon_f64_to_i32(x);
+}
+
+static inline uint64_t axon_f32_to_u64(float x) {
+    return x >= 0x1p63f ? (uint64_t)axon_f32_to_i64(x - 0x1p63f) ^ 0x8000000000000000u : (uint64_t)axon_f32_to_i64(x);
+}
+
+static inline uint64_t axon_f64_to_u64(double x) {
+    return x >= 0x1p63 ? (uint64_t)axon_f64_to_i64(x - 0x1p63) ^ 0x8000000000000000u : (uint64_t)axon_f64_to_i64(x);
+}
+
 /* ---- loads: storage -> natural value ---- */
 
 #define AXON_LOAD_f32(x) (x)
@@ -146,6 +168,9 @@ static inline int64_t axon_f64_to_i64(double x) {
 #define AXON_LOAD_b8(x) ((int32_t)((x) != 0)) /* any nonzero byte reads as true */
 #define AXON_LOAD_c64(x) (x)
 #define AXON_LOAD_c128(x) (x)
+#define AXON_LOAD_u16(x) ((int32_t)(x))
+#define AXON_LOAD_u32(x) ((int64_t)(x))
+#define AXON_LOAD_u64(x) (x)
 
 /* ---- stores: natural value -> storage, one function per (natural type, destination) ---- */
 
@@ -155,15 +180,17 @@ static inline int64_t axon_f64_to_i64(double x) {
     static inline T axon_##dn##_of_f64(double v) { return (T)v; }              \
     static inline T axon_##dn##_of_i32(int32_t v) { return (T)v; }             \
     static inline T axon_##dn##_of_i64(int64_t v) { return (T)v; }             \
+    static inline T axon_##dn##_of_u64(uint64_t v) { return (T)v; }            \
     static inline T axon_##dn##_of_c64(axon_c64_t v) { return (T)v.re; }       \
     static inline T axon_##dn##_of_c128(axon_c128_t v) { return (T)v.re; }
 
-/* Integers: floating values go through the int32 or int64 rule (W), then keep the low bits of T. */
+/* Integers: floating values go through the int32, int64, uint32 or uint64 rule (W), then keep the low bits of T. */
 #define AXON_TARGET_INT(dn, T, W)                                                          \
     static inline T axon_##dn##_of_f32(float v) { return (T)axon_f32_to_##W(v); }          \
     static inline T axon_##dn##_of_f64(double v) { return (T)axon_f64_to_##W(v); }         \
     static inline T axon_##dn##_of_i32(int32_t v) { return (T)v; }                         \
     static inline T axon_##dn##_of_i64(int64_t v) { return (T)v; }                         \
+    static inline T axon_##dn##_of_u64(uint64_t v) { return (T)v; }                        \
     static inline T axon_##dn##_of_c64(axon_c64_t v) { return (T)axon_f32_to_##W(v.re); }  \
     static inline T axon_##dn##_of_c128(axon_c128_t v) { return (T)axon_f64_to_##W(v.re); }
 
@@ -173,6 +200,7 @@ static inline int64_t axon_f64_to_i64(double x) {
     static inline uint16_t axon_##dn##_of_f64(double v) { return axon_f64_to_##dn(v); }             \
     static inline uint16_t axon_##dn##_of_i32(int32_t v) { return axon_f32_to_##dn((float)v); }     \
     static inline uint16_t axon_##dn##_of_i64(int64_t v) { return axon_f32_to_##dn((float)v); }     \
+    static inline uint16_t axon_##dn##_of_u64(uint64_t v) { return axon_f32_to_##dn((float)v); }    \
     static inline uint16_t axon_##dn##_of_c64(axon_c64_t v) { return axon_f32_to_##dn(v.re); }      \
     static inline uint16_t axon_##dn##_of_c128(axon_c128_t v) { return axon_f64_to_##dn(v.re); }
 
@@ -181,6 +209,7 @@ static inline int64_t axon_f64_to_i64(double x) {
     static inline T axon_##dn##_of_f64(double v) { T r = {(R)v, 0}; return r; }              \
     static inline T axon_##dn##_of_i32(int32_t v) { T r = {(R)v, 0}; return r; }             \
     static inline T axon_##dn##_of_i64(int64_t v) { T r = {(R)v, 0}; return r; }             \
+    static inline T axon_##dn##_of_u64(uint64_t v) { T r = {(R)v, 0}; return r; }            \
     static inline T axon_##dn##_of_c64(axon_c64_t v) { T r = {(R)v.re, (R)v.im}; return r; }  \
     static inline T axon_##dn##_of_c128(axon_c128_t v) { T r = {(R)v.re, (R)v.im}; return r; }
 
@@ -193,6 +222,9 @@ AXON_TARGET_INT(u8, uint8_t, i64) /* PyTorch casts to uint8 through int64 */
 AXON_TARGET_INT(i16, int16_t, i32)
 AXON_TARGET_INT(i32, int32_t, i32)
 AXON_TARGET_INT(i64, int64_t, i64)
+AXON_TARGET_INT(u16, uint16_t, i32)
+AXON_TARGET_INT(u32, uint32_t, u32)
+AXON_TARGET_INT(u64, uint64_t, u64)
 AXON_TARGET_COMPLEX(c64, axon_c64_t, float)
 AXON_TARGET_COMPLEX(c128, axon_c128_t, double)
 
@@ -201,12 +233,14 @@ static inline uint8_t axon_b8_of_f32(float v) { return v != 0; }
 static inline uint8_t axon_b8_of_f64(double v) { return v != 0; }
 static inline uint8_t axon_b8_of_i32(int32_t v) { return v != 0; }
 static inline uint8_t axon_b8_of_i64(int64_t v) { return v != 0; }
+static inline uint8_t axon_b8_of_u64(uint64_t v) { return v != 0; }
 static inline uint8_t axon_b8_of_c64(axon_c64_t v) { return v.re != 0 || v.im != 0; }
 static inline uint8_t axon_b8_of_c128(axon_c128_t v) { return v.re != 0 || v.im != 0; }
 
 /* Convert a natural value v to the storage of destination dn (a short name from AXON_DTYPE_LIST). */
 #define AXON_TO(dn, v)                                                                            \
     _Generic((v), float: axon_##dn##_of_f32, double: axon_##dn##_of_f64, int32_t: axon_##dn##_of_i32, \
-             int64_t: axon_##dn##_of_i64, axon_c64_t: axon_##dn##_of_c64, axon_c128_t: axon_##dn##_of_c128)(v)
+             int64_t: axon_##dn##_of_i64, uint64_t: axon_##dn##_of_u64, axon_c64_t: axon_##dn##_of_c64,      \
+             axon_c128_t: axon_##dn##_of_c128)(v)
 
 #endif

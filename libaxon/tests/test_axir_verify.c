@@ -51,6 +51,13 @@ static void test_floating_only_ops_reject_integers(void) {
                 "div: true division of i64 needs a floating dtype (cast first, or give rounding_mode)");
 }
 
+static void test_storage_dtypes_are_refused(void) {
+    check_error("axir 1\n\nfunc @f(%a: u32[4]) -> () {\n  return\n}\n", 3, 1,
+                "%a has dtype u32, a storage dtype that AXIR programs do not take");
+    check_error(FN("  %r = cast(%a) : u64[4, 8]"), 4, 8,
+                "%r has dtype u64, a storage dtype that AXIR programs do not take");
+}
+
 static void test_bitwise_ops_reject_floats(void) {
     check_error(FN("  %r = bitwise_and(%a, %a) : f32[4, 8]"), 4, 8,
                 "bitwise_and: operand 1 has dtype f32, expected an integer or bool dtype");
@@ -267,6 +274,7 @@ static void test_valid_symbolic_forms_pass(void) {
 int main(void) {
     RUN(test_operand_dtype_mismatch_names_operand_and_dtypes);
     RUN(test_floating_only_ops_reject_integers);
+    RUN(test_storage_dtypes_are_refused);
     RUN(test_bitwise_ops_reject_floats);
     RUN(test_where_condition_must_be_bool);
     RUN(test_shapes_that_do_not_broadcast);

@@ -12,12 +12,20 @@
 
 /* ---- the reference ---- */
 
-/* An element's exact value: integers as int64, everything else as long double (real, imaginary). */
+/* An element's exact value: integers as int64 (a uint64 as its bits, with is_u64), everything else as long double
+ * (real, imaginary). */
 typedef struct ref_val {
-    int is_int;
+    int is_int, is_u64;
     int64_t i;
     long double re, im;
 } ref_val_t;
+
+static int is_unsigned_storage(axon_dtype_t d) { return d == AXON_UINT16 || d == AXON_UINT32 || d == AXON_UINT64; }
+
+static int is_int_dtype(axon_dtype_t d) { return axon_dtype_is_integer(d) || is_unsigned_storage(d); }
+
+/* An integer's exact value (a uint64 above INT64_MAX included): long double has 64 mantissa bits. */
+static long double ref_int_value(ref_val_t v) { return v.is_u64 ? (long double)(uint64_t)v.i : (long double)v.i; }
 
 static long double ref_half_decode(uint16_t h, int mb, int bias) {
     int e = (h & 0x7FFF) >> mb;
@@ -52,7 +60,7 @@ static uint16_t ref_half_encode(long double x, int mb, int bias) {
 static size_t dsz(axon_dtype_t d) { return axon_dtype_size(d); }
 
 static ref_val_t ref_load(axon_dtype_t d, const void *p) {
-    ref_val_t v = {0, 0, 0, 0};
+    ref_val_t v = {0, 0, 0, 0, 0};
     switch (d) {
     case AXON_FLOAT32: v.re = *(const float *)p; break;
     case AXON_FLOAT64: v.re = *(const double *)p; break;
@@ -66,6 +74,9 @@ static ref_val_t ref_load(axon_dtype_t d, const void *p) {
     case AXON_BOOL: v.is_int = 1, v.i = *(const uint8_t *)p != 0; break;
     case AXON_COMPLEX64: v.re = ((const float *)p)[0], v.im = ((const float *)p)[1]; break;
     case AXON_COMPLEX128: v.re = ((const double *)p)[0], v.im = ((const double *)p)[1]; break;
+    case AXON_UINT16: v.is_int = 1, v.i = *(const uint16_t *)p; break;
+    case AXON_UINT32: v.is_int = 1, v.i = *(const uint32_t *)p; break;
+    case AXON_UINT64: v.is_int = 1, v.is_u64 = 1, v.i = (int64_t)*(const uint64_t *)p; break;
     default: break;
     }
     return v;
@@ -78,14 +89,25 @@ static int64_t ref_trunc(long double x, int wide) {
     return (int64_t)truncl(x);
 }
 
+/* Floating -> uint32 (bits 32) or uint64 (bits 64), as PyTorch's vectorized x86 casts give it: truncated in
+ * [0, 2^bits); wrapped from (-2^(bits-1), 0); 0 at or past 2^bits; 2^(bits-1) for NaN and at or below -2^(bits-1). */
+static uint64_t ref_trunc_unsigned(long double x, int bits) {
+    long double half = ldexpl(1.0L, bits - 1), top = 2 * half;
+    uint64_t mask = bits == 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1;
+    if (isnan(x) || x <= -half) return (uint64_t)1 << (bits - 1);
+    if (x >= top) return 0;
+    long double t = truncl(x);
+    return t >= 0 ? (uint64_t)t : (uint64_t)(int64_t)t & mask;
+}
+
 static void ref_store(axon_dtype_t d, void *p, ref_val_t v) {
     /* Everything reaches the halves through float32, as in PyTorch (c10::Half and c10::BFloat16 are built from a
      * float): float64 sources round twice. */
-    long double x = v.is_int ? (long double)(float)v.i : (long double)(float)v.re;
+    long double x = v.is_int ? (long double)(float)ref_int_value(v) : (long double)(float)v.re;
     int64_t narrow = v.is_int ? v.i : ref_trunc(v.re, 0), wide = v.is_int ? v.i : ref_trunc(v.re, 1);
     switch (d) {
-    case AXON_FLOAT32: *(float *)p = v.is_int ? (float)v.i : (float)v.re; break;
-    case AXON_FLOAT64: *(double *)p = v.is_int ? (double)v.i : (double)v.re; break;
+    case AXON_FLOAT32: *(float *)p = v.is_int ? (float)ref_int_value(v) : (float)v.re; break;
+    case AXON_FLOAT64: *(double *)p = v.is_int ? (double)ref_int_value(v) : (double)v.re; break;
     case AXON_FLOAT16: *(uint16_t *)p = ref_half_encode(x, 10, 15); break;
     case AXON_BFLOAT16: *(uint16_t *)p = ref_half_encode(x, 7, 127); break;
     case AXON_INT8: *(int8_t *)p = (int8_t)narrow; break;
@@ -95,13 +117,16 @@ static void ref_store(axon_dtype_t d, void *p, ref_val_t v) {
     case AXON_INT64: *(int64_t *)p = wide; break;
     case AXON_BOOL: *(uint8_t *)p = v.is_int ? v.i != 0 : (v.re != 0 || v.im != 0); break;
     case AXON_COMPLEX64:
-        ((float *)p)[0] = v.is_int ? (float)v.i : (float)v.re;
+        ((float *)p)[0] = v.is_int ? (float)ref_int_value(v) : (float)v.re;
         ((float *)p)[1] = v.is_int ? 0.0f : (float)v.im;
         break;
     case AXON_COMPLEX128:
-        ((double *)p)[0] = v.is_int ? (double)v.i : (double)v.re;
+        ((double *)p)[0] = v.is_int ? (double)ref_int_value(v) : (double)v.re;
         ((double *)p)[1] = v.is_int ? 0.0 : (double)v.im;
         break;
+    case AXON_UINT16: *(uint16_t *)p = (uint16_t)narrow; break;
+    case AXON_UINT32: *(uint32_t *)p = v.is_int ? (uint32_t)v.i : (uint32_t)ref_trunc_unsigned(v.re, 32); break;
+    case AXON_UINT64: *(uint64_t *)p = v.is_int ? (uint64_t)v.i : ref_trunc_unsigned(v.re, 64); break;
     default: break;
     }
 }
@@ -109,7 +134,7 @@ static void ref_store(axon_dtype_t d, void *p, ref_val_t v) {
 /* Equal bytes, or both NaN in the same (real/imaginary) part for floating dtypes. */
 static int same_element(axon_dtype_t d, const void *a, const void *b) {
     if (memcmp(a, b, dsz(d)) == 0) return 1;
-    if (d == AXON_BOOL || axon_dtype_is_integer(d)) return 0;
+    if (d == AXON_BOOL || is_int_dtype(d)) return 0;
     size_t parts = d == AXON_COMPLEX64 || d == AXON_COMPLEX128 ? 2 : 1, ps = dsz(d) / parts;
     axon_dtype_t pd = d == AXON_COMPLEX64 ? AXON_FLOAT32 : d == AXON_COMPLEX128 ? AXON_FLOAT64 : d;
     for (size_t k = 0; k < parts; k++) {
@@ -126,7 +151,7 @@ static const double float_values[] = {
     0.0, -0.0, 1.0, -1.0, 2.5, -2.5, 0.5, 1.5, -0.7, 127.0, 128.0, 255.0, 256.0, -129.0, 300.0, -300.0,
     65504.0, 65519.0, 65520.0, 1e10, -1e10, 3e9, 2147483648.0, -2147483648.0, 9.3e18, 1e20, 1.00390625,
     1.01171875, 1.0 + 0x1p-8 + 0x1p-30, 1e-8, 0x1p-24, 0x1p-25, 3 * 0x1p-25, 1e-40, 3.4e38, 1e300, 0.1,
-    1.0 / 3.0, 16777217.0, INFINITY, -INFINITY, NAN, -NAN,
+    1.0 / 3.0, 16777217.0, INFINITY, -INFINITY, NAN, -NAN, 0x1p32, 4294967295.0, 1.8e19, 0x1p63, 0x1p64, -0x1p63,
 };
 #define NFLOAT (sizeof float_values / sizeof float_values[0])
 
@@ -141,12 +166,12 @@ static const int64_t int_values[] = {
 /* Fill buf with NVALS elements of dtype d built from the value lists through the reference. */
 static void make_source(axon_dtype_t d, void *buf) {
     for (size_t k = 0; k < NVALS; k++) {
-        ref_val_t v = {0, 0, 0, 0};
+        ref_val_t v = {0, 0, 0, 0, 0};
         if (d == AXON_BOOL) {
             ((uint8_t *)buf)[k] = (uint8_t)(k % 3); /* a stray byte 2 must still read as true */
             continue;
         }
-        if (axon_dtype_is_integer(d)) v.is_int = 1, v.i = int_values[k % NINT];
+        if (is_int_dtype(d)) v.is_int = 1, v.i = int_values[k % NINT];
         else v.re = float_values[k % NFLOAT], v.im = float_values[(k + 5) % NFLOAT];
         if (d == AXON_COMPLEX64 || d == AXON_COMPLEX128) {
             ref_store(d, (char *)buf + k * dsz(d), v);
@@ -349,7 +374,7 @@ static void check_view_copy(const kc_dev_t *k, const float *host, float *dev, in
     for (int64_t i = 0; i < sizes[0]; i++)
         for (int64_t j = 0; j < sizes[1]; j++)
             for (int64_t l = 0; l < sizes[2]; l++, e++) {
-                ref_val_t v = {0, 0, view3(host + off, st, i, j, l), 0};
+                ref_val_t v = {.re = view3(host + off, st, i, j, l)};
                 ref_store(d, want, v);
                 if (bad < 0 && !same_element(d, got + e * (int64_t)es, want)) bad = e;
             }
@@ -603,7 +628,7 @@ static void test_large_copies_do_not_depend_on_the_thread_count(void) {
                 size_t r = e / (size_t)(transposed ? rows : cols), c = e % (size_t)(transposed ? rows : cols);
                 float v = transposed ? host[c * (size_t)cols + r] : host[e];
                 unsigned char want[16];
-                ref_val_t rv = {0, 0, v, 0};
+                ref_val_t rv = {.re = v};
                 ref_store(dts[t], want, rv);
                 ok &= same_element(dts[t], one + e * dsz(dts[t]), want);
             }
@@ -639,7 +664,7 @@ static void test_float32_to_float16_over_a_sweep_of_bit_patterns(void) {
             if (isnan(v)) {
                 want = (uint16_t)(((u >> 16) & 0x8000u) | 0x7E00u | ((u >> 13) & 0x3FFu));
             } else {
-                ref_val_t rv = {0, 0, v, 0};
+                ref_val_t rv = {.re = v};
                 ref_store(AXON_FLOAT16, &want, rv);
             }
             bad += got[e] != want;

@@ -54,7 +54,11 @@ void enqueue_copy_kernel(axon_stream_t stream, const at::Tensor& dst, const at::
     return;
   }
   axon_tensor_t d, s;
-  describe_pair(dst, src, /*bytes=*/src.scalar_type() == dst.scalar_type(), "copy_", &d, &s);
+  describe_pair(dst, src, /*bytes=*/true, "copy_", &d, &s);
+  if (src.scalar_type() != dst.scalar_type()) {  // a cast: name the dtypes, storage ones included
+    d.dtype = *axon_storage_dtype_of(dst.scalar_type());
+    s.dtype = *axon_storage_dtype_of(src.scalar_type());
+  }
   AXON_CHECK(axon_kernel_copy(stream, &d, &s));
 }
 
@@ -138,8 +142,8 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   if (src.sizes() != dst.sizes()) src = src.expand_as(dst);  // broadcasting: zero strides, read by the kernel
 
   const bool math_bits = src.is_conj() || src.is_neg() || dst.is_conj() || dst.is_neg();
-  const bool foreign_conversion = src.scalar_type() != dst.scalar_type() &&
-                                  !(kernels_support(src.scalar_type()) && kernels_support(dst.scalar_type()));
+  const bool libaxon_casts = axon_storage_dtype_of(src.scalar_type()) && axon_storage_dtype_of(dst.scalar_type());
+  const bool foreign_conversion = src.scalar_type() != dst.scalar_type() && !libaxon_casts;
   if (math_bits || foreign_conversion) {
     copy_through_host(src, dst);
   } else {

@@ -72,7 +72,7 @@ bool describe_iter(at::TensorIteratorBase& iter, c10::ScalarType compute, axon_o
     slot[k] = next++;
   }
   for (int arg = 0; arg < iter.ntensors(); ++arg) {
-    const auto dtype = axon_dtype_of(iter.dtype(arg));
+    const auto dtype = axon_storage_dtype_of(iter.dtype(arg));  // operands are converted to and from `compute`
     if (!dtype.has_value()) return false;
     const bool is_output = arg < iter.noutputs();
     if (!is_output && iter.is_cpu_scalar(arg)) {

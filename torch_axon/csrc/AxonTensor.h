@@ -31,6 +31,17 @@ inline std::optional<axon_dtype_t> axon_dtype_of(c10::ScalarType t) {
   }
 }
 
+// axon_dtype_of, and libaxon's storage dtypes uint16/32/64: what copies take, and what pointwise kernels read and write
+// as operands while computing in another dtype (PyTorch computes little in these dtypes either).
+inline std::optional<axon_dtype_t> axon_storage_dtype_of(c10::ScalarType t) {
+  switch (t) {
+    case c10::ScalarType::UInt16: return AXON_UINT16;
+    case c10::ScalarType::UInt32: return AXON_UINT32;
+    case c10::ScalarType::UInt64: return AXON_UINT64;
+    default: return axon_dtype_of(t);
+  }
+}
+
 // True if libaxon's kernels can take tensors of this dtype.
 inline bool kernels_support(c10::ScalarType t) { return axon_dtype_of(t).has_value(); }
 

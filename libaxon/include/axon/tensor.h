@@ -20,7 +20,9 @@
 AXON_EXTERN_C_BEGIN
 
 /* Element types. Append only: the values are part of the ABI and the name table is checked against the count.
- * AXON_BOOL is one byte holding 0 or 1; complex types are (real, imaginary) pairs of float / double. */
+ * AXON_BOOL is one byte holding 0 or 1; complex types are (real, imaginary) pairs of float / double.
+ * AXON_UINT16/32/64 are storage dtypes, as in PyTorch, which computes little in them: copies and casts take them, and
+ * so do the operands and results of pointwise ops that compute in another dtype; no kernel computes in them. */
 typedef enum axon_dtype {
     AXON_FLOAT32 = 0,
     AXON_FLOAT64 = 1,
@@ -34,6 +36,9 @@ typedef enum axon_dtype {
     AXON_BOOL = 9,
     AXON_COMPLEX64 = 10,
     AXON_COMPLEX128 = 11,
+    AXON_UINT16 = 12,            /* storage dtypes: see below */
+    AXON_UINT32 = 13,
+    AXON_UINT64 = 14,
     AXON_DTYPE_COUNT
 } axon_dtype_t;
 
@@ -46,7 +51,8 @@ AXON_API const char *axon_dtype_name(axon_dtype_t d);
 /* 1 for float32/64/16 and bfloat16, 0 otherwise (complex types are not "floating" here, as in PyTorch). */
 AXON_API int axon_dtype_is_floating(axon_dtype_t d);
 
-/* 1 for int8/uint8/int16/int32/int64, 0 otherwise (bool is not an integer dtype). */
+/* 1 for int8/uint8/int16/int32/int64, 0 otherwise (bool is not an integer dtype, nor are the storage dtypes
+ * uint16/32/64, in which no kernel computes). */
 AXON_API int axon_dtype_is_integer(axon_dtype_t d);
 
 #define AXON_MAX_DIMS 8
