@@ -7,6 +7,7 @@ import torch
 import torch_axon
 
 TOL = {torch.float32: (2e-5, 1e-5), torch.float64: (1e-12, 1e-12), torch.bfloat16: (2e-2, 2e-2),
+       torch.complex64: (2e-5, 1e-5), torch.complex128: (1e-12, 1e-12),
        torch.float16: (4e-3, 2e-3)}
 
 
@@ -282,3 +283,30 @@ def test_logcumsumexp_matches_cpu_with_infinities_and_nan(dtype, dim):
     xa = x.double().to("axon").requires_grad_()
     torch.logcumsumexp(xa, dim).sum().backward()  # its gradient runs on the device too
     assert xa.grad.device.type == "axon"
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128], ids=str)
+@pytest.mark.parametrize("op", ["cumsum", "cumprod"])
+def test_complex_scans_match_cpu_forward_and_backward(op, dtype):
+    # libaxon scans complex lines in complex128, as PyTorch CPU accumulates both complex dtypes.
+    g = torch.Generator().manual_seed(5)
+    x = torch.polar(1 + 0.05 * torch.rand(4, 6, 33, generator=g, dtype=torch.float64),
+                    6 * torch.rand(4, 6, 33, generator=g, dtype=torch.float64)).to(dtype)
+    for dim in (0, 2):
+        fn = lambda t: getattr(t, op)(dim)  # noqa: E731
+        same(native(fn, x), fn(x))
+        same(native(lambda t: fn(t.transpose(0, 2)), x), fn(x.transpose(0, 2)))  # strided lines
+    # A real self into a complex result (dtype=), and out= of the other complex dtype.
+    real = x.real.contiguous()
+    same(native(lambda t: getattr(torch, op)(t, 1, dtype=dtype), real), getattr(torch, op)(real, 1, dtype=dtype))
+    other = torch.complex128 if dtype == torch.complex64 else torch.complex64
+    out = torch.empty(4, 6, 33, dtype=other, device="axon")
+    native(lambda t: getattr(torch, op)(t, 2, dtype=other, out=out), x)
+    same(out, getattr(torch, op)(x, 2, dtype=other))
+    xa = x.to("axon").requires_grad_()
+    xc = x.clone().requires_grad_()
+    torch_axon.reset_fallback_stats()
+    getattr(xa, op)(1).abs().sum().backward()
+    assert torch_axon.fallback_stats() == {}, torch_axon.fallback_stats()
+    getattr(xc, op)(1).abs().sum().backward()
+    same(xa.grad, xc.grad)

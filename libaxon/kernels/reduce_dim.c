@@ -5,12 +5,14 @@
  * is a set of neighbouring lines. When dim is not in's fastest dimension (argmax over dim 0 of a row-major matrix),
  * lines of a run are processed RD_VEC at a time, lane-wise, reading each row of the block contiguously; otherwise
  * each line is scanned on its own from blocks converted into an L1 buffer. Values are compared and accumulated in
- * double (exact for every float dtype's values, and float64 accumulation for the scans) or int64. Each line is one
- * thread's sequential work, so results never depend on the thread count. */
+ * double (exact for every float dtype's values, and float64 accumulation for the scans) or int64; complex scans
+ * accumulate in complex128, line by line. Each line is one thread's sequential work, so results never depend on the
+ * thread count. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "dtype.h"
 #include "internal.h"
 #include "reduce_impl.h"
 
@@ -35,6 +37,7 @@ typedef struct rdim_args {
     int scan_arg;                /* cummax, cummin: running extreme and its index (lines only, never lanes) */
     int is_max;
     int is_int;                  /* work type int64, else double */
+    int is_complex;              /* scans only: work type complex128 (lines only, never lanes) */
     int lanes;                   /* lane-wise: lines of a run are neighbours in memory */
     int f32_line;                /* arg reduction of float32 lines with unit stride: rdim_arg_line_f32 */
     axon_iter_t kept;            /* tensor 0 in, 1 indices or out, 2 values (when present) */
@@ -102,7 +105,32 @@ RDIM_DEFINE(i64, int64_t)
 typedef union rdim_buf {
     double d[RD_BLOCK];
     int64_t i[RD_BLOCK];
+    axon_c128_t c[RD_BLOCK / 2];
 } rdim_buf_t;
+
+/* A complex scan line, in complex128 (PyTorch's CPU accumulation type for both complex dtypes), products as
+ * c10::complex computes them: (a + bi)(c + di) = (ac - bd) + (ad + bc)i, the running value on the left. */
+static void rdim_line_complex(const rdim_args_t *a, char *const *p) {
+    rdim_buf_t buf;
+    const int prod = a->scan_kind == RDIM_SCAN_PROD;
+    axon_c128_t acc = {prod ? 1.0 : 0.0, 0.0};
+    for (int64_t t0 = 0; t0 < a->len; t0 += RD_BLOCK / 2) {
+        int64_t m = a->len - t0 < RD_BLOCK / 2 ? a->len - t0 : RD_BLOCK / 2;
+        a->load((char *)buf.c, 1, p[0] + t0 * a->dstride[0] * (int64_t)a->es[0], a->dstride[0], m);
+        for (int64_t i = 0; i < m; i++) {
+            const axon_c128_t x = buf.c[i];
+            if (prod) {
+                const double re = acc.re * x.re - acc.im * x.im;
+                acc.im = acc.re * x.im + acc.im * x.re;
+                acc.re = re;
+            } else {
+                acc.re += x.re, acc.im += x.im;
+            }
+            buf.c[i] = acc;
+        }
+        a->store(p[1] + t0 * a->dstride[1] * (int64_t)a->es[1], a->dstride[1], (const char *)buf.c, 1, m);
+    }
+}
 
 #define RDIM_F32_LANES 64
 
@@ -154,6 +182,10 @@ static void rdim_scan_arg(const rdim_args_t *a, rdim_buf_t *buf, int64_t m, int6
 
 /* One line: p[k] points at tensor k's element 0 of the line. */
 static void rdim_line(const rdim_args_t *a, char *const *p) {
+    if (a->is_complex) {
+        rdim_line_complex(a, p);
+        return;
+    }
     if (a->f32_line) {
         const float *x = (const float *)p[0];
         const int64_t bi = rdim_arg_line_f32(a->is_max, x, a->len);
@@ -282,14 +314,16 @@ static void rdim_setup(rdim_args_t *a, int n, const axon_tensor_t *const *t, int
     a->lanes = a->kept.sizes[0] > 1 && a->len > 1 && rdim_abs(a->kept.strides[0][0]) < rdim_abs(a->dstride[0]);
 }
 
-/* Common checks; *dim is normalized. */
-static axon_status_t rdim_check_dim(const char *name, const axon_tensor_t *in, int *dim) {
+static int rdim_is_complex(axon_dtype_t d) { return d == AXON_COMPLEX64 || d == AXON_COMPLEX128; }
+
+/* Common checks; *dim is normalized. Complex in only where the caller says so. */
+static axon_status_t rdim_check_dim(const char *name, const axon_tensor_t *in, int *dim, int complex_ok) {
     int nd = in->ndim ? in->ndim : 1;
     if (*dim < -nd || *dim >= nd)
         return axon_fail(AXON_ERROR_INVALID_ARG, "%s: dim %d is out of range for a %d-d tensor", name, *dim,
                          in->ndim);
     if (*dim < 0) *dim += nd;
-    if (in->dtype == AXON_COMPLEX64 || in->dtype == AXON_COMPLEX128)
+    if (!complex_ok && rdim_is_complex(in->dtype))
         return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: complex dtypes are not supported (in %s)", name,
                          axon_dtype_name(in->dtype));
     return AXON_OK;
@@ -313,7 +347,7 @@ axon_status_t axon_kernel_arg_reduce(axon_stream_t s, axon_arg_reduce_op_t op, c
         if (out_values->dtype == AXON_COMPLEX64 || out_values->dtype == AXON_COMPLEX128)
             return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: complex out_values are not supported", name);
     }
-    if ((st = rdim_check_dim(name, in, &dim)) != AXON_OK) return st;
+    if ((st = rdim_check_dim(name, in, &dim, 0)) != AXON_OK) return st;
     if (out_indices->dtype != AXON_INT64)
         return axon_fail(AXON_ERROR_INVALID_ARG, "%s: out_indices must be int64, got %s", name,
                          axon_dtype_name(out_indices->dtype));
@@ -355,10 +389,14 @@ axon_status_t axon_kernel_cumulative(axon_stream_t s, axon_cumulative_op_t op, c
     axon_status_t st;
     if ((st = axon_kernel_check_operand(out, name, "out", 1)) != AXON_OK) return st;
     if ((st = axon_kernel_check_operand(in, name, "in", 0)) != AXON_OK) return st;
-    if ((st = rdim_check_dim(name, in, &dim)) != AXON_OK) return st;
-    if (out->dtype == AXON_COMPLEX64 || out->dtype == AXON_COMPLEX128)
+    const int lse = op == AXON_CUMULATIVE_LOGSUMEXP;
+    if ((st = rdim_check_dim(name, in, &dim, !lse)) != AXON_OK) return st;
+    if (lse && rdim_is_complex(out->dtype))
         return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: complex dtypes are not supported (out %s)", name,
                          axon_dtype_name(out->dtype));
+    if (rdim_is_complex(in->dtype) && !rdim_is_complex(out->dtype))
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: a complex in (%s) needs a complex out, got %s", name,
+                         axon_dtype_name(in->dtype), axon_dtype_name(out->dtype));
     if (!rdim_same_shape(out, in))
         return axon_fail(AXON_ERROR_INVALID_ARG, "%s: out shape %s does not match in shape %s", name,
                          axon_shape_format(out, sa, sizeof sa), axon_shape_format(in, sb, sizeof sb));
@@ -368,14 +406,16 @@ axon_status_t axon_kernel_cumulative(axon_stream_t s, axon_cumulative_op_t op, c
     a.scan = 1;
     a.scan_kind = op == AXON_CUMULATIVE_PROD ? RDIM_SCAN_PROD : op == AXON_CUMULATIVE_LOGSUMEXP ? RDIM_SCAN_LSE
                                                                                                : RDIM_SCAN_SUM;
-    a.is_int = !axon_dtype_is_floating(out->dtype);
+    a.is_complex = rdim_is_complex(out->dtype);
+    a.is_int = !a.is_complex && !axon_dtype_is_floating(out->dtype);
     if (a.scan_kind == RDIM_SCAN_LSE && a.is_int)
         return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: out dtype %s is not floating", name, axon_dtype_name(out->dtype));
-    axon_dtype_t wd = a.is_int ? AXON_INT64 : AXON_FLOAT64;
+    axon_dtype_t wd = a.is_complex ? AXON_COMPLEX128 : a.is_int ? AXON_INT64 : AXON_FLOAT64;
     a.load = axon_convert_get(in->dtype, wd);
     a.store = axon_convert_get(wd, out->dtype);
     const axon_tensor_t *ts[2] = {in, out};
     rdim_setup(&a, 2, ts, dim);
+    if (a.is_complex) a.lanes = 0;
     axon_launch_t l = {rdim_kernel, &a, sizeof a, name,
                        (uint64_t)axon_tensor_numel(in) * (a.es[0] + a.es[1])};
     return axon_stream_launch(s, &l);
@@ -391,7 +431,7 @@ axon_status_t axon_kernel_cumulative_extreme(axon_stream_t s, axon_arg_reduce_op
     if ((st = axon_kernel_check_operand(in, name, "in", 0)) != AXON_OK) return st;
     if ((st = axon_kernel_check_operand(out_values, name, "out_values", 1)) != AXON_OK) return st;
     if ((st = axon_kernel_check_operand(out_indices, name, "out_indices", 1)) != AXON_OK) return st;
-    if ((st = rdim_check_dim(name, in, &dim)) != AXON_OK) return st;
+    if ((st = rdim_check_dim(name, in, &dim, 0)) != AXON_OK) return st;
     if (out_values->dtype == AXON_COMPLEX64 || out_values->dtype == AXON_COMPLEX128)
         return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: complex out_values are not supported", name);
     if (out_indices->dtype != AXON_INT64)

@@ -1,6 +1,7 @@
 /* axon_kernel_arg_reduce, axon_kernel_cumulative and axon_kernel_cumulative_extreme against references (inner and
- * outer dims, views, ties, NaN, in-place scans, logcumsumexp, cummax and cummin's latest-index rule); every reduction bitwise identical with 1 and 2 threads on more than 1M elements; bad input
- * refused at launch with messages. */
+ * outer dims, views, ties, NaN, in-place scans, complex scans, logcumsumexp, cummax and cummin's latest-index rule);
+ * every reduction bitwise identical with 1 and 2 threads on more than 1M elements; bad input refused at launch with
+ * messages. */
 #include "reduce_ref.h"
 
 static const axon_dtype_t dim_dtypes[] = {AXON_FLOAT32, AXON_FLOAT64, AXON_BFLOAT16, AXON_FLOAT16,
@@ -173,6 +174,93 @@ static void run_all(int threads, const float *h, int64_t R, int64_t C, unsigned 
     axon_runtime_destroy(k.rt);
 }
 
+/* Complex cumsum and cumprod (complex64 and complex128 out; a float32 in converted to complex128) along both dims of
+ * row-major and transposed views, against long double complex arithmetic; complex products stay near the unit
+ * circle so that the error bound is relative to |result|. */
+static void test_complex_scans_match_a_long_double_reference(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    enum { R = 13, C = 97, N = R * C };
+    const int64_t sz[2] = {R, C}, rowmajor[2] = {C, 1}, tsz[2] = {C, R}, colmajor[2] = {1, C};
+    const axon_dtype_t ins[] = {AXON_COMPLEX64, AXON_COMPLEX128, AXON_FLOAT32},
+                       outs[] = {AXON_COMPLEX64, AXON_COMPLEX128, AXON_COMPLEX128};
+    long double hre[N], him[N];
+    for (int64_t e = 0; e < N; e++) {
+        long double theta = (long double)((int)(rr_rand() % 1000) - 500) / 150;
+        long double r = 1 + (long double)((int)(rr_rand() % 21) - 10) / 1000;
+        hre[e] = r * cosl(theta), him[e] = r * sinl(theta);
+    }
+    for (int c = 0; c < 3; c++) {
+        axon_dtype_t d = ins[c], od = outs[c];
+        size_t es = axon_dtype_size(d), oes = axon_dtype_size(od);
+        unsigned char *h = malloc(N * es), *got = malloc(N * oes);
+        for (int64_t e = 0; e < N; e++) {
+            if (d == AXON_COMPLEX64) ((float *)h)[2 * e] = (float)hre[e], ((float *)h)[2 * e + 1] = (float)him[e];
+            else if (d == AXON_COMPLEX128)
+                ((double *)h)[2 * e] = (double)hre[e], ((double *)h)[2 * e + 1] = (double)him[e];
+            else ((float *)h)[e] = (float)hre[e];
+        }
+        void *dev = kc_upload(&k, h, N * es), *dout = kc_upload(&k, NULL, N * oes);
+        for (int op = 0; op <= AXON_CUMULATIVE_PROD; op++)
+            for (int v = 0; v < 2; v++)
+                for (int dim = 0; dim < 2; dim++) {
+                    const int64_t *s = v ? tsz : sz, *st = v ? colmajor : rowmajor;
+                    axon_tensor_t in = kc_tensor(dev, d, 2, s, st), out = kc_tensor(dout, od, 2, s, NULL);
+                    CHECK_OK(axon_kernel_cumulative(k.s, (axon_cumulative_op_t)op, &out, &in, dim));
+                    CHECK(kc_download(&k, got, dout, N * oes));
+                    int bad = 0;
+                    for (int64_t i = 0; i < s[0] && !bad; i++)
+                        for (int64_t j = 0; j < s[1] && !bad; j++) {
+                            long double are = op == AXON_CUMULATIVE_PROD, aim = 0, scale = 0;
+                            for (int64_t t = 0; t <= (dim ? j : i); t++) {
+                                int64_t e = (dim ? i : t) * st[0] + (dim ? t : j) * st[1];
+                                long double xre = d == AXON_COMPLEX64 ? (long double)((float *)h)[2 * e]
+                                                  : d == AXON_COMPLEX128 ? (long double)((double *)h)[2 * e]
+                                                                         : (long double)((float *)h)[e];
+                                long double xim = d == AXON_COMPLEX64 ? (long double)((float *)h)[2 * e + 1]
+                                                  : d == AXON_COMPLEX128 ? (long double)((double *)h)[2 * e + 1] : 0;
+                                if (op == AXON_CUMULATIVE_PROD) {
+                                    long double re = are * xre - aim * xim;
+                                    aim = are * xim + aim * xre, are = re;
+                                } else {
+                                    are += xre, aim += xim, scale += fabsl(xre) + fabsl(xim);
+                                }
+                            }
+                            if (op == AXON_CUMULATIVE_PROD) scale = sqrtl(are * are + aim * aim);
+                            int64_t o = i * s[1] + j;
+                            long double gre = od == AXON_COMPLEX64 ? ((float *)got)[2 * o] : ((double *)got)[2 * o];
+                            long double gim =
+                                od == AXON_COMPLEX64 ? ((float *)got)[2 * o + 1] : ((double *)got)[2 * o + 1];
+                            long double tol = (od == AXON_COMPLEX64 ? 2e-6L : 1e-13L) * scale;
+                            if (!(fabsl(gre - are) <= tol && fabsl(gim - aim) <= tol)) {
+                                fprintf(stderr,
+                                        "  %s %s -> %s view %d dim %d (%lld, %lld): (%Lg, %Lg) want (%Lg, %Lg)\n",
+                                        axon_cumulative_op_name(op), axon_dtype_name(d), axon_dtype_name(od), v, dim,
+                                        (long long)i, (long long)j, gre, gim, are, aim);
+                                bad = 1;
+                            }
+                        }
+                    if (bad) check_failures_in_test++;
+                }
+        axon_mem_free(k.dev, dev);
+        axon_mem_free(k.dev, dout);
+        free(h);
+        free(got);
+    }
+    /* A complex in needs a complex out; logcumsumexp has no complex form. */
+    void *buf = kc_upload(&k, NULL, 64 * 16);
+    const int64_t n8[1] = {8};
+    axon_tensor_t cin = kc_tensor(buf, AXON_COMPLEX64, 1, n8, NULL);
+    axon_tensor_t rout = kc_tensor((char *)buf + 512, AXON_FLOAT32, 1, n8, NULL);
+    CHECK_STATUS(axon_kernel_cumulative(k.s, AXON_CUMULATIVE_SUM, &rout, &cin, 0), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("needs a complex out");
+    CHECK_STATUS(axon_kernel_cumulative(k.s, AXON_CUMULATIVE_LOGSUMEXP, &cin, &cin, 0), AXON_ERROR_UNSUPPORTED);
+    CHECK_MSG("complex");
+    CHECK_OK(axon_stream_sync(k.s));
+    axon_mem_free(k.dev, buf);
+    axon_runtime_destroy(k.rt);
+}
+
 static void test_results_are_identical_with_1_and_2_threads(void) {
     const int64_t R = 1025, C = 1031;
     float *h = malloc(sizeof(float) * (size_t)(R * C));
@@ -323,6 +411,7 @@ static void test_logcumsumexp_and_running_extremes_match_references(void) {
 int main(void) {
     RUN(test_arg_reduce_matches_reference_with_first_ties_and_nan);
     RUN(test_cumulative_matches_reference_and_runs_in_place);
+    RUN(test_complex_scans_match_a_long_double_reference);
     RUN(test_logcumsumexp_and_running_extremes_match_references);
     RUN(test_results_are_identical_with_1_and_2_threads);
     RUN(test_bad_input_is_refused_at_launch_with_messages);

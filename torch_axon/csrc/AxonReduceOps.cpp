@@ -74,6 +74,14 @@ bool libaxon_can_sum(const at::Tensor& self, const at::Tensor& out) {
   return libaxon_can_take(self, out);
 }
 
+// cumsum and cumprod also take a complex out (from a complex or a real self): libaxon scans in complex128.
+bool libaxon_can_scan(const at::Tensor& self, const at::Tensor& out) {
+  if (out.is_complex()) {  // complex64 and complex128; complex32 stays the host's
+    return self.dim() <= AXON_MAX_DIMS && kernels_support(self.scalar_type()) && kernels_support(out.scalar_type());
+  }
+  return libaxon_can_take(self, out);
+}
+
 // Runs `launch(out_keepdim)` with out viewed in keepdim form; out has already been resized to its result shape.
 template <class Launch>
 void into_keepdim(const at::Tensor& self, const std::bitset<kMaxDims>& mask, at::Tensor& out, Launch launch) {
@@ -373,7 +381,7 @@ at::Tensor& argmax_argmin_out(const at::Tensor& self, std::optional<int64_t> dim
 
 template <axon_cumulative_op_t OP, class AtenOp>
 at::Tensor& cumulative_out(const at::Tensor& self, int64_t dim, std::optional<c10::ScalarType> dtype, at::Tensor& out) {
-  if (!libaxon_can_take(self, out)) return fall_back<AtenOp>(self, dim, dtype, out);
+  if (!libaxon_can_scan(self, out)) return fall_back<AtenOp>(self, dim, dtype, out);
   at::native::resize_output(out, self.sizes());
   if (self.numel() == 0) return out;
   if (self.dim() == 0) {

@@ -112,8 +112,9 @@ AXON_API axon_status_t axon_kernel_arg_reduce(axon_stream_t s, axon_arg_reduce_o
 
 /* Enqueue out[..., i, ...] = op(in[..., 0..i, ...]) along dim (negative counts from the end); out has in's shape.
  * Accumulates in float64 for floating out (as PyTorch's CPU kernels do: a sequential scan has no pairwise option,
- * and float64 keeps float32's error at one rounding per element) and in int64 for integer and bool out (wrapping),
- * converting on store. out may be the very same view as in (in-place). INVALID_ARG for a bad dim or shapes. */
+ * and float64 keeps float32's error at one rounding per element), in complex128 for complex out (SUM and PROD only:
+ * UNSUPPORTED for LOGSUMEXP) and in int64 for integer and bool out (wrapping), converting on store. out may be the
+ * very same view as in (in-place). INVALID_ARG for a bad dim or shapes, or a complex in with a real out. */
 AXON_API axon_status_t axon_kernel_cumulative(axon_stream_t s, axon_cumulative_op_t op, const axon_tensor_t *out,
                                               const axon_tensor_t *in, int dim);
 
