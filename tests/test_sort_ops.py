@@ -1,6 +1,7 @@
-"""Native sort, argsort, msort, topk, kthvalue, median and nanmedian (libaxon's sort kernels) against PyTorch CPU for every real
-dtype, with repeated values, NaN, infinities and -0.0: a stable sort gives exactly CPU's values and indices; where
-ties leave the indices open (topk, kthvalue, unstable sort), values match exactly and the indices point at them.
+"""Native sort, argsort, msort, topk, kthvalue, median, nanmedian and mode (libaxon's sort kernels) against PyTorch
+CPU for every real dtype, with repeated values, NaN, infinities and -0.0: a stable sort gives exactly CPU's values and
+indices; where ties leave the indices open (topk, kthvalue, unstable sort, mode of long rows), values match exactly
+and the indices point at them.
 No host fallback for the ops bound; bad k gives PyTorch's errors."""
 
 import pytest
@@ -193,3 +194,30 @@ def test_complex_input_goes_to_the_host_fallback_which_raises_like_cpu():
     x = torch.randn(3, 4, dtype=torch.complex64)
     with pytest.raises(RuntimeError, match="topk does not support complex"):
         torch.topk(x.to("axon"), 2)
+
+
+@pytest.mark.parametrize("dtype", REAL_DTYPES, ids=str)
+@pytest.mark.parametrize("keepdim", [False, True], ids=["squeezed", "keepdim"])
+def test_mode_matches_cpu(dtype, keepdim):
+    # NaNs are left out: CPU's answer for a row with NaNs depends on where its std::sort leaves them. Rows of up to
+    # 16 elements, which CPU's std::sort orders by insertion (stably), give exactly CPU's indices; on longer rows CPU
+    # may point at another occurrence of the same value.
+    for shape, dim in [((16,), 0), ((4, 9), -1), ((4, 9), 0), ((3, 5, 6), 1), ((1, 1), 0), ((), 0)]:
+        x = torch.nan_to_num(sample(shape, dtype), nan=2.0) if dtype.is_floating_point else sample(shape, dtype)
+        ref = torch.mode(x, dim, keepdim)
+        out = no_fallback(lambda: torch.mode(x.to("axon"), dim, keepdim))
+        same(out.values, ref.values)
+        same(out.indices, ref.indices)
+    for shape, dim in [((2, 700), 1), ((300, 3), 0)]:
+        x = torch.nan_to_num(sample(shape, dtype, seed=1), nan=2.0) if dtype.is_floating_point else sample(shape, dtype)
+        ref = torch.mode(x, dim, True)
+        out = no_fallback(lambda: torch.mode(x.to("axon"), dim, True))
+        same(out.values, ref.values)
+        points_at(x, dim, out.values, out.indices)
+
+
+def test_mode_of_an_empty_row_raises_cpus_index_error():
+    with pytest.raises(IndexError, match="Expected reduction dim 1 to have non-zero size"):
+        torch.mode(torch.zeros(2, 0, device="axon"), 1)
+    out = torch.mode(torch.zeros(2, 0, device="axon"), 0)  # no rows: empty results
+    assert out.values.shape == (0,) and out.indices.shape == (0,)

@@ -243,6 +243,8 @@ axon_status_t axon_srt_launch(axon_stream_t s, const char *op, srt_args_t *g, co
     if (g->mode == SRT_TOPK && (g->k < 0 || g->k > g->len))
         return axon_fail(AXON_ERROR_INVALID_ARG, "%s: k (%" PRId64 ") is out of range for dimension %d of size %" PRId64,
                          op, g->k, dim, g->len);
+    if (g->mode == SRT_MODE && g->len == 0 && g->outer * g->inner > 0)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: dimension %d has size 0: its rows have no mode", op, dim);
     if (g->mode == SRT_KTH && (g->k < 1 || g->k > g->len))
         return axon_fail(AXON_ERROR_INVALID_ARG, "%s: k (%" PRId64 ") is out of range [1, %" PRId64 "] for dimension %d",
                          op, g->k, g->len, dim);
@@ -267,6 +269,14 @@ axon_status_t axon_srt_launch(axon_stream_t s, const char *op, srt_args_t *g, co
     g->ws = workspace->data;
     axon_launch_t l = {srt_kernel, g, sizeof *g, op, (uint64_t)numel * (g->es + 2 * sizeof(srt_pair_t))};
     return axon_stream_launch(s, &l);
+}
+
+axon_status_t axon_kernel_mode(axon_stream_t s, const axon_tensor_t *values, const axon_tensor_t *indices,
+                               const axon_tensor_t *in, int dim, const axon_tensor_t *workspace) {
+    srt_args_t g;
+    memset(&g, 0, sizeof g);
+    g.mode = SRT_MODE;
+    return axon_srt_launch(s, "mode", &g, values, indices, in, dim, workspace);
 }
 
 axon_status_t axon_kernel_sort(axon_stream_t s, const axon_tensor_t *values, const axon_tensor_t *indices,

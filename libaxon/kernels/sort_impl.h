@@ -21,7 +21,7 @@ static inline int srt_less(const srt_pair_t *a, const srt_pair_t *b) {
     return a->key < b->key || (a->key == b->key && a->idx < b->idx);
 }
 
-typedef enum srt_mode { SRT_SORT, SRT_TOPK, SRT_KTH } srt_mode_t;
+typedef enum srt_mode { SRT_SORT, SRT_TOPK, SRT_KTH, SRT_MODE } srt_mode_t;
 
 typedef struct srt_args {
     srt_mode_t mode;
@@ -71,7 +71,7 @@ srt_pair_t *axon_srt_sort(srt_pair_t *a, srt_pair_t *b, int64_t n);
  * k in [0, n). */
 void axon_srt_select(srt_pair_t *a, srt_pair_t *scratch, int64_t n, int64_t k);
 
-/* The per-row work of topk and kthvalue (topk.c): fills `sorted` (a or b) and returns the pairs to write. */
+/* The per-row work of topk, kthvalue and mode (topk.c): fills `sorted` (a or b) and returns the pairs to write. */
 const srt_pair_t *axon_srt_pick(const srt_args_t *a, srt_pair_t *pa, srt_pair_t *pb);
 
 /* Check the operands of op and enqueue the command described by g (mode, flip, nan_wins and k already set). */

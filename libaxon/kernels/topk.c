@@ -53,6 +53,22 @@ void axon_srt_select(srt_pair_t *a, srt_pair_t *scratch, int64_t n, int64_t k) {
 
 const srt_pair_t *axon_srt_pick(const srt_args_t *a, srt_pair_t *pa, srt_pair_t *pb) {
     const int64_t n = a->len;
+    if (a->mode == SRT_MODE) {
+        /* In (key, position) order a run of equal values ends at its highest position. PyTorch's CPU loop takes
+         * the last element of the first longest run in its sorted order, which for a short row (sorted by insertion,
+         * so stably) is this one; a NaN equals nothing, there and here. */
+        const srt_pair_t *s = axon_srt_sort(pa, pb, n), *best = &s[0];
+        int64_t best_len = 0, run = 0;
+        for (int64_t j = 0; j < n; j++) {
+            run++;
+            const int nan = a->floating && s[j].key == UINT64_MAX;
+            if (j == n - 1 || nan || s[j + 1].key != s[j].key) {
+                if (run > best_len) best = &s[j], best_len = run;
+                run = 0;
+            }
+        }
+        return best;
+    }
     if (a->mode == SRT_KTH) {
         if (a->nan_wins && a->floating)
             for (int64_t j = 0; j < n; j++)

@@ -1,4 +1,4 @@
-/* sort, topk and kthvalue (axon/sort.h) against a stable insertion sort written out here, over float and integer
+/* sort, topk, kthvalue and mode (axon/sort.h) against a stable insertion sort written out here, over float and integer
  * dtypes with repeated values, NaN, infinities and -0.0, along first, middle and last dims; int64 extremes keep
  * their order; results are identical for 1 and 4 threads; bad descriptors fail at launch with messages. */
 #include <math.h>
@@ -46,7 +46,7 @@ typedef struct st_case {
 } st_case_t;
 
 /* Runs op (0 sort asc, 1 sort desc, 2 topk largest, 3 topk smallest, 4 kthvalue, 5 median, 6 nanmedian, whose
- * first row of a short case is all NaN) on one case, returns mismatches. */
+ * first row of a short case is all NaN, 7 mode) on one case, returns mismatches. */
 static int check_op(const kc_dev_t *k, axon_dtype_t dt, st_case_t c, int op, int64_t kk) {
     const int64_t numel = c.outer * c.len * c.inner;
     const int64_t out_len = op < 2 ? c.len : op < 4 ? kk : 1, onumel = c.outer * out_len * c.inner;
@@ -77,7 +77,8 @@ static int check_op(const kc_dev_t *k, axon_dtype_t dt, st_case_t c, int op, int
     axon_status_t st = op < 2   ? axon_kernel_sort(k->s, &tv, &ti, &tin, 1, op == 1, &tw)
                        : op < 4 ? axon_kernel_topk(k->s, &tv, &ti, &tin, -2, kk, op == 2, &tw)
                        : op < 6 ? axon_kernel_kthvalue(k->s, &tv, &ti, &tin, 1, kk, op == 5, &tw)
-                                : axon_kernel_nanmedian(k->s, &tv, &ti, &tin, 1, &tw);
+                       : op < 7 ? axon_kernel_nanmedian(k->s, &tv, &ti, &tin, 1, &tw)
+                                : axon_kernel_mode(k->s, &tv, &ti, &tin, 1, &tw);
     int bad = st != AXON_OK;
     bad += !kc_download(k, got, dv, (size_t)onumel * es) || !kc_download(k, gi, di, (size_t)onumel * 8);
     for (int64_t o = 0; !bad && o < c.outer; o++)
@@ -90,6 +91,15 @@ static int check_op(const kc_dev_t *k, axon_dtype_t dt, st_case_t c, int op, int
             if (op == 5 && floating)
                 for (int64_t j = 0; j < c.len && want_first < 0; j++)
                     if (isnan(row[j * c.inner])) want_first = j;
+            /* mode: PyTorch's loop over the stable order, whose runs end where neighbours differ (== compares: -0.0
+             * equals 0.0, a NaN equals nothing); the last element of the first longest run. */
+            for (int64_t j = 0, run = 0, best = 0; op == 7 && j < c.len; j++) {
+                run++;
+                if (j == c.len - 1 || !(row[ord[j] * c.inner] == row[ord[j + 1] * c.inner])) {
+                    if (run > best) best = run, want_first = ord[j];
+                    run = 0;
+                }
+            }
             for (int64_t j = 0; j < out_len; j++) {
                 int64_t w = op >= 4 ? (want_first >= 0 ? want_first : ord[kk > 0 ? kk - 1 : 0]) : ord[j];
                 int64_t p = (o * out_len + j) * c.inner + i;
@@ -116,14 +126,14 @@ static void test_sort_is_stable_and_matches_reference_with_nan_last(void) {
     axon_runtime_destroy(k.rt);
 }
 
-static void test_topk_kthvalue_median_and_nanmedian_match_reference(void) {
+static void test_topk_kthvalue_median_nanmedian_and_mode_match_reference(void) {
     kc_dev_t k = kc_open(4);
     REQUIRE(k.rt);
     for (size_t d = 0; d < sizeof st_dtypes / sizeof st_dtypes[0]; d++)
         for (size_t c = 0; c < sizeof st_cases / sizeof st_cases[0]; c++) {
             const int64_t len = st_cases[c].len, ks[4] = {1, len / 2 + 1, len, len > 3 ? 3 : 1};
             for (int i = 0; i < 4; i++)
-                for (int op = 2; op < 7; op++) CHECK(!check_op(&k, st_dtypes[d], st_cases[c], op, ks[i]));
+                for (int op = 2; op < 8; op++) CHECK(!check_op(&k, st_dtypes[d], st_cases[c], op, ks[i]));
             CHECK(!check_op(&k, st_dtypes[d], st_cases[c], 2, 0)); /* k = 0: nothing to do */
         }
     axon_runtime_destroy(k.rt);
@@ -142,6 +152,25 @@ static void test_int64_extremes_keep_their_order(void) {
     int64_t gv[6], gi[6];
     CHECK(kc_download(&k, gv, dv, sizeof gv) && kc_download(&k, gi, di, sizeof gi));
     for (int i = 0; i < 6; i++) CHECK(gi[i] == want[i] && gv[i] == x[want[i]]);
+    axon_mem_free(k.dev, din), axon_mem_free(k.dev, dv), axon_mem_free(k.dev, di), axon_mem_free(k.dev, dw);
+    axon_runtime_destroy(k.rt);
+}
+
+/* Three NaNs are three values that occur once each, so two equal numbers are the mode (PyTorch CPU agrees here). */
+static void test_mode_counts_each_nan_alone(void) {
+    kc_dev_t k = kc_open(1);
+    REQUIRE(k.rt);
+    const float x[5] = {NAN, NAN, NAN, 2.0f, 2.0f};
+    const int64_t sz[1] = {5}, one[1] = {1}, sw[1] = {(int64_t)axon_sort_workspace_size(5)};
+    void *din = kc_upload(&k, x, sizeof x), *dv = kc_upload(&k, NULL, 4), *di = kc_upload(&k, NULL, 8);
+    void *dw = kc_upload(&k, NULL, (size_t)sw[0]);
+    axon_tensor_t tin = kc_tensor(din, AXON_FLOAT32, 1, sz, NULL), tv = kc_tensor(dv, AXON_FLOAT32, 1, one, NULL);
+    axon_tensor_t ti = kc_tensor(di, AXON_INT64, 1, one, NULL), tw = kc_tensor(dw, AXON_UINT8, 1, sw, NULL);
+    CHECK_OK(axon_kernel_mode(k.s, &tv, &ti, &tin, 0, &tw));
+    float gv = 0;
+    int64_t gi = -1;
+    CHECK(kc_download(&k, &gv, dv, sizeof gv) && kc_download(&k, &gi, di, sizeof gi));
+    CHECK(gv == 2.0f && gi == 4);
     axon_mem_free(k.dev, din), axon_mem_free(k.dev, dv), axon_mem_free(k.dev, di), axon_mem_free(k.dev, dw);
     axon_runtime_destroy(k.rt);
 }
@@ -282,6 +311,11 @@ static void test_sort_refuses_bad_descriptors_with_messages(void) {
     CHECK_STATUS(axon_kernel_kthvalue(k.s, &vk, &ik, &in, 1, 0, 0, &w), AXON_ERROR_INVALID_ARG);
     CHECK_MSG("kthvalue: k (0)");
     CHECK_STATUS(axon_kernel_topk(k.s, &vk, &ik, &in, 1, 2, 1, NULL), AXON_ERROR_INVALID_ARG);
+    const int64_t e[2] = {3, 0}, e1[2] = {3, 1};
+    axon_tensor_t ein = kc_tensor(buf, AXON_FLOAT32, 2, e, NULL), ev = kc_tensor(buf, AXON_FLOAT32, 2, e1, NULL);
+    axon_tensor_t ei = kc_tensor(buf, AXON_INT64, 2, e1, NULL);
+    CHECK_STATUS(axon_kernel_mode(k.s, &ev, &ei, &ein, 1, &w), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("mode: dimension 1 has size 0");
     CHECK_OK(axon_stream_sync(k.s));
     axon_mem_free(k.dev, buf), axon_mem_free(k.dev, ws);
     axon_runtime_destroy(k.rt);
@@ -289,8 +323,9 @@ static void test_sort_refuses_bad_descriptors_with_messages(void) {
 
 int main(void) {
     RUN(test_sort_is_stable_and_matches_reference_with_nan_last);
-    RUN(test_topk_kthvalue_median_and_nanmedian_match_reference);
+    RUN(test_topk_kthvalue_median_nanmedian_and_mode_match_reference);
     RUN(test_int64_extremes_keep_their_order);
+    RUN(test_mode_counts_each_nan_alone);
     RUN(test_sort_is_identical_for_1_and_4_threads);
     RUN(test_a_long_row_sorts_in_chunks_to_the_same_result);
     RUN(test_long_rows_of_wide_values_sort_in_order);

@@ -1,4 +1,4 @@
-// sort (and so argsort, msort), topk, kthvalue, median and nanmedian on libaxon's sort kernels
+// sort (and so argsort, msort), topk, kthvalue, median, nanmedian and mode on libaxon's sort kernels
 // (libaxon/include/axon/sort.h).
 //
 // Inputs are made contiguous and viewed as [outer, len, inner] around dim; outputs go through contiguous
@@ -58,7 +58,7 @@ Rows rows_of(const at::Tensor& t, int64_t dim) {
   return r;
 }
 
-enum class Kind { Sort, Topk, Kth, NanMedian };
+enum class Kind { Sort, Topk, Kth, NanMedian, Mode };
 
 // Runs one sort-family kernel on self along dim into values and indices (already resized; their element count is
 // outer * out_len * inner), through contiguous temporaries where they are strided.
@@ -78,7 +78,8 @@ void launch(Kind kind, const at::Tensor& self, int64_t dim, int64_t out_len, int
   if (kind == Kind::Sort) AXON_CHECK(axon_kernel_sort(s, &vd, &id, &ind, 1, flag, &wsd));
   else if (kind == Kind::Topk) AXON_CHECK(axon_kernel_topk(s, &vd, &id, &ind, 1, k, flag, &wsd));
   else if (kind == Kind::Kth) AXON_CHECK(axon_kernel_kthvalue(s, &vd, &id, &ind, 1, k, flag, &wsd));
-  else AXON_CHECK(axon_kernel_nanmedian(s, &vd, &id, &ind, 1, &wsd));
+  else if (kind == Kind::NanMedian) AXON_CHECK(axon_kernel_nanmedian(s, &vd, &id, &ind, 1, &wsd));
+  else AXON_CHECK(axon_kernel_mode(s, &vd, &id, &ind, 1, &wsd));
   if (!v.is_same(values)) values.copy_(v);
   if (!i.is_same(indices)) indices.copy_(i);
 }
@@ -182,7 +183,22 @@ at::Tensor nanmedian(const at::Tensor& self) {
   return whole_median(self, true);
 }
 
+// mode along a dim: each row's most frequent value (the smallest among equally frequent ones) and the position of
+// its last occurrence. That is PyTorch CPU's answer where its std::sort keeps equal values in order (rows of up to 16
+// elements); on longer rows CPU may give another position holding the same value.
+std::tuple<at::Tensor, at::Tensor> mode(const at::Tensor& self, int64_t dim, bool keepdim) {
+  if (!kernels_support(self.scalar_type()) || self.is_complex()) return fall_back<ATEN_OP(mode)>(self, dim, keepdim);
+  const int64_t d = at::maybe_wrap_dim(dim, self.dim());
+  TORCH_CHECK_INDEX(self.dim() == 0 || self.size(d) > 0, "mode(): Expected reduction dim ", d,
+                    " to have non-zero size.");
+  at::Tensor values = at::empty(out_shape(self, d, 1, keepdim), self.options());
+  at::Tensor indices = at::empty(out_shape(self, d, 1, keepdim), self.options().dtype(at::kLong));
+  launch(Kind::Mode, self, d, 1, 1, false, values, indices, "mode");
+  return {values, indices};
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("mode", TORCH_FN(mode));
   m.impl("sort.values_stable", TORCH_FN(sort_out));
   m.impl("topk.values", TORCH_FN(topk_out));
   m.impl("kthvalue.values", TORCH_FN(kthvalue_out));

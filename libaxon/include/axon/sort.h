@@ -1,5 +1,5 @@
-/* Sorting and selection along one dimension: sort (stable), topk, and the k-th smallest value (kthvalue, median,
- * nanmedian).
+/* Sorting and selection along one dimension: sort (stable), topk, the k-th smallest value (kthvalue, median,
+ * nanmedian) and the most frequent one (mode).
  *
  * Like every kernel (kernels.h), a launch checks its descriptors on the calling thread, enqueues one command on
  * stream s and returns at once; descriptors are copied at launch; nothing is enqueued on error or when there is
@@ -61,6 +61,13 @@ AXON_API axon_status_t axon_kernel_kthvalue(axon_stream_t s, const axon_tensor_t
 AXON_API axon_status_t axon_kernel_nanmedian(axon_stream_t s, const axon_tensor_t *values,
                                              const axon_tensor_t *indices, const axon_tensor_t *in, int dim,
                                              const axon_tensor_t *workspace);
+
+/* Enqueue the mode of each row along dim: the value that occurs most often, and the position of its last
+ * occurrence; among values that occur equally often, the smallest. A NaN equals nothing (PyTorch's rule: each NaN
+ * is a value of its own). values and indices as for axon_kernel_kthvalue; rows along dim must not be empty when there
+ * are any (INVALID_ARG). */
+AXON_API axon_status_t axon_kernel_mode(axon_stream_t s, const axon_tensor_t *values, const axon_tensor_t *indices,
+                                        const axon_tensor_t *in, int dim, const axon_tensor_t *workspace);
 
 AXON_EXTERN_C_END
 
