@@ -310,3 +310,37 @@ def test_complex_scans_match_cpu_forward_and_backward(op, dtype):
     assert torch_axon.fallback_stats() == {}, torch_axon.fallback_stats()
     getattr(xc, op)(1).abs().sum().backward()
     same(xa.grad, xc.grad)
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128], ids=str)
+def test_complex_var_std_and_their_means_match_cpu(dtype):
+    # PyTorch's rule: the variance of the real parts plus that of the imaginary parts; std is its square root.
+    g = torch.Generator().manual_seed(7)
+    x = torch.randn((5, 6, 9), generator=g, dtype=torch.complex128).to(dtype)
+    cases = {
+        "var": lambda t: t.var(1), "std_pop": lambda t: t.std((0, 2), correction=0, keepdim=True),
+        "var_all": lambda t: t.var(), "std_c2": lambda t: torch.std(t, 2, correction=2),
+        "var_mean": lambda t: torch.var_mean(t, 1), "std_mean": lambda t: torch.std_mean(t, (0, 1), keepdim=True),
+    }
+    for name, fn in cases.items():
+        got, want = native(fn, x), fn(x)
+        for g_, w in zip(got, want) if isinstance(want, tuple) else [(got, want)]:
+            same(g_, w)
+    out = torch.empty(0, device="axon", dtype=x.real.dtype)
+    native(lambda t: torch.var(t, 2, out=out), x)
+    same(out, torch.var(x, 2))
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128], ids=str)
+def test_complex_any_all_count_nonzero_and_trace_match_cpu(dtype):
+    # x != 0 when either part is nonzero: rows of zeros, of real parts only, of imaginary parts only.
+    g = torch.Generator().manual_seed(8)
+    x = torch.randn((4, 5, 6), generator=g, dtype=torch.complex128).to(dtype)
+    x[0] = 0
+    x[1, :, :3] = 0
+    x[2] = x[2].real.to(dtype)
+    x[3, 1] = 1j * x[3, 1].imag
+    for fn in [lambda t: t.any(1), lambda t: t.all(2), lambda t: t.any(), lambda t: (t * 0).all(),
+               lambda t: torch.count_nonzero(t, (1, 2)), lambda t: torch.count_nonzero(t)]:
+        same(native(fn, x), fn(x))
+    same(native(lambda t: torch.trace(t[3]), x), torch.trace(x[3]))

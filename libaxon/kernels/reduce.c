@@ -127,7 +127,9 @@ axon_status_t axon_kernel_reduce(axon_stream_t s, axon_reduce_op_t op, const axo
     axon_status_t st;
     if ((st = axon_kernel_check_operand(out, name, "out", 1)) != AXON_OK) return st;
     if ((st = axon_kernel_check_operand(in, name, "in", 0)) != AXON_OK) return st;
-    int complex = rd_is_complex(in->dtype) || rd_is_complex(out->dtype);
+    /* ANY, ALL and COUNT_NONZERO of a complex in test x != 0 (either part nonzero) like any other in. */
+    const int tests_nonzero = op == AXON_REDUCE_ANY || op == AXON_REDUCE_ALL || op == AXON_REDUCE_COUNT_NONZERO;
+    int complex = (rd_is_complex(in->dtype) && !tests_nonzero) || rd_is_complex(out->dtype);
     if (complex && !((op == AXON_REDUCE_SUM || op == AXON_REDUCE_MEAN) && rd_is_complex(in->dtype) &&
                      rd_is_complex(out->dtype)))
         return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: complex dtypes are not supported (in %s, out %s)", name,
@@ -179,7 +181,7 @@ axon_status_t axon_kernel_reduce(axon_stream_t s, axon_reduce_op_t op, const axo
     axon_dtype_t wd = axon_rd_work_ops[a.op.work].dtype;
     int nonzero = a.op.kind == RD_NZ_MAX || a.op.kind == RD_NZ_MIN ||
                   (a.op.kind == RD_NZ_SUM && op == AXON_REDUCE_COUNT_NONZERO);
-    if (nonzero && axon_dtype_is_floating(in->dtype)) {
+    if (nonzero && (axon_dtype_is_floating(in->dtype) || rd_is_complex(in->dtype))) {
         a.pre = axon_convert_get(in->dtype, AXON_BOOL);
         a.load = axon_convert_get(AXON_BOOL, wd);
     } else if (in->dtype != wd) {

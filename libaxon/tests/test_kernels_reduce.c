@@ -363,6 +363,45 @@ static void test_complex_sum_and_mean_reduce_each_part(void) {
     axon_runtime_destroy(k.rt);
 }
 
+/* ANY, ALL and COUNT_NONZERO of complex64 and complex128 rows: an element is nonzero when either part is (a zero of
+ * either sign in both parts is zero; a NaN part is nonzero). */
+static void test_complex_nonzero_tests_look_at_both_parts(void) {
+    kc_dev_t k = kc_open(1);
+    REQUIRE(k.rt);
+    enum { R = 4, C = 3 };
+    /* rows: all zero (one -0.0), a real part only, an imaginary part only, everything nonzero (a NaN) */
+    const double h[R][C][2] = {{{0, 0}, {-0.0, 0}, {0, -0.0}},
+                               {{0, 0}, {2, 0}, {0, 0}},
+                               {{0, 0.5}, {0, 0}, {0, 0}},
+                               {{1, 1}, {NAN, 0}, {0, -3}}};
+    const int64_t want_count[R] = {0, 1, 1, 3};
+    float hf[R][C][2];
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++) hf[r][c][0] = (float)h[r][c][0], hf[r][c][1] = (float)h[r][c][1];
+    void *dev = kc_upload(&k, h, sizeof h), *devf = kc_upload(&k, hf, sizeof hf), *dout = kc_upload(&k, NULL, 256);
+    REQUIRE(dev && devf && dout);
+    const int64_t sz[2] = {R, C}, o1[2] = {R, 1};
+    for (int f = 0; f < 2; f++) {
+        axon_tensor_t in = kc_tensor(f ? devf : dev, f ? AXON_COMPLEX64 : AXON_COMPLEX128, 2, sz, NULL);
+        axon_tensor_t ob = kc_tensor(dout, AXON_BOOL, 2, o1, NULL), oc = kc_tensor(dout, AXON_INT64, 2, o1, NULL);
+        uint8_t got[R];
+        int64_t count[R];
+        CHECK_OK(axon_kernel_reduce(k.s, AXON_REDUCE_ANY, &ob, &in, NULL));
+        REQUIRE(kc_download(&k, got, dout, sizeof got));
+        for (int r = 0; r < R; r++) CHECK(got[r] == (want_count[r] > 0));
+        CHECK_OK(axon_kernel_reduce(k.s, AXON_REDUCE_ALL, &ob, &in, NULL));
+        REQUIRE(kc_download(&k, got, dout, sizeof got));
+        for (int r = 0; r < R; r++) CHECK(got[r] == (want_count[r] == C));
+        CHECK_OK(axon_kernel_reduce(k.s, AXON_REDUCE_COUNT_NONZERO, &oc, &in, NULL));
+        REQUIRE(kc_download(&k, count, dout, sizeof count));
+        for (int r = 0; r < R; r++) CHECK(count[r] == want_count[r]);
+    }
+    axon_mem_free(k.dev, dev);
+    axon_mem_free(k.dev, devf);
+    axon_mem_free(k.dev, dout);
+    axon_runtime_destroy(k.rt);
+}
+
 /* Reductions over zero elements: the identity where there is one, INVALID_ARG naming the op where not. */
 static void test_empty_reductions_give_identities_or_name_the_op(void) {
     kc_dev_t k = kc_open(2);
@@ -469,5 +508,6 @@ int main(void) {
     RUN(test_nan_propagates_through_every_path);
     RUN(test_var_and_std_follow_the_correction);
     RUN(test_complex_sum_and_mean_reduce_each_part);
+    RUN(test_complex_nonzero_tests_look_at_both_parts);
     return check_report();
 }

@@ -74,6 +74,11 @@ bool libaxon_can_sum(const at::Tensor& self, const at::Tensor& out) {
   return libaxon_can_take(self, out);
 }
 
+// any, all and count_nonzero also take a complex self: libaxon tests x != 0 on both parts.
+bool libaxon_can_test(const at::Tensor& self, const at::Tensor& out) {
+  return self.dim() <= AXON_MAX_DIMS && kernels_support(self.scalar_type()) && reducible(out.scalar_type());
+}
+
 // cumsum and cumprod also take a complex out (from a complex or a real self): libaxon scans in complex128.
 bool libaxon_can_scan(const at::Tensor& self, const at::Tensor& out) {
   if (out.is_complex()) {  // complex64 and complex128; complex32 stays the host's
@@ -177,7 +182,7 @@ at::Tensor max_min_all(const at::Tensor& self) {
 
 template <axon_reduce_op_t OP, class AtenOp>
 at::Tensor& any_all_dims_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, at::Tensor& out) {
-  if (!libaxon_can_take(self, out)) return fall_back<AtenOp>(self, dim, keepdim, out);
+  if (!libaxon_can_test(self, out)) return fall_back<AtenOp>(self, dim, keepdim, out);
   reduce(OP, self, reduced_dims(self, dim), keepdim, out, axon_reduce_params_default(),
          OP == AXON_REDUCE_ANY ? "any" : "all");
   return out;
@@ -185,7 +190,7 @@ at::Tensor& any_all_dims_out(const at::Tensor& self, at::OptionalIntArrayRef dim
 
 template <axon_reduce_op_t OP, class AtenOp>
 at::Tensor& any_all_dim_out(const at::Tensor& self, int64_t dim, bool keepdim, at::Tensor& out) {
-  if (!libaxon_can_take(self, out)) return fall_back<AtenOp>(self, dim, keepdim, out);
+  if (!libaxon_can_test(self, out)) return fall_back<AtenOp>(self, dim, keepdim, out);
   const int64_t d[1] = {dim};
   reduce(OP, self, reduced_dims(self, at::IntArrayRef(d)), keepdim, out, axon_reduce_params_default(),
          OP == AXON_REDUCE_ANY ? "any" : "all");
@@ -194,7 +199,7 @@ at::Tensor& any_all_dim_out(const at::Tensor& self, int64_t dim, bool keepdim, a
 
 template <axon_reduce_op_t OP, class AtenOp>
 at::Tensor& any_all_all_out(const at::Tensor& self, at::Tensor& out) {
-  if (!libaxon_can_take(self, out)) return fall_back<AtenOp>(self, out);
+  if (!libaxon_can_test(self, out)) return fall_back<AtenOp>(self, out);
   reduce(OP, self, reduced_dims(self, std::nullopt), false, out, axon_reduce_params_default(),
          OP == AXON_REDUCE_ANY ? "any" : "all");
   return out;
@@ -205,6 +210,15 @@ at::Tensor& var_std_out(const at::Tensor& self, at::OptionalIntArrayRef dim, con
                         bool keepdim, at::Tensor& out) {
   TORCH_CHECK(at::isFloatingType(self.scalar_type()) || at::isComplexType(self.scalar_type()),
               OP == AXON_REDUCE_VAR ? "var" : "std", " only supports floating point and complex dtypes");
+  if (self.is_complex() && libaxon_can_test(self, out)) {
+    // PyTorch's own rule for complex: the variance of the real parts plus that of the imaginary parts (and for std
+    // its square root), each a real reduction of a strided view.
+    const at::Tensor re = at::var(at::real(self), dim, correction, keepdim);
+    const at::Tensor im = at::var(at::imag(self), dim, correction, keepdim);
+    at::add_out(out, re, im);
+    if (OP == AXON_REDUCE_STD) at::sqrt_out(out, out);
+    return out;
+  }
   if (!libaxon_can_take(self, out)) return fall_back<AtenOp>(self, dim, correction, keepdim, out);
   axon_reduce_params_t p = axon_reduce_params_default();
   p.correction = correction.has_value() ? correction->toDouble() : 1.0;
@@ -218,16 +232,19 @@ at::Tensor var_std(const at::Tensor& self, at::OptionalIntArrayRef dim, const st
                    bool keepdim) {
   const c10::ScalarType dtype = at::isComplexType(self.scalar_type()) ? c10::toRealValueType(self.scalar_type())
                                                                        : self.scalar_type();
-  if (!reducible(self.scalar_type()) || self.dim() > AXON_MAX_DIMS) return fall_back<AtenOp>(self, dim, correction, keepdim);
+  if (!kernels_support(self.scalar_type()) || self.dim() > AXON_MAX_DIMS) {
+    return fall_back<AtenOp>(self, dim, correction, keepdim);
+  }
   at::Tensor out = at::empty({0}, self.options().dtype(dtype));
   return var_std_out<OP, AtenOutOp>(self, dim, correction, keepdim, out);
 }
 
-// var_mean and std_mean: the two native reductions (float dtypes; complex and the refusals go to the host fallback).
+// var_mean and std_mean: the two native reductions (float and complex dtypes; the refusals go to the host fallback).
 template <axon_reduce_op_t OP, class AtenOp>
 std::tuple<at::Tensor, at::Tensor> var_std_mean(const at::Tensor& self, at::OptionalIntArrayRef dim,
                                                 const std::optional<c10::Scalar>& correction, bool keepdim) {
-  if (!at::isFloatingType(self.scalar_type()) || !reducible(self.scalar_type()) || self.dim() > AXON_MAX_DIMS)
+  const bool float_or_complex = at::isFloatingType(self.scalar_type()) || at::isComplexType(self.scalar_type());
+  if (!float_or_complex || !kernels_support(self.scalar_type()) || self.dim() > AXON_MAX_DIMS)
     return fall_back<AtenOp>(self, dim, correction, keepdim);
   at::Tensor spread = OP == AXON_REDUCE_VAR ? at::var(self, dim, correction, keepdim)
                                             : at::std(self, dim, correction, keepdim);
@@ -303,13 +320,13 @@ at::Tensor& norm_dtype_out(const at::Tensor& self, const std::optional<c10::Scal
 
 // trace: the sum of the diagonal (a view), so it promotes integers to int64 as sum does.
 at::Tensor trace(const at::Tensor& self) {
-  if (self.dim() != 2 || !reducible(self.scalar_type()) || self.scalar_type() == at::kBool)   // CPU refuses bool
+  if (self.dim() != 2 || !kernels_support(self.scalar_type()) || self.scalar_type() == at::kBool)  // CPU refuses bool
     return fall_back<ATEN_OP(trace)>(self);
   return at::sum(self.diagonal());
 }
 
 at::Tensor count_nonzero_dims(const at::Tensor& self, at::IntArrayRef dims) {
-  if (!reducible(self.scalar_type()) || self.dim() > AXON_MAX_DIMS) {
+  if (!kernels_support(self.scalar_type()) || self.dim() > AXON_MAX_DIMS) {
     return fall_back<ATEN_OP2(count_nonzero, dim_IntList)>(self, dims);
   }
   at::Tensor out = at::empty({0}, self.options().dtype(at::kLong));

@@ -28,8 +28,8 @@
  * both), an out-of-range op or dimension, a reduction with no identity over zero elements (AMAX, AMIN, NORM with p =
  * +-inf, the arg reductions; the message names the op, as PyTorch's errors do); UNSUPPORTED for complex tensors
  * (except SUM and MEAN of a complex in into a complex out, which reduce the real and imaginary parts as two real
- * reductions) and for MEAN, NORM, VAR, STD and LOGSUMEXP into a non-floating
- * out. */
+ * reductions, and ANY, ALL and COUNT_NONZERO of a complex in, where x != 0 when either part is) and for MEAN, NORM,
+ * VAR, STD and LOGSUMEXP into a non-floating out. */
 #ifndef AXON_REDUCE_H
 #define AXON_REDUCE_H
 
