@@ -48,6 +48,8 @@ UNARY = {
     "pow_minus_one": lambda z: z ** -1, "cube": lambda z: z ** 3, "pow_minus_two": lambda z: z ** -2,
     "pow_real": lambda z: z ** 3.5, "pow_complex": lambda z: z ** (1.7 + 0.3j), "pow_of_a_number": lambda z: 2.5 ** z,
     "pow_in_place": lambda z: z.clone().pow_(-1.5),
+    "angle": torch.angle, "exp2": torch.exp2, "expm1": torch.expm1, "log1p": torch.log1p, "sinc": torch.sinc,
+    "silu": torch.nn.functional.silu,
 }
 
 
@@ -153,9 +155,9 @@ def test_what_cpu_refuses_for_complex_is_refused_alike():
 def test_ops_without_a_complex_loop_still_run_on_the_host():
     z = csample((4,), torch.complex128)
     torch_axon.reset_fallback_stats()
-    got = torch.expm1(z.to("axon")).cpu()
+    got = torch.logaddexp(z.to("axon"), 2 * z.to("axon")).cpu()  # PyTorch's complex logaddexp: no libaxon loop
     assert torch_axon.fallback_stats() != {}
-    check(got, torch.expm1(z))
+    check(got, torch.logaddexp(z, 2 * z))
 
 
 def test_conj_physical_of_real_tensors_is_a_native_copy():
@@ -184,3 +186,55 @@ def test_gradients_through_complex_ops_match_cpu(dtype):
     for got, want in zip(grads[1], grads[0]):
         rtol, atol = TOL[dtype]
         torch.testing.assert_close(got, want, rtol=rtol * 10, atol=atol * 10)
+
+
+@pytest.mark.parametrize("dtype", COMPLEX, ids=str)
+def test_expm1_and_log1p_keep_their_accuracy_near_zero(dtype):
+    z = torch.tensor([1e-6 + 1e-7j, -3e-5 + 2e-6j, 1e-20 - 1e-20j, 0.3 - 0.2j], dtype=dtype)
+    check(native(torch.expm1, z), torch.expm1(z))
+    check(native(torch.log1p, z), torch.log1p(z))
+    rel = (native(torch.expm1, z)[:2] - torch.expm1(z.to(torch.complex128))[:2].to(dtype)).abs() / z[:2].abs()
+    assert rel.max() < 1e-5  # exp(z) - 1 would lose everything in complex64 here
+
+
+@pytest.mark.parametrize("dtype", COMPLEX, ids=str)
+def test_angle_has_a_real_result_and_out_forms_match_cpu(dtype):
+    z = csample((5, 8), dtype)
+    z[0, :4] = torch.tensor([0, -1, 1j, -1j], dtype=dtype)
+    real = torch.float32 if dtype == torch.complex64 else torch.float64
+    got = native(torch.angle, z)
+    assert got.dtype == real
+    check(got, torch.angle(z))
+    out = torch.empty(0, dtype=real, device="axon")
+    native(lambda t: torch.angle(t, out=out), z)
+    check(out.cpu(), torch.angle(z))
+
+
+@pytest.mark.parametrize("dtype", COMPLEX, ids=str)
+@pytest.mark.parametrize("fn", [torch.tanh, torch.sigmoid], ids=lambda f: f.__name__)
+def test_tanh_and_sigmoid_backward_match_cpu(dtype, fn):
+    z = csample((6, 7), dtype)
+    za = z.to("axon").requires_grad_()
+    zc = z.clone().requires_grad_()
+    torch_axon.reset_fallback_stats()
+    fn(za).abs().sum().backward()
+    assert torch_axon.fallback_stats() == {}, torch_axon.fallback_stats()
+    fn(zc).abs().sum().backward()
+    check(za.grad.cpu(), zc.grad)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32, torch.float64], ids=str)
+def test_complex_and_polar_build_their_parts_natively(dtype):
+    g = torch.Generator().manual_seed(4)
+    re, im = torch.randn(3, 1, 5, generator=g).to(dtype), torch.randn(4, 5, generator=g).to(dtype)
+    got = native(torch.complex, re, im)  # broadcast
+    want = torch.complex(re, im)
+    assert got.dtype == want.dtype and torch.equal(torch.view_as_real(got), torch.view_as_real(want))
+    out = torch.empty(0, dtype=want.dtype, device="axon")
+    native(lambda a, b: torch.complex(a, b, out=out), re, im)
+    assert torch.equal(torch.view_as_real(out.cpu()), torch.view_as_real(want))
+    if dtype == torch.float16:
+        with pytest.raises(RuntimeError, match="not implemented for 'Half'"):
+            torch.polar(re.to("axon"), im.to("axon"))
+        return
+    check(native(torch.polar, re.abs(), im), torch.polar(re.abs(), im))

@@ -98,7 +98,7 @@ enum pw_flags {
     PW_BOOL_RESULT = 1u << 0,    /* compute dtype from the inputs; the loop stores bool */
     PW_COND_FIRST = 1u << 1,     /* operand a is a condition, loaded as bool (WHERE) */
     PW_ALPHA = 1u << 2,          /* params->alpha goes to slot 0 */
-    PW_REAL_OF_COMPLEX = 1u << 3, /* a complex compute dtype stores its real dtype (ABS) */
+    PW_REAL_OF_COMPLEX = 1u << 3, /* a complex compute dtype stores its real dtype (ABS, ANGLE) */
 };
 
 typedef struct pw_op {
@@ -408,7 +408,8 @@ axon_status_t axon_kernel_unary(axon_stream_t s, axon_unary_op_t op, const axon_
     int bool_result = op == AXON_UNARY_LOGICAL_NOT || op == AXON_UNARY_ISNAN || op == AXON_UNARY_ISINF ||
                       op == AXON_UNARY_ISFINITE || op == AXON_UNARY_ISPOSINF || op == AXON_UNARY_ISNEGINF ||
                       op == AXON_UNARY_SIGNBIT;
-    const unsigned flags = bool_result ? PW_BOOL_RESULT : op == AXON_UNARY_ABS ? PW_REAL_OF_COMPLEX : 0u;
+    const int real_of_complex = op == AXON_UNARY_ABS || op == AXON_UNARY_ANGLE;
+    const unsigned flags = bool_result ? PW_BOOL_RESULT : real_of_complex ? PW_REAL_OF_COMPLEX : 0u;
     const pw_op_t d = {1, (int)op, unary_names[op], axon_pw_unary_loops[op], axon_pw_unary_complex_loops[op], flags};
     const axon_tensor_t *ins[3] = {a, NULL, NULL};
     if (a == NULL)

@@ -86,10 +86,36 @@ PC_LIBM(atanh)
 static inline c64 pc_pow_c64(c64 x, c64 y) { return pc_of_c_c64(cpowf(pc_to_c_c64(x), pc_to_c_c64(y))); }
 static inline c128 pc_pow_c128(c128 x, c128 y) { return pc_of_c_c128(cpow(pc_to_c_c128(x), pc_to_c_c128(y))); }
 
+/* The argument (angle) of z, as std::arg: atan2(im, re). */
+static inline float pc_arg_c64(c64 x) { return atan2f(x.im, x.re); }
+static inline double pc_arg_c128(c128 x) { return atan2(x.im, x.re); }
+
+/* expm1 and log1p as c10's complex forms compute them, accurate near 0 where exp(z) - 1 and log(1 + z) cancel:
+ * expm1(x + iy) = (expm1(x) cos y - 2 sin^2(y / 2)) + i e^x sin y;
+ * log1p(z) = log|1 + z| + i atan2(y, 1 + x), where for |z| < 0.5 log|1 + z| = log1p(x (2 + x) + y^2) / 2 (and x
+ * itself when that sum underflows to 0), else the log of hypot(1 + x, y). */
+#define PC_EXPM1_LOG1P(dn, T, R, S)                                                                                \
+    static inline T pc_expm1_##dn(T z) {                                                                         \
+        const R a = sin##S(z.im / 2);                                                                            \
+        return pc_make_##dn(expm1##S(z.re) * cos##S(z.im) - (R)2 * a * a, exp##S(z.re) * sin##S(z.im));          \
+    }                                                                                                             \
+    static inline T pc_log1p_##dn(T z) {                                                                         \
+        const R x = z.re, y = z.im, theta = atan2##S(y, x + (R)1);                                               \
+        if (pc_abs_##dn(z) < (R)0.5) {                                                                           \
+            const R r = x * ((R)2 + x) + y * y;                                                                  \
+            return pc_make_##dn(r == 0 ? x : (R)0.5 * log1p##S(r), theta);                                       \
+        }                                                                                                         \
+        return pc_make_##dn(log##S(hypot##S(x + (R)1, y)), theta);                                                \
+    }
+PC_EXPM1_LOG1P(c64, c64, float, f)
+PC_EXPM1_LOG1P(c128, c128, double, )
+
 /* The helper `f` for x's type. */
 #define PC(f, x) _Generic((x), c64: pc_##f##_c64, c128: pc_##f##_c128)
 /* The real number v in x's type: 1 as a complex64 is {1, 0}. */
 #define PC_REAL(x, v) _Generic((x), c64: pc_make_c64, c128: pc_make_c128)(v, 0)
+/* x times the real number v, part by part (PyTorch's real * complex). */
+#define PC_SCALE(x, v) _Generic((x), c64: pc_make_c64, c128: pc_make_c128)((v) * (x).re, (v) * (x).im)
 
 /* log2 and log10 as PyTorch's: the natural log divided by ln 2 or ln 10 (rounded to the real type), part by part. */
 #define PC_LOG_BASE(x, LN) PC(div_real, x)(PC(log, x)(x), LN)
@@ -197,6 +223,18 @@ PC_BOTH(PC_UNARY_FN, atanh, T, PC(atanh, x)(x))
 /* sigmoid as PyTorch's complex kernel: 1 / (1 + exp(-z)) */
 PC_BOTH(PC_UNARY_FN, sigmoid, T, PC(div, x)(PC_REAL(x, 1), PC(add, x)(PC_REAL(x, 1), PC(exp, x)(PC(neg, x)(x)))))
 PC_BOTH(PC_UNARY_FN, isnan, B, PC(isnan, x)(x))
+PC_BOTH(PC_UNARY_FN, angle, R, PC(arg, x)(x))
+/* 2^z as PyTorch's exp2 of a complex: exp(ln 2 z) */
+PC_BOTH(PC_UNARY_FN, exp2, T, PC(exp, x)(PC_SCALE(x, 0.693147180559945309417232121458176568)))
+PC_BOTH(PC_UNARY_FN, expm1, T, PC(expm1, x)(x))
+PC_BOTH(PC_UNARY_FN, log1p, T, PC(log1p, x)(x))
+/* sinc as PyTorch's kernel: 1 at 0, else sin(pi z) / (pi z) */
+PC_BOTH(PC_UNARY_FN, sinc, T,
+        PC(nonzero, x)(x) ? PC(div, x)(PC(sin, x)(PC_SCALE(x, 3.14159265358979323846264338327950288)),
+                                       PC_SCALE(x, 3.14159265358979323846264338327950288))
+                          : PC_REAL(x, 1))
+/* silu as PyTorch's complex kernel: z / (1 + exp(-z)) */
+PC_BOTH(PC_UNARY_FN, silu, T, PC(div, x)(x, PC(add, x)(PC_REAL(x, 1), PC(exp, x)(PC(neg, x)(x)))))
 PC_BOTH(PC_UNARY_FN, logical_not, B, !PC(nonzero, x)(x))
 
 PC_BOTH(PC_BINARY_FN, add, T, PC(add, x)(x, PC(mul, x)(alpha, y))) /* alpha: PyTorch's x + alpha * y */
@@ -209,6 +247,10 @@ PC_BOTH(PC_BINARY_FN, ne, B, !PC(eq, x)(x, y))
 PC_BOTH(PC_BINARY_FN, logical_and, B, PC(nonzero, x)(x) && PC(nonzero, x)(y))
 PC_BOTH(PC_BINARY_FN, logical_or, B, PC(nonzero, x)(x) || PC(nonzero, x)(y))
 PC_BOTH(PC_BINARY_FN, logical_xor, B, PC(nonzero, x)(x) != PC(nonzero, x)(y))
+/* the backward of sigmoid and tanh from their output y, as PyTorch's complex kernels: g conj((1 - y) y) and
+ * g conj(1 - y y) */
+PC_BOTH(PC_BINARY_FN, sigmoid_backward, T, PC(mul, x)(x, PC(conj, y)(PC(mul, y)(PC(sub, y)(PC_REAL(y, 1), y), y))))
+PC_BOTH(PC_BINARY_FN, tanh_backward, T, PC(mul, x)(x, PC(conj, y)(PC(sub, y)(PC_REAL(y, 1), PC(mul, y)(y, y)))))
 
 PC_BOTH(PC_TERNARY_FN, where, WHERE, x ? y : z)
 /* addcmul and addcdiv: x + (alpha * y) * z and x + (alpha * y) / z, in PyTorch's order */
@@ -251,6 +293,12 @@ const pw_loop_fn axon_pw_unary_complex_loops[AXON_UNARY_COUNT][2] = {
     [AXON_UNARY_SIGMOID] = PC_ROW(unary, sigmoid),
     [AXON_UNARY_ISNAN] = PC_ROW(unary, isnan),
     [AXON_UNARY_LOGICAL_NOT] = PC_ROW(unary, logical_not),
+    [AXON_UNARY_ANGLE] = PC_ROW(unary, angle),
+    [AXON_UNARY_EXP2] = PC_ROW(unary, exp2),
+    [AXON_UNARY_EXPM1] = PC_ROW(unary, expm1),
+    [AXON_UNARY_LOG1P] = PC_ROW(unary, log1p),
+    [AXON_UNARY_SINC] = PC_ROW(unary, sinc),
+    [AXON_UNARY_SILU] = PC_ROW(unary, silu),
 };
 
 const pw_loop_fn axon_pw_binary_complex_loops[AXON_BINARY_COUNT][2] = {
@@ -264,6 +312,8 @@ const pw_loop_fn axon_pw_binary_complex_loops[AXON_BINARY_COUNT][2] = {
     [AXON_BINARY_LOGICAL_AND] = PC_ROW(binary, logical_and),
     [AXON_BINARY_LOGICAL_OR] = PC_ROW(binary, logical_or),
     [AXON_BINARY_LOGICAL_XOR] = PC_ROW(binary, logical_xor),
+    [AXON_BINARY_SIGMOID_BACKWARD] = PC_ROW(binary, sigmoid_backward),
+    [AXON_BINARY_TANH_BACKWARD] = PC_ROW(binary, tanh_backward),
 };
 
 const pw_loop_fn axon_pw_ternary_complex_loops[AXON_TERNARY_COUNT][2] = {

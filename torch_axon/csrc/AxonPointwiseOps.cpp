@@ -936,16 +936,20 @@ at::Tensor& heaviside_out(const at::Tensor& self, const at::Tensor& values, at::
   return binary_out<AXON_BINARY_HEAVISIDE, false, ATEN_OP2(heaviside, out)>(self, values, out);
 }
 
-// angle of a real self: pi for negatives, 0 otherwise; integers and bool promote to float. A complex self (whose
-// result is real) goes to the host.
+// angle of a real self: pi for negatives, 0 otherwise; integers and bool promote to float. A complex self has a real
+// result, atan2(im, re), computed in self's complex dtype as abs is.
 at::Tensor& angle_out(const at::Tensor& self, at::Tensor& out) {
-  if (self.is_complex()) return fall_back<ATEN_OP2(angle, out)>(self, out);
-  return unary_out<AXON_UNARY_ANGLE, true, ATEN_OP2(angle, out)>(self, out);
+  if (!self.is_complex()) return unary_out<AXON_UNARY_ANGLE, true, ATEN_OP2(angle, out)>(self, out);
+  check_castable(c10::toRealValueType(self.scalar_type()), out);
+  at::TensorIterator iter = own_dtypes_iter(out, self);
+  if (run_unary(iter, AXON_UNARY_ANGLE, axon_op_params_default(), self.scalar_type())) return out;
+  return fall_back<ATEN_OP2(angle, out)>(self, out);
 }
 
 at::Tensor angle(const at::Tensor& self) {
-  if (self.is_complex()) return fall_back<ATEN_OP(angle)>(self);
-  return unary_functional<AXON_UNARY_ANGLE, true, ATEN_OP(angle)>(self);
+  if (!self.is_complex()) return unary_functional<AXON_UNARY_ANGLE, true, ATEN_OP(angle)>(self);
+  at::Tensor out = at::empty({0}, self.options().dtype(c10::toRealValueType(self.scalar_type())));
+  return angle_out(self, out);
 }
 
 // nan_to_num: PyTorch's defaults for the infinities are the dtype's largest finite values; integers and bool are

@@ -26,13 +26,14 @@
  * float16 and bfloat16 compute in float32 and round to nearest even once, on store. Their number operands and
  * params stay float32 (PyTorch's "opmath" scalars: bf16 x * 1.00390625 is not x * bf16(1.00390625)), except for the
  * bool-result ops, which compare against the number rounded to the compute dtype, as PyTorch does.
- * Complex compute (complex64, complex128) is defined for NEG, CONJ, ABS, SIGN (PyTorch's sgn: z / |z|), RECIPROCAL,
- * SQUARE, SQRT, RSQRT, EXP, LOG, LOG2, LOG10, the trigonometric and hyperbolic functions and their inverses,
- * SIGMOID, ISNAN, LOGICAL_NOT; ADD, SUB (alpha may be complex), MUL, DIV, EQ, NE and the logical ops; WHERE, ADDCMUL,
- * ADDCDIV, LERP. ABS of a complex input computes in its dtype (unless params->compute says otherwise) and
- * stores the real dtype (float32 for complex64). Number operands and
- * alpha may be AXON_COMPLEX128 scalars where the compute dtype is complex. Integer arithmetic wraps (two's complement, no undefined
- * behaviour): INT_MIN / -1 is INT_MIN, where PyTorch's CPU kernel dies of SIGFPE.
+ * Complex compute (complex64, complex128) is defined for NEG, CONJ, ABS, ANGLE, SIGN (PyTorch's sgn: z / |z|),
+ * RECIPROCAL, SQUARE, CUBE, RSQUARE, SQRT, RSQRT, EXP, EXP2, EXPM1, LOG, LOG1P, LOG2, LOG10, SINC, the trigonometric
+ * and hyperbolic functions and their inverses, SIGMOID, SILU, ISNAN, LOGICAL_NOT; ADD, SUB (alpha may be complex),
+ * MUL, DIV, POW, EQ, NE, the logical ops, SIGMOID_BACKWARD and TANH_BACKWARD; WHERE, ADDCMUL, ADDCDIV, LERP. ABS and
+ * ANGLE of a complex input compute in its dtype (unless params->compute says otherwise) and store the real dtype
+ * (float32 for complex64). Number operands and alpha may be AXON_COMPLEX128 scalars where the compute dtype is
+ * complex. Integer arithmetic wraps (two's complement, no undefined behaviour): INT_MIN / -1 is INT_MIN, where
+ * PyTorch's CPU kernel dies of SIGFPE.
  *
  * Errors at launch: INVALID_ARG for bad descriptors, mismatched shapes (the message names the op, the dtypes and
  * both shapes), an out-of-range op, a missing number operand; UNSUPPORTED for an (op, compute dtype) pair the op
