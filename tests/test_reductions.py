@@ -344,3 +344,18 @@ def test_complex_any_all_count_nonzero_and_trace_match_cpu(dtype):
                lambda t: torch.count_nonzero(t, (1, 2)), lambda t: torch.count_nonzero(t)]:
         same(native(fn, x), fn(x))
     same(native(lambda t: torch.trace(t[3]), x), torch.trace(x[3]))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16, torch.complex64,
+                                   torch.complex128], ids=str)
+def test_renorm_matches_cpu(dtype):
+    g = torch.Generator().manual_seed(9)
+    x = (torch.randn((4, 5, 3), generator=g, dtype=torch.float64) * 2).to(dtype)
+    tol = {torch.bfloat16: (2e-2, 2e-2), torch.float16: (4e-3, 2e-3)}.get(dtype, TOL.get(dtype))
+    for p, dim, maxnorm in [(2, 1, 1.0), (1, 0, 0.5), (3.5, -1, 2.0), (2, 2, 1e9), (float("inf"), 0, 1.0)]:
+        got = native(lambda t: torch.renorm(t, p, dim, maxnorm), x).cpu()
+        torch.testing.assert_close(got, torch.renorm(x, p, dim, maxnorm), rtol=tol[0], atol=tol[1])
+    with pytest.raises(RuntimeError, match="renorm: input needs at least 2 dimensions"):
+        torch.renorm(torch.ones(3, device="axon"), 2, 0, 1.0)
+    with pytest.raises(RuntimeError, match="renorm: non-positive-norm not supported"):
+        torch.renorm(torch.ones(3, 3, device="axon"), 0, 0, 1.0)

@@ -226,19 +226,21 @@ def test_ops_already_native_through_other_kernels_stay_native(dtype):
     same(native(lambda: torch.index_select(x.to("axon"), 0, i.to("axon"))), torch.index_select(x, 0, i))
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16, torch.complex64,
+                                   torch.complex128])
 @pytest.mark.parametrize("shape,dim,size,step", [((4, 11, 3), 1, 4, 2), ((4, 11, 3), 1, 2, 3), ((13,), 0, 13, 1),
                                                  ((5, 6), 0, 2, 1), ((5, 6), -1, 4, 4), ((), 0, 1, 1)])
 def test_unfold_backward_matches_cpu(dtype, shape, dim, size, step):
     g = torch.Generator().manual_seed(7)
-    x = torch.randn(shape, generator=g).to(dtype)
+    base = torch.complex128 if dtype.is_complex else torch.float64  # complex: both parts random
+    x = torch.randn(shape, generator=g, dtype=base).to(dtype)
     xa = x.to("axon").requires_grad_()
     xc = x.clone().requires_grad_()
-    w = torch.randn(x.unfold(dim, size, step).shape, generator=g).to(dtype)
+    w = torch.randn(x.unfold(dim, size, step).shape, generator=g, dtype=base).to(dtype)
     torch_axon.reset_fallback_stats()
-    (xa.unfold(dim, size, step) * w.to("axon")).sum().backward()
+    (xa.unfold(dim, size, step) * w.to("axon")).real.sum().backward()
     assert torch_axon.fallback_stats() == {}
-    (xc.unfold(dim, size, step) * w).sum().backward()
+    (xc.unfold(dim, size, step) * w).real.sum().backward()
     tol = {torch.bfloat16: 2e-2, torch.float16: 2e-3}.get(dtype, 1e-6)
     torch.testing.assert_close(xa.grad.cpu(), xc.grad, rtol=tol, atol=tol)
 

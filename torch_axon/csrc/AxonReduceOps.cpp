@@ -270,6 +270,36 @@ std::tuple<at::Tensor&, at::Tensor&> aminmax_out(const at::Tensor& self, std::op
   return {min, max};
 }
 
+// renorm: PyTorch's own composition, on native ops. Each sub-tensor along dim is scaled to a p-norm of at most
+// maxnorm: the norms over the other dims (accumulated in float32 for float16 and bfloat16, as CPU does), a factor of
+// maxnorm / (norm + 1e-7) where a norm exceeds maxnorm and 1 elsewhere, in self's dtype, and a product.
+at::Tensor& renorm_out(const at::Tensor& self, const c10::Scalar& p, int64_t dim, const c10::Scalar& maxnorm,
+                       at::Tensor& out) {
+  TORCH_CHECK(!p.isComplex(), "renorm: p must be real-valued");
+  TORCH_CHECK(p.toDouble() > 0.0, "renorm: non-positive-norm not supported");
+  TORCH_CHECK(!maxnorm.isComplex(), "renorm: maxnorm must be real-valued");
+  TORCH_CHECK(maxnorm.toDouble() >= 0.0, "renorm: expected maxnorm to be >= 0 but got ", maxnorm.toDouble());
+  TORCH_CHECK(self.dim() > 1, "renorm: input needs at least 2 dimensions, got ", self.dim(), " dimensions");
+  const c10::ScalarType t = self.scalar_type();
+  if (!kernels_support(t) || !(at::isFloatingType(t) || at::isComplexType(t)) || self.dim() > AXON_MAX_DIMS ||
+      out.scalar_type() != t) {
+    return fall_back<ATEN_OP2(renorm, out)>(self, p, dim, maxnorm, out);
+  }
+  const int64_t d = at::maybe_wrap_dim(dim, self.dim());
+  std::vector<int64_t> reduce_dims;
+  for (int64_t k = 0; k < self.dim(); ++k)
+    if (k != d) reduce_dims.push_back(k);
+  const bool half = t == at::kHalf || t == at::kBFloat16;
+  const at::Tensor norm = half ? at::linalg_vector_norm(self, p, reduce_dims, true, at::kFloat)
+                               : at::linalg_vector_norm(self, p, reduce_dims, true);
+  const double limit = maxnorm.toDouble();
+  const at::Tensor factor = at::where(norm > limit, limit / (norm + 1e-7), at::ones_like(norm)).to(
+      c10::toRealValueType(t));
+  at::native::resize_output(out, self.sizes());
+  at::mul_out(out, self, factor);
+  return out;
+}
+
 at::Tensor& logsumexp_out(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, at::Tensor& out) {
   if (!libaxon_can_take(self, out) || !at::isFloatingType(out.scalar_type())) {
     return fall_back<ATEN_OP2(logsumexp, out)>(self, dim, keepdim, out);
@@ -476,6 +506,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("std_mean.correction", TORCH_FN((var_std_mean<AXON_REDUCE_STD, ATEN_OP2(std_mean, correction)>)));
   m.impl("aminmax.out", TORCH_FN(aminmax_out));
   m.impl("logsumexp.out", TORCH_FN(logsumexp_out));
+  m.impl("renorm.out", TORCH_FN(renorm_out));
   m.impl("linalg_vector_norm.out", TORCH_FN(vector_norm_out));
   m.impl("trace", TORCH_FN(trace));
   m.impl("norm.out", TORCH_FN(norm_out));

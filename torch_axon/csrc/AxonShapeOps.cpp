@@ -347,12 +347,13 @@ bool equal(const at::Tensor& self, const at::Tensor& other) {
 }
 
 // unfold's backward: the windows' gradient summed back into a tensor of input_sizes, viewed as [outer, len, inner]
-// around dim; the float dtypes (others go to the host fallback).
+// around dim; the float dtypes, and complex64/128 as real pairs (others go to the host fallback).
 at::Tensor unfold_backward_sum(const at::Tensor& grad, c10::SymIntArrayRef input_sizes_sym, int64_t dim, int64_t size,
                            int64_t step) {
   const c10::ScalarType t = grad.scalar_type();
   const bool floating = t == at::kFloat || t == at::kDouble || t == at::kHalf || t == at::kBFloat16;
-  if (!floating || grad.dim() != static_cast<int64_t>(input_sizes_sym.size()) + 1 || size < 1 || step < 1)
+  const bool complex = t == at::kComplexFloat || t == at::kComplexDouble;
+  if (!(floating || complex) || grad.dim() != static_cast<int64_t>(input_sizes_sym.size()) + 1 || size < 1 || step < 1)
     return fall_back_symint<ATEN_OP(unfold_backward)>(grad, input_sizes_sym, dim, size, step);
   const std::vector<int64_t> shape = C10_AS_INTARRAYREF_SLOW(input_sizes_sym).vec();
   // A 0-d input unfolds as a 1-d one of length 1 (its gradient holds the size dimension only).
@@ -364,9 +365,13 @@ at::Tensor unfold_backward_sum(const at::Tensor& grad, c10::SymIntArrayRef input
   const int64_t len = sizes[d], windows = shape.empty() ? 1 : grad.size(d);
   at::Tensor out = at::empty(shape, grad.options());
   if (out.numel() == 0) return out;
-  const at::Tensor g = grad.contiguous().view({outer, windows, inner, size});
-  const axon_tensor_t od = describe(out.view({outer, len, inner}), "unfold_backward"),
-                      gd = describe(g, "unfold_backward");
+  // A complex gradient sums each part on its own: as real pairs, with the part next to inner (a real copy puts it
+  // before the window's size dimension), it is a real gradient with an inner twice as large.
+  const at::Tensor g = complex ? at::view_as_real(grad.resolve_conj()).movedim(-1, -2).contiguous().view(
+                                     {outer, windows, inner * 2, size})
+                               : grad.contiguous().view({outer, windows, inner, size});
+  const at::Tensor o = complex ? at::view_as_real(out).view({outer, len, inner * 2}) : out.view({outer, len, inner});
+  const axon_tensor_t od = describe(o, "unfold_backward"), gd = describe(g, "unfold_backward");
   AXON_CHECK(axon_kernel_unfold_backward(current_stream(grad.device().index()), &od, &gd, size, step));
   return out;
 }
