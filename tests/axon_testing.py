@@ -117,6 +117,20 @@ def native(fn):
     return out
 
 
+def libaxon_commands(fn) -> list[str]:
+    """The names of the commands libaxon ran for fn() (its tracing on for the call, off and cleared after)."""
+    torch.axon.synchronize()
+    torch_axon._C._trace_clear()
+    torch_axon._C._trace_enable(True)
+    try:
+        fn()
+        torch.axon.synchronize()
+        return [r[0] for r in torch_axon._C._trace_records()]
+    finally:
+        torch_axon._C._trace_enable(False)
+        torch_axon._C._trace_clear()
+
+
 def same(result, expected):
     """Pure data movement: equal values (any NaN matches any NaN), same dtype and shape."""
     result = result.cpu()

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import torch_axon
+from axon_testing import libaxon_commands
 
 DTYPES = [torch.float32, torch.float64, torch.bfloat16, torch.float16]
 # (rtol, atol). Both sides compute float32/float16/bfloat16 in float and float64 in double with the same formulas;
@@ -34,20 +35,6 @@ def assert_lists_close(got, want, dtype):
     for g, w in zip(got, want):
         assert g.device.type == "axon" and g.dtype == w.dtype and g.shape == w.shape
         torch.testing.assert_close(g.cpu(), w, rtol=rtol, atol=atol, equal_nan=True)
-
-
-def trace_names(fn):
-    """Names of the libaxon commands fn enqueues."""
-    torch.axon.synchronize()
-    torch_axon._C._trace_clear()
-    torch_axon._C._trace_enable(True)
-    try:
-        fn()
-        torch.axon.synchronize()
-        return [r[0] for r in torch_axon._C._trace_records()]
-    finally:
-        torch_axon._C._trace_enable(False)
-        torch_axon._C._trace_clear()
 
 
 # Each case: (id, number of input lists, fn(lists) -> result lists, in-place fn(lists) mutating lists[0] or None).
@@ -168,7 +155,7 @@ def test_copy_within_one_dtype_is_exact_across_grains(dtype):
     shapes = [(70001,), (5,), (0,), (40000, 3), (1,)]
     src, dst = to(make(dtype, 7, shapes=shapes), "axon"), to(make(dtype, 8, shapes=shapes), "axon")
     torch_axon.reset_fallback_stats()
-    assert trace_names(lambda: torch._foreach_copy_(dst, src)) == ["foreach_copy"]
+    assert libaxon_commands(lambda: torch._foreach_copy_(dst, src)) == ["foreach_copy"]
     for d, s in zip(dst, src):
         assert torch.equal(d.cpu(), s.cpu())
     assert torch_axon.fallback_stats() == {}
@@ -199,12 +186,12 @@ def test_inf_norm_of_an_empty_tensor_raises_pytorchs_error():
 
 def test_a_list_is_one_command_not_one_per_tensor():
     a, b = [to(make(torch.float32, s), "axon") for s in (0, 1)]
-    names = trace_names(lambda: torch._foreach_add_(a, b, alpha=2))
+    names = libaxon_commands(lambda: torch._foreach_add_(a, b, alpha=2))
     assert names == ["foreach_add"], names
     big = [torch.randn(8, 8, device="axon") for _ in range(300)]  # more than one argument block holds
-    names = trace_names(lambda: torch._foreach_mul_(big, 0.5))
+    names = libaxon_commands(lambda: torch._foreach_mul_(big, 0.5))
     assert names and set(names) == {"foreach_mul"} and len(names) <= 5, names
-    names = trace_names(lambda: torch._foreach_norm(big))
+    names = libaxon_commands(lambda: torch._foreach_norm(big))
     assert set(names) == {"foreach_norm"} and len(names) <= 5, names
 
 
@@ -277,7 +264,7 @@ def test_dense_non_contiguous_layouts_take_the_fast_route():
     other = [torch.randn(2, 3, 4, 5).to(memory_format=torch.channels_last) for _ in range(3)]
     axon, axon_other = to(cpu, "axon"), to(other, "axon")
     assert not axon[0].is_contiguous() and axon[0].is_contiguous(memory_format=torch.channels_last)
-    names = trace_names(lambda: torch._foreach_addcmul_(axon, axon_other, axon_other, value=0.5))
+    names = libaxon_commands(lambda: torch._foreach_addcmul_(axon, axon_other, axon_other, value=0.5))
     assert names == ["foreach_addcmul"], names
     torch._foreach_addcmul_(cpu, other, other, value=0.5)
     assert_lists_close(axon, cpu, torch.float32)

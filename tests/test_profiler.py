@@ -17,6 +17,7 @@ from torch.autograd.profiler import record_function
 from torch.profiler import ProfilerActivity, profile
 
 import torch_axon
+from axon_testing import libaxon_commands
 
 pytestmark = pytest.mark.skipif(not torch.autograd.kineto_available(), reason="torch was built without Kineto")
 
@@ -50,19 +51,6 @@ def workload(a: torch.Tensor) -> torch.Tensor:
     return c
 
 
-def traced_names(fn) -> list[str]:
-    """The names libaxon itself records for fn(), with tracing on."""
-    torch.axon.synchronize()
-    torch_axon._C._trace_clear()
-    torch_axon._C._trace_enable(True)
-    fn()
-    torch.axon.synchronize()
-    torch_axon._C._trace_enable(False)
-    names = [r[0] for r in torch_axon._C._trace_records()]
-    torch_axon._C._trace_clear()
-    return names
-
-
 def axon_kernels(prof) -> list:
     return [e for e in prof.events() if e.device_type == DeviceType.PrivateUse1]
 
@@ -93,7 +81,7 @@ def test_torch_profiler_picks_the_kineto_privateuse1_mode():
 
 def test_key_averages_show_each_axon_kernel_with_device_time():
     a = torch.empty(N, device="axon")
-    expected = traced_names(lambda: workload(a))
+    expected = libaxon_commands(lambda: workload(a))
     assert "memcpy" in expected  # the clone: a device-to-device copy
 
     with profile(activities=ACTIVITIES) as prof:
@@ -112,7 +100,7 @@ def test_key_averages_show_each_axon_kernel_with_device_time():
 
 def test_chrome_trace_puts_the_kernels_on_the_axon_track(tmp_path):
     a = torch.empty(N, device="axon")
-    expected = traced_names(lambda: workload(a))
+    expected = libaxon_commands(lambda: workload(a))
     with profile(activities=ACTIVITIES) as prof:
         workload(a)
 

@@ -6,25 +6,9 @@ PyTorch CPU, exactly for casts and unique, with float32 tolerances for the math.
 import pytest
 import torch
 
-import torch_axon
-from axon_testing import KERNEL_DTYPES, dtype_id, native, sample
+from axon_testing import KERNEL_DTYPES, dtype_id, libaxon_commands, native, sample
 
 UNSIGNED = [torch.uint16, torch.uint32, torch.uint64]
-
-
-def traced_names(fn) -> list[str]:
-    """The names of the commands libaxon ran for fn()."""
-    torch.axon.synchronize()
-    torch_axon._C._trace_clear()
-    torch_axon._C._trace_enable(True)
-    try:
-        fn()
-        torch.axon.synchronize()
-    finally:
-        torch_axon._C._trace_enable(False)
-    names = [r[0] for r in torch_axon._C._trace_records()]
-    torch_axon._C._trace_clear()
-    return names
 
 
 def assert_bits_equal(got: torch.Tensor, want: torch.Tensor):
@@ -41,7 +25,7 @@ def assert_bits_equal(got: torch.Tensor, want: torch.Tensor):
 def test_casts_from_an_unsigned_dtype_run_on_libaxon_and_match_cpu(unsigned, other):
     x = sample(unsigned, (6, 7))  # every bit pattern, values past the signed maximum included
     a = x.to("axon")
-    assert traced_names(lambda: a.to(other)) == ["tensor_copy"]
+    assert libaxon_commands(lambda: a.to(other)) == ["tensor_copy"]
     assert_bits_equal(a.to(other), x.to(other))
     assert_bits_equal(a.t().to(other), x.t().to(other))  # strided source
 
@@ -58,7 +42,7 @@ def test_casts_to_an_unsigned_dtype_run_on_libaxon_and_match_cpu(unsigned, other
         keep = real.isfinite() & (real.double() > -2.0**31) & (real.double() < 2.0**31)
         x = torch.where(keep, x, torch.full((), 3, dtype=other))
     a = x.to("axon")
-    assert traced_names(lambda: a.to(unsigned)) == ["tensor_copy"]
+    assert libaxon_commands(lambda: a.to(unsigned)) == ["tensor_copy"]
     assert_bits_equal(a.to(unsigned), x.to(unsigned))
     assert_bits_equal(a.t().to(unsigned), x.t().to(unsigned))
     dst = torch.zeros(7, 6, dtype=unsigned, device="axon").t()
