@@ -1,10 +1,10 @@
 /* Element conversions between axon dtypes, shared by every kernel that stores into a dtype.
  *
  * A conversion is two steps: a source element is loaded as its "natural" C value (float for float32/16/bf16,
- * double, int32_t for the small integers and bool, int64_t (also for uint32), uint64_t, or a complex pair), then axon_to_<dst>(value) picks the
- * right rule for that natural type with _Generic. Everything is static inline and branch-free where it matters, so
- * a plain typed loop over the two steps is what the compiler vectorizes. The rules are the ones kernels.h documents
- * (PyTorch's casts on x86-64, with C's undefined cases pinned down). */
+ * double, int32_t for the small integers and bool, int64_t (also for uint32), uint64_t, or a complex pair), then
+ * axon_to_<dst>(value) picks the right rule for that natural type with _Generic. Everything is static inline and
+ * branch-free where it matters, so a plain typed loop over the two steps is what the compiler vectorizes. The rules
+ * are the ones kernels.h documents (PyTorch's casts on x86-64, with C's undefined cases pinned down). */
 #ifndef AXON_KERNELS_DTYPE_H
 #define AXON_KERNELS_DTYPE_H
 

@@ -10,8 +10,10 @@
  * Conversions (copy, fill, and every kernel storing into a dtype) follow PyTorch's CPU casts on x86-64, with the
  * cases C leaves undefined pinned down:
  *   - floating -> integer truncates toward zero. Out of range or NaN gives what x86 gives: int32/int64 get their
- *     minimum; int8/int16 take the low bits of the int32 result; uint8 the low bits of the int64 result (PyTorch
- *     goes through int64 for uint8). Integer -> narrower integer keeps the low bits.
+ *     minimum; int8/int16/uint16 take the low bits of the int32 result; uint8 the low bits of the int64 result
+ *     (PyTorch goes through int64 for uint8). uint32 and uint64 (w bits) take values at or above 2^(w-1) as the
+ *     signed rule of x - 2^(w-1) with the top bit set again, the rest by the signed rule (negative values wrap), as
+ *     PyTorch's vectorized casts do. Integer -> narrower integer keeps the low bits; uint64 -> floating rounds once.
  *   - anything -> bool is "!= 0" (NaN is true; a complex value is true if either part is nonzero).
  *   - -> float16 / bfloat16 round to nearest even through float32, as PyTorch does (a float64 rounds twice, so
  *     results match PyTorch's casts bit for bit); overflow gives infinity, NaN stays NaN.
