@@ -38,13 +38,14 @@ def strict():
 @pytest.mark.parametrize("op", [
     lambda t: torch.special.airy_ai(t),
     lambda t: torch.special.airy_ai(t.t()),
-    lambda t: torch.mode(t, dim=1).values,
-    lambda t: torch.mode(t, dim=0).indices,
+    lambda t: torch.frexp(t).mantissa,
+    lambda t: torch.frexp(t).exponent,
     lambda t: torch.linalg.matrix_exp(t),
     lambda t: torch.igamma(t.abs() + 0.5, t.abs() + 1),
     lambda t: t @ t.t(),
-    lambda t: torch.renorm(t, 2, 0, 1.0),
-], ids=["airy_ai", "airy_ai_strided", "mode_values", "mode_indices", "matrix_exp", "igamma", "matmul", "renorm"])
+    lambda t: torch.hash_tensor(t, 1),
+], ids=["airy_ai", "airy_ai_strided", "frexp_mantissa", "frexp_exponent", "matrix_exp", "igamma", "matmul",
+        "hash_tensor"])
 def test_an_op_without_a_native_kernel_matches_cpu(op):
     x = sample(torch.float32, (6, 6)).nan_to_num(0, 1e3, -1e3) / 100
     got, want = op(x.to("axon")), op(x)
