@@ -359,3 +359,37 @@ def test_renorm_matches_cpu(dtype):
         torch.renorm(torch.ones(3, device="axon"), 2, 0, 1.0)
     with pytest.raises(RuntimeError, match="renorm: non-positive-norm not supported"):
         torch.renorm(torch.ones(3, 3, device="axon"), 0, 0, 1.0)
+
+
+HASH_DTYPES = [torch.float32, torch.float64, torch.bfloat16, torch.float16, torch.int8, torch.int16, torch.int32,
+               torch.int64, torch.uint8, torch.bool]
+
+
+@pytest.mark.parametrize("dtype", HASH_DTYPES, ids=str)
+@pytest.mark.parametrize("dim,keepdim", [((), False), (1, False), ((0, 2), True), (-1, True)])
+def test_hash_tensor_xors_the_bits_like_cpu(dtype, dim, keepdim):
+    # full-width values: random int64 bits, and floats whose float64 bits fill the word
+    x = sample((3, 5, 70), dtype, seed=3)
+    if dtype == torch.int64:
+        x = torch.randint(-2**63, 2**63 - 1, (3, 5, 70), dtype=torch.int64, generator=torch.Generator().manual_seed(3))
+    r = native(lambda t: torch.hash_tensor(t, dim, keepdim=keepdim), x)
+    assert torch.equal(r.cpu(), torch.hash_tensor(x, dim, keepdim=keepdim))
+
+
+def test_hash_tensor_of_views_into_out_and_its_errors():
+    x = torch.randn(40, 30, dtype=torch.float64)
+    for view in (lambda t: t.t(), lambda t: t[::3, 1::2], lambda t: t.flip(0)):
+        assert torch.equal(native(lambda t: torch.hash_tensor(view(t), 0), x).cpu(), torch.hash_tensor(view(x), 0))
+    out = torch.empty(7, dtype=torch.uint64, device="axon")
+    torch_axon.reset_fallback_stats()
+    torch.hash_tensor(x.to("axon"), 1, out=out)
+    assert torch_axon.fallback_stats() == {}
+    assert torch.equal(out.cpu(), torch.hash_tensor(x, 1))
+    # CPU's messages: another mode, an unsigned self CPU cannot hash, an empty self without a dim
+    with pytest.raises(RuntimeError, match="Unknown hash_tensor mode: 1"):
+        torch.hash_tensor(x.to("axon"), mode=1)
+    with pytest.raises(RuntimeError, match="not implemented for 'UInt32'"):
+        torch.hash_tensor(torch.ones(3, dtype=torch.uint32, device="axon"))
+    with pytest.raises(RuntimeError, match="Expected reduction dim to be specified"):
+        torch.hash_tensor(torch.ones(0, device="axon"))
+    assert torch.hash_tensor(torch.ones(0, 3, device="axon"), 1).shape == (0,)

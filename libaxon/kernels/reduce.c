@@ -11,7 +11,7 @@
 #include "reduce_impl.h"
 
 static const char *const reduce_names[] = {
-    "sum", "prod", "mean", "amax", "amin", "any", "all", "norm", "var", "std", "logsumexp", "count_nonzero",
+    "sum", "prod", "mean", "amax", "amin", "any", "all", "norm", "var", "std", "logsumexp", "count_nonzero", "xor",
 };
 _Static_assert(sizeof reduce_names / sizeof reduce_names[0] == AXON_REDUCE_OP_COUNT,
                "every axon_reduce_op_t needs a name");
@@ -20,7 +20,6 @@ const char *axon_reduce_op_name(axon_reduce_op_t op) {
     return (unsigned)op < AXON_REDUCE_OP_COUNT ? reduce_names[op] : "invalid";
 }
 
-static int rd_is_complex(axon_dtype_t d) { return d == AXON_COMPLEX64 || d == AXON_COMPLEX128; }
 
 /* A complex SUM or MEAN is two real ones, over the real parts and over the imaginary parts: part `im` of t viewed as
  * its real dtype at twice the strides. (One reduction over the pairs, with a kept last dimension of 2, would make the
@@ -52,6 +51,7 @@ static int rd_describe(axon_reduce_op_t op, const axon_reduce_params_t *p, axon_
     case AXON_REDUCE_ANY: d->kind = RD_NZ_MAX, d->work = RD_W_I64; break;
     case AXON_REDUCE_ALL: d->kind = RD_NZ_MIN, d->work = RD_W_I64; break;
     case AXON_REDUCE_COUNT_NONZERO: d->kind = RD_NZ_SUM, d->work = RD_W_I64; break;
+    case AXON_REDUCE_XOR: d->kind = RD_XOR, d->work = RD_W_I64; break;
     case AXON_REDUCE_NORM:
         if (p->p == 0) d->kind = RD_NZ_SUM;
         else if (p->p == 1) d->kind = RD_ABS_SUM;
@@ -134,6 +134,11 @@ axon_status_t axon_kernel_reduce(axon_stream_t s, axon_reduce_op_t op, const axo
                      rd_is_complex(out->dtype)))
         return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: complex dtypes are not supported (in %s, out %s)", name,
                          axon_dtype_name(in->dtype), axon_dtype_name(out->dtype));
+    if (op == AXON_REDUCE_XOR && (axon_dtype_is_floating(in->dtype) || axon_dtype_is_floating(out->dtype)))
+        return axon_fail(AXON_ERROR_UNSUPPORTED,
+                         "%s: in and out must have integer or bool dtypes, got in %s, out %s (to xor the bits of "
+                         "floats, view them as integers first)", name, axon_dtype_name(in->dtype),
+                         axon_dtype_name(out->dtype));
     if (!complex && rd_needs_floating_out(op) && !axon_dtype_is_floating(out->dtype))
         return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: out must have a floating dtype, got %s (in %s)", name,
                          axon_dtype_name(out->dtype), axon_dtype_name(in->dtype));

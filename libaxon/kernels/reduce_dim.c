@@ -314,7 +314,6 @@ static void rdim_setup(rdim_args_t *a, int n, const axon_tensor_t *const *t, int
     a->lanes = a->kept.sizes[0] > 1 && a->len > 1 && rdim_abs(a->kept.strides[0][0]) < rdim_abs(a->dstride[0]);
 }
 
-static int rdim_is_complex(axon_dtype_t d) { return d == AXON_COMPLEX64 || d == AXON_COMPLEX128; }
 
 /* Common checks; *dim is normalized. Complex in only where the caller says so. */
 static axon_status_t rdim_check_dim(const char *name, const axon_tensor_t *in, int *dim, int complex_ok) {
@@ -323,7 +322,7 @@ static axon_status_t rdim_check_dim(const char *name, const axon_tensor_t *in, i
         return axon_fail(AXON_ERROR_INVALID_ARG, "%s: dim %d is out of range for a %d-d tensor", name, *dim,
                          in->ndim);
     if (*dim < 0) *dim += nd;
-    if (!complex_ok && rdim_is_complex(in->dtype))
+    if (!complex_ok && rd_is_complex(in->dtype))
         return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: complex dtypes are not supported (in %s)", name,
                          axon_dtype_name(in->dtype));
     return AXON_OK;
@@ -391,10 +390,10 @@ axon_status_t axon_kernel_cumulative(axon_stream_t s, axon_cumulative_op_t op, c
     if ((st = axon_kernel_check_operand(in, name, "in", 0)) != AXON_OK) return st;
     const int lse = op == AXON_CUMULATIVE_LOGSUMEXP;
     if ((st = rdim_check_dim(name, in, &dim, !lse)) != AXON_OK) return st;
-    if (lse && rdim_is_complex(out->dtype))
+    if (lse && rd_is_complex(out->dtype))
         return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: complex dtypes are not supported (out %s)", name,
                          axon_dtype_name(out->dtype));
-    if (rdim_is_complex(in->dtype) && !rdim_is_complex(out->dtype))
+    if (rd_is_complex(in->dtype) && !rd_is_complex(out->dtype))
         return axon_fail(AXON_ERROR_INVALID_ARG, "%s: a complex in (%s) needs a complex out, got %s", name,
                          axon_dtype_name(in->dtype), axon_dtype_name(out->dtype));
     if (!rdim_same_shape(out, in))
@@ -406,7 +405,7 @@ axon_status_t axon_kernel_cumulative(axon_stream_t s, axon_cumulative_op_t op, c
     a.scan = 1;
     a.scan_kind = op == AXON_CUMULATIVE_PROD ? RDIM_SCAN_PROD : op == AXON_CUMULATIVE_LOGSUMEXP ? RDIM_SCAN_LSE
                                                                                                : RDIM_SCAN_SUM;
-    a.is_complex = rdim_is_complex(out->dtype);
+    a.is_complex = rd_is_complex(out->dtype);
     a.is_int = !a.is_complex && !axon_dtype_is_floating(out->dtype);
     if (a.scan_kind == RDIM_SCAN_LSE && a.is_int)
         return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: out dtype %s is not floating", name, axon_dtype_name(out->dtype));

@@ -44,6 +44,7 @@ typedef enum rd_kind {
     RD_EXP_SUM,      /* exp(x - p), +: the sum inside RD_LSE's fold, never an op's kind */
     RD_VAR,          /* state (n, mean, m2) */
     RD_LSE,          /* state (shift, sum of exp(x - shift)) */
+    RD_XOR,          /* x, ^ (int64 work only) */
     RD_KIND_COUNT
 } rd_kind_t;
 
@@ -101,6 +102,8 @@ typedef struct rd_work_ops {
 } rd_work_ops_t;
 
 extern const rd_work_ops_t axon_rd_work_ops[RD_W_COUNT];
+
+static inline int rd_is_complex(axon_dtype_t d) { return d == AXON_COMPLEX64 || d == AXON_COMPLEX128; }
 
 /* 1 if kind has a lane-wise form (every kind but RD_VAR and RD_LSE). */
 static inline int rd_kind_is_simple(rd_kind_t k) { return k != RD_VAR && k != RD_LSE; }

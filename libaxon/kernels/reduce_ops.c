@@ -44,6 +44,10 @@ double exp(double) __attribute__((simd("notinbranch")));
 #define RD_SQRT_f32(x) sqrtf(x)
 #define RD_SQRT_f64(x) sqrt(x)
 #define RD_SQRT_i64(x) ((int64_t)sqrt((double)(x)))
+#define RD_XOR_i64(a, b) ((a) ^ (b))
+/* xor is an int64 kind (the launch refuses floats); the float forms exist for rd_comb's switch and xor the bits */
+#define RD_XOR_f32(a, b) rd_xor_bits_f32(a, b)
+#define RD_XOR_f64(a, b) rd_xor_bits_f64(a, b)
 #define RD_FIELD_f32 f
 #define RD_FIELD_f64 d
 #define RD_FIELD_i64 i
@@ -53,6 +57,23 @@ double exp(double) __attribute__((simd("notinbranch")));
 #define RD_LOWEST_f32 (-INFINITY)
 #define RD_LOWEST_f64 (-INFINITY)
 #define RD_LOWEST_i64 INT64_MIN
+
+static inline float rd_xor_bits_f32(float a, float b) {
+    uint32_t x, y;
+    memcpy(&x, &a, sizeof x);
+    memcpy(&y, &b, sizeof y);
+    x ^= y;
+    memcpy(&a, &x, sizeof a);
+    return a;
+}
+static inline double rd_xor_bits_f64(double a, double b) {
+    uint64_t x, y;
+    memcpy(&x, &a, sizeof x);
+    memcpy(&y, &b, sizeof y);
+    x ^= y;
+    memcpy(&a, &x, sizeof a);
+    return a;
+}
 
 #define RD_MAXC(a, v) (((v) > (a)) | ((v) != (v)) ? (v) : (a))
 #define RD_MINC(a, v) (((v) < (a)) | ((v) != (v)) ? (v) : (a))
@@ -71,7 +92,13 @@ double exp(double) __attribute__((simd("notinbranch")));
     X(S, W, RD_ABS_MAX, MAX, RD_ABS_##S(v))               \
     X(S, W, RD_ABS_MIN, MIN, RD_ABS_##S(v))               \
     X(S, W, RD_POW_SUM, ADD, RD_POW_##S(v, p))            \
-    X(S, W, RD_EXP_SUM, ADD, RD_EXP_##S(v - (W)p))
+    X(S, W, RD_EXP_SUM, ADD, RD_EXP_##S(v - (W)p))         \
+    RD_KIND_XOR_##S(X, S, W)
+
+/* xor folds int64 only: the float generators' vector trees have no xor */
+#define RD_KIND_XOR_i64(X, S, W) X(S, W, RD_XOR, XOR, v)
+#define RD_KIND_XOR_f32(X, S, W)
+#define RD_KIND_XOR_f64(X, S, W)
 
 /* One generator per work type S (f32, f64, i64) with C type W. */
 #define RD_DEFINE(S, W)                                                                                             \
@@ -106,6 +133,7 @@ double exp(double) __attribute__((simd("notinbranch")));
         case RD_PROD: return RD_MUL_##S(a, v);                                                                      \
         case RD_MAX: case RD_NZ_MAX: case RD_ABS_MAX: return RD_MAXC(a, v);                                         \
         case RD_MIN: case RD_NZ_MIN: case RD_ABS_MIN: return RD_MINC(a, v);                                         \
+        case RD_XOR: return RD_XOR_##S(a, v);                                                                       \
         default: return RD_ADD_##S(a, v);                                                                          \
         }                                                                                                           \
     }                                                                                                               \
@@ -240,6 +268,7 @@ double exp(double) __attribute__((simd("notinbranch")));
         RD_VLOOP(W, RD_ABS_MAX, RD_MAXC(a, v), RD_ABS_##S(v))                                                          \
         RD_VLOOP(W, RD_ABS_MIN, RD_MINC(a, v), RD_ABS_##S(v))                                                          \
         RD_VLOOP(W, RD_POW_SUM, RD_ADD_##S(a, v), RD_POW_##S(v, p))                                                    \
+        RD_VLOOP(W, RD_XOR, RD_XOR_##S(a, v), v)                                                                       \
         default: break;                                                                                             \
         }                                                                                                           \
     }                                                                                                               \
@@ -271,6 +300,7 @@ double exp(double) __attribute__((simd("notinbranch")));
 #define RD_COMB_MUL(S, a, v) RD_MUL_##S(a, v)
 #define RD_COMB_MAX(S, a, v) RD_MAXC(a, v)
 #define RD_COMB_MIN(S, a, v) RD_MINC(a, v)
+#define RD_COMB_XOR(S, a, v) RD_XOR_##S(a, v)
 
 /* One case of rd_lanes: the lane loop, then RD_FINISH_S: the tail into lane 0 and the lanes pairwise into acc[0].
  * MAP reads v = x[...] and names the mapped value v again. The kinds whose map is also an expression on GCC vectors
@@ -290,6 +320,7 @@ double exp(double) __attribute__((simd("notinbranch")));
 #define RD_LOOP_RD_ABS_MIN RD_LOOP_SCALAR
 #define RD_LOOP_RD_POW_SUM RD_LOOP_SCALAR
 #define RD_LOOP_RD_EXP_SUM RD_LOOP_SCALAR
+#define RD_LOOP_RD_XOR RD_LOOP_SCALAR
 #define RD_LOOP_V_i64(S, W, K, CLS, MAP, VMAP) RD_LOOP_SCALAR(S, W, K, CLS, MAP)
 #define RD_LOOP_SCALAR(S, W, K, CLS, MAP)                                                                       \
     case K:                                                                                                     \

@@ -97,6 +97,12 @@ static inline long double rr_reduce(axon_reduce_op_t op, const axon_reduce_param
     case AXON_REDUCE_COUNT_NONZERO:
         for (int64_t i = 0; i < n; i++) r += raw[i] != 0;
         break;
+    case AXON_REDUCE_XOR: {
+        uint64_t q = 0;
+        for (int64_t i = 0; i < n; i++) q ^= (uint64_t)(int64_t)v[i];
+        r = (long double)(int64_t)q;
+        break;
+    }
     case AXON_REDUCE_NORM:
         if (p->p == INFINITY || p->p == -INFINITY) {
             r = fabsl(v[0]);

@@ -18,7 +18,8 @@ static axon_dtype_t out_dtype_for(axon_reduce_op_t op, axon_dtype_t d) {
     case AXON_REDUCE_AMIN: return d;
     case AXON_REDUCE_ANY:
     case AXON_REDUCE_ALL: return AXON_BOOL;
-    case AXON_REDUCE_COUNT_NONZERO: return AXON_INT64;
+    case AXON_REDUCE_COUNT_NONZERO:
+    case AXON_REDUCE_XOR: return AXON_INT64;
     default: return rr_is_float(d) ? d : AXON_FLOAT32;
     }
 }
@@ -127,6 +128,7 @@ static void test_every_op_and_dtype_over_every_layout_matches_reference(void) {
         for (int op = 0; op < AXON_REDUCE_OP_COUNT; op++)
             for (size_t li = 0; li < sizeof layouts / sizeof layouts[0]; li++)
                 for (size_t mi = 0; mi < sizeof masks / sizeof masks[0]; mi++) {
+                    if (op == AXON_REDUCE_XOR && rr_is_float(d)) continue; /* refused: test_xor_refuses_floats */
                     /* views other than the contiguous one get fewer masks: inner, outer, several */
                     if (li > 0 && mi >= 4) continue;
                     int bad = run_variants(&k, (axon_reduce_op_t)op, d, op == AXON_REDUCE_PROD ? h1 : h, 378,
@@ -150,7 +152,7 @@ static void test_split_and_outer_paths_match_reference(void) {
     } shapes[] = {{{3, 70001}, 2}, {{1, 200003}, 3}, {{20011, 5}, 1}, {{40, 300}, 1}, {{3000, 129}, 1}};
     static const axon_reduce_op_t ops[] = {AXON_REDUCE_SUM,  AXON_REDUCE_MEAN, AXON_REDUCE_AMAX,
                                            AXON_REDUCE_NORM, AXON_REDUCE_VAR,  AXON_REDUCE_LOGSUMEXP,
-                                           AXON_REDUCE_ALL,  AXON_REDUCE_COUNT_NONZERO};
+                                           AXON_REDUCE_ALL,  AXON_REDUCE_COUNT_NONZERO, AXON_REDUCE_XOR};
     static const axon_dtype_t dts[] = {AXON_FLOAT32, AXON_BFLOAT16, AXON_INT32};
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
         for (size_t di = 0; di < sizeof dts / sizeof dts[0]; di++) {
@@ -158,7 +160,7 @@ static void test_split_and_outer_paths_match_reference(void) {
             void *h = rr_fill(dts[di], n, 0);
             layout_t l = {"large", 2, {shapes[si].sizes[0], shapes[si].sizes[1]}, {shapes[si].sizes[1], 1}, 0};
             for (size_t oi = 0; oi < sizeof ops / sizeof ops[0]; oi++)
-                if (run_variants(&k, ops[oi], dts[di], h, n, &l, shapes[si].mask)) check_failures_in_test++;
+                if (!(ops[oi] == AXON_REDUCE_XOR && rr_is_float(dts[di])) && run_variants(&k, ops[oi], dts[di], h, n, &l, shapes[si].mask)) check_failures_in_test++;
             free(h);
         }
     axon_runtime_destroy(k.rt);
@@ -292,6 +294,74 @@ static void test_float32_sum_of_1m_elements_is_accurate(void) {
         axon_mem_free(k.dev, dev);
         axon_mem_free(k.dev, dout);
     }
+    free(h);
+    axon_runtime_destroy(k.rt);
+}
+
+/* XOR keeps all 64 bits: full-width int64 values (top bit included) over the inner, split and outer paths against
+ * a host xor, int32 values sign-extended; an empty xor is 0; floating in or out is refused with a message. */
+static void test_xor_keeps_every_bit_and_refuses_floats(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    const int64_t rows = 3, cols = 70001, n = rows * cols;
+    int64_t *h = malloc(sizeof(int64_t) * (size_t)n);
+    uint64_t z = 0x9e3779b97f4a7c15u;
+    for (int64_t i = 0; i < n; i++) {
+        z += 0x9e3779b97f4a7c15u;
+        uint64_t x = (z ^ (z >> 31)) * 0xbf58476d1ce4e5b9u;
+        h[i] = (int64_t)(x ^ (x >> 29));
+    }
+    int64_t *dev = rr_upload(&k, AXON_INT64, h, n), *dout = rr_upload(&k, AXON_INT64, NULL, cols);
+    int64_t *got = malloc(sizeof(int64_t) * (size_t)cols);
+    const int64_t isz[2] = {rows, cols}, per_row[2] = {rows, 1}, per_col[2] = {1, cols}, all[2] = {1, 1};
+    axon_tensor_t in = kc_tensor(dev, AXON_INT64, 2, isz, NULL);
+    /* over each row (inner, and split: 70001 elements in few outputs), each column (outer), and everything */
+    const int64_t *osz[3] = {per_row, per_col, all};
+    for (int c = 0; c < 3; c++) {
+        axon_tensor_t out = kc_tensor(dout, AXON_INT64, 2, osz[c], NULL);
+        CHECK_OK(axon_kernel_reduce(k.s, AXON_REDUCE_XOR, &out, &in, NULL));
+        int64_t nout = osz[c][0] * osz[c][1];
+        CHECK(kc_download(&k, got, dout, sizeof(int64_t) * (size_t)nout));
+        for (int64_t o = 0; o < nout; o++) {
+            uint64_t want = 0;
+            for (int64_t r = 0; r < rows; r++)
+                for (int64_t j = 0; j < cols; j++)
+                    if ((c == 0 && r == o) || (c == 1 && j == o) || c == 2) want ^= (uint64_t)h[r * cols + j];
+            if ((uint64_t)got[o] != want) {
+                fprintf(stderr, "  xor case %d output %lld: got %llx want %llx\n", c, (long long)o,
+                        (unsigned long long)got[o], (unsigned long long)want);
+                check_failures_in_test++;
+                break;
+            }
+        }
+    }
+    /* int32 -1 and 6 sign-extend: -1 ^ 6 = -7 */
+    const int32_t small[2] = {-1, 6};
+    const int64_t two[1] = {2}, one[1] = {1};
+    int32_t *d32 = rr_upload(&k, AXON_INT32, small, 2);
+    axon_tensor_t i32 = kc_tensor(d32, AXON_INT32, 1, two, NULL), o1 = kc_tensor(dout, AXON_INT64, 1, one, NULL);
+    CHECK_OK(axon_kernel_reduce(k.s, AXON_REDUCE_XOR, &o1, &i32, NULL));
+    CHECK(kc_download(&k, got, dout, sizeof(int64_t)));
+    CHECK(got[0] == -7);
+    const int64_t zero[1] = {0};
+    axon_tensor_t empty = kc_tensor(d32, AXON_INT32, 1, zero, NULL);
+    const int64_t five = 5;
+    int64_t *d5 = rr_upload(&k, AXON_INT64, &five, 1);
+    axon_tensor_t o5 = kc_tensor(d5, AXON_INT64, 1, one, NULL);
+    CHECK_OK(axon_kernel_reduce(k.s, AXON_REDUCE_XOR, &o5, &empty, NULL));
+    CHECK(kc_download(&k, got, d5, sizeof(int64_t)));
+    CHECK(got[0] == 0);
+    axon_mem_free(k.dev, d5);
+    axon_tensor_t f_in = kc_tensor(dev, AXON_FLOAT64, 1, two, NULL), f_out = kc_tensor(dout, AXON_FLOAT64, 1, one, NULL);
+    CHECK_STATUS(axon_kernel_reduce(k.s, AXON_REDUCE_XOR, &o1, &f_in, NULL), AXON_ERROR_UNSUPPORTED);
+    CHECK_MSG("view them as integers");
+    CHECK_STATUS(axon_kernel_reduce(k.s, AXON_REDUCE_XOR, &f_out, &i32, NULL), AXON_ERROR_UNSUPPORTED);
+    CHECK_MSG("xor");
+    CHECK_OK(axon_stream_sync(k.s));
+    axon_mem_free(k.dev, dev);
+    axon_mem_free(k.dev, dout);
+    axon_mem_free(k.dev, d32);
+    free(got);
     free(h);
     axon_runtime_destroy(k.rt);
 }
@@ -507,6 +577,7 @@ int main(void) {
     RUN(test_empty_reductions_give_identities_or_name_the_op);
     RUN(test_nan_propagates_through_every_path);
     RUN(test_var_and_std_follow_the_correction);
+    RUN(test_xor_keeps_every_bit_and_refuses_floats);
     RUN(test_complex_sum_and_mean_reduce_each_part);
     RUN(test_complex_nonzero_tests_look_at_both_parts);
     return check_report();

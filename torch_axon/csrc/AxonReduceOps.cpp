@@ -365,6 +365,21 @@ at::Tensor count_nonzero_dims(const at::Tensor& self, at::IntArrayRef dims) {
   return out;
 }
 
+// hash_tensor, mode 0: the xor of the elements' bits, floats widened to float64 and integers to int64, into uint64.
+// libaxon xors integers, so floats go in as their float64 bits viewed as int64, and out as int64 of the same bits.
+// uint16/32/64 selves (which CPU refuses), other modes and empty selves go to the host for CPU's own errors.
+at::Tensor& hash_tensor_out(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, int64_t mode, at::Tensor& out) {
+  if (mode != 0 || !reducible(self.scalar_type()) || self.numel() == 0 ||
+      out.scalar_type() != at::kUInt64 || self.dim() > AXON_MAX_DIMS)
+    return fall_back<ATEN_OP2(hash_tensor, out)>(self, dim, keepdim, mode, out);
+  const auto mask = reduced_dims(self, dim);
+  at::native::resize_output(out, result_shape(self, mask, keepdim));
+  const at::Tensor bits = self.is_floating_point() ? self.to(at::kDouble).view(at::kLong) : self;
+  at::Tensor out_bits = out.view(at::kLong);
+  reduce(AXON_REDUCE_XOR, bits, mask, keepdim, out_bits, axon_reduce_params_default(), "hash_tensor");
+  return out;
+}
+
 // ---- along one dim: max/min with indices, argmax/argmin ----
 
 template <axon_arg_reduce_op_t OP, class AtenOp>
@@ -512,6 +527,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("norm.out", TORCH_FN(norm_out));
   m.impl("norm.dtype_out", TORCH_FN(norm_dtype_out));
   m.impl("count_nonzero.dim_IntList", TORCH_FN(count_nonzero_dims));
+  m.impl("hash_tensor.out", TORCH_FN(hash_tensor_out));
   m.impl("max.dim_max", TORCH_FN((max_min_dim_out<AXON_ARG_REDUCE_MAX, ATEN_OP2(max, dim_max)>)));
   m.impl("min.dim_min", TORCH_FN((max_min_dim_out<AXON_ARG_REDUCE_MIN, ATEN_OP2(min, dim_min)>)));
   m.impl("argmax.out", TORCH_FN((argmax_argmin_out<AXON_ARG_REDUCE_ARGMAX, ATEN_OP2(argmax, out)>)));
