@@ -43,9 +43,9 @@ def strict():
     lambda t: torch.linalg.matrix_exp(t),
     lambda t: torch.igamma(t.abs() + 0.5, t.abs() + 1),
     lambda t: t @ t.t(),
-    lambda t: torch.linalg.lstsq(t, t.t()).solution,
+    lambda t: torch.igammac(t.abs() + 0.5, t.abs() + 1),
 ], ids=["airy_ai", "airy_ai_strided", "frexp_mantissa", "frexp_exponent", "matrix_exp", "igamma", "matmul",
-        "lstsq"])
+        "igammac"])
 def test_an_op_without_a_native_kernel_matches_cpu(op):
     x = sample(torch.float32, (6, 6)).nan_to_num(0, 1e3, -1e3) / 100
     got, want = op(x.to("axon")), op(x)
