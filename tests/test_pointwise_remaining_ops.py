@@ -1,5 +1,5 @@
 """The pointwise ops that were op_db's last host fallbacks among the real dtypes: erfinv, angle, nan_to_num, round
-with decimals, nextafter, gcd, lcm, and logit and threshold of integers, on libaxon's kernels. Values against
+with decimals, nextafter, gcd, lcm, logit and threshold of integers, and frexp, on libaxon's kernels. Values against
 PyTorch CPU with per-dtype tolerances, gradients where the op has one, PyTorch's refusals, and no host fallback."""
 
 import pytest
@@ -156,3 +156,32 @@ def test_threshold_of_integers(dtype):
     x = torch.tensor([-4, 0, 3, 7, 12, 100], dtype=dtype)
     check(native(torch.nn.functional.threshold, x, 3, 42), torch.nn.functional.threshold(x, 3, 42), exact=True)
     check(native(torch.nn.functional.threshold, x, 2.5, 1), torch.nn.functional.threshold(x, 2.5, 1), exact=True)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_frexp_splits_like_cpu_bit_for_bit(dtype):
+    # wide magnitudes (subnormals of each dtype included), the specials, and a strided view
+    g = torch.Generator().manual_seed(5)
+    x = (torch.randn(300, generator=g, dtype=torch.float64) * torch.pow(2.0, torch.randint(-140, 120, (300,),
+                                                                                         generator=g))).to(dtype)
+    x = torch.cat([x, specials(dtype), torch.tensor([torch.finfo(dtype).tiny / 4, torch.finfo(dtype).max],
+                                                    dtype=dtype)])
+    for t in (x, x.view(-1, 1).expand(-1, 3).t()[1]):
+        mantissa, exponent = native(lambda a: torch.frexp(a).mantissa, t), native(lambda a: torch.frexp(a).exponent, t)
+        check(mantissa, torch.frexp(t).mantissa, exact=True)
+        check(exponent, torch.frexp(t).exponent)
+        assert torch.equal(mantissa.signbit(), torch.frexp(t).mantissa.signbit())  # -0.0 stays -0.0
+
+
+def test_frexp_out_and_its_refusals():
+    x = uniform(-50, 50, torch.float32)
+    m, e = torch.empty(0, device="axon"), torch.empty(0, dtype=torch.int32, device="axon")
+    torch_axon.reset_fallback_stats()
+    torch.frexp(x.to("axon"), out=(m, e))
+    assert torch_axon.fallback_stats() == {}
+    check(m.cpu(), torch.frexp(x).mantissa, exact=True)
+    check(e.cpu(), torch.frexp(x).exponent)
+    with pytest.raises(RuntimeError, match="only supports floating-point dtypes"):
+        torch.frexp(torch.arange(3, device="axon"))
+    with pytest.raises(RuntimeError, match="exponent"):  # CPU's message, from the host
+        torch.frexp(x.to("axon"), out=(m, torch.empty(0, dtype=torch.int64, device="axon")))

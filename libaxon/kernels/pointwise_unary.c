@@ -244,6 +244,19 @@ PW_FLOATS(PW_U, nan_to_num, (x != x ? p0 : x == (W)INFINITY ? p1 : x == -(W)INFI
 /* round(x, decimals): p0 = 10^|decimals|, p1 = 1 for decimals < 0 */
 PW_FLOATS(PW_U, round_decimals, (p1 != 0 ? PW_RINT(x / p0) * p0 : PW_RINT(x * p0) / p0))
 PW_FLOATS(PW_U, angle, (x != x ? x : x < 0 ? (W)3.14159265358979323846 : (W)0))
+/* frexp in double, exact for float too: a float's mantissa and exponent are those of the same double (a subnormal
+ * float is a normal double, and frexp normalizes either way). glibc gives exponent 0 for 0, inf and NaN, as CPU. */
+static inline double pw_frexp_mantissa(double x) {
+    int e;
+    return frexp(x, &e);
+}
+static inline double pw_frexp_exponent(double x) {
+    int e;
+    (void)frexp(x, &e);
+    return (double)e;
+}
+PW_FLOATS(PW_U, frexp_mantissa, ((W)pw_frexp_mantissa((double)x)))
+PW_FLOATS(PW_U, frexp_exponent, ((W)pw_frexp_exponent((double)x)))
 /* erfinv in float (float32 and the half types): M. Giles' single-precision approximation ("Approximating the erfinv
  * function", GPU Computing Gems, 2011), one log and a degree-8 polynomial in w = -log((1 - x)(1 + x)) or in
  * sqrt(w), within about 4 ulp of float32's; both branches are computed and one selected, so the loop vectorizes
@@ -364,4 +377,6 @@ const pw_loop_fn axon_pw_unary_loops[AXON_UNARY_COUNT][AXON_DTYPE_COUNT] = {
     [AXON_UNARY_NAN_TO_NUM] = {PW_F(nan_to_num) PW_I(identity) PW_B(identity)},
     [AXON_UNARY_ROUND_DECIMALS] = {PW_F(round_decimals)},
     [AXON_UNARY_ANGLE] = {PW_F(angle)},
+    [AXON_UNARY_FREXP_MANTISSA] = {PW_F(frexp_mantissa)},
+    [AXON_UNARY_FREXP_EXPONENT] = {PW_F(frexp_exponent)},
 };

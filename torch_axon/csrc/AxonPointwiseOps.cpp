@@ -242,14 +242,15 @@ at::Tensor unary_functional(const at::Tensor& self) {
   return fall_back<AtenOp>(self);
 }
 
-// abs: a complex self has a real result (abs.out gets a float out from the functional form, and a complex out keeps
-// |z| with a zero imaginary part), computed in self's complex dtype.
-at::Tensor& abs_out(const at::Tensor& self, at::Tensor& out) {
-  if (!self.is_complex()) return unary_out<AXON_UNARY_ABS, false, ATEN_OP2(abs, out)>(self, out);
+// abs and angle: a complex self has a real result (the `.out` form gets a float out from the functional form, and a
+// complex out keeps the value with a zero imaginary part), computed in self's complex dtype.
+template <axon_unary_op_t OP, bool FLOAT_OP, class AtenOp>
+at::Tensor& real_of_complex_out(const at::Tensor& self, at::Tensor& out) {
+  if (!self.is_complex()) return unary_out<OP, FLOAT_OP, AtenOp>(self, out);
   check_castable(c10::toRealValueType(self.scalar_type()), out);
   at::TensorIterator iter = own_dtypes_iter(out, self);
-  if (run_unary(iter, AXON_UNARY_ABS, axon_op_params_default(), self.scalar_type())) return out;
-  return fall_back<ATEN_OP2(abs, out)>(self, out);
+  if (run_unary(iter, OP, axon_op_params_default(), self.scalar_type())) return out;
+  return fall_back<AtenOp>(self, out);
 }
 
 // sign refuses complex (sgn is its complex form); libaxon's SIGN of a complex dtype is sgn.
@@ -938,18 +939,27 @@ at::Tensor& heaviside_out(const at::Tensor& self, const at::Tensor& values, at::
 
 // angle of a real self: pi for negatives, 0 otherwise; integers and bool promote to float. A complex self has a real
 // result, atan2(im, re), computed in self's complex dtype as abs is.
-at::Tensor& angle_out(const at::Tensor& self, at::Tensor& out) {
-  if (!self.is_complex()) return unary_out<AXON_UNARY_ANGLE, true, ATEN_OP2(angle, out)>(self, out);
-  check_castable(c10::toRealValueType(self.scalar_type()), out);
-  at::TensorIterator iter = own_dtypes_iter(out, self);
-  if (run_unary(iter, AXON_UNARY_ANGLE, axon_op_params_default(), self.scalar_type())) return out;
-  return fall_back<ATEN_OP2(angle, out)>(self, out);
-}
+constexpr auto angle_out = real_of_complex_out<AXON_UNARY_ANGLE, true, ATEN_OP2(angle, out)>;
 
 at::Tensor angle(const at::Tensor& self) {
   if (!self.is_complex()) return unary_functional<AXON_UNARY_ANGLE, true, ATEN_OP(angle)>(self);
   at::Tensor out = at::empty({0}, self.options().dtype(c10::toRealValueType(self.scalar_type())));
   return angle_out(self, out);
+}
+
+// frexp: self = mantissa * 2^exponent with 0.5 <= |mantissa| < 1; libaxon computes each part as a unary op in self's
+// dtype, the exponent stored into int32. Other out dtypes go to the host for CPU's messages.
+std::tuple<at::Tensor&, at::Tensor&> frexp_out(const at::Tensor& self, at::Tensor& mantissa, at::Tensor& exponent) {
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()), "torch.frexp() only supports floating-point dtypes");
+  if (mantissa.scalar_type() == self.scalar_type() && exponent.scalar_type() == at::kInt) {
+    axon_op_params_t p = axon_op_params_default();
+    at::TensorIterator m = own_dtypes_iter(mantissa, self), e = own_dtypes_iter(exponent, self);
+    if (run_unary(m, AXON_UNARY_FREXP_MANTISSA, p, self.scalar_type()) &&
+        run_unary(e, AXON_UNARY_FREXP_EXPONENT, p, self.scalar_type())) {
+      return {mantissa, exponent};
+    }
+  }
+  return fall_back<ATEN_OP2(frexp, Tensor_out)>(self, mantissa, exponent);
 }
 
 // nan_to_num: PyTorch's defaults for the infinities are the dtype's largest finite values; integers and bool are
@@ -1001,7 +1011,7 @@ at::Tensor& round_decimals_out(const at::Tensor& self, int64_t decimals, at::Ten
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   AXON_UNARY(neg, AXON_UNARY_NEG, false)
-  m.impl("abs.out", TORCH_FN(abs_out));
+  m.impl("abs.out", TORCH_FN((real_of_complex_out<AXON_UNARY_ABS, false, ATEN_OP2(abs, out)>)));
   m.impl("sign.out", TORCH_FN(sign_out));
   AXON_UNARY(sgn, AXON_UNARY_SIGN, false)  // sign for real dtypes, z / |z| for complex
   AXON_UNARY(conj_physical, AXON_UNARY_CONJ, false)
@@ -1057,6 +1067,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   AXON_UNARY(erfinv, AXON_UNARY_ERFINV, true)
   m.impl("angle.out", TORCH_FN(angle_out));
   m.impl("angle", TORCH_FN(angle));
+  m.impl("frexp.Tensor_out", TORCH_FN(frexp_out));
   m.impl("nan_to_num.out", TORCH_FN(nan_to_num_out));
   m.impl("round.decimals_out", TORCH_FN(round_decimals_out));
   AXON_UNARY(sigmoid, AXON_UNARY_SIGMOID, true)

@@ -153,6 +153,9 @@ typedef enum axon_unary_op {
     AXON_UNARY_ROUND_DECIMALS,   /* x rounded half to even at `decimals` places, PyTorch's formula: rint(x t) / t
                                     for decimals >= 0, rint(x / t) t below, t = 10^|decimals| in the work type */
     AXON_UNARY_ANGLE,            /* the argument of a real x: pi for x < 0, else 0; NaN stays NaN. Floats */
+    AXON_UNARY_FREXP_MANTISSA,   /* m of x = m 2^e with 0.5 <= |m| < 1 (C's frexp); 0, inf and NaN stay. Floats */
+    AXON_UNARY_FREXP_EXPONENT,   /* e of that, as a number of the compute dtype (0 for 0, inf and NaN): pass a
+                                    floating params->compute and an int32 out for torch.frexp. Floats */
     AXON_UNARY_COUNT
 } axon_unary_op_t;
 
