@@ -195,6 +195,36 @@ def test_corrupt_indices_raise_instead_of_writing_out_of_bounds():
         gi.cpu()  # the kernel's error surfaces at the next synchronization
 
 
+INT_DTYPES = [torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8]
+
+
+@pytest.mark.parametrize("dtype", INT_DTYPES, ids=str)
+@pytest.mark.parametrize("case", MAX_CASES, ids=lambda c: "x".join(map(str, c[0])))
+def test_integer_max_pool_values_and_indices_match_cpu(case, dtype):
+    shape, kernel, stride, padding, dilation, ceil_mode = case
+    pool = {1: F.max_pool1d, 2: F.max_pool2d, 3: F.max_pool3d}[spatial_dims(shape)]
+    info = torch.iinfo(dtype)
+    g = torch.Generator().manual_seed(7)
+    # few distinct values, so windows tie (the first maximum wins), and the dtype's extremes
+    x = torch.randint(-3 if info.min < 0 else 0, 4, shape, generator=g).to(dtype)
+    x.view(-1)[::5] = info.min
+    x.view(-1)[::11] = info.max
+    if dtype == torch.int64:  # beyond 2^53, where a trip through double would merge neighbours
+        x = x * (2**60) + torch.randint(0, 4, shape, generator=g)
+    want, want_idx = pool(x, kernel, stride, padding, dilation, ceil_mode=ceil_mode, return_indices=True)
+    torch_axon.reset_fallback_stats()
+    got, got_idx = pool(x.to("axon"), kernel, stride, padding, dilation, ceil_mode=ceil_mode, return_indices=True)
+    assert torch_axon.fallback_stats() == {}
+    assert torch.equal(got.cpu(), want) and torch.equal(got_idx.cpu(), want_idx)
+
+
+def test_integer_max_pool_of_only_the_lowest_value_keeps_the_first_index():
+    x = torch.full((1, 1, 4, 4), torch.iinfo(torch.int64).min)
+    want, want_idx = F.max_pool2d(x, 2, return_indices=True)
+    got, got_idx = F.max_pool2d(x.to("axon"), 2, return_indices=True)
+    assert torch.equal(got.cpu(), want) and torch.equal(got_idx.cpu(), want_idx)
+
+
 def test_integer_avg_pool_uses_the_host_fallback_like_cpu():
     x = torch.randint(-50, 50, (1, 2, 6, 6), dtype=torch.int64)
     ref = F.avg_pool2d(x, 2)

@@ -29,6 +29,26 @@ def test_tril_of_1d_input_fails_like_cpu():
         torch.tril(torch.ones(3, device="axon"))
 
 
+@pytest.mark.parametrize("fn", [torch.tril_indices, torch.triu_indices], ids=["tril", "triu"])
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32], ids=str)
+def test_tril_and_triu_indices_match_cpu(fn, dtype):
+    # square, wide and tall matrices; offsets inside, at and beyond the edges; empty results
+    for rows, cols in [(4, 4), (3, 7), (9, 2), (1, 1), (0, 5), (5, 0)]:
+        for offset in (0, 1, -1, 3, -4, 10, -10, 2**62, -2**62):
+            got = native(lambda: fn(rows, cols, offset, dtype=dtype, device="axon"))
+            assert got.device.type == "axon"
+            assert torch.equal(got.cpu(), fn(rows, cols, offset, dtype=dtype)), (rows, cols, offset)
+
+
+def test_tril_indices_refusals_are_cpus():
+    with pytest.raises(RuntimeError, match="row must be non-negative, got-1"):
+        torch.tril_indices(-1, 3, device="axon")
+    with pytest.raises(RuntimeError, match="col must be non-negative, got-2"):
+        torch.triu_indices(3, -2, device="axon")
+    with pytest.raises(NotImplementedError, match="\"tril_indices\" not implemented for 'Float'"):
+        torch.tril_indices(3, 3, dtype=torch.float32, device="axon")
+
+
 @pytest.mark.parametrize("dtype", KERNEL_DTYPES, ids=dtype_id)
 def test_flip_and_roll_match_cpu(dtype):
     x = sample(dtype, (3, 4, 5))

@@ -193,8 +193,8 @@ static axon_status_t pa_launch(axon_stream_t s, const char *op, int backward, co
                                const axon_tensor_t *src, const axon_pool_geom_t *w, int nspatial) {
     pa_args_t a;
     memset(&a, 0, sizeof a);
-    axon_status_t st = backward ? axon_spatial_check(op, nspatial, dst, "grad_in", 1, src, "grad_out", &a.g)
-                                : axon_spatial_check(op, nspatial, src, "in", 0, dst, "out", &a.g);
+    axon_status_t st = backward ? axon_spatial_check(op, nspatial, dst, "grad_in", 1, src, "grad_out", 0, &a.g)
+                                : axon_spatial_check(op, nspatial, src, "in", 0, dst, "out", 0, &a.g);
     if (st != AXON_OK) return st;
     if (a.g.planes == 0 || (backward ? a.g.in_size : a.g.out_size) == 0) return AXON_OK;
     a.w = *w;

@@ -23,33 +23,40 @@ typedef struct pm_args {
     int assign;              /* backward form: max_unpool, which stores in[o] at indices[o] instead of adding */
 } pm_args_t;
 
-static void pm_forward_range(void *ctx, int64_t begin, int64_t end, int slot) {
-    (void)slot;
-    const pm_args_t *a = ctx;
-    const axon_spatial_t *g = &a->g;
-    const int64_t per_plane = g->out[0] * g->out[1], ih = g->in[1], iw = g->in[2];
-    for (int64_t r = begin; r < end; r++) {
-        const int64_t plane = r / per_plane, od = r % per_plane / g->out[1], oh = r % g->out[1];
-        const axon_pool_span_t sd = axon_pool_span(&a->w, g, 0, od), sh = axon_pool_span(&a->w, g, 1, oh);
-        const char *in = a->in + plane * g->in_size * (int64_t)axon_dtype_size(a->dt_in);
-        const int64_t o0 = r * g->out[2];
-        for (int64_t ow = 0; ow < g->out[2]; ow++) {
-            const axon_pool_span_t sw = axon_pool_span(&a->w, g, 2, ow);
-            int64_t best = (sd.first * ih + sh.first) * iw + sw.first;
-            double max = -INFINITY;
-            for (int64_t d = sd.first; d < sd.end; d += sd.step)
-                for (int64_t h = sh.first; h < sh.end; h += sh.step) {
-                    const int64_t row = (d * ih + h) * iw;
-                    for (int64_t w = sw.first; w < sw.end; w += sw.step) {
-                        double v = axon_spatial_load(a->dt_in, in, row + w);
-                        if (v > max || isnan(v)) max = v, best = row + w;
-                    }
-                }
-            axon_spatial_store(a->dt_out, a->out, o0 + ow, max);
-            if (a->idx) ((int64_t *)a->idx)[o0 + ow] = best;
-        }
+/* The generic loop, one output row at a time over any window, with PyTorch's update rule: in double for the float
+ * dtypes (exact for each) and in int64 for the integers, whose windows start from INT64_MIN, so a window of only the
+ * dtype's lowest value keeps its first element, as CPU's loop does. */
+#define PM_FORWARD_RANGE(NAME, T, LOAD, STORE, LOWEST, IS_NAN)                                                       \
+    static void NAME(void *ctx, int64_t begin, int64_t end, int slot) {                                             \
+        (void)slot;                                                                                                 \
+        const pm_args_t *a = ctx;                                                                                   \
+        const axon_spatial_t *g = &a->g;                                                                            \
+        const int64_t per_plane = g->out[0] * g->out[1], ih = g->in[1], iw = g->in[2];                              \
+        for (int64_t r = begin; r < end; r++) {                                                                     \
+            const int64_t plane = r / per_plane, od = r % per_plane / g->out[1], oh = r % g->out[1];                \
+            const axon_pool_span_t sd = axon_pool_span(&a->w, g, 0, od), sh = axon_pool_span(&a->w, g, 1, oh);      \
+            const char *in = a->in + plane * g->in_size * (int64_t)axon_dtype_size(a->dt_in);                       \
+            const int64_t o0 = r * g->out[2];                                                                       \
+            for (int64_t ow = 0; ow < g->out[2]; ow++) {                                                            \
+                const axon_pool_span_t sw = axon_pool_span(&a->w, g, 2, ow);                                        \
+                int64_t best = (sd.first * ih + sh.first) * iw + sw.first;                                          \
+                T max = LOWEST;                                                                                     \
+                for (int64_t d = sd.first; d < sd.end; d += sd.step)                                                \
+                    for (int64_t h = sh.first; h < sh.end; h += sh.step) {                                          \
+                        const int64_t row = (d * ih + h) * iw;                                                      \
+                        for (int64_t w = sw.first; w < sw.end; w += sw.step) {                                      \
+                            T v = LOAD(a->dt_in, in, row + w);                                                      \
+                            if (v > max || IS_NAN(v)) max = v, best = row + w;                                      \
+                        }                                                                                           \
+                    }                                                                                               \
+                STORE(a->dt_out, a->out, o0 + ow, max);                                                             \
+                if (a->idx) ((int64_t *)a->idx)[o0 + ow] = best;                                                    \
+            }                                                                                                       \
+        }                                                                                                           \
     }
-}
+#define PM_NEVER_NAN(v) 0
+PM_FORWARD_RANGE(pm_forward_range, double, axon_spatial_load, axon_spatial_store, -INFINITY, isnan)
+PM_FORWARD_RANGE(pm_forward_range_int, int64_t, axon_spatial_load_int, axon_spatial_store_int, INT64_MIN, PM_NEVER_NAN)
 
 /* Outputs per block of pm_forward_row_f32's vector loop (its maxima and tap numbers live on the stack). */
 #define PM_BLOCK 256
@@ -127,8 +134,10 @@ static axon_status_t pm_forward_kernel(const void *args, const axon_exec_t *ex) 
     const int64_t work = a->g.out[2] * window;
     int64_t grain = AXON_KERNEL_GRAIN / (work > 0 ? work : 1);
     const int f32 = !a->w.adaptive && a->dt_in == AXON_FLOAT32 && a->dt_out == AXON_FLOAT32 && window < INT32_MAX;
-    axon_parallel_for(ex->pool, 0, rows, grain < 1 ? 1 : grain, f32 ? pm_forward_rows_f32 : pm_forward_range,
-                      (void *)a);
+    const axon_range_fn body = f32                                    ? pm_forward_rows_f32
+                               : axon_dtype_is_floating(a->dt_in) ? pm_forward_range
+                                                                  : pm_forward_range_int;
+    axon_parallel_for(ex->pool, 0, rows, grain < 1 ? 1 : grain, body, (void *)a);
     return AXON_OK;
 }
 
@@ -189,7 +198,7 @@ static axon_status_t pm_forward_launch(axon_stream_t s, const char *op, const ax
                                        const axon_pool_geom_t *w, int nspatial) {
     pm_args_t a;
     memset(&a, 0, sizeof a);
-    axon_status_t st = axon_spatial_check(op, nspatial, in, "in", 0, out, "out", &a.g);
+    axon_status_t st = axon_spatial_check(op, nspatial, in, "in", 0, out, "out", !w->adaptive, &a.g);
     if (st == AXON_OK && indices) st = axon_spatial_check_indices(op, indices, 1, out);
     if (st != AXON_OK) return st;
     if (a.g.planes == 0 || a.g.out_size == 0) return AXON_OK;
@@ -224,7 +233,7 @@ static axon_status_t pm_scatter_launch(axon_stream_t s, const char *op, int assi
                                        const axon_tensor_t *indices, int nspatial) {
     pm_args_t a;
     memset(&a, 0, sizeof a);
-    axon_status_t st = axon_spatial_check(op, nspatial, dst, dst_role, 1, src, src_role, &a.g);
+    axon_status_t st = axon_spatial_check(op, nspatial, dst, dst_role, 1, src, src_role, 0, &a.g);
     if (st == AXON_OK) st = axon_spatial_check_indices(op, indices, 0, src);
     if (st != AXON_OK) return st;
     if (a.g.planes == 0 || a.g.in_size == 0) return AXON_OK;

@@ -7,12 +7,17 @@
 #include "spatial_impl.h"
 
 /* Well-formed, float, contiguous, rank nspatial + 1 .. AXON_MAX_DIMS. */
-static axon_status_t sp_check_one(const char *op, int nspatial, const axon_tensor_t *t, const char *role, int dst) {
+static int sp_is_int(axon_dtype_t d) {
+    return d == AXON_INT8 || d == AXON_INT16 || d == AXON_INT32 || d == AXON_INT64 || d == AXON_UINT8;
+}
+
+static axon_status_t sp_check_one(const char *op, int nspatial, const axon_tensor_t *t, const char *role, int dst,
+                                  int integers_ok) {
     char sa[160];
     if (t == NULL) return axon_fail(AXON_ERROR_INVALID_ARG, "%s: %s is NULL", op, role);
     axon_status_t st = axon_kernel_check_operand(t, op, role, dst);
     if (st != AXON_OK) return st;
-    if (!axon_dtype_is_floating(t->dtype))
+    if (!axon_dtype_is_floating(t->dtype) && !(integers_ok && sp_is_int(t->dtype)))
         return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: %s dtype %s is not float32, float64, float16 or bfloat16", op,
                          role, axon_dtype_name(t->dtype));
     if (t->ndim < nspatial + 1)
@@ -25,14 +30,18 @@ static axon_status_t sp_check_one(const char *op, int nspatial, const axon_tenso
 }
 
 axon_status_t axon_spatial_check(const char *op, int nspatial, const axon_tensor_t *in, const char *in_role,
-                                 int in_dst, const axon_tensor_t *out, const char *out_role, axon_spatial_t *g) {
+                                 int in_dst, const axon_tensor_t *out, const char *out_role, int integers_ok,
+                                 axon_spatial_t *g) {
     char sa[160], sb[160];
     memset(g, 0, sizeof *g);
     if (nspatial < 1 || nspatial > AXON_SPATIAL_MAX)
         return axon_fail(AXON_ERROR_INVALID_ARG, "%s: %d spatial dimensions, expected 1, 2 or 3", op, nspatial);
-    axon_status_t st = sp_check_one(op, nspatial, in, in_role, in_dst);
-    if (st == AXON_OK) st = sp_check_one(op, nspatial, out, out_role, !in_dst);
+    axon_status_t st = sp_check_one(op, nspatial, in, in_role, in_dst, integers_ok);
+    if (st == AXON_OK) st = sp_check_one(op, nspatial, out, out_role, !in_dst, integers_ok);
     if (st != AXON_OK) return st;
+    if ((sp_is_int(in->dtype) || sp_is_int(out->dtype)) && in->dtype != out->dtype)
+        return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: %s dtype %s and %s dtype %s differ (integers take one dtype)", op,
+                         in_role, axon_dtype_name(in->dtype), out_role, axon_dtype_name(out->dtype));
     int lead = in->ndim - nspatial, same = in->ndim == out->ndim;
     for (int i = 0; same && i < lead; i++) same = in->sizes[i] == out->sizes[i];
     if (!same)

@@ -25,12 +25,14 @@ typedef struct axon_spatial {
 } axon_spatial_t;
 
 /* Check the input-side tensor in and output-side tensor out of `op` over nspatial (1..3) trailing spatial dims and
- * fill g. Both must be well-formed, contiguous, float32/float64/float16/bfloat16, of one rank in
+ * fill g. Both must be well-formed, contiguous, float32/float64/float16/bfloat16 (or, with integers_ok, both of one
+ * integer dtype: int8, int16, int32, int64 or uint8), of one rank in
  * [nspatial + 1, AXON_MAX_DIMS] with the same leading sizes; in_dst says which of the two is written. When out has
  * elements, every spatial size of in must be >= 1 (a kernel reads from in for each output element). Messages start
  * with "op: role". INVALID_ARG or UNSUPPORTED (dtype); g is zeroed on error. */
 axon_status_t axon_spatial_check(const char *op, int nspatial, const axon_tensor_t *in, const char *in_role,
-                                 int in_dst, const axon_tensor_t *out, const char *out_role, axon_spatial_t *g);
+                                 int in_dst, const axon_tensor_t *out, const char *out_role, int integers_ok,
+                                 axon_spatial_t *g);
 
 /* Check argmax indices of `op`: int64, contiguous, the shape of like (already checked). */
 axon_status_t axon_spatial_check_indices(const char *op, const axon_tensor_t *indices, int dst,
@@ -53,6 +55,26 @@ static inline void axon_spatial_store(axon_dtype_t d, void *p, int64_t i, double
     case AXON_FLOAT64: ((double *)p)[i] = v; break;
     case AXON_FLOAT16: ((uint16_t *)p)[i] = axon_f64_to_f16(v); break;
     default: ((uint16_t *)p)[i] = axon_f64_to_bf16(v); break;
+    }
+}
+
+/* Element i of an int8/int16/int32/int64/uint8 buffer, and its store: exact (doubles are not above 2^53). */
+static inline int64_t axon_spatial_load_int(axon_dtype_t d, const void *p, int64_t i) {
+    switch (d) {
+    case AXON_INT8: return ((const int8_t *)p)[i];
+    case AXON_INT16: return ((const int16_t *)p)[i];
+    case AXON_INT32: return ((const int32_t *)p)[i];
+    case AXON_UINT8: return ((const uint8_t *)p)[i];
+    default: return ((const int64_t *)p)[i];
+    }
+}
+static inline void axon_spatial_store_int(axon_dtype_t d, void *p, int64_t i, int64_t v) {
+    switch (d) { /* v is a value loaded from the same dtype */
+    case AXON_INT8: ((int8_t *)p)[i] = (int8_t)v; break;
+    case AXON_INT16: ((int16_t *)p)[i] = (int16_t)v; break;
+    case AXON_INT32: ((int32_t *)p)[i] = (int32_t)v; break;
+    case AXON_UINT8: ((uint8_t *)p)[i] = (uint8_t)v; break;
+    default: ((int64_t *)p)[i] = v; break;
     }
 }
 

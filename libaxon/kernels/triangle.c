@@ -1,4 +1,5 @@
-/* tril / triu (shape.h): keep one side of a diagonal of the last two dimensions and zero the other.
+/* tril / triu (shape.h): keep one side of a diagonal of the last two dimensions and zero the other; and the
+ * positions of such a side (tril_indices, triu_indices).
  *
  * out and in are walked together in logical row-major order, so each run's (row, column) follows from its position
  * and then advances by counting; no division per element. The zero is all-zero bytes, valid in every dtype, so the
@@ -80,5 +81,86 @@ axon_status_t axon_kernel_triangle(axon_stream_t s, const axon_tensor_t *out, co
     int64_t n = axon_tensor_numel(out);
     if (n == 0) return AXON_OK;
     axon_launch_t l = {tri_kernel, &a, sizeof a, op, (uint64_t)n * 2 * axon_dtype_size(out->dtype)};
+    return axon_stream_launch(s, &l);
+}
+
+/* ---- tril_indices / triu_indices ---- */
+
+/* Row r's kept columns [first, end), with offset already clamped to [-rows - 1, cols + 1] so nothing overflows. */
+static void tri_row_span(int64_t r, int64_t cols, int64_t offset, int upper, int64_t *first, int64_t *end) {
+    int64_t lo = 0, hi = cols;
+    if (upper) lo = r + offset < 0 ? 0 : r + offset;
+    else hi = r + offset + 1 > cols ? cols : r + offset + 1;
+    *first = lo;
+    *end = hi < lo ? lo : hi;
+}
+
+static int64_t tri_clamp_offset(int64_t rows, int64_t cols, int64_t offset) {
+    return offset < -rows - 1 ? -rows - 1 : offset > cols + 1 ? cols + 1 : offset;
+}
+
+int64_t axon_triangle_indices_count(int64_t rows, int64_t cols, int64_t offset, int upper) {
+    if (rows <= 0 || cols <= 0) return 0;
+    offset = tri_clamp_offset(rows, cols, offset);
+    int64_t n = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t first, end;
+        tri_row_span(r, cols, offset, upper, &first, &end);
+        n += end - first;
+    }
+    return n;
+}
+
+struct tri_index_args {
+    axon_tensor_t out;
+    int64_t rows, cols, offset;
+    int upper;
+};
+
+/* One pass in row-major order: the output is as long as the positions, which a plain loop writes at memory speed. */
+static axon_status_t tri_index_kernel(const void *args, const axon_exec_t *ex) {
+    (void)ex;
+    const struct tri_index_args *a = args;
+    const int wide = a->out.dtype == AXON_INT64;
+    const int64_t s0 = a->out.strides[0], s1 = a->out.strides[1];
+    int64_t k = 0;
+    for (int64_t r = 0; r < a->rows; r++) {
+        int64_t first, end;
+        tri_row_span(r, a->cols, a->offset, a->upper, &first, &end);
+        for (int64_t c = first; c < end; c++, k++) {
+            if (wide) {
+                int64_t *o = a->out.data;
+                o[k * s1] = r, o[s0 + k * s1] = c;
+            } else {
+                int32_t *o = a->out.data;
+                o[k * s1] = (int32_t)r, o[s0 + k * s1] = (int32_t)c;
+            }
+        }
+    }
+    return AXON_OK;
+}
+
+axon_status_t axon_kernel_triangle_indices(axon_stream_t s, const axon_tensor_t *out, int64_t rows, int64_t cols,
+                                           int64_t offset, int upper) {
+    const char *op = upper ? "triu_indices" : "tril_indices";
+    char sa[160];
+    axon_status_t st;
+    if ((st = axon_kernel_check_operand(out, op, "out", 1)) != AXON_OK) return st;
+    if (rows < 0 || cols < 0)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: rows %" PRId64 " and cols %" PRId64 " must be non-negative", op,
+                         rows, cols);
+    if (out->dtype != AXON_INT32 && out->dtype != AXON_INT64)
+        return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: out dtype %s is not int32 or int64", op,
+                         axon_dtype_name(out->dtype));
+    const int64_t n = axon_triangle_indices_count(rows, cols, offset, upper);
+    if (out->ndim != 2 || out->sizes[0] != 2 || out->sizes[1] != n)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: out shape %s is not [2, %" PRId64 "]", op,
+                         axon_shape_format(out, sa, sizeof sa), n);
+    if (n == 0) return AXON_OK;
+    struct tri_index_args a;
+    memset(&a, 0, sizeof a);
+    a.out = *out, a.rows = rows, a.cols = cols, a.upper = upper != 0;
+    a.offset = tri_clamp_offset(rows, cols, offset);
+    axon_launch_t l = {tri_index_kernel, &a, sizeof a, op, (uint64_t)n * 2 * axon_dtype_size(out->dtype)};
     return axon_stream_launch(s, &l);
 }

@@ -309,8 +309,8 @@ static axon_status_t up_launch(axon_stream_t s, int backward, const axon_tensor_
     const char *op = backward ? up_backward_names[p->mode] : up_mode_names[p->mode];
     up_args_t a;
     memset(&a, 0, sizeof a);
-    axon_status_t st = backward ? axon_spatial_check(op, p->nspatial, dst, "grad_in", 1, src, "grad_out", &a.g)
-                                : axon_spatial_check(op, p->nspatial, src, "in", 0, dst, "out", &a.g);
+    axon_status_t st = backward ? axon_spatial_check(op, p->nspatial, dst, "grad_in", 1, src, "grad_out", 0, &a.g)
+                                : axon_spatial_check(op, p->nspatial, src, "in", 0, dst, "out", 0, &a.g);
     if (st != AXON_OK) return st;
     for (int i = 0; i < p->nspatial; i++)
         if (!(p->scales[i] >= 0.0) || isinf(p->scales[i]))

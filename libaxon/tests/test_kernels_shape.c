@@ -1,7 +1,7 @@
 /* shape.h's kernels against plain C references: tril/triu for every diagonal, in place and out of place over a
  * strided batch; reflect, replicate and circular pads of 1 to 3 dimensions forward, and their backward bitwise equal
  * to an in-order reference with 1 and 4 threads; pads with no source refused at launch; unfold's backward against a
- * scatter of its windows. */
+ * scatter of its windows; tril/triu indices against a brute-force walk. */
 #include <stdint.h>
 #include <string.h>
 
@@ -40,6 +40,56 @@ static void test_triangles_match_reference_for_every_diagonal(void) {
                         CHECK(inplace[(r * C + c) * B + b] == (keep ? v : 0));
                     }
         }
+    axon_runtime_destroy(k.rt);
+}
+
+/* Every (rows, cols, offset) of small sizes and offsets past both corners (and near INT64's ends): the count and the
+ * positions against a walk over the matrix, into an int64 [2, n] and an int32 one stored column-major. */
+static void test_triangle_indices_list_each_side_in_row_major_order(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    static const int64_t offsets[] = {-7, -3, -1, 0, 1, 2, 5, 9, INT64_MIN / 2, INT64_MAX / 2};
+    enum { MAXN = 64 };
+    int64_t want[2][MAXN], got64[2 * MAXN];
+    int32_t got32[2 * MAXN];
+    for (int upper = 0; upper < 2; upper++)
+        for (int64_t rows = 0; rows <= 6; rows++)
+            for (int64_t cols = 0; cols <= 7; cols++)
+                for (size_t oi = 0; oi < sizeof offsets / sizeof offsets[0]; oi++) {
+                    const int64_t off = offsets[oi];
+                    int64_t n = 0;
+                    for (int64_t r = 0; r < rows; r++)
+                        for (int64_t c = 0; c < cols; c++) {
+                            const int keep = upper ? c - r >= off : c - r <= off;
+                            if (keep) want[0][n] = r, want[1][n] = c, n++;
+                        }
+                    CHECK(axon_triangle_indices_count(rows, cols, off, upper) == n);
+                    const int64_t sz[2] = {2, n}, cm[2] = {1, 2};
+                    axon_tensor_t t64 = kc_tensor(got64, AXON_INT64, 2, sz, NULL);
+                    axon_tensor_t t32 = kc_tensor(got32, AXON_INT32, 2, sz, cm);
+                    memset(got64, 0xff, sizeof got64);
+                    memset(got32, 0xff, sizeof got32);
+                    CHECK_OK(axon_kernel_triangle_indices(k.s, &t64, rows, cols, off, upper));
+                    CHECK_OK(axon_kernel_triangle_indices(k.s, &t32, rows, cols, off, upper));
+                    CHECK_OK(axon_stream_sync(k.s));
+                    int bad = 0;
+                    for (int64_t i = 0; i < n; i++)
+                        bad |= got64[i] != want[0][i] || got64[n + i] != want[1][i] || got32[2 * i] != want[0][i] ||
+                               got32[2 * i + 1] != want[1][i];
+                    if (bad) {
+                        fprintf(stderr, "  %s_indices(%lld, %lld, %lld) differs\n", upper ? "triu" : "tril",
+                                (long long)rows, (long long)cols, (long long)off);
+                        check_failures_in_test++;
+                    }
+                }
+    const int64_t wrong[2] = {2, 5}, sz[2] = {2, 6};
+    axon_tensor_t tw = kc_tensor(got64, AXON_INT64, 2, wrong, NULL), tf = kc_tensor(got64, AXON_FLOAT64, 2, sz, NULL);
+    CHECK_STATUS(axon_kernel_triangle_indices(k.s, &tw, 3, 3, 0, 0), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("[2, 6]");
+    CHECK_STATUS(axon_kernel_triangle_indices(k.s, &tf, 3, 3, 0, 0), AXON_ERROR_UNSUPPORTED);
+    CHECK_MSG("float64");
+    CHECK_STATUS(axon_kernel_triangle_indices(k.s, &tw, -1, 3, 0, 1), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("triu_indices");
     axon_runtime_destroy(k.rt);
 }
 
@@ -219,5 +269,6 @@ int main(void) {
     RUN(test_pad_of_one_and_three_dims_with_float16_and_complex);
     RUN(test_bad_pad_and_triangle_arguments_are_refused);
     RUN(test_unfold_backward_sums_each_elements_windows);
+    RUN(test_triangle_indices_list_each_side_in_row_major_order);
     return check_report();
 }

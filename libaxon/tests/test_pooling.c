@@ -1,6 +1,6 @@
 /* axon/pooling.h against naive long double references: max pooling (1d/2d/3d, stride, padding, dilation, ceil-mode
  * output sizes, NaN), its indices and backward, average pooling (count_include_pad, divisor_override) and its
- * backward, adaptive average and max pooling and their backward; bitwise identical results with 1 and 4 threads;
+ * backward, adaptive average and max pooling and their backward; integer max pooling exact in every integer dtype; bitwise identical results with 1 and 4 threads;
  * bad input refused with a message, and an out-of-range index reported by the stream, never written.
  *
  * Inputs are multiples of 1/64 in [-2, 2] (exact in every float dtype), so max pooling must match exactly and sums
@@ -309,6 +309,60 @@ static void test_backward_is_bitwise_the_same_for_any_thread_count(void) {
     free(res[0]), free(res[1]), free(g);
 }
 
+/* Integer max pooling over every case: values with many ties (the first maximum wins) and, in int64, values 2^60
+ * apart plus 0..3, which a trip through double would merge; the reference's long double holds int64 exactly. */
+static void test_integer_max_pool_matches_reference_exactly(void) {
+    kc_dev_t k = kc_open(3);
+    REQUIRE(k.s);
+    static const axon_dtype_t dts[] = {AXON_INT8, AXON_INT16, AXON_INT32, AXON_INT64, AXON_UINT8};
+    for (size_t ci = 0; ci < sizeof pt_cases / sizeof pt_cases[0]; ci++)
+        for (size_t di = 0; di < sizeof dts / sizeof dts[0]; di++) {
+            const pt_case_t *c = &pt_cases[ci];
+            const axon_dtype_t d = dts[di];
+            int64_t out[3], si[AXON_MAX_DIMS], so[AXON_MAX_DIMS];
+            for (int i = 0; i < c->n; i++)
+                out[i] = pt_out_size(c->in[i], c->p.kernel[i], c->p.stride[i], c->p.padding[i], c->p.dilation[i],
+                                     c->ceil_mode);
+            int64_t ni = PT_PLANES * pt_prod(c->n, c->in), no = PT_PLANES * pt_prod(c->n, out);
+            long double *x = malloc(sizeof(long double) * (size_t)ni), *y = malloc(sizeof(long double) * (size_t)no);
+            int64_t *ridx = malloc(sizeof(int64_t) * (size_t)no), *idx = malloc(sizeof(int64_t) * (size_t)no);
+            for (int64_t i = 0; i < ni; i++) {
+                int64_t v = (int64_t)(rr_rand() % 7) - (d == AXON_UINT8 ? 0 : 3);
+                x[i] = d == AXON_INT64 ? (long double)(v * ((int64_t)1 << 60) + (int64_t)(rr_rand() % 4)) : v;
+            }
+            char *hx = malloc((size_t)ni * axon_dtype_size(d)), *hy = malloc((size_t)no * axon_dtype_size(d));
+            for (int64_t i = 0; i < ni; i++) rr_set(d, hx, i, x[i]);
+            void *dx = rr_upload(&k, d, hx, ni), *dy = rr_upload(&k, d, NULL, no);
+            void *di_ = kc_upload(&k, NULL, (size_t)no * 8);
+            axon_tensor_t tx = pt_desc(dx, d, c->n, c->in, si), ty = pt_desc(dy, d, c->n, out, so);
+            axon_tensor_t ti = pt_desc(di_, AXON_INT64, c->n, out, so);
+            CHECK_OK(axon_kernel_max_pool(k.s, &ty, &ti, &tx, &c->p));
+            CHECK_OK(axon_stream_sync(k.s));
+            ref_max_pool(c, out, x, y, ridx);
+            int bad = !kc_download(&k, hy, dy, (size_t)no * axon_dtype_size(d));
+            for (int64_t o = 0; o < no; o++) bad |= (int64_t)rr_get(d, hy, o) != (int64_t)y[o];
+            CHECK(kc_download(&k, idx, di_, (size_t)no * 8));
+            if (bad || kc_first_diff(idx, ridx, (size_t)no * 8) >= 0) {
+                fprintf(stderr, "  integer max_pool case %zu %s differs\n", ci, axon_dtype_name(d));
+                check_failures_in_test++;
+            }
+            axon_mem_free(k.dev, dx), axon_mem_free(k.dev, dy), axon_mem_free(k.dev, di_);
+            free(x), free(y), free(ridx), free(idx), free(hx), free(hy);
+        }
+    /* integers take one dtype, and adaptive max pooling stays float-only */
+    int32_t a[2 * 3 * 16], b[2 * 3 * 4];
+    float f[2 * 3 * 4];
+    int64_t s_in[4] = {2, 3, 4, 4}, s_out[4] = {2, 3, 2, 2};
+    axon_tensor_t ti32 = kc_tensor(a, AXON_INT32, 4, s_in, NULL), to32 = kc_tensor(b, AXON_INT32, 4, s_out, NULL);
+    axon_tensor_t tof = kc_tensor(f, AXON_FLOAT32, 4, s_out, NULL);
+    axon_pool_params_t p = {2, {2, 2}, {2, 2}, {0, 0}, {1, 1}, 0, 0};
+    CHECK_STATUS(axon_kernel_max_pool(k.s, &tof, NULL, &ti32, &p), AXON_ERROR_UNSUPPORTED);
+    CHECK_MSG("differ");
+    CHECK_STATUS(axon_kernel_adaptive_max_pool(k.s, &to32, NULL, &ti32, 2), AXON_ERROR_UNSUPPORTED);
+    CHECK_MSG("adaptive_max_pool: in dtype int32");
+    axon_runtime_destroy(k.rt);
+}
+
 static void test_bad_arguments_are_refused_with_a_message(void) {
     kc_dev_t k = kc_open(1);
     REQUIRE(k.s);
@@ -418,6 +472,7 @@ int main(void) {
     RUN(test_max_and_avg_pool_match_reference);
     RUN(test_adaptive_pools_match_reference);
     RUN(test_backward_is_bitwise_the_same_for_any_thread_count);
+    RUN(test_integer_max_pool_matches_reference_exactly);
     RUN(test_bad_arguments_are_refused_with_a_message);
     RUN(test_out_of_range_index_fails_the_backward);
     RUN(test_max_unpool_stores_at_indices_and_keeps_the_last_repeat);

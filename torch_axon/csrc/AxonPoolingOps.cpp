@@ -38,6 +38,13 @@ bool floats(std::initializer_list<const at::Tensor*> ts) {
   return true;
 }
 
+// Max pooling also takes integer tensors, self and out of one dtype (libaxon compares them in int64).
+bool max_poolable(const at::Tensor& self, const at::Tensor& out) {
+  const auto s = self.scalar_type();
+  const bool integer = s == at::kChar || s == at::kShort || s == at::kInt || s == at::kLong || s == at::kByte;
+  return floats({&self, &out}) || (integer && out.scalar_type() == s);
+}
+
 // An N-d pool's input is unbatched (C, spatial...) or batched (N, C, spatial...).
 template <size_t N>
 bool rank_ok(const at::Tensor& t) {
@@ -150,7 +157,7 @@ std::tuple<at::Tensor&, at::Tensor&> max_pool_out(const at::Tensor& self, c10::I
                                                    c10::IntArrayRef stride, c10::IntArrayRef padding,
                                                    c10::IntArrayRef dilation, bool ceil_mode, at::Tensor& out,
                                                    at::Tensor& indices) {
-  if (!floats({&self, &out}) || indices.scalar_type() != at::kLong)
+  if (!max_poolable(self, out) || indices.scalar_type() != at::kLong)
     return fall_back<Op>(self, kernel_size, stride, padding, dilation, ceil_mode, out, indices);
   const char* op = N == 2 ? "max_pool2d" : "max_pool3d";
   const Pool<N> g = pool_geometry<N>(self, kernel_size, stride, padding, dilation, ceil_mode, op);
@@ -168,7 +175,7 @@ std::tuple<at::Tensor&, at::Tensor&> max_pool_out(const at::Tensor& self, c10::I
 std::tuple<at::Tensor, at::Tensor> max_pool3d_with_indices(const at::Tensor& self, c10::IntArrayRef kernel_size,
                                                            c10::IntArrayRef stride, c10::IntArrayRef padding,
                                                            c10::IntArrayRef dilation, bool ceil_mode) {
-  if (!floats({&self}))
+  if (!max_poolable(self, self))
     return fall_back<ATEN_OP(max_pool3d_with_indices)>(self, kernel_size, stride, padding, dilation, ceil_mode);
   at::Tensor out = at::empty({0}, self.options()), indices = at::empty({0}, self.options().dtype(at::kLong));
   max_pool_out<3, ATEN_OP2(max_pool3d_with_indices, out)>(self, kernel_size, stride, padding, dilation, ceil_mode,

@@ -51,6 +51,25 @@ at::Tensor& triangle_out(const at::Tensor& self, int64_t diagonal, at::Tensor& o
   return out;
 }
 
+// tril_indices / triu_indices: libaxon counts the positions on the host and writes them on the device.
+template <bool UPPER>
+at::Tensor triangle_indices(int64_t row, int64_t col, int64_t offset, std::optional<c10::ScalarType> dtype,
+                            std::optional<c10::Layout> layout, std::optional<c10::Device> device,
+                            std::optional<bool> pin_memory) {
+  const char* name = UPPER ? "triu_indices" : "tril_indices";
+  TORCH_CHECK(row >= 0, "row must be non-negative, got", row);  // CPU's messages
+  TORCH_CHECK(col >= 0, "col must be non-negative, got", col);
+  const auto dt = dtype.value_or(at::kLong);
+  TORCH_CHECK_NOT_IMPLEMENTED(dt == at::kInt || dt == at::kLong, "\"", name, "\" not implemented for '",
+                              c10::toString(dt), "'");
+  const int64_t n = axon_triangle_indices_count(row, col, offset, UPPER ? 1 : 0);
+  at::Tensor out = at::empty({2, n}, at::TensorOptions().dtype(dt).layout(layout).device(device).pinned_memory(pin_memory));
+  if (n == 0) return out;
+  const axon_tensor_t o = describe(out, name);
+  AXON_CHECK(axon_kernel_triangle_indices(stream_of(out), &o, row, col, offset, UPPER ? 1 : 0));
+  return out;
+}
+
 // ---- flip / roll: copies ----
 
 // dst = src through libaxon's copy (bytes: same dtype).
@@ -396,6 +415,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("unfold_backward", TORCH_FN(unfold_backward_sum));
   m.impl("tril.out", TORCH_FN(triangle_out<false>));
   m.impl("triu.out", TORCH_FN(triangle_out<true>));
+  m.impl("tril_indices", TORCH_FN(triangle_indices<false>));
+  m.impl("triu_indices", TORCH_FN(triangle_indices<true>));
   m.impl("flip", TORCH_FN(flip));
   m.impl("roll", TORCH_FN(roll_native));
 #define AXON_PAD_REGISTER(op)                                    \

@@ -30,6 +30,16 @@ AXON_EXTERN_C_BEGIN
 AXON_API axon_status_t axon_kernel_triangle(axon_stream_t s, const axon_tensor_t *out, const axon_tensor_t *in,
                                             int64_t diagonal, int upper);
 
+/* The number of (row, column) positions of a rows x cols matrix with column - row <= offset (upper = 0: tril_indices)
+ * or >= offset (upper = 1: triu_indices); 0 when rows or cols is not positive. A host function: enqueues nothing. */
+AXON_API int64_t axon_triangle_indices_count(int64_t rows, int64_t cols, int64_t offset, int upper);
+
+/* Enqueue those positions in row-major order into out, a [2, count] int32 or int64 tensor of any strides: out[0] the
+ * rows, out[1] the columns (torch.tril_indices and triu_indices). INVALID_ARG for bad descriptors, negative sizes or
+ * another shape (the message gives the expected one); UNSUPPORTED for other dtypes. */
+AXON_API axon_status_t axon_kernel_triangle_indices(axon_stream_t s, const axon_tensor_t *out, int64_t rows,
+                                                    int64_t cols, int64_t offset, int upper);
+
 /* How a pad finds the input element of an output position x - before (x the output coordinate) outside [0, n). */
 typedef enum axon_pad_mode {
     AXON_PAD_REFLECT = 0,        /* mirror without repeating the edge: -1 -> 1, n -> n - 2 */
