@@ -92,12 +92,25 @@ def test_upsample_module_train_step_is_native():
         torch.testing.assert_close(p.grad.cpu(), rg, rtol=1e-4, atol=1e-4)
 
 
-def test_uint8_images_use_the_host_fallback_like_cpu():
-    x = torch.randint(0, 255, (1, 3, 5, 7), dtype=torch.uint8)
-    ref = F.interpolate(x, scale_factor=2)
+@pytest.mark.parametrize("case", NEAREST_CASES, ids=lambda c: "x".join(map(str, c[0])) + f"-{c[1]}-{c[2]}")
+@pytest.mark.parametrize("mode", ["nearest", "nearest-exact"])
+def test_uint8_images_take_the_nearest_modes_natively(case, mode):
+    shape, size, scale = case
+    x = torch.randint(0, 256, shape, dtype=torch.uint8, generator=torch.Generator().manual_seed(1))
+    ref = F.interpolate(x, size=size, scale_factor=scale, mode=mode)
     torch_axon.reset_fallback_stats()
-    out = F.interpolate(x.to("axon"), scale_factor=2)
-    assert torch_axon.fallback_stats() == {"aten::upsample_nearest2d.out": 1}
+    out = F.interpolate(x.to("axon"), size=size, scale_factor=scale, mode=mode)
+    assert torch_axon.fallback_stats() == {}
+    close(out, ref, EXACT)
+
+
+def test_uint8_bilinear_uses_the_host_fallback_like_cpu():
+    # CPU's uint8 bilinear rounds fixed-point weights of its own; libaxon's interpolating modes are float-only
+    x = torch.randint(0, 255, (1, 3, 5, 7), dtype=torch.uint8)
+    ref = F.interpolate(x, scale_factor=2, mode="bilinear")
+    torch_axon.reset_fallback_stats()
+    out = F.interpolate(x.to("axon"), scale_factor=2, mode="bilinear")
+    assert torch_axon.fallback_stats() == {"aten::upsample_bilinear2d.out": 1}
     close(out, ref, EXACT)
 
 

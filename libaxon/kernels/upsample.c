@@ -309,8 +309,10 @@ static axon_status_t up_launch(axon_stream_t s, int backward, const axon_tensor_
     const char *op = backward ? up_backward_names[p->mode] : up_mode_names[p->mode];
     up_args_t a;
     memset(&a, 0, sizeof a);
+    /* nearest forward copies elements (up_nearest_row), so it takes integers too */
+    const int copies = !backward && (p->mode == AXON_UPSAMPLE_NEAREST || p->mode == AXON_UPSAMPLE_NEAREST_EXACT);
     axon_status_t st = backward ? axon_spatial_check(op, p->nspatial, dst, "grad_in", 1, src, "grad_out", 0, &a.g)
-                                : axon_spatial_check(op, p->nspatial, src, "in", 0, dst, "out", 0, &a.g);
+                                : axon_spatial_check(op, p->nspatial, src, "in", 0, dst, "out", copies, &a.g);
     if (st != AXON_OK) return st;
     for (int i = 0; i < p->nspatial; i++)
         if (!(p->scales[i] >= 0.0) || isinf(p->scales[i]))

@@ -1,7 +1,8 @@
 /* axon/pooling.h against naive long double references: max pooling (1d/2d/3d, stride, padding, dilation, ceil-mode
  * output sizes, NaN), its indices and backward, average pooling (count_include_pad, divisor_override) and its
- * backward, adaptive average and max pooling and their backward; integer max pooling exact in every integer dtype; bitwise identical results with 1 and 4 threads;
- * bad input refused with a message, and an out-of-range index reported by the stream, never written.
+ * backward, adaptive average and max pooling and their backward; integer max pooling exact in every integer dtype;
+ * bitwise identical results with 1 and 4 threads; bad input refused with a message, and an out-of-range index
+ * reported by the stream, never written.
  *
  * Inputs are multiples of 1/64 in [-2, 2] (exact in every float dtype), so max pooling must match exactly and sums
  * differ from the reference only by the output's rounding: relative 2^-8 (bfloat16), 2^-11 (float16), 2^-24

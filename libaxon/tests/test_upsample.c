@@ -1,6 +1,6 @@
 /* axon/upsample.h against a naive long double reference: nearest, nearest-exact, linear and cubic over 1, 2 and 3
  * spatial dims, with and without align_corners and scale factors, forward and backward, every float dtype; the
- * same bits for 1 and 4 threads; bad input refused with a message.
+ * same bits for 1 and 4 threads; nearest of integers; bad input refused with a message.
  *
  * The reference maps coordinates with exact arithmetic, so the sizes here are chosen with ratios that float32
  * holds exactly (0.5, 0.625, 1.25, ...): then float32 index arithmetic (what the kernel and PyTorch use) picks the
@@ -210,6 +210,67 @@ static void test_extreme_scale_factors_stay_inside_the_input(void) {
     axon_runtime_destroy(k.rt);
 }
 
+/* Nearest and nearest-exact of integers copy the elements the float path picks (small integers, exact in float32),
+ * over 1 to 3 spatial dims with ratios up and down; int64 values above 2^53 come through unrounded. */
+static void test_nearest_of_integers_copies_the_elements_floats_pick(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.s);
+    static const axon_dtype_t dts[] = {AXON_INT8, AXON_INT16, AXON_INT32, AXON_INT64, AXON_UINT8};
+    static const struct {
+        int n;
+        int64_t in[3], out[3];
+    } cases[] = {{1, {7}, {12}}, {2, {5, 6}, {9, 4}}, {3, {3, 4, 5}, {5, 7, 3}}};
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
+        for (int mode = AXON_UPSAMPLE_NEAREST; mode <= AXON_UPSAMPLE_NEAREST_EXACT; mode++)
+            for (size_t di = 0; di < sizeof dts / sizeof dts[0]; di++) {
+                const int n = cases[ci].n;
+                int64_t si[4] = {2}, so[4] = {2}, ni = 2, no = 2;
+                for (int i = 0; i < n; i++) si[1 + i] = cases[ci].in[i], so[1 + i] = cases[ci].out[i];
+                for (int i = 0; i < n; i++) ni *= si[1 + i], no *= so[1 + i];
+                const axon_dtype_t d = dts[di];
+                const int64_t big = d == AXON_INT64 ? (int64_t)1 << 60 : 0;
+                char *hx = malloc((size_t)ni * 8), *hy = malloc((size_t)no * 8);
+                float *fx = malloc(sizeof(float) * (size_t)ni), *fy = malloc(sizeof(float) * (size_t)no);
+                for (int64_t i = 0; i < ni; i++) {
+                    fx[i] = (float)(i % 100);
+                    rr_set(d, hx, i, (long double)(big + i % 100));
+                }
+                void *dx = kc_upload(&k, hx, (size_t)ni * axon_dtype_size(d));
+                void *dy = kc_upload(&k, NULL, (size_t)no * 8);
+                void *dfx = kc_upload(&k, fx, sizeof(float) * (size_t)ni);
+                void *dfy = kc_upload(&k, NULL, sizeof(float) * (size_t)no);
+                axon_tensor_t tx = kc_tensor(dx, d, n + 1, si, NULL), ty = kc_tensor(dy, d, n + 1, so, NULL);
+                axon_tensor_t tfx = kc_tensor(dfx, AXON_FLOAT32, n + 1, si, NULL);
+                axon_tensor_t tfy = kc_tensor(dfy, AXON_FLOAT32, n + 1, so, NULL);
+                axon_upsample_params_t prm = {n, (axon_upsample_mode_t)mode, 0, {0, 0, 0}};
+                CHECK_OK(axon_kernel_upsample(k.s, &ty, &tx, &prm));
+                CHECK_OK(axon_kernel_upsample(k.s, &tfy, &tfx, &prm));
+                CHECK(kc_download(&k, hy, dy, (size_t)no * axon_dtype_size(d)));
+                CHECK(kc_download(&k, fy, dfy, sizeof(float) * (size_t)no));
+                int bad = 0;
+                for (int64_t o = 0; o < no; o++) bad |= (int64_t)rr_get(d, hy, o) != big + (int64_t)fy[o];
+                if (bad) {
+                    fprintf(stderr, "  nearest mode %d case %zu %s differs\n", mode, ci, axon_dtype_name(d));
+                    check_failures_in_test++;
+                }
+                axon_mem_free(k.dev, dx), axon_mem_free(k.dev, dy);
+                axon_mem_free(k.dev, dfx), axon_mem_free(k.dev, dfy);
+                free(hx), free(hy), free(fx), free(fy);
+            }
+    /* the other modes and every backward stay float-only; integers take one dtype */
+    int32_t a[2 * 4], b[2 * 8];
+    float f[2 * 8];
+    int64_t s_in[2] = {2, 4}, s_out[2] = {2, 8};
+    axon_tensor_t ti = kc_tensor(a, AXON_INT32, 2, s_in, NULL), to = kc_tensor(b, AXON_INT32, 2, s_out, NULL);
+    axon_tensor_t tf = kc_tensor(f, AXON_FLOAT32, 2, s_out, NULL);
+    axon_upsample_params_t lin = {1, AXON_UPSAMPLE_LINEAR, 0, {0}}, near = {1, AXON_UPSAMPLE_NEAREST, 0, {0}};
+    CHECK_STATUS(axon_kernel_upsample(k.s, &to, &ti, &lin), AXON_ERROR_UNSUPPORTED);
+    CHECK_STATUS(axon_kernel_upsample_backward(k.s, &ti, &to, &near), AXON_ERROR_UNSUPPORTED);
+    CHECK_STATUS(axon_kernel_upsample(k.s, &tf, &ti, &near), AXON_ERROR_UNSUPPORTED);
+    CHECK_MSG("differ");
+    axon_runtime_destroy(k.rt);
+}
+
 static void test_bad_arguments_are_refused_with_a_message(void) {
     kc_dev_t k = kc_open(1);
     REQUIRE(k.s);
@@ -245,6 +306,7 @@ int main(void) {
     RUN(test_every_mode_matches_reference_forward_and_backward);
     RUN(test_backward_is_bitwise_the_same_for_any_thread_count);
     RUN(test_extreme_scale_factors_stay_inside_the_input);
+    RUN(test_nearest_of_integers_copies_the_elements_floats_pick);
     RUN(test_bad_arguments_are_refused_with_a_message);
     return check_report();
 }

@@ -63,7 +63,8 @@ at::Tensor triangle_indices(int64_t row, int64_t col, int64_t offset, std::optio
   TORCH_CHECK_NOT_IMPLEMENTED(dt == at::kInt || dt == at::kLong, "\"", name, "\" not implemented for '",
                               c10::toString(dt), "'");
   const int64_t n = axon_triangle_indices_count(row, col, offset, UPPER ? 1 : 0);
-  at::Tensor out = at::empty({2, n}, at::TensorOptions().dtype(dt).layout(layout).device(device).pinned_memory(pin_memory));
+  const auto options = at::TensorOptions().dtype(dt).layout(layout).device(device).pinned_memory(pin_memory);
+  at::Tensor out = at::empty({2, n}, options);
   if (n == 0) return out;
   const axon_tensor_t o = describe(out, name);
   AXON_CHECK(axon_kernel_triangle_indices(stream_of(out), &o, row, col, offset, UPPER ? 1 : 0));

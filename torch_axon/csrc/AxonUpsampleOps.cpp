@@ -36,6 +36,11 @@ bool floats(std::initializer_list<const at::Tensor*> ts) {
   return true;
 }
 
+// Nearest forward also copies uint8 elements (CPU's only integer dtype there).
+bool nearest_ok(const at::Tensor& self, const at::Tensor& out) {
+  return floats({&self, &out}) || (self.scalar_type() == at::kByte && out.scalar_type() == at::kByte);
+}
+
 bool is_half(const at::Tensor& t) { return t.scalar_type() == at::kHalf || t.scalar_type() == at::kBFloat16; }
 
 using Scales = std::array<std::optional<double>, 3>;
@@ -121,20 +126,20 @@ constexpr axon_upsample_mode_t LINEAR = AXON_UPSAMPLE_LINEAR, CUBIC = AXON_UPSAM
 
 template <axon_upsample_mode_t M, class Op>
 at::Tensor& nearest1d_out(const at::Tensor& self, SymArr os, OptD s, at::Tensor& out) {
-  if (!floats({&self, &out})) return fall_back<Op>(self, ints(os), s, out);
+  if (!nearest_ok(self, out)) return fall_back<Op>(self, ints(os), s, out);
   return forward<1>(self, os, M, false, {s}, M == NEAREST ? "upsample_nearest1d" : "upsample_nearest_exact1d", out);
 }
 
 template <axon_upsample_mode_t M, class Op>
 at::Tensor& nearest2d_out(const at::Tensor& self, SymArr os, OptD sh, OptD sw, at::Tensor& out) {
-  if (!floats({&self, &out})) return fall_back<Op>(self, ints(os), sh, sw, out);
+  if (!nearest_ok(self, out)) return fall_back<Op>(self, ints(os), sh, sw, out);
   return forward<2>(self, os, M, false, {sh, sw}, M == NEAREST ? "upsample_nearest2d" : "upsample_nearest_exact2d",
                     out);
 }
 
 template <axon_upsample_mode_t M, class Op>
 at::Tensor& nearest3d_out(const at::Tensor& self, SymArr os, OptD sd, OptD sh, OptD sw, at::Tensor& out) {
-  if (!floats({&self, &out})) return fall_back<Op>(self, ints(os), sd, sh, sw, out);
+  if (!nearest_ok(self, out)) return fall_back<Op>(self, ints(os), sd, sh, sw, out);
   return forward<3>(self, os, M, false, {sd, sh, sw},
                     M == NEAREST ? "upsample_nearest3d" : "upsample_nearest_exact3d", out);
 }

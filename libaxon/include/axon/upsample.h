@@ -20,6 +20,8 @@
  * A multi-dimensional mode is the product of the 1-d weights (bilinear, trilinear, bicubic).
  *
  * Dtypes: float32, float64, float16, bfloat16 (one call may mix them); sums in float64, rounded once on store.
+ * Nearest and nearest-exact forward also take an integer in and out of one dtype (int8, int16, int32, int64, uint8),
+ * whose elements they copy.
  * Work split: the forward splits output rows over the device's pool; the backward zeroes grad_in and scatters
  * grad_out times the weights into it, a plane per step in output order, so results are the same for any thread
  * count. A half-type grad_in accumulates in that type (pass a float32 grad_in for float32 accumulation).
