@@ -225,13 +225,24 @@ def test_integer_max_pool_of_only_the_lowest_value_keeps_the_first_index():
     assert torch.equal(got.cpu(), want) and torch.equal(got_idx.cpu(), want_idx)
 
 
-def test_integer_avg_pool_uses_the_host_fallback_like_cpu():
-    x = torch.randint(-50, 50, (1, 2, 6, 6), dtype=torch.int64)
-    ref = F.avg_pool2d(x, 2)
+@pytest.mark.parametrize("case", AVG_CASES, ids=lambda c: "x".join(map(str, c[0])) + f"-{c[4]}-{c[5]}-{c[6]}")
+def test_int64_avg_pool_truncates_like_cpu(case):
+    shape, kernel, stride, padding, ceil_mode, include_pad, divisor = case
+    n = spatial_dims(shape)
+    pool = {1: F.avg_pool1d, 2: F.avg_pool2d, 3: F.avg_pool3d}[n]
+    kwargs = {} if n == 1 else {"divisor_override": divisor}  # avg_pool1d has none
+    # negative sums whose quotients are not whole (truncation toward zero, not floor), and values past 2^53
+    x = torch.randint(-50, 50, shape, generator=torch.Generator().manual_seed(4)) * (2**54 + 1)
+    want = pool(x, kernel, stride, padding, ceil_mode, include_pad, **kwargs)
     torch_axon.reset_fallback_stats()
-    out = F.avg_pool2d(x.to("axon"), 2)
-    assert torch_axon.fallback_stats() == {"aten::avg_pool2d.out": 1}
-    close(out, ref, EXACT)
+    got = pool(x.to("axon"), kernel, stride, padding, ceil_mode, include_pad, **kwargs)
+    assert torch_axon.fallback_stats() == {}
+    close(got, want, EXACT)
+
+
+def test_other_integer_avg_pools_raise_cpus_error():
+    with pytest.raises(RuntimeError, match="not implemented for 'Int'"):
+        F.avg_pool2d(torch.ones(1, 1, 4, 4, dtype=torch.int32, device="axon"), 2)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)

@@ -2,7 +2,8 @@
  *
  * Both share one loop: only the windows differ (pooling_impl.h) and the divisor (an adaptive window's own size; for
  * fixed windows divisor_override, else the window clipped to input plus padding or to the input, as PyTorch's
- * count_include_pad says). Sums are float64. The forward splits output rows over the pool; the backward scatters
+ * count_include_pad says). Sums are float64; fixed windows of integers (forward only) sum in int64, wrapping, and
+ * divide with truncation toward zero, as PyTorch's integer division does. The forward splits output rows over the pool; the backward scatters
  * grad_out / divisor over each window, a plane per step (windows overlap when stride < kernel). */
 #include <string.h>
 
@@ -45,6 +46,22 @@ AXON_CLONES static double pa_window_sum_f32(const float *x, const axon_pool_span
     return sum;
 }
 
+/* An integer window's average: the int64 sum (wrapping) over the int64 divisor, truncated; INT64_MIN / -1 wraps. */
+static int64_t pa_window_mean_int(const pa_args_t *a, int64_t i0, const axon_pool_span_t *sp, int64_t ih,
+                                  int64_t iw) {
+    uint64_t sum = 0;
+    for (int64_t d = sp[0].first; d < sp[0].end; d++)
+        for (int64_t h = sp[1].first; h < sp[1].end; h++) {
+            const int64_t row = i0 + (d * ih + h) * iw;
+            for (int64_t w = sp[2].first; w < sp[2].end; w++)
+                sum += (uint64_t)axon_spatial_load_int(a->dt_src, a->src, row + w);
+        }
+    const int64_t div = (int64_t)pa_divisor(&a->w, sp), n = axon_pool_span_count(sp[0]) *
+                                                             axon_pool_span_count(sp[1]) * axon_pool_span_count(sp[2]);
+    if (n == 0 || div == 0) return 0;
+    return div == -1 ? (int64_t)(0 - sum) : (int64_t)sum / div;
+}
+
 static void pa_forward_range(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
     const pa_args_t *a = ctx;
@@ -56,6 +73,10 @@ static void pa_forward_range(void *ctx, int64_t begin, int64_t end, int slot) {
         const int64_t i0 = plane * g->in_size, o0 = r * g->out[2];
         for (int64_t ow = 0; ow < g->out[2]; ow++) {
             sp[2] = axon_pool_span(&a->w, g, 2, ow);
+            if (!axon_dtype_is_floating(a->dt_src)) {
+                axon_spatial_store_int(a->dt_dst, a->dst, o0 + ow, pa_window_mean_int(a, i0, sp, ih, iw));
+                continue;
+            }
             double sum = 0.0;
             if (a->dt_src == AXON_FLOAT32 && sp[2].end - sp[2].first >= 2 * AXON_PARTS) {
                 sum = pa_window_sum_f32((const float *)a->src + i0, sp, ih, iw);
@@ -194,7 +215,7 @@ static axon_status_t pa_launch(axon_stream_t s, const char *op, int backward, co
     pa_args_t a;
     memset(&a, 0, sizeof a);
     axon_status_t st = backward ? axon_spatial_check(op, nspatial, dst, "grad_in", 1, src, "grad_out", 0, &a.g)
-                                : axon_spatial_check(op, nspatial, src, "in", 0, dst, "out", 0, &a.g);
+                                : axon_spatial_check(op, nspatial, src, "in", 0, dst, "out", !w->adaptive, &a.g);
     if (st != AXON_OK) return st;
     if (a.g.planes == 0 || (backward ? a.g.in_size : a.g.out_size) == 0) return AXON_OK;
     a.w = *w;

@@ -1,7 +1,7 @@
 /* axon/pooling.h against naive long double references: max pooling (1d/2d/3d, stride, padding, dilation, ceil-mode
  * output sizes, NaN), its indices and backward, average pooling (count_include_pad, divisor_override) and its
- * backward, adaptive average and max pooling and their backward; integer max pooling exact in every integer dtype;
- * bitwise identical results with 1 and 4 threads; bad input refused with a message, and an out-of-range index
+ * backward, adaptive average and max pooling and their backward; integer max and average pooling in every integer
+ * dtype; bitwise identical results with 1 and 4 threads; bad input refused with a message, and an out-of-range index
  * reported by the stream, never written.
  *
  * Inputs are multiples of 1/64 in [-2, 2] (exact in every float dtype), so max pooling must match exactly and sums
@@ -311,8 +311,9 @@ static void test_backward_is_bitwise_the_same_for_any_thread_count(void) {
 }
 
 /* Integer max pooling over every case: values with many ties (the first maximum wins) and, in int64, values 2^60
- * apart plus 0..3, which a trip through double would merge; the reference's long double holds int64 exactly. */
-static void test_integer_max_pool_matches_reference_exactly(void) {
+ * apart plus 0..3, which a trip through double would merge; the reference's long double holds int64 exactly. Then
+ * average pooling, whose quotients truncate toward zero. */
+static void test_integer_max_and_avg_pool_match_reference_exactly(void) {
     kc_dev_t k = kc_open(3);
     REQUIRE(k.s);
     static const axon_dtype_t dts[] = {AXON_INT8, AXON_INT16, AXON_INT32, AXON_INT64, AXON_UINT8};
@@ -347,10 +348,28 @@ static void test_integer_max_pool_matches_reference_exactly(void) {
                 fprintf(stderr, "  integer max_pool case %zu %s differs\n", ci, axon_dtype_name(d));
                 check_failures_in_test++;
             }
+            /* average: small values, so the long double mean is exact enough that truncating it is the quotient */
+            for (int64_t i = 0; i < ni; i++) x[i] = (long double)((int64_t)(rr_rand() % 21) - 10 * (d != AXON_UINT8));
+            for (int64_t i = 0; i < ni; i++) rr_set(d, hx, i, x[i]);
+            void *dx2 = rr_upload(&k, d, hx, ni);
+            tx.data = dx2;
+            CHECK_OK(axon_kernel_avg_pool(k.s, &ty, &tx, &c->p));
+            ref_avg_pool(c, out, x, y, NULL, NULL);
+            bad = !kc_download(&k, hy, dy, (size_t)no * axon_dtype_size(d));
+            for (int64_t o = 0; o < no; o++) { /* a negative divisor_override wraps into uint8 */
+                int64_t want;
+                rr_set(d, &want, 0, truncl(y[o]));
+                bad |= rr_get(d, hy, o) != rr_get(d, &want, 0);
+            }
+            if (bad) {
+                fprintf(stderr, "  integer avg_pool case %zu %s differs\n", ci, axon_dtype_name(d));
+                check_failures_in_test++;
+            }
+            axon_mem_free(k.dev, dx2);
             axon_mem_free(k.dev, dx), axon_mem_free(k.dev, dy), axon_mem_free(k.dev, di_);
             free(x), free(y), free(ridx), free(idx), free(hx), free(hy);
         }
-    /* integers take one dtype, and adaptive max pooling stays float-only */
+    /* integers take one dtype, and adaptive pooling and the backward passes stay float-only */
     int32_t a[2 * 3 * 16], b[2 * 3 * 4];
     float f[2 * 3 * 4];
     int64_t s_in[4] = {2, 3, 4, 4}, s_out[4] = {2, 3, 2, 2};
@@ -361,6 +380,8 @@ static void test_integer_max_pool_matches_reference_exactly(void) {
     CHECK_MSG("differ");
     CHECK_STATUS(axon_kernel_adaptive_max_pool(k.s, &to32, NULL, &ti32, 2), AXON_ERROR_UNSUPPORTED);
     CHECK_MSG("adaptive_max_pool: in dtype int32");
+    CHECK_STATUS(axon_kernel_adaptive_avg_pool(k.s, &to32, &ti32, 2), AXON_ERROR_UNSUPPORTED);
+    CHECK_STATUS(axon_kernel_avg_pool_backward(k.s, &ti32, &to32, &p), AXON_ERROR_UNSUPPORTED);
     axon_runtime_destroy(k.rt);
 }
 
@@ -473,7 +494,7 @@ int main(void) {
     RUN(test_max_and_avg_pool_match_reference);
     RUN(test_adaptive_pools_match_reference);
     RUN(test_backward_is_bitwise_the_same_for_any_thread_count);
-    RUN(test_integer_max_pool_matches_reference_exactly);
+    RUN(test_integer_max_and_avg_pool_match_reference_exactly);
     RUN(test_bad_arguments_are_refused_with_a_message);
     RUN(test_out_of_range_index_fails_the_backward);
     RUN(test_max_unpool_stores_at_indices_and_keeps_the_last_repeat);

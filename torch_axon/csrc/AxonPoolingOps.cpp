@@ -240,7 +240,9 @@ template <size_t N, class Op>
 at::Tensor& avg_pool_out(const at::Tensor& self, c10::IntArrayRef kernel_size, c10::IntArrayRef stride,
                          c10::IntArrayRef padding, bool ceil_mode, bool count_include_pad,
                          std::optional<int64_t> divisor_override, at::Tensor& out) {
-  if (!floats({&self, &out}))
+  // int64 too (CPU's one integer dtype here): libaxon sums in int64 and truncates the division, as CPU does
+  const bool longs = self.scalar_type() == at::kLong && out.scalar_type() == at::kLong;
+  if (!floats({&self, &out}) && !longs)
     return fall_back<Op>(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, out);
   const char* op = N == 2 ? "avg_pool2d" : "avg_pool3d";
   const Pool<N> g =

@@ -10,8 +10,9 @@
  * that the backward refuses) or 0 (average).
  *
  * Dtypes: in, out, grad_in and grad_out are float32, float64, float16 or bfloat16 (one call may mix them); sums are
- * taken in float64 and rounded once on store. Max pooling (fixed windows) also takes an integer in and out of one
- * dtype (int8, int16, int32, int64, uint8), compared exactly in int64. Indices are int64: the flat offset of the chosen element within its
+ * taken in float64 and rounded once on store. Max and average pooling forward with fixed windows also take an integer
+ * in and out of one dtype (int8, int16, int32, int64, uint8): maxima compared exactly in int64, averages as an int64
+ * sum (wrapping) divided with truncation toward zero, as PyTorch's integer average pooling computes them. Indices are int64: the flat offset of the chosen element within its
  * input plane (d * H * W + h * W + w), as PyTorch returns them.
  *
  * Work split: forward passes split the output's rows over the device's pool; backward passes scatter into grad_in
