@@ -252,6 +252,38 @@ def test_complex_products_match_cpu_without_fallback(dtype):
         torch.testing.assert_close(got, want, **tol)
 
 
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128], ids=str)
+def test_complex_alpha_and_beta_scale_products_like_cpu(dtype):
+    g = torch.Generator().manual_seed(8)
+
+    def crand(*shape):
+        return torch.complex(torch.randn(*shape, generator=g), torch.randn(*shape, generator=g)).to(dtype)
+
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == torch.complex64 else dict(rtol=1e-12, atol=1e-12)
+    m, a, b, bias = crand(6, 5), crand(6, 4), crand(4, 5), crand(5)
+    bm, p, q = crand(3, 6, 5), crand(3, 6, 4), crand(3, 4, 5)
+    nan = torch.full((6, 5), complex(float("nan"), 0), dtype=dtype)
+    cases = [
+        lambda: torch.addmm(m, a, b, beta=1 + 2j, alpha=2 - 3j),
+        lambda: torch.addmm(bias, a, b, alpha=0.5j),                       # broadcast input, real beta
+        lambda: torch.addmm(m, a.conj(), b.t().conj().t(), beta=-1j),      # conjugate views
+        lambda: torch.baddbmm(bm, p, q, beta=2j, alpha=1 + 1j),
+        lambda: torch.addbmm(m, p, q, beta=1 - 1j, alpha=3j),
+        lambda: m.clone().addmm_(a, b, beta=1j, alpha=1j),                 # in place
+    ]
+    for fn in cases:
+        want = fn()
+        m, a, b, bias, bm, p, q = (t.to("axon") for t in (m, a, b, bias, bm, p, q))
+        torch_axon.reset_fallback_stats()
+        got = fn()
+        assert torch_axon.fallback_stats() == {}, torch_axon.fallback_stats()
+        m, a, b, bias, bm, p, q = (t.cpu() for t in (m, a, b, bias, bm, p, q))
+        torch.testing.assert_close(got.cpu(), want, **tol)
+    # beta = 0 ignores the input, NaN included
+    got = native(lambda x, y, z: torch.addmm(x, y, z, beta=0j, alpha=2j), nan, a, b)
+    torch.testing.assert_close(got.cpu(), torch.addmm(nan, a, b, beta=0j, alpha=2j), **tol)
+
+
 def test_negative_views_are_resolved_before_the_product():
     a, b = rand(6, 5), rand(5, 4, seed=1)
     got = (torch._neg_view(a.to("axon")) @ b.to("axon")).cpu()

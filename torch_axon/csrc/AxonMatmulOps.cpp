@@ -2,8 +2,8 @@
 // matmul, linear and the autograd formulas of both reach, and addmv, dot and vdot (real) over views of them. The
 // checks and messages are PyTorch's; addmm's input, when it is a row vector broadcast over the rows (linear's bias),
 // goes to the kernel as its bias instead of being copied into out first. Complex64 and complex128 take libaxon's
-// cgemm/zgemm path where alpha and beta are real; what libaxon does not cover (bool, complex alpha or beta, complex
-// dot and vdot) runs through the host fallback.
+// cgemm/zgemm path, complex alpha and beta scaling the product on the pointwise kernels; what libaxon does not cover
+// (bool, complex dot and vdot) runs through the host fallback.
 #include <ATen/ATen.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/Operators.h>
@@ -24,12 +24,12 @@ bool gemm_dtype(c10::ScalarType t) {
   return kernels_support(t) && t != c10::kBool && !c10::isComplexType(t);
 }
 
-// The products also take complex64/complex128 with real alpha and beta. A conjugate view reaches them unresolved
+// The products also take complex64/complex128 (alpha and beta any numbers). A conjugate view reaches them unresolved
 // (PyTorch's Conjugate key lets the matrix products through, for BLAS's conjugate-transpose flags), so the operands
 // are materialized first (resolve_conj: a no-op for the others); a conjugate out goes to the host.
 bool product_dtype(c10::ScalarType t, const c10::Scalar& beta = 0, const c10::Scalar& alpha = 1) {
-  if (gemm_dtype(t)) return true;
-  return (t == c10::kComplexFloat || t == c10::kComplexDouble) && !beta.isComplex() && !alpha.isComplex();
+  if (t == c10::kComplexFloat || t == c10::kComplexDouble) return true;
+  return gemm_dtype(t) && !beta.isComplex() && !alpha.isComplex();  // else PyTorch's refusal, from the host
 }
 
 void check_operands(const char* op, const at::Tensor& a, const at::Tensor& b, int64_t dims, const at::Tensor& out) {
@@ -85,6 +85,18 @@ void add_product(const at::Tensor& input, const at::Tensor& a, const at::Tensor&
   if (!out_is_input) at::native::resize_output(out, shape);
   TORCH_CHECK(out.sizes() == at::IntArrayRef(shape), name, ": the result of shape ", at::IntArrayRef(shape),
               " does not fit the in-place input of shape ", out.sizes());
+  if (alpha.isComplex() || beta.isComplex()) {
+    // libaxon's GEMM scales by real numbers: the product goes to a temporary, the complex scaling to the pointwise
+    // kernels. beta = 0 ignores input (NaN included), as PyTorch does.
+    at::Tensor product = at::empty(shape, out.options());
+    launch(product, a, b, axon_gemm_params_default(), name);
+    if (beta.toComplexDouble() == 0.0) {
+      at::mul_out(out, product, alpha);
+    } else {
+      at::add_out(out, at::mul(product, alpha), input, beta);
+    }
+    return;
+  }
   axon_gemm_params_t p = axon_gemm_params_default();
   // Integer products take alpha and beta as integers, truncated as PyTorch's CPU kernels do (alpha=0.6 is 0).
   const bool integral = c10::isIntegralType(out.scalar_type(), /*includeBool=*/false);
