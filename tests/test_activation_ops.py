@@ -1,5 +1,5 @@
 """Native activations bound in AxonActivationOps.cpp (libaxon pointwise ops): log_sigmoid, logit (with and without
-eps), softshrink, hardshrink, threshold, glu, prelu, rrelu in eval mode, and celu/selu (through elu), forward and
+eps), softshrink, hardshrink, threshold, glu, prelu, rrelu (eval, and training on the device's generator), and celu/selu (through elu), forward and
 backward against PyTorch CPU with per-dtype tolerances, no host fallback, special values, and PyTorch's errors."""
 
 import pytest
@@ -145,3 +145,33 @@ def test_silu_and_gelu_backward_are_one_kernel_that_matches_cpu(op, kwargs):
     # the same bits whatever the split over threads (the padded block computes the last elements in both)
     sliced = op(gd[5:], xd[5:], **kwargs)
     assert torch.equal(sliced.cpu(), got.cpu()[5:])
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_rrelu_training_draws_slopes_in_range_on_the_device(dtype):
+    # the slopes are random (the device's Philox, not CPU's generator): checked by definition, not against CPU
+    x = sample((64, 33), dtype, seed=5)
+    x[0, :3] = torch.tensor([0.0, -0.0, float("nan")], dtype=dtype)
+    lower, upper = 0.1, 0.4
+    torch.manual_seed(11)
+    xa = x.to("axon").requires_grad_()
+    torch_axon.reset_fallback_stats()
+    out = F.rrelu(xa, lower, upper, training=True)
+    out.backward(torch.ones_like(out))
+    assert torch_axon.fallback_stats() == {}, torch_axon.fallback_stats()
+    out, grad = out.detach().cpu(), xa.grad.cpu()
+    pos, neg = ~(x <= 0), x <= 0
+    assert torch.equal(out[pos].isnan(), x[pos].isnan())
+    assert torch.equal(out[pos & ~x.isnan()], x[pos & ~x.isnan()]) and torch.all(grad[pos] == 1)
+    # where x <= 0 the gradient is the slope drawn, and out = x * slope
+    assert torch.all((grad[neg] >= lower) & (grad[neg] <= upper))
+    assert torch.equal(out[neg], (x[neg] * grad[neg]).to(dtype))
+    assert grad[neg].unique().numel() > 100  # a slope per element, not one for all
+    # the same seed draws the same slopes; in place gives the same result
+    torch.manual_seed(11)
+    again = F.rrelu(x.to("axon"), lower, upper, training=True)
+    torch.manual_seed(11)
+    inplace = x.to("axon")
+    F.rrelu(inplace, lower, upper, training=True, inplace=True)
+    for t in (again, inplace):
+        torch.testing.assert_close(t.cpu(), out, rtol=0, atol=0, equal_nan=True)

@@ -1,5 +1,5 @@
 // Activations that batch norm's model set uses beyond AxonPointwiseOps.cpp's: log_sigmoid, logit, softshrink,
-// hardshrink, threshold, glu, prelu and rrelu in eval mode, each with its backward, on libaxon's pointwise ops
+// hardshrink, threshold, glu, prelu and rrelu, each with its backward, on libaxon's pointwise ops
 // (libaxon/include/axon/pointwise.h). Every operand has the input's dtype and shape (prelu's weight is expanded to
 // it, glu's halves are strided views), so each op is one launch over descriptors. The dtypes are the float ones, and
 // the integers for threshold; logit converts an integer input to the float dtype first. Other dtypes, mixed-dtype
@@ -219,16 +219,37 @@ std::tuple<at::Tensor, at::Tensor> prelu_kernel_backward(const at::Tensor& grad_
   return fall_back<ATEN_OP(_prelu_kernel_backward)>(grad_output, self, weight);
 }
 
-// Eval mode is leaky_relu with the mean slope, as in PyTorch; training draws a slope per element (host fallback).
+// Eval mode is leaky_relu with the mean slope, as in PyTorch. Training draws a slope per element, uniform in
+// [lower, upper], on the device's generator: where x <= 0 noise keeps it and out = x * slope; elsewhere (NaN included)
+// noise is 1 and out = x, PyTorch's definition, here on native ops. A noise of another shape or dtype goes to the host.
+bool rrelu_train(const at::Tensor& self, at::Tensor& noise, const c10::Scalar& lower, const c10::Scalar& upper,
+                 std::optional<at::Generator> generator, at::Tensor& out) {
+  if (!noise.sizes().equals(self.sizes()) || noise.scalar_type() != self.scalar_type() ||
+      noise.device() != self.device() || !at::isFloatingType(self.scalar_type()))
+    return false;
+  noise.uniform_(lower.toDouble(), upper.toDouble(), generator);
+  noise.masked_fill_(self.le(0).logical_not_(), 1);
+  at::mul_out(out, self, noise);
+  return true;
+}
+
 at::Tensor rrelu_with_noise(const at::Tensor& self, at::Tensor& noise, const c10::Scalar& lower,
                             const c10::Scalar& upper, bool training, std::optional<at::Generator> generator) {
+  at::Tensor out = at::empty_like(self);
+  if (training && rrelu_train(self, noise, lower, upper, generator, out)) return out;
   if (!training) {
     axon_op_params_t p = params();
     p.negative_slope = (lower.toDouble() + upper.toDouble()) / 2;
-    at::Tensor out = at::empty_like(self);
     if (run(out, self, 1, AXON_UNARY_LEAKY_RELU, {&self}, p, "rrelu")) return out;
   }
   return fall_back<ATEN_OP(rrelu_with_noise)>(self, noise, lower, upper, training, generator);
+}
+
+at::Tensor& rrelu_with_noise_(at::Tensor& self, at::Tensor& noise, const c10::Scalar& lower, const c10::Scalar& upper,
+                              bool training, std::optional<at::Generator> generator) {
+  if (training && rrelu_train(self, noise, lower, upper, generator, self)) return self;
+  if (!training) return at::leaky_relu_(self, (lower.toDouble() + upper.toDouble()) / 2);
+  return fall_back<ATEN_OP(rrelu_with_noise_)>(self, noise, lower, upper, training, generator);
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -250,6 +271,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_prelu_kernel", TORCH_FN(prelu_kernel));
   m.impl("_prelu_kernel_backward", TORCH_FN(prelu_kernel_backward));
   m.impl("rrelu_with_noise", TORCH_FN(rrelu_with_noise));
+  m.impl("rrelu_with_noise_", TORCH_FN(rrelu_with_noise_));
 }
 
 }  // namespace
