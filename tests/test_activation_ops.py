@@ -1,6 +1,7 @@
 """Native activations bound in AxonActivationOps.cpp (libaxon pointwise ops): log_sigmoid, logit (with and without
-eps), softshrink, hardshrink, threshold, glu, prelu, rrelu (eval, and training on the device's generator), and celu/selu (through elu), forward and
-backward against PyTorch CPU with per-dtype tolerances, no host fallback, special values, and PyTorch's errors."""
+eps), softshrink, hardshrink, threshold, glu, prelu, rrelu (eval, and training on the device's generator) and
+celu/selu (through elu), forward and backward against PyTorch CPU with per-dtype tolerances, no host fallback,
+special values, and PyTorch's errors."""
 
 import pytest
 import torch

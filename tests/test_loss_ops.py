@@ -255,3 +255,55 @@ def test_fused_nll_log_softmax_backward_rejects_a_target_out_of_range():
         torch.ops.axon.nll_loss_log_softmax_backward(torch.tensor(1.0, device="axon"), logp, target, None, 1, -100,
                                                      tw)
         torch.axon.synchronize()
+
+
+# ---- CTC ----
+
+CTC_T, CTC_N, CTC_C = 12, 4, 6
+CTC_INPUT_LENGTHS = [12, 9, 0, 3]
+CTC_TARGET_LENGTHS = [4, 3, 0, 3]   # element 3: three labels with a repeat need 4 frames, it has 3 (infinite loss)
+CTC_TARGETS = [[1, 2, 2, 5], [3, 3, 1, 0], [0, 0, 0, 0], [4, 4, 2, 0]]
+
+
+def ctc_case(dtype, flat, target_dtype, tensor_lengths):
+    logits = sample((CTC_T, CTC_N, CTC_C), torch.float64, seed=6).to(dtype)
+    t = torch.tensor(CTC_TARGETS, dtype=target_dtype)
+    if flat:
+        t = torch.cat([t[b, :n] for b, n in enumerate(CTC_TARGET_LENGTHS)])
+    il, tl = CTC_INPUT_LENGTHS, CTC_TARGET_LENGTHS
+    if tensor_lengths:
+        il, tl = torch.tensor(il), torch.tensor(tl, dtype=torch.int32)
+    return logits, t, il, tl
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize("zero_infinity", [False, True], ids=["inf", "zero_inf"])
+@pytest.mark.parametrize("form", ["padded-int64-lists", "flat-int32-tensors", "padded-int32-tensors"])
+def test_ctc_loss_forward_and_backward_match_cpu(dtype, reduction, zero_infinity, form):
+    logits, t, il, tl = ctc_case(dtype, form.startswith("flat"), torch.int32 if "int32" in form else torch.int64,
+                                 form.endswith("tensors"))
+
+    def run(device):
+        x = logits.detach().to(device).requires_grad_()
+        move = (lambda v: v.to(device)) if isinstance(il, torch.Tensor) else (lambda v: v)
+        loss = F.ctc_loss(x.log_softmax(2), t.to(device), move(il), move(tl), blank=0, reduction=reduction,
+                          zero_infinity=zero_infinity)
+        (loss if reduction != "none" else loss[loss.isfinite()]).sum().backward()
+        return loss.detach(), x.grad
+
+    want_loss, want_grad = run("cpu")
+    torch_axon.reset_fallback_stats()
+    got_loss, got_grad = run("axon")
+    assert torch_axon.fallback_stats() == {}, torch_axon.fallback_stats()
+    close(got_loss, want_loss, TOL)
+    close(got_grad, want_grad, GRAD_TOL)
+
+
+def test_ctc_loss_refusals_are_cpus():
+    logits, t, il, tl = ctc_case(torch.float32, False, torch.int64, False)
+    lp = logits.log_softmax(2)
+    with pytest.raises(RuntimeError, match="input_lengths"):
+        F.ctc_loss(lp.to("axon"), t.to("axon"), [13, 1, 1, 1], tl)
+    with pytest.raises(RuntimeError, match="Half"):
+        F.ctc_loss(lp.half().to("axon"), t.to("axon"), il, tl)

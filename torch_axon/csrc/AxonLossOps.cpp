@@ -1,6 +1,6 @@
 // nll_loss and nll_loss2d (forward and backward) on libaxon's loss kernels (libaxon/include/axon/loss.h). With
 // log_softmax (AxonNormOps.cpp) this makes F.cross_entropy with class indices native. Below them, the element-wise
-// losses mse_loss, smooth_l1_loss, huber_loss and binary_cross_entropy with their backward.
+// losses mse_loss, smooth_l1_loss, huber_loss and binary_cross_entropy with their backward, and the CTC loss.
 //
 // libaxon takes the input as [N, C, K]: [C] is viewed as [1, C, 1], [N, C] as [N, C, 1] and nll_loss2d's [N, C, H, W]
 // as [N, C, H * W]; the target as int64 [N, K]. Shapes are checked here with PyTorch's messages; a target out of
@@ -14,8 +14,10 @@
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <optional>
 #include <tuple>
+#include <vector>
 
 #include "AxonException.h"
 #include "AxonFallback.h"
@@ -355,6 +357,100 @@ at::Tensor bce_backward(const at::Tensor& grad_output, const at::Tensor& self, c
   return ploss_backward_into(AXON_PLOSS_BCE, grad_output, self, target, w, reduction, 0.0, gi);
 }
 
+// ---- CTC ----
+
+// The arguments libaxon's CTC kernels take: [T, N, C] float32/float64 log_probs, int32/int64 targets (padded rows or
+// concatenated), lengths that fit them, one device. Anything else goes to the host, for CPU's own messages.
+bool ctc_native(const at::Tensor& log_probs, const at::Tensor& targets, at::IntArrayRef il, at::IntArrayRef tl,
+                int64_t blank) {
+  const auto t = log_probs.scalar_type(), tt = targets.scalar_type();
+  if (log_probs.dim() != 3 || (t != at::kFloat && t != at::kDouble) || (tt != at::kInt && tt != at::kLong) ||
+      (targets.dim() != 1 && targets.dim() != 2) || targets.device() != log_probs.device())
+    return false;
+  const int64_t T = log_probs.size(0), N = log_probs.size(1), C = log_probs.size(2);
+  if (blank < 0 || blank >= C || static_cast<int64_t>(il.size()) != N || static_cast<int64_t>(tl.size()) != N ||
+      (targets.dim() == 2 && targets.size(0) != N))
+    return false;
+  int64_t total = 0;
+  for (int64_t b = 0; b < N; ++b) {
+    if (il[b] < 0 || il[b] > T || tl[b] < 0 || (targets.dim() == 2 && tl[b] > targets.size(1))) return false;
+    total += tl[b];
+  }
+  return targets.dim() == 2 || total <= targets.numel();
+}
+
+at::Tensor lengths_on(const at::Tensor& like, at::IntArrayRef v) {
+  return at::tensor(v, at::TensorOptions().dtype(at::kLong)).to(like.device());
+}
+
+std::vector<int64_t> lengths_of(const at::Tensor& t) {
+  const at::Tensor c = t.to(at::kCPU, at::kLong).contiguous();
+  return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
+}
+
+std::tuple<at::Tensor, at::Tensor> ctc_loss(const at::Tensor& log_probs, const at::Tensor& targets,
+                                            at::IntArrayRef il, at::IntArrayRef tl, int64_t blank,
+                                            bool zero_infinity) {
+  if (!ctc_native(log_probs, targets, il, tl, blank))
+    return fall_back<ATEN_OP(_ctc_loss)>(log_probs, targets, il, tl, blank, zero_infinity);
+  const int64_t T = log_probs.size(0), N = log_probs.size(1);
+  const int64_t max_tl = tl.empty() ? 0 : *std::max_element(tl.begin(), tl.end());
+  const at::Tensor lp = log_probs.contiguous(), tg = targets.contiguous();
+  at::Tensor nll = at::empty({N}, lp.options()), log_alpha = at::empty({N, T, 2 * max_tl + 1}, lp.options());
+  if (N == 0) return {nll, log_alpha};
+  const at::Tensor ilt = lengths_on(lp, il), tlt = lengths_on(lp, tl);
+  const char* op = "ctc_loss";
+  const axon_tensor_t nd = describe(nll, op), ad = describe(log_alpha, op), ld = describe(lp, op);
+  const axon_tensor_t td = describe(tg, op), id = describe(ilt, op), sd = describe(tlt, op);
+  AXON_CHECK(axon_kernel_ctc_loss(current_stream(lp.device().index()), &nd, &ad, &ld, &td, &id, &sd, blank));
+  return {nll, log_alpha};
+}
+
+std::tuple<at::Tensor, at::Tensor> ctc_loss_tensor(const at::Tensor& log_probs, const at::Tensor& targets,
+                                                   const at::Tensor& il, const at::Tensor& tl, int64_t blank,
+                                                   bool zero_infinity) {
+  if (!at::isIntegralType(il.scalar_type(), false) || !at::isIntegralType(tl.scalar_type(), false))
+    return fall_back<ATEN_OP2(_ctc_loss, Tensor)>(log_probs, targets, il, tl, blank, zero_infinity);
+  return ctc_loss(log_probs, targets, lengths_of(il), lengths_of(tl), blank, zero_infinity);
+}
+
+at::Tensor ctc_loss_backward(const at::Tensor& grad, const at::Tensor& log_probs, const at::Tensor& targets,
+                             at::IntArrayRef il, at::IntArrayRef tl, const at::Tensor& nll,
+                             const at::Tensor& log_alpha, int64_t blank, bool zero_infinity) {
+  const int64_t max_tl = tl.empty() ? 0 : *std::max_element(tl.begin(), tl.end());
+  const bool native = ctc_native(log_probs, targets, il, tl, blank) && grad.scalar_type() == log_probs.scalar_type() &&
+                      nll.scalar_type() == log_probs.scalar_type() &&
+                      log_alpha.scalar_type() == log_probs.scalar_type() && grad.dim() == 1 &&
+                      grad.size(0) == log_probs.size(1) && log_alpha.dim() == 3 &&
+                      log_alpha.size(0) == log_probs.size(1) && log_alpha.size(1) == log_probs.size(0) &&
+                      log_alpha.size(2) >= 2 * max_tl + 1;
+  if (!native)
+    return fall_back<ATEN_OP(_ctc_loss_backward)>(grad, log_probs, targets, il, tl, nll, log_alpha, blank,
+                                                  zero_infinity);
+  const at::Tensor lp = log_probs.contiguous(), tg = targets.contiguous(), la = log_alpha.contiguous();
+  const at::Tensor g = grad.contiguous(), nl = nll.contiguous();
+  at::Tensor grad_in = at::empty(lp.sizes(), lp.options()), log_beta = at::empty(la.sizes(), la.options());
+  if (lp.size(1) == 0) return grad_in.zero_();
+  const at::Tensor ilt = lengths_on(lp, il), tlt = lengths_on(lp, tl);
+  const char* op = "ctc_loss_backward";
+  const axon_tensor_t gid = describe(grad_in, op), bd = describe(log_beta, op), gd = describe(g, op);
+  const axon_tensor_t ld = describe(lp, op), td = describe(tg, op), id = describe(ilt, op), sd = describe(tlt, op);
+  const axon_tensor_t nd = describe(nl, op), ad = describe(la, op);
+  AXON_CHECK(axon_kernel_ctc_loss_backward(current_stream(lp.device().index()), &gid, &bd, &gd, &ld, &td, &id, &sd,
+                                           &nd, &ad, blank, zero_infinity ? 1 : 0));
+  return grad_in;
+}
+
+at::Tensor ctc_loss_backward_tensor(const at::Tensor& grad, const at::Tensor& log_probs, const at::Tensor& targets,
+                                    const at::Tensor& il, const at::Tensor& tl, const at::Tensor& nll,
+                                    const at::Tensor& log_alpha, int64_t blank, bool zero_infinity) {
+  if (!at::isIntegralType(il.scalar_type(), false) || !at::isIntegralType(tl.scalar_type(), false))
+    return fall_back<ATEN_OP2(_ctc_loss_backward, Tensor)>(grad, log_probs, targets, il, tl, nll, log_alpha, blank,
+                                                           zero_infinity);
+  return ctc_loss_backward(grad, log_probs, targets, lengths_of(il), lengths_of(tl), nll, log_alpha, blank,
+                           zero_infinity);
+}
+
 at::Tensor nll_log_softmax_backward_meta(const at::Tensor& grad_output, const at::Tensor& output,
                                          const at::Tensor& target, const std::optional<at::Tensor>& weight,
                                          int64_t reduction, int64_t ignore_index, const at::Tensor& total_weight) {
@@ -387,6 +483,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("binary_cross_entropy.out", TORCH_FN(bce_out));
   m.impl("binary_cross_entropy_backward", TORCH_FN(bce_backward));
   m.impl("binary_cross_entropy_backward.grad_input", TORCH_FN(bce_backward_out));
+  m.impl("_ctc_loss", TORCH_FN(ctc_loss));
+  m.impl("_ctc_loss.Tensor", TORCH_FN(ctc_loss_tensor));
+  m.impl("_ctc_loss_backward", TORCH_FN(ctc_loss_backward));
+  m.impl("_ctc_loss_backward.Tensor", TORCH_FN(ctc_loss_backward_tensor));
 }
 
 TORCH_LIBRARY(axon, m) {

@@ -1,5 +1,5 @@
-/* Loss kernels: the negative log-likelihood loss (nll_loss, the second half of cross_entropy), and the element-wise
- * losses (mse, smooth L1, Huber, binary cross-entropy), each with its backward.
+/* Loss kernels: the negative log-likelihood loss (nll_loss, the second half of cross_entropy), the element-wise
+ * losses (mse, smooth L1, Huber, binary cross-entropy) and the CTC loss, each with its backward.
  *
  * Like every kernel (kernels.h), a launch checks its descriptors on the calling thread, enqueues one command on
  * stream s and returns at once; descriptors are copied at launch; nothing is enqueued on error or when there is
@@ -104,6 +104,31 @@ AXON_API axon_status_t axon_kernel_pointwise_loss_backward(axon_stream_t s, axon
                                                            const axon_tensor_t *grad_out, const axon_tensor_t *in,
                                                            const axon_tensor_t *target, const axon_tensor_t *weight,
                                                            axon_loss_reduction_t reduction, double param);
+
+/* Connectionist temporal classification (Graves et al. 2006; PyTorch's _ctc_loss and _ctc_loss_backward).
+ * log_probs [T, N, C] and every floating tensor of a call have one dtype, float32 or float64; targets are int32 or
+ * int64, [N, S] (row b's first target_lengths[b] labels) or 1-D (the labels of every element concatenated);
+ * input_lengths and target_lengths are int64 [N]; all contiguous. neg_log_likelihood is [N] and log_alpha
+ * [N, T, L] with L >= 2 max(target_lengths) + 1: the forward variables, log_alpha[b, t, s] for t < input_lengths[b]
+ * and s <= 2 target_lengths[b] (the rest is -inf), which the backward reads again. An element with input length 0 has
+ * loss 0 for an empty target and inf otherwise. Lengths or labels out of range (input length above T, a target
+ * longer than its row or than L allows, a label outside [0, C)) make the command fail with INVALID_ARG naming the
+ * element, at the stream's next synchronization. */
+AXON_API axon_status_t axon_kernel_ctc_loss(axon_stream_t s, const axon_tensor_t *neg_log_likelihood,
+                                           const axon_tensor_t *log_alpha, const axon_tensor_t *log_probs,
+                                           const axon_tensor_t *targets, const axon_tensor_t *input_lengths,
+                                           const axon_tensor_t *target_lengths, int64_t blank);
+
+/* Its backward: grad_in [T, N, C] = (exp(lp) - exp(log(sum of alpha beta over the positions labelled c) + nll - lp))
+ * * grad_out[b] for t < input_lengths[b], 0 after (and everywhere for an element of infinite loss when
+ * zero_infinity). log_beta is scratch of log_alpha's shape, written. */
+AXON_API axon_status_t axon_kernel_ctc_loss_backward(axon_stream_t s, const axon_tensor_t *grad_in,
+                                                    const axon_tensor_t *log_beta, const axon_tensor_t *grad_out,
+                                                    const axon_tensor_t *log_probs, const axon_tensor_t *targets,
+                                                    const axon_tensor_t *input_lengths,
+                                                    const axon_tensor_t *target_lengths,
+                                                    const axon_tensor_t *neg_log_likelihood,
+                                                    const axon_tensor_t *log_alpha, int64_t blank, int zero_infinity);
 
 AXON_EXTERN_C_END
 
