@@ -37,7 +37,7 @@ static const char *const binary_names[] = {
     "chebyshev_polynomial_v", "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
     "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w",
     "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p", "xlog1py",
-    "logaddexp", "logaddexp2", "heaviside", "nextafter", "gcd", "lcm",
+    "logaddexp", "logaddexp2", "heaviside", "nextafter", "gcd", "lcm", "igamma", "igammac",
 };
 _Static_assert(sizeof binary_names / sizeof binary_names[0] == AXON_BINARY_COUNT,
                "every axon_binary_op_t needs a name");

@@ -244,6 +244,8 @@ PW_FLOATS(PW_B2S, glu, (x * ((W)1 / ((W)1 + PW_EXP(-y)))))
 PW_FLOATS(PW_B2, prelu, (x > 0 ? x : y * x))
 PW_FLOATS(PW_B2, prelu_backward_weight, (y > 0 ? (W)0 : y * x))
 PW_FLOATS(PW_B2, zeta, ((W)axon_zeta((double)x, (double)y))) /* in float64, rounded once */
+PW_FLOATS(PW_B2, igamma, ((W)axon_igamma((double)x, (double)y, 0)))
+PW_FLOATS(PW_B2, igammac, ((W)axon_igamma((double)x, (double)y, 1)))
 /* The orthogonal polynomials, in float64 and rounded once; y the degree. */
 #define PW_POLY(name) PW_DOUBLES(PW_B2, name, ((W)axon_##name((double)x, axon_poly_degree((double)y))))
 PW_POLY(chebyshev_t)
@@ -405,6 +407,8 @@ const pw_loop_fn axon_pw_binary_loops[AXON_BINARY_COUNT][AXON_DTYPE_COUNT] = {
     [AXON_BINARY_PRELU] = {PW_F(prelu)},
     [AXON_BINARY_PRELU_BACKWARD_WEIGHT] = {PW_F(prelu_backward_weight)},
     [AXON_BINARY_ZETA] = {PW_F(zeta)},
+    [AXON_BINARY_IGAMMA] = {PW_F(igamma)},
+    [AXON_BINARY_IGAMMAC] = {PW_F(igammac)},
     [AXON_BINARY_CHEBYSHEV_T] = {PW_FD(chebyshev_t)},
     [AXON_BINARY_CHEBYSHEV_U] = {PW_FD(chebyshev_u)},
     [AXON_BINARY_CHEBYSHEV_V] = {PW_FD(chebyshev_v)},

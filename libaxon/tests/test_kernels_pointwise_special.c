@@ -292,6 +292,69 @@ static int exact(kc_dev_t *k, axon_dtype_t d, int op, const axon_op_params_t *p,
     return ok;
 }
 
+/* P(a, x) and Q(a, x) in float64 against long double references with closed forms: for an integer a,
+ * Q(a, x) = e^-x sum_{k < a} x^k / k!; for a half-integer, Q(1/2, x) = erfc(sqrt x) and Q(a + 1, x) = Q(a, x) +
+ * x^a e^-x / Gamma(a + 1) (and, where P < 1e-4, P's own series in long double rather than 1 - Q). Over a in
+ * 0.5 .. 30 and x from 1e-3 to 80, each of P and Q within 1e-13 relative (the one below 1/2 is computed directly, so
+ * even a tiny Q keeps its digits); then the edge values. */
+static void test_incomplete_gamma_matches_closed_forms(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    enum { NA = 60, NX = 41, M = NA * NX };
+    static double a[M], x[M], p[M], q[M];
+    static long double wq[M], wp[M];
+    for (int i = 0; i < NA; i++)
+        for (int j = 0; j < NX; j++) {
+            const int m = i * NX + j;
+            a[m] = 0.5 * (i + 1);
+            x[m] = 1e-3 * powl(80e3L, (long double)j / (NX - 1)); /* 1e-3 .. 80, geometric */
+            const long double xl = x[m];
+            long double qv;
+            if ((i + 1) % 2 == 0) { /* integer a */
+                long double term = 1, sum = 0;
+                for (int kk = 0; kk < (i + 1) / 2; kk++) sum += term, term *= xl / (kk + 1);
+                qv = expl(-xl) * sum;
+            } else {
+                qv = erfcl(sqrtl(xl));
+                for (long double b = 0.5L; b < a[m]; b += 1) qv += expl(b * logl(xl) - xl - lgammal(b + 1));
+            }
+            wq[m] = qv;
+            /* where P is small, 1 - Q would cancel: P = e^-x sum_k x^(a + k) / Gamma(a + k + 1) instead */
+            long double ps = 0, t = expl(a[m] * logl(xl) - xl - lgammal(a[m] + 1));
+            for (int kk = 1; kk < 200 && t > 0; kk++) ps += t, t *= xl / (a[m] + kk);
+            wp[m] = 1 - qv > 1e-4L ? 1 - qv : ps;
+        }
+    void *da = kc_upload(&k, a, sizeof a), *dx = kc_upload(&k, x, sizeof x);
+    void *dp = kc_upload(&k, NULL, sizeof p), *dq = kc_upload(&k, NULL, sizeof q);
+    const int64_t n[1] = {M};
+    axon_tensor_t ta = kc_tensor(da, AXON_FLOAT64, 1, n, NULL), tx = kc_tensor(dx, AXON_FLOAT64, 1, n, NULL);
+    axon_tensor_t tp = kc_tensor(dp, AXON_FLOAT64, 1, n, NULL), tq = kc_tensor(dq, AXON_FLOAT64, 1, n, NULL);
+    CHECK_OK(axon_kernel_binary(k.s, AXON_BINARY_IGAMMA, &tp, &ta, &tx, NULL));
+    CHECK_OK(axon_kernel_binary(k.s, AXON_BINARY_IGAMMAC, &tq, &ta, &tx, NULL));
+    REQUIRE(kc_download(&k, p, dp, sizeof p) && kc_download(&k, q, dq, sizeof q));
+    int bad = 0;
+    for (int m = 0; m < M; m++) {
+        if ((fabsl(q[m] - wq[m]) > 1e-13L * wq[m] || fabsl(p[m] - wp[m]) > 1e-13L * wp[m]) && bad++ < 5)
+            fprintf(stderr, "  igamma(%g, %g): P %.17g Q %.17g, want %.17Lg %.17Lg\n", a[m], x[m], p[m], q[m], wp[m],
+                    wq[m]);
+    }
+    CHECK(bad == 0);
+    axon_mem_free(k.dev, da), axon_mem_free(k.dev, dx), axon_mem_free(k.dev, dp), axon_mem_free(k.dev, dq);
+    const double ea[] = {0, 0, 0, 1, 1, -1, 1, INFINITY, INFINITY, 2, NAN, 1};
+    const double ex[] = {0, 1, INFINITY, 0, INFINITY, 1, -1, 1, INFINITY, INFINITY, 1, NAN};
+    const double pw[] = {NAN, 1, 1, 0, 1, NAN, NAN, 0, NAN, 1, NAN, NAN};
+    double qw[12];
+    for (int i = 0; i < 12; i++) qw[i] = isnan(pw[i]) ? NAN : 1 - pw[i];
+    for (int f32 = 0; f32 < 2; f32++) { /* 8 at a time: exact()'s buffers */
+        const axon_dtype_t d = f32 ? AXON_FLOAT32 : AXON_FLOAT64;
+        CHECK(exact(&k, d, AXON_BINARY_IGAMMA, NULL, 8, ea, ex, pw));
+        CHECK(exact(&k, d, AXON_BINARY_IGAMMA, NULL, 4, ea + 8, ex + 8, pw + 8));
+        CHECK(exact(&k, d, AXON_BINARY_IGAMMAC, NULL, 8, ea, ex, qw));
+        CHECK(exact(&k, d, AXON_BINARY_IGAMMAC, NULL, 4, ea + 8, ex + 8, qw + 8));
+    }
+    axon_runtime_destroy(k.rt);
+}
+
 /* nextafter, round with decimals, nan_to_num with its three replacements: exact results. */
 static void test_nextafter_round_decimals_and_nan_to_num_are_exact(void) {
     kc_dev_t k = kc_open(2);
@@ -331,5 +394,6 @@ int main(void) {
     RUN(test_special_functions_at_known_values);
     RUN(test_nextafter_round_decimals_and_nan_to_num_are_exact);
     RUN(test_lgamma_matches_long_double_over_a_range);
+    RUN(test_incomplete_gamma_matches_closed_forms);
     return check_report();
 }

@@ -1159,6 +1159,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   AXON_BINARY(hypot, out, AXON_BINARY_HYPOT, true)
   AXON_BINARY(copysign, out, AXON_BINARY_COPYSIGN, true)
   AXON_BINARY(xlogy, OutTensor, AXON_BINARY_XLOGY, true)
+  AXON_BINARY(igamma, out, AXON_BINARY_IGAMMA, false)  // integer operands: CPU's refusal, from the host
+  AXON_BINARY(igammac, out, AXON_BINARY_IGAMMAC, false)
   AXON_BINARY(bitwise_and, Tensor_out, AXON_BINARY_BITWISE_AND, false)
   AXON_BINARY(bitwise_or, Tensor_out, AXON_BINARY_BITWISE_OR, false)
   AXON_BINARY(bitwise_xor, Tensor_out, AXON_BINARY_BITWISE_XOR, false)

@@ -241,6 +241,8 @@ typedef enum axon_binary_op {
     AXON_BINARY_NEXTAFTER,            /* the next value after a towards b; float32 and float64 */
     AXON_BINARY_GCD,                  /* ints: the greatest common divisor of |a| and |b| (Euclid; 0 for 0 and 0) */
     AXON_BINARY_LCM,                  /* ints: |a / gcd(a, b) * b|, 0 when the gcd is 0 */
+    AXON_BINARY_IGAMMA,               /* the regularized lower incomplete gamma function P(a, b); floats, in float64 */
+    AXON_BINARY_IGAMMAC,              /* the upper one, Q(a, b) = 1 - P(a, b) */
     AXON_BINARY_COUNT
 } axon_binary_op_t;
 
