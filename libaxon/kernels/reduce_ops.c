@@ -58,22 +58,18 @@ double exp(double) __attribute__((simd("notinbranch")));
 #define RD_LOWEST_f64 (-INFINITY)
 #define RD_LOWEST_i64 INT64_MIN
 
-static inline float rd_xor_bits_f32(float a, float b) {
-    uint32_t x, y;
-    memcpy(&x, &a, sizeof x);
-    memcpy(&y, &b, sizeof y);
-    x ^= y;
-    memcpy(&a, &x, sizeof a);
-    return a;
-}
-static inline double rd_xor_bits_f64(double a, double b) {
-    uint64_t x, y;
-    memcpy(&x, &a, sizeof x);
-    memcpy(&y, &b, sizeof y);
-    x ^= y;
-    memcpy(&a, &x, sizeof a);
-    return a;
-}
+/* x ^ y of two floats' bits */
+#define RD_XOR_BITS(NAME, T, U)                                                                                     \
+    static inline T NAME(T a, T b) {                                                                                \
+        U x, y;                                                                                                     \
+        memcpy(&x, &a, sizeof x);                                                                                   \
+        memcpy(&y, &b, sizeof y);                                                                                   \
+        x ^= y;                                                                                                     \
+        memcpy(&a, &x, sizeof a);                                                                                   \
+        return a;                                                                                                   \
+    }
+RD_XOR_BITS(rd_xor_bits_f32, float, uint32_t)
+RD_XOR_BITS(rd_xor_bits_f64, double, uint64_t)
 
 #define RD_MAXC(a, v) (((v) > (a)) | ((v) != (v)) ? (v) : (a))
 #define RD_MINC(a, v) (((v) < (a)) | ((v) != (v)) ? (v) : (a))

@@ -163,6 +163,15 @@ static const pt_case_t pt_cases[] = {
     {2, {3, 600}, {2, {2, 3}, {1, 2}, {0, 1}, {1, 1}, 0, 0}, 0},
 };
 
+/* A case's output spatial sizes, and its input and output element counts over all planes. */
+static void pt_sizes(const pt_case_t *c, int64_t out[3], int64_t *ni, int64_t *no) {
+    for (int i = 0; i < c->n; i++)
+        out[i] = pt_out_size(c->in[i], c->p.kernel[i], c->p.stride[i], c->p.padding[i], c->p.dilation[i],
+                             c->ceil_mode);
+    *ni = PT_PLANES * pt_prod(c->n, c->in);
+    *no = PT_PLANES * pt_prod(c->n, out);
+}
+
 /* Runs every case in every dtype: max (out, indices, backward) and average (out, backward). */
 static void test_max_and_avg_pool_match_reference(void) {
     kc_dev_t k = kc_open(3);
@@ -171,11 +180,8 @@ static void test_max_and_avg_pool_match_reference(void) {
         for (size_t di = 0; di < sizeof pt_dtypes / sizeof pt_dtypes[0]; di++) {
             const pt_case_t *c = &pt_cases[ci];
             axon_dtype_t d = pt_dtypes[di];
-            int64_t out[3], si[AXON_MAX_DIMS], so[AXON_MAX_DIMS];
-            for (int i = 0; i < c->n; i++)
-                out[i] = pt_out_size(c->in[i], c->p.kernel[i], c->p.stride[i], c->p.padding[i], c->p.dilation[i],
-                                     c->ceil_mode);
-            int64_t ni = PT_PLANES * pt_prod(c->n, c->in), no = PT_PLANES * pt_prod(c->n, out);
+            int64_t out[3], si[AXON_MAX_DIMS], so[AXON_MAX_DIMS], ni, no;
+            pt_sizes(c, out, &ni, &no);
             long double *x = malloc(sizeof(long double) * (size_t)ni), *y = malloc(sizeof(long double) * (size_t)no);
             long double *g = malloc(sizeof(long double) * (size_t)no), *gi = malloc(sizeof(long double) * (size_t)ni);
             int64_t *ridx = malloc(sizeof(int64_t) * (size_t)no), *idx = malloc(sizeof(int64_t) * (size_t)no);
@@ -321,11 +327,8 @@ static void test_integer_max_and_avg_pool_match_reference_exactly(void) {
         for (size_t di = 0; di < sizeof dts / sizeof dts[0]; di++) {
             const pt_case_t *c = &pt_cases[ci];
             const axon_dtype_t d = dts[di];
-            int64_t out[3], si[AXON_MAX_DIMS], so[AXON_MAX_DIMS];
-            for (int i = 0; i < c->n; i++)
-                out[i] = pt_out_size(c->in[i], c->p.kernel[i], c->p.stride[i], c->p.padding[i], c->p.dilation[i],
-                                     c->ceil_mode);
-            int64_t ni = PT_PLANES * pt_prod(c->n, c->in), no = PT_PLANES * pt_prod(c->n, out);
+            int64_t out[3], si[AXON_MAX_DIMS], so[AXON_MAX_DIMS], ni, no;
+            pt_sizes(c, out, &ni, &no);
             long double *x = malloc(sizeof(long double) * (size_t)ni), *y = malloc(sizeof(long double) * (size_t)no);
             int64_t *ridx = malloc(sizeof(int64_t) * (size_t)no), *idx = malloc(sizeof(int64_t) * (size_t)no);
             for (int64_t i = 0; i < ni; i++) {
