@@ -252,8 +252,8 @@ axon_status_t axon_kernel_ctc_loss(axon_stream_t s, const axon_tensor_t *nll, co
 }
 
 axon_status_t axon_kernel_ctc_loss_backward(axon_stream_t s, const axon_tensor_t *grad_in,
-                                            const axon_tensor_t *log_beta, const axon_tensor_t *grad_out, const axon_tensor_t *log_probs,
-                                            const axon_tensor_t *targets, const axon_tensor_t *input_lengths,
+                                            const axon_tensor_t *log_beta, const axon_tensor_t *grad_out,
+                                            const axon_tensor_t *log_probs, const axon_tensor_t *targets, const axon_tensor_t *input_lengths,
                                             const axon_tensor_t *target_lengths, const axon_tensor_t *nll,
                                             const axon_tensor_t *log_alpha, int64_t blank, int zero_infinity) {
     ctc_args_t a;

@@ -3,8 +3,9 @@
  * Both share one loop: only the windows differ (pooling_impl.h) and the divisor (an adaptive window's own size; for
  * fixed windows divisor_override, else the window clipped to input plus padding or to the input, as PyTorch's
  * count_include_pad says). Sums are float64; fixed windows of integers (forward only) sum in int64, wrapping, and
- * divide with truncation toward zero, as PyTorch's integer division does. The forward splits output rows over the pool; the backward scatters
- * grad_out / divisor over each window, a plane per step (windows overlap when stride < kernel). */
+ * divide with truncation toward zero, as PyTorch's integer division does. The forward splits output rows over the
+ * pool; the backward scatters grad_out / divisor over each window, a plane per step (windows overlap when stride <
+ * kernel). */
 #include <string.h>
 
 #include "axon/pooling.h"

@@ -7,17 +7,13 @@
 #include "spatial_impl.h"
 
 /* Well-formed, float, contiguous, rank nspatial + 1 .. AXON_MAX_DIMS. */
-static int sp_is_int(axon_dtype_t d) {
-    return d == AXON_INT8 || d == AXON_INT16 || d == AXON_INT32 || d == AXON_INT64 || d == AXON_UINT8;
-}
-
 static axon_status_t sp_check_one(const char *op, int nspatial, const axon_tensor_t *t, const char *role, int dst,
                                   int integers_ok) {
     char sa[160];
     if (t == NULL) return axon_fail(AXON_ERROR_INVALID_ARG, "%s: %s is NULL", op, role);
     axon_status_t st = axon_kernel_check_operand(t, op, role, dst);
     if (st != AXON_OK) return st;
-    if (!axon_dtype_is_floating(t->dtype) && !(integers_ok && sp_is_int(t->dtype)))
+    if (!axon_dtype_is_floating(t->dtype) && !(integers_ok && axon_dtype_is_integer(t->dtype)))
         return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: %s dtype %s is not float32, float64, float16 or bfloat16", op,
                          role, axon_dtype_name(t->dtype));
     if (t->ndim < nspatial + 1)
@@ -39,7 +35,7 @@ axon_status_t axon_spatial_check(const char *op, int nspatial, const axon_tensor
     axon_status_t st = sp_check_one(op, nspatial, in, in_role, in_dst, integers_ok);
     if (st == AXON_OK) st = sp_check_one(op, nspatial, out, out_role, !in_dst, integers_ok);
     if (st != AXON_OK) return st;
-    if ((sp_is_int(in->dtype) || sp_is_int(out->dtype)) && in->dtype != out->dtype)
+    if ((axon_dtype_is_integer(in->dtype) || axon_dtype_is_integer(out->dtype)) && in->dtype != out->dtype)
         return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: %s dtype %s and %s dtype %s differ (integers take one dtype)", op,
                          in_role, axon_dtype_name(in->dtype), out_role, axon_dtype_name(out->dtype));
     int lead = in->ndim - nspatial, same = in->ndim == out->ndim;

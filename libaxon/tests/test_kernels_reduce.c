@@ -160,7 +160,9 @@ static void test_split_and_outer_paths_match_reference(void) {
             void *h = rr_fill(dts[di], n, 0);
             layout_t l = {"large", 2, {shapes[si].sizes[0], shapes[si].sizes[1]}, {shapes[si].sizes[1], 1}, 0};
             for (size_t oi = 0; oi < sizeof ops / sizeof ops[0]; oi++)
-                if (!(ops[oi] == AXON_REDUCE_XOR && rr_is_float(dts[di])) && run_variants(&k, ops[oi], dts[di], h, n, &l, shapes[si].mask)) check_failures_in_test++;
+                if (!(ops[oi] == AXON_REDUCE_XOR && rr_is_float(dts[di])) &&
+                    run_variants(&k, ops[oi], dts[di], h, n, &l, shapes[si].mask))
+                    check_failures_in_test++;
             free(h);
         }
     axon_runtime_destroy(k.rt);
@@ -352,7 +354,8 @@ static void test_xor_keeps_every_bit_and_refuses_floats(void) {
     CHECK(kc_download(&k, got, d5, sizeof(int64_t)));
     CHECK(got[0] == 0);
     axon_mem_free(k.dev, d5);
-    axon_tensor_t f_in = kc_tensor(dev, AXON_FLOAT64, 1, two, NULL), f_out = kc_tensor(dout, AXON_FLOAT64, 1, one, NULL);
+    axon_tensor_t f_in = kc_tensor(dev, AXON_FLOAT64, 1, two, NULL);
+    axon_tensor_t f_out = kc_tensor(dout, AXON_FLOAT64, 1, one, NULL);
     CHECK_STATUS(axon_kernel_reduce(k.s, AXON_REDUCE_XOR, &o1, &f_in, NULL), AXON_ERROR_UNSUPPORTED);
     CHECK_MSG("view them as integers");
     CHECK_STATUS(axon_kernel_reduce(k.s, AXON_REDUCE_XOR, &f_out, &i32, NULL), AXON_ERROR_UNSUPPORTED);

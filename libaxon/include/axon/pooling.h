@@ -12,8 +12,9 @@
  * Dtypes: in, out, grad_in and grad_out are float32, float64, float16 or bfloat16 (one call may mix them); sums are
  * taken in float64 and rounded once on store. Max and average pooling forward with fixed windows also take an integer
  * in and out of one dtype (int8, int16, int32, int64, uint8): maxima compared exactly in int64, averages as an int64
- * sum (wrapping) divided with truncation toward zero, as PyTorch's integer average pooling computes them. Indices are int64: the flat offset of the chosen element within its
- * input plane (d * H * W + h * W + w), as PyTorch returns them.
+ * sum (wrapping) divided with truncation toward zero, as PyTorch's integer average pooling computes them. Indices
+ * are int64: the flat offset of the chosen element within its input plane (d * H * W + h * W + w), as PyTorch returns
+ * them.
  *
  * Work split: forward passes split the output's rows over the device's pool; backward passes scatter into grad_in
  * plane by plane, each plane one thread's loop in output order, so results are the same for any thread count.
