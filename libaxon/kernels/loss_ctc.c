@@ -14,6 +14,7 @@
 
 #include "axon/loss.h"
 #include "axon/stream.h"
+#include "index_impl.h"
 #include "internal.h"
 #include "kernels_impl.h"
 
@@ -156,9 +157,7 @@ static void ctc_range(void *ctx, int64_t begin, int64_t end, int slot) {
     for (int64_t b = begin; b < end; b++) {
         const int64_t off = ctc_offset(j->a, b);
         if (!ctc_valid(j->a, b, off)) {
-            int64_t cur = atomic_load(&j->bad);
-            while (b < cur && !atomic_compare_exchange_weak(&j->bad, &cur, b)) {
-            }
+            axon_ix_note_first(&j->bad, b);
             continue;
         }
         if (j->a->backward) ctc_backward_one(j->a, b, off);
