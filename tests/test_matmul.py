@@ -166,6 +166,12 @@ BIG = {
     "mm_past_2048_cubed": (lambda a, b: a @ b, [(2050, 2049), (2049, 2051)]),
     "linear_past_2048_cubed": (lambda x, w, b: torch.nn.functional.linear(x, w, b), [(2048, 2080), (2100, 2080),
                                                                                       (2100,)]),
+    # Decode-step Linears and few-column products: 16-bit ones run libaxon's float32 kernel, which widens them as it
+    # packs (bfloat16 from 2 rows and columns where there is no AMX), few columns transposed.
+    "linear_one_row": (lambda x, w, b: torch.nn.functional.linear(x, w, b), [(1, 768), (768, 768), (768,)]),
+    "linear_four_rows": (lambda x, w, b: torch.nn.functional.linear(x, w, b), [(4, 1000), (1030, 1000), (1030,)]),
+    "linear_three_columns": (lambda x, w, b: torch.nn.functional.linear(x, w, b), [(300, 256), (3, 256), (3,)]),
+    "mm_one_column": (lambda a, b: a @ b, [(130, 200), (200, 1)]),
 }
 
 

@@ -40,6 +40,7 @@ typedef struct gemm_mat {
 struct gemm_job {
     axon_dtype_t cdt;            /* compute dtype: FLOAT32, FLOAT64 or INT64 */
     size_t es;
+    axon_dtype_t odt;            /* of a and b: cdt, or BFLOAT16 / FLOAT16 that gemm_avx512.c widens as it packs */
     int64_t m, n, k;             /* of the product the library computes (swapped for a column-major out) */
     gemm_mat_t a, b;
     char *c;
@@ -83,16 +84,28 @@ static axon_tensor_t gemm_contiguous(void *data, axon_dtype_t dt, int ndim, cons
     return t;
 }
 
+/* The scratch out (batch, rows, cols) at data: row-major, or column-major matrices when col_major. */
+static axon_tensor_t gemm_scratch_out(void *data, axon_dtype_t dt, const int64_t *sizes, int col_major) {
+    axon_tensor_t t = gemm_contiguous(data, dt, 3, sizes);
+    if (col_major) t.strides[1] = 1, t.strides[2] = sizes[1];
+    return t;
+}
+
 /* Fill m from the 3-D view t, copying t into a new scratch buffer (*scratch, which the caller frees) if needed.
- * OUT_OF_MEMORY if that buffer cannot be had. */
+ * OUT_OF_MEMORY if that buffer cannot be had. A column-major t that only needs another dtype (a Linear's bf16 or
+ * f16 weight, w.t()) is converted into a column-major scratch: read in its own order, it converts at streaming
+ * speed, where a row-major copy would read it a column at a time (4 x 768 @ 768 x 768 float16 on that path, 2026-12-03:
+ * 700-830 -> 172 us; on a CPU with AVX-512 such products now take gemm_avx512.c instead). */
 static axon_status_t gemm_prepare(gemm_mat_t *m, const axon_tensor_t *t, axon_dtype_t cdt, axon_pool_t pool,
                                   void **scratch) {
     int64_t bsz = t->sizes[0], r = t->sizes[1], c = t->sizes[2];
-    if (t->dtype == cdt && gemm_layout(r, c, t->strides[1], t->strides[2], &m->trans, &m->ld)) {
+    const int fits = gemm_layout(r, c, t->strides[1], t->strides[2], &m->trans, &m->ld);
+    if (t->dtype == cdt && fits) {
         m->data = t->data;
         m->sb = bsz == 1 ? 0 : t->strides[0];
         return AXON_OK;
     }
+    const int col_major = fits && m->trans;
     int64_t nb = bsz == 1 || t->strides[0] == 0 ? 1 : bsz; /* a broadcast batch is copied once */
     int64_t sizes[3] = {nb, r, c};
     size_t es = axon_dtype_size(cdt);
@@ -100,12 +113,13 @@ static axon_status_t gemm_prepare(gemm_mat_t *m, const axon_tensor_t *t, axon_dt
         return axon_fail(AXON_ERROR_OUT_OF_MEMORY, "matmul: %" PRId64 " x %" PRId64 " x %" PRId64
                          " %s scratch for an operand", nb, r, c, axon_dtype_name(cdt));
     axon_tensor_t dst = gemm_contiguous(*scratch, cdt, 3, sizes), src = *t;
+    if (col_major) dst.strides[1] = 1, dst.strides[2] = r;
     src.sizes[0] = nb;
     axon_copy_execute(&dst, &src, pool);
     m->data = *scratch;
     m->sb = nb == 1 ? 0 : r * c;
-    m->trans = 0;
-    m->ld = c;
+    m->trans = col_major;
+    m->ld = col_major ? r : c;
     return AXON_OK;
 }
 
@@ -583,9 +597,10 @@ static void gemm_avx_whole(void *ctx, int64_t begin, int64_t end, int slot) {
     struct gemm_avx_job *w = ctx;
     const struct gemm_job *j = w->j;
     axon_gemm_avx512_t o = w->op;
+    const size_t es = axon_dtype_size(j->odt);
     for (int64_t z = begin; z < end; z++) {
-        o.a = (const float *)j->a.data + z * j->a.sb;
-        o.b = (const float *)j->b.data + z * j->b.sb;
+        o.a = j->a.data + (size_t)(z * j->a.sb) * es;
+        o.b = j->b.data + (size_t)(z * j->b.sb) * es;
         o.c = (float *)j->c + z * j->csb;
         if (axon_gemm_avx512_run(&o) != 0) atomic_store(&w->failed, 1);
     }
@@ -643,6 +658,7 @@ static axon_status_t gemm_avx_run(const struct gemm_job *j, int64_t bsz, axon_po
         bias[q] = (float)j->bias_scale * ((const float *)j->bias)[q * j->bias_stride];
     axon_gemm_avx512_t *o = &w.op;
     o->m = m, o->n = n, o->k = k;
+    o->src = j->odt;
     o->ta = j->a.trans, o->tb = j->b.trans, o->lda = j->a.ld, o->ldb = j->b.ld, o->ldc = j->ldc;
     o->alpha = (float)j->alpha, o->beta = (float)j->beta;
     o->bias = j->bias_on_rows ? NULL : bias;
@@ -662,9 +678,10 @@ static axon_status_t gemm_avx_run(const struct gemm_job *j, int64_t bsz, axon_po
     /* rows: blocks of about AXON_GEMM_AVX_MC rows, a multiple of nparts of them, each a multiple of AXON_GEMM_AVX_MR */
     const int64_t per_part = (int64_t)nparts * AXON_GEMM_AVX_MC, nblk = nparts * ((m + per_part - 1) / per_part);
     w.rb = ((m + nblk - 1) / nblk + AXON_GEMM_AVX_MR - 1) / AXON_GEMM_AVX_MR * AXON_GEMM_AVX_MR;
+    const size_t es = axon_dtype_size(j->odt);
     for (int64_t z = 0; z < bsz; z++) {
-        o->a = (const float *)j->a.data + z * j->a.sb;
-        o->b = (const float *)j->b.data + z * j->b.sb;
+        o->a = j->a.data + (size_t)(z * j->a.sb) * es;
+        o->b = j->b.data + (size_t)(z * j->b.sb) * es;
         o->c = (float *)j->c + z * j->csb;
         if (cols) {
             const int64_t nu = (m + AXON_GEMM_AVX_MR - 1) / AXON_GEMM_AVX_MR;
@@ -685,6 +702,22 @@ static axon_status_t gemm_avx_run(const struct gemm_job *j, int64_t bsz, axon_po
     return AXON_OK;
 }
 
+/* bfloat16 and float16 on gemm_avx512.c, which widens them to float32 as it packs (out through a float32 scratch):
+ * oneDNN 2.6 has no float16 kernel here at all, so float16 paid a conversion pass over both operands before the BLAS
+ * call, and without AMX its bfloat16 kernels use VDPBF16PS, which on this project's Sapphire Rapids host without AMX
+ * (2026-12-03, bench_peak) peaks at 172 GFLOP/s on 2 threads against 347 for float32 FMAs. With AMX oneDNN (and
+ * gemm_amx.c before it) keep bfloat16, and so does oneDNN's matrix-vector kernel (one row or column) without AMX:
+ * 1 x 768 x 768 44 us against 97 on this kernel. Few rows count too, since for them the conversion pass cost as much
+ * as the product (float16 4 x 768 x 768 against torch CPU: 1.9x its time before, 0.7x on the kernel; 1 x 4096 x 4096
+ * 21x, then 1.9x). Figures: docs/benchmarks.md, "16-bit GEMM on the float32 kernel". */
+static int gemm_avx16_wanted(const struct gemm_args *g) {
+    const axon_dtype_t dt = g->out.dtype;
+    const int64_t m = g->out.sizes[1], n = g->out.sizes[2], k = g->a.sizes[2];
+    if ((dt != AXON_BFLOAT16 && dt != AXON_FLOAT16) || g->a.dtype != dt || g->b.dtype != dt) return 0;
+    if (k < 1 || !axon_gemm_avx512_available()) return 0;
+    return dt == AXON_FLOAT16 || (!axon_gemm_amx_available() && m > 1 && n > 1);
+}
+
 static axon_dtype_t gemm_compute_dtype(axon_dtype_t d) {
     if (d == AXON_FLOAT64 || d == AXON_COMPLEX64 || d == AXON_COMPLEX128) return d;
     return axon_dtype_is_floating(d) ? AXON_FLOAT32 : AXON_INT64;
@@ -694,8 +727,9 @@ static axon_status_t gemm_kernel(const void *args, const axon_exec_t *ex) {
     const struct gemm_args *g = args;
     axon_status_t st = AXON_OK;
     if (gemm_amx_try(g, ex, &st)) return st;
-    if (gemm_lowp_try(g, ex, &st)) return st;
-    axon_dtype_t cdt = gemm_compute_dtype(g->out.dtype);
+    const int avx16 = gemm_avx16_wanted(g);
+    if (!avx16 && gemm_lowp_try(g, ex, &st)) return st;
+    const axon_dtype_t cdt = gemm_compute_dtype(g->out.dtype), odt = avx16 ? g->out.dtype : cdt;
     const int64_t bsz = g->out.sizes[0], m = g->out.sizes[1], n = g->out.sizes[2], k = g->a.sizes[2];
     void *sa = NULL, *sb = NULL, *sc = NULL, *sbias = NULL;
     struct gemm_job j;
@@ -703,14 +737,18 @@ static axon_status_t gemm_kernel(const void *args, const axon_exec_t *ex) {
     atomic_init(&j.failed, 0);
     j.cdt = cdt;
     j.es = axon_dtype_size(cdt);
+    j.odt = odt;
     j.alpha = g->alpha, j.beta = g->beta, j.bias_scale = g->bias_scale;
     gemm_mat_t a = {0}, b = {0};
     if (k > 0) { /* with k == 0 the operands are never read */
-        if ((st = gemm_prepare(&a, &g->a, cdt, ex->pool, &sa)) != AXON_OK) goto done;
-        if ((st = gemm_prepare(&b, &g->b, cdt, ex->pool, &sb)) != AXON_OK) goto done;
+        if ((st = gemm_prepare(&a, &g->a, odt, ex->pool, &sa)) != AXON_OK) goto done;
+        if ((st = gemm_prepare(&b, &g->b, odt, ex->pool, &sb)) != AXON_OK) goto done;
     }
     int ctrans = 0;
     int64_t ldc = 0;
+    /* A 16-bit product with few columns is computed transposed (into a column-major scratch), so that the kernel's
+     * 32-column panels are not mostly padding. */
+    const int sc_cm = avx16 && n <= AXON_GEMM_SKINNY && n < m;
     if (g->out.dtype == cdt && gemm_layout(m, n, g->out.strides[1], g->out.strides[2], &ctrans, &ldc)) {
         j.c = g->out.data;
         j.csb = g->out.strides[0];
@@ -720,9 +758,9 @@ static axon_status_t gemm_kernel(const void *args, const axon_exec_t *ex) {
                            " %s scratch for out", bsz, m, n, axon_dtype_name(cdt));
             goto done;
         }
-        axon_tensor_t t = gemm_contiguous(sc, cdt, 3, g->out.sizes);
+        axon_tensor_t t = gemm_scratch_out(sc, cdt, g->out.sizes, sc_cm);
         if (g->beta != 0) axon_copy_execute(&t, &g->out, ex->pool);
-        j.c = sc, j.csb = m * n, ldc = n, ctrans = 0;
+        j.c = sc, j.csb = m * n, ldc = sc_cm ? m : n, ctrans = sc_cm;
     }
     if (g->has_bias) {
         j.bias = g->bias.data;
@@ -748,7 +786,7 @@ static axon_status_t gemm_kernel(const void *args, const axon_exec_t *ex) {
         j.bias_on_rows = 1;
     }
     int64_t grain, blocks = gemm_split(&j, bsz, axon_pool_size(ex->pool), &grain);
-    if (cdt == AXON_FLOAT32 && gemm_avx_wanted(bsz, j.m, j.n, k, j.b.trans)) {
+    if (avx16 || (cdt == AXON_FLOAT32 && gemm_avx_wanted(bsz, j.m, j.n, k, j.b.trans))) {
         if ((st = gemm_avx_run(&j, bsz, ex->pool)) != AXON_OK) goto done;
         blocks = 0;
     }
@@ -758,7 +796,7 @@ static axon_status_t gemm_kernel(const void *args, const axon_exec_t *ex) {
         goto done;
     }
     if (sc) {
-        axon_tensor_t t = gemm_contiguous(sc, cdt, 3, g->out.sizes);
+        axon_tensor_t t = gemm_scratch_out(sc, cdt, g->out.sizes, sc_cm);
         axon_copy_execute(&g->out, &t, ex->pool);
     }
 done:

@@ -1,4 +1,5 @@
-/* float32 GEMM for AVX-512F, for gemm.c: C = alpha * op(A) @ op(B) + beta * C + bias, float32 throughout.
+/* float32 GEMM for AVX-512F, for gemm.c: C = alpha * op(A) @ op(B) + beta * C + bias, float32 throughout; A and B
+ * may also be bfloat16 or float16, widened (exactly) to float32 as they are packed.
  *
  * Why: on this project's machine (docs/benchmarks.md, "Against this host's peaks") single-threaded OpenBLAS 0.3.21
  * and oneDNN 2.6 reached 64-74% of the float32 FMA peak for mm 1024..4096 on 2 threads, and less for the Linears and
@@ -21,8 +22,9 @@
  *
  * Every element of C is one sum in a fixed order (each depth slice a chain of FMAs in depth order, the slices
  * added in order), whatever rows, panels or thread it falls to, so results are the same bits for any thread count.
- * The code is compiled for AVX-512F by target attributes and chosen at run time: on another CPU
- * axon_gemm_avx512_available() says 0 and gemm.c keeps the library path. */
+ * The code is compiled for AVX-512F, BW and VL (BW's masked 16-bit loads read the tails of 16-bit rows) by target
+ * attributes and chosen at run time: on another CPU axon_gemm_avx512_available() says 0 and gemm.c keeps the
+ * library path. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -38,15 +40,30 @@
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #include <immintrin.h>
 
-#define AVX_TARGET __attribute__((target("avx512f")))
+#define AVX_TARGET __attribute__((target("avx512f,avx512bw,avx512vl")))
 #define AVX_INLINE AVX_TARGET static inline __attribute__((always_inline))
 
-/* 16 x 16 transpose of rows [0, nr) x columns [0, nc) at src (row stride rs; the rest zero, nothing past it read):
- * on return lane r of out[c] holds src[r * rs + c]. */
-AVX_INLINE void avx_transpose16(const float *src, int64_t rs, int64_t nr, int64_t nc, __m512 out[16]) {
+/* What A and B hold. The packing routines take it as a constant (they are inlined once per kind), so a float32
+ * product runs the same loads as before 16-bit sources existed. */
+enum { AVX_F32, AVX_BF16, AVX_F16 };
+
+static int avx_kind(axon_dtype_t src) { return src == AXON_BFLOAT16 ? AVX_BF16 : src == AXON_FLOAT16 ? AVX_F16 : AVX_F32; }
+
+/* The elements p[0 .. 16) selected by m as float32 (the others zero, and not read); exact for every kind. */
+AVX_INLINE __m512 avx_load(const int kind, const char *p, __mmask16 m) {
+    if (kind == AVX_F32) return _mm512_maskz_loadu_ps(m, p);
+    const __m256i h = _mm256_maskz_loadu_epi16(m, p);
+    if (kind == AVX_BF16) return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    return _mm512_cvtph_ps(h);
+}
+
+/* 16 x 16 transpose of rows [0, nr) x columns [0, nc) at src (row stride rs elements of the kind; the rest zero,
+ * nothing past it read): on return lane r of out[c] holds src[r * rs + c] as float32. */
+AVX_INLINE void avx_transpose16(const int kind, const char *src, int64_t rs, int64_t nr, int64_t nc, __m512 out[16]) {
     const __mmask16 m = nc >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nc) - 1);
+    const int64_t es = kind == AVX_F32 ? 4 : 2;
     __m512 r[16], t[16];
-    for (int q = 0; q < 16; q++) r[q] = q < nr ? _mm512_maskz_loadu_ps(m, src + q * rs) : _mm512_setzero_ps();
+    for (int q = 0; q < 16; q++) r[q] = q < nr ? avx_load(kind, src + q * rs * es, m) : _mm512_setzero_ps();
     for (int i = 0; i < 8; i++) {
         t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
         t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
@@ -73,38 +90,51 @@ AVX_INLINE void avx_transpose16(const float *src, int64_t rs, int64_t nr, int64_
 
 /* Rows [i0, i0 + mr) (mr <= AVX_MR) and depths [d0, d0 + kc) of op(A) into one micro-panel: kc x AVX_MR floats,
  * row d holding the mr elements of depth d0 + d (lanes past mr zero). */
-AVX_TARGET static void avx_pack_a(const axon_gemm_avx512_t *op, float *dst, int64_t i0, int64_t mr, int64_t d0,
-                                  int64_t kc) {
+AVX_INLINE void avx_pack_a_as(const int kind, const axon_gemm_avx512_t *op, float *dst, int64_t i0, int64_t mr,
+                              int64_t d0, int64_t kc) {
     const __mmask16 keep = (__mmask16)((1u << AVX_MR) - 1);
+    const int64_t es = kind == AVX_F32 ? 4 : 2;
     if (op->ta) { /* A stored k x m: each depth's rows are contiguous */
         const __mmask16 m = (__mmask16)((1u << mr) - 1);
-        const float *src = op->a + d0 * op->lda + i0;
+        const char *src = (const char *)op->a + (d0 * op->lda + i0) * es;
         for (int64_t d = 0; d < kc; d++)
-            _mm512_mask_storeu_ps(dst + d * AVX_MR, keep, _mm512_maskz_loadu_ps(m, src + d * op->lda));
+            _mm512_mask_storeu_ps(dst + d * AVX_MR, keep, avx_load(kind, src + d * op->lda * es, m));
         return;
     }
     __m512 col[16];
-    const float *src = op->a + i0 * op->lda + d0;
+    const char *src = (const char *)op->a + (i0 * op->lda + d0) * es;
     for (int64_t d = 0; d < kc; d += 16) {
         const int64_t nd = kc - d < 16 ? kc - d : 16;
-        /* 14 short row streams, too short for the hardware prefetcher to pick up: 4 lines ahead by hand */
+        /* 14 short row streams, too short for the hardware prefetcher to pick up: 4 lines ahead by hand (256 bytes,
+         * whatever the kind: 16-bit rows are read as far ahead in bytes) */
         for (int64_t r = 0; r < mr && d + 64 < kc; r++)
-            _mm_prefetch((const char *)(src + r * op->lda + d + 64), _MM_HINT_T0);
-        avx_transpose16(src + d, op->lda, mr, nd, col);
+            _mm_prefetch(src + (r * op->lda + d) * es + 256, _MM_HINT_T0);
+        avx_transpose16(kind, src + d * es, op->lda, mr, nd, col);
         for (int64_t q = 0; q < nd; q++) _mm512_mask_storeu_ps(dst + (d + q) * AVX_MR, keep, col[q]);
     }
 }
 
+AVX_TARGET static void avx_pack_a(const axon_gemm_avx512_t *op, float *dst, int64_t i0, int64_t mr, int64_t d0,
+                                  int64_t kc) {
+    switch (avx_kind(op->src)) {
+    case AVX_BF16: avx_pack_a_as(AVX_BF16, op, dst, i0, mr, d0, kc); break;
+    case AVX_F16: avx_pack_a_as(AVX_F16, op, dst, i0, mr, d0, kc); break;
+    default: avx_pack_a_as(AVX_F32, op, dst, i0, mr, d0, kc); break;
+    }
+}
+
 /* Depths [d0, d0 + kc) of panel p of op(B) (columns [32p, 32p + 32), those past n zero) into dst, kc x 32 floats. */
-AVX_TARGET static void avx_pack_b(const axon_gemm_avx512_t *op, float *dst, int64_t p, int64_t d0, int64_t kc) {
+AVX_INLINE void avx_pack_b_as(const int kind, const axon_gemm_avx512_t *op, float *dst, int64_t p, int64_t d0,
+                              int64_t kc) {
     const int64_t j0 = p * AVX_NR, nj = op->n - j0 < AVX_NR ? op->n - j0 : AVX_NR;
+    const int64_t es = kind == AVX_F32 ? 4 : 2;
     if (!op->tb) { /* B stored k x n: rows of the panel are contiguous */
         const __mmask16 m0 = nj >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nj) - 1);
         const __mmask16 m1 = nj >= 32 ? (__mmask16)0xFFFF : nj <= 16 ? 0 : (__mmask16)((1u << (nj - 16)) - 1);
-        const float *src = op->b + d0 * op->ldb + j0;
+        const char *src = (const char *)op->b + (d0 * op->ldb + j0) * es;
         for (int64_t d = 0; d < kc; d++) {
-            _mm512_storeu_ps(dst + d * AVX_NR, _mm512_maskz_loadu_ps(m0, src + d * op->ldb));
-            _mm512_storeu_ps(dst + d * AVX_NR + 16, _mm512_maskz_loadu_ps(m1, src + d * op->ldb + 16));
+            _mm512_storeu_ps(dst + d * AVX_NR, avx_load(kind, src + d * op->ldb * es, m0));
+            _mm512_storeu_ps(dst + d * AVX_NR + 16, avx_load(kind, src + (d * op->ldb + 16) * es, m1));
         }
         return;
     }
@@ -118,12 +148,20 @@ AVX_TARGET static void avx_pack_b(const axon_gemm_avx512_t *op, float *dst, int6
                 for (int64_t q = 0; q < nd; q++) _mm512_storeu_ps(dst + (d + q) * AVX_NR + 16 * h, _mm512_setzero_ps());
                 continue;
             }
-            const float *src = op->b + (j0 + 16 * h) * op->ldb + d0;
-            for (int64_t r = 0; r < nr && r < 16 && d + 64 < kc; r++) /* as in avx_pack_a */
-                _mm_prefetch((const char *)(src + r * op->ldb + d + 64), _MM_HINT_T0);
-            avx_transpose16(src + d, op->ldb, nr, nd, col);
+            const char *src = (const char *)op->b + ((j0 + 16 * h) * op->ldb + d0) * es;
+            for (int64_t r = 0; r < nr && r < 16 && d + 64 < kc; r++) /* as in avx_pack_a_as */
+                _mm_prefetch(src + (r * op->ldb + d) * es + 256, _MM_HINT_T0);
+            avx_transpose16(kind, src + d * es, op->ldb, nr, nd, col);
             for (int64_t q = 0; q < nd; q++) _mm512_storeu_ps(dst + (d + q) * AVX_NR + 16 * h, col[q]);
         }
+    }
+}
+
+AVX_TARGET static void avx_pack_b(const axon_gemm_avx512_t *op, float *dst, int64_t p, int64_t d0, int64_t kc) {
+    switch (avx_kind(op->src)) {
+    case AVX_BF16: avx_pack_b_as(AVX_BF16, op, dst, p, d0, kc); break;
+    case AVX_F16: avx_pack_b_as(AVX_F16, op, dst, p, d0, kc); break;
+    default: avx_pack_b_as(AVX_F32, op, dst, p, d0, kc); break;
     }
 }
 
@@ -204,7 +242,8 @@ static int avx_ok;
 
 static void avx_init(void) {
     __builtin_cpu_init();
-    avx_ok = __builtin_cpu_supports("avx512f");
+    avx_ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl");
 }
 
 int axon_gemm_avx512_available(void) {
@@ -214,26 +253,31 @@ int axon_gemm_avx512_available(void) {
 
 /* Panels [p0, p1) of B stored k x n, depth by depth: each depth's columns are read as one contiguous run. dst as in
  * axon_gemm_avx512_pack_b, for a chunk of np panels starting at c0. */
-AVX_TARGET static void avx_pack_b_rows(const axon_gemm_avx512_t *op, float *bp, int64_t c0, int64_t np, int64_t p0,
-                                       int64_t p1) {
+AVX_INLINE void avx_pack_b_rows_as(const int kind, const axon_gemm_avx512_t *op, float *bp, int64_t c0, int64_t np,
+                                   int64_t p0, int64_t p1) {
+    const int64_t es = kind == AVX_F32 ? 4 : 2;
     for (int64_t d0 = 0; d0 < op->k; d0 += AVX_KC) {
         const int64_t kc = op->k - d0 < AVX_KC ? op->k - d0 : AVX_KC;
         for (int64_t d = 0; d < kc; d++) {
-            const float *src = op->b + (d0 + d) * op->ldb;
+            const char *src = (const char *)op->b + (d0 + d) * op->ldb * es;
             for (int64_t p = p0; p < p1; p++) {
                 const int64_t j0 = p * AVX_NR, nj = op->n - j0 < AVX_NR ? op->n - j0 : AVX_NR;
-                float *dst = bp + (d0 * np + (p - c0) * kc + d) * AVX_NR;
-                if (nj == AVX_NR) {
-                    _mm512_store_ps(dst, _mm512_loadu_ps(src + j0));
-                    _mm512_store_ps(dst + 16, _mm512_loadu_ps(src + j0 + 16));
-                    continue;
-                }
                 const __mmask16 m0 = nj >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nj) - 1);
-                const __mmask16 m1 = nj <= 16 ? 0 : (__mmask16)((1u << (nj - 16)) - 1);
-                _mm512_store_ps(dst, _mm512_maskz_loadu_ps(m0, src + j0));
-                _mm512_store_ps(dst + 16, _mm512_maskz_loadu_ps(m1, src + j0 + 16));
+                const __mmask16 m1 = nj >= 32 ? (__mmask16)0xFFFF : nj <= 16 ? 0 : (__mmask16)((1u << (nj - 16)) - 1);
+                float *dst = bp + (d0 * np + (p - c0) * kc + d) * AVX_NR;
+                _mm512_store_ps(dst, avx_load(kind, src + j0 * es, m0));
+                _mm512_store_ps(dst + 16, avx_load(kind, src + (j0 + 16) * es, m1));
             }
         }
+    }
+}
+
+AVX_TARGET static void avx_pack_b_rows(const axon_gemm_avx512_t *op, float *bp, int64_t c0, int64_t np, int64_t p0,
+                                       int64_t p1) {
+    switch (avx_kind(op->src)) {
+    case AVX_BF16: avx_pack_b_rows_as(AVX_BF16, op, bp, c0, np, p0, p1); break;
+    case AVX_F16: avx_pack_b_rows_as(AVX_F16, op, bp, c0, np, p0, p1); break;
+    default: avx_pack_b_rows_as(AVX_F32, op, bp, c0, np, p0, p1); break;
     }
 }
 

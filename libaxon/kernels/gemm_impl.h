@@ -116,6 +116,8 @@ const char *axon_gemm_lowp_backend_name(void);
 
 /* float32 GEMM for AVX-512F (gemm_avx512.c): C = alpha * op(A) @ op(B) + beta * C + bias, the contract of
  * axon_gemm_f32 plus an optional bias per column (bias) or per row (bias_rows), already scaled, added after beta * C.
+ * A and B may be bfloat16 or float16 (src): packing widens them to float32, which is exact, so a 16-bit product costs
+ * what a float32 one does, with no conversion pass over the operands; C stays float32.
  * B is packed by chunks of axon_gemm_avx512_chunk(k, n) panels of AXON_GEMM_AVX_NR columns (at most
  * AXON_GEMM_AVX_CHUNK_BYTES, axon_gemm_avx512_b_bytes(k, panels)): axon_gemm_avx512_pack_b packs panels [p0, p1) of
  * chunk [c0, c1) into bp, so the pool can share the work; then axon_gemm_avx512_rows computes rows [r0, r1) of the
@@ -133,9 +135,10 @@ const char *axon_gemm_lowp_backend_name(void);
 typedef struct axon_gemm_avx512 {
     int64_t m, n, k;             /* all >= 1 */
     int ta, tb;
-    const float *a;
+    axon_dtype_t src;            /* of A and B: FLOAT32, or BFLOAT16 / FLOAT16 widened exactly while packing */
+    const void *a;
     int64_t lda;
-    const float *b;
+    const void *b;
     int64_t ldb;
     float *c;
     int64_t ldc;
@@ -144,7 +147,7 @@ typedef struct axon_gemm_avx512 {
     const float *bias_rows;      /* NULL or m floats */
 } axon_gemm_avx512_t;
 
-/* 1 when the CPU (and the OS) support AVX-512F (asked once). */
+/* 1 when the CPU (and the OS) support AVX-512F, BW and VL (asked once). */
 int axon_gemm_avx512_available(void);
 int64_t axon_gemm_avx512_panels(int64_t n);
 int64_t axon_gemm_avx512_chunk(int64_t k, int64_t n);

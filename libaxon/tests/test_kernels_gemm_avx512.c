@@ -16,7 +16,11 @@
  * multiply-adds), so this test sets AXON_GEMM_F32=avx512, which sends every product with more than 16 rows and
  * columns there. The shapes still follow the default OpenBLAS routing (from AV_MIN_MADDS multiply-adds, a single
  * matrix with no fewer rows than columns only past AV_ROWS_MIN): smaller ones get a deeper k, or come in a batch of 3
- * (which 2 threads share out matrix by matrix, split by rows as a large single matrix is). */
+ * (which 2 threads share out matrix by matrix, split by rows as a large single matrix is).
+ *
+ * bfloat16 and float16 products take the kernel too (gemm.c: bfloat16 only on a CPU without AMX), their operands
+ * widened as they are packed: the same cases run with inputs, bias and out in those dtypes, against the float64 sum
+ * of the 16-bit inputs, allowing one rounding of out to the dtype on top. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -36,6 +40,8 @@ static int64_t av_depth(int64_t m, int64_t n, int64_t k) {
     return k > least ? k : least;
 }
 
+static int av_avx16_runs; /* ... and takes bfloat16 products (no AMX) */
+
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
 static float rnd(void) {
     rng = rng * 6364136223846793005ull + 1442695040888963407ull;
@@ -50,11 +56,46 @@ typedef struct av_case {
     int64_t pad;                 /* extra elements at the end of each row of a row-major out */
     double alpha, beta, bias_scale;
     int bias, nan_out;
+    axon_dtype_t dt;             /* of the inputs, bias and out: FLOAT32, BFLOAT16 or FLOAT16 */
 } av_case_t;
 
+static size_t av_size(const av_case_t *c) { return c->dt == AXON_FLOAT32 ? 4 : 2; }
+
+/* x rounded to the nearest c->dt (ties to even) and stored at p, element q; returns the rounded value. */
+static float av_put(const av_case_t *c, void *p, int64_t q, float x) {
+    if (c->dt == AXON_FLOAT32) return ((float *)p)[q] = x;
+    if (c->dt == AXON_FLOAT16) {
+        _Float16 h = (_Float16)x;
+        memcpy((uint16_t *)p + q, &h, 2);
+        return (float)h;
+    }
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    u = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16; /* finite inputs only */
+    ((uint16_t *)p)[q] = (uint16_t)u;
+    u <<= 16;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+/* Element q of p (c->dt) as a float. */
+static float av_get(const av_case_t *c, const void *p, int64_t q) {
+    if (c->dt == AXON_FLOAT32) return ((const float *)p)[q];
+    uint16_t h = ((const uint16_t *)p)[q];
+    if (c->dt == AXON_FLOAT16) {
+        _Float16 v;
+        memcpy(&v, &h, 2);
+        return (float)v;
+    }
+    uint32_t u = (uint32_t)h << 16;
+    float x;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
 /* Runs c on k into out (host memory, the case's layout) from the given inputs; 0 on success. */
-static int av_run(const kc_dev_t *k, const av_case_t *c, const float *A, const float *B, const float *bias,
-                  float *out) {
+static int av_run(const kc_dev_t *k, const av_case_t *c, const void *A, const void *B, const void *bias,
+                  void *out) {
     const int64_t z = c->bsz ? c->bsz : 1, M = c->m, K = c->k, N = c->n, ldo = N + c->pad;
     int64_t sa[3], sb[3], so[3], za[3] = {z, M, K}, zb[3] = {z, K, N}, zo[3] = {z, M, N};
     sa[0] = M * K, sb[0] = c->bcast_b ? 0 : K * N;
@@ -65,10 +106,10 @@ static int av_run(const kc_dev_t *k, const av_case_t *c, const float *A, const f
     if (c->out_cm) so[0] = M * N, so[1] = 1, so[2] = M;
     else so[0] = M * ldo, so[1] = ldo, so[2] = 1;
     const int nd = c->bsz ? 3 : 2, o = c->bsz ? 0 : 1;
-    axon_tensor_t ta = kc_tensor((void *)A, AXON_FLOAT32, nd, za + o, sa + o);
-    axon_tensor_t tb = kc_tensor((void *)B, AXON_FLOAT32, nd, zb + o, sb + o);
-    axon_tensor_t to = kc_tensor(out, AXON_FLOAT32, nd, zo + o, so + o);
-    axon_tensor_t tbias = kc_tensor((void *)bias, AXON_FLOAT32, 1, &c->n, NULL);
+    axon_tensor_t ta = kc_tensor((void *)A, c->dt, nd, za + o, sa + o);
+    axon_tensor_t tb = kc_tensor((void *)B, c->dt, nd, zb + o, sb + o);
+    axon_tensor_t to = kc_tensor(out, c->dt, nd, zo + o, so + o);
+    axon_tensor_t tbias = kc_tensor((void *)bias, c->dt, 1, &c->n, NULL);
     axon_gemm_params_t p = axon_gemm_params_default();
     p.alpha = c->alpha, p.beta = c->beta, p.bias_scale = c->bias_scale;
     p.bias = c->bias ? &tbias : NULL;
@@ -89,26 +130,31 @@ static int64_t av_at(const av_case_t *c, int64_t zz, int64_t i, int64_t j) {
 static int av_check(const av_case_t *c) {
     const int64_t z = c->bsz ? c->bsz : 1, M = c->m, K = c->k, N = c->n;
     const int64_t na = z * M * K, nb = (c->bcast_b ? 1 : z) * K * N, no = z * M * (N + c->pad);
+    const size_t es = av_size(c);
+    /* A, B, bias and C0 as floats (the values the dtype holds), then as the dtype (*16; the same for float32) */
     float *A = malloc((size_t)na * 4), *B = malloc((size_t)nb * 4), *bias = malloc((size_t)N * 4);
-    float *C0 = malloc((size_t)no * 4), *C1 = malloc((size_t)no * 4), *C2 = malloc((size_t)no * 4);
+    float *C0 = malloc((size_t)no * 4);
+    char *A16 = malloc((size_t)na * es), *B16 = malloc((size_t)nb * es), *bias16 = malloc((size_t)N * es);
+    char *C16 = malloc((size_t)no * es), *C1 = malloc((size_t)no * es), *C2 = malloc((size_t)no * es);
     int bad = 0;
-    if (!A || !B || !bias || !C0 || !C1 || !C2) {
+    if (!A || !B || !bias || !C0 || !A16 || !B16 || !bias16 || !C16 || !C1 || !C2) {
         bad = 1;
         goto done;
     }
-    for (int64_t q = 0; q < na; q++) A[q] = rnd();
-    for (int64_t q = 0; q < nb; q++) B[q] = rnd();
-    for (int64_t q = 0; q < N; q++) bias[q] = rnd();
-    for (int64_t q = 0; q < no; q++) C0[q] = c->nan_out ? NAN : rnd();
-    memcpy(C1, C0, (size_t)no * 4);
-    memcpy(C2, C0, (size_t)no * 4);
-    if (av_run(&dev1, c, A, B, bias, C1) != 0 || av_run(&dev2, c, A, B, bias, C2) != 0) {
+    for (int64_t q = 0; q < na; q++) A[q] = av_put(c, A16, q, rnd());
+    for (int64_t q = 0; q < nb; q++) B[q] = av_put(c, B16, q, rnd());
+    for (int64_t q = 0; q < N; q++) bias[q] = av_put(c, bias16, q, rnd());
+    for (int64_t q = 0; q < no; q++) C0[q] = c->nan_out ? NAN : av_put(c, C16, q, rnd());
+    if (c->nan_out) memset(C16, 0xFF, (size_t)no * es); /* all NaN in every dtype */
+    memcpy(C1, C16, (size_t)no * es);
+    memcpy(C2, C16, (size_t)no * es);
+    if (av_run(&dev1, c, A16, B16, bias16, C1) != 0 || av_run(&dev2, c, A16, B16, bias16, C2) != 0) {
         bad = 1;
         goto done;
     }
     int64_t diff = 0;
-    for (int64_t q = 0; q < no; q++) diff += memcmp(&C1[q], &C2[q], 4) != 0;
-    if (diff && av_kernel_runs) {
+    for (int64_t q = 0; q < no; q++) diff += memcmp(C1 + q * es, C2 + q * es, es) != 0;
+    if (diff && (c->dt == AXON_FLOAT32 ? av_kernel_runs : av_avx16_runs)) {
         fprintf(stderr, "  1 vs 2 threads: %lld elements differ\n", (long long)diff);
         bad++;
     }
@@ -124,8 +170,12 @@ static int av_check(const av_case_t *c) {
                 const int64_t at = av_at(c, zz, i, j);
                 const double old = c->beta != 0 ? (double)C0[at] : 0, bv = c->bias ? c->bias_scale * bias[j] : 0;
                 const double want = c->alpha * acc + c->beta * old + bv;
-                const double tol = (double)(K + 4) * 0x1p-24 * (fabs(c->alpha) * mag + fabs(c->beta * old) + fabs(bv));
-                const double got = C1[at], got2 = C2[at];
+                /* and one rounding to a 16-bit out: 2^-8 relative for bfloat16, 2^-11 for float16 (whose subnormals,
+                 * below 2^-14, are multiples of 2^-24: half of that absolute) */
+                const double round = c->dt == AXON_BFLOAT16 ? 0x1p-8 : c->dt == AXON_FLOAT16 ? 0x1p-11 : 0;
+                const double tol = (double)(K + 4) * 0x1p-24 * (fabs(c->alpha) * mag + fabs(c->beta * old) + fabs(bv)) +
+                                   round * fabs(want) + (c->dt == AXON_FLOAT16 ? 0x1p-25 : 0);
+                const double got = av_get(c, C1, at), got2 = av_get(c, C2, at);
                 if (!(fabs(got - want) <= tol) || !(fabs(got2 - want) <= tol)) {
                     if (bad < 4)
                         fprintf(stderr, "  [%lld, %lld, %lld]: got %.9g, want %.9g (tolerance %.3g)\n", (long long)zz,
@@ -139,21 +189,24 @@ static int av_check(const av_case_t *c) {
         for (int64_t i = 0; i < M; i++)
             for (int64_t j = N; j < N + c->pad; j++) {
                 const int64_t at = av_at(c, zz, i, j);
-                if (memcmp(&C1[at], &C0[at], 4) != 0) bad++;
+                if (memcmp(C1 + at * es, C16 + at * es, es) != 0) bad++;
             }
 done:
     if (bad)
-        fprintf(stderr, "  case bsz %lld, %lld x %lld x %lld, ta %d, tb %d, out_cm %d, pad %lld: %d problems\n",
-                (long long)c->bsz, (long long)M, (long long)K, (long long)N, c->ta, c->tb, c->out_cm,
-                (long long)c->pad, bad);
-    free(A), free(B), free(bias), free(C0), free(C1), free(C2);
+        fprintf(stderr, "  case %s bsz %lld, %lld x %lld x %lld, ta %d, tb %d, out_cm %d, pad %lld: %d problems\n",
+                axon_dtype_name(c->dt), (long long)c->bsz, (long long)M, (long long)K, (long long)N, c->ta, c->tb,
+                c->out_cm, (long long)c->pad, bad);
+    free(A), free(B), free(bias), free(C0), free(A16), free(B16), free(bias16), free(C16), free(C1), free(C2);
     return bad;
 }
+
+static axon_dtype_t av_dt; /* of the cases the tests make: main runs them in each dtype */
 
 static av_case_t av_plain(int64_t m, int64_t k, int64_t n) {
     av_case_t c;
     memset(&c, 0, sizeof c);
     c.m = m, c.k = k, c.n = n, c.alpha = 1, c.bias_scale = 1;
+    c.dt = av_dt;
     return c;
 }
 
@@ -252,20 +305,44 @@ static void test_batches(void) {
     CHECK(av_check(&big) == 0);
 }
 
+/* 16-bit products with few rows or columns take the kernel too (bfloat16 from 2 of each: one row or column stays
+ * with oneDNN's matrix-vector kernel); few columns run transposed into a column-major scratch. */
+static void test_16bit_few_rows_or_columns(void) {
+    if (av_dt == AXON_FLOAT32) return; /* float32 keeps gemm_skinny.c there */
+    static const int64_t shapes[][3] = {{1, 300, 70}, {2, 300, 70}, {5, 64, 40}, {16, 40, 33}, {70, 300, 3},
+                                        {70, 300, 1}, {40, 17, 5}, {3, 2, 2}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int v = 0; v < 4; v++) {
+            av_case_t c = av_plain(shapes[i][0], shapes[i][1], shapes[i][2]);
+            c.tb = v & 1, c.ta = (int)(i & 1);
+            c.bias = v >> 1, c.beta = v >> 1 ? 0.5 : 0;
+            c.out_cm = v == 3;
+            CHECK(av_check(&c) == 0);
+        }
+}
+
 int main(void) {
     setenv("AXON_GEMM_F32", "avx512", 1);   /* before the first product: gemm.c reads it once */
-    av_kernel_runs = __builtin_cpu_supports("avx512f");
-    if (!av_kernel_runs) fprintf(stderr, "no AVX-512F: the cases check the library path's accuracy only\n");
+    av_kernel_runs = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                     __builtin_cpu_supports("avx512vl");
+    av_avx16_runs = av_kernel_runs && !__builtin_cpu_supports("amx-bf16");
+    if (!av_kernel_runs) fprintf(stderr, "no AVX-512F/BW/VL: the cases check the library path's accuracy only\n");
     dev1 = kc_open(1);
     dev2 = kc_open(2);
-    RUN(test_sizes_around_the_tiles);
-    RUN(test_depths_around_the_slices);
-    RUN(test_alpha_beta_bias_and_nan_out);
-    RUN(test_padded_and_column_major_out);
-    RUN(test_few_rows_split_by_panels);
-    RUN(test_single_matrix_split_by_rows);
-    RUN(test_columns_past_one_chunk);
-    RUN(test_batches);
+    static const axon_dtype_t dts[] = {AXON_FLOAT32, AXON_BFLOAT16, AXON_FLOAT16};
+    for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
+        av_dt = dts[d];
+        fprintf(stderr, "%s:\n", axon_dtype_name(av_dt));
+        RUN(test_sizes_around_the_tiles);
+        RUN(test_depths_around_the_slices);
+        RUN(test_alpha_beta_bias_and_nan_out);
+        RUN(test_padded_and_column_major_out);
+        RUN(test_few_rows_split_by_panels);
+        RUN(test_single_matrix_split_by_rows);
+        RUN(test_columns_past_one_chunk);
+        RUN(test_batches);
+        RUN(test_16bit_few_rows_or_columns);
+    }
     axon_runtime_destroy(dev1.rt);
     axon_runtime_destroy(dev2.rt);
     return check_report();
