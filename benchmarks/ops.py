@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import itertools
 import os
 import statistics
 import subprocess
@@ -80,7 +81,7 @@ def peaks() -> dict[str, float]:
     if ARGS.no_peaks:
         return {}
     if ARGS.peaks:
-        return {k.strip(): float(v) for k, v in (kv.split("=") for kv in ARGS.peaks.split(","))}
+        return gemm_ceilings({k.strip(): float(v) for k, v in (kv.split("=") for kv in ARGS.peaks.split(","))})
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     # build/ first: build-asan's copy runs under the sanitizers
     found = [ARGS.peak_bench] if ARGS.peak_bench else sorted(
@@ -93,10 +94,14 @@ def peaks() -> dict[str, float]:
     table = {k: float(v) for k, v in (kv.split("=") for kv in out.splitlines()[-1].split()[1:])}
     have = sorted({int(k.rsplit("_", 1)[1]) for k in table})
     t = max(n for n in have if n <= ARGS.threads) if min(have) <= ARGS.threads else have[0]
-    ceil = {k.rsplit("_", 1)[0]: v for k, v in table.items() if k.endswith(f"_{t}")}
-    if not ceil.get("bf16") and ceil.get("fp32"):
-        # No bf16 instructions (an AVX2 host): bf16 products widen to float32, so the FMA peak is their ceiling.
-        print("(no bf16 dot-product or AMX units: bf16 GEMM measured against the fp32 FMA peak)")
+    return gemm_ceilings({k.rsplit("_", 1)[0]: v for k, v in table.items() if k.endswith(f"_{t}")})
+
+
+def gemm_ceilings(ceil: dict[str, float]) -> dict[str, float]:
+    if ceil.get("fp32", 0) > ceil.get("bf16", 0):
+        # No bf16 instructions (an AVX2 host), or bf16 dot products slower than float32 FMAs (a host without AMX):
+        # bf16 products widen to float32 there (libaxon/kernels/gemm.c), so the FMA peak is their ceiling.
+        print("(bf16 dot products, if any, below the fp32 FMA rate: bf16 GEMM measured against the fp32 FMA peak)")
         ceil["bf16"] = ceil["fp32"]
     return ceil
 
@@ -188,12 +193,14 @@ def cases():
                 lambda d: (lambda q: (lambda: torch.nn.functional.scaled_dot_product_attention(q, q, q)))(
                     torch.randn(1, 8, 128, 64, device=d))))
     sizes = (64, 256, 1024) if ARGS.quick else (64, 256, 1024, 2048, 4096)
-    for dtype, tag in ((torch.float32, "fp32"), (torch.bfloat16, "bf16")):
+    # float16 has no dot-product unit of its own here (products widen to float32): measured against the FMA peak.
+    for dtype, tag, peak in ((torch.float32, "fp32", "fp32"), (torch.bfloat16, "bf16", "bf16"),
+                             (torch.float16, "f16", "fp32")):
         for n in sizes:
-            WORK[(f"mm {tag}", f"{n}")] = ("flop", 2.0 * n ** 3, tag)
+            WORK[(f"mm {tag}", f"{n}")] = ("flop", 2.0 * n ** 3, peak)
             out.append((f"mm {tag}", f"{n}", lambda d, n=n, dtype=dtype: (lambda a: (lambda: a @ a))(
                 torch.randn(n, n, device=d).to(dtype))))
-        WORK[(f"bmm {tag}", "32x128x64x128")] = ("flop", 2.0 * 32 * 128 * 64 * 128, tag)
+        WORK[(f"bmm {tag}", "32x128x64x128")] = ("flop", 2.0 * 32 * 128 * 64 * 128, peak)
         out.append((f"bmm {tag}", "32x128x64x128", lambda d, dtype=dtype: (lambda a, b: (lambda: a @ b))(
             torch.randn(32, 128, 64, device=d).to(dtype), torch.randn(32, 64, 128, device=d).to(dtype))))
     # Linear layers as transformers run them (weight stored (n, k)): decode steps of 4 tokens (a few-row product), a
@@ -204,13 +211,15 @@ def cases():
         out.append(("linear fp32", f"{m}x{k}x{n}", lambda d, m=m, k=k, n=n: (lambda x, w, b: (
             lambda: torch.nn.functional.linear(x, w, b)))(torch.randn(m, k, device=d), torch.randn(n, k, device=d),
                                                           torch.randn(n, device=d))))
-    # bf16 Linears (AMX territory): a transformer batch, the MLP's first layer, a large projection.
-    for m, k, n in ((512, 1024, 256), (64, 512, 2048), (1024, 1024, 4096)):
-        WORK[("linear bf16", f"{m}x{k}x{n}")] = ("flop", 2.0 * m * k * n, "bf16")
-        out.append(("linear bf16", f"{m}x{k}x{n}", lambda d, m=m, k=k, n=n: (lambda x, w, b: (
+    # 16-bit Linears: a decode step, a transformer batch, the MLP's first layer, a large projection.
+    for (dtype, tag, peak), (m, k, n) in itertools.product(
+            ((torch.bfloat16, "bf16", "bf16"), (torch.float16, "f16", "fp32")),
+            ((4, 768, 768), (512, 1024, 256), (64, 512, 2048), (1024, 1024, 4096))):
+        WORK[(f"linear {tag}", f"{m}x{k}x{n}")] = ("flop", 2.0 * m * k * n, peak)
+        out.append((f"linear {tag}", f"{m}x{k}x{n}", lambda d, m=m, k=k, n=n, dtype=dtype: (lambda x, w, b: (
             lambda: torch.nn.functional.linear(x, w, b)))(
-                torch.randn(m, k, device=d).to(torch.bfloat16), torch.randn(n, k, device=d).to(torch.bfloat16),
-                torch.randn(n, device=d).to(torch.bfloat16))))
+                torch.randn(m, k, device=d).to(dtype), torch.randn(n, k, device=d).to(dtype),
+                torch.randn(n, device=d).to(dtype))))
     return [c for c in out if any(f in c[0] for f in ARGS.filter.split(",")) and (not ARGS.tiny or c[1] == "64")]
 
 

@@ -47,7 +47,9 @@
  * product runs the same loads as before 16-bit sources existed. */
 enum { AVX_F32, AVX_BF16, AVX_F16 };
 
-static int avx_kind(axon_dtype_t src) { return src == AXON_BFLOAT16 ? AVX_BF16 : src == AXON_FLOAT16 ? AVX_F16 : AVX_F32; }
+static int avx_kind(axon_dtype_t src) {
+    return src == AXON_BFLOAT16 ? AVX_BF16 : src == AXON_FLOAT16 ? AVX_F16 : AVX_F32;
+}
 
 /* The elements p[0 .. 16) selected by m as float32 (the others zero, and not read); exact for every kind. */
 AVX_INLINE __m512 avx_load(const int kind, const char *p, __mmask16 m) {
