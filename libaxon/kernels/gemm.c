@@ -709,13 +709,21 @@ static axon_status_t gemm_avx_run(const struct gemm_job *j, int64_t bsz, axon_po
  * gemm_amx.c before it) keep bfloat16, and so does oneDNN's matrix-vector kernel (one row or column) without AMX:
  * 1 x 768 x 768 44 us against 97 on this kernel. Few rows count too, since for them the conversion pass cost as much
  * as the product (float16 4 x 768 x 768 against torch CPU: 1.9x its time before, 0.7x on the kernel; 1 x 4096 x 4096
- * 21x, then 1.9x). Figures: docs/benchmarks.md, "16-bit GEMM on the float32 kernel". */
-static int gemm_avx16_wanted(const struct gemm_args *g) {
+ * 21x, then 1.9x). Past GEMM_AVX_MAX multiply-adds per matrix, where float32 itself leaves the kernel for the BLAS,
+ * the operands are widened into float32 scratch for the BLAS (MKL) instead: in benchmarks/ops.py float16 1024^3 took
+ * 7.6 ms that way against 10.6 on the kernel, 2048^3 62 against 80 ms; alternated runs of both in one quarter hour
+ * were closer (bfloat16 1024^3 8.3-9.7 against 7.9-10.6 ms, 2048^3 70-85 against 61-78, a 1024 x 1024 x 4096 Linear
+ * 29-36 against 32-42). Figures: docs/benchmarks.md, "16-bit GEMM on the float32 kernel". */
+enum { GEMM_16_LIBRARY, GEMM_16_KERNEL, GEMM_16_WIDENED };
+
+static int gemm_16bit_route(const struct gemm_args *g) {
     const axon_dtype_t dt = g->out.dtype;
     const int64_t m = g->out.sizes[1], n = g->out.sizes[2], k = g->a.sizes[2];
-    if ((dt != AXON_BFLOAT16 && dt != AXON_FLOAT16) || g->a.dtype != dt || g->b.dtype != dt) return 0;
-    if (k < 1 || !axon_gemm_avx512_available()) return 0;
-    return dt == AXON_FLOAT16 || (!axon_gemm_amx_available() && m > 1 && n > 1);
+    if ((dt != AXON_BFLOAT16 && dt != AXON_FLOAT16) || g->a.dtype != dt || g->b.dtype != dt) return GEMM_16_LIBRARY;
+    if (k < 1 || !axon_gemm_avx512_available()) return GEMM_16_LIBRARY;
+    if (dt == AXON_BFLOAT16 && (axon_gemm_amx_available() || m == 1 || n == 1)) return GEMM_16_LIBRARY;
+    const double madds = (double)m * (double)n * (double)k;
+    return madds > GEMM_AVX_MAX && m > AXON_GEMM_SKINNY && n > AXON_GEMM_SKINNY ? GEMM_16_WIDENED : GEMM_16_KERNEL;
 }
 
 static axon_dtype_t gemm_compute_dtype(axon_dtype_t d) {
@@ -727,8 +735,8 @@ static axon_status_t gemm_kernel(const void *args, const axon_exec_t *ex) {
     const struct gemm_args *g = args;
     axon_status_t st = AXON_OK;
     if (gemm_amx_try(g, ex, &st)) return st;
-    const int avx16 = gemm_avx16_wanted(g);
-    if (!avx16 && gemm_lowp_try(g, ex, &st)) return st;
+    const int route16 = gemm_16bit_route(g), avx16 = route16 == GEMM_16_KERNEL;
+    if (route16 == GEMM_16_LIBRARY && gemm_lowp_try(g, ex, &st)) return st;
     const axon_dtype_t cdt = gemm_compute_dtype(g->out.dtype), odt = avx16 ? g->out.dtype : cdt;
     const int64_t bsz = g->out.sizes[0], m = g->out.sizes[1], n = g->out.sizes[2], k = g->a.sizes[2];
     void *sa = NULL, *sb = NULL, *sc = NULL, *sbias = NULL;
