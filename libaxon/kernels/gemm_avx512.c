@@ -51,6 +51,16 @@ static int avx_kind(axon_dtype_t src) {
     return src == AXON_BFLOAT16 ? AVX_BF16 : src == AXON_FLOAT16 ? AVX_F16 : AVX_F32;
 }
 
+/* Calls fn(kind, ...) with the kind of src as a constant. */
+#define AVX_BY_KIND(src, fn, ...)                                                                                 \
+    do {                                                                                                           \
+        switch (avx_kind(src)) {                                                                                   \
+        case AVX_BF16: fn(AVX_BF16, __VA_ARGS__); break;                                                           \
+        case AVX_F16: fn(AVX_F16, __VA_ARGS__); break;                                                             \
+        default: fn(AVX_F32, __VA_ARGS__); break;                                                                  \
+        }                                                                                                          \
+    } while (0)
+
 /* The elements p[0 .. 16) selected by m as float32 (the others zero, and not read); exact for every kind. */
 AVX_INLINE __m512 avx_load(const int kind, const char *p, __mmask16 m) {
     if (kind == AVX_F32) return _mm512_maskz_loadu_ps(m, p);
@@ -118,11 +128,7 @@ AVX_INLINE void avx_pack_a_as(const int kind, const axon_gemm_avx512_t *op, floa
 
 AVX_TARGET static void avx_pack_a(const axon_gemm_avx512_t *op, float *dst, int64_t i0, int64_t mr, int64_t d0,
                                   int64_t kc) {
-    switch (avx_kind(op->src)) {
-    case AVX_BF16: avx_pack_a_as(AVX_BF16, op, dst, i0, mr, d0, kc); break;
-    case AVX_F16: avx_pack_a_as(AVX_F16, op, dst, i0, mr, d0, kc); break;
-    default: avx_pack_a_as(AVX_F32, op, dst, i0, mr, d0, kc); break;
-    }
+    AVX_BY_KIND(op->src, avx_pack_a_as, op, dst, i0, mr, d0, kc);
 }
 
 /* Depths [d0, d0 + kc) of panel p of op(B) (columns [32p, 32p + 32), those past n zero) into dst, kc x 32 floats. */
@@ -160,11 +166,7 @@ AVX_INLINE void avx_pack_b_as(const int kind, const axon_gemm_avx512_t *op, floa
 }
 
 AVX_TARGET static void avx_pack_b(const axon_gemm_avx512_t *op, float *dst, int64_t p, int64_t d0, int64_t kc) {
-    switch (avx_kind(op->src)) {
-    case AVX_BF16: avx_pack_b_as(AVX_BF16, op, dst, p, d0, kc); break;
-    case AVX_F16: avx_pack_b_as(AVX_F16, op, dst, p, d0, kc); break;
-    default: avx_pack_b_as(AVX_F32, op, dst, p, d0, kc); break;
-    }
+    AVX_BY_KIND(op->src, avx_pack_b_as, op, dst, p, d0, kc);
 }
 
 /* The micro-kernel for mr rows (a constant once inlined): rows [i0, i0 + mr) and columns [j0, j0 + nc) of C from kc
@@ -276,11 +278,7 @@ AVX_INLINE void avx_pack_b_rows_as(const int kind, const axon_gemm_avx512_t *op,
 
 AVX_TARGET static void avx_pack_b_rows(const axon_gemm_avx512_t *op, float *bp, int64_t c0, int64_t np, int64_t p0,
                                        int64_t p1) {
-    switch (avx_kind(op->src)) {
-    case AVX_BF16: avx_pack_b_rows_as(AVX_BF16, op, bp, c0, np, p0, p1); break;
-    case AVX_F16: avx_pack_b_rows_as(AVX_F16, op, bp, c0, np, p0, p1); break;
-    default: avx_pack_b_rows_as(AVX_F32, op, bp, c0, np, p0, p1); break;
-    }
+    AVX_BY_KIND(op->src, avx_pack_b_rows_as, op, bp, c0, np, p0, p1);
 }
 
 /* A chunk of B is stored by depth slice, then panel: a slice's panels, which the row loop takes in turn, are one
