@@ -41,6 +41,7 @@ struct gemm_job {
     axon_dtype_t cdt;            /* compute dtype: FLOAT32, FLOAT64 or INT64 */
     size_t es;
     axon_dtype_t odt;            /* of a and b: cdt, or BFLOAT16 / FLOAT16 that gemm_avx512.c widens as it packs */
+    axon_dtype_t bdt;            /* of b in the blocks' library calls: cdt, or 16-bit for gemm_skinny.c's dot form */
     int64_t m, n, k;             /* of the product the library computes (swapped for a column-major out) */
     gemm_mat_t a, b;
     char *c;
@@ -185,7 +186,7 @@ static void gemm_blocks(void *ctx, int64_t begin, int64_t end, int slot) {
         char *c = j->c + (z * j->csb + i0 * j->ldc + j0) * es;
         /* Row block i0 of op(A): rows of A, or columns when A is stored transposed; likewise columns of op(B). */
         const char *a = j->a.data + (z * j->a.sb + (j->a.trans ? i0 : i0 * j->a.ld)) * es;
-        const char *b = j->b.data + (z * j->b.sb + (j->b.trans ? j0 * j->b.ld : j0)) * es;
+        const char *b = j->b.data + (z * j->b.sb + (j->b.trans ? j0 * j->b.ld : j0)) * (int64_t)axon_dtype_size(j->bdt);
         double beta = j->beta;
         if (j->bias || j->k == 0) {
             if (j->cdt == AXON_FLOAT32) gemm_prepass_f32(j, (float *)c, i0, mi, j0, nj);
@@ -197,7 +198,10 @@ static void gemm_blocks(void *ctx, int64_t begin, int64_t end, int slot) {
             if (j->k == 0) continue;
         }
         int rc = 0;
-        if (j->cdt == AXON_FLOAT32)
+        if (j->bdt != j->cdt)
+            rc = axon_gemm_skinny_16(j->bdt, j->a.trans, mi, nj, j->k, (float)j->alpha, (const float *)a, j->a.ld, b,
+                                     j->b.ld, (float)beta, (float *)c, j->ldc);
+        else if (j->cdt == AXON_FLOAT32)
             rc = axon_gemm_f32(j->a.trans, j->b.trans, mi, nj, j->k, (float)j->alpha, (const float *)a, j->a.ld,
                                (const float *)b, j->b.ld, (float)beta, (float *)c, j->ldc);
         else if (j->cdt == AXON_FLOAT64)
@@ -714,13 +718,25 @@ static axon_status_t gemm_avx_run(const struct gemm_job *j, int64_t bsz, axon_po
  * 7.6 ms that way against 10.6 on the kernel, 2048^3 62 against 80 ms; alternated runs of both in one quarter hour
  * were closer (bfloat16 1024^3 8.3-9.7 against 7.9-10.6 ms, 2048^3 70-85 against 61-78, a 1024 x 1024 x 4096 Linear
  * 29-36 against 32-42). Figures: docs/benchmarks.md, "16-bit GEMM on the float32 kernel". */
-enum { GEMM_16_LIBRARY, GEMM_16_KERNEL, GEMM_16_WIDENED };
+enum { GEMM_16_LIBRARY, GEMM_16_KERNEL, GEMM_16_WIDENED, GEMM_16_DOT };
+/* Decode steps: up to this many rows times a Linear's weight (B stored (n, k)) stream B through gemm_skinny.c's dot
+ * form, widened as it is read, with A widened into a small scratch. Against the kernel (or oneDNN for one bfloat16
+ * row), alternated in one process while another job held the cores (2026-12-03 06:20 UTC, best of 2 x 7 x 30
+ * F.linear calls): float16 1 x 4096 x 4096 4120 -> 2044 us, 4 x 768 x 768 197 -> 52, 8 x 4096 x 4096 6053 -> 5110;
+ * bfloat16 1 x 768 x 768 90 -> 64 (oneDNN before), 4 x 4096 x 4096 4803 -> 2174, 8 x 768 x 3072 1264 -> 1080; at 16
+ * rows it was even or behind (bfloat16 16 x 4096 x 4096 8752 -> 9726). */
+#define GEMM_16_DOT_ROWS 8
 
 static int gemm_16bit_route(const struct gemm_args *g) {
     const axon_dtype_t dt = g->out.dtype;
     const int64_t m = g->out.sizes[1], n = g->out.sizes[2], k = g->a.sizes[2];
     if ((dt != AXON_BFLOAT16 && dt != AXON_FLOAT16) || g->a.dtype != dt || g->b.dtype != dt) return GEMM_16_LIBRARY;
     if (k < 1 || !axon_gemm_avx512_available()) return GEMM_16_LIBRARY;
+    int btrans = 0;
+    int64_t ld;
+    if (m <= GEMM_16_DOT_ROWS && gemm_layout(k, n, g->b.strides[1], g->b.strides[2], &btrans, &ld) &&
+        btrans && (dt == AXON_FLOAT16 || !axon_gemm_amx_available()))
+        return GEMM_16_DOT;
     if (dt == AXON_BFLOAT16 && (axon_gemm_amx_available() || m == 1 || n == 1)) return GEMM_16_LIBRARY;
     const double madds = (double)m * (double)n * (double)k;
     return madds > GEMM_AVX_MAX && m > AXON_GEMM_SKINNY && n > AXON_GEMM_SKINNY ? GEMM_16_WIDENED : GEMM_16_KERNEL;
@@ -738,6 +754,7 @@ static axon_status_t gemm_kernel(const void *args, const axon_exec_t *ex) {
     const int route16 = gemm_16bit_route(g), avx16 = route16 == GEMM_16_KERNEL;
     if (route16 == GEMM_16_LIBRARY && gemm_lowp_try(g, ex, &st)) return st;
     const axon_dtype_t cdt = gemm_compute_dtype(g->out.dtype), odt = avx16 ? g->out.dtype : cdt;
+    const axon_dtype_t bdt = route16 == GEMM_16_DOT ? g->out.dtype : odt;
     const int64_t bsz = g->out.sizes[0], m = g->out.sizes[1], n = g->out.sizes[2], k = g->a.sizes[2];
     void *sa = NULL, *sb = NULL, *sc = NULL, *sbias = NULL;
     struct gemm_job j;
@@ -746,11 +763,12 @@ static axon_status_t gemm_kernel(const void *args, const axon_exec_t *ex) {
     j.cdt = cdt;
     j.es = axon_dtype_size(cdt);
     j.odt = odt;
+    j.bdt = bdt;
     j.alpha = g->alpha, j.beta = g->beta, j.bias_scale = g->bias_scale;
     gemm_mat_t a = {0}, b = {0};
     if (k > 0) { /* with k == 0 the operands are never read */
         if ((st = gemm_prepare(&a, &g->a, odt, ex->pool, &sa)) != AXON_OK) goto done;
-        if ((st = gemm_prepare(&b, &g->b, odt, ex->pool, &sb)) != AXON_OK) goto done;
+        if ((st = gemm_prepare(&b, &g->b, bdt, ex->pool, &sb)) != AXON_OK) goto done;
     }
     int ctrans = 0;
     int64_t ldc = 0;

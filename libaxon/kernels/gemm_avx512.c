@@ -40,42 +40,29 @@
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #include <immintrin.h>
 
+#include "widen16.h"
+
 #define AVX_TARGET __attribute__((target("avx512f,avx512bw,avx512vl")))
 #define AVX_INLINE AVX_TARGET static inline __attribute__((always_inline))
 
-/* What A and B hold. The packing routines take it as a constant (they are inlined once per kind), so a float32
- * product runs the same loads as before 16-bit sources existed. */
-enum { AVX_F32, AVX_BF16, AVX_F16 };
-
-static int avx_kind(axon_dtype_t src) {
-    return src == AXON_BFLOAT16 ? AVX_BF16 : src == AXON_FLOAT16 ? AVX_F16 : AVX_F32;
-}
-
-/* Calls fn(kind, ...) with the kind of src as a constant. */
-#define AVX_BY_KIND(src, fn, ...)                                                                                 \
+/* Calls fn(kind, ...) with what A and B hold (widen16.h) as a constant: the packing routines are inlined once per
+ * kind, so a float32 product runs the same loads as before 16-bit sources existed. */
+#define AVX_BY_KIND(src, fn, ...)                                                                                  \
     do {                                                                                                           \
-        switch (avx_kind(src)) {                                                                                   \
-        case AVX_BF16: fn(AVX_BF16, __VA_ARGS__); break;                                                           \
-        case AVX_F16: fn(AVX_F16, __VA_ARGS__); break;                                                             \
-        default: fn(AVX_F32, __VA_ARGS__); break;                                                                  \
+        switch (axon_widen_kind(src)) {                                                                            \
+        case AXON_W_BF16: fn(AXON_W_BF16, __VA_ARGS__); break;                                                     \
+        case AXON_W_F16: fn(AXON_W_F16, __VA_ARGS__); break;                                                       \
+        default: fn(AXON_W_F32, __VA_ARGS__); break;                                                               \
         }                                                                                                          \
     } while (0)
-
-/* The elements p[0 .. 16) selected by m as float32 (the others zero, and not read); exact for every kind. */
-AVX_INLINE __m512 avx_load(const int kind, const char *p, __mmask16 m) {
-    if (kind == AVX_F32) return _mm512_maskz_loadu_ps(m, p);
-    const __m256i h = _mm256_maskz_loadu_epi16(m, p);
-    if (kind == AVX_BF16) return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-    return _mm512_cvtph_ps(h);
-}
 
 /* 16 x 16 transpose of rows [0, nr) x columns [0, nc) at src (row stride rs elements of the kind; the rest zero,
  * nothing past it read): on return lane r of out[c] holds src[r * rs + c] as float32. */
 AVX_INLINE void avx_transpose16(const int kind, const char *src, int64_t rs, int64_t nr, int64_t nc, __m512 out[16]) {
     const __mmask16 m = nc >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nc) - 1);
-    const int64_t es = kind == AVX_F32 ? 4 : 2;
+    const int64_t es = axon_widen_size(kind);
     __m512 r[16], t[16];
-    for (int q = 0; q < 16; q++) r[q] = q < nr ? avx_load(kind, src + q * rs * es, m) : _mm512_setzero_ps();
+    for (int q = 0; q < 16; q++) r[q] = q < nr ? axon_widen_load(kind, src + q * rs * es, m) : _mm512_setzero_ps();
     for (int i = 0; i < 8; i++) {
         t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
         t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
@@ -105,12 +92,12 @@ AVX_INLINE void avx_transpose16(const int kind, const char *src, int64_t rs, int
 AVX_INLINE void avx_pack_a_as(const int kind, const axon_gemm_avx512_t *op, float *dst, int64_t i0, int64_t mr,
                               int64_t d0, int64_t kc) {
     const __mmask16 keep = (__mmask16)((1u << AVX_MR) - 1);
-    const int64_t es = kind == AVX_F32 ? 4 : 2;
+    const int64_t es = axon_widen_size(kind);
     if (op->ta) { /* A stored k x m: each depth's rows are contiguous */
         const __mmask16 m = (__mmask16)((1u << mr) - 1);
         const char *src = (const char *)op->a + (d0 * op->lda + i0) * es;
         for (int64_t d = 0; d < kc; d++)
-            _mm512_mask_storeu_ps(dst + d * AVX_MR, keep, avx_load(kind, src + d * op->lda * es, m));
+            _mm512_mask_storeu_ps(dst + d * AVX_MR, keep, axon_widen_load(kind, src + d * op->lda * es, m));
         return;
     }
     __m512 col[16];
@@ -135,14 +122,14 @@ AVX_TARGET static void avx_pack_a(const axon_gemm_avx512_t *op, float *dst, int6
 AVX_INLINE void avx_pack_b_as(const int kind, const axon_gemm_avx512_t *op, float *dst, int64_t p, int64_t d0,
                               int64_t kc) {
     const int64_t j0 = p * AVX_NR, nj = op->n - j0 < AVX_NR ? op->n - j0 : AVX_NR;
-    const int64_t es = kind == AVX_F32 ? 4 : 2;
+    const int64_t es = axon_widen_size(kind);
     if (!op->tb) { /* B stored k x n: rows of the panel are contiguous */
         const __mmask16 m0 = nj >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nj) - 1);
         const __mmask16 m1 = nj >= 32 ? (__mmask16)0xFFFF : nj <= 16 ? 0 : (__mmask16)((1u << (nj - 16)) - 1);
         const char *src = (const char *)op->b + (d0 * op->ldb + j0) * es;
         for (int64_t d = 0; d < kc; d++) {
-            _mm512_storeu_ps(dst + d * AVX_NR, avx_load(kind, src + d * op->ldb * es, m0));
-            _mm512_storeu_ps(dst + d * AVX_NR + 16, avx_load(kind, src + (d * op->ldb + 16) * es, m1));
+            _mm512_storeu_ps(dst + d * AVX_NR, axon_widen_load(kind, src + d * op->ldb * es, m0));
+            _mm512_storeu_ps(dst + d * AVX_NR + 16, axon_widen_load(kind, src + (d * op->ldb + 16) * es, m1));
         }
         return;
     }
@@ -259,7 +246,7 @@ int axon_gemm_avx512_available(void) {
  * axon_gemm_avx512_pack_b, for a chunk of np panels starting at c0. */
 AVX_INLINE void avx_pack_b_rows_as(const int kind, const axon_gemm_avx512_t *op, float *bp, int64_t c0, int64_t np,
                                    int64_t p0, int64_t p1) {
-    const int64_t es = kind == AVX_F32 ? 4 : 2;
+    const int64_t es = axon_widen_size(kind);
     for (int64_t d0 = 0; d0 < op->k; d0 += AVX_KC) {
         const int64_t kc = op->k - d0 < AVX_KC ? op->k - d0 : AVX_KC;
         for (int64_t d = 0; d < kc; d++) {
@@ -269,8 +256,8 @@ AVX_INLINE void avx_pack_b_rows_as(const int kind, const axon_gemm_avx512_t *op,
                 const __mmask16 m0 = nj >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nj) - 1);
                 const __mmask16 m1 = nj >= 32 ? (__mmask16)0xFFFF : nj <= 16 ? 0 : (__mmask16)((1u << (nj - 16)) - 1);
                 float *dst = bp + (d0 * np + (p - c0) * kc + d) * AVX_NR;
-                _mm512_store_ps(dst, avx_load(kind, src + j0 * es, m0));
-                _mm512_store_ps(dst + 16, avx_load(kind, src + (j0 + 16) * es, m1));
+                _mm512_store_ps(dst, axon_widen_load(kind, src + j0 * es, m0));
+                _mm512_store_ps(dst + 16, axon_widen_load(kind, src + (j0 + 16) * es, m1));
             }
         }
     }

@@ -37,6 +37,10 @@ int axon_gemm_portable_f64(int ta, int tb, int64_t m, int64_t n, int64_t k, doub
 #define AXON_GEMM_SKINNY 16
 int axon_gemm_skinny_f32(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
                          const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+/* The same with B bfloat16 or float16 (bdt) stored (n, k), a Linear's weight (op(B) = B^T, row stride ldb), widened
+ * as it streams by: m <= AXON_GEMM_SKINNY and k >= 1 on a CPU with AVX-512F/BW/VL, else 1 (C untouched). */
+int axon_gemm_skinny_16(axon_dtype_t bdt, int ta, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                        int64_t lda, const void *b, int64_t ldb, float beta, float *c, int64_t ldc);
 
 /* Complex GEMM (complex64: axon_c64_t elements, complex128: axon_c128_t), real alpha and beta: the library's cgemm and
  * zgemm (gemm_backend.c), else the plain loops of gemm_portable.c. Same contract as axon_gemm_f32; never fails. */

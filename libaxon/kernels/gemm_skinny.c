@@ -14,7 +14,10 @@
  * The AVX-512 versions use intrinsics (FMA; the kernel sources build with -ffp-contract=off, so plain C would not
  * fuse), chosen at run time; the portable versions are plain C whose inner loops run over 8 independent lanes, so
  * the compiler vectorises them without reassociating a sum, compiled for AVX2 and the baseline (AXON_CLONES).
- * Sums are float32, in a different order from OpenBLAS's, like any two BLAS libraries. */
+ * Sums are float32, in a different order from OpenBLAS's, like any two BLAS libraries.
+ *
+ * The AVX-512 dot form also streams a bfloat16 or float16 B (axon_gemm_skinny_16, widen16.h): a 16-bit decode step's
+ * weight is read once, as it is stored, rather than widened into scratch first (gemm.c, GEMM_16_DOT_ROWS). */
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -25,6 +28,7 @@
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(AXON_NO_CLONES)
 #include <immintrin.h>
 #define SK_AVX512 1
+#include "widen16.h"
 #endif
 
 enum {
@@ -42,10 +46,11 @@ typedef struct sk_op {
     float alpha, beta;
     const float *a;
     int64_t a_rs, a_cs;
-    const float *b;
+    const void *b;               /* float32, or (AVX-512 dot form only) bfloat16 / float16 as bkind says */
     int64_t b_rs, b_cs;
     float *c;
     int64_t c_rs, c_cs;
+    int bkind;                   /* widen16.h's AXON_W_F32 (0), AXON_W_BF16, AXON_W_F16 */
 } sk_op_t;
 
 static int64_t sk_min(int64_t x, int64_t y) { return x < y ? x : y; }
@@ -60,7 +65,7 @@ static inline float sk_out(const sk_op_t *op, float sum, const float *c) {
 /* Dot form: a_cs == 1 and b_rs == 1. Each row of B is read once from memory and then from L1 for every row of A. */
 AXON_CLONES static void sk_dot_portable(const sk_op_t *op) {
     for (int64_t q = 0; q < op->n; q++) {
-        const float *bq = op->b + q * op->b_cs;
+        const float *bq = (const float *)op->b + q * op->b_cs;
         for (int64_t i = 0; i < op->m; i++) {
             const float *ai = op->a + i * op->a_rs;
             float lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -83,7 +88,7 @@ AXON_CLONES static void sk_axpy_portable(const sk_op_t *op) {
         for (int64_t i = 0; i < op->m; i++) {
             for (int64_t q = 0; q < nc; q++) acc[q] = 0;
             for (int64_t p = 0; p < op->k; p++) {
-                const float av = op->a[i * op->a_rs + p * op->a_cs], *bp = op->b + p * op->b_rs + q0;
+                const float av = op->a[i * op->a_rs + p * op->a_cs], *bp = (const float *)op->b + p * op->b_rs + q0;
                 for (int64_t q = 0; q < nc; q++) acc[q] += av * bp[q];
             }
             for (int64_t q = 0; q < nc; q++) {
@@ -97,7 +102,7 @@ AXON_CLONES static void sk_axpy_portable(const sk_op_t *op) {
 /* ---- AVX-512 ---- */
 
 #ifdef SK_AVX512
-#define SK_TARGET __attribute__((target("avx512f,fma")))
+#define SK_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,fma")))
 
 static inline __mmask16 sk_mask(int64_t left) { return left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1); }
 
@@ -124,10 +129,12 @@ SK_TARGET static inline __attribute__((always_inline)) __m512 sk_sum16(const __m
 }
 
 /* Lane i * nr + j = sum_p a[i * lda + p] * bq[j][p] for i < mr, j < nr (compile-time constants after inlining,
- * mr * nr <= 16). The 16 accumulators are one 4 x 4 tile, or 1 x 16 and 2 x 8 for one or two rows of A, so that
- * those too keep 16 independent FMA chains in flight. */
-SK_TARGET static inline __attribute__((always_inline)) __m512 sk_dot_tile512(int mr, int nr, int64_t k, const float *a,
-                                                                           int64_t lda, const float *const *bq) {
+ * mr * nr <= 16; bq's rows hold elements of the kind, widened as they are loaded). The 16 accumulators are one 4 x 4
+ * tile, or 1 x 16 and 2 x 8 for one or two rows of A, so that those too keep 16 independent FMA chains in flight. */
+SK_TARGET static inline __attribute__((always_inline)) __m512 sk_dot_tile512(int kind, int mr, int nr, int64_t k,
+                                                                           const float *a, int64_t lda,
+                                                                           const char *const *bq) {
+    const int64_t es = axon_widen_size(kind);
     __m512 acc[16];
     _Pragma("GCC unroll 16")
     for (int t = 0; t < 16; t++) acc[t] = _mm512_setzero_ps();
@@ -135,7 +142,7 @@ SK_TARGET static inline __attribute__((always_inline)) __m512 sk_dot_tile512(int
     for (; p + 16 <= k; p += 16) {
         __m512 bv[16];
         _Pragma("GCC unroll 16")
-        for (int j = 0; j < nr; j++) bv[j] = _mm512_loadu_ps(bq[j] + p);
+        for (int j = 0; j < nr; j++) bv[j] = axon_widen_load(kind, bq[j] + p * es, (__mmask16)0xFFFF);
         _Pragma("GCC unroll 4")
         for (int i = 0; i < mr; i++) {
             __m512 av = _mm512_loadu_ps(a + i * lda + p);
@@ -147,7 +154,7 @@ SK_TARGET static inline __attribute__((always_inline)) __m512 sk_dot_tile512(int
         const __mmask16 mk = sk_mask(k - p);
         __m512 bv[16];
         _Pragma("GCC unroll 16")
-        for (int j = 0; j < nr; j++) bv[j] = _mm512_maskz_loadu_ps(mk, bq[j] + p);
+        for (int j = 0; j < nr; j++) bv[j] = axon_widen_load(kind, bq[j] + p * es, mk);
         _Pragma("GCC unroll 4")
         for (int i = 0; i < mr; i++) {
             __m512 av = _mm512_maskz_loadu_ps(mk, a + i * lda + p);
@@ -158,23 +165,24 @@ SK_TARGET static inline __attribute__((always_inline)) __m512 sk_dot_tile512(int
     return sk_sum16(acc);
 }
 
-SK_TARGET static void sk_dot512(const sk_op_t *op) {
+SK_TARGET static inline __attribute__((always_inline)) void sk_dot512_as(int kind, const sk_op_t *op) {
     const __m512 alpha = _mm512_set1_ps(op->alpha), beta = _mm512_set1_ps(op->beta);
-    const int64_t nr = op->m == 1 ? 16 : op->m == 2 ? 8 : SK_NR; /* rows of B per tile */
+    const int64_t nr = op->m == 1 ? 16 : op->m == 2 ? 8 : SK_NR, es = axon_widen_size(kind); /* nr: rows of B */
     for (int64_t q0 = 0; q0 < op->n; q0 += nr) {
         const int64_t nq = sk_min(nr, op->n - q0);
-        const float *bq[16];
-        for (int j = 0; j < nr; j++) bq[j] = op->b + (q0 + (j < nq ? j : nq - 1)) * op->b_cs; /* tail: repeat */
+        const char *bq[16];
+        for (int j = 0; j < nr; j++) /* tail: repeat the last row */
+            bq[j] = (const char *)op->b + (q0 + (j < nq ? j : nq - 1)) * op->b_cs * es;
         for (int64_t i0 = 0; i0 < op->m; i0 += SK_MR) {
             const int64_t mr = sk_min(SK_MR, op->m - i0);
             const float *a = op->a + i0 * op->a_rs;
             __m512 z;
-            if (nr == 16) z = sk_dot_tile512(1, 16, op->k, a, op->a_rs, bq);
-            else if (nr == 8) z = sk_dot_tile512(2, 8, op->k, a, op->a_rs, bq);
-            else if (mr == 1) z = sk_dot_tile512(1, SK_NR, op->k, a, op->a_rs, bq);
-            else if (mr == 2) z = sk_dot_tile512(2, SK_NR, op->k, a, op->a_rs, bq);
-            else if (mr == 3) z = sk_dot_tile512(3, SK_NR, op->k, a, op->a_rs, bq);
-            else z = sk_dot_tile512(4, SK_NR, op->k, a, op->a_rs, bq);
+            if (nr == 16) z = sk_dot_tile512(kind, 1, 16, op->k, a, op->a_rs, bq);
+            else if (nr == 8) z = sk_dot_tile512(kind, 2, 8, op->k, a, op->a_rs, bq);
+            else if (mr == 1) z = sk_dot_tile512(kind, 1, SK_NR, op->k, a, op->a_rs, bq);
+            else if (mr == 2) z = sk_dot_tile512(kind, 2, SK_NR, op->k, a, op->a_rs, bq);
+            else if (mr == 3) z = sk_dot_tile512(kind, 3, SK_NR, op->k, a, op->a_rs, bq);
+            else z = sk_dot_tile512(kind, 4, SK_NR, op->k, a, op->a_rs, bq);
             if (op->c_cs == 1) { /* each row's nq lanes moved down to lane 0 and stored at once */
                 const __mmask16 st = (__mmask16)((1u << nq) - 1);
                 for (int64_t i = 0; i < mr; i++) {
@@ -196,6 +204,14 @@ SK_TARGET static void sk_dot512(const sk_op_t *op) {
     }
 }
 
+SK_TARGET static void sk_dot512(const sk_op_t *op) {
+    switch (op->bkind) {
+    case AXON_W_BF16: sk_dot512_as(AXON_W_BF16, op); break;
+    case AXON_W_F16: sk_dot512_as(AXON_W_F16, op); break;
+    default: sk_dot512_as(AXON_W_F32, op); break;
+    }
+}
+
 /* Rows i0..i0+mr of out, columns q0..q0+64 (masked by mk): acc[i][j] = sum_p op(A)[i][p] op(B)[p][q0 + 16 j ...]. */
 SK_TARGET static inline __attribute__((always_inline)) void sk_axpy_tile512(int mr, const sk_op_t *op, int64_t i0,
                                                                             int64_t q0, const __mmask16 *mk) {
@@ -204,7 +220,7 @@ SK_TARGET static inline __attribute__((always_inline)) void sk_axpy_tile512(int 
     for (int i = 0; i < mr; i++)
         _Pragma("GCC unroll 4")
         for (int j = 0; j < 4; j++) acc[i][j] = _mm512_setzero_ps();
-    const float *a = op->a + i0 * op->a_rs, *b = op->b + q0;
+    const float *a = op->a + i0 * op->a_rs, *b = (const float *)op->b + q0;
     for (int64_t p = 0; p < op->k; p++, a += op->a_cs, b += op->b_rs) {
         __m512 bv[4];
         _Pragma("GCC unroll 4")
@@ -255,13 +271,16 @@ SK_TARGET static void sk_axpy512(const sk_op_t *op) {
     }
 }
 
-/* 1 when the CPU (and OS) run AVX-512F and FMA; looked up once. */
+/* 1 when the CPU (and OS) run AVX-512F, BW, VL and FMA; looked up once. */
 static int sk_have_avx512(void) {
     static atomic_int known; /* 0 not yet, 1 yes, 2 no */
     int v = atomic_load_explicit(&known, memory_order_relaxed);
     if (v == 0) {
         unsigned f = axon_cpu_features();
-        v = (f & AXON_CPU_AVX512F) && (f & AXON_CPU_FMA) ? 1 : 2;
+        v = (f & AXON_CPU_AVX512F) && (f & AXON_CPU_FMA) && __builtin_cpu_supports("avx512bw") &&
+                    __builtin_cpu_supports("avx512vl")
+                ? 1
+                : 2;
         atomic_store_explicit(&known, v, memory_order_relaxed);
     }
     return v == 1;
@@ -299,7 +318,7 @@ static void sk_dot_packed(const sk_op_t *op) {
         sk_op_t sub = *op;
         sub.k = kc;
         sub.a = buf, sub.a_rs = kc, sub.a_cs = 1;
-        sub.b = op->b + p0 * op->b_rs;
+        sub.b = (const char *)op->b + p0 * op->b_rs * (op->bkind == 0 ? 4 : 2);
         if (p0 > 0) sub.beta = 1;
         sk_dot(&sub);
     }
@@ -318,13 +337,27 @@ static void sk_run(const sk_op_t *op) {
  * 0.3.21): every dot form (B stored (n, k)) with few rows; the axpy form only where OpenBLAS has no edge. */
 int axon_gemm_skinny_f32(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
                          const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
-    sk_op_t op = {m, n, k, alpha, beta, a, ta ? 1 : lda, ta ? lda : 1, b, tb ? 1 : ldb, tb ? ldb : 1, c, ldc, 1};
+    sk_op_t op = {m, n, k, alpha, beta, a, ta ? 1 : lda, ta ? lda : 1, b, tb ? 1 : ldb, tb ? ldb : 1, c, ldc, 1, 0};
     if (m > AXON_GEMM_SKINNY) {
         if (n > AXON_GEMM_SKINNY) return 1;
         /* out^T (n x m) = op(B)^T op(A)^T */
-        sk_op_t t = {n, m, k, alpha, beta, b, op.b_cs, op.b_rs, a, op.a_cs, op.a_rs, c, 1, ldc};
+        sk_op_t t = {n, m, k, alpha, beta, b, op.b_cs, op.b_rs, a, op.a_cs, op.a_rs, c, 1, ldc, 0};
         op = t;
     }
     sk_run(&op);
     return 0;
+}
+
+int axon_gemm_skinny_16(axon_dtype_t bdt, int ta, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                        int64_t lda, const void *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+#ifdef SK_AVX512
+    if (m > AXON_GEMM_SKINNY || k < 1 || !sk_have_avx512()) return 1;
+    sk_op_t op = {m, n, k, alpha, beta, a, ta ? 1 : lda, ta ? lda : 1, b, 1, ldb, c, ldc, 1, axon_widen_kind(bdt)};
+    sk_run(&op);
+    return 0;
+#else
+    (void)bdt, (void)ta, (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)lda, (void)b, (void)ldb, (void)beta;
+    (void)c, (void)ldc;
+    return 1;
+#endif
 }

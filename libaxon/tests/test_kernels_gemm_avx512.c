@@ -306,12 +306,14 @@ static void test_batches(void) {
     CHECK(av_check(&big) == 0);
 }
 
-/* 16-bit products with few rows or columns take the kernel too (bfloat16 from 2 of each: one row or column stays
- * with oneDNN's matrix-vector kernel); few columns run transposed into a column-major scratch. */
+/* 16-bit products with few rows or columns: up to 8 rows times B stored (n, k) stream B through gemm_skinny.c's dot
+ * form (large ones split by columns over the pool), the rest take the kernel (bfloat16 from 2 rows and columns: one
+ * row or column stays with oneDNN's matrix-vector kernel); few columns run transposed into a column-major scratch. */
 static void test_16bit_few_rows_or_columns(void) {
     if (av_dt == AXON_FLOAT32) return; /* float32 keeps gemm_skinny.c there */
     static const int64_t shapes[][3] = {{1, 300, 70}, {2, 300, 70}, {5, 64, 40}, {16, 40, 33}, {70, 300, 3},
-                                        {70, 300, 1}, {40, 17, 5}, {3, 2, 2}};
+                                        {70, 300, 1}, {40, 17, 5}, {3, 2, 2}, {4, 1000, 1030}, {8, 300, 700},
+                                        {9, 300, 70}};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         for (int v = 0; v < 4; v++) {
             av_case_t c = av_plain(shapes[i][0], shapes[i][1], shapes[i][2]);
