@@ -40,8 +40,8 @@ typedef struct gemm_mat {
 struct gemm_job {
     axon_dtype_t cdt;            /* compute dtype: FLOAT32, FLOAT64 or INT64 */
     size_t es;
-    axon_dtype_t odt;            /* of a and b: cdt, or BFLOAT16 / FLOAT16 that gemm_avx512.c widens as it packs */
-    axon_dtype_t bdt;            /* of b in the blocks' library calls: cdt, or 16-bit for gemm_skinny.c's dot form */
+    axon_dtype_t adt, bdt;       /* of a and b as prepared: cdt, or 16-bit where the kernel widens them (gemm_avx512.c
+                                  * both, gemm_skinny.c's dot form b) */
     int64_t m, n, k;             /* of the product the library computes (swapped for a column-major out) */
     gemm_mat_t a, b;
     char *c;
@@ -601,10 +601,10 @@ static void gemm_avx_whole(void *ctx, int64_t begin, int64_t end, int slot) {
     struct gemm_avx_job *w = ctx;
     const struct gemm_job *j = w->j;
     axon_gemm_avx512_t o = w->op;
-    const size_t es = axon_dtype_size(j->odt);
+    const size_t aes = axon_dtype_size(j->adt), bes = axon_dtype_size(j->bdt);
     for (int64_t z = begin; z < end; z++) {
-        o.a = j->a.data + (size_t)(z * j->a.sb) * es;
-        o.b = j->b.data + (size_t)(z * j->b.sb) * es;
+        o.a = j->a.data + (size_t)(z * j->a.sb) * aes;
+        o.b = j->b.data + (size_t)(z * j->b.sb) * bes;
         o.c = (float *)j->c + z * j->csb;
         if (axon_gemm_avx512_run(&o) != 0) atomic_store(&w->failed, 1);
     }
@@ -662,7 +662,7 @@ static axon_status_t gemm_avx_run(const struct gemm_job *j, int64_t bsz, axon_po
         bias[q] = (float)j->bias_scale * ((const float *)j->bias)[q * j->bias_stride];
     axon_gemm_avx512_t *o = &w.op;
     o->m = m, o->n = n, o->k = k;
-    o->src = j->odt;
+    o->src = j->adt; /* the same as bdt on this path */
     o->ta = j->a.trans, o->tb = j->b.trans, o->lda = j->a.ld, o->ldb = j->b.ld, o->ldc = j->ldc;
     o->alpha = (float)j->alpha, o->beta = (float)j->beta;
     o->bias = j->bias_on_rows ? NULL : bias;
@@ -682,10 +682,10 @@ static axon_status_t gemm_avx_run(const struct gemm_job *j, int64_t bsz, axon_po
     /* rows: blocks of about AXON_GEMM_AVX_MC rows, a multiple of nparts of them, each a multiple of AXON_GEMM_AVX_MR */
     const int64_t per_part = (int64_t)nparts * AXON_GEMM_AVX_MC, nblk = nparts * ((m + per_part - 1) / per_part);
     w.rb = ((m + nblk - 1) / nblk + AXON_GEMM_AVX_MR - 1) / AXON_GEMM_AVX_MR * AXON_GEMM_AVX_MR;
-    const size_t es = axon_dtype_size(j->odt);
+    const size_t aes = axon_dtype_size(j->adt), bes = axon_dtype_size(j->bdt);
     for (int64_t z = 0; z < bsz; z++) {
-        o->a = j->a.data + (size_t)(z * j->a.sb) * es;
-        o->b = j->b.data + (size_t)(z * j->b.sb) * es;
+        o->a = j->a.data + (size_t)(z * j->a.sb) * aes;
+        o->b = j->b.data + (size_t)(z * j->b.sb) * bes;
         o->c = (float *)j->c + z * j->csb;
         if (cols) {
             const int64_t nu = (m + AXON_GEMM_AVX_MR - 1) / AXON_GEMM_AVX_MR;
@@ -731,13 +731,13 @@ static int gemm_16bit_route(const struct gemm_args *g) {
     const axon_dtype_t dt = g->out.dtype;
     const int64_t m = g->out.sizes[1], n = g->out.sizes[2], k = g->a.sizes[2];
     if ((dt != AXON_BFLOAT16 && dt != AXON_FLOAT16) || g->a.dtype != dt || g->b.dtype != dt) return GEMM_16_LIBRARY;
-    if (k < 1 || !axon_gemm_avx512_available()) return GEMM_16_LIBRARY;
+    if (k < 1 || !axon_gemm_avx512_available() || (dt == AXON_BFLOAT16 && axon_gemm_amx_available()))
+        return GEMM_16_LIBRARY;
     int btrans = 0;
     int64_t ld;
-    if (m <= GEMM_16_DOT_ROWS && gemm_layout(k, n, g->b.strides[1], g->b.strides[2], &btrans, &ld) &&
-        btrans && (dt == AXON_FLOAT16 || !axon_gemm_amx_available()))
+    if (m <= GEMM_16_DOT_ROWS && gemm_layout(k, n, g->b.strides[1], g->b.strides[2], &btrans, &ld) && btrans)
         return GEMM_16_DOT;
-    if (dt == AXON_BFLOAT16 && (axon_gemm_amx_available() || m == 1 || n == 1)) return GEMM_16_LIBRARY;
+    if (dt == AXON_BFLOAT16 && (m == 1 || n == 1)) return GEMM_16_LIBRARY;
     const double madds = (double)m * (double)n * (double)k;
     return madds > GEMM_AVX_MAX && m > AXON_GEMM_SKINNY && n > AXON_GEMM_SKINNY ? GEMM_16_WIDENED : GEMM_16_KERNEL;
 }
@@ -753,8 +753,8 @@ static axon_status_t gemm_kernel(const void *args, const axon_exec_t *ex) {
     if (gemm_amx_try(g, ex, &st)) return st;
     const int route16 = gemm_16bit_route(g), avx16 = route16 == GEMM_16_KERNEL;
     if (route16 == GEMM_16_LIBRARY && gemm_lowp_try(g, ex, &st)) return st;
-    const axon_dtype_t cdt = gemm_compute_dtype(g->out.dtype), odt = avx16 ? g->out.dtype : cdt;
-    const axon_dtype_t bdt = route16 == GEMM_16_DOT ? g->out.dtype : odt;
+    const axon_dtype_t cdt = gemm_compute_dtype(g->out.dtype), adt = avx16 ? g->out.dtype : cdt;
+    const axon_dtype_t bdt = avx16 || route16 == GEMM_16_DOT ? g->out.dtype : cdt;
     const int64_t bsz = g->out.sizes[0], m = g->out.sizes[1], n = g->out.sizes[2], k = g->a.sizes[2];
     void *sa = NULL, *sb = NULL, *sc = NULL, *sbias = NULL;
     struct gemm_job j;
@@ -762,12 +762,11 @@ static axon_status_t gemm_kernel(const void *args, const axon_exec_t *ex) {
     atomic_init(&j.failed, 0);
     j.cdt = cdt;
     j.es = axon_dtype_size(cdt);
-    j.odt = odt;
-    j.bdt = bdt;
+    j.adt = adt, j.bdt = bdt;
     j.alpha = g->alpha, j.beta = g->beta, j.bias_scale = g->bias_scale;
     gemm_mat_t a = {0}, b = {0};
     if (k > 0) { /* with k == 0 the operands are never read */
-        if ((st = gemm_prepare(&a, &g->a, odt, ex->pool, &sa)) != AXON_OK) goto done;
+        if ((st = gemm_prepare(&a, &g->a, adt, ex->pool, &sa)) != AXON_OK) goto done;
         if ((st = gemm_prepare(&b, &g->b, bdt, ex->pool, &sb)) != AXON_OK) goto done;
     }
     int ctrans = 0;

@@ -45,16 +45,8 @@
 #define AVX_TARGET __attribute__((target("avx512f,avx512bw,avx512vl")))
 #define AVX_INLINE AVX_TARGET static inline __attribute__((always_inline))
 
-/* Calls fn(kind, ...) with what A and B hold (widen16.h) as a constant: the packing routines are inlined once per
- * kind, so a float32 product runs the same loads as before 16-bit sources existed. */
-#define AVX_BY_KIND(src, fn, ...)                                                                                  \
-    do {                                                                                                           \
-        switch (axon_widen_kind(src)) {                                                                            \
-        case AXON_W_BF16: fn(AXON_W_BF16, __VA_ARGS__); break;                                                     \
-        case AXON_W_F16: fn(AXON_W_F16, __VA_ARGS__); break;                                                       \
-        default: fn(AXON_W_F32, __VA_ARGS__); break;                                                               \
-        }                                                                                                          \
-    } while (0)
+/* The packing routines are inlined once per kind of A and B (widen16.h's AXON_WIDEN_BY_KIND), so a float32 product
+ * runs the same loads as before 16-bit sources existed. */
 
 /* 16 x 16 transpose of rows [0, nr) x columns [0, nc) at src (row stride rs elements of the kind; the rest zero,
  * nothing past it read): on return lane r of out[c] holds src[r * rs + c] as float32. */
@@ -115,7 +107,7 @@ AVX_INLINE void avx_pack_a_as(const int kind, const axon_gemm_avx512_t *op, floa
 
 AVX_TARGET static void avx_pack_a(const axon_gemm_avx512_t *op, float *dst, int64_t i0, int64_t mr, int64_t d0,
                                   int64_t kc) {
-    AVX_BY_KIND(op->src, avx_pack_a_as, op, dst, i0, mr, d0, kc);
+    AXON_WIDEN_BY_KIND(op->src, avx_pack_a_as, op, dst, i0, mr, d0, kc);
 }
 
 /* Depths [d0, d0 + kc) of panel p of op(B) (columns [32p, 32p + 32), those past n zero) into dst, kc x 32 floats. */
@@ -153,7 +145,7 @@ AVX_INLINE void avx_pack_b_as(const int kind, const axon_gemm_avx512_t *op, floa
 }
 
 AVX_TARGET static void avx_pack_b(const axon_gemm_avx512_t *op, float *dst, int64_t p, int64_t d0, int64_t kc) {
-    AVX_BY_KIND(op->src, avx_pack_b_as, op, dst, p, d0, kc);
+    AXON_WIDEN_BY_KIND(op->src, avx_pack_b_as, op, dst, p, d0, kc);
 }
 
 /* The micro-kernel for mr rows (a constant once inlined): rows [i0, i0 + mr) and columns [j0, j0 + nc) of C from kc
@@ -265,7 +257,7 @@ AVX_INLINE void avx_pack_b_rows_as(const int kind, const axon_gemm_avx512_t *op,
 
 AVX_TARGET static void avx_pack_b_rows(const axon_gemm_avx512_t *op, float *bp, int64_t c0, int64_t np, int64_t p0,
                                        int64_t p1) {
-    AVX_BY_KIND(op->src, avx_pack_b_rows_as, op, bp, c0, np, p0, p1);
+    AXON_WIDEN_BY_KIND(op->src, avx_pack_b_rows_as, op, bp, c0, np, p0, p1);
 }
 
 /* A chunk of B is stored by depth slice, then panel: a slice's panels, which the row loop takes in turn, are one

@@ -46,11 +46,11 @@ typedef struct sk_op {
     float alpha, beta;
     const float *a;
     int64_t a_rs, a_cs;
-    const void *b;               /* float32, or (AVX-512 dot form only) bfloat16 / float16 as bkind says */
+    const void *b;               /* float32, or (AVX-512 dot form only) bfloat16 / float16 */
     int64_t b_rs, b_cs;
     float *c;
     int64_t c_rs, c_cs;
-    int bkind;                   /* widen16.h's AXON_W_F32 (0), AXON_W_BF16, AXON_W_F16 */
+    axon_dtype_t bdt;            /* of b */
 } sk_op_t;
 
 static int64_t sk_min(int64_t x, int64_t y) { return x < y ? x : y; }
@@ -204,13 +204,7 @@ SK_TARGET static inline __attribute__((always_inline)) void sk_dot512_as(int kin
     }
 }
 
-SK_TARGET static void sk_dot512(const sk_op_t *op) {
-    switch (op->bkind) {
-    case AXON_W_BF16: sk_dot512_as(AXON_W_BF16, op); break;
-    case AXON_W_F16: sk_dot512_as(AXON_W_F16, op); break;
-    default: sk_dot512_as(AXON_W_F32, op); break;
-    }
-}
+SK_TARGET static void sk_dot512(const sk_op_t *op) { AXON_WIDEN_BY_KIND(op->bdt, sk_dot512_as, op); }
 
 /* Rows i0..i0+mr of out, columns q0..q0+64 (masked by mk): acc[i][j] = sum_p op(A)[i][p] op(B)[p][q0 + 16 j ...]. */
 SK_TARGET static inline __attribute__((always_inline)) void sk_axpy_tile512(int mr, const sk_op_t *op, int64_t i0,
@@ -318,7 +312,7 @@ static void sk_dot_packed(const sk_op_t *op) {
         sk_op_t sub = *op;
         sub.k = kc;
         sub.a = buf, sub.a_rs = kc, sub.a_cs = 1;
-        sub.b = (const char *)op->b + p0 * op->b_rs * (op->bkind == 0 ? 4 : 2);
+        sub.b = (const char *)op->b + p0 * op->b_rs * (int64_t)axon_dtype_size(op->bdt);
         if (p0 > 0) sub.beta = 1;
         sk_dot(&sub);
     }
@@ -337,11 +331,12 @@ static void sk_run(const sk_op_t *op) {
  * 0.3.21): every dot form (B stored (n, k)) with few rows; the axpy form only where OpenBLAS has no edge. */
 int axon_gemm_skinny_f32(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
                          const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
-    sk_op_t op = {m, n, k, alpha, beta, a, ta ? 1 : lda, ta ? lda : 1, b, tb ? 1 : ldb, tb ? ldb : 1, c, ldc, 1, 0};
+    sk_op_t op = {m, n, k, alpha, beta, a, ta ? 1 : lda, ta ? lda : 1, b, tb ? 1 : ldb, tb ? ldb : 1,
+                  c, ldc, 1, AXON_FLOAT32};
     if (m > AXON_GEMM_SKINNY) {
         if (n > AXON_GEMM_SKINNY) return 1;
         /* out^T (n x m) = op(B)^T op(A)^T */
-        sk_op_t t = {n, m, k, alpha, beta, b, op.b_cs, op.b_rs, a, op.a_cs, op.a_rs, c, 1, ldc, 0};
+        sk_op_t t = {n, m, k, alpha, beta, b, op.b_cs, op.b_rs, a, op.a_cs, op.a_rs, c, 1, ldc, AXON_FLOAT32};
         op = t;
     }
     sk_run(&op);
@@ -352,7 +347,7 @@ int axon_gemm_skinny_16(axon_dtype_t bdt, int ta, int64_t m, int64_t n, int64_t 
                         int64_t lda, const void *b, int64_t ldb, float beta, float *c, int64_t ldc) {
 #ifdef SK_AVX512
     if (m > AXON_GEMM_SKINNY || k < 1 || !sk_have_avx512()) return 1;
-    sk_op_t op = {m, n, k, alpha, beta, a, ta ? 1 : lda, ta ? lda : 1, b, 1, ldb, c, ldc, 1, axon_widen_kind(bdt)};
+    sk_op_t op = {m, n, k, alpha, beta, a, ta ? 1 : lda, ta ? lda : 1, b, 1, ldb, c, ldc, 1, bdt};
     sk_run(&op);
     return 0;
 #else

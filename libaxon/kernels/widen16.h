@@ -17,6 +17,16 @@ static inline int axon_widen_kind(axon_dtype_t dt) {
 
 static inline int axon_widen_size(int kind) { return kind == AXON_W_F32 ? 4 : 2; }
 
+/* Calls fn(kind, ...) with the kind of dtype dt as a constant, so that fn, inlined, is compiled once per kind. */
+#define AXON_WIDEN_BY_KIND(dt, fn, ...)                                                                            \
+    do {                                                                                                           \
+        switch (axon_widen_kind(dt)) {                                                                             \
+        case AXON_W_BF16: fn(AXON_W_BF16, __VA_ARGS__); break;                                                     \
+        case AXON_W_F16: fn(AXON_W_F16, __VA_ARGS__); break;                                                       \
+        default: fn(AXON_W_F32, __VA_ARGS__); break;                                                               \
+        }                                                                                                          \
+    } while (0)
+
 /* The elements p[0 .. 16) of the kind selected by m, as float32 (the others zero, and not read). */
 __attribute__((target("avx512f,avx512bw,avx512vl"))) static inline __attribute__((always_inline)) __m512
 axon_widen_load(const int kind, const void *p, __mmask16 m) {
