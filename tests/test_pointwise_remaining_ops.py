@@ -116,7 +116,7 @@ def test_round_with_decimals_refuses_integers():
         torch.round(torch.tensor([1, 2], device="axon"), decimals=1)
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
 def test_nextafter_steps_one_ulp(dtype):
     a = torch.cat([uniform(-5, 5, dtype).flatten(), specials(dtype)])
     b = torch.cat([uniform(-5, 5, dtype, seed=1).flatten(), torch.tensor([0.0, 0.0, 0.0, 1.0, 1.0, -1.0, 1.0, 3.0,

@@ -345,6 +345,23 @@ static inline int64_t pw_lcm(int64_t a, int64_t b, int wide) {
 PW_INTS(PW_B2, gcd, ((W)pw_gcd(x, y)))
 PW_INTS(PW_B2, lcm, ((W)pw_lcm(x, y, sizeof(W) == 8)))
 PW_DOUBLES(PW_B2, nextafter, (nextafter(x, y)))
+/* nextafter of the half types steps their 16-bit patterns, as c10's does (after musl's nextafter): NaN in, NaN out;
+ * equal patterns give x; from a zero, the smallest subnormal with y's sign; else one step toward y. x and y arrive
+ * as float values of the dtype (a number operand rounded to it first) and the result is one, so its store is exact. */
+static inline float pw_nextafter_half(float x, float y, int bf16) {
+    if (x != x || y != y) return x + y;
+    const uint16_t fx = bf16 ? axon_f32_to_bf16(x) : axon_f32_to_f16(x);
+    const uint16_t fy = bf16 ? axon_f32_to_bf16(y) : axon_f32_to_f16(y);
+    if (fx == fy) return bf16 ? axon_bf16_to_f32(fx) : axon_f16_to_f32(fx);
+    const uint16_t sign = 0x8000u, ax = fx & (uint16_t)~sign, ay = fy & (uint16_t)~sign;
+    uint16_t r;
+    if (ax == 0) r = ay == 0 ? fy : (uint16_t)((fy & sign) | 1u);
+    else if (ax > ay || ((fx ^ fy) & sign)) r = (uint16_t)(fx - 1u);
+    else r = (uint16_t)(fx + 1u);
+    return bf16 ? axon_bf16_to_f32(r) : axon_f16_to_f32(r);
+}
+PW_B2(nextafter, (pw_nextafter_half(x, y, 0)), AXON_FLOAT16, f16, uint16_t, float, uint32_t)
+PW_B2(nextafter, (pw_nextafter_half(x, y, 1)), AXON_BFLOAT16, bf16, uint16_t, float, uint32_t)
 
 /* ---- the table ---- */
 
@@ -425,7 +442,8 @@ const pw_loop_fn axon_pw_binary_loops[AXON_BINARY_COUNT][AXON_DTYPE_COUNT] = {
     [AXON_BINARY_LOGADDEXP] = {PW_F(logaddexp)},
     [AXON_BINARY_LOGADDEXP2] = {PW_F(logaddexp2)},
     [AXON_BINARY_HEAVISIDE] = {PW_ALL(heaviside)},
-    [AXON_BINARY_NEXTAFTER] = {PW_FD(nextafter)},
+    [AXON_BINARY_NEXTAFTER] = {PW_FD(nextafter) PW_ENTRY(nextafter, AXON_FLOAT16, f16, uint16_t, float, uint32_t)
+                                   PW_ENTRY(nextafter, AXON_BFLOAT16, bf16, uint16_t, float, uint32_t)},
     [AXON_BINARY_GCD] = {PW_I(gcd)},
     [AXON_BINARY_LCM] = {PW_I(lcm)},
 };

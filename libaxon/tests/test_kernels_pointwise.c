@@ -132,7 +132,7 @@ static const op_case_t binary_cases[] = {
     {AXON_BINARY_LAGUERRE_L, FD, ELSEWHERE, 0}, {AXON_BINARY_LEGENDRE_P, FD, ELSEWHERE, 0},
     {AXON_BINARY_XLOG1PY, F, ELSEWHERE, 0},     {AXON_BINARY_LOGADDEXP, F, ELSEWHERE, 0},
     {AXON_BINARY_LOGADDEXP2, F, ELSEWHERE, 0},  {AXON_BINARY_HEAVISIDE, F | I | B, ELSEWHERE, 0},
-    {AXON_BINARY_NEXTAFTER, FD, ELSEWHERE, 0},  {AXON_BINARY_GCD, I, EXACT, 0},
+    {AXON_BINARY_NEXTAFTER, F, ELSEWHERE, 0},    {AXON_BINARY_GCD, I, EXACT, 0},
     {AXON_BINARY_LCM, I, EXACT, 0},
 };
 _Static_assert(sizeof binary_cases / sizeof binary_cases[0] == AXON_BINARY_COUNT, "a case for every binary op");

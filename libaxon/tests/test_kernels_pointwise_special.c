@@ -355,6 +355,40 @@ static void test_incomplete_gamma_matches_closed_forms(void) {
     axon_runtime_destroy(k.rt);
 }
 
+/* nextafter of float16 and bfloat16 steps their bit patterns (c10's rule): away from and toward zero, across zero to
+ * the smallest subnormal with the target's sign, signed zeros, the largest finite toward inf, equal arguments, NaN,
+ * and toward a larger value of the other sign. */
+static void test_nextafter_of_the_half_types_steps_their_bits(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    static const uint16_t a[2][9] = {{0x3C00, 0x3C00, 0x0000, 0x8000, 0x7BFF, 0x4200, 0x7E00, 0xBC00, 0x3C00},
+                                     {0x3F80, 0x3F80, 0x0000, 0x8000, 0x7F7F, 0x4040, 0x7FC0, 0xBF80, 0x3F80}};
+    static const uint16_t b[2][9] = {{0x4000, 0x0000, 0xBC00, 0x0000, 0x7C00, 0x4200, 0x3C00, 0xC000, 0xC000},
+                                     {0x4000, 0x0000, 0xBF80, 0x0000, 0x7F80, 0x4040, 0x3F80, 0xC000, 0xC000}};
+    static const uint16_t want[2][9] = {{0x3C01, 0x3BFF, 0x8001, 0x0000, 0x7C00, 0x4200, 0x7E00, 0xBC01, 0x3BFF},
+                                        {0x3F81, 0x3F7F, 0x8001, 0x0000, 0x7F80, 0x4040, 0x7FC0, 0xBF81, 0x3F7F}};
+    const int64_t len[1] = {9};
+    for (int bf = 0; bf < 2; bf++) {
+        const axon_dtype_t d = bf ? AXON_BFLOAT16 : AXON_FLOAT16;
+        uint16_t out[9];
+        axon_tensor_t ta = kc_tensor((void *)a[bf], d, 1, len, NULL), tb = kc_tensor((void *)b[bf], d, 1, len, NULL);
+        axon_tensor_t to = kc_tensor(out, d, 1, len, NULL);
+        CHECK_OK(axon_kernel_binary(k.s, AXON_BINARY_NEXTAFTER, &to, &ta, &tb, NULL));
+        CHECK_OK(axon_stream_sync(k.s));
+        for (int i = 0; i < 9; i++) {
+            const int nan_want = i == 6; /* any NaN */
+            const int nan_got = bf ? (out[i] & 0x7F80) == 0x7F80 && (out[i] & 0x7F) : (out[i] & 0x7C00) == 0x7C00 &&
+                                                                                        (out[i] & 0x3FF);
+            if (nan_want ? !nan_got : out[i] != want[bf][i]) {
+                fprintf(stderr, "  %s nextafter(0x%04x, 0x%04x) = 0x%04x, want 0x%04x\n", axon_dtype_name(d),
+                        a[bf][i], b[bf][i], out[i], want[bf][i]);
+                check_failures_in_test++;
+            }
+        }
+    }
+    axon_runtime_destroy(k.rt);
+}
+
 /* nextafter, round with decimals, nan_to_num with its three replacements: exact results. */
 static void test_nextafter_round_decimals_and_nan_to_num_are_exact(void) {
     kc_dev_t k = kc_open(2);
@@ -393,6 +427,7 @@ static void test_nextafter_round_decimals_and_nan_to_num_are_exact(void) {
 int main(void) {
     RUN(test_special_functions_at_known_values);
     RUN(test_nextafter_round_decimals_and_nan_to_num_are_exact);
+    RUN(test_nextafter_of_the_half_types_steps_their_bits);
     RUN(test_lgamma_matches_long_double_over_a_range);
     RUN(test_incomplete_gamma_matches_closed_forms);
     return check_report();

@@ -1142,7 +1142,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   AXON_BINARY(logaddexp, out, AXON_BINARY_LOGADDEXP, false)
   AXON_BINARY(logaddexp2, out, AXON_BINARY_LOGADDEXP2, false)
   m.impl("heaviside.out", TORCH_FN(heaviside_out));
-  AXON_BINARY(nextafter, out, AXON_BINARY_NEXTAFTER, false)  // float32 and float64; the half types go to the host
+  AXON_BINARY(nextafter, out, AXON_BINARY_NEXTAFTER, false)  // the half types step their bit patterns (c10's rule)
   AXON_BINARY(gcd, out, AXON_BINARY_GCD, false)
   AXON_BINARY(lcm, out, AXON_BINARY_LCM, false)
   AXON_BINARY(fmod, Tensor_out, AXON_BINARY_FMOD, false)
