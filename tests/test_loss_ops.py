@@ -307,3 +307,59 @@ def test_ctc_loss_refusals_are_cpus():
         F.ctc_loss(lp.to("axon"), t.to("axon"), [13, 1, 1, 1], tl)
     with pytest.raises(RuntimeError, match="Half"):
         F.ctc_loss(lp.half().to("axon"), t.to("axon"), il, tl)
+
+
+# ---- margin losses: multi_margin_loss and multilabel_margin_loss (libaxon/kernels/loss_margin.c) ----
+
+MARGIN_DTYPES = [torch.float32, torch.float64]  # PyTorch CPU has no other
+
+
+def label_lists(n, c, seed=3):
+    """Rows of labels ended by -1 (entries after it are junk within range), one row full, one with a repeat."""
+    g = torch.Generator().manual_seed(seed)
+    t = torch.randint(0, c, (n, c), generator=g)
+    for row in range(n):
+        if row % 3 != 1:
+            t[row, 1 + row % (c - 1)] = -1
+    t[0, 0] = t[0, 1] if c > 2 and t[0, 1] >= 0 else t[0, 0]
+    return t
+
+
+@pytest.mark.parametrize("dtype", MARGIN_DTYPES, ids=str)
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize("p", [1, 2])
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+@pytest.mark.parametrize("shape", [(6, 5), (5,)], ids=["rows", "one-row"])
+def test_multi_margin_loss_matches_cpu(dtype, reduction, p, weighted, shape):
+    c = shape[-1]
+    x = sample(shape, dtype, seed=4)
+    t = targets(shape[:-1], c, seed=5)
+    w = sample((c,), dtype, seed=6).abs() if weighted else None
+    check(lambda v, t, w: F.multi_margin_loss(v, t, p=p, margin=0.7, weight=w, reduction=reduction), x, dtype, t, w)
+
+
+@pytest.mark.parametrize("dtype", MARGIN_DTYPES, ids=str)
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize("shape", [(7, 6), (6,)], ids=["rows", "one-row"])
+def test_multilabel_margin_loss_matches_cpu(dtype, reduction, shape):
+    c = shape[-1]
+    x = sample(shape, dtype, seed=8)
+    t = label_lists(1 if len(shape) == 1 else shape[0], c).view(*shape[:-1], c)
+    check(lambda v, t: F.multilabel_margin_loss(v, t, reduction=reduction), x, dtype, t)
+
+
+def test_margin_loss_targets_out_of_range_raise():
+    x = torch.randn(4, 5, device="axon")
+    with pytest.raises(RuntimeError, match=r"multi_margin_loss\(\): target 5 of row 2 is out of range for 5 classes"):
+        F.multi_margin_loss(x, torch.tensor([0, 1, 5, 2], device="axon")).item()
+    bad = label_lists(4, 5).to("axon")
+    bad[3, 4] = -3
+    with pytest.raises(RuntimeError, match=r"multilabel_margin_loss\(\): target -3 of row 3"):
+        F.multilabel_margin_loss(x, bad).item()
+    with pytest.raises(RuntimeError, match="only p == 1 and p == 2 supported"):
+        torch.ops.aten.multi_margin_loss(x, torch.tensor([0, 1, 4, 2], device="axon"), 3)
+    with pytest.raises(RuntimeError, match="inconsistent target size"):
+        torch.ops.aten.multi_margin_loss(x, torch.tensor([0, 1], device="axon"))
+    # the device recovers: the next loss is right
+    t = torch.tensor([0, 1, 4, 2])
+    torch.testing.assert_close(F.multi_margin_loss(x, t.to("axon")).cpu(), F.multi_margin_loss(x.cpu(), t))

@@ -1,5 +1,5 @@
 /* Loss kernels: the negative log-likelihood loss (nll_loss, the second half of cross_entropy), the element-wise
- * losses (mse, smooth L1, Huber, binary cross-entropy) and the CTC loss, each with its backward.
+ * losses (mse, smooth L1, Huber, binary cross-entropy), the CTC loss and the margin losses, each with its backward.
  *
  * Like every kernel (kernels.h), a launch checks its descriptors on the calling thread, enqueues one command on
  * stream s and returns at once; descriptors are copied at launch; nothing is enqueued on error or when there is
@@ -129,6 +129,45 @@ AXON_API axon_status_t axon_kernel_ctc_loss_backward(axon_stream_t s, const axon
                                                     const axon_tensor_t *target_lengths,
                                                     const axon_tensor_t *neg_log_likelihood,
                                                     const axon_tensor_t *log_alpha, int64_t blank, int zero_infinity);
+
+/* Margin losses for classification, PyTorch's multi_margin_loss and multilabel_margin_loss. in is [N, C] (callers view
+ * a [C] input as [1, C]), float32 or float64; out, grad_in, grad_out, weight and is_target have in's dtype; targets
+ * are int64; all contiguous. out is [N] for AXON_LOSS_NONE, else one element: the sum over rows, or that / N (MEAN).
+ * Sums run in float64 in a fixed order, rounded once. A target out of range fails the command before anything is
+ * written, with a message naming the op, the row and the value (reported at the stream's next synchronization).
+ *
+ * multi_margin: y = target[n] in [0, C); loss[n] = sum over c != y of weight[y] max(0, margin - in[n, y] +
+ * in[n, c])^p / C, with p 1 or 2 and weight [C] optional (NULL: all ones). */
+AXON_API axon_status_t axon_kernel_multi_margin_loss(axon_stream_t s, const axon_tensor_t *out,
+                                                     const axon_tensor_t *in, const axon_tensor_t *target,
+                                                     const axon_tensor_t *weight, int p, double margin,
+                                                     axon_loss_reduction_t reduction);
+
+/* Its backward: grad_in [N, C] = dloss/din times grad_out[n] (NONE, grad_out [N]) or grad_out's one element (SUM),
+ * divided by N as well for MEAN; the target's column gets minus the sum of its row's other terms. */
+AXON_API axon_status_t axon_kernel_multi_margin_loss_backward(axon_stream_t s, const axon_tensor_t *grad_in,
+                                                              const axon_tensor_t *grad_out,
+                                                              const axon_tensor_t *in, const axon_tensor_t *target,
+                                                              const axon_tensor_t *weight, int p, double margin,
+                                                              axon_loss_reduction_t reduction);
+
+/* multilabel_margin: target [N, C] holds row n's labels up to its first negative entry (every entry must lie in
+ * [-1, C), as PyTorch checks, those after the end too). is_target [N, C] is written: 1 at each label of the row, else
+ * 0. loss[n] = sum over the labels j (repeats counted again) and the columns c that are not labels of
+ * max(0, 1 - in[n, j] + in[n, c]), divided by C. */
+AXON_API axon_status_t axon_kernel_multilabel_margin_loss(axon_stream_t s, const axon_tensor_t *out,
+                                                          const axon_tensor_t *is_target, const axon_tensor_t *in,
+                                                          const axon_tensor_t *target,
+                                                          axon_loss_reduction_t reduction);
+
+/* Its backward, from the forward's is_target (nonzero marks a label): for every term with a positive margin, grad_in
+ * gets -g at column j and +g at column c, g = grad_out / C (and / N for MEAN), grad_out as for multi_margin. */
+AXON_API axon_status_t axon_kernel_multilabel_margin_loss_backward(axon_stream_t s, const axon_tensor_t *grad_in,
+                                                                   const axon_tensor_t *grad_out,
+                                                                   const axon_tensor_t *in,
+                                                                   const axon_tensor_t *target,
+                                                                   const axon_tensor_t *is_target,
+                                                                   axon_loss_reduction_t reduction);
 
 AXON_EXTERN_C_END
 
