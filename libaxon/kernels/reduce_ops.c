@@ -278,10 +278,25 @@ RD_XOR_BITS(rd_xor_bits_f64, double, uint64_t)
         for (int64_t r = 0; r < nrows; r++) rd_vfold_in_##S(op, acc, rows + r * pitch, n);                          \
     }                                                                                                               \
                                                                                                                     \
-    static void rd_vmerge_##S(const rd_op_t *op, void *av, const void *bv, int64_t n) {                             \
-        W *restrict a = av;                                                                                         \
-        const W *restrict b = bv;                                                                                   \
-        for (int64_t j = 0; j < n; j++) a[j] = rd_comb_##S(op->kind, a[j], b[j]);                                   \
+    /* rd_comb_##S per element, with the kind switched once outside the loops so that they vectorize */          \
+    AXON_CLONES static void rd_vmerge_##S(const rd_op_t *op, void *av, const void *bv, int64_t n) {                 \
+        W *restrict acc = av;                                                                                       \
+        const W *restrict x = bv;                                                                                   \
+        const double p = op->p;                                                                                     \
+        (void)p;                                                                                                    \
+        switch (op->kind) {                                                                                         \
+        RD_VLOOP(W, RD_PROD, RD_MUL_##S(a, v), v)                                                                      \
+        RD_VLOOP(W, RD_MAX, RD_MAXC(a, v), v)                                                                          \
+        RD_VLOOP(W, RD_NZ_MAX, RD_MAXC(a, v), v)                                                                       \
+        RD_VLOOP(W, RD_ABS_MAX, RD_MAXC(a, v), v)                                                                      \
+        RD_VLOOP(W, RD_MIN, RD_MINC(a, v), v)                                                                          \
+        RD_VLOOP(W, RD_NZ_MIN, RD_MINC(a, v), v)                                                                       \
+        RD_VLOOP(W, RD_ABS_MIN, RD_MINC(a, v), v)                                                                      \
+        RD_VLOOP(W, RD_XOR, RD_XOR_##S(a, v), v)                                                                       \
+        default:                                                                                                    \
+            for (int64_t j = 0; j < n; j++) acc[j] = RD_ADD_##S(acc[j], x[j]);                                      \
+            break;                                                                                                  \
+        }                                                                                                           \
     }                                                                                                               \
                                                                                                                     \
     static void rd_vfinish_##S(const rd_op_t *op, void *accv, int64_t n, int64_t count) {                           \
