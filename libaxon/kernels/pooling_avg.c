@@ -63,11 +63,62 @@ static int64_t pa_window_mean_int(const pa_args_t *a, int64_t i0, const axon_poo
     return div == -1 ? (int64_t)(0 - sum) : (int64_t)sum / div;
 }
 
+/* A window's divisor as a product of one factor per dimension (pa_divisor's products, split), so that a row's output
+ * positions can have their factors computed once; 0 for divisor_override, whose divisor is the constant itself. */
+static int64_t pa_factor(const axon_pool_geom_t *w, axon_pool_span_t s) {
+    if (w->adaptive) return s.end - s.first;
+    if (w->divisor != 0) return 0;
+    return w->count_include_pad ? s.padded : axon_pool_span_count(s);
+}
+
+#define PA_ROW_SPANS 256 /* output columns whose spans and factors pa_forward_rows_f32 computes once per call */
+
+/* pa_forward_range for float32 in and out: the same sums in the same order (so the same bits), with each column's
+ * span and divisor factor computed once per call instead of once per output (whose integer divisions cost more
+ * than a small window's sum: a 2 x 2 average pool ran at torch CPU's time for a few floats per output). */
+AXON_CLONES static void pa_forward_rows_f32(const pa_args_t *a, int64_t begin, int64_t end) {
+    const axon_spatial_t *g = &a->g;
+    const int64_t per_plane = g->out[0] * g->out[1], ih = g->in[1], iw = g->in[2], ow_n = g->out[2];
+    axon_pool_span_t wsp[PA_ROW_SPANS];
+    int64_t wf[PA_ROW_SPANS];
+    for (int64_t j = 0; j < ow_n; j++) wsp[j] = axon_pool_span(&a->w, g, 2, j), wf[j] = pa_factor(&a->w, wsp[j]);
+    float *out = (float *)a->dst;
+    for (int64_t r = begin; r < end; r++) {
+        const int64_t plane = r / per_plane, od = r % per_plane / g->out[1], oh = r % g->out[1];
+        axon_pool_span_t sp[3] = {axon_pool_span(&a->w, g, 0, od), axon_pool_span(&a->w, g, 1, oh), {0, 0, 1, 0}};
+        const int64_t rf = pa_factor(&a->w, sp[0]) * pa_factor(&a->w, sp[1]);
+        const int64_t rn = axon_pool_span_count(sp[0]) * axon_pool_span_count(sp[1]);
+        const float *x = (const float *)a->src + plane * g->in_size;
+        for (int64_t ow = 0; ow < ow_n; ow++) {
+            sp[2] = wsp[ow];
+            double sum = 0.0;
+            if (sp[2].end - sp[2].first >= 2 * AXON_PARTS) {
+                sum = pa_window_sum_f32(x, sp, ih, iw);
+            } else {
+                for (int64_t d = sp[0].first; d < sp[0].end; d++)
+                    for (int64_t h = sp[1].first; h < sp[1].end; h++) {
+                        const float *row = x + (d * ih + h) * iw;
+                        double rs = 0.0;
+                        for (int64_t w = sp[2].first; w < sp[2].end; w++) rs += (double)row[w];
+                        sum += rs;
+                    }
+            }
+            const double div = a->w.divisor != 0 && !a->w.adaptive ? (double)a->w.divisor : (double)(rf * wf[ow]);
+            const int64_t n = rn * axon_pool_span_count(sp[2]);
+            out[r * ow_n + ow] = (float)(n > 0 && div != 0 ? sum / div : 0.0);
+        }
+    }
+}
+
 static void pa_forward_range(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
     const pa_args_t *a = ctx;
     const axon_spatial_t *g = &a->g;
     const int64_t per_plane = g->out[0] * g->out[1], ih = g->in[1], iw = g->in[2];
+    if (a->dt_src == AXON_FLOAT32 && a->dt_dst == AXON_FLOAT32 && g->out[2] <= PA_ROW_SPANS) {
+        pa_forward_rows_f32(a, begin, end);
+        return;
+    }
     for (int64_t r = begin; r < end; r++) {
         const int64_t plane = r / per_plane, od = r % per_plane / g->out[1], oh = r % g->out[1];
         axon_pool_span_t sp[3] = {axon_pool_span(&a->w, g, 0, od), axon_pool_span(&a->w, g, 1, oh), {0, 0, 1, 0}};
@@ -81,11 +132,18 @@ static void pa_forward_range(void *ctx, int64_t begin, int64_t end, int slot) {
             double sum = 0.0;
             if (a->dt_src == AXON_FLOAT32 && sp[2].end - sp[2].first >= 2 * AXON_PARTS) {
                 sum = pa_window_sum_f32((const float *)a->src + i0, sp, ih, iw);
-            } else if (a->dt_src == AXON_FLOAT32) { /* short rows: one chain, without a call or a dtype switch */
+            } else if (a->dt_src == AXON_FLOAT32) {
+                /* short rows, without a call or a dtype switch: each row's own sum, then added to the window's as
+                 * pa_window_sum_f32 adds its rows, so rows are independent chains the core overlaps (one chain over
+                 * the window made an adaptive pool of 64 x 64 planes to 7 x 7 twice torch CPU's time) */
                 const float *x = (const float *)a->src + i0;
                 for (int64_t d = sp[0].first; d < sp[0].end; d++)
-                    for (int64_t h = sp[1].first; h < sp[1].end; h++)
-                        for (int64_t w = sp[2].first; w < sp[2].end; w++) sum += (double)x[(d * ih + h) * iw + w];
+                    for (int64_t h = sp[1].first; h < sp[1].end; h++) {
+                        const float *row = x + (d * ih + h) * iw;
+                        double rs = 0.0;
+                        for (int64_t w = sp[2].first; w < sp[2].end; w++) rs += (double)row[w];
+                        sum += rs;
+                    }
             } else {
                 for (int64_t d = sp[0].first; d < sp[0].end; d++)
                     for (int64_t h = sp[1].first; h < sp[1].end; h++) {
