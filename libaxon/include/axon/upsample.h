@@ -19,7 +19,9 @@
  *                  convolution weights with A = -0.75.
  * A multi-dimensional mode is the product of the 1-d weights (bilinear, trilinear, bicubic).
  *
- * Dtypes: float32, float64, float16, bfloat16 (one call may mix them); sums in float64, rounded once on store.
+ * Dtypes: float32, float64, float16, bfloat16 (one call may mix them); sums in float64, rounded once on store,
+ * except a float32 bilinear forward (in and out float32, 2 spatial dims), which blends each row's two columns and
+ * then the two rows in float32, as PyTorch's CPU kernel does.
  * Nearest and nearest-exact forward also take an integer in and out of one dtype (int8, int16, int32, int64, uint8),
  * whose elements they copy.
  * Work split: the forward splits output rows over the device's pool; the backward zeroes grad_in and scatters
