@@ -218,8 +218,27 @@ GS_INLINE static void GS_NAME(gs_block_taps_)(const gs_args_t *a, int64_t n, int
  * the value is NaN as on PyTorch CPU. Nearest copies its one element instead (-0 and NaN payloads kept). */
 #define GS_SAMPLE_BLOCK(LOAD)                                                                                  \
     do {                                                                                                       \
+        /* Nearest and bilinear load every tap, an outside one from element 0 (a->isz > 0 here), and select 0 \
+         * for it after the load: the same values, but a loop of gathers GCC vectorizes (a conditional load it  \
+         * does not), with bilinear's trip count fixed at 4. */                                                 \
         if (a->interp == AXON_GRID_NEAREST) {                                                                  \
-            for (int64_t j = 0; j < m; j++) acc[j] = bl->off[0][j] >= 0 ? LOAD(bl->off[0][j]) : (GS_T)0;      \
+            for (int64_t j = 0; j < m; j++) {                                                                  \
+                const int64_t o = bl->off[0][j];                                                               \
+                const GS_T v = LOAD(o >= 0 ? o : 0);                                                           \
+                acc[j] = o >= 0 ? v : (GS_T)0;                                                                 \
+            }                                                                                                  \
+            break;                                                                                             \
+        }                                                                                                      \
+        if (bl->n == 4) {                                                                                      \
+            for (int64_t j = 0; j < m; j++) {                                                                  \
+                GS_T sum = 0;                                                                                  \
+                for (int k = 0; k < 4; k++) {                                                                  \
+                    const int64_t o = bl->off[k][j];                                                           \
+                    const GS_T v = LOAD(o >= 0 ? o : 0);                                                       \
+                    sum += bl->w[k][j] * (o >= 0 ? v : (GS_T)0);                                               \
+                }                                                                                              \
+                acc[j] = sum;                                                                                  \
+            }                                                                                                  \
             break;                                                                                             \
         }                                                                                                      \
         for (int64_t j = 0; j < m; j++) {                                                                      \
