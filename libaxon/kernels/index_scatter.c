@@ -230,6 +230,12 @@ static void scatter_run(void *ctx, char *const *ptr, const int64_t *stride, int6
             const char *sp = ptr[2] + k * ks + r * ss;
             if (fn == ix_sum_f32) /* ix_sum_f32's arithmetic, without a call per element */
                 *(float *)d = *(float *)d + *(const float *)sp * alpha.f;
+            else if (fn == ix_sum_i64) /* the same for int64 (and the counts of a mean), wrapping */
+                *(int64_t *)d = IX_ADD_int64_t(*(int64_t *)d, IX_MUL_int64_t(*(const int64_t *)sp, alpha.i));
+            else if (fn == ix_amax_f32)
+                *(float *)d = IX_MAX(*(float *)d, *(const float *)sp);
+            else if (fn == ix_amin_f32)
+                *(float *)d = IX_MIN(*(float *)d, *(const float *)sp);
             else if (fn)
                 fn(d, sp, &alpha);
             else
@@ -412,6 +418,7 @@ static void scatter_identity(axon_scatter_reduce_t reduce, axon_dtype_t d, unsig
 struct scatter_mean {
     axon_dtype_t dtype;
     int64_t self;
+    const axon_iter_t *it;       /* over out and the counts */
 };
 
 #define SCATTER_MEAN_BATCH 256
@@ -443,6 +450,13 @@ static void scatter_mean_run(void *ctx, char *const *ptr, const int64_t *stride,
     }
 }
 
+/* Elements [begin, end) of out divided by their counts: the pool splits the division, which is one pass over out. */
+static void scatter_mean_range(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    const struct scatter_mean *m = ctx;
+    axon_iter_runs(m->it, begin, end, scatter_mean_run, (void *)m);
+}
+
 /* MEAN: the sums are in out; count the updates of each element into a dense int64 copy of out's shape, divide. */
 static axon_status_t scatter_mean_divide(const struct scatter_args *a, axon_pool_t pool) {
     const int64_t numel = axon_tensor_numel(&a->out);
@@ -460,11 +474,13 @@ static axon_status_t scatter_mean_divide(const struct scatter_args *a, axon_pool
     memcpy(c.value.bytes, &one, sizeof one);
     c.alpha.i = 1;
     scatter_apply(&c, pool);
-    struct scatter_mean m = {a->out.dtype, a->exclude_self ? 0 : 1};
+    struct scatter_mean m = {a->out.dtype, a->exclude_self ? 0 : 1, NULL};
     axon_iter_t it;
     const axon_tensor_t *ts[2] = {&a->out, &c.out};
     axon_iter_init(&it, 2, ts, 1);
-    axon_iter_runs(&it, 0, it.numel, scatter_mean_run, &m);
+    m.it = &it;
+    int64_t grain = AXON_KERNEL_GRAIN / 4;
+    axon_parallel_for(pool, 0, it.numel, grain, scatter_mean_range, &m);
     free(counts);
     return AXON_OK;
 }
