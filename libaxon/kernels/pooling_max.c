@@ -148,21 +148,45 @@ typedef struct pm_job {
     _Atomic int64_t bad_pos;
 } pm_job_t;
 
+static void pm_note_bad(pm_job_t *j, int64_t pos) {
+    int64_t cur = atomic_load(&j->bad_pos);
+    while (pos < cur && !atomic_compare_exchange_weak(&j->bad_pos, &cur, pos)) {
+    }
+}
+
 static void pm_backward_range(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
     pm_job_t *j = ctx;
     const pm_args_t *a = j->a;
     const axon_spatial_t *g = &a->g;
     const int64_t *idx = (const int64_t *)a->bidx;
+    if (a->dt_in == AXON_FLOAT32 && a->dt_out == AXON_FLOAT32) {
+        /* the loop below with typed loads and stores: the same values (the sum rounded once from float64), without
+         * a dtype switch per element, which made max_unpool2d and max pooling's backward 1.8x torch CPU's time */
+        for (int64_t p = begin; p < end; p++) {
+            const int64_t gi0 = p * g->in_size, go0 = p * g->out_size;
+            float *out = (float *)a->out + gi0;
+            const float *in = (const float *)a->in + go0;
+            const int64_t *ip = idx + go0;
+            memset(out, 0, (size_t)g->in_size * sizeof *out);
+            for (int64_t o = 0; o < g->out_size; o++) {
+                const int64_t i = ip[o];
+                if (i < 0 || i >= g->in_size) {
+                    pm_note_bad(j, go0 + o);
+                    break;
+                }
+                out[i] = a->assign ? in[o] : (float)((double)out[i] + (double)in[o]);
+            }
+        }
+        return;
+    }
     for (int64_t p = begin; p < end; p++) {
         const int64_t gi0 = p * g->in_size, go0 = p * g->out_size;
         axon_spatial_zero(a->dt_out, a->out, gi0, g->in_size);
         for (int64_t o = 0; o < g->out_size; o++) {
             const int64_t i = idx[go0 + o];
             if (i < 0 || i >= g->in_size) {
-                int64_t cur = atomic_load(&j->bad_pos);
-                while (go0 + o < cur && !atomic_compare_exchange_weak(&j->bad_pos, &cur, go0 + o)) {
-                }
+                pm_note_bad(j, go0 + o);
                 break;
             }
             const double grad = axon_spatial_load(a->dt_in, a->in, go0 + o);
