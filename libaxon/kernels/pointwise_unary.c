@@ -214,7 +214,40 @@ static inline double pw_lgamma(double x) {
     int sign;
     return lgamma_r(x, &sign);
 }
-PW_FLOATS(PW_U, lgamma, ((W)pw_lgamma((double)x)))
+
+/* Lanczos' coefficients for g = 7, n = 9 (Gamma within about 1e-15 in float64 for arguments >= 0.5). */
+static const double PW_LANCZOS[9] = {0.99999999999980993, 676.5203681218851, -1259.1392167224028,
+                                     771.32342877765313, -176.61502916214059, 12.507343278686905,
+                                     -0.13857109526572012, 9.9843695780195716e-6, 1.5056327351493116e-7};
+
+/* lgamma of a float32 (or half) argument in float64 arithmetic without branches, so that its loop vectorizes with
+ * libmvec's log and sin: glibc's scalar lgamma_r took 30-40 ns an element, 6x torch CPU's time (which runs Sleef's
+ * vector lgammaf). y >= 0.5 by Lanczos' formula, whose sum c0 + sum ck / (z + k) is taken as one fraction (prefix
+ * and suffix products of the positive factors z + k, one division); below 0.5 by reflection, lgamma(x) =
+ * log(pi / |sin(pi x)|) - lgamma(1 - x), with sin(pi x) reduced exactly to |x - rint(x)| <= 1/2 first. Poles and
+ * +-inf give inf, 1 and 2 exactly 0. Within one rounding (0.5 ulp of float32 after the float64 result's own) of
+ * glibc's float64 lgamma over every float32 where |lgamma| > 1e-3, within 6e-11 absolute nearer its zeros. */
+static inline __attribute__((always_inline)) double pw_lgamma_single(double x) {
+    const double y = x < 0.5 ? 1.0 - x : x, z = y - 1.0;
+    double pre[10], suf[10];
+    pre[1] = 1.0;
+    for (int k = 1; k < 9; k++) pre[k + 1] = pre[k] * (z + k);
+    suf[8] = 1.0;
+    for (int k = 8; k > 1; k--) suf[k - 1] = suf[k] * (z + k);
+    double p = PW_LANCZOS[0] * pre[9];
+    for (int k = 1; k < 9; k++) p += PW_LANCZOS[k] * (pre[k] * suf[k]);
+    const double a = z > 1e20 ? PW_LANCZOS[0] : p / pre[9]; /* past 1e20 the sum is c0 to float64 precision */
+    const double t = z + 7.5;
+    const double l = 0.91893853320467274 + (z + 0.5) * log(t) - t + log(a);
+    const double r = x - rint(x);
+    const double refl = log(3.14159265358979324 / fabs(sin(3.14159265358979324 * r))) - l;
+    const double v = x < 0.5 ? refl : l;
+    return x == 1.0 || x == 2.0 ? 0.0 : fabs(x) == INFINITY ? INFINITY : v;
+}
+PW_US(lgamma, ((W)pw_lgamma_single((double)x)), AXON_FLOAT32, f32, float, float, uint32_t)
+PW_US(lgamma, ((W)pw_lgamma_single((double)x)), AXON_FLOAT16, f16, uint16_t, float, uint32_t)
+PW_US(lgamma, ((W)pw_lgamma_single((double)x)), AXON_BFLOAT16, bf16, uint16_t, float, uint32_t)
+PW_U(lgamma, ((W)pw_lgamma(x)), AXON_FLOAT64, f64, double, double, uint64_t)
 PW_FLOATS(PW_U, digamma, ((W)axon_digamma((double)x)))
 PW_FLOATS(PW_U, polygamma, ((W)axon_polygamma(ctx->pi[0], (double)x))) /* pi[0] the order */
 
