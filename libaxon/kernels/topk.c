@@ -88,7 +88,8 @@ const srt_pair_t *axon_srt_pick(const srt_args_t *a, srt_pair_t *pa, srt_pair_t 
 
 #define SRT_CHUNK 256
 
-const srt_pair_t *axon_srt_topk_small(const srt_args_t *a, const char *row, srt_pair_t *out) {
+/* axon_srt_topk_small's loop, compiled per instruction set (the keys' transform then runs in vector registers). */
+AXON_CLONES static const srt_pair_t *srt_topk_small_rows(const srt_args_t *a, const char *row, srt_pair_t *out) {
     axon_convert_fn f = axon_convert_get(a->dtype, a->floating ? AXON_FLOAT64 : AXON_INT64);
     srt_pair_t best[SRT_SMALL_K];
     uint64_t keys[SRT_CHUNK];
@@ -108,6 +109,10 @@ const srt_pair_t *axon_srt_topk_small(const srt_args_t *a, const char *row, srt_
     }
     memcpy(out, best, (size_t)nb * sizeof *out);
     return out;
+}
+
+const srt_pair_t *axon_srt_topk_small(const srt_args_t *a, const char *row, srt_pair_t *out) {
+    return srt_topk_small_rows(a, row, out);
 }
 
 axon_status_t axon_kernel_topk(axon_stream_t s, const axon_tensor_t *values, const axon_tensor_t *indices,
