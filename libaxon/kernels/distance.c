@@ -3,7 +3,8 @@
  *
  * Differences are taken in the dtype (d = a - b rounded once, as PyTorch's kernels take them), so that p = inf's
  * backward finds the coordinates whose |d| equals the stored distance exactly. Everything after that runs in float64:
- * a distance folds its M terms into DI_LANES running sums (or maxima), combined in lane order; a gradient row adds
+ * a distance folds its M terms into DI_LANES running sums (or maxima), combined in lane order (the tail's terms
+ * into lanes 0, 1, ... after the last full group); a gradient row adds
  * its terms coordinate by coordinate, DI_CHUNK coordinates at a time on the stack. One thread computes each output
  * row, so results do not depend on the thread count. */
 #include <math.h>
@@ -16,6 +17,11 @@
 
 #define DI_LANES 8
 #define DI_CHUNK 256
+
+#ifdef AXON_HAVE_LIBMVEC
+/* libmvec's vector pow (kernels/pointwise_unary.c says why), so that general p's terms vectorize */
+double pow(double, double) __attribute__((simd("notinbranch")));
+#endif
 
 /* Which formula a p selects. DI_LT2 exists for the backward only: the forward of 0 < p < 2 is DI_GENERAL's. */
 typedef enum di_kind { DI_ZERO, DI_ONE, DI_TWO, DI_INF, DI_LT2, DI_GENERAL } di_kind_t;
@@ -48,43 +54,37 @@ static inline double di_max(double a, double b, int keep_nan) {
     return a < b ? b : a;
 }
 
-/* dist(a, b) over m coordinates; T is the dtype. */
+/* dist(a, b) over m coordinates; T is the dtype. Every kind folds DI_LANES lanes (element k into lane k % DI_LANES)
+ * so that its loop vectorizes; inlined into each CPU-feature clone of the row loops. */
+#define DI_FOLD(T, EXPR)                                                                                         \
+    for (; k + DI_LANES <= m; k += DI_LANES)                                                                     \
+        for (int l = 0; l < DI_LANES; l++) {                                                                     \
+            const double d = (double)(T)(a[k + l] - b[k + l]);                                                   \
+            acc[l] = EXPR;                                                                                       \
+        }                                                                                                        \
+    for (int l = 0; k < m; k++, l++) {                                                                           \
+        const double d = (double)(T)(a[k] - b[k]);                                                               \
+        acc[l] = EXPR;                                                                                           \
+    }
 #define DI_DIST_FN(S, T)                                                                                         \
-    static double di_dist_##S(const di_args_t *g, const T *a, const T *b, int64_t m) {                           \
+    static inline __attribute__((always_inline)) double di_dist_##S(const di_args_t *g, const T *a, const T *b,  \
+                                                                    int64_t m) {                                 \
         double acc[DI_LANES] = {0};                                                                              \
-        const int keep_nan = g->pairs;                                                                           \
+        const double p = g->p;                                                                                   \
         int64_t k = 0;                                                                                           \
         switch (g->kind) {                                                                                       \
-        case DI_ZERO:                                                                                            \
-            for (; k < m; k++) {                                                                                 \
-                const double d = (double)(T)(a[k] - b[k]);                                                       \
-                acc[k % DI_LANES] += d != d ? d : d != 0.0;                                                      \
-            }                                                                                                    \
-            break;                                                                                               \
-        case DI_ONE:                                                                                             \
-            for (; k + DI_LANES <= m; k += DI_LANES)                                                             \
-                for (int l = 0; l < DI_LANES; l++) acc[l] += fabs((double)(T)(a[k + l] - b[k + l]));             \
-            for (; k < m; k++) acc[k % DI_LANES] += fabs((double)(T)(a[k] - b[k]));                              \
-            break;                                                                                               \
-        case DI_TWO:                                                                                             \
-            for (; k + DI_LANES <= m; k += DI_LANES)                                                             \
-                for (int l = 0; l < DI_LANES; l++) {                                                             \
-                    const double d = (double)(T)(a[k + l] - b[k + l]);                                           \
-                    acc[l] += d * d;                                                                             \
-                }                                                                                                \
-            for (; k < m; k++) {                                                                                 \
-                const double d = (double)(T)(a[k] - b[k]);                                                       \
-                acc[k % DI_LANES] += d * d;                                                                      \
-            }                                                                                                    \
-            break;                                                                                               \
+        case DI_ZERO: DI_FOLD(T, acc[l] + (d != d ? d : (double)(d != 0.0))) break;                              \
+        case DI_ONE: DI_FOLD(T, acc[l] + fabs(d)) break;                                                         \
+        case DI_TWO: DI_FOLD(T, acc[l] + d * d) break;                                                           \
         case DI_INF:                                                                                             \
-            for (; k < m; k++)                                                                                   \
-                acc[k % DI_LANES] = di_max(acc[k % DI_LANES], fabs((double)(T)(a[k] - b[k])), keep_nan);         \
-            for (int l = 1; l < DI_LANES; l++) acc[0] = di_max(acc[0], acc[l], keep_nan);                        \
+            if (g->pairs) {                                                                                      \
+                DI_FOLD(T, di_max(acc[l], fabs(d), 1))                                                           \
+            } else {                                                                                             \
+                DI_FOLD(T, di_max(acc[l], fabs(d), 0))                                                           \
+            }                                                                                                    \
+            for (int l = 1; l < DI_LANES; l++) acc[0] = di_max(acc[0], acc[l], g->pairs);                        \
             return acc[0];                                                                                       \
-        default:                                                                                                 \
-            for (; k < m; k++) acc[k % DI_LANES] += pow(fabs((double)(T)(a[k] - b[k])), g->p);                   \
-            break;                                                                                               \
+        default: DI_FOLD(T, acc[l] + pow(fabs(d), p)) break;                                                     \
         }                                                                                                        \
         double s = 0.0;                                                                                          \
         for (int l = 0; l < DI_LANES; l++) s += acc[l];                                                          \
@@ -93,8 +93,9 @@ static inline double di_max(double a, double b, int keep_nan) {
 
 /* acc[k] += the gradient term of d = a[k] - b[k] for k < m, given the pair's g and D (not called for DI_ZERO). */
 #define DI_GRAD_FN(S, T)                                                                                         \
-    static void di_grad_##S(const di_args_t *a_, double *restrict acc, const T *a, const T *b, int64_t m,        \
-                            double g, double D) {                                                                \
+    static inline __attribute__((always_inline)) void di_grad_##S(const di_args_t *a_, double *restrict acc,     \
+                                                                  const T *a, const T *b, int64_t m, double g,   \
+                                                                  double D) {                                    \
         const double p = a_->p;                                                                                  \
         switch (a_->kind) {                                                                                      \
         case DI_ONE:                                                                                             \
@@ -148,7 +149,7 @@ static inline void di_st(const di_args_t *a, char *p, int64_t i, double v) {
 static inline int64_t di_pair_index(int64_t n, int64_t i, int64_t j) { return i * n - i * (i + 1) / 2 + j - i - 1; }
 
 /* Forward: output rows [begin, end) of B * P (pdist: P rows, row i holding its pairs with j > i). */
-static void di_forward_range(void *ctx, int64_t begin, int64_t end, int slot) {
+AXON_CLONES static void di_forward_range(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
     const di_args_t *a = ctx;
     const size_t es = a->f64 ? 8 : 4;
@@ -168,7 +169,7 @@ static void di_forward_range(void *ctx, int64_t begin, int64_t end, int slot) {
 }
 
 /* Backward: rows [begin, end) of grad_x1, DI_CHUNK coordinates at a time. */
-static void di_backward_range(void *ctx, int64_t begin, int64_t end, int slot) {
+AXON_CLONES static void di_backward_range(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
     const di_args_t *a = ctx;
     const size_t es = a->f64 ? 8 : 4;
