@@ -48,6 +48,21 @@ static int64_t cmp_scan(const struct cmp_job *j, int64_t begin, int64_t end, int
         if (n > end - pos) n = end - pos;
         if (n > CMP_BUF) n = CMP_BUF;
         j->to_bool((char *)flag, 1, p, j->it.strides[0][0], n);
+        if (fill && (a->kind == CMP_SELECT || a->kind == CMP_SCATTER)) {
+            /* the run's data elements are one stride apart: no position-to-address walk per element */
+            char *d = axon_iter_at(&j->it, 1, pos);
+            const int64_t ds = j->it.strides[1][0] * (int64_t)j->es, os = a->out.strides[0] * (int64_t)j->es;
+            char *o = (char *)a->out.data + (rank + count) * os;
+            for (int64_t i = 0; i < n; i++) {
+                if (!flag[i]) continue;
+                if (a->kind == CMP_SELECT) ix_move(o, d + i * ds, j->es);
+                else ix_move(d + i * ds, o, j->es);
+                o += os;
+                count++;
+            }
+            pos += n;
+            continue;
+        }
         for (int64_t i = 0; i < n; i++) {
             if (!flag[i]) continue;
             if (fill) {
