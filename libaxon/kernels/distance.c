@@ -209,20 +209,25 @@ static axon_status_t di_kernel(const void *args, const axon_exec_t *ex) {
 /* t is a contiguous float32/float64 tensor of dtype dt (AXON_DTYPE_COUNT: take t's) and the given sizes. */
 static axon_status_t di_check(const char *op, const char *role, const axon_tensor_t *t, int dst, axon_dtype_t dt,
                               int ndim, const int64_t *sizes) {
-    char sa[160];
     axon_status_t st = axon_kernel_check_operand(t, op, role, dst);
     if (st != AXON_OK) return st;
     if (t->dtype != AXON_FLOAT32 && t->dtype != AXON_FLOAT64)
         return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: %s dtype %s is not float32 or float64", op, role,
                          axon_dtype_name(t->dtype));
-    if (dt != AXON_DTYPE_COUNT && t->dtype != dt)
-        return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: %s dtype %s does not match %s", op, role,
-                         axon_dtype_name(t->dtype), axon_dtype_name(dt));
-    int ok = t->ndim == ndim && axon_tensor_is_contiguous(t);
-    for (int i = 0; ok && i < ndim; i++) ok = sizes[i] < 0 || t->sizes[i] == sizes[i];
-    if (!ok)
-        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: %s (shape %s) must be contiguous, of the shape documented in "
-                         "axon/distance.h", op, role, axon_shape_format(t, sa, sizeof sa));
+    return axon_kernel_check_shaped(t, op, role, dst, dt == AXON_DTYPE_COUNT ? t->dtype : dt, ndim, sizes,
+                                    "axon/distance.h");
+}
+
+/* cdist's x1 [B, P, M] and x2 [B, R, M], into a's sizes and dtype. */
+static axon_status_t di_check_pair(const char *op, const axon_tensor_t *x1, const axon_tensor_t *x2, di_args_t *a) {
+    const int64_t any3[3] = {-1, -1, -1};
+    axon_status_t st = di_check(op, "x1", x1, 0, AXON_DTYPE_COUNT, 3, any3);
+    if (st != AXON_OK) return st;
+    const int64_t x2s[3] = {x1->sizes[0], -1, x1->sizes[2]};
+    if ((st = di_check(op, "x2", x2, 0, x1->dtype, 3, x2s)) != AXON_OK) return st;
+    a->B = x1->sizes[0], a->P = x1->sizes[1], a->R = x2->sizes[1], a->M = x1->sizes[2];
+    a->f64 = x1->dtype == AXON_FLOAT64;
+    a->x1 = x1->data, a->x2 = x2->data;
     return AXON_OK;
 }
 
@@ -240,16 +245,11 @@ static axon_status_t di_launch(axon_stream_t s, const char *op, di_args_t *a, co
 axon_status_t axon_kernel_cdist(axon_stream_t s, const axon_tensor_t *out, const axon_tensor_t *x1,
                                 const axon_tensor_t *x2, double p) {
     const char *op = "cdist";
-    const int64_t any3[3] = {-1, -1, -1};
-    axon_status_t st = di_check(op, "x1", x1, 0, AXON_DTYPE_COUNT, 3, any3);
+    di_args_t a = {.p = p};
+    axon_status_t st = di_check_pair(op, x1, x2, &a);
     if (st != AXON_OK) return st;
-    const int64_t B = x1->sizes[0], P = x1->sizes[1], M = x1->sizes[2];
-    const int64_t x2s[3] = {B, -1, M};
-    if ((st = di_check(op, "x2", x2, 0, x1->dtype, 3, x2s)) != AXON_OK) return st;
-    const int64_t R = x2->sizes[1], os[3] = {B, P, R};
+    const int64_t os[3] = {a.B, a.P, a.R};
     if ((st = di_check(op, "out", out, 1, x1->dtype, 3, os)) != AXON_OK) return st;
-    di_args_t a = {.p = p, .f64 = x1->dtype == AXON_FLOAT64, .B = B, .P = P, .R = R, .M = M,
-                   .x1 = x1->data, .x2 = x2->data};
     return di_launch(s, op, &a, out);
 }
 
@@ -257,18 +257,14 @@ axon_status_t axon_kernel_cdist_backward(axon_stream_t s, const axon_tensor_t *g
                                          const axon_tensor_t *x1, const axon_tensor_t *x2, const axon_tensor_t *dist,
                                          double p) {
     const char *op = "cdist_backward";
-    const int64_t any3[3] = {-1, -1, -1};
-    axon_status_t st = di_check(op, "x1", x1, 0, AXON_DTYPE_COUNT, 3, any3);
+    di_args_t a = {.p = p, .backward = 1};
+    axon_status_t st = di_check_pair(op, x1, x2, &a);
     if (st != AXON_OK) return st;
-    const int64_t B = x1->sizes[0], P = x1->sizes[1], M = x1->sizes[2];
-    const int64_t x2s[3] = {B, -1, M};
-    if ((st = di_check(op, "x2", x2, 0, x1->dtype, 3, x2s)) != AXON_OK) return st;
-    const int64_t R = x2->sizes[1], gs[3] = {B, P, R};
+    const int64_t gs[3] = {a.B, a.P, a.R};
     if ((st = di_check(op, "grad", grad, 0, x1->dtype, 3, gs)) != AXON_OK) return st;
     if ((st = di_check(op, "dist", dist, 0, x1->dtype, 3, gs)) != AXON_OK) return st;
     if ((st = di_check(op, "grad_x1", grad_x1, 1, x1->dtype, 3, x1->sizes)) != AXON_OK) return st;
-    di_args_t a = {.p = p, .f64 = x1->dtype == AXON_FLOAT64, .backward = 1, .B = B, .P = P, .R = R, .M = M,
-                   .x1 = x1->data, .x2 = x2->data, .grad = grad->data, .dist = dist->data};
+    a.grad = grad->data, a.dist = dist->data;
     return di_launch(s, op, &a, grad_x1);
 }
 

@@ -67,6 +67,12 @@ axon_status_t axon_kernel_check_src(const axon_tensor_t *t, const char *what);
 /* axon_kernel_check_dst (is_dst) or _src of an op's operand, with messages prefixed "op: role". */
 axon_status_t axon_kernel_check_operand(const axon_tensor_t *t, const char *op, const char *role, int is_dst);
 
+/* axon_kernel_check_operand, then: dtype dt (else UNSUPPORTED, "op: role dtype X, expected Y"), contiguous, and
+ * ndim dimensions of the given sizes (-1: any), else INVALID_ARG pointing at `header`, the public header that
+ * documents the op's shapes. */
+axon_status_t axon_kernel_check_shaped(const axon_tensor_t *t, const char *op, const char *role, int is_dst,
+                                       axon_dtype_t dt, int ndim, const int64_t *sizes, const char *header);
+
 /* "[2, 3]" into buf (truncated to n bytes); returns buf. */
 const char *axon_shape_format(const axon_tensor_t *t, char *buf, size_t n);
 

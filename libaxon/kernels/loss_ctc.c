@@ -184,18 +184,7 @@ static axon_status_t ctc_kernel(const void *args, const axon_exec_t *ex) {
 
 static axon_status_t ctc_check(const char *op, const char *role, const axon_tensor_t *t, int dst, axon_dtype_t dtype,
                                int ndim, const int64_t *sizes) {
-    char sa[160];
-    axon_status_t st = axon_kernel_check_operand(t, op, role, dst);
-    if (st != AXON_OK) return st;
-    if (t->dtype != dtype)
-        return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: %s dtype %s, expected %s", op, role, axon_dtype_name(t->dtype),
-                         axon_dtype_name(dtype));
-    int ok = axon_tensor_is_contiguous(t) && t->ndim == ndim;
-    for (int i = 0; ok && i < ndim; i++) ok = sizes[i] < 0 || t->sizes[i] == sizes[i];
-    if (!ok)
-        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: %s (shape %s) must be contiguous, of the shape documented in "
-                         "axon/loss.h", op, role, axon_shape_format(t, sa, sizeof sa));
-    return AXON_OK;
+    return axon_kernel_check_shaped(t, op, role, dst, dtype, ndim, sizes, "axon/loss.h");
 }
 
 static axon_status_t ctc_prepare(ctc_args_t *a, const char *op, const axon_tensor_t *log_probs,

@@ -206,23 +206,10 @@ static axon_status_t ml_kernel(const void *args, const axon_exec_t *ex) {
 /* t: contiguous, of dtype dt, ndim dimensions of the given sizes (-1: any); n1 = 1 checks one element instead. */
 static axon_status_t ml_check(const char *op, const char *role, const axon_tensor_t *t, int dst, axon_dtype_t dt,
                               int ndim, const int64_t *sizes, int n1) {
-    char sa[160];
-    axon_status_t st = axon_kernel_check_operand(t, op, role, dst);
-    if (st != AXON_OK) return st;
-    if (t->dtype != dt)
-        return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: %s dtype %s, expected %s", op, role, axon_dtype_name(t->dtype),
-                         axon_dtype_name(dt));
-    int ok = axon_tensor_is_contiguous(t);
-    if (n1) {
-        ok = ok && axon_tensor_numel(t) == 1;
-    } else {
-        ok = ok && t->ndim == ndim;
-        for (int i = 0; ok && i < ndim; i++) ok = sizes[i] < 0 || t->sizes[i] == sizes[i];
-    }
-    if (!ok)
-        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: %s (shape %s) must be contiguous, of the shape documented in "
-                         "axon/loss.h", op, role, axon_shape_format(t, sa, sizeof sa));
-    return AXON_OK;
+    if (!n1) return axon_kernel_check_shaped(t, op, role, dst, dt, ndim, sizes, "axon/loss.h");
+    int64_t ones[AXON_MAX_DIMS]; /* one element: every dimension of size 1, however many */
+    for (int i = 0; i < AXON_MAX_DIMS; i++) ones[i] = 1;
+    return axon_kernel_check_shaped(t, op, role, dst, dt, t->ndim, ones, "axon/loss.h");
 }
 
 static axon_status_t ml_launch(axon_stream_t s, ml_args_t *a, const axon_tensor_t *out, const axon_tensor_t *gout,

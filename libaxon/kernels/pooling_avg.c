@@ -47,6 +47,24 @@ AXON_CLONES static double pa_window_sum_f32(const float *x, const axon_pool_span
     return sum;
 }
 
+/* A float32 window's float64 sum: long rows through pa_window_sum_f32's parts; short rows, without a call, each as
+ * its own chain of adds before it joins the window's sum as pa_window_sum_f32 adds its rows, so that rows are
+ * independent chains the core overlaps (one chain over the window made an adaptive pool of 64 x 64 planes to 7 x 7
+ * twice torch CPU's time). */
+static inline __attribute__((always_inline)) double pa_window_f32(const float *x, const axon_pool_span_t *sp,
+                                                                  int64_t ih, int64_t iw) {
+    if (sp[2].end - sp[2].first >= 2 * AXON_PARTS) return pa_window_sum_f32(x, sp, ih, iw);
+    double sum = 0.0;
+    for (int64_t d = sp[0].first; d < sp[0].end; d++)
+        for (int64_t h = sp[1].first; h < sp[1].end; h++) {
+            const float *row = x + (d * ih + h) * iw;
+            double rs = 0.0;
+            for (int64_t w = sp[2].first; w < sp[2].end; w++) rs += (double)row[w];
+            sum += rs;
+        }
+    return sum;
+}
+
 /* An integer window's average: the int64 sum (wrapping) over the int64 divisor, truncated; INT64_MIN / -1 wraps. */
 static int64_t pa_window_mean_int(const pa_args_t *a, int64_t i0, const axon_pool_span_t *sp, int64_t ih,
                                   int64_t iw) {
@@ -91,18 +109,7 @@ AXON_CLONES static void pa_forward_rows_f32(const pa_args_t *a, int64_t begin, i
         const float *x = (const float *)a->src + plane * g->in_size;
         for (int64_t ow = 0; ow < ow_n; ow++) {
             sp[2] = wsp[ow];
-            double sum = 0.0;
-            if (sp[2].end - sp[2].first >= 2 * AXON_PARTS) {
-                sum = pa_window_sum_f32(x, sp, ih, iw);
-            } else {
-                for (int64_t d = sp[0].first; d < sp[0].end; d++)
-                    for (int64_t h = sp[1].first; h < sp[1].end; h++) {
-                        const float *row = x + (d * ih + h) * iw;
-                        double rs = 0.0;
-                        for (int64_t w = sp[2].first; w < sp[2].end; w++) rs += (double)row[w];
-                        sum += rs;
-                    }
-            }
+            const double sum = pa_window_f32(x, sp, ih, iw);
             const double div = a->w.divisor != 0 && !a->w.adaptive ? (double)a->w.divisor : (double)(rf * wf[ow]);
             const int64_t n = rn * axon_pool_span_count(sp[2]);
             out[r * ow_n + ow] = (float)(n > 0 && div != 0 ? sum / div : 0.0);
@@ -130,20 +137,8 @@ static void pa_forward_range(void *ctx, int64_t begin, int64_t end, int slot) {
                 continue;
             }
             double sum = 0.0;
-            if (a->dt_src == AXON_FLOAT32 && sp[2].end - sp[2].first >= 2 * AXON_PARTS) {
-                sum = pa_window_sum_f32((const float *)a->src + i0, sp, ih, iw);
-            } else if (a->dt_src == AXON_FLOAT32) {
-                /* short rows, without a call or a dtype switch: each row's own sum, then added to the window's as
-                 * pa_window_sum_f32 adds its rows, so rows are independent chains the core overlaps (one chain over
-                 * the window made an adaptive pool of 64 x 64 planes to 7 x 7 twice torch CPU's time) */
-                const float *x = (const float *)a->src + i0;
-                for (int64_t d = sp[0].first; d < sp[0].end; d++)
-                    for (int64_t h = sp[1].first; h < sp[1].end; h++) {
-                        const float *row = x + (d * ih + h) * iw;
-                        double rs = 0.0;
-                        for (int64_t w = sp[2].first; w < sp[2].end; w++) rs += (double)row[w];
-                        sum += rs;
-                    }
+            if (a->dt_src == AXON_FLOAT32) {
+                sum = pa_window_f32((const float *)a->src + i0, sp, ih, iw);
             } else {
                 for (int64_t d = sp[0].first; d < sp[0].end; d++)
                     for (int64_t h = sp[1].first; h < sp[1].end; h++) {

@@ -123,3 +123,19 @@ axon_status_t axon_kernel_check_operand(const axon_tensor_t *t, const char *op, 
     snprintf(what, sizeof what, "%s: %s", op, role);
     return is_dst ? axon_kernel_check_dst(t, what) : axon_kernel_check_src(t, what);
 }
+
+axon_status_t axon_kernel_check_shaped(const axon_tensor_t *t, const char *op, const char *role, int is_dst,
+                                       axon_dtype_t dt, int ndim, const int64_t *sizes, const char *header) {
+    char sa[160];
+    axon_status_t st = axon_kernel_check_operand(t, op, role, is_dst);
+    if (st != AXON_OK) return st;
+    if (t->dtype != dt)
+        return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: %s dtype %s, expected %s", op, role, axon_dtype_name(t->dtype),
+                         axon_dtype_name(dt));
+    int ok = t->ndim == ndim && axon_tensor_is_contiguous(t);
+    for (int i = 0; ok && i < ndim; i++) ok = sizes[i] < 0 || t->sizes[i] == sizes[i];
+    if (!ok)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s: %s (shape %s) must be contiguous, of the shape documented in "
+                         "%s", op, role, axon_shape_format(t, sa, sizeof sa), header);
+    return AXON_OK;
+}

@@ -4,6 +4,7 @@
 #define AXON_KERNELS_CHECK_H
 
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "axon/kernels.h"
 #include "check.h"
@@ -58,6 +59,21 @@ static inline void *kc_upload(const kc_dev_t *k, const void *host, size_t n) {
 static inline int kc_download(const kc_dev_t *k, void *host, const void *dev, size_t n) {
     return axon_stream_sync(k->s) == AXON_OK &&
            axon_memcpy(host, dev, n, AXON_COPY_DEVICE_TO_HOST, k->s) == AXON_OK;
+}
+
+/* n doubles as a malloc'ed host buffer of float32 or float64 (d), zeros past n up to 8 bytes each; free() it. */
+static inline void *kc_doubles_as(const double *x, int n, axon_dtype_t d) {
+    void *p = calloc((size_t)(n > 0 ? n : 1), 8);
+    for (int i = 0; p && i < n; i++) {
+        if (d == AXON_FLOAT64) ((double *)p)[i] = x[i];
+        else ((float *)p)[i] = (float)x[i];
+    }
+    return p;
+}
+
+/* Element i of a float32 or float64 (d) host buffer, as a double. */
+static inline double kc_double_at(const void *p, int i, axon_dtype_t d) {
+    return d == AXON_FLOAT64 ? ((const double *)p)[i] : (double)((const float *)p)[i];
 }
 
 /* Index of the first differing byte, or -1. */

@@ -36,19 +36,6 @@ static void fill_random(double *x, int n, unsigned seed) {
     for (int i = 0; i < n; i++) x[i] = (double)rand() / RAND_MAX * 4 - 2;
 }
 
-/* Copies of host doubles in dtype d. */
-static void *as_dtype(const double *x, int n, axon_dtype_t d) {
-    void *p = malloc((size_t)n * 8);
-    for (int i = 0; i < n; i++) {
-        if (d == AXON_FLOAT64) ((double *)p)[i] = x[i];
-        else ((float *)p)[i] = (float)x[i];
-    }
-    return p;
-}
-static double get(const void *p, int i, axon_dtype_t d) {
-    return d == AXON_FLOAT64 ? ((const double *)p)[i] : (double)((const float *)p)[i];
-}
-
 static int close_rel(double got, double want, double tol) {
     if (isnan(want)) return isnan(got);
     return got == want || fabs(got - want) <= tol * fabs(want);
@@ -65,7 +52,7 @@ static void test_cdist_matches_the_reference_for_every_p(void) {
     const int64_t s1[3] = {B, P, M}, s2[3] = {B, R, M}, so[3] = {B, P, R};
     for (int di = 0; di < 2; di++) {
         const axon_dtype_t d = di ? AXON_FLOAT32 : AXON_FLOAT64;
-        void *h1 = as_dtype(x1, B * P * M, d), *h2 = as_dtype(x2, B * R * M, d), *ho = malloc(B * P * R * 8);
+        void *h1 = kc_doubles_as(x1, B * P * M, d), *h2 = kc_doubles_as(x2, B * R * M, d), *ho = malloc(B * P * R * 8);
         axon_tensor_t t1 = kc_tensor(h1, d, 3, s1, NULL), t2 = kc_tensor(h2, d, 3, s2, NULL);
         axon_tensor_t to = kc_tensor(ho, d, 3, so, NULL);
         for (int pi = 0; pi < NP; pi++) {
@@ -75,7 +62,7 @@ static void test_cdist_matches_the_reference_for_every_p(void) {
                 for (int i = 0; i < P; i++)
                     for (int j = 0; j < R; j++) {
                         const double want = ref_dist(x1 + (b * P + i) * M, x2 + (b * R + j) * M, M, ps[pi], di);
-                        const double got = get(ho, (b * P + i) * R + j, d);
+                        const double got = kc_double_at(ho, (b * P + i) * R + j, d);
                         if (!close_rel(got, want, di ? 4e-7 : 1e-13)) {
                             fprintf(stderr, "  %s p %g [%d, %d, %d]: %.17g, want %.17g\n", axon_dtype_name(d),
                                     ps[pi], b, i, j, got, want);

@@ -59,23 +59,12 @@ static void fill_random(double *x, int n, unsigned seed) {
     for (int i = 0; i < n; i++) x[i] = (double)rand() / RAND_MAX * 2 - 1;
 }
 
-static void *as_dtype(const double *x, int n, axon_dtype_t d) {
-    void *p = calloc((size_t)n, 8);
-    for (int i = 0; i < n; i++) {
-        if (d == AXON_FLOAT64) ((double *)p)[i] = x[i];
-        else ((float *)p)[i] = (float)x[i];
-    }
-    return p;
-}
-static double get(const void *p, int i, axon_dtype_t d) {
-    return d == AXON_FLOAT64 ? ((const double *)p)[i] : (double)((const float *)p)[i];
-}
 
 /* Runs forward (and backward with gw as grad_out, or gw[0] when reduced) on host buffers; returns via out/grad. */
 static void run(const kc_dev_t *k, axon_dtype_t d, int multilabel, int p, double margin, const double *w,
                 axon_loss_reduction_t red, const double *x, const double *gw, double *out, double *grad,
                 double *is_target) {
-    void *hx = as_dtype(x, N * C, d), *hw = w ? as_dtype(w, C, d) : NULL, *hg = as_dtype(gw, N, d);
+    void *hx = kc_doubles_as(x, N * C, d), *hw = w ? kc_doubles_as(w, C, d) : NULL, *hg = kc_doubles_as(gw, N, d);
     void *ho = calloc(N, 8), *hgr = calloc(N * C, 8), *hit = calloc(N * C, 8);
     const int64_t snc[2] = {N, C}, sn[1] = {N}, sc[1] = {C}, s1[1] = {1};
     const int full = red == AXON_LOSS_NONE;
@@ -94,9 +83,9 @@ static void run(const kc_dev_t *k, axon_dtype_t d, int multilabel, int p, double
                                                             red));
     }
     CHECK_OK(axon_stream_sync(k->s));
-    for (int i = 0; i < (full ? N : 1); i++) out[i] = get(ho, i, d);
-    for (int i = 0; grad && i < N * C; i++) grad[i] = get(hgr, i, d);
-    for (int i = 0; is_target && i < N * C; i++) is_target[i] = get(hit, i, d);
+    for (int i = 0; i < (full ? N : 1); i++) out[i] = kc_double_at(ho, i, d);
+    for (int i = 0; grad && i < N * C; i++) grad[i] = kc_double_at(hgr, i, d);
+    for (int i = 0; is_target && i < N * C; i++) is_target[i] = kc_double_at(hit, i, d);
     free(hx), free(hw), free(hg), free(ho), free(hgr), free(hit);
 }
 
