@@ -190,9 +190,9 @@ static int up_nearest_row(const up_args_t *a, size_t es, int64_t i0, int64_t o0,
 }
 
 /* Bilinear float32 rows (one D tap, two H taps, two W taps per column), in float32 as PyTorch's CPU kernel computes
- * them (each row's two columns blended, then the two rows), from one array per tap (int32 indices, float weights),
- * so the loop is 16-lane gathers: in float64 from the interleaved taps it ran at 1.6x torch CPU's time. Other dtypes
- * and tap counts keep UP_FORWARD_ROW's float64 sums. */
+ * them (each row's two columns blended, then the two rows), from one array per tap (int32 indices, float weights):
+ * in float64 from the interleaved taps it ran at 1.6x torch CPU's time. (GCC 12 keeps this loop scalar: it emits no
+ * gathers under its generic tuning.) Other dtypes and tap counts keep UP_FORWARD_ROW's float64 sums. */
 AXON_CLONES static int up_bilinear_row_f32(const up_args_t *a, int64_t i0, int64_t o0, int64_t ih, int64_t iw,
                                            const up_taps_t *td, const up_taps_t *th, const up_cols_t *c, int64_t m) {
     if (a->dt_src != AXON_FLOAT32 || a->dt_dst != AXON_FLOAT32 || td->n != 1 || th->n != 2 || c->n != 2 ||
