@@ -138,14 +138,6 @@ DI_DIST_FN(f64, double)
 DI_GRAD_FN(f32, float)
 DI_GRAD_FN(f64, double)
 
-static inline double di_ld(const di_args_t *a, const char *p, int64_t i) {
-    return a->f64 ? ((const double *)p)[i] : (double)((const float *)p)[i];
-}
-static inline void di_st(const di_args_t *a, char *p, int64_t i, double v) {
-    if (a->f64) ((double *)p)[i] = v;
-    else ((float *)p)[i] = (float)v;
-}
-
 static inline int64_t di_pair_index(int64_t n, int64_t i, int64_t j) { return i * n - i * (i + 1) / 2 + j - i - 1; }
 
 /* Forward: output rows [begin, end) of B * P (pdist: P rows, row i holding its pairs with j > i). */
@@ -163,7 +155,7 @@ AXON_CLONES static void di_forward_range(void *ctx, int64_t begin, int64_t end, 
             const char *xj = a->x2 + (size_t)((b * a->R + j) * M) * es;
             const double v = a->f64 ? di_dist_f64(a, (const double *)xi, (const double *)xj, M)
                                     : di_dist_f32(a, (const float *)xi, (const float *)xj, M);
-            di_st(a, o, j - j0, v);
+            axon_f3264_store(o, j - j0, v, a->f64);
         }
     }
 }
@@ -185,12 +177,12 @@ AXON_CLONES static void di_backward_range(void *ctx, int64_t begin, int64_t end,
                 if (a->pairs && j == i) continue;
                 const int64_t e = a->pairs ? (j > i ? di_pair_index(a->P, i, j) : di_pair_index(a->P, j, i))
                                            : r * a->R + j;
-                const double g = di_ld(a, a->grad, e), D = di_ld(a, a->dist, e);
+                const double g = axon_f3264_load(a->grad, e, a->f64), D = axon_f3264_load(a->dist, e, a->f64);
                 const char *xj = a->x2 + (size_t)((b * a->R + j) * M + k0) * es;
                 if (a->f64) di_grad_f64(a, acc, (const double *)xi + k0, (const double *)xj, m, g, D);
                 else di_grad_f32(a, acc, (const float *)xi + k0, (const float *)xj, m, g, D);
             }
-            for (int64_t k = 0; k < m; k++) di_st(a, a->out, r * M + k0 + k, acc[k]);
+            for (int64_t k = 0; k < m; k++) axon_f3264_store(a->out, r * M + k0 + k, acc[k], a->f64);
         }
     }
 }

@@ -67,6 +67,16 @@ axon_status_t axon_kernel_check_src(const axon_tensor_t *t, const char *what);
 /* axon_kernel_check_dst (is_dst) or _src of an op's operand, with messages prefixed "op: role". */
 axon_status_t axon_kernel_check_operand(const axon_tensor_t *t, const char *op, const char *role, int is_dst);
 
+/* Element i of a float64 (f64) or float32 buffer as a double, and a double stored into one (rounded once): the
+ * kernels that support exactly these two dtypes (CTC and margin losses, distances) load and store through these. */
+static inline double axon_f3264_load(const void *p, int64_t i, int f64) {
+    return f64 ? ((const double *)p)[i] : (double)((const float *)p)[i];
+}
+static inline void axon_f3264_store(void *p, int64_t i, double v, int f64) {
+    if (f64) ((double *)p)[i] = v;
+    else ((float *)p)[i] = (float)v;
+}
+
 /* axon_kernel_check_operand, then: dtype dt (else UNSUPPORTED, "op: role dtype X, expected Y"), contiguous, and
  * ndim dimensions of the given sizes (-1: any), else INVALID_ARG pointing at `header`, the public header that
  * documents the op's shapes. */

@@ -31,14 +31,6 @@ typedef struct ctc_job {
     _Atomic int64_t bad;         /* the first batch element whose target or lengths are invalid; INT64_MAX if none */
 } ctc_job_t;
 
-static inline double ctc_ld(const void *p, int64_t i, int f64) {
-    return f64 ? ((const double *)p)[i] : (double)((const float *)p)[i];
-}
-static inline void ctc_st(void *p, int64_t i, double v, int f64) {
-    if (f64) ((double *)p)[i] = v;
-    else ((float *)p)[i] = (float)v;
-}
-
 static inline int64_t ctc_i64(const axon_tensor_t *t, int64_t i) { return ((const int64_t *)t->data)[i]; }
 
 /* Label k of element b's target. */
@@ -85,24 +77,24 @@ static void ctc_forward_one(const ctc_args_t *a, int64_t b, int64_t off) {
     const int64_t il = ctc_i64(&a->il, b), tl = ctc_i64(&a->tl, b), L = a->L, S = 2 * tl + 1;
     char *al = (char *)a->alpha.data + b * a->T * L * (int64_t)(f64 ? 8 : 4);
     const char *lp = a->lp.data;
-    for (int64_t i = 0; i < a->T * L; i++) ctc_st(al, i, -INFINITY, f64);
-#define LP(t, c) ctc_ld(lp, ((t) * a->N + b) * a->C + (c), f64)
-#define AL(t, s) ctc_ld(al, (t) * L + (s), f64)
+    for (int64_t i = 0; i < a->T * L; i++) axon_f3264_store(al, i, -INFINITY, f64);
+#define LP(t, c) axon_f3264_load(lp, ((t) * a->N + b) * a->C + (c), f64)
+#define AL(t, s) axon_f3264_load(al, (t) * L + (s), f64)
     if (il == 0) { /* nothing to align: likelihood 1 for an empty target, else 0 */
-        ctc_st(a->nll.data, b, tl == 0 ? -0.0 : INFINITY, f64);
+        axon_f3264_store(a->nll.data, b, tl == 0 ? -0.0 : INFINITY, f64);
         return;
     }
-    ctc_st(al, 0, LP(0, a->blank), f64);
-    if (tl > 0) ctc_st(al, 1, LP(0, ctc_label(a, b, off, 0)), f64);
+    axon_f3264_store(al, 0, LP(0, a->blank), f64);
+    if (tl > 0) axon_f3264_store(al, 1, LP(0, ctc_label(a, b, off, 0)), f64);
     for (int64_t t = 1; t < il; t++)
         for (int64_t s = 0; s < S; s++) {
             const int64_t cur = ctc_prime(a, b, off, s);
             const double l1 = AL(t - 1, s), l2 = s > 0 ? AL(t - 1, s - 1) : -INFINITY;
             const double l3 = s > 1 && ctc_prime(a, b, off, s - 2) != cur ? AL(t - 1, s - 2) : -INFINITY;
-            ctc_st(al, t * L + s, ctc_lse3(l1, l2, l3) + LP(t, cur), f64);
+            axon_f3264_store(al, t * L + s, ctc_lse3(l1, l2, l3) + LP(t, cur), f64);
         }
     const double ll = tl == 0 ? AL(il - 1, 0) : ctc_lse3(AL(il - 1, 2 * tl), AL(il - 1, 2 * tl - 1), -INFINITY);
-    ctc_st(a->nll.data, b, -ll, f64);
+    axon_f3264_store(a->nll.data, b, -ll, f64);
 #undef AL
 #undef LP
 }
@@ -113,37 +105,37 @@ static void ctc_backward_one(const ctc_args_t *a, int64_t b, int64_t off) {
     const size_t es = f64 ? 8 : 4;
     const char *al = (const char *)a->alpha.data + b * a->T * L * (int64_t)es, *lp = a->lp.data;
     char *be = (char *)a->beta.data + b * a->T * L * (int64_t)es, *gr = a->grad.data;
-    const double nll = ctc_ld(a->nll.data, b, f64), g = ctc_ld(a->gout.data, b, f64);
-#define LP(t, c) ctc_ld(lp, ((t) * a->N + b) * C + (c), f64)
-#define AL(t, s) ctc_ld(al, (t) * L + (s), f64)
-#define BE(t, s) ctc_ld(be, (t) * L + (s), f64)
+    const double nll = axon_f3264_load(a->nll.data, b, f64), g = axon_f3264_load(a->gout.data, b, f64);
+#define LP(t, c) axon_f3264_load(lp, ((t) * a->N + b) * C + (c), f64)
+#define AL(t, s) axon_f3264_load(al, (t) * L + (s), f64)
+#define BE(t, s) axon_f3264_load(be, (t) * L + (s), f64)
 #define GI(t, c) (((t) * a->N + b) * C + (c))
     const int zero = a->zero_infinity && nll == INFINITY;
     /* grad[t, b, :] first holds log(sum over s labelled c of alpha beta): -inf, and 0 past the input */
     for (int64_t t = 0; t < a->T; t++)
-        for (int64_t c = 0; c < C; c++) ctc_st(gr, GI(t, c), t < il && !zero ? -INFINITY : 0.0, f64);
+        for (int64_t c = 0; c < C; c++) axon_f3264_store(gr, GI(t, c), t < il && !zero ? -INFINITY : 0.0, f64);
     if (zero || il == 0) return;
-    for (int64_t i = 0; i < a->T * L; i++) ctc_st(be, i, -INFINITY, f64);
-    ctc_st(be, (il - 1) * L + 2 * tl, LP(il - 1, a->blank), f64);
-    ctc_st(gr, GI(il - 1, a->blank), AL(il - 1, 2 * tl) + BE(il - 1, 2 * tl), f64);
+    for (int64_t i = 0; i < a->T * L; i++) axon_f3264_store(be, i, -INFINITY, f64);
+    axon_f3264_store(be, (il - 1) * L + 2 * tl, LP(il - 1, a->blank), f64);
+    axon_f3264_store(gr, GI(il - 1, a->blank), AL(il - 1, 2 * tl) + BE(il - 1, 2 * tl), f64);
     if (tl > 0) {
         const int64_t last = ctc_label(a, b, off, tl - 1);
-        ctc_st(be, (il - 1) * L + 2 * tl - 1, LP(il - 1, last), f64);
-        ctc_st(gr, GI(il - 1, last), AL(il - 1, 2 * tl - 1) + BE(il - 1, 2 * tl - 1), f64);
+        axon_f3264_store(be, (il - 1) * L + 2 * tl - 1, LP(il - 1, last), f64);
+        axon_f3264_store(gr, GI(il - 1, last), AL(il - 1, 2 * tl - 1) + BE(il - 1, 2 * tl - 1), f64);
     }
     for (int64_t t = il - 2; t >= 0; t--)
         for (int64_t s = S - 1; s >= 0; s--) {
             const int64_t cur = ctc_prime(a, b, off, s);
             const double l1 = BE(t + 1, s), l2 = s < S - 1 ? BE(t + 1, s + 1) : -INFINITY;
             const double l3 = s < S - 2 && ctc_prime(a, b, off, s + 2) != cur ? BE(t + 1, s + 2) : -INFINITY;
-            ctc_st(be, t * L + s, ctc_lse3(l1, l2, l3) + LP(t, cur), f64);
-            const double lab = AL(t, s) + BE(t, s), acc = ctc_ld(gr, GI(t, cur), f64);
-            ctc_st(gr, GI(t, cur), acc == -INFINITY ? lab : ctc_lse3(acc, lab, -INFINITY), f64);
+            axon_f3264_store(be, t * L + s, ctc_lse3(l1, l2, l3) + LP(t, cur), f64);
+            const double lab = AL(t, s) + BE(t, s), acc = axon_f3264_load(gr, GI(t, cur), f64);
+            axon_f3264_store(gr, GI(t, cur), acc == -INFINITY ? lab : ctc_lse3(acc, lab, -INFINITY), f64);
         }
     for (int64_t t = 0; t < il; t++)
         for (int64_t c = 0; c < C; c++) {
-            const double l = LP(t, c), acc = ctc_ld(gr, GI(t, c), f64);
-            ctc_st(gr, GI(t, c), (exp(l) - exp(acc + nll - l)) * g, f64);
+            const double l = LP(t, c), acc = axon_f3264_load(gr, GI(t, c), f64);
+            axon_f3264_store(gr, GI(t, c), (exp(l) - exp(acc + nll - l)) * g, f64);
         }
 #undef GI
 #undef BE

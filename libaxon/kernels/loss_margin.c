@@ -17,6 +17,7 @@
 #define ML_BLOCKS 256
 
 typedef struct ml_args {
+    const char *name;            /* the op's static name, for messages */
     int multilabel, backward, f64, p;
     axon_loss_reduction_t red;
     double margin;
@@ -34,14 +35,6 @@ typedef struct ml_job {
     _Atomic int64_t bad;         /* the first row with a target out of range; INT64_MAX if none */
     double part[ML_BLOCKS];
 } ml_job_t;
-
-static inline double ml_ld(const ml_args_t *a, const char *p, int64_t i) {
-    return a->f64 ? ((const double *)p)[i] : (double)((const float *)p)[i];
-}
-static inline void ml_st(const ml_args_t *a, char *p, int64_t i, double v) {
-    if (a->f64) ((double *)p)[i] = v;
-    else ((float *)p)[i] = (float)v;
-}
 
 static void ml_bounds(const ml_job_t *j, int64_t b, int64_t *lo, int64_t *hi) {
     *lo = b * j->a->N / j->nblk;
@@ -71,20 +64,20 @@ static void ml_scan_range(void *ctx, int64_t begin, int64_t end, int slot) {
 static double ml_multi_row(const ml_args_t *a, int64_t n, double g, char *grad) {
     const int64_t C = a->C, y = a->target[n];
     const char *x = a->in + (size_t)(n * C) * (a->f64 ? 8 : 4);
-    const double xy = ml_ld(a, x, y), w = a->weight ? ml_ld(a, a->weight, y) : 1.0;
+    const double xy = axon_f3264_load(x, y, a->f64), w = a->weight ? axon_f3264_load(a->weight, y, a->f64) : 1.0;
     double sum = 0.0, gy = 0.0;
     for (int64_t c = 0; c < C; c++) {
         if (c == y) continue;
-        const double z = a->margin - xy + ml_ld(a, x, c);
+        const double z = a->margin - xy + axon_f3264_load(x, c, a->f64);
         if (grad) {
             const double h = z > 0.0 ? (a->p == 1 ? 1.0 : 2.0 * z) * w * g / (double)C : 0.0;
             gy -= h;
-            ml_st(a, grad, n * C + c, h);
+            axon_f3264_store(grad, n * C + c, h, a->f64);
         } else if (z > 0.0) {
             sum += (a->p == 1 ? z : z * z) * w;
         }
     }
-    if (grad) ml_st(a, grad, n * C + y, gy);
+    if (grad) axon_f3264_store(grad, n * C + y, gy, a->f64);
     return sum / (double)C;
 }
 
@@ -95,13 +88,13 @@ static double ml_label_row(const ml_args_t *a, int64_t n) {
     const char *x = a->in + (size_t)(n * C) * es;
     char *is_t = a->is_target + (size_t)(n * C) * es;
     memset(is_t, 0, (size_t)C * es);
-    for (int64_t k = 0; k < C && t[k] >= 0; k++) ml_st(a, is_t, t[k], 1.0);
+    for (int64_t k = 0; k < C && t[k] >= 0; k++) axon_f3264_store(is_t, t[k], 1.0, a->f64);
     double sum = 0.0;
     for (int64_t k = 0; k < C && t[k] >= 0; k++) {
-        const double xj = ml_ld(a, x, t[k]);
+        const double xj = axon_f3264_load(x, t[k], a->f64);
         for (int64_t c = 0; c < C; c++) {
-            if (ml_ld(a, is_t, c) != 0.0) continue;
-            const double z = 1.0 - xj + ml_ld(a, x, c);
+            if (axon_f3264_load(is_t, c, a->f64) != 0.0) continue;
+            const double z = 1.0 - xj + axon_f3264_load(x, c, a->f64);
             if (z > 0.0) sum += z;
         }
     }
@@ -119,18 +112,18 @@ static void ml_label_grad_row(const ml_args_t *a, int64_t n, double g) {
     int64_t L = 0;
     while (L < C && t[L] >= 0) L++;
     for (int64_t c = 0; c < C; c++) {
-        const double xc = ml_ld(a, x, c);
+        const double xc = axon_f3264_load(x, c, a->f64);
         int64_t count = 0;
-        if (ml_ld(a, is_t, c) == 0.0) {
-            for (int64_t k = 0; k < L; k++) count += 1.0 - ml_ld(a, x, t[k]) + xc > 0.0;
+        if (axon_f3264_load(is_t, c, a->f64) == 0.0) {
+            for (int64_t k = 0; k < L; k++) count += 1.0 - axon_f3264_load(x, t[k], a->f64) + xc > 0.0;
         } else {
             int64_t repeats = 0, within = 0;
             for (int64_t k = 0; k < L; k++) repeats += t[k] == c;
             for (int64_t d = 0; repeats > 0 && d < C; d++)
-                within += ml_ld(a, is_t, d) == 0.0 && 1.0 - xc + ml_ld(a, x, d) > 0.0;
+                within += axon_f3264_load(is_t, d, a->f64) == 0.0 && 1.0 - xc + axon_f3264_load(x, d, a->f64) > 0.0;
             count = -repeats * within;
         }
-        ml_st(a, a->out, n * C + c, (double)count * g);
+        axon_f3264_store(a->out, n * C + c, (double)count * g, a->f64);
     }
 }
 
@@ -144,14 +137,14 @@ static void ml_range(void *ctx, int64_t begin, int64_t end, int slot) {
         ml_bounds(j, b, &lo, &hi);
         double part = 0.0;
         for (int64_t n = lo; n < hi; n++) {
-            const double g = per_row_g ? ml_ld(a, a->gout, n) : j->g;
+            const double g = per_row_g ? axon_f3264_load(a->gout, n, a->f64) : j->g;
             if (a->backward && a->multilabel) {
                 ml_label_grad_row(a, n, g / (double)a->C);
             } else if (a->backward) {
                 ml_multi_row(a, n, g, a->out);
             } else {
                 const double l = a->multilabel ? ml_label_row(a, n) : ml_multi_row(a, n, 0.0, NULL);
-                if (a->red == AXON_LOSS_NONE) ml_st(a, a->out, n, l);
+                if (a->red == AXON_LOSS_NONE) axon_f3264_store(a->out, n, l, a->f64);
                 else part += l;
             }
         }
@@ -161,8 +154,7 @@ static void ml_range(void *ctx, int64_t begin, int64_t end, int slot) {
 
 static axon_status_t ml_kernel(const void *args, const axon_exec_t *ex) {
     const ml_args_t *a = args;
-    const char *op = a->multilabel ? (a->backward ? "multilabel_margin_loss_backward" : "multilabel_margin_loss")
-                                   : (a->backward ? "multi_margin_loss_backward" : "multi_margin_loss");
+    const char *op = a->name;
     ml_job_t j;
     j.a = a;
     j.nblk = a->N < ML_BLOCKS ? a->N : ML_BLOCKS;
@@ -186,7 +178,7 @@ static axon_status_t ml_kernel(const void *args, const axon_exec_t *ex) {
                          v, bad, a->C, a->multilabel ? " (labels lie in [0, C), -1 ends a row's list)" : "");
     }
     if (a->backward && a->red != AXON_LOSS_NONE) {
-        j.g = ml_ld(a, a->gout, 0);
+        j.g = axon_f3264_load(a->gout, 0, a->f64);
         if (a->red == AXON_LOSS_MEAN) j.g /= (double)a->N;
     }
     const int64_t rows_per_block = j.nblk ? a->N / j.nblk : 1;
@@ -197,7 +189,7 @@ static axon_status_t ml_kernel(const void *args, const axon_exec_t *ex) {
     double sum = 0.0;
     for (int64_t b = 0; b < j.nblk; b++) sum += j.part[b];
     if (a->red == AXON_LOSS_MEAN) sum /= (double)a->N;
-    ml_st(a, a->out, 0, sum);
+    axon_f3264_store(a->out, 0, sum, a->f64);
     return AXON_OK;
 }
 
@@ -217,6 +209,7 @@ static axon_status_t ml_launch(axon_stream_t s, ml_args_t *a, const axon_tensor_
                                const axon_tensor_t *is_target) {
     const char *op = a->multilabel ? (a->backward ? "multilabel_margin_loss_backward" : "multilabel_margin_loss")
                                    : (a->backward ? "multi_margin_loss_backward" : "multi_margin_loss");
+    a->name = op;
     if ((unsigned)a->red >= AXON_LOSS_REDUCTION_COUNT)
         return axon_fail(AXON_ERROR_INVALID_ARG, "%s: reduction %d is not none (0), mean (1) or sum (2)", op,
                          (int)a->red);
