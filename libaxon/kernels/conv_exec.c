@@ -14,7 +14,8 @@
  * Small images (float32 and float64, ce_fold): phases 1-3 put several images' columns side by side in one block,
  * units (block of images, group[, channels]) and (chunk, group, channels), so that products are not a few dozen
  * columns wide.
- * Layers whose output channels each read one input channel (depthwise) run phases 1-3 in conv_depthwise.c instead.
+ * Layers whose output channels each read one input channel (depthwise) run phases 1-3 in conv_depthwise.c instead,
+ * and float32 phases that conv_onednn.c takes (conv_impl.h: conv_onednn_phase) run on oneDNN's direct kernels.
  *   4. dbias: one unit per channel, summing in float64 in a fixed order.
  * Each participant mallocs its scratch once per parallel-for call, not per unit; a failed malloc is remembered and
  * reported as OUT_OF_MEMORY after the phase.
@@ -563,9 +564,10 @@ axon_status_t conv_execute(const void *args, const axon_exec_t *ex) {
         if (b && (j.bias = ce_to_compute(&j, b, nbias, &bown)) == NULL) goto oom;
     }
     j.fold = ce_fold(&j, nparts, small);
-    if (conv_depthwise_applies(g) && (a->y_out || a->x_out || a->w_out)) {
+    const int dw = conv_depthwise_applies(g);
+    if (dw && (a->y_out || a->x_out || a->w_out)) {
         if ((st = conv_depthwise_run(a, ex, j.w, j.bias, small)) != AXON_OK) goto done;
-    } else if (a->y_out) {
+    } else if (a->y_out && !conv_onednn_phase(a, ex, CONV_ONEDNN_FORWARD)) {
         const int lowp = j.fold > 1 ? 0 : ce_lowp_setup(&j);
         if (lowp < 0) goto oom;
         j.lowp = lowp;
@@ -578,14 +580,14 @@ axon_status_t conv_execute(const void *args, const axon_exec_t *ex) {
         }
         if (atomic_load(&j.failed)) goto oom;
     }
-    if (a->x_out && !conv_depthwise_applies(g)) {
+    if (a->x_out && !dw && !conv_onednn_phase(a, ex, CONV_ONEDNN_BACKWARD_DATA)) {
         const int64_t images = j.fold > 1 ? (g->batch + j.fold - 1) / j.fold : g->batch;
         ce_channel_blocks(&j, images * g->groups, nparts, small);
         const int64_t units = images * g->groups * j.ncb;
         axon_parallel_for(ex->pool, 0, units, small ? units : 1, ce_backward_data, &j);
         if (atomic_load(&j.failed)) goto oom;
     }
-    if (a->w_out && g->cy * g->rows > 0 && !conv_depthwise_applies(g)) {
+    if (a->w_out && g->cy * g->rows > 0 && !dw && !conv_onednn_phase(a, ex, CONV_ONEDNN_BACKWARD_WEIGHTS)) {
         /* Two chunks per participant when folded blocks leave the batch enough images: with one, a pool of two
          * has too few units and splits channels instead, making each product a few columns wide. */
         const int64_t per_part = j.fold > 1 ? 2 * j.fold : 2;
