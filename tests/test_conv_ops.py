@@ -95,13 +95,15 @@ CASES = [
     # float32 runs these on oneDNN's direct kernels (libaxon/kernels/conv_onednn.c), the images split over the pool
     # unevenly (3 and 5 images on 2 threads: two primitives, weight gradients summed over participants); a stride
     # that leaves the last padding column unread (oneDNN's right padding is then smaller than the left). Input
-    # gradients take oneDNN from 16 input channels per group, fewer (the first case's 3) stay on the columns.
+    # gradients take oneDNN from 16 input channels per group, fewer (the first case's 3) stay on the columns. One
+    # image on 2 threads splits the forward's 40 output channels (32 and 8).
     ("onednn_conv2d_stride2_five_images", F.conv2d, (5, 16, 10, 10), (16, 16, 3, 3), True, dict(stride=2, padding=1)),
     ("onednn_conv2d_few_channels", F.conv2d, (3, 3, 17, 17), (16, 3, 7, 7), True, dict(stride=2, padding=3)),
     ("onednn_conv2d_groups_dilation", F.conv2d, (3, 32, 12, 12), (12, 16, 3, 3), True,
      dict(padding=2, dilation=2, groups=2)),
     ("onednn_conv1d", F.conv1d, (3, 16, 33), (24, 16, 5), True, dict(padding=2)),
     ("onednn_conv3d", F.conv3d, (3, 16, 5, 6, 7), (8, 16, 3, 3, 3), True, dict(padding=1)),
+    ("onednn_one_image_channel_slices", F.conv2d, (1, 16, 9, 9), (40, 16, 3, 3), True, dict(padding=1)),
     ("onednn_conv_transpose2d", F.conv_transpose2d, (3, 8, 6, 6), (8, 16, 3, 3), True,
      dict(stride=2, padding=1, output_padding=1)),
 ]

@@ -10,8 +10,10 @@
  * on the calling thread alone (onednn_impl.h), converting its tensors to and from the layouts the primitive asks for
  * (reorders) in its own scratch. The weight is reordered once, before the split, where the phase reads it. The weight
  * gradient is a sum over images: participant 0 writes the result and the others a partial each, added after in
- * participant order, so results are the same run after run. Fewer images than participants leave the phase to the
- * column path, which also splits an image's output positions.
+ * participant order, so results are the same run after run. With fewer images than participants (inference on one
+ * image) a forward without groups splits the output channels instead, in blocks of 16, each participant reordering
+ * the images and its slice of the weight itself; the other phases then take the column path, which splits an image's
+ * output positions.
  *
  * Only implementations named jit or brgconv are taken: oneDNN's reference kernels are scalar loops, and its "gemm"
  * ones fail inside a PyTorch process (gemm_onednn.c's onednn_accept says why). When none is offered, or a run fails,
@@ -44,6 +46,7 @@ enum { CO_X, CO_W, CO_Y, CO_B, CO_SLOTS };
 typedef struct co_key {
     int phase, nsp, has_bias, nthreads;
     int64_t batch, groups, cx, cy;
+    int64_t cy_stride;               /* Y's channels per image in memory: cy, or more for a slice of channels */
     int64_t xs[3], ys[3], ks[3], stride[3], pad_l[3], pad_r[3], dil[3]; /* the nsp spatial dims, then zeros */
 } co_key_t;
 
@@ -111,8 +114,11 @@ static int co_plan_create(const void *key, void **obj) {
     }
     dnnl_memory_desc_t any[3], bias;
     co_operand_t *o = p->op;
+    dnnl_dims_t ys = {0}; /* Y's strides: contiguous images of cy_stride channels */
+    ys[S + 1] = 1;
+    for (int i = S; i >= 0; i--) ys[i] = ys[i + 1] * (i == 0 ? k->cy_stride : yd[i + 1]);
     int ok = dnnl_memory_desc_init_by_tag(&o[CO_X].user, S + 2, xd, dnnl_f32, act[S]) == dnnl_success &&
-             dnnl_memory_desc_init_by_tag(&o[CO_Y].user, S + 2, yd, dnnl_f32, act[S]) == dnnl_success &&
+             dnnl_memory_desc_init_by_strides(&o[CO_Y].user, S + 2, yd, dnnl_f32, ys) == dnnl_success &&
              dnnl_memory_desc_init_by_tag(&o[CO_W].user, wn + S, wd, dnnl_f32, grouped ? gwt[S] : wt[S]) ==
                  dnnl_success &&
              dnnl_memory_desc_init_by_tag(&bias, 1, bd, dnnl_f32, dnnl_x) == dnnl_success &&
@@ -235,14 +241,14 @@ static int co_execute(const co_plan_t *p, void *const ptr[CO_SLOTS], void *w_rea
     return ok ? 0 : -1;
 }
 
-/* The key for a phase of a on `batch` images: spatial dimensions of size 1 that neither pad nor stride (conv.c pads
+/* The key for a phase of a on `batch` images and cy of Y's channels: spatial dimensions of size 1 that neither pad nor stride (conv.c pads
  * 1-D and 2-D convolutions to three) are dropped, so oneDNN sees the convolution's own rank. 0, or -1 when oneDNN
  * cannot describe it: an output that the left padding alone does not reach (a transposed convolution's
  * output_padding of a stride or more). */
-static int co_key_make(const conv_geom_t *g, int phase, int has_bias, int64_t batch, co_key_t *k) {
+static int co_key_make(const conv_geom_t *g, int phase, int has_bias, int64_t batch, int64_t cy, co_key_t *k) {
     memset(k, 0, sizeof *k); /* padding too: keys are compared with memcmp */
     k->phase = phase, k->has_bias = has_bias, k->nthreads = 1;
-    k->batch = batch, k->groups = g->groups, k->cx = g->cx, k->cy = g->cy;
+    k->batch = batch, k->groups = g->groups, k->cx = g->cx, k->cy = cy, k->cy_stride = g->cy;
     int first = 0;
     while (first < 2 && g->xs[first] == 1 && g->ys[first] == 1 && g->ks[first] == 1 && g->pad[first] == 0) first++;
     k->nsp = 3 - first;
@@ -260,8 +266,9 @@ static int co_key_make(const conv_geom_t *g, int phase, int has_bias, int64_t ba
 typedef struct co_job {
     const conv_args_t *a;
     int phase, nparts;
-    int64_t lo, extra;               /* participant i takes lo images, one more when i < extra */
-    const co_plan_t *plan[2];        /* for lo and lo + 1 images */
+    int64_t lo, extra;               /* participant i takes lo images, one more when i < extra ... */
+    int64_t cpart;                   /* ... or, when not 0, channels [i * cpart, (i + 1) * cpart) of Y of every image */
+    const co_plan_t *plan[2];        /* for lo and lo + 1 images, or for cpart and the last part's channels */
     void *w_ready;                   /* the weight reordered once for every participant, or NULL */
     float *partials;                 /* phase 3: nparts - 1 weight gradients after participant 0's */
     atomic_int failed;               /* 1: a oneDNN run failed; 2: scratch could not be had */
@@ -274,12 +281,19 @@ static void co_part(void *ctx, int64_t begin, int64_t end, int slot) {
     const conv_geom_t *g = &a->g;
     const int64_t xi = g->cx * g->xsp, yi = g->cy * g->ysp; /* elements per image */
     for (int64_t i = begin; i < end; i++) {
-        const int64_t n0 = i * j->lo + (i < j->extra ? i : j->extra), nb = j->lo + (i < j->extra);
-        if (nb == 0) continue;
+        int64_t n0 = i * j->lo + (i < j->extra ? i : j->extra), nb = j->lo + (i < j->extra), c0 = 0, nc = g->cy;
+        int v = nb > j->lo;
+        if (j->cpart) {
+            n0 = 0, nb = g->batch, c0 = i * j->cpart;
+            nc = (c0 + j->cpart < g->cy ? c0 + j->cpart : g->cy) - c0;
+            v = nc != j->cpart;
+        }
+        if (nb <= 0 || nc <= 0) continue;
         void *ptr[CO_SLOTS] = {NULL};
-        if (j->phase == CONV_ONEDNN_FORWARD) {
-            ptr[CO_X] = (float *)a->x_in + n0 * xi, ptr[CO_W] = (void *)a->w;
-            ptr[CO_Y] = (float *)a->y_out + n0 * yi, ptr[CO_B] = (void *)a->bias_y;
+        if (j->phase == CONV_ONEDNN_FORWARD) { /* a slice of channels: groups == 1, so W's rows are Y's channels */
+            ptr[CO_X] = (float *)a->x_in + n0 * xi, ptr[CO_W] = (float *)a->w + c0 * g->rows;
+            ptr[CO_Y] = (float *)a->y_out + n0 * yi + c0 * g->ysp;
+            ptr[CO_B] = a->bias_y ? (float *)a->bias_y + c0 : NULL;
         } else if (j->phase == CONV_ONEDNN_BACKWARD_DATA) {
             ptr[CO_X] = (float *)a->x_out + n0 * xi, ptr[CO_W] = (void *)a->w;
             ptr[CO_Y] = (float *)a->y_in + n0 * yi;
@@ -287,7 +301,7 @@ static void co_part(void *ctx, int64_t begin, int64_t end, int slot) {
             ptr[CO_X] = (float *)a->x_w + n0 * xi, ptr[CO_Y] = (float *)a->y_w + n0 * yi;
             ptr[CO_W] = i == 0 ? (void *)a->w_out : j->partials + (i - 1) * g->cy * g->rows;
         }
-        const int rc = co_execute(j->plan[nb > j->lo], ptr, j->w_ready);
+        const int rc = co_execute(j->plan[v], ptr, j->w_ready);
         if (rc != 0) {
             atomic_store(&j->failed, rc == -2 ? 2 : 1);
             continue;
@@ -342,7 +356,7 @@ static void *co_weight_ready(const co_plan_t *p, const void *w) {
 int conv_onednn_phase(const conv_args_t *a, const axon_exec_t *ex, int phase) {
     const conv_geom_t *g = &a->g;
     const int nparts = axon_pool_size(ex->pool);
-    if (a->dt != AXON_FLOAT32 || g->batch < nparts || co_disabled() || !axon_onednn_available()) return 0;
+    if (a->dt != AXON_FLOAT32 || co_disabled() || !axon_onednn_available()) return 0;
     int identity = g->ksp == 1; /* 1x1, stride 1, no padding: a plain GEMM on the column path */
     for (int i = 0; i < 3; i++) identity = identity && g->stride[i] == 1 && g->pad[i] == 0 && g->xs[i] == g->ys[i];
     if (identity) return 0;
@@ -356,18 +370,29 @@ int conv_onednn_phase(const conv_args_t *a, const axon_exec_t *ex, int phase) {
     atomic_init(&j.failed, 0);
     j.a = a, j.phase = phase, j.nparts = nparts;
     j.lo = g->batch / nparts, j.extra = g->batch % nparts;
+    int64_t sizes[2] = {j.lo, j.lo + 1}; /* of the two plans: images, or channels */
+    int nplans = j.extra ? 2 : 1;
+    if (g->batch < nparts) {
+        /* Fewer images than threads: a forward without groups splits Y's channels in blocks of oneDNN's 16;
+         * otherwise the column path, which splits an image's positions. */
+        const int64_t blocks = (g->cy + 15) / 16;
+        if (phase != CONV_ONEDNN_FORWARD || g->groups != 1 || blocks < nparts) return 0;
+        j.cpart = (blocks + nparts - 1) / nparts * 16;
+        sizes[0] = j.cpart, sizes[1] = g->cy - (g->cy - 1) / j.cpart * j.cpart;
+        nplans = sizes[1] != sizes[0] ? 2 : 1;
+    }
     const int has_bias = phase == CONV_ONEDNN_FORWARD && a->bias_y != NULL;
     axon_onednn_entry_t *e[2] = {NULL, NULL};
     int done = 0;
-    for (int v = 0; v < (j.extra ? 2 : 1); v++) {
+    for (int v = 0; v < nplans; v++) {
         co_key_t k;
-        if (co_key_make(g, phase, has_bias, j.lo + v, &k) != 0 ||
+        if (co_key_make(g, phase, has_bias, j.cpart ? g->batch : sizes[v], j.cpart ? sizes[v] : g->cy, &k) != 0 ||
             (e[v] = axon_onednn_acquire(&k, sizeof k, co_plan_create, co_plan_free)) == NULL ||
             (j.plan[v] = axon_onednn_object(e[v])) == NULL)
             goto out;
     }
     const co_operand_t *w0 = &j.plan[0]->op[CO_W];
-    if (phase != CONV_ONEDNN_BACKWARD_WEIGHTS && w0->reorder &&
+    if (phase != CONV_ONEDNN_BACKWARD_WEIGHTS && !j.cpart && w0->reorder &&
         (!j.plan[1] || dnnl_memory_desc_equal(&w0->prim, &j.plan[1]->op[CO_W].prim)) &&
         (j.w_ready = co_weight_ready(j.plan[0], a->w)) == NULL)
         goto out;
