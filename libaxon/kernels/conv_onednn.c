@@ -302,6 +302,7 @@ static void co_part(void *ctx, int64_t begin, int64_t end, int slot) {
             ptr[CO_W] = i == 0 ? (void *)a->w_out : j->partials + (i - 1) * g->cy * g->rows;
         }
         const int rc = co_execute(j->plan[v], ptr, j->w_ready);
+        axon_onednn_thread_trim();
         if (rc != 0) {
             atomic_store(&j->failed, rc == -2 ? 2 : 1);
             continue;

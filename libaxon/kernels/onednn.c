@@ -18,6 +18,7 @@
 #ifdef AXON_HAVE_ONEDNN
 
 #define ONEDNN_CACHE_CAPACITY 96
+#define ONEDNN_SCRATCH_KEEP ((size_t)64 << 20)
 
 struct axon_onednn_entry {
     void *key;                   /* key_size bytes, owned */
@@ -90,6 +91,15 @@ int axon_onednn_thread(size_t bytes, dnnl_stream_t *stream, char **scratch) {
     *stream = t->stream;
     *scratch = t->scratch;
     return 0;
+}
+
+void axon_onednn_thread_trim(void) {
+    onednn_thread_t *t = axon_onednn_available() ? pthread_getspecific(onednn_tls) : NULL;
+    if (t && t->scratch_cap > ONEDNN_SCRATCH_KEEP) {
+        free(t->scratch);
+        t->scratch = NULL;
+        t->scratch_cap = 0;
+    }
 }
 
 int axon_onednn_run(dnnl_primitive_t prim, dnnl_stream_t stream, int nthreads, int nargs, const dnnl_exec_arg_t *args) {

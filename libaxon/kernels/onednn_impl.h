@@ -22,6 +22,10 @@ dnnl_engine_t axon_onednn_engine(void);
  * 0 on success, -1 when either cannot be had. The scratch is the thread's own until its next call. */
 int axon_onednn_thread(size_t bytes, dnnl_stream_t *stream, char **scratch);
 
+/* Free this thread's scratch if it has grown past what a thread keeps between calls (64 MiB: a large convolution's
+ * reordered images would otherwise stay with every pool thread for good). */
+void axon_onednn_thread_trim(void);
+
 /* Run prim on this thread's stream with nthreads OpenMP threads (callers pass 1, see above) and wait for it: 0 on
  * success. */
 int axon_onednn_run(dnnl_primitive_t prim, dnnl_stream_t stream, int nthreads, int nargs, const dnnl_exec_arg_t *args);
