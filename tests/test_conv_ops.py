@@ -96,7 +96,8 @@ CASES = [
     # unevenly (3 and 5 images on 2 threads: two primitives, weight gradients summed over participants); a stride
     # that leaves the last padding column unread (oneDNN's right padding is then smaller than the left). Input
     # gradients take oneDNN from 16 input channels per group, fewer (the first case's 3) stay on the columns. One
-    # image on 2 threads splits the forward's 40 output channels (32 and 8).
+    # image on 2 threads splits channels instead: the forward's and the weight gradient's 40 output channels (32 and
+    # 8), the input gradient's 48 input channels (32 and 16), a transposed forward's 40 (its bias added per slice).
     ("onednn_conv2d_stride2_five_images", F.conv2d, (5, 16, 10, 10), (16, 16, 3, 3), True, dict(stride=2, padding=1)),
     ("onednn_conv2d_few_channels", F.conv2d, (3, 3, 17, 17), (16, 3, 7, 7), True, dict(stride=2, padding=3)),
     ("onednn_conv2d_groups_dilation", F.conv2d, (3, 32, 12, 12), (12, 16, 3, 3), True,
@@ -104,6 +105,9 @@ CASES = [
     ("onednn_conv1d", F.conv1d, (3, 16, 33), (24, 16, 5), True, dict(padding=2)),
     ("onednn_conv3d", F.conv3d, (3, 16, 5, 6, 7), (8, 16, 3, 3, 3), True, dict(padding=1)),
     ("onednn_one_image_channel_slices", F.conv2d, (1, 16, 9, 9), (40, 16, 3, 3), True, dict(padding=1)),
+    ("onednn_one_image_input_slices", F.conv2d, (1, 48, 7, 7), (16, 48, 3, 3), True, dict(padding=1)),
+    ("onednn_one_image_transpose", F.conv_transpose2d, (1, 16, 5, 5), (16, 40, 3, 3), True,
+     dict(stride=2, padding=1, output_padding=1)),
     ("onednn_conv_transpose2d", F.conv_transpose2d, (3, 8, 6, 6), (8, 16, 3, 3), True,
      dict(stride=2, padding=1, output_padding=1)),
 ]

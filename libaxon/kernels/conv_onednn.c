@@ -10,10 +10,10 @@
  * on the calling thread alone (onednn_impl.h), converting its tensors to and from the layouts the primitive asks for
  * (reorders) in its own scratch. The weight is reordered once, before the split, where the phase reads it. The weight
  * gradient is a sum over images: participant 0 writes the result and the others a partial each, added after in
- * participant order, so results are the same run after run. With fewer images than participants (inference on one
- * image) a forward without groups splits the output channels instead, in blocks of 16, each participant reordering
- * the images and its slice of the weight itself; the other phases then take the column path, which splits an image's
- * output positions.
+ * participant order, so results are the same run after run. With fewer images than participants (one image) a
+ * phase without groups splits the channels of the tensor it writes instead, in blocks of 16 (Y's for the forward
+ * and the weight gradient, X's for the input gradient), each participant reordering the whole of the tensors it
+ * reads and its slice of the weight itself; grouped ones take the column path, which splits an image's positions.
  *
  * Only implementations named jit or brgconv are taken: oneDNN's reference kernels are scalar loops, and its "gemm"
  * ones fail inside a PyTorch process (gemm_onednn.c's onednn_accept says why). When none is offered, or a run fails,
@@ -43,10 +43,13 @@ static int co_disabled(void) {
 /* An operand's slot: the image X, the weight W, the output Y, the bias B (forward only). */
 enum { CO_X, CO_W, CO_Y, CO_B, CO_SLOTS };
 
+/* How a phase is shared out over the pool: by images, or (fewer images than threads, no groups) by channels. */
+enum { CO_BY_IMAGES, CO_BY_X_CHANNELS, CO_BY_Y_CHANNELS };
+
 typedef struct co_key {
     int phase, nsp, has_bias, nthreads;
     int64_t batch, groups, cx, cy;
-    int64_t cy_stride;               /* Y's channels per image in memory: cy, or more for a slice of channels */
+    int64_t cx_stride, cy_stride;    /* X's and Y's channels per image in memory: cx and cy, or more for a slice */
     int64_t xs[3], ys[3], ks[3], stride[3], pad_l[3], pad_r[3], dil[3]; /* the nsp spatial dims, then zeros */
 } co_key_t;
 
@@ -98,8 +101,6 @@ static int co_plan_create(const void *key, void **obj) {
     co_plan_t *p = calloc(1, sizeof *p);
     if (!p) return -1;
     p->phase = k->phase;
-    static const dnnl_format_tag_t act[4] = {dnnl_format_tag_undef, dnnl_ncw, dnnl_nchw, dnnl_ncdhw};
-    static const dnnl_format_tag_t wt[4] = {dnnl_format_tag_undef, dnnl_oiw, dnnl_oihw, dnnl_oidhw};
     static const dnnl_format_tag_t gwt[4] = {dnnl_format_tag_undef, dnnl_goiw, dnnl_goihw, dnnl_goidhw};
     const int S = k->nsp, grouped = k->groups > 1;
     dnnl_dims_t xd = {k->batch, k->cx}, yd = {k->batch, k->cy}, wd = {0}, bd = {k->cy};
@@ -114,13 +115,19 @@ static int co_plan_create(const void *key, void **obj) {
     }
     dnnl_memory_desc_t any[3], bias;
     co_operand_t *o = p->op;
-    dnnl_dims_t ys = {0}; /* Y's strides: contiguous images of cy_stride channels */
-    ys[S + 1] = 1;
-    for (int i = S; i >= 0; i--) ys[i] = ys[i + 1] * (i == 0 ? k->cy_stride : yd[i + 1]);
-    int ok = dnnl_memory_desc_init_by_tag(&o[CO_X].user, S + 2, xd, dnnl_f32, act[S]) == dnnl_success &&
-             dnnl_memory_desc_init_by_strides(&o[CO_Y].user, S + 2, yd, dnnl_f32, ys) == dnnl_success &&
-             dnnl_memory_desc_init_by_tag(&o[CO_W].user, wn + S, wd, dnnl_f32, grouped ? gwt[S] : wt[S]) ==
-                 dnnl_success &&
+    /* Row-major strides of X [batch, cx_stride, xs], Y [batch, cy_stride, ys] and (without groups) W [cy, cx_stride,
+     * ks], of which a slice of channels takes the first cx or cy. */
+    dnnl_dims_t xst = {0}, yst = {0}, wst = {0};
+    xst[S + 1] = yst[S + 1] = wst[S + 1] = 1;
+    for (int i = S; i >= 0; i--) {
+        xst[i] = xst[i + 1] * (i == 0 ? k->cx_stride : xd[i + 1]);
+        yst[i] = yst[i + 1] * (i == 0 ? k->cy_stride : yd[i + 1]);
+        wst[i] = wst[i + 1] * (i == 0 ? k->cx_stride : wd[i + 1]);
+    }
+    int ok = dnnl_memory_desc_init_by_strides(&o[CO_X].user, S + 2, xd, dnnl_f32, xst) == dnnl_success &&
+             dnnl_memory_desc_init_by_strides(&o[CO_Y].user, S + 2, yd, dnnl_f32, yst) == dnnl_success &&
+             (grouped ? dnnl_memory_desc_init_by_tag(&o[CO_W].user, wn + S, wd, dnnl_f32, gwt[S])
+                      : dnnl_memory_desc_init_by_strides(&o[CO_W].user, S + 2, wd, dnnl_f32, wst)) == dnnl_success &&
              dnnl_memory_desc_init_by_tag(&bias, 1, bd, dnnl_f32, dnnl_x) == dnnl_success &&
              dnnl_memory_desc_init_by_tag(&any[CO_X], S + 2, xd, dnnl_f32, dnnl_format_tag_any) == dnnl_success &&
              dnnl_memory_desc_init_by_tag(&any[CO_Y], S + 2, yd, dnnl_f32, dnnl_format_tag_any) == dnnl_success &&
@@ -241,14 +248,15 @@ static int co_execute(const co_plan_t *p, void *const ptr[CO_SLOTS], void *w_rea
     return ok ? 0 : -1;
 }
 
-/* The key for a phase of a on `batch` images and cy of Y's channels: spatial dimensions of size 1 that neither pad nor stride (conv.c pads
- * 1-D and 2-D convolutions to three) are dropped, so oneDNN sees the convolution's own rank. 0, or -1 when oneDNN
- * cannot describe it: an output that the left padding alone does not reach (a transposed convolution's
- * output_padding of a stride or more). */
-static int co_key_make(const conv_geom_t *g, int phase, int has_bias, int64_t batch, int64_t cy, co_key_t *k) {
+/* The key for a phase of a on `batch` images, cx of X's channels and cy of Y's: spatial dimensions of size 1 that
+ * neither pad nor stride (conv.c pads 1-D and 2-D convolutions to three) are dropped, so oneDNN sees the convolution's
+ * own rank. 0, or -1 when oneDNN cannot describe it: an output that the left padding alone does not reach (a transposed
+ * convolution's output_padding of a stride or more). */
+static int co_key_make(const conv_geom_t *g, int phase, int has_bias, int64_t batch, int64_t cx, int64_t cy,
+                       co_key_t *k) {
     memset(k, 0, sizeof *k); /* padding too: keys are compared with memcmp */
     k->phase = phase, k->has_bias = has_bias, k->nthreads = 1;
-    k->batch = batch, k->groups = g->groups, k->cx = g->cx, k->cy = cy, k->cy_stride = g->cy;
+    k->batch = batch, k->groups = g->groups, k->cx = cx, k->cy = cy, k->cx_stride = g->cx, k->cy_stride = g->cy;
     int first = 0;
     while (first < 2 && g->xs[first] == 1 && g->ys[first] == 1 && g->ks[first] == 1 && g->pad[first] == 0) first++;
     k->nsp = 3 - first;
@@ -267,7 +275,8 @@ typedef struct co_job {
     const conv_args_t *a;
     int phase, nparts;
     int64_t lo, extra;               /* participant i takes lo images, one more when i < extra ... */
-    int64_t cpart;                   /* ... or, when not 0, channels [i * cpart, (i + 1) * cpart) of Y of every image */
+    int split;                       /* ... or, by X's or Y's channels: [i * cpart, (i + 1) * cpart) of every image */
+    int64_t cpart;
     const co_plan_t *plan[2];        /* for lo and lo + 1 images, or for cpart and the last part's channels */
     void *w_ready;                   /* the weight reordered once for every participant, or NULL */
     float *partials;                 /* phase 3: nparts - 1 weight gradients after participant 0's */
@@ -281,25 +290,29 @@ static void co_part(void *ctx, int64_t begin, int64_t end, int slot) {
     const conv_geom_t *g = &a->g;
     const int64_t xi = g->cx * g->xsp, yi = g->cy * g->ysp; /* elements per image */
     for (int64_t i = begin; i < end; i++) {
-        int64_t n0 = i * j->lo + (i < j->extra ? i : j->extra), nb = j->lo + (i < j->extra), c0 = 0, nc = g->cy;
+        int64_t n0 = i * j->lo + (i < j->extra ? i : j->extra), nb = j->lo + (i < j->extra), c0 = 0, nc = g->cx;
         int v = nb > j->lo;
-        if (j->cpart) {
+        if (j->split) {
+            const int64_t total = j->split == CO_BY_X_CHANNELS ? g->cx : g->cy;
             n0 = 0, nb = g->batch, c0 = i * j->cpart;
-            nc = (c0 + j->cpart < g->cy ? c0 + j->cpart : g->cy) - c0;
+            nc = (c0 + j->cpart < total ? c0 + j->cpart : total) - c0;
             v = nc != j->cpart;
         }
         if (nb <= 0 || nc <= 0) continue;
+        /* a slice's first channel in X and in Y; without groups W's rows are Y's channels and its columns X's */
+        const int64_t xc = j->split == CO_BY_X_CHANNELS ? c0 : 0, yc = j->split == CO_BY_Y_CHANNELS ? c0 : 0;
         void *ptr[CO_SLOTS] = {NULL};
-        if (j->phase == CONV_ONEDNN_FORWARD) { /* a slice of channels: groups == 1, so W's rows are Y's channels */
-            ptr[CO_X] = (float *)a->x_in + n0 * xi, ptr[CO_W] = (float *)a->w + c0 * g->rows;
-            ptr[CO_Y] = (float *)a->y_out + n0 * yi + c0 * g->ysp;
-            ptr[CO_B] = a->bias_y ? (float *)a->bias_y + c0 : NULL;
+        if (j->phase == CONV_ONEDNN_FORWARD) {
+            ptr[CO_X] = (float *)a->x_in + n0 * xi, ptr[CO_W] = (float *)a->w + yc * g->rows;
+            ptr[CO_Y] = (float *)a->y_out + n0 * yi + yc * g->ysp;
+            ptr[CO_B] = a->bias_y ? (float *)a->bias_y + yc : NULL;
         } else if (j->phase == CONV_ONEDNN_BACKWARD_DATA) {
-            ptr[CO_X] = (float *)a->x_out + n0 * xi, ptr[CO_W] = (void *)a->w;
+            ptr[CO_X] = (float *)a->x_out + n0 * xi + xc * g->xsp, ptr[CO_W] = (float *)a->w + xc * g->ksp;
             ptr[CO_Y] = (float *)a->y_in + n0 * yi;
         } else {
-            ptr[CO_X] = (float *)a->x_w + n0 * xi, ptr[CO_Y] = (float *)a->y_w + n0 * yi;
-            ptr[CO_W] = i == 0 ? (void *)a->w_out : j->partials + (i - 1) * g->cy * g->rows;
+            ptr[CO_X] = (float *)a->x_w + n0 * xi, ptr[CO_Y] = (float *)a->y_w + n0 * yi + yc * g->ysp;
+            ptr[CO_W] = j->split || i == 0 ? (float *)a->w_out + yc * g->rows
+                                           : j->partials + (i - 1) * g->cy * g->rows;
         }
         const int rc = co_execute(j->plan[v], ptr, j->w_ready);
         axon_onednn_thread_trim();
@@ -308,10 +321,13 @@ static void co_part(void *ctx, int64_t begin, int64_t end, int slot) {
             continue;
         }
         if (j->phase == CONV_ONEDNN_BACKWARD_DATA && a->bias_x) { /* a transposed convolution's bias */
-            float *x = ptr[CO_X];
-            const float *b = (const float *)a->bias_x;
-            for (int64_t q = 0; q < nb * g->cx; q++)
-                for (int64_t e = 0; e < g->xsp; e++) x[q * g->xsp + e] += b[q % g->cx];
+            const float *b = (const float *)a->bias_x + xc;
+            const int64_t nx = j->split == CO_BY_X_CHANNELS ? nc : g->cx;
+            for (int64_t n = 0; n < nb; n++)
+                for (int64_t q = 0; q < nx; q++) {
+                    float *row = (float *)ptr[CO_X] + n * xi + q * g->xsp;
+                    for (int64_t e = 0; e < g->xsp; e++) row[e] += b[q];
+                }
         }
     }
 }
@@ -374,12 +390,14 @@ int conv_onednn_phase(const conv_args_t *a, const axon_exec_t *ex, int phase) {
     int64_t sizes[2] = {j.lo, j.lo + 1}; /* of the two plans: images, or channels */
     int nplans = j.extra ? 2 : 1;
     if (g->batch < nparts) {
-        /* Fewer images than threads: a forward without groups splits Y's channels in blocks of oneDNN's 16;
-         * otherwise the column path, which splits an image's positions. */
-        const int64_t blocks = (g->cy + 15) / 16;
-        if (phase != CONV_ONEDNN_FORWARD || g->groups != 1 || blocks < nparts) return 0;
+        /* Fewer images than threads: without groups, the channels of the tensor the phase writes (Y's for the
+         * weight gradient, whose rows are Y's channels) split in blocks of oneDNN's 16; else the column path,
+         * which splits an image's positions. */
+        j.split = phase == CONV_ONEDNN_BACKWARD_DATA ? CO_BY_X_CHANNELS : CO_BY_Y_CHANNELS;
+        const int64_t total = j.split == CO_BY_X_CHANNELS ? g->cx : g->cy, blocks = (total + 15) / 16;
+        if (g->groups != 1 || blocks < nparts) return 0;
         j.cpart = (blocks + nparts - 1) / nparts * 16;
-        sizes[0] = j.cpart, sizes[1] = g->cy - (g->cy - 1) / j.cpart * j.cpart;
+        sizes[0] = j.cpart, sizes[1] = total - (total - 1) / j.cpart * j.cpart;
         nplans = sizes[1] != sizes[0] ? 2 : 1;
     }
     const int has_bias = phase == CONV_ONEDNN_FORWARD && a->bias_y != NULL;
@@ -387,17 +405,20 @@ int conv_onednn_phase(const conv_args_t *a, const axon_exec_t *ex, int phase) {
     int done = 0;
     for (int v = 0; v < nplans; v++) {
         co_key_t k;
-        if (co_key_make(g, phase, has_bias, j.cpart ? g->batch : sizes[v], j.cpart ? sizes[v] : g->cy, &k) != 0 ||
+        const int64_t nb = j.split ? g->batch : sizes[v];
+        const int64_t cx = j.split == CO_BY_X_CHANNELS ? sizes[v] : g->cx;
+        const int64_t cy = j.split == CO_BY_Y_CHANNELS ? sizes[v] : g->cy;
+        if (co_key_make(g, phase, has_bias, nb, cx, cy, &k) != 0 ||
             (e[v] = axon_onednn_acquire(&k, sizeof k, co_plan_create, co_plan_free)) == NULL ||
             (j.plan[v] = axon_onednn_object(e[v])) == NULL)
             goto out;
     }
     const co_operand_t *w0 = &j.plan[0]->op[CO_W];
-    if (phase != CONV_ONEDNN_BACKWARD_WEIGHTS && !j.cpart && w0->reorder &&
+    if (phase != CONV_ONEDNN_BACKWARD_WEIGHTS && !j.split && w0->reorder &&
         (!j.plan[1] || dnnl_memory_desc_equal(&w0->prim, &j.plan[1]->op[CO_W].prim)) &&
         (j.w_ready = co_weight_ready(j.plan[0], a->w)) == NULL)
         goto out;
-    if (phase == CONV_ONEDNN_BACKWARD_WEIGHTS && nparts > 1 &&
+    if (phase == CONV_ONEDNN_BACKWARD_WEIGHTS && !j.split && nparts > 1 &&
         (j.partials = malloc((size_t)(nparts - 1) * (size_t)(g->cy * g->rows) * sizeof(float))) == NULL)
         goto out;
     axon_parallel_for(ex->pool, 0, nparts, 1, co_part, &j);

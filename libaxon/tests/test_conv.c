@@ -231,7 +231,7 @@ static void ct_set(int64_t *dst, int S, int64_t a, int64_t b, int64_t c) {
 static void ct_all_cases(int threads) {
     kc_dev_t k = kc_open(threads);
     REQUIRE(k.s != NULL);
-    ct_case_t cases[29];
+    ct_case_t cases[30];
     int n = 0;
     /* 1-D: stride 2, padding 1, groups 2, bias */
     cases[n] = ct_case(1, 2, 4, 6, 2, (int64_t[]){9}, (int64_t[]){3});
@@ -317,9 +317,14 @@ static void ct_all_cases(int threads) {
     cases[n] = ct_case(2, 17, 16, 16, 1, (int64_t[]){5, 5}, (int64_t[]){3, 3});
     cases[n].p.transposed = 1, cases[n].bias = 1;
     ct_set(cases[n].p.padding, 2, 1, 1, 0), n++;
-    /* One image, 72 output channels: with 4 threads oneDNN's forward splits the channels (32, 32 and 8) */
+    /* One image, 72 output channels: with 4 threads oneDNN's forward and weight gradient split them (32, 32 and 8);
+     * transposed, the plain convolution's input gradient (its forward, with the bias) splits its 72 channels. */
     cases[n] = ct_case(2, 1, 8, 72, 1, (int64_t[]){9, 10}, (int64_t[]){3, 3});
     ct_set(cases[n].p.padding, 2, 1, 1, 0), cases[n++].bias = 1;
+    cases[n] = ct_case(2, 1, 8, 72, 1, (int64_t[]){5, 6}, (int64_t[]){3, 3});
+    cases[n].p.transposed = 1, cases[n].bias = 1;
+    ct_set(cases[n].p.stride, 2, 2, 2, 0), ct_set(cases[n].p.padding, 2, 1, 1, 0);
+    ct_set(cases[n].p.output_padding, 2, 1, 1, 0), n++;
     for (int i = 0; i < n; i++)
         for (size_t di = 0; di < sizeof ct_dtypes / sizeof ct_dtypes[0]; di++)
             if (ct_run(&k, &cases[i], ct_dtypes[di])) {

@@ -14,13 +14,14 @@
  * bias, if given, has O elements. C and O must both be multiples of G.
  *
  * Algorithm: float32 convolutions run on oneDNN's direct convolution kernels when libaxon is built with oneDNN, the
- * images split over the pool, or a forward's output channels when there are fewer images than threads (excepted:
- * 1x1 convolutions of stride 1, input gradients with fewer than 16 input channels per group, and backward phases or
- * grouped forwards with fewer images than threads; AXON_CONV=im2col turns it off). Everything else is im2col + GEMM: for each (batch element, group, block of output positions) the kernel
- * gathers the input patches into a malloc'ed host column buffer (C/G * prod(K) rows, at most a few MB: never device
- * memory, never the whole batch) and multiplies it with the group's weight matrix on one pool participant with the
- * build's single-threaded GEMM (axon/gemm.h). A transposed convolution is the adjoint of a plain one, so it runs the
- * plain convolution's grad_input path and vice versa.
+ * images split over the pool, or the written tensor's channels when there are fewer images than threads (excepted:
+ * 1x1 convolutions of stride 1, input gradients with fewer than 16 input channels per group, and grouped
+ * convolutions with fewer images than threads; AXON_CONV=im2col turns it off). Everything else is im2col + GEMM: for
+ * each (batch element, group, block of output positions) the kernel gathers the input patches into a malloc'ed host
+ * column buffer (C/G * prod(K) rows, at most a few MB: never device memory, never the whole batch) and multiplies it
+ * with the group's weight matrix on one pool participant with the build's single-threaded GEMM (axon/gemm.h). A
+ * transposed convolution is the adjoint of a plain one, so it runs the plain convolution's grad_input path and vice
+ * versa.
  *
  * Dtypes: in, weight, bias, out (and the gradients) are float32, float64, float16 or bfloat16, all of one dtype.
  * float64 computes in float64; the other three accumulate in float32 and round once on store. A bfloat16/float16
