@@ -20,11 +20,12 @@
  * Each participant mallocs its scratch once per parallel-for call, not per unit; a failed malloc is remembered and
  * reported as OUT_OF_MEMORY after the phase.
  *
- * bfloat16 and float16 forwards go to oneDNN (gemm_impl.h's axon_gemm_lowp: the CPU's bf16/fp16 dot instructions
- * or AMX, several times the float32 rate) when it is built in and offers both block shapes, and so do float32 ones
- * but 1x1 convolutions of stride 1 (ce_lowp_setup says why); the columns are then
- * gathered in the tensor's own dtype. The bias rides in the product as an extra column of the weight matrix against a
- * row of ones in the column buffer, so it is added in float32 before the one rounding, as on the float32 path. The
+ * bfloat16 and float16 forwards that conv_onednn.c leaves (all float16 ones, and bfloat16 ones with fewer images
+ * than threads with groups) go to oneDNN's matmul (gemm_impl.h's axon_gemm_lowp: the CPU's bf16/fp16 dot
+ * instructions or AMX, several times the float32 rate) when it is built in and offers both block shapes, and so do
+ * float32 ones but 1x1 convolutions of stride 1 (ce_lowp_setup says why); the columns are then gathered in the
+ * tensor's own dtype. The bias rides in the product as an extra column of the weight matrix against a row of ones in
+ * the column buffer, so it is added in float32 before the one rounding, as on the float32 path. The
  * other phases, and half types without oneDNN, convert to float32. */
 #include <inttypes.h>
 #include <stdatomic.h>

@@ -69,10 +69,10 @@ int conv_depthwise_applies(const conv_geom_t *g);
 axon_status_t conv_depthwise_run(const conv_args_t *a, const axon_exec_t *ex, const char *w, const char *bias,
                                  int small);
 
-/* Phase 1 (FORWARD), 2 (BACKWARD_DATA) or 3 (BACKWARD_WEIGHTS) of a float32 convolution on oneDNN's direct
- * kernels (conv_onednn.c), phase 2 with its bias. 1 when it ran the phase; 0 when the column path must: not float32,
- * fewer images than pool participants with groups (or too few channels to share), a 1x1 convolution of stride 1,
- * an input gradient with fewer than 16 input channels per group, no oneDNN kernel worth taking,
+/* Phase 1 (FORWARD), 2 (BACKWARD_DATA) or 3 (BACKWARD_WEIGHTS) of a float32 convolution (phase 1 of a bfloat16 one) on
+ * oneDNN's direct kernels (conv_onednn.c), phase 2 with its bias. 1 when it ran the phase; 0 when the column path must:
+ * another dtype, fewer images than pool participants with groups (or too few channels to share), a 1x1 convolution of
+ * stride 1, an input gradient with fewer than 16 input channels per group, no oneDNN kernel worth taking,
  * AXON_CONV=im2col, or a failure (nothing reported; the column path rewrites all of the phase's output). */
 enum { CONV_ONEDNN_FORWARD, CONV_ONEDNN_BACKWARD_DATA, CONV_ONEDNN_BACKWARD_WEIGHTS };
 int conv_onednn_phase(const conv_args_t *a, const axon_exec_t *ex, int phase);

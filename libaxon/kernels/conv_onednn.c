@@ -1,4 +1,5 @@
-/* float32 convolutions on oneDNN's direct convolution primitives (conv_impl.h: conv_onednn_phase), for conv_exec.c.
+/* float32 convolutions, and bfloat16 forwards, on oneDNN's direct convolution primitives (conv_impl.h:
+ * conv_onednn_phase), for conv_exec.c.
  *
  * Why: the column-buffer path (conv_exec.c) spends about 40% of a 3x3 convolution building its columns, and torch
  * CPU runs oneDNN's direct kernels, which read the image in a blocked layout instead: 1.4-2.3x faster than the columns
@@ -47,7 +48,7 @@ enum { CO_X, CO_W, CO_Y, CO_B, CO_SLOTS };
 enum { CO_BY_IMAGES, CO_BY_X_CHANNELS, CO_BY_Y_CHANNELS };
 
 typedef struct co_key {
-    int phase, nsp, has_bias, nthreads;
+    int phase, nsp, has_bias, nthreads, dtype;
     int64_t batch, groups, cx, cy;
     int64_t cx_stride, cy_stride;    /* X's and Y's channels per image in memory: cx and cy, or more for a slice */
     int64_t xs[3], ys[3], ks[3], stride[3], pad_l[3], pad_r[3], dil[3]; /* the nsp spatial dims, then zeros */
@@ -124,14 +125,15 @@ static int co_plan_create(const void *key, void **obj) {
         yst[i] = yst[i + 1] * (i == 0 ? k->cy_stride : yd[i + 1]);
         wst[i] = wst[i + 1] * (i == 0 ? k->cx_stride : wd[i + 1]);
     }
-    int ok = dnnl_memory_desc_init_by_strides(&o[CO_X].user, S + 2, xd, dnnl_f32, xst) == dnnl_success &&
-             dnnl_memory_desc_init_by_strides(&o[CO_Y].user, S + 2, yd, dnnl_f32, yst) == dnnl_success &&
-             (grouped ? dnnl_memory_desc_init_by_tag(&o[CO_W].user, wn + S, wd, dnnl_f32, gwt[S])
-                      : dnnl_memory_desc_init_by_strides(&o[CO_W].user, S + 2, wd, dnnl_f32, wst)) == dnnl_success &&
-             dnnl_memory_desc_init_by_tag(&bias, 1, bd, dnnl_f32, dnnl_x) == dnnl_success &&
-             dnnl_memory_desc_init_by_tag(&any[CO_X], S + 2, xd, dnnl_f32, dnnl_format_tag_any) == dnnl_success &&
-             dnnl_memory_desc_init_by_tag(&any[CO_Y], S + 2, yd, dnnl_f32, dnnl_format_tag_any) == dnnl_success &&
-             dnnl_memory_desc_init_by_tag(&any[CO_W], wn + S, wd, dnnl_f32, dnnl_format_tag_any) == dnnl_success;
+    const dnnl_data_type_t dt = k->dtype == AXON_BFLOAT16 ? dnnl_bf16 : dnnl_f32;
+    int ok = dnnl_memory_desc_init_by_strides(&o[CO_X].user, S + 2, xd, dt, xst) == dnnl_success &&
+             dnnl_memory_desc_init_by_strides(&o[CO_Y].user, S + 2, yd, dt, yst) == dnnl_success &&
+             (grouped ? dnnl_memory_desc_init_by_tag(&o[CO_W].user, wn + S, wd, dt, gwt[S])
+                      : dnnl_memory_desc_init_by_strides(&o[CO_W].user, S + 2, wd, dt, wst)) == dnnl_success &&
+             dnnl_memory_desc_init_by_tag(&bias, 1, bd, dt, dnnl_x) == dnnl_success &&
+             dnnl_memory_desc_init_by_tag(&any[CO_X], S + 2, xd, dt, dnnl_format_tag_any) == dnnl_success &&
+             dnnl_memory_desc_init_by_tag(&any[CO_Y], S + 2, yd, dt, dnnl_format_tag_any) == dnnl_success &&
+             dnnl_memory_desc_init_by_tag(&any[CO_W], wn + S, wd, dt, dnnl_format_tag_any) == dnnl_success;
     dnnl_primitive_attr_t attr = NULL;
     ok = ok && dnnl_primitive_attr_create(&attr) == dnnl_success &&
          dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success;
@@ -166,7 +168,7 @@ static int co_plan_create(const void *key, void **obj) {
             o[s].prim = *dnnl_primitive_desc_query_md(pd, q[k->phase][s], 0);
             rc = co_reorder_make(&o[s], attr, &p->scratchpad);
         }
-        if (k->has_bias) { /* float32 [cy] in any layout is plain */
+        if (k->has_bias) { /* [cy] in any layout is plain */
             o[CO_B].used = 1;
             o[CO_B].user = o[CO_B].prim = bias;
         }
@@ -248,14 +250,14 @@ static int co_execute(const co_plan_t *p, void *const ptr[CO_SLOTS], void *w_rea
     return ok ? 0 : -1;
 }
 
-/* The key for a phase of a on `batch` images, cx of X's channels and cy of Y's: spatial dimensions of size 1 that
- * neither pad nor stride (conv.c pads 1-D and 2-D convolutions to three) are dropped, so oneDNN sees the convolution's
- * own rank. 0, or -1 when oneDNN cannot describe it: an output that the left padding alone does not reach (a transposed
- * convolution's output_padding of a stride or more). */
-static int co_key_make(const conv_geom_t *g, int phase, int has_bias, int64_t batch, int64_t cx, int64_t cy,
-                       co_key_t *k) {
+/* The key for a phase of a convolution of dtype g_dtype on `batch` images, cx of X's channels and cy of Y's: spatial
+ * dimensions of size 1 that neither pad nor stride (conv.c pads 1-D and 2-D convolutions to three) are dropped, so
+ * oneDNN sees the convolution's own rank. 0, or -1 when oneDNN cannot describe it: an output that the left padding
+ * alone does not reach (a transposed convolution's output_padding of a stride or more). */
+static int co_key_make(const conv_geom_t *g, axon_dtype_t g_dtype, int phase, int has_bias, int64_t batch, int64_t cx,
+                       int64_t cy, co_key_t *k) {
     memset(k, 0, sizeof *k); /* padding too: keys are compared with memcmp */
-    k->phase = phase, k->has_bias = has_bias, k->nthreads = 1;
+    k->phase = phase, k->has_bias = has_bias, k->nthreads = 1, k->dtype = (int)g_dtype;
     k->batch = batch, k->groups = g->groups, k->cx = cx, k->cy = cy, k->cx_stride = g->cx, k->cy_stride = g->cy;
     int first = 0;
     while (first < 2 && g->xs[first] == 1 && g->ys[first] == 1 && g->ks[first] == 1 && g->pad[first] == 0) first++;
@@ -302,18 +304,20 @@ static void co_part(void *ctx, int64_t begin, int64_t end, int slot) {
         /* a slice's first channel in X and in Y; without groups W's rows are Y's channels and its columns X's */
         const int64_t xc = j->split == CO_BY_X_CHANNELS ? c0 : 0, yc = j->split == CO_BY_Y_CHANNELS ? c0 : 0;
         void *ptr[CO_SLOTS] = {NULL};
+        const size_t es = axon_dtype_size(a->dt);
+#define CO_AT(p, off) ((void *)((const char *)(p) + (size_t)(off) * es))
         if (j->phase == CONV_ONEDNN_FORWARD) {
-            ptr[CO_X] = (float *)a->x_in + n0 * xi, ptr[CO_W] = (float *)a->w + yc * g->rows;
-            ptr[CO_Y] = (float *)a->y_out + n0 * yi + yc * g->ysp;
-            ptr[CO_B] = a->bias_y ? (float *)a->bias_y + yc : NULL;
+            ptr[CO_X] = CO_AT(a->x_in, n0 * xi), ptr[CO_W] = CO_AT(a->w, yc * g->rows);
+            ptr[CO_Y] = CO_AT(a->y_out, n0 * yi + yc * g->ysp);
+            ptr[CO_B] = a->bias_y ? CO_AT(a->bias_y, yc) : NULL;
         } else if (j->phase == CONV_ONEDNN_BACKWARD_DATA) {
-            ptr[CO_X] = (float *)a->x_out + n0 * xi + xc * g->xsp, ptr[CO_W] = (float *)a->w + xc * g->ksp;
-            ptr[CO_Y] = (float *)a->y_in + n0 * yi;
+            ptr[CO_X] = CO_AT(a->x_out, n0 * xi + xc * g->xsp), ptr[CO_W] = CO_AT(a->w, xc * g->ksp);
+            ptr[CO_Y] = CO_AT(a->y_in, n0 * yi);
         } else {
-            ptr[CO_X] = (float *)a->x_w + n0 * xi, ptr[CO_Y] = (float *)a->y_w + n0 * yi + yc * g->ysp;
-            ptr[CO_W] = j->split || i == 0 ? (float *)a->w_out + yc * g->rows
-                                           : j->partials + (i - 1) * g->cy * g->rows;
+            ptr[CO_X] = CO_AT(a->x_w, n0 * xi), ptr[CO_Y] = CO_AT(a->y_w, n0 * yi + yc * g->ysp);
+            ptr[CO_W] = j->split || i == 0 ? CO_AT(a->w_out, yc * g->rows) : j->partials + (i - 1) * g->cy * g->rows;
         }
+#undef CO_AT
         const int rc = co_execute(j->plan[v], ptr, j->w_ready);
         axon_onednn_thread_trim();
         if (rc != 0) {
@@ -373,7 +377,12 @@ static void *co_weight_ready(const co_plan_t *p, const void *w) {
 int conv_onednn_phase(const conv_args_t *a, const axon_exec_t *ex, int phase) {
     const conv_geom_t *g = &a->g;
     const int nparts = axon_pool_size(ex->pool);
-    if (a->dt != AXON_FLOAT32 || co_disabled() || !axon_onednn_available()) return 0;
+    /* bfloat16 forwards too (float32 sums, rounded once, as the column path): 8 images of 64-256 channels, 3x3,
+     * 11.2-15.0 ms against the columns' 16.7-17.7 (an A/B through AXON_CONV, 12:28 UTC); its input gradient
+     * (jit_bf16) was no faster than the columns, 10.9-13.9 against 11.1-12.7 ms. oneDNN 2.6 has no float16
+     * convolution for CPUs. */
+    const int bf16_fwd = a->dt == AXON_BFLOAT16 && phase == CONV_ONEDNN_FORWARD;
+    if ((a->dt != AXON_FLOAT32 && !bf16_fwd) || co_disabled() || !axon_onednn_available()) return 0;
     int identity = g->ksp == 1; /* 1x1, stride 1, no padding: a plain GEMM on the column path */
     for (int i = 0; i < 3; i++) identity = identity && g->stride[i] == 1 && g->pad[i] == 0 && g->xs[i] == g->ys[i];
     if (identity) return 0;
@@ -408,7 +417,7 @@ int conv_onednn_phase(const conv_args_t *a, const axon_exec_t *ex, int phase) {
         const int64_t nb = j.split ? g->batch : sizes[v];
         const int64_t cx = j.split == CO_BY_X_CHANNELS ? sizes[v] : g->cx;
         const int64_t cy = j.split == CO_BY_Y_CHANNELS ? sizes[v] : g->cy;
-        if (co_key_make(g, phase, has_bias, nb, cx, cy, &k) != 0 ||
+        if (co_key_make(g, a->dt, phase, has_bias, nb, cx, cy, &k) != 0 ||
             (e[v] = axon_onednn_acquire(&k, sizeof k, co_plan_create, co_plan_free)) == NULL ||
             (j.plan[v] = axon_onednn_object(e[v])) == NULL)
             goto out;

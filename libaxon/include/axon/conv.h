@@ -13,15 +13,15 @@
  *               Y = (I - 1) * stride - 2 * padding + dilation * (K - 1) + output_padding + 1 (>= 1)
  * bias, if given, has O elements. C and O must both be multiples of G.
  *
- * Algorithm: float32 convolutions run on oneDNN's direct convolution kernels when libaxon is built with oneDNN, the
- * images split over the pool, or the written tensor's channels when there are fewer images than threads (excepted:
- * 1x1 convolutions of stride 1, input gradients with fewer than 16 input channels per group, and grouped
- * convolutions with fewer images than threads; AXON_CONV=im2col turns it off). Everything else is im2col + GEMM: for
- * each (batch element, group, block of output positions) the kernel gathers the input patches into a malloc'ed host
- * column buffer (C/G * prod(K) rows, at most a few MB: never device memory, never the whole batch) and multiplies it
- * with the group's weight matrix on one pool participant with the build's single-threaded GEMM (axon/gemm.h). A
- * transposed convolution is the adjoint of a plain one, so it runs the plain convolution's grad_input path and vice
- * versa.
+ * Algorithm: float32 convolutions and bfloat16 forwards run on oneDNN's direct convolution kernels when libaxon is
+ * built with oneDNN, the images split over the pool, or the written tensor's channels when there are fewer images
+ * than threads (excepted: 1x1 convolutions of stride 1, input gradients with fewer than 16 input channels per group,
+ * and grouped convolutions with fewer images than threads; AXON_CONV=im2col turns it off). Everything else is im2col
+ * + GEMM: for each (batch element, group, block of output positions) the kernel gathers the input patches into a
+ * malloc'ed host column buffer (C/G * prod(K) rows, at most a few MB: never device memory, never the whole batch)
+ * and multiplies it with the group's weight matrix on one pool participant with the build's single-threaded GEMM
+ * (axon/gemm.h). A transposed convolution is the adjoint of a plain one, so it runs the plain convolution's
+ * grad_input path and vice versa.
  *
  * Dtypes: in, weight, bias, out (and the gradients) are float32, float64, float16 or bfloat16, all of one dtype.
  * float64 computes in float64; the other three accumulate in float32 and round once on store. A bfloat16/float16
