@@ -982,3 +982,29 @@ def test_op_families_match_cpu():
         close(g, r)
     s = tc.stats()
     assert s["program_calls"] >= 1 and s["eager_partitions"] == 0, s
+
+
+def test_batch_norm_backward_runs_as_its_kernel_in_a_compiled_training_step():
+    # Batch norm's backward is kept whole (torch_axon/compile/__init__.py, _KEEP): decomposed, its row reductions
+    # ran as fused groups on tier 0's interpreter, several times slower than the kernel.
+    torch.manual_seed(0)
+    ref = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU()).train()
+    model = _copy_to(ref, DEV)
+    x = torch.randn(4, 3, 10, 10)
+    compiled = torch.compile(model, backend="axon")
+    compiled(x.to(DEV)).square().sum().backward()   # compiles
+    for p in model.parameters():
+        p.grad = None
+    _C._trace_clear()
+    _C._trace_enable(True)
+    try:
+        compiled(x.to(DEV)).square().sum().backward()
+        torch.axon.synchronize()
+    finally:
+        _C._trace_enable(False)
+    names = [r[0] for r in _C._trace_records()]
+    _C._trace_clear()
+    ref(x).square().sum().backward()
+    for p, rp in zip(model.parameters(), ref.parameters()):
+        close(p.grad, rp.grad, GRAD_TOL)
+    assert names.count("batch_norm_backward") == 1, names
