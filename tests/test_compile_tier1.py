@@ -97,3 +97,41 @@ def test_without_a_working_compiler_tier0_runs(tmp_path, cc):
     assert out["ready"] == 0, out
     assert out["err"] < 1e-4, out
     assert not shared_objects(tmp_path)
+
+
+# Rows the generated kernels see: a contiguous 4-D operand with short rows (the launch merges its dimensions into
+# one row) and an expand that the program makes a view (its row stride 0 where its type says dense: the kernel reads
+# a block of its one value). Both against eager and tier 0; the tier 0 run is AXON_CC="" (no compiler).
+ROWS_CHILD = textwrap.dedent("""
+    import json
+    import torch
+    import torch_axon
+    import torch_axon.compile as tc
+
+    def f(x, a, b):
+        m = (a @ b).view(8, 4, 1, 1).expand(8, 4, 6, 5)
+        return torch.where(x <= 0, 0.0, m / 30.0) + torch.where(x > 1, x, 0.5 * x)
+
+    torch.manual_seed(0)
+    x, a, b = torch.randn(8, 4, 6, 5), torch.randn(8, 3), torch.randn(3, 4)
+    ref = f(x, a, b)
+    compiled = torch.compile(f, backend="axon")
+    with torch.no_grad():
+        out = compiled(x.to("axon"), a.to("axon"), b.to("axon")).cpu()
+    print(json.dumps({"ready": tc.tier1_groups(wait=True), "err": (out - ref).abs().max().item(),
+                      "out": out.flatten().tolist()}))
+""")
+
+
+def test_tier1_rows_merge_and_runtime_broadcasts_match_eager_and_tier0(tmp_path):
+    def run(**env):
+        full = dict(os.environ, AXON_CACHE_DIR=str(tmp_path), AXON_COMPILE_SYNC="1", **env)
+        proc = subprocess.run([sys.executable, "-c", ROWS_CHILD], env=full, capture_output=True, text=True,
+                              timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    t1, t0 = run(), run(AXON_CC="")
+    assert t1["ready"] >= 1 and t0["ready"] == 0, (t1["ready"], t0["ready"])
+    assert t1["err"] < 1e-5 and t0["err"] < 1e-5, (t1["err"], t0["err"])
+    assert max(abs(p - q) for p, q in zip(t1["out"], t0["out"])) < 1e-6

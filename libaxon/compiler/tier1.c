@@ -329,6 +329,30 @@ typedef struct tier1_args {
     int64_t strides[AXON_TIER1_MAX_OPERANDS * AXON_MAX_DIMS];
 } tier1_args_t;
 
+/* Drop size-1 dimensions and merge each dimension into the one outside it wherever every operand steps over both as
+ * over one (stride outer == stride inner * size inner; broadcasts have 0 for both). The generated kernels vectorize
+ * the innermost dimension in blocks of 64 and send shorter rows through a buffer, so a contiguous [32, 16, 32, 32]
+ * (rows of 32) took 1.57 ns per element in a ReLU backward's where(le(x, 0), 0, g) against 0.69 for the two eager
+ * ops; merged it is one row. */
+static void tier1_coalesce(tier1_args_t *a) {
+    int r = 0;
+    for (int d = 0; d < a->rank; d++) {
+        if (a->sizes[d] == 1) continue;
+        int merge = r > 0;
+        for (int k = 0; merge && k < a->nops; k++)
+            merge = a->strides[k * AXON_MAX_DIMS + r - 1] == a->strides[k * AXON_MAX_DIMS + d] * a->sizes[d];
+        if (merge) {
+            a->sizes[r - 1] *= a->sizes[d];
+            for (int k = 0; k < a->nops; k++) a->strides[k * AXON_MAX_DIMS + r - 1] = a->strides[k * AXON_MAX_DIMS + d];
+            continue;
+        }
+        a->sizes[r] = a->sizes[d];
+        for (int k = 0; k < a->nops; k++) a->strides[k * AXON_MAX_DIMS + r] = a->strides[k * AXON_MAX_DIMS + d];
+        r++;
+    }
+    a->rank = r;
+}
+
 static void tier1_range(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
     const tier1_args_t *a = ctx;
@@ -370,6 +394,7 @@ axon_status_t axon_tier1_launch(axon_stream_t s, axon_tier1_fn fn, int nops, con
         }
     }
     if (a.total == 0) return AXON_OK;
+    tier1_coalesce(&a);
     /* The block carries only the operands used; the fixed-size arrays keep the layout simple. */
     axon_launch_t l = {tier1_kernel, &a, sizeof a, "tier1_fused", 0};
     return axon_stream_launch(s, &l);

@@ -431,7 +431,44 @@ axon_status_t axon_tier1_generate(const axon_axir_func_t *k, const char *symbol,
     axir_buf_printf(b, "%d);\n", T1_PAD);
     for (int o = k->num_params; o < nops; o++)
         axir_buf_printf(b, "                memcpy(p%d + bulk, q%d, (size_t)tail * sizeof q%d[0]);\n", o, o, o);
-    axir_buf_puts(b, "            }\n        } else {\n            for (int64_t j = 0; j < n; j++) {\n");
+    /* Rows where an input the type calls dense is broadcast at run time (an expand the program made a view, its
+     * stride 0): the vectorized body in blocks of T1_PAD, such inputs read from a block of their one value. */
+    axir_buf_puts(b, "            }\n        } else if (1");
+    for (int o = 0; o < nops; o++)
+        if (bcast[o] || o >= k->num_params) axir_buf_printf(b, " && s%d == %d", o, bcast[o] ? 0 : 1);
+        else axir_buf_printf(b, " && (s%d == 0 || s%d == 1)", o, o);
+    axir_buf_puts(b, ") {\n");
+    for (int o = 0; o < k->num_params; o++) {
+        if (bcast[o]) continue;
+        const char *st = storage_type(operand_dtype(k, o));
+        axir_buf_printf(b, "            %s r%d[%d];\n", st, o, T1_PAD);
+        axir_buf_printf(b, "            if (s%d == 0) for (int t = 0; t < %d; t++) r%d[t] = p%d[0];\n", o, T1_PAD, o, o);
+    }
+    axir_buf_printf(b, "            for (int64_t c = 0; c < n; c += %d) {\n", T1_PAD);
+    axir_buf_printf(b, "                const int64_t m = n - c < %d ? n - c : %d;\n", T1_PAD, T1_PAD);
+    for (int o = 0; o < nops; o++) {
+        if (bcast[o]) continue;
+        const char *st = storage_type(operand_dtype(k, o));
+        if (o < k->num_params)
+            axir_buf_printf(b, "                const %s *a%d = s%d ? p%d + c : r%d;\n", st, o, o, o, o);
+        axir_buf_printf(b, "                %s q%d[%d];\n", st, o, T1_PAD);
+        if (o < k->num_params)
+            axir_buf_printf(b, "                if (m < %d) {\n                    memset(q%d, 0, sizeof q%d);\n"
+                               "                    memcpy(q%d, a%d, (size_t)m * sizeof q%d[0]);\n"
+                               "                    a%d = q%d;\n                }\n",
+                            T1_PAD, o, o, o, o, o, o, o);
+    }
+    axir_buf_printf(b, "                %s_row(", symbol);
+    for (int o = 0; o < nops; o++)
+        if (bcast[o]) axir_buf_printf(b, "p%d, ", o);
+        else if (o < k->num_params) axir_buf_printf(b, "a%d, ", o);
+        else axir_buf_printf(b, "m < %d ? q%d : p%d + c, ", T1_PAD, o, o);
+    axir_buf_printf(b, "%d);\n", T1_PAD);
+    for (int o = k->num_params; o < nops; o++)
+        axir_buf_printf(b, "                if (m < %d) memcpy(p%d + c, q%d, (size_t)m * sizeof q%d[0]);\n", T1_PAD, o,
+                        o, o);
+    axir_buf_puts(b, "            }\n");
+    axir_buf_puts(b, "        } else {\n            for (int64_t j = 0; j < n; j++) {\n");
     for (int o = 0; o < nops; o++) snprintf(steps[o], sizeof steps[o], "j * s%d", o);
     emit_body(b, k, steps);
     axir_buf_puts(b,
