@@ -987,6 +987,7 @@ def test_op_families_match_cpu():
 def test_batch_norm_backward_runs_as_its_kernel_in_a_compiled_training_step():
     # Batch norm's backward is kept whole (torch_axon/compile/__init__.py, _KEEP): decomposed, its row reductions
     # ran as fused groups on tier 0's interpreter, several times slower than the kernel.
+    torch._dynamo.reset()
     torch.manual_seed(0)
     ref = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU()).train()
     model = _copy_to(ref, DEV)
@@ -995,6 +996,7 @@ def test_batch_norm_backward_runs_as_its_kernel_in_a_compiled_training_step():
     compiled(x.to(DEV)).square().sum().backward()   # compiles
     for p in model.parameters():
         p.grad = None
+    torch.axon.synchronize()   # the first step's kernels finish before the trace starts
     _C._trace_clear()
     _C._trace_enable(True)
     try:

@@ -130,8 +130,101 @@ static void fused_range(void *ctx, int64_t t0, int64_t t1, int slot) {
     }
 }
 
+/* Sums keep FUSED_SUM_LANES partial sums in double, element i of a row in lane i % FUSED_SUM_LANES, so the loop
+ * vectorizes; one serial chain of double adds took 1.07 ms for relu then mean over [32, 32, 16, 16] against 0.23 ms
+ * for the two eager kernels. These add v[0] into lane 0. */
+#define FUSED_SUM_LANES 8
+
+static void fused_sum_f32(const float *v, int64_t n, double *lane) {
+    int64_t i = 0;
+    for (; i + FUSED_SUM_LANES <= n; i += FUSED_SUM_LANES)
+        for (int l = 0; l < FUSED_SUM_LANES; l++) lane[l] += (double)v[i + l];
+    for (; i < n; i++) lane[i % FUSED_SUM_LANES] += (double)v[i];
+}
+
+static void fused_sum_f64(const double *v, int64_t n, double *lane) {
+    int64_t i = 0;
+    for (; i + FUSED_SUM_LANES <= n; i += FUSED_SUM_LANES)
+        for (int l = 0; l < FUSED_SUM_LANES; l++) lane[l] += v[i + l];
+    for (; i < n; i++) lane[i % FUSED_SUM_LANES] += v[i];
+}
+
+/* Drops the group's size-1 dimensions and merges each dimension into the one outside it where every tensor of the
+ * group's shape steps over both as over one: runs along the innermost dimension get longer (a global average pool's
+ * 7 x 7 rows are one run of 49), and fused_move converts a run per call. Elements keep their row-major order, which
+ * is all a reduction's rows (len consecutive elements each) use; its output, of `rows` elements, is untouched. */
+static void fused_coalesce(fused_args_t *a, int num_inputs, int num_outputs) {
+    axon_tensor_t *t[FUSED_MAX_INPUTS + FUSED_MAX_OUTPUTS];
+    int nt = 0, r = 0;
+    for (int k = 0; k < num_inputs; k++) t[nt++] = &a->in[k];
+    for (int k = 0; k < num_outputs; k++)
+        if (k != a->fp->reduce_out) t[nt++] = &a->out[k];
+    for (int d = 0; d < a->ndim; d++) {
+        if (a->sizes[d] == 1) continue;
+        int merge = r > 0;
+        for (int k = 0; merge && k < nt; k++) merge = t[k]->strides[r - 1] == t[k]->strides[d] * a->sizes[d];
+        if (merge) {
+            a->sizes[r - 1] *= a->sizes[d];
+            for (int k = 0; k < nt; k++) t[k]->strides[r - 1] = t[k]->strides[d];
+            continue;
+        }
+        a->sizes[r] = a->sizes[d];
+        for (int k = 0; k < nt; k++) t[k]->strides[r] = t[k]->strides[d];
+        r++;
+    }
+    a->ndim = r;
+    for (int k = 0; k < nt; k++) {
+        t[k]->ndim = r;
+        for (int d = 0; d < r; d++) t[k]->sizes[d] = a->sizes[d];
+    }
+}
+
+/* Folds elements [0, n) of v (the work dtype) into a row's reduction: sums into lane (element i of the row in lane
+ * (j + i) % FUSED_SUM_LANES, j the row position of v[0]), max and min into *acc. */
+static void fused_fold(const fused_prog_t *fp, const char *v, int64_t n, int64_t j, double *lane, double *acc) {
+    const int is_max = fp->reduce_op == AXON_AXIR_OP_AMAX, is_min = fp->reduce_op == AXON_AXIR_OP_AMIN;
+    if (!is_max && !is_min) {
+        const int64_t head = (FUSED_SUM_LANES - j % FUSED_SUM_LANES) % FUSED_SUM_LANES; /* to the next lane 0 */
+        int64_t i = 0;
+        for (; i < head && i < n; i++)
+            lane[(j + i) % FUSED_SUM_LANES] += fp->work == AXON_FLOAT64 ? ((const double *)(const void *)v)[i]
+                                                                       : (double)((const float *)(const void *)v)[i];
+        if (i >= n) return;
+        if (fp->work == AXON_FLOAT64) fused_sum_f64((const double *)(const void *)v + i, n - i, lane);
+        else fused_sum_f32((const float *)(const void *)v + i, n - i, lane);
+        return;
+    }
+    for (int64_t i = 0; i < n && !isnan(*acc); i++) {
+        double x = fp->work == AXON_FLOAT64 ? ((const double *)(const void *)v)[i]
+                                            : (double)((const float *)(const void *)v)[i];
+        if (is_max) *acc = isnan(x) || x > *acc ? x : *acc;
+        else *acc = isnan(x) || x < *acc ? x : *acc;
+    }
+}
+
+/* Ends a row: the lanes' fixed tree for sums, mean's division, the store. */
+static void fused_row_done(const fused_args_t *a, int64_t row, double *lane, double acc) {
+    const fused_prog_t *fp = a->fp;
+    if (fp->reduce_op != AXON_AXIR_OP_AMAX && fp->reduce_op != AXON_AXIR_OP_AMIN) {
+        for (int w = FUSED_SUM_LANES / 2; w >= 1; w /= 2)
+            for (int l = 0; l < w; l++) lane[l] += lane[l + w];
+        acc = lane[0];
+    }
+    if (fp->reduce_op == AXON_AXIR_OP_MEAN) acc /= (double)a->len;
+    const axon_tensor_t *o = &a->out[fp->reduce_out];
+    char *dst = (char *)o->data + row * (int64_t)axon_dtype_size(o->dtype);
+    if (fp->work == AXON_FLOAT64) {
+        fp->store[fp->reduce_out](dst, 1, (const char *)&acc, 1, 1);
+    } else {
+        float f = (float)acc;
+        fp->store[fp->reduce_out](dst, 1, (const char *)&f, 1, 1);
+    }
+}
+
 /* Groups that end in a reduction: one row (a run of `len` elements over the reduced trailing dimensions) per index,
- * accumulated in double in element order, so the result does not depend on the thread count. */
+ * accumulated in double in a fixed order (sums by lanes, fused_sum_f32), so the result does not depend on the thread
+ * count. Rows shorter than half a tile share tiles (a global average pool's 49 elements: one tile per row cost
+ * 3.1 ms for relu then mean over [64, 512, 7, 7] against 0.69 ms for the two eager kernels). */
 static void fused_rows(void *ctx, int64_t r0, int64_t r1, int slot) {
     (void)slot;
     const fused_args_t *a = ctx;
@@ -139,31 +232,28 @@ static void fused_rows(void *ctx, int64_t r0, int64_t r1, int slot) {
     _Alignas(64) char regs[FUSED_MAX_REGS][FUSED_TILE * sizeof(double)];
     _Alignas(64) char tmp[FUSED_TILE * sizeof(double)];
     const char *ptr[FUSED_MAX_REGS];
-    const int is_max = fp->reduce_op == AXON_AXIR_OP_AMAX, is_min = fp->reduce_op == AXON_AXIR_OP_AMIN;
-    for (int64_t row = r0; row < r1; row++) {
-        double acc = is_max ? -INFINITY : is_min ? INFINITY : 0.0;
+    const double init = fp->reduce_op == AXON_AXIR_OP_AMAX ? -INFINITY : fp->reduce_op == AXON_AXIR_OP_AMIN ? INFINITY
+                                                                                                          : 0.0;
+    const size_t ws = axon_dtype_size(fp->work);
+    const int64_t per_tile = a->len > 0 && a->len <= FUSED_TILE / 2 ? FUSED_TILE / a->len : 1;
+    for (int64_t row = r0; row < r1; row += per_tile) {
+        const int64_t nr = r1 - row < per_tile ? r1 - row : per_tile;
+        if (per_tile > 1) { /* nr whole rows in one tile */
+            fused_tile(a, regs, tmp, ptr, row * a->len, nr * a->len);
+            for (int64_t q = 0; q < nr; q++) {
+                double acc = init, lane[FUSED_SUM_LANES] = {0};
+                fused_fold(fp, ptr[fp->reduce_in] + (size_t)(q * a->len) * ws, a->len, 0, lane, &acc);
+                fused_row_done(a, row + q, lane, acc);
+            }
+            continue;
+        }
+        double acc = init, lane[FUSED_SUM_LANES] = {0};
         for (int64_t j = 0; j < a->len; j += FUSED_TILE) {
             const int64_t n = a->len - j < FUSED_TILE ? a->len - j : FUSED_TILE;
             fused_tile(a, regs, tmp, ptr, row * a->len + j, n);
-            const char *v = ptr[fp->reduce_in];
-            for (int64_t i = 0; i < n; i++) {
-                double x = fp->work == AXON_FLOAT64 ? ((const double *)(const void *)v)[i]
-                                                    : (double)((const float *)(const void *)v)[i];
-                if (is_max) acc = isnan(x) || x > acc ? x : acc;
-                else if (is_min) acc = isnan(x) || x < acc ? x : acc;
-                else acc += x;
-                if (isnan(acc) && (is_max || is_min)) break;
-            }
+            fused_fold(fp, ptr[fp->reduce_in], n, j, lane, &acc);
         }
-        if (fp->reduce_op == AXON_AXIR_OP_MEAN) acc /= (double)a->len;
-        const axon_tensor_t *o = &a->out[fp->reduce_out];
-        char *dst = (char *)o->data + row * (int64_t)axon_dtype_size(o->dtype);
-        if (fp->work == AXON_FLOAT64) {
-            fp->store[fp->reduce_out](dst, 1, (const char *)&acc, 1, 1);
-        } else {
-            float f = (float)acc;
-            fp->store[fp->reduce_out](dst, 1, (const char *)&f, 1, 1);
-        }
+        fused_row_done(a, row, lane, acc);
     }
 }
 
@@ -220,6 +310,7 @@ axon_status_t fused_launch(axon_stream_t s, const struct fused_prog *fp, int num
         a.out[r] = outputs[r];
     }
     for (int k = 0; k < num_inputs; k++) prog_broadcast(&inputs[k], a.ndim, a.sizes, &a.in[k]);
+    fused_coalesce(&a, num_inputs, num_outputs);
     /* Rows of a quarter tile or more are tiled row by row, so that each tile is one run in memory (read in place). */
     if (a.ndim > 0 && a.sizes[a.ndim - 1] >= FUSED_TILE / 4)
         a.row_tiles = (a.sizes[a.ndim - 1] + FUSED_TILE - 1) / FUSED_TILE;

@@ -1164,6 +1164,54 @@ static void test_fused_reduction(void) {
     axon_runtime_destroy(k.rt);
 }
 
+/* Short rows share a tile (fused_exec.c): relu then mean over the trailing 6 x 7 of [s0, 6, 7] (rows of 42, the two
+ * reduced dimensions merged into one run), and x * x summed over rows of 7; s0 = 13 and 40 end on a partial tile. */
+static void test_fused_reduction_short_rows(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    const char *text =
+        "axir 1\n"
+        "func @main(%x: f32[s0, 6, 7]) -> (f32[s0], f32[s0, 6]) {\n"
+        "  %0 = relu(%x) : f32[s0, 6, 7]\n"
+        "  %1 = mean(%0) {dims = [1, 2], keepdim = false} : f32[s0]\n"
+        "  %2 = mul(%x, %x) : f32[s0, 6, 7]\n"
+        "  %3 = sum(%2) {dims = [2], keepdim = false} : f32[s0, 6]\n"
+        "  return %1, %3\n"
+        "}\n";
+    tc_log_t *log = calloc(1, sizeof *log);
+    axon_program_t *p = tc_compile(text, 1, log);
+    CHECK(p != NULL);
+    char buf[8192];
+    tc_after(log, "fuse", buf, sizeof buf);
+    CHECK(strstr(buf, "= fused @fused_0(%x)") != NULL);
+    CHECK(strstr(buf, "= fused @fused_1(%x)") != NULL);
+    for (int64_t s0 = 1; p && s0 <= 40; s0 += s0 == 1 ? 12 : 27) {
+        float x[40 * 42];
+        tc_fill(x, s0 * 42, 7 + (unsigned)s0);
+        int64_t xs[3] = {s0, 6, 7};
+        axon_tensor_t in[1] = {tc_f32(x, 3, xs)};
+        axon_tensor_t out[2];
+        CHECK_OK(tc_run(&k, p, 1, in, 2, out, NULL));
+        double mean[40], sq[40 * 6];
+        for (int64_t r = 0; r < s0; r++) {
+            mean[r] = 0;
+            for (int j = 0; j < 42; j++) mean[r] += (x[r * 42 + j] > 0 ? x[r * 42 + j] : 0) / 42.0;
+            for (int c = 0; c < 6; c++) {
+                sq[r * 6 + c] = 0;
+                for (int j = 0; j < 7; j++) sq[r * 6 + c] += (double)(x[r * 42 + c * 7 + j] * x[r * 42 + c * 7 + j]);
+            }
+        }
+        if (out[0].data) {
+            CHECK(tc_close(out[0].data, mean, s0, "short rows' mean"));
+            CHECK(tc_close(out[1].data, sq, s0 * 6, "short rows' sum"));
+        }
+        tc_free_outs(2, out);
+    }
+    axon_program_destroy(p);
+    free(log);
+    axon_runtime_destroy(k.rt);
+}
+
 /* Random graphs of elementwise ops (some on a broadcast row, some values returned, some read long after they were
  * made) against a plain C evaluation, unfused and fused: the memory plan (reuse, in place) and fusion must never
  * change a result. */
@@ -1319,6 +1367,7 @@ int main(void) {
     RUN(test_fused_chain);
     RUN(test_fused_cast_broadcast);
     RUN(test_fused_reduction);
+    RUN(test_fused_reduction_short_rows);
     RUN(test_fused_masks);
     RUN(test_workspace_reuse);
     RUN(test_passes);
