@@ -149,33 +149,22 @@ static void fused_sum_f64(const double *v, int64_t n, double *lane) {
     for (; i < n; i++) lane[i % FUSED_SUM_LANES] += v[i];
 }
 
-/* Drops the group's size-1 dimensions and merges each dimension into the one outside it where every tensor of the
- * group's shape steps over both as over one: runs along the innermost dimension get longer (a global average pool's
- * 7 x 7 rows are one run of 49), and fused_move converts a run per call. Elements keep their row-major order, which
- * is all a reduction's rows (len consecutive elements each) use; its output, of `rows` elements, is untouched. */
+/* The group's dimensions merged (axon_dims_coalesce) over every tensor of the group's shape: runs along the innermost
+ * dimension get longer (a global average pool's 7 x 7 rows are one run of 49), and fused_move converts a run per
+ * call. Elements keep their row-major order, which is all a reduction's rows (len consecutive elements each) use; its
+ * output, of `rows` elements, is untouched. */
 static void fused_coalesce(fused_args_t *a, int num_inputs, int num_outputs) {
     axon_tensor_t *t[FUSED_MAX_INPUTS + FUSED_MAX_OUTPUTS];
-    int nt = 0, r = 0;
+    int64_t *strides[FUSED_MAX_INPUTS + FUSED_MAX_OUTPUTS];
+    int nt = 0;
     for (int k = 0; k < num_inputs; k++) t[nt++] = &a->in[k];
     for (int k = 0; k < num_outputs; k++)
         if (k != a->fp->reduce_out) t[nt++] = &a->out[k];
-    for (int d = 0; d < a->ndim; d++) {
-        if (a->sizes[d] == 1) continue;
-        int merge = r > 0;
-        for (int k = 0; merge && k < nt; k++) merge = t[k]->strides[r - 1] == t[k]->strides[d] * a->sizes[d];
-        if (merge) {
-            a->sizes[r - 1] *= a->sizes[d];
-            for (int k = 0; k < nt; k++) t[k]->strides[r - 1] = t[k]->strides[d];
-            continue;
-        }
-        a->sizes[r] = a->sizes[d];
-        for (int k = 0; k < nt; k++) t[k]->strides[r] = t[k]->strides[d];
-        r++;
-    }
-    a->ndim = r;
+    for (int k = 0; k < nt; k++) strides[k] = t[k]->strides;
+    axon_dims_coalesce(&a->ndim, a->sizes, nt, strides);
     for (int k = 0; k < nt; k++) {
-        t[k]->ndim = r;
-        for (int d = 0; d < r; d++) t[k]->sizes[d] = a->sizes[d];
+        t[k]->ndim = a->ndim;
+        for (int d = 0; d < a->ndim; d++) t[k]->sizes[d] = a->sizes[d];
     }
 }
 

@@ -74,6 +74,24 @@ void axon_iter_init(axon_iter_t *it, int n, const axon_tensor_t *const *t, int r
     if (nd == 0) it->sizes[0] = 1; /* a scalar, or every size 1: one run of one element */
 }
 
+void axon_dims_coalesce(int *ndim, int64_t *sizes, int n, int64_t *const *strides) {
+    int r = 0;
+    for (int d = 0; d < *ndim; d++) {
+        if (sizes[d] == 1) continue;
+        int merge = r > 0;
+        for (int k = 0; merge && k < n; k++) merge = strides[k][r - 1] == strides[k][d] * sizes[d];
+        if (merge) {
+            sizes[r - 1] *= sizes[d];
+            for (int k = 0; k < n; k++) strides[k][r - 1] = strides[k][d];
+            continue;
+        }
+        sizes[r] = sizes[d];
+        for (int k = 0; k < n; k++) strides[k][r] = strides[k][d];
+        r++;
+    }
+    *ndim = r;
+}
+
 /* Byte offsets of every tensor at visit position pos; idx gets the multi-index when not NULL. */
 static void iter_decode(const axon_iter_t *it, int64_t pos, int64_t *off, int64_t *idx) {
     for (int k = 0; k < it->ntensors; k++) off[k] = 0;

@@ -103,6 +103,13 @@ typedef struct axon_iter {
     size_t esize[AXON_ITER_MAX_TENSORS];
 } axon_iter_t;
 
+/* Drops the size-1 dimensions of sizes[0..*ndim) (row-major: outermost first) and merges each dimension into the one
+ * outside it where every one of the n tensors steps over both as over one (strides[k][outer] == strides[k][inner] *
+ * sizes[inner]; a broadcast's 0 and 0 merge), so that runs along the innermost dimension are as long as they can be.
+ * strides[k] are tensor k's strides, rewritten in place; the row-major order of the elements is unchanged. Tier 1's
+ * launches and tier 0's fused groups use it (the iterator below merges the same way, innermost first). */
+void axon_dims_coalesce(int *ndim, int64_t *sizes, int n, int64_t *const *strides);
+
 /* Build an iterator over t[0..n) (n = 1..AXON_ITER_MAX_TENSORS, same sizes). With `reorder`, dimensions are sorted so that t[0] is
  * walked in memory order and its negative strides are flipped (in every tensor), which changes only the order of
  * the visit: use it for element-wise work. Without it the visit is t[0]'s logical row-major order, which the random
