@@ -60,6 +60,9 @@ PM_FORWARD_RANGE(pm_forward_range_int, int64_t, axon_spatial_load_int, axon_spat
 
 /* Outputs per block of pm_forward_row_f32's vector loop (its maxima and tap numbers live on the stack). */
 #define PM_BLOCK 256
+/* Windows of at most this many taps rebuild indices from a per-row table of tap offsets; larger ones decode the
+ * tap number with divisions (four 64-bit divisions per output were most of a 2x2 pool's time). */
+#define PM_TAP_TABLE 1024
 
 /* pm_forward_range for float32 in and out and fixed windows. Outputs whose window lies inside the row along w
  * (every tap kw valid) are taken a block at a time, tap by tap in the generic loop's order with its update rule, the
@@ -77,6 +80,7 @@ AXON_CLONES static void pm_forward_rows_f32(void *ctx, int64_t begin, int64_t en
     if (lo > hi) lo = hi;
     float mx[PM_BLOCK];
     int32_t tap[PM_BLOCK];
+    int64_t tap_offset[PM_TAP_TABLE]; /* tap t's element, relative to the block's first output's w */
     for (int64_t r = begin; r < end; r++) {
         const int64_t plane = r / per_plane, od = r % per_plane / g->out[1], oh = r % g->out[1];
         const axon_pool_span_t sd = axon_pool_span(&a->w, g, 0, od), sh = axon_pool_span(&a->w, g, 1, oh);
@@ -84,6 +88,14 @@ AXON_CLONES static void pm_forward_rows_f32(void *ctx, int64_t begin, int64_t en
         float *out = (float *)a->out + r * ow_n;
         int64_t *idx = a->idx ? (int64_t *)a->idx + r * ow_n : NULL;
         const int64_t nh = axon_pool_span_count(sh) > 0 ? axon_pool_span_count(sh) : 1; /* 1: tap 0 decodes */
+        const int64_t taps = axon_pool_span_count(sd) * axon_pool_span_count(sh) * k2;
+        const int table = idx != NULL && taps > 0 && taps <= PM_TAP_TABLE;
+        if (table) {
+            int64_t t = 0;
+            for (int64_t d = sd.first; d < sd.end; d += sd.step)
+                for (int64_t h = sh.first; h < sh.end; h += sh.step)
+                    for (int64_t kw = 0; kw < k2; kw++) tap_offset[t++] = (d * ih + h) * iw - p2 + kw * d2;
+        }
         for (int64_t b0 = lo; b0 < hi; b0 += PM_BLOCK) {
             const int64_t m = hi - b0 < PM_BLOCK ? hi - b0 : PM_BLOCK;
             for (int64_t j = 0; j < m; j++) mx[j] = -INFINITY, tap[j] = 0;
@@ -101,6 +113,10 @@ AXON_CLONES static void pm_forward_rows_f32(void *ctx, int64_t begin, int64_t en
                     }
             memcpy(out + b0, mx, (size_t)m * sizeof(float));
             if (idx == NULL) continue;
+            if (table) {
+                for (int64_t j = 0; j < m; j++) idx[b0 + j] = tap_offset[tap[j]] + (b0 + j) * s2;
+                continue;
+            }
             for (int64_t j = 0; j < m; j++) {
                 const int64_t kw = tap[j] % k2, hd = tap[j] / k2, hi_ = hd % nh, di = hd / nh;
                 idx[b0 + j] = ((sd.first + di * sd.step) * ih + sh.first + hi_ * sh.step) * iw + (b0 + j) * s2 - p2 +

@@ -161,6 +161,8 @@ static const pt_case_t pt_cases[] = {
     {2, {6, 7}, {2, {2, 3}, {2, 1}, {1, 1}, {1, 1}, 1, -3}, 0},
     /* rows of 300 outputs: more than one block of float32 max pooling's vector loop (ties are common: 257 levels) */
     {2, {3, 600}, {2, {2, 3}, {1, 2}, {0, 1}, {1, 1}, 0, 0}, 0},
+    /* 10 x 11 x 12 = 1320 taps: more than the vector loop's table of tap offsets, so indices decode tap numbers */
+    {3, {11, 12, 40}, {3, {10, 11, 12}, {1, 1, 2}, {0, 0, 1}, {1, 1, 1}, 0, 0}, 0},
 };
 
 /* A case's output spatial sizes, and its input and output element counts over all planes. */
