@@ -1,12 +1,13 @@
 """Dense float32 convolutions on axon against torch CPU in the same process: forward (with bias) and backward (input
 and weight gradients) of ResNet- and CIFAR-sized layers.
 
-    .venv/bin/python benchmarks/conv.py --threads 2 [--im2col] [--inductor]
+    .venv/bin/python benchmarks/conv.py --threads 2 [--im2col] [--inductor] [--channels-last]
 
 libaxon runs these on oneDNN's direct convolution kernels (libaxon/kernels/conv_onednn.c) when it is built with
 oneDNN; --im2col adds a column measured in a child process with AXON_CONV=im2col, libaxon's column-buffer path.
 --inductor adds torch.compile(backend="inductor") of the same call on CPU (it calls ATen's convolution, so it
-mostly measures the same kernel as CPU eager). Prints milliseconds per call (the median of --rounds timings of
+mostly measures the same kernel as CPU eager). --channels-last gives the image and the weight PyTorch's channels_last
+layout (as `model.to(memory_format=torch.channels_last)` does) on both devices. Prints milliseconds per call (the median of --rounds timings of
 --reps calls each) and the ratios to CPU eager."""
 
 from __future__ import annotations
@@ -54,12 +55,14 @@ def timed(fn, sync, reps: int, rounds: int) -> float:
     return sorted(times)[len(times) // 2] * 1e3
 
 
-def measure(device: str, case, reps: int, rounds: int, compiled: bool = False) -> tuple[float, float]:
+def measure(device: str, case, reps: int, rounds: int, compiled: bool = False,
+            channels_last: bool = False) -> tuple[float, float]:
     _, n, c, hw, o, k, s, p = case
     sync = torch.axon.synchronize if device == "axon" else (lambda: None)
     g = torch.Generator().manual_seed(0)
-    x = torch.randn(n, c, hw, hw, generator=g).to(device).requires_grad_()
-    w = torch.randn(o, c, k, k, generator=g).to(device).requires_grad_()
+    fmt = torch.channels_last if channels_last else torch.contiguous_format
+    x = torch.randn(n, c, hw, hw, generator=g).to(device, memory_format=fmt).requires_grad_()
+    w = torch.randn(o, c, k, k, generator=g).to(device, memory_format=fmt).requires_grad_()
     b = torch.randn(o, generator=g).to(device)
 
     def conv(x, w, b):
@@ -81,20 +84,24 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--im2col", action="store_true", help="add libaxon's column path (a child process)")
     ap.add_argument("--inductor", action="store_true", help="add torch.compile with Inductor on CPU")
+    ap.add_argument("--channels-last", action="store_true", help="images and weights in channels_last")
     ap.add_argument("--axon-only-json", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     if args.axon_only_json:
-        print(json.dumps([measure("axon", c, args.reps, args.rounds) for c in CASES]))
+        print(json.dumps([measure("axon", c, args.reps, args.rounds, channels_last=args.channels_last)
+                          for c in CASES]))
         return
     col = None
     if args.im2col:
         env = dict(os.environ, AXON_CONV="im2col")
         out = subprocess.run([sys.executable, __file__, "--threads", str(args.threads), "--reps", str(args.reps),
-                              "--rounds", str(args.rounds), "--axon-only-json"], env=env, check=True,
+                              "--rounds", str(args.rounds), "--axon-only-json"]
+                             + (["--channels-last"] if args.channels_last else []), env=env, check=True,
                              capture_output=True, text=True).stdout
         col = json.loads(out.strip().splitlines()[-1])
-    print(f"threads {args.threads}; float32; ms per call (median of {args.rounds} x {args.reps}); "
+    layout = "channels_last" if args.channels_last else "contiguous"
+    print(f"threads {args.threads}; float32, {layout}; ms per call (median of {args.rounds} x {args.reps}); "
           f"load average {os.getloadavg()[0]:.1f}")
     head = "| layer | pass | cpu | axon | axon/cpu |"
     if col:
@@ -104,9 +111,10 @@ def main() -> None:
     print(head)
     print("|---" * (head.count("|") - 1) + "|")
     for i, case in enumerate(CASES):
-        cpu = measure("cpu", case, args.reps, args.rounds)
-        ax = measure("axon", case, args.reps, args.rounds)
-        ind = measure("cpu", case, args.reps, args.rounds, compiled=True) if args.inductor else None
+        cl = args.channels_last
+        cpu = measure("cpu", case, args.reps, args.rounds, channels_last=cl)
+        ax = measure("axon", case, args.reps, args.rounds, channels_last=cl)
+        ind = measure("cpu", case, args.reps, args.rounds, compiled=True, channels_last=cl) if args.inductor else None
         for j, name in enumerate(("forward", "backward")):
             row = f"| {case[0]} | {name} | {cpu[j]:.2f} | {ax[j]:.2f} | {ax[j] / cpu[j]:.2f} |"
             if col:

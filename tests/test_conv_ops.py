@@ -142,6 +142,47 @@ def test_channels_last_input_matches_cpu(dtype):
           memory_format=torch.channels_last)
 
 
+CL_CASES = [c for c in CASES if len(c[2]) in (4, 5)]
+
+
+def layouts(*tensors, fmt):
+    """(contiguous, contiguous in fmt) of each tensor: the layout PyTorch reports, as a test can compare it."""
+    return [(t.is_contiguous(), t.is_contiguous(memory_format=fmt)) for t in tensors]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("case", CL_CASES, ids=[c[0] for c in CL_CASES])
+def test_channels_last_images_and_weights_match_cpu(case, dtype):
+    """As `model.to(memory_format=torch.channels_last)` leaves a convolution: image and weight channels-last. libaxon
+    runs oneDNN on that layout (float32, bfloat16 forwards) or on channels-first copies; values and the layouts of
+    the output and the gradients must be CPU's."""
+    _, f, xs, ws, bias, kw = case
+    fmt = torch.channels_last if len(xs) == 4 else torch.channels_last_3d
+    transposed = f in (F.conv_transpose2d, F.conv_transpose3d)
+    inputs = [sample(xs, dtype), sample(ws, dtype, seed=1)]
+    if bias:
+        inputs.append(sample((ws[1] * kw.get("groups", 1) if transposed else ws[0],), dtype, seed=2))
+    ref_dtype = torch.float32 if dtype in HALF else dtype
+    results = []
+    for device, dt in (("cpu", ref_dtype), ("axon", dtype)):
+        leaves = [t.detach().to(device, dt).contiguous(memory_format=fmt if i < 2 else torch.contiguous_format)
+                  .requires_grad_() for i, t in enumerate(inputs)]
+        torch_axon.reset_fallback_stats()
+        out = f(*leaves, **kw)
+        out.backward(sample(out.shape, dtype, seed=7).to(device, dt))
+        assert device == "cpu" or torch_axon.fallback_stats() == {}, torch_axon.fallback_stats()
+        results.append((out, leaves, layouts(out, leaves[0].grad, leaves[1].grad, fmt=fmt)))
+    (ref, ref_leaves, ref_layouts), (out, leaves, got_layouts) = results
+    if len(xs) == 5:
+        # CPU's 3-D output layout follows the kernel it picks (slow_conv3d's is contiguous, oneDNN's channels-last);
+        # axon's follows the operands, as CPU's 2-D convolutions do. The gradients follow their tensors either way.
+        got_layouts, ref_layouts = got_layouts[1:], ref_layouts[1:]
+    assert got_layouts == ref_layouts
+    close(out.detach(), ref.detach().to(dtype))
+    for a, c in zip(leaves, ref_leaves):
+        close(a.grad, c.grad.to(dtype))
+
+
 def test_channels_last_3d_input_matches_cpu():
     inputs = [sample((2, 3, 4, 5, 6), torch.float32), sample((2, 3, 2, 2, 2), torch.float32, seed=1)]
     check(lambda x, w: F.conv3d(x, w, padding=1), inputs, torch.float32, memory_format=torch.channels_last_3d)

@@ -16,8 +16,13 @@
 #include "conv_impl.h"
 #include "internal.h"
 
-/* A present operand: well-formed, contiguous, float, and of dtype dt (dt < 0: sets it). */
-static axon_status_t cv_operand(const char *op, const char *role, const axon_tensor_t *t, int dst, int *dt) {
+/* Layouts an image operand may have; the command needs one that all of them share. */
+enum { CV_CONTIGUOUS = 1, CV_CHANNELS_LAST = 2 };
+
+/* A present operand: well-formed, float, of dtype dt (dt < 0: sets it), and contiguous, or (an image operand, when
+ * layouts is not NULL) contiguous or channels-last: *layouts keeps the layouts every image operand so far has. */
+static axon_status_t cv_operand_in(const char *op, const char *role, const axon_tensor_t *t, int dst, int *dt,
+                                   int *layouts) {
     char sa[160];
     axon_status_t st = axon_kernel_check_operand(t, op, role, dst);
     if (st != AXON_OK) return st;
@@ -28,10 +33,28 @@ static axon_status_t cv_operand(const char *op, const char *role, const axon_ten
     else if ((int)t->dtype != *dt)
         return axon_fail(AXON_ERROR_INVALID_ARG, "%s: %s dtype %s differs from in's %s", op, role,
                          axon_dtype_name(t->dtype), axon_dtype_name((axon_dtype_t)*dt));
+    if (layouts != NULL) {
+        const int has = (axon_tensor_is_contiguous(t) ? CV_CONTIGUOUS : 0) |
+                        (axon_tensor_is_channels_last(t) ? CV_CHANNELS_LAST : 0);
+        if (has == 0)
+            return axon_fail(AXON_ERROR_INVALID_ARG, "%s: %s (shape %s) must be contiguous or channels-last", op, role,
+                             axon_shape_format(t, sa, sizeof sa));
+        if ((*layouts & has) == 0)
+            return axon_fail(AXON_ERROR_INVALID_ARG, "%s: %s (shape %s) is %s, unlike the operands before it: the "
+                             "images and their gradients share one layout, the weight and its gradient one", op, role,
+                             axon_shape_format(t, sa, sizeof sa),
+                             has == CV_CONTIGUOUS ? "contiguous" : "channels-last");
+        *layouts &= has;
+        return AXON_OK;
+    }
     if (!axon_tensor_is_contiguous(t))
         return axon_fail(AXON_ERROR_INVALID_ARG, "%s: %s must be contiguous (shape %s)", op, role,
                          axon_shape_format(t, sa, sizeof sa));
     return AXON_OK;
+}
+
+static axon_status_t cv_operand(const char *op, const char *role, const axon_tensor_t *t, int dst, int *dt) {
+    return cv_operand_in(op, role, t, dst, dt, NULL);
 }
 
 /* t must have shape want[0..nd). */
@@ -51,7 +74,8 @@ static axon_status_t cv_shape(const char *op, const char *role, const axon_tenso
 
 /* Check p, in and weight; fill the geometry and out's shape (out_shape, nd = ndim of in). */
 static axon_status_t cv_setup(const char *op, const axon_conv_params_t *p, const axon_tensor_t *in,
-                              const axon_tensor_t *weight, int *dt, conv_geom_t *g, int64_t *out_shape) {
+                              const axon_tensor_t *weight, int *dt, int *layouts, int *wlayouts, conv_geom_t *g,
+                              int64_t *out_shape) {
     axon_status_t st;
     char sa[160], sb[160];
     if (p == NULL) return axon_fail(AXON_ERROR_INVALID_ARG, "%s: params is NULL", op);
@@ -71,8 +95,8 @@ static axon_status_t cv_setup(const char *op, const axon_conv_params_t *p, const
             return axon_fail(AXON_ERROR_INVALID_ARG, "%s: output_padding %" PRId64 " in dimension %d must be %s",
                              op, op_i, i, p->transposed ? ">= 0 and below stride or dilation" : "0 (not transposed)");
     }
-    if ((st = cv_operand(op, "in", in, 0, dt)) != AXON_OK) return st;
-    if ((st = cv_operand(op, "weight", weight, 0, dt)) != AXON_OK) return st;
+    if ((st = cv_operand_in(op, "in", in, 0, dt, layouts)) != AXON_OK) return st;
+    if ((st = cv_operand_in(op, "weight", weight, 0, dt, wlayouts)) != AXON_OK) return st;
     const int nd = S + 2;
     if (in->ndim != nd || weight->ndim != nd)
         return axon_fail(AXON_ERROR_INVALID_ARG, "%s: in %s and weight %s must both have %d dimensions for %d "
@@ -153,15 +177,17 @@ axon_status_t axon_kernel_conv(axon_stream_t s, const axon_tensor_t *out, const 
     const char *op = p && p->transposed ? "conv_transpose" : "conv";
     int dt = -1;
     int64_t shape[AXON_MAX_DIMS];
+    int layouts = CV_CONTIGUOUS | CV_CHANNELS_LAST, wlayouts = layouts;
     conv_args_t a;
     memset(&a, 0, sizeof a);
-    axon_status_t st = cv_setup(op, p, in, weight, &dt, &a.g, shape);
+    axon_status_t st = cv_setup(op, p, in, weight, &dt, &layouts, &wlayouts, &a.g, shape);
     if (st != AXON_OK) return st;
-    if ((st = cv_operand(op, "out", out, 1, &dt)) != AXON_OK) return st;
+    if ((st = cv_operand_in(op, "out", out, 1, &dt, &layouts)) != AXON_OK) return st;
     if ((st = cv_shape(op, "out", out, in->ndim, shape)) != AXON_OK) return st;
     if ((st = cv_vector(op, "bias", bias, shape[1], 0, &dt)) != AXON_OK) return st;
     if (axon_tensor_numel(out) == 0) return AXON_OK;
     a.dt = (axon_dtype_t)dt;
+    a.nhwc = !(layouts & CV_CONTIGUOUS), a.w_nhwc = !(wlayouts & CV_CONTIGUOUS);
     a.w = weight->data;
     if (!p->transposed) a.y_out = out->data, a.x_in = in->data, a.bias_y = bias ? bias->data : NULL;
     else a.x_out = out->data, a.y_in = in->data, a.bias_x = bias ? bias->data : NULL;
@@ -178,22 +204,24 @@ axon_status_t axon_kernel_conv_backward(axon_stream_t s, const axon_tensor_t *gr
     const char *op = p && p->transposed ? "conv_transpose_backward" : "conv_backward";
     int dt = -1;
     int64_t shape[AXON_MAX_DIMS];
+    int layouts = CV_CONTIGUOUS | CV_CHANNELS_LAST, wlayouts = layouts;
     conv_args_t a;
     memset(&a, 0, sizeof a);
-    axon_status_t st = cv_setup(op, p, in, weight, &dt, &a.g, shape);
+    axon_status_t st = cv_setup(op, p, in, weight, &dt, &layouts, &wlayouts, &a.g, shape);
     if (st != AXON_OK) return st;
-    if ((st = cv_operand(op, "grad_out", grad_out, 0, &dt)) != AXON_OK) return st;
+    if ((st = cv_operand_in(op, "grad_out", grad_out, 0, &dt, &layouts)) != AXON_OK) return st;
     if ((st = cv_shape(op, "grad_out", grad_out, in->ndim, shape)) != AXON_OK) return st;
     if (grad_in) {
-        if ((st = cv_operand(op, "grad_in", grad_in, 1, &dt)) != AXON_OK) return st;
+        if ((st = cv_operand_in(op, "grad_in", grad_in, 1, &dt, &layouts)) != AXON_OK) return st;
         if ((st = cv_shape(op, "grad_in", grad_in, in->ndim, in->sizes)) != AXON_OK) return st;
     }
     if (grad_weight) {
-        if ((st = cv_operand(op, "grad_weight", grad_weight, 1, &dt)) != AXON_OK) return st;
+        if ((st = cv_operand_in(op, "grad_weight", grad_weight, 1, &dt, &wlayouts)) != AXON_OK) return st;
         if ((st = cv_shape(op, "grad_weight", grad_weight, weight->ndim, weight->sizes)) != AXON_OK) return st;
     }
     if ((st = cv_vector(op, "grad_bias", grad_bias, shape[1], 1, &dt)) != AXON_OK) return st;
     a.dt = (axon_dtype_t)dt;
+    a.nhwc = !(layouts & CV_CONTIGUOUS), a.w_nhwc = !(wlayouts & CV_CONTIGUOUS);
     a.w = weight->data;
     const int t = p->transposed;
     /* An empty input or output image contributes nothing: gradients that remain are zero-sized or sums of zero

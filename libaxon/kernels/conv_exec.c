@@ -538,6 +538,7 @@ static void ce_channel_blocks(conv_job_t *j, int64_t units, int nparts, int smal
 
 axon_status_t conv_execute(const void *args, const axon_exec_t *ex) {
     const conv_args_t *a = args;
+    if (a->nhwc || a->w_nhwc) return conv_channels_last_execute(a, ex);
     const conv_geom_t *g = &a->g;
     const int nparts = axon_pool_size(ex->pool);
     axon_status_t st = AXON_OK;

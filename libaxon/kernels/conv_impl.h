@@ -45,10 +45,13 @@ void conv_col2im_ld(const conv_geom_t *g, const char *col, char *acc, int is_f64
                     int64_t nrows, int64_t col_ld);
 
 /* The command's argument block: up to four phases, each skipped when its output is NULL. Data pointers are of
- * contiguous tensors of dtype dt; w is W in the plain layout [cy, cxg, ks...]. */
+ * tensors of dtype dt, contiguous, or with nhwc the images X and Y and their gradients (x_*, y_*, b_src) channels-last
+ * (element (n, c, position p) of X at (n * xsp + p) * cx + c); w and w_out are W in the plain layout [cy, cxg, ks...]
+ * or with w_nhwc channels-last [cy, ks..., cxg]. */
 typedef struct conv_args {
     conv_geom_t g;
     axon_dtype_t dt;
+    int nhwc, w_nhwc;
     const char *w;
     char *y_out;                     /* phase 1: y_out = conv(x_in, w) + bias_y */
     const char *x_in, *bias_y;
@@ -72,12 +75,17 @@ axon_status_t conv_depthwise_run(const conv_args_t *a, const axon_exec_t *ex, co
 /* Phase 1 (FORWARD), 2 (BACKWARD_DATA) or 3 (BACKWARD_WEIGHTS) of a float32 convolution (phase 1 of a bfloat16 one) on
  * oneDNN's direct kernels (conv_onednn.c), phase 2 with its bias. 1 when it ran the phase; 0 when the column path must:
  * another dtype, fewer images than pool participants with groups (or too few channels to share), a 1x1 convolution of
- * stride 1, an input gradient with fewer than 16 input channels per group, no oneDNN kernel worth taking,
+ * stride 1 over channels-first images, an input gradient with fewer than 16 input channels per group, no oneDNN kernel worth taking,
  * AXON_CONV=im2col, or a failure (nothing reported; the column path rewrites all of the phase's output). */
 enum { CONV_ONEDNN_FORWARD, CONV_ONEDNN_BACKWARD_DATA, CONV_ONEDNN_BACKWARD_WEIGHTS };
 int conv_onednn_phase(const conv_args_t *a, const axon_exec_t *ex, int phase);
 
 /* The command body (conv_exec.c). OUT_OF_MEMORY if host scratch cannot be had. */
 axon_status_t conv_execute(const void *args, const axon_exec_t *ex);
+
+/* conv_execute for a->nhwc or a->w_nhwc (conv_channels_last.c): the phases oneDNN takes in those layouts run there,
+ * the bias sums directly; the others run conv_execute on channels-first copies. OUT_OF_MEMORY if host scratch cannot
+ * be had. */
+axon_status_t conv_channels_last_execute(const conv_args_t *a, const axon_exec_t *ex);
 
 #endif

@@ -49,6 +49,7 @@ enum { CO_BY_IMAGES, CO_BY_X_CHANNELS, CO_BY_Y_CHANNELS };
 
 typedef struct co_key {
     int phase, nsp, has_bias, nthreads, dtype;
+    int nhwc, w_nhwc;                /* X and Y, W channels-last (conv_args_t) */
     int64_t batch, groups, cx, cy;
     int64_t cx_stride, cy_stride;    /* X's and Y's channels per image in memory: cx and cy, or more for a slice */
     int64_t xs[3], ys[3], ks[3], stride[3], pad_l[3], pad_r[3], dil[3]; /* the nsp spatial dims, then zeros */
@@ -56,7 +57,7 @@ typedef struct co_key {
 
 typedef struct co_operand {
     int used, out;               /* out: the primitive writes it (reordered after the run), else it reads it */
-    dnnl_memory_desc_t user;     /* the tensor's own contiguous layout */
+    dnnl_memory_desc_t user;     /* the tensor's own layout */
     dnnl_memory_desc_t prim;     /* the layout the primitive asked for */
     dnnl_primitive_t reorder;    /* user -> prim for inputs, prim -> user for outputs; NULL when they are equal */
     size_t bytes;                /* of prim */
@@ -102,7 +103,6 @@ static int co_plan_create(const void *key, void **obj) {
     co_plan_t *p = calloc(1, sizeof *p);
     if (!p) return -1;
     p->phase = k->phase;
-    static const dnnl_format_tag_t gwt[4] = {dnnl_format_tag_undef, dnnl_goiw, dnnl_goihw, dnnl_goidhw};
     const int S = k->nsp, grouped = k->groups > 1;
     dnnl_dims_t xd = {k->batch, k->cx}, yd = {k->batch, k->cy}, wd = {0}, bd = {k->cy};
     dnnl_dims_t strides = {0}, dil = {0}, pl = {0}, pr = {0};
@@ -116,20 +116,34 @@ static int co_plan_create(const void *key, void **obj) {
     }
     dnnl_memory_desc_t any[3], bias;
     co_operand_t *o = p->op;
-    /* Row-major strides of X [batch, cx_stride, xs], Y [batch, cy_stride, ys] and (without groups) W [cy, cx_stride,
-     * ks], of which a slice of channels takes the first cx or cy. */
+    /* Strides of X [batch, cx_stride, xs] and Y [batch, cy_stride, ys], row-major or (channels-last) with the
+     * channels innermost, of which a slice of channels takes the first cx or cy. */
     dnnl_dims_t xst = {0}, yst = {0}, wst = {0};
-    xst[S + 1] = yst[S + 1] = wst[S + 1] = 1;
+    xst[S + 1] = yst[S + 1] = 1;
     for (int i = S; i >= 0; i--) {
         xst[i] = xst[i + 1] * (i == 0 ? k->cx_stride : xd[i + 1]);
         yst[i] = yst[i + 1] * (i == 0 ? k->cy_stride : yd[i + 1]);
-        wst[i] = wst[i + 1] * (i == 0 ? k->cx_stride : wd[i + 1]);
     }
+    if (k->nhwc) {
+        xst[1] = yst[1] = 1;
+        xst[S + 1] = k->cx_stride, yst[S + 1] = k->cy_stride;
+        for (int i = S; i >= 2; i--) xst[i] = xst[i + 1] * xd[i + 1], yst[i] = yst[i + 1] * yd[i + 1];
+        xst[0] = xst[2] * xd[2], yst[0] = yst[2] * yd[2];
+    }
+    /* W's strides over its dims ([groups,] cy/G, cx/G, ks), row-major [cy, icount, ks] or channels-last [cy, ks,
+     * icount], where icount is X's channels per group in memory (a slice of X's channels takes the first cx). */
+    const int64_t icount = grouped ? k->cx / k->groups : k->cx_stride;
+    int64_t ksp = 1;
+    for (int i = 0; i < S; i++) ksp *= k->ks[i];
+    int64_t inner = k->w_nhwc ? icount : 1;
+    for (int i = S - 1; i >= 0; inner *= k->ks[i], i--) wst[wn + i] = inner;
+    wst[wn - 1] = k->w_nhwc ? 1 : ksp;                        /* X's channel */
+    wst[wn - 2] = icount * ksp;                                /* Y's channel within its group */
+    if (grouped) wst[0] = icount * ksp * (k->cy / k->groups); /* the group */
     const dnnl_data_type_t dt = k->dtype == AXON_BFLOAT16 ? dnnl_bf16 : dnnl_f32;
     int ok = dnnl_memory_desc_init_by_strides(&o[CO_X].user, S + 2, xd, dt, xst) == dnnl_success &&
              dnnl_memory_desc_init_by_strides(&o[CO_Y].user, S + 2, yd, dt, yst) == dnnl_success &&
-             (grouped ? dnnl_memory_desc_init_by_tag(&o[CO_W].user, wn + S, wd, dt, gwt[S])
-                      : dnnl_memory_desc_init_by_strides(&o[CO_W].user, S + 2, wd, dt, wst)) == dnnl_success &&
+             dnnl_memory_desc_init_by_strides(&o[CO_W].user, wn + S, wd, dt, wst) == dnnl_success &&
              dnnl_memory_desc_init_by_tag(&bias, 1, bd, dt, dnnl_x) == dnnl_success &&
              dnnl_memory_desc_init_by_tag(&any[CO_X], S + 2, xd, dt, dnnl_format_tag_any) == dnnl_success &&
              dnnl_memory_desc_init_by_tag(&any[CO_Y], S + 2, yd, dt, dnnl_format_tag_any) == dnnl_success &&
@@ -139,20 +153,26 @@ static int co_plan_create(const void *key, void **obj) {
          dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success;
     dnnl_convolution_desc_t fd, bd_desc;
     const dnnl_prop_kind_t prop = k->phase == CONV_ONEDNN_FORWARD ? dnnl_forward_inference : dnnl_forward_training;
-    ok = ok && dnnl_dilated_convolution_forward_desc_init(&fd, prop, dnnl_convolution_direct, &any[CO_X], &any[CO_W],
-                                                          k->has_bias ? &bias : NULL, &any[CO_Y], strides, dil, pl,
-                                                          pr) == dnnl_success;
-    dnnl_primitive_desc_t fwd = ok ? axon_onednn_pick(&fd, attr, NULL, k->nthreads, co_accept) : NULL, pd = fwd;
-    if (fwd && k->phase == CONV_ONEDNN_BACKWARD_DATA)
-        ok = dnnl_dilated_convolution_backward_data_desc_init(&bd_desc, dnnl_convolution_direct, &any[CO_X],
-                                                              &any[CO_W], &any[CO_Y], strides, dil, pl,
+    dnnl_primitive_desc_t fwd = NULL, pd = NULL;
+    /* Channels-last images are first offered to the kernels as they are (no reorders of X and Y: torch CPU's way);
+     * when no kernel takes them so, and always for channels-first ones, the kernels pick their layout. */
+    for (int attempt = k->nhwc ? 0 : 1; ok && attempt < 2 && pd == NULL; attempt++) {
+        const dnnl_memory_desc_t *x = attempt ? &any[CO_X] : &o[CO_X].user, *y = attempt ? &any[CO_Y] : &o[CO_Y].user;
+        int fine = dnnl_dilated_convolution_forward_desc_init(&fd, prop, dnnl_convolution_direct, x, &any[CO_W],
+                                                              k->has_bias ? &bias : NULL, y, strides, dil, pl,
                                                               pr) == dnnl_success;
-    else if (fwd && k->phase == CONV_ONEDNN_BACKWARD_WEIGHTS)
-        ok = dnnl_dilated_convolution_backward_weights_desc_init(&bd_desc, dnnl_convolution_direct, &any[CO_X],
-                                                                 &any[CO_W], NULL, &any[CO_Y], strides, dil, pl,
-                                                                 pr) == dnnl_success;
-    if (fwd && k->phase != CONV_ONEDNN_FORWARD)
-        pd = ok ? axon_onednn_pick(&bd_desc, attr, fwd, k->nthreads, co_accept) : NULL;
+        fwd = fine ? axon_onednn_pick(&fd, attr, NULL, k->nthreads, co_accept) : NULL, pd = fwd;
+        if (fwd && k->phase == CONV_ONEDNN_BACKWARD_DATA)
+            fine = dnnl_dilated_convolution_backward_data_desc_init(&bd_desc, dnnl_convolution_direct, x, &any[CO_W],
+                                                                    y, strides, dil, pl, pr) == dnnl_success;
+        else if (fwd && k->phase == CONV_ONEDNN_BACKWARD_WEIGHTS)
+            fine = dnnl_dilated_convolution_backward_weights_desc_init(&bd_desc, dnnl_convolution_direct, x,
+                                                                       &any[CO_W], NULL, y, strides, dil, pl,
+                                                                       pr) == dnnl_success;
+        if (fwd && k->phase != CONV_ONEDNN_FORWARD)
+            pd = fine ? axon_onednn_pick(&bd_desc, attr, fwd, k->nthreads, co_accept) : NULL;
+        if (pd == NULL && fwd) dnnl_primitive_desc_destroy(fwd), fwd = NULL;
+    }
     int rc = 0;
     if (pd) {
         /* Which operand the primitive writes, and the query naming each slot's layout, per phase. */
@@ -250,14 +270,16 @@ static int co_execute(const co_plan_t *p, void *const ptr[CO_SLOTS], void *w_rea
     return ok ? 0 : -1;
 }
 
-/* The key for a phase of a convolution of dtype g_dtype on `batch` images, cx of X's channels and cy of Y's: spatial
- * dimensions of size 1 that neither pad nor stride (conv.c pads 1-D and 2-D convolutions to three) are dropped, so
- * oneDNN sees the convolution's own rank. 0, or -1 when oneDNN cannot describe it: an output that the left padding
- * alone does not reach (a transposed convolution's output_padding of a stride or more). */
-static int co_key_make(const conv_geom_t *g, axon_dtype_t g_dtype, int phase, int has_bias, int64_t batch, int64_t cx,
-                       int64_t cy, co_key_t *k) {
+/* The key for a phase of convolution a on `batch` images, cx of X's channels and cy of Y's: spatial dimensions of
+ * size 1 that neither pad nor stride (conv.c pads 1-D and 2-D convolutions to three) are dropped, so oneDNN sees the
+ * convolution's own rank. 0, or -1 when oneDNN cannot describe it: an output that the left padding alone does not
+ * reach (a transposed convolution's output_padding of a stride or more). */
+static int co_key_make(const conv_args_t *a, int phase, int has_bias, int64_t batch, int64_t cx, int64_t cy,
+                       co_key_t *k) {
+    const conv_geom_t *g = &a->g;
     memset(k, 0, sizeof *k); /* padding too: keys are compared with memcmp */
-    k->phase = phase, k->has_bias = has_bias, k->nthreads = 1, k->dtype = (int)g_dtype;
+    k->phase = phase, k->has_bias = has_bias, k->nthreads = 1, k->dtype = (int)a->dt, k->nhwc = a->nhwc;
+    k->w_nhwc = a->w_nhwc;
     k->batch = batch, k->groups = g->groups, k->cx = cx, k->cy = cy, k->cx_stride = g->cx, k->cy_stride = g->cy;
     int first = 0;
     while (first < 2 && g->xs[first] == 1 && g->ys[first] == 1 && g->ks[first] == 1 && g->pad[first] == 0) first++;
@@ -303,18 +325,19 @@ static void co_part(void *ctx, int64_t begin, int64_t end, int slot) {
         if (nb <= 0 || nc <= 0) continue;
         /* a slice's first channel in X and in Y; without groups W's rows are Y's channels and its columns X's */
         const int64_t xc = j->split == CO_BY_X_CHANNELS ? c0 : 0, yc = j->split == CO_BY_Y_CHANNELS ? c0 : 0;
+        const int64_t xc_at = a->nhwc ? xc : xc * g->xsp, yc_at = a->nhwc ? yc : yc * g->ysp; /* their offsets */
         void *ptr[CO_SLOTS] = {NULL};
         const size_t es = axon_dtype_size(a->dt);
 #define CO_AT(p, off) ((void *)((const char *)(p) + (size_t)(off) * es))
         if (j->phase == CONV_ONEDNN_FORWARD) {
             ptr[CO_X] = CO_AT(a->x_in, n0 * xi), ptr[CO_W] = CO_AT(a->w, yc * g->rows);
-            ptr[CO_Y] = CO_AT(a->y_out, n0 * yi + yc * g->ysp);
+            ptr[CO_Y] = CO_AT(a->y_out, n0 * yi + yc_at);
             ptr[CO_B] = a->bias_y ? CO_AT(a->bias_y, yc) : NULL;
         } else if (j->phase == CONV_ONEDNN_BACKWARD_DATA) {
-            ptr[CO_X] = CO_AT(a->x_out, n0 * xi + xc * g->xsp), ptr[CO_W] = CO_AT(a->w, xc * g->ksp);
+            ptr[CO_X] = CO_AT(a->x_out, n0 * xi + xc_at), ptr[CO_W] = CO_AT(a->w, a->w_nhwc ? xc : xc * g->ksp);
             ptr[CO_Y] = CO_AT(a->y_in, n0 * yi);
         } else {
-            ptr[CO_X] = CO_AT(a->x_w, n0 * xi), ptr[CO_Y] = CO_AT(a->y_w, n0 * yi + yc * g->ysp);
+            ptr[CO_X] = CO_AT(a->x_w, n0 * xi), ptr[CO_Y] = CO_AT(a->y_w, n0 * yi + yc_at);
             ptr[CO_W] = j->split || i == 0 ? CO_AT(a->w_out, yc * g->rows) : j->partials + (i - 1) * g->cy * g->rows;
         }
 #undef CO_AT
@@ -328,10 +351,16 @@ static void co_part(void *ctx, int64_t begin, int64_t end, int slot) {
             const float *b = (const float *)a->bias_x + xc;
             const int64_t nx = j->split == CO_BY_X_CHANNELS ? nc : g->cx;
             for (int64_t n = 0; n < nb; n++)
-                for (int64_t q = 0; q < nx; q++) {
-                    float *row = (float *)ptr[CO_X] + n * xi + q * g->xsp;
-                    for (int64_t e = 0; e < g->xsp; e++) row[e] += b[q];
-                }
+                if (a->nhwc)
+                    for (int64_t e = 0; e < g->xsp; e++) {
+                        float *px = (float *)ptr[CO_X] + n * xi + e * g->cx;
+                        for (int64_t q = 0; q < nx; q++) px[q] += b[q];
+                    }
+                else
+                    for (int64_t q = 0; q < nx; q++) {
+                        float *row = (float *)ptr[CO_X] + n * xi + q * g->xsp;
+                        for (int64_t e = 0; e < g->xsp; e++) row[e] += b[q];
+                    }
         }
     }
 }
@@ -385,7 +414,7 @@ int conv_onednn_phase(const conv_args_t *a, const axon_exec_t *ex, int phase) {
     if ((a->dt != AXON_FLOAT32 && !bf16_fwd) || co_disabled() || !axon_onednn_available()) return 0;
     int identity = g->ksp == 1; /* 1x1, stride 1, no padding: a plain GEMM on the column path */
     for (int i = 0; i < 3; i++) identity = identity && g->stride[i] == 1 && g->pad[i] == 0 && g->xs[i] == g->ys[i];
-    if (identity) return 0;
+    if (identity && !a->nhwc) return 0;
     /* The input gradient of a layer with few input channels per group (an image's 3 colours) is 3x slower on
      * oneDNN's kernels than on the columns: ResNet's 7x7 stem, 8 images of 224^2, 41.8 against 13.2 ms (torch CPU
      * 48.4); 32 images of 3 x 32^2 with a 3x3 kernel 1.02 against 0.59 ms. Its forward and weight gradient are 2x
@@ -417,7 +446,7 @@ int conv_onednn_phase(const conv_args_t *a, const axon_exec_t *ex, int phase) {
         const int64_t nb = j.split ? g->batch : sizes[v];
         const int64_t cx = j.split == CO_BY_X_CHANNELS ? sizes[v] : g->cx;
         const int64_t cy = j.split == CO_BY_Y_CHANNELS ? sizes[v] : g->cy;
-        if (co_key_make(g, a->dt, phase, has_bias, nb, cx, cy, &k) != 0 ||
+        if (co_key_make(a, phase, has_bias, nb, cx, cy, &k) != 0 ||
             (e[v] = axon_onednn_acquire(&k, sizeof k, co_plan_create, co_plan_free)) == NULL ||
             (j.plan[v] = axon_onednn_object(e[v])) == NULL)
             goto out;

@@ -50,6 +50,19 @@ int axon_tensor_is_contiguous(const axon_tensor_t *t) {
     return 1;
 }
 
+int axon_tensor_is_channels_last(const axon_tensor_t *t) {
+    if (t->ndim < 3) return 0;
+    if (axon_tensor_numel(t) == 0) return 1;
+    int64_t expected = 1;
+    for (int k = 0; k < t->ndim; k++) { /* innermost first: C, then the spatial dims last to first, then N */
+        const int i = k == 0 ? 1 : k == t->ndim - 1 ? 0 : t->ndim - k;
+        if (t->sizes[i] == 1) continue;
+        if (t->strides[i] != expected) return 0;
+        expected *= t->sizes[i];
+    }
+    return 1;
+}
+
 const char *axon_shape_format(const axon_tensor_t *t, char *buf, size_t n) {
     size_t used = 0;
     int ndim = t->ndim < 0 ? 0 : t->ndim > AXON_MAX_DIMS ? AXON_MAX_DIMS : t->ndim;

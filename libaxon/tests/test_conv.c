@@ -142,7 +142,40 @@ static int ct_compare(const char *what, const ct_case_t *c, const ct_buf_t *got,
 }
 
 /* Run c in dtype d on k: forward and all three gradients against the reference. 0 if all match. */
-static int ct_run(const kc_dev_t *k, const ct_case_t *c, axon_dtype_t d) {
+/* Channels-last strides of a tensor of nd dimensions (axon_tensor_is_channels_last). */
+static void ct_cl_strides(int nd, const int64_t *sz, int64_t *st) {
+    int64_t inner = 1;
+    st[1] = 1, inner = sz[1];
+    for (int i = nd - 1; i >= 2; i--) st[i] = inner, inner *= sz[i];
+    st[0] = inner;
+}
+
+/* Rearrange b's host copy between row-major order and channels-last (to_cl) for a tensor of sizes sz. */
+static void ct_permute(ct_buf_t *b, int nd, const int64_t *sz, int to_cl) {
+    const size_t es = axon_dtype_size(b->d);
+    int64_t sp = 1;
+    for (int i = 2; i < nd; i++) sp *= sz[i];
+    char *tmp = malloc((size_t)(b->n > 0 ? b->n : 1) * es);
+    for (int64_t n = 0; n < sz[0]; n++)
+        for (int64_t c = 0; c < sz[1]; c++)
+            for (int64_t p = 0; p < sp; p++) {
+                const int64_t rm = (n * sz[1] + c) * sp + p, cl = (n * sp + p) * sz[1] + c;
+                memcpy(tmp + (size_t)(to_cl ? cl : rm) * es, (char *)b->h + (size_t)(to_cl ? rm : cl) * es, es);
+            }
+    memcpy(b->h, tmp, (size_t)b->n * es);
+    free(tmp);
+}
+
+/* Upload b's values stored channels-last (its host copy keeps row-major order). */
+static void ct_upload_cl(const kc_dev_t *k, ct_buf_t *b, int nd, const int64_t *sz) {
+    ct_permute(b, nd, sz, 1);
+    axon_mem_free(k->dev, b->dev);
+    b->dev = rr_upload(k, b->d, b->h, b->n);
+    ct_permute(b, nd, sz, 0);
+}
+
+/* Runs case c in dtype d against the reference; cl: images and weights channels-last. 1 on a mismatch. */
+static int ct_run(const kc_dev_t *k, const ct_case_t *c, axon_dtype_t d, int cl) {
     const int nd = c->S + 2, t = c->p.transposed;
     int64_t in_sz[5] = {c->N, c->C}, out_sz[5] = {c->N, c->O}, w_sz[5];
     w_sz[0] = t ? c->C : c->O;
@@ -159,6 +192,13 @@ static int ct_run(const kc_dev_t *k, const ct_case_t *c, axon_dtype_t d) {
     axon_tensor_t tb = kc_tensor(b.dev, d, 1, &c->O, NULL), tout = kc_tensor(out.dev, d, nd, out_sz, NULL);
     axon_tensor_t tgo = kc_tensor(go.dev, d, nd, out_sz, NULL), tgi = kc_tensor(gi.dev, d, nd, in_sz, NULL);
     axon_tensor_t tgw = kc_tensor(gw.dev, d, nd, w_sz, NULL), tgb = kc_tensor(gb.dev, d, 1, &c->O, NULL);
+    if (cl) {
+        ct_upload_cl(k, &in, nd, in_sz), ct_upload_cl(k, &w, nd, w_sz), ct_upload_cl(k, &go, nd, out_sz);
+        tin.data = in.dev, tw.data = w.dev, tgo.data = go.dev;
+        ct_cl_strides(nd, in_sz, tin.strides), ct_cl_strides(nd, in_sz, tgi.strides);
+        ct_cl_strides(nd, out_sz, tout.strides), ct_cl_strides(nd, out_sz, tgo.strides);
+        ct_cl_strides(nd, w_sz, tw.strides), ct_cl_strides(nd, w_sz, tgw.strides);
+    }
     int bad = 0;
     if (axon_kernel_conv(k->s, &tout, &tin, &tw, c->bias ? &tb : NULL, &c->p) != AXON_OK ||
         axon_kernel_conv_backward(k->s, &tgi, &tgw, &tgb, &tgo, &tin, &tw, &c->p) != AXON_OK || !ct_pull(k, &out) ||
@@ -166,6 +206,7 @@ static int ct_run(const kc_dev_t *k, const ct_case_t *c, axon_dtype_t d) {
         fprintf(stderr, "  %dd %s: %s\n", c->S, axon_dtype_name(d), axon_last_error());
         bad = 1;
     }
+    if (cl && !bad) ct_permute(&out, nd, out_sz, 0), ct_permute(&gi, nd, in_sz, 0), ct_permute(&gw, nd, w_sz, 0);
     const int64_t nmax = nout > nin ? (nout > nw ? nout : nw) : (nin > nw ? nin : nw);
     long double *acc = calloc((size_t)nmax, sizeof(long double)), *scale = calloc((size_t)nmax, sizeof(long double));
     const ct_geom_t g = ct_geom(c);
@@ -227,8 +268,8 @@ static void ct_set(int64_t *dst, int S, int64_t a, int64_t b, int64_t c) {
     for (int i = 0; i < S; i++) dst[i] = v[i];
 }
 
-/* Every case, every dtype, with `threads` workers. */
-static void ct_all_cases(int threads) {
+/* Every case, every dtype, with `threads` workers; cl: images and weights channels-last. */
+static void ct_all_cases(int threads, int cl) {
     kc_dev_t k = kc_open(threads);
     REQUIRE(k.s != NULL);
     ct_case_t cases[30];
@@ -327,16 +368,22 @@ static void ct_all_cases(int threads) {
     ct_set(cases[n].p.output_padding, 2, 1, 1, 0), n++;
     for (int i = 0; i < n; i++)
         for (size_t di = 0; di < sizeof ct_dtypes / sizeof ct_dtypes[0]; di++)
-            if (ct_run(&k, &cases[i], ct_dtypes[di])) {
-                fprintf(stderr, "  case %d (%d threads) failed\n", i, threads);
+            if (ct_run(&k, &cases[i], ct_dtypes[di], cl)) {
+                fprintf(stderr, "  case %d (%d threads%s) failed\n", i, threads, cl ? ", channels-last" : "");
                 check_failures_in_test++;
             }
     axon_runtime_destroy(k.rt);
 }
 
-static void test_conv_matches_direct_reference_with_one_thread(void) { ct_all_cases(1); }
+static void test_conv_matches_direct_reference_with_one_thread(void) { ct_all_cases(1, 0); }
 
-static void test_conv_matches_direct_reference_with_four_threads(void) { ct_all_cases(4); }
+static void test_conv_matches_direct_reference_with_four_threads(void) { ct_all_cases(4, 0); }
+
+/* The same cases with every image and weight channels-last: oneDNN's kernels on that layout (the one-image cases
+ * split channel slices of it), and under AXON_CONV=im2col (test_conv_im2col) channels-first copies. */
+static void test_channels_last_conv_matches_direct_reference_with_one_thread(void) { ct_all_cases(1, 1); }
+
+static void test_channels_last_conv_matches_direct_reference_with_four_threads(void) { ct_all_cases(4, 1); }
 
 static void test_conv_of_empty_batch_gives_zero_weight_and_bias_gradients(void) {
     kc_dev_t k = kc_open(2);
@@ -441,7 +488,15 @@ static void test_conv_refuses_bad_input_with_messages(void) {
     const int64_t strided[4] = {108, 36, 1, 6};
     axon_tensor_t tns = kc_tensor(buf, AXON_FLOAT32, 4, in_sz, strided);
     CHECK_STATUS(axon_kernel_conv(k.s, &out, &tns, &w, NULL, &p), AXON_ERROR_INVALID_ARG);
-    CHECK_MSG("contiguous");
+    CHECK_MSG("contiguous or channels-last");
+    /* a channels-last in with a contiguous out; a channels-last grad_weight of a contiguous weight */
+    const int64_t in_cl[4] = {108, 1, 18, 3}, w_cl[4] = {27, 1, 9, 3};
+    axon_tensor_t tcl = kc_tensor(buf, AXON_FLOAT32, 4, in_sz, in_cl);
+    CHECK_STATUS(axon_kernel_conv(k.s, &out, &tcl, &w, NULL, &p), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("out (shape [2, 4, 4, 4]) is contiguous, unlike the operands before it");
+    axon_tensor_t gw_cl = kc_tensor(buf + 2048, AXON_FLOAT32, 4, w_sz, w_cl);
+    CHECK_STATUS(axon_kernel_conv_backward(k.s, NULL, &gw_cl, NULL, &out, &in, &w, &p), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("grad_weight (shape [4, 3, 3, 3]) is channels-last");
     axon_tensor_t in3 = kc_tensor(buf, AXON_FLOAT32, 3, in_sz, NULL);
     CHECK_STATUS(axon_kernel_conv(k.s, &out, &in3, &w, NULL, &p), AXON_ERROR_INVALID_ARG);
     CHECK_MSG("dimensions");
@@ -456,6 +511,8 @@ static void test_conv_refuses_bad_input_with_messages(void) {
 int main(void) {
     RUN(test_conv_matches_direct_reference_with_one_thread);
     RUN(test_conv_matches_direct_reference_with_four_threads);
+    RUN(test_channels_last_conv_matches_direct_reference_with_one_thread);
+    RUN(test_channels_last_conv_matches_direct_reference_with_four_threads);
     RUN(test_conv_of_empty_batch_gives_zero_weight_and_bias_gradients);
     RUN(test_conv_refuses_bad_input_with_messages);
     return check_report();

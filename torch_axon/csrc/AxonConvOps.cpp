@@ -3,8 +3,9 @@
 // PyTorch's device-independent at::convolution -> at::_convolution checks the shapes (with PyTorch's own messages)
 // and hands a device it has no backend for to convolution_overrideable and convolution_backward_overrideable: the
 // two hooks bound here, as XLA and PyTorch's OpenReg test backend do. A conv1d arrives as a 2-d convolution of
-// height 1. The kernels take channels-first contiguous tensors, so inputs are made contiguous here (a channels_last
-// input is copied) and results are contiguous. Dtypes other than the four float types run through the host fallback
+// height 1. The kernels take images and weights contiguous or channels-last (PyTorch's channels_last /
+// channels_last_3d): the images and their gradients are passed in PyTorch CPU's layout for the call (channels_last
+// when the input or the weight is), the weight and its gradient in the weight's, and results come back so. Dtypes other than the four float types run through the host fallback
 // as the whole aten::convolution (or convolution_backward): the CPU has no convolution_overrideable to fall back to.
 #include <ATen/ATen.h>
 #include <ATen/Operators.h>
@@ -40,6 +41,13 @@ bool native(const at::Tensor& input, const at::Tensor& weight, const at::Tensor&
   TORCH_CHECK(!bias.defined() || bias.scalar_type() == input.scalar_type(), "Input type (", input.scalar_type(),
               ") and bias type (", bias.scalar_type(), ") should be the same");
   return weight.dim() >= 3 && weight.dim() <= 2 + AXON_CONV_MAX_SPATIAL && input.dim() == weight.dim();
+}
+
+// The layout of a convolution's images and results, as PyTorch CPU picks it: channels_last when the input or the
+// weight is.
+at::MemoryFormat image_format(const at::Tensor& input, const at::Tensor& weight) {
+  const auto fmt = input.suggest_memory_format();
+  return fmt != at::MemoryFormat::Contiguous ? fmt : weight.suggest_memory_format();
 }
 
 // One entry per spatial dimension (a single value applies to all, as PyTorch's expand_param_if_needed does).
@@ -85,15 +93,13 @@ at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& w
   const char* name = transposed ? "conv_transpose" : "conv";
   const axon_conv_params_t p = params(static_cast<int>(weight.dim()) - 2, stride, padding, dilation, transposed,
                                       output_padding, groups);
-  const at::Tensor x = input.contiguous(), w = weight.contiguous();
-  at::Tensor out = at::empty(output_shape(x, w, p), x.options());
+  const auto fmt = image_format(input, weight);
+  const at::Tensor x = input.contiguous(fmt), w = weight.contiguous(weight.suggest_memory_format());
+  at::Tensor out = at::empty(output_shape(x, w, p), x.options().memory_format(fmt));
   const axon_tensor_t od = describe(out, name), xd = describe(x, name), wd = describe(w, name);
   const std::optional<axon_tensor_t> bd = bias.defined() ? std::optional(describe(bias, name)) : std::nullopt;
   AXON_CHECK(axon_kernel_conv(current_stream(input.device().index()), &od, &xd, &wd, bd ? &*bd : nullptr, &p));
-  // PyTorch CPU's layout: channels_last when the input or the weight is.
-  const auto fmt = input.suggest_memory_format() != at::MemoryFormat::Contiguous ? input.suggest_memory_format()
-                                                                                 : weight.suggest_memory_format();
-  return in_memory_format(out, fmt);
+  return out;
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable(
@@ -110,9 +116,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
   const char* name = transposed ? "conv_transpose_backward" : "conv_backward";
   const axon_conv_params_t p = params(static_cast<int>(weight.dim()) - 2, stride, padding, dilation, transposed,
                                       output_padding, groups);
-  const at::Tensor g = grad_output.contiguous(), x = input.contiguous(), w = weight.contiguous();
-  at::Tensor gi = output_mask[0] ? at::empty(x.sizes(), x.options()) : at::Tensor();
-  at::Tensor gw = output_mask[1] ? at::empty(w.sizes(), w.options()) : at::Tensor();
+  const auto fmt = image_format(input, weight);
+  const auto wfmt = weight.suggest_memory_format();
+  const at::Tensor g = grad_output.contiguous(fmt), x = input.contiguous(fmt), w = weight.contiguous(wfmt);
+  at::Tensor gi = output_mask[0] ? at::empty(x.sizes(), x.options().memory_format(fmt)) : at::Tensor();
+  at::Tensor gw = output_mask[1] ? at::empty(w.sizes(), w.options().memory_format(wfmt)) : at::Tensor();
   at::Tensor gb = output_mask[2] ? at::empty({out_channels}, g.options()) : at::Tensor();
   auto opt = [&](const at::Tensor& t) { return t.defined() ? std::optional(describe(t, name)) : std::nullopt; };
   const auto gid = opt(gi), gwd = opt(gw), gbd = opt(gb);
@@ -120,7 +128,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
   AXON_CHECK(axon_kernel_conv_backward(current_stream(input.device().index()), gid ? &*gid : nullptr,
                                        gwd ? &*gwd : nullptr, gbd ? &*gbd : nullptr, &gd, &xd, &wd, &p));
   // PyTorch CPU's layouts: each gradient in its tensor's own memory format.
-  return {in_memory_format(gi, input.suggest_memory_format()), in_memory_format(gw, weight.suggest_memory_format()),
+  auto as = [](const at::Tensor& t, at::MemoryFormat f) { return t.defined() ? t.contiguous(f) : t; };
+  return {as(gi, input.suggest_memory_format()), as(gw, weight.suggest_memory_format()),
           gb};
 }
 

@@ -3,8 +3,10 @@
  * Life cycle: fill an axon_conv_params_t from axon_conv_params_default(nspatial), set what differs, then launch.
  * Like every kernel (kernels.h), a launch checks its descriptors on the calling thread, enqueues one command on
  * stream s and returns at once; descriptors and params are copied at launch; nothing is enqueued on error or when
- * there is nothing to compute. Every tensor must be contiguous (axon_tensor_is_contiguous): callers make a
- * channels-first contiguous copy first.
+ * there is nothing to compute. Layouts: the images (in, out, grad_out, grad_in) are all contiguous or all
+ * channels-last (axon_tensor_is_channels_last: PyTorch's channels_last and channels_last_3d), and so, separately,
+ * are weight and grad_weight; bias and grad_bias are contiguous. oneDNN reads and writes channels-last tensors as
+ * they are (no copies, as torch CPU); the column path works on channels-first copies in host scratch.
  *
  * Shapes, with S = nspatial (1..3), G = groups:
  *   plain:      in [N, C, I...], weight [O, C/G, K...], out [N, O, Y...],
@@ -16,7 +18,8 @@
  * Algorithm: float32 convolutions and bfloat16 forwards run on oneDNN's direct convolution kernels when libaxon is
  * built with oneDNN, the images split over the pool, or the written tensor's channels when there are fewer images
  * than threads (excepted: 1x1 convolutions of stride 1, input gradients with fewer than 16 input channels per group,
- * and grouped convolutions with fewer images than threads; AXON_CONV=im2col turns it off). Everything else is im2col
+ * and grouped convolutions with fewer images than threads; 1x1 convolutions of channels-last images do run there;
+ * AXON_CONV=im2col turns it off). Everything else is im2col
  * + GEMM: for each (batch element, group, block of output positions) the kernel gathers the input patches into a
  * malloc'ed host column buffer (C/G * prod(K) rows, at most a few MB: never device memory, never the whole batch)
  * and multiplies it with the group's weight matrix on one pool participant with the build's single-threaded GEMM
@@ -29,7 +32,8 @@
  * types to float32 scratch. Sums may be ordered differently for another thread count: results for 1 and 4 threads
  * agree within rounding, not bit for bit.
  *
- * Errors at launch: INVALID_ARG for bad descriptors, non-contiguous tensors, mixed dtypes, a shape that does not
+ * Errors at launch: INVALID_ARG for bad descriptors, tensors in neither layout or images (or weights) in two, mixed
+ * dtypes, a shape that does not
  * match the formulas above (the message shows the shapes and the expected one), channels not divisible by groups,
  * stride, dilation or groups < 1, negative padding, output_padding not below stride or dilation (or set on a plain
  * convolution); UNSUPPORTED for other dtypes or a GEMM dimension above 2^31 - 1. Errors while running:

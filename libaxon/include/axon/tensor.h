@@ -72,6 +72,11 @@ AXON_API int64_t axon_tensor_numel(const axon_tensor_t *t);
  * or if t has no elements; 0 otherwise. Cannot fail. */
 AXON_API int axon_tensor_is_contiguous(const axon_tensor_t *t);
 
+/* 1 if t is an image batch [N, C, spatial...] (3 or more dimensions) stored channels-last with no gaps: PyTorch's
+ * channels_last / channels_last_3d, memory order N, spatial..., C (dimensions of size 1 may have any stride), or if
+ * t has no elements; 0 otherwise. A tensor can be both this and contiguous (C == 1, or one position). Cannot fail. */
+AXON_API int axon_tensor_is_channels_last(const axon_tensor_t *t);
+
 /* AXON_OK if t is a well-formed descriptor: not NULL, ndim in [0, AXON_MAX_DIMS], a known dtype, sizes >= 0 whose
  * product fits in int64, and data not NULL when there are elements. Otherwise AXON_ERROR_INVALID_ARG with a message
  * that starts with `what` ("copy: dst"). Does not look at the memory. */
