@@ -89,6 +89,26 @@ def test_batch_norm_module_matches_cpu(cls, shape, train, dtype):
     check_module(lambda: cls(shape[1], dtype=dtype), x, dtype, train=train)
 
 
+CL_CASES = [(nn.BatchNorm2d, (6, 24, 7, 5), torch.channels_last),  # 210 positions: 7 blocks of 32
+            (nn.BatchNorm2d, (2, 600, 2, 3), torch.channels_last),  # rows longer than one 512-channel chunk
+            (nn.BatchNorm3d, (2, 4, 3, 3, 2), torch.channels_last_3d)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("train", [True, False], ids=["train", "eval"])
+@pytest.mark.parametrize("cls,shape,fmt", CL_CASES, ids=["2d", "2d_600ch", "3d"])
+def test_channels_last_batch_norm_matches_cpu_and_keeps_the_layout(cls, shape, fmt, train, dtype):
+    """libaxon runs channels-last inputs as they are (norm_batch.c's row blocks): values as CPU's, and the output
+    and the input gradient stay channels-last, as on CPU."""
+    x = sample(shape, dtype, scale=2.0, shift=0.5).contiguous(memory_format=fmt)
+    check_module(lambda: cls(shape[1], dtype=dtype), x, dtype, train=train)
+    m = cls(shape[1], dtype=dtype).to("axon").train(train)
+    leaf = x.to("axon").requires_grad_()
+    out = m(leaf)
+    out.backward(torch.ones_like(out))
+    assert out.is_contiguous(memory_format=fmt) and leaf.grad.is_contiguous(memory_format=fmt)
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("kwargs", [dict(momentum=None), dict(affine=False), dict(track_running_stats=False),
                                     dict(affine=False, track_running_stats=False), dict(momentum=0.7, eps=1e-3)],

@@ -1,10 +1,16 @@
-/* Batch norm forward (training and inference) and backward over a contiguous [N, C, S] tensor (axon/batchnorm.h).
+/* Batch norm forward (training and inference) and backward over a [N, C, S] tensor (axon/batchnorm.h), contiguous
+ * or channels-last.
  *
- * One channel per step, channels in parallel. A channel is N runs of S contiguous elements, one per batch index; its
- * statistics are sums over those runs (in AXON_PARTS partial sums), each run re-read in chunks converted into
- * float64 on the stack, once per pass. Everything a channel needs (mean, invstd, weight, the running stats) is per channel, so no
- * partial sums cross threads and results do not depend on the thread count. */
+ * Contiguous: one channel per step, channels in parallel. A channel is N runs of S contiguous elements, one per
+ * batch index; its statistics are sums over those runs (in AXON_PARTS partial sums), each run re-read in chunks
+ * converted into float64 on the stack, once per pass. Everything a channel needs (mean, invstd, weight, the running
+ * stats) is per channel, so no partial sums cross threads and results do not depend on the thread count.
+ *
+ * Channels-last: M = N * S rows of C contiguous channels. Blocks of BN_CL_ROWS rows run in parallel, each summing
+ * its rows into its own per-channel partials (vectorized across channels); the blocks' partials are then added in
+ * block order, so results do not depend on the thread count either. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "axon/batchnorm.h"
@@ -14,6 +20,7 @@
 
 typedef struct bn_args {
     int training, backward;
+    int cl;                     /* in, out (grad_out, grad_in) channels-last: (n, c, s) at (n * S + s) * C + c */
     int f32;                    /* training backward, float32 in, grad_out, grad_in: bn_backward_channel_f32 */
     int64_t n, c, s;
     double momentum, eps;
@@ -41,22 +48,28 @@ AXON_CLONES static double bn_sum(const bn_args_t *a, int64_t c, double shift, in
     return axon_parts_total(part);
 }
 
+/* Training statistics of channel c from its mean and its sum of squared deviations ss: save_mean, save_invstd and the
+ * running statistics written; returns invstd. */
+static double bn_training_stats(const bn_args_t *a, int64_t c, double mean, double ss) {
+    const double count = (double)(a->n * a->s);
+    const double invstd = 1.0 / sqrt(ss / count + a->eps);
+    axon_norm_put(&a->smean, c, mean);
+    axon_norm_put(&a->sinv, c, invstd);
+    /* count == 1 gives 0/0 = NaN for the unbiased variance, as PyTorch's CPU kernel does. */
+    if (a->rmean.p)
+        axon_norm_put(&a->rmean, c, a->momentum * mean + (1.0 - a->momentum) * axon_norm_get(&a->rmean, c, 0));
+    if (a->rvar.p)
+        axon_norm_put(&a->rvar, c,
+                      a->momentum * (ss / (count - 1.0)) + (1.0 - a->momentum) * axon_norm_get(&a->rvar, c, 0));
+    return invstd;
+}
+
 AXON_CLONES static void bn_forward_channel(const bn_args_t *a, int64_t c) {
     double x[AXON_NORM_CHUNK];
     double mean, invstd;
     if (a->training) {
-        const double count = (double)(a->n * a->s);
-        mean = bn_sum(a, c, 0.0, 0) / count;
-        const double ss = bn_sum(a, c, mean, 1);
-        invstd = 1.0 / sqrt(ss / count + a->eps);
-        axon_norm_put(&a->smean, c, mean);
-        axon_norm_put(&a->sinv, c, invstd);
-        /* count == 1 gives 0/0 = NaN for the unbiased variance, as PyTorch's CPU kernel does. */
-        if (a->rmean.p)
-            axon_norm_put(&a->rmean, c, a->momentum * mean + (1.0 - a->momentum) * axon_norm_get(&a->rmean, c, 0));
-        if (a->rvar.p)
-            axon_norm_put(&a->rvar, c,
-                          a->momentum * (ss / (count - 1.0)) + (1.0 - a->momentum) * axon_norm_get(&a->rvar, c, 0));
+        mean = bn_sum(a, c, 0.0, 0) / (double)(a->n * a->s);
+        invstd = bn_training_stats(a, c, mean, bn_sum(a, c, mean, 1));
     } else {
         mean = axon_norm_get(&a->rmean, c, 0.0);
         invstd = 1.0 / sqrt(axon_norm_get(&a->rvar, c, 0.0) + a->eps);
@@ -163,12 +176,161 @@ static void bn_range(void *ctx, int64_t begin, int64_t end, int slot) {
     }
 }
 
+/* ---- channels-last ---- */
+
+#define BN_CL_ROWS 32
+
+/* What one parallel pass over the rows does. */
+enum { BN_CL_SUM, BN_CL_SQUARES, BN_CL_GRAD_SUMS, BN_CL_FORWARD, BN_CL_BACKWARD, BN_CL_BACKWARD_EVAL };
+
+typedef struct bn_cl_job {
+    const bn_args_t *a;
+    int pass;
+    int64_t rows, nblk;
+    double *part;               /* [nblk][2][C]: each block's partial sums */
+    double *mean, *k1, *k2, *k3; /* per channel: the mean, and the write passes' coefficients */
+} bn_cl_job_t;
+
+AXON_CLONES static void bn_cl_blocks(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    const bn_cl_job_t *j = ctx;
+    const bn_args_t *a = j->a;
+    const int64_t C = a->c;
+    double x[AXON_NORM_CHUNK], g[AXON_NORM_CHUNK];
+    for (int64_t blk = begin; blk < end; blk++) {
+        double *p0 = j->part + blk * 2 * C, *p1 = p0 + C;
+        if (j->pass <= BN_CL_GRAD_SUMS)
+            for (int64_t c = 0; c < 2 * C; c++) p0[c] = 0.0;
+        const int64_t r1 = bn_min((blk + 1) * BN_CL_ROWS, j->rows);
+        for (int64_t r = blk * BN_CL_ROWS; r < r1; r++)
+            for (int64_t c0 = 0; c0 < C; c0 += AXON_NORM_CHUNK) {
+                const int64_t m = bn_min(AXON_NORM_CHUNK, C - c0), at = r * C + c0;
+                const double *mean = j->mean + c0, *k1 = j->k1 + c0, *k2 = j->k2 + c0, *k3 = j->k3 + c0;
+                double *q0 = p0 + c0, *q1 = p1 + c0;
+                if (j->pass != BN_CL_BACKWARD_EVAL) axon_norm_load(&a->in, x, at, m, 0.0);
+                if (j->pass >= BN_CL_GRAD_SUMS && j->pass != BN_CL_FORWARD) axon_norm_load(&a->go, g, at, m, 0.0);
+                switch (j->pass) {
+                case BN_CL_SUM:
+                    for (int64_t i = 0; i < m; i++) q0[i] += x[i];
+                    break;
+                case BN_CL_SQUARES:
+                    for (int64_t i = 0; i < m; i++) q0[i] += (x[i] - mean[i]) * (x[i] - mean[i]);
+                    break;
+                case BN_CL_GRAD_SUMS:
+                    for (int64_t i = 0; i < m; i++) q0[i] += g[i], q1[i] += g[i] * (x[i] - mean[i]);
+                    break;
+                case BN_CL_FORWARD: /* k1 = scale, k2 = shift */
+                    for (int64_t i = 0; i < m; i++) x[i] = (x[i] - mean[i]) * k1[i] + k2[i];
+                    axon_norm_store(&a->out, x, at, m);
+                    break;
+                case BN_CL_BACKWARD: /* k1 = invstd * weight, k2 = mean of g, k3 = dot * invstd^2 / M */
+                    for (int64_t i = 0; i < m; i++) g[i] = (g[i] - k2[i] - (x[i] - mean[i]) * k3[i]) * k1[i];
+                    axon_norm_store(&a->out, g, at, m);
+                    break;
+                default: /* BN_CL_BACKWARD_EVAL: k1 = invstd * weight */
+                    for (int64_t i = 0; i < m; i++) g[i] *= k1[i];
+                    axon_norm_store(&a->out, g, at, m);
+                }
+            }
+    }
+}
+
+/* Run one pass; for the summing passes, add the blocks' partials in block order into total0 (and total1). */
+static void bn_cl_pass(bn_cl_job_t *j, const axon_exec_t *ex, int pass, double *total0, double *total1) {
+    const int64_t C = j->a->c;
+    j->pass = pass;
+    const int64_t grain = AXON_KERNEL_GRAIN / (BN_CL_ROWS * C) + 1;
+    axon_parallel_for(ex->pool, 0, j->nblk, grain, bn_cl_blocks, j);
+    if (pass > BN_CL_GRAD_SUMS) return;
+    for (int64_t c = 0; c < C; c++) total0[c] = 0.0, total1[c] = 0.0;
+    for (int64_t b = 0; b < j->nblk; b++)
+        for (int64_t c = 0; c < C; c++) total0[c] += j->part[b * 2 * C + c], total1[c] += j->part[(b * 2 + 1) * C + c];
+}
+
+static axon_status_t bn_cl_kernel(const bn_args_t *a, const axon_exec_t *ex) {
+    const int64_t C = a->c;
+    bn_cl_job_t j;
+    memset(&j, 0, sizeof j);
+    j.a = a, j.rows = a->n * a->s, j.nblk = (j.rows + BN_CL_ROWS - 1) / BN_CL_ROWS;
+    double *buf = malloc(sizeof(double) * (size_t)(2 * C * (j.nblk > 0 ? j.nblk : 1) + 6 * C));
+    if (buf == NULL)
+        return axon_fail(AXON_ERROR_OUT_OF_MEMORY, "%s: host scratch for %lld x %lld partial sums",
+                         a->backward ? "batch_norm_backward" : "batch_norm", (long long)j.nblk, (long long)C);
+    j.part = buf, j.mean = buf + 2 * C * (j.nblk > 0 ? j.nblk : 1);
+    j.k1 = j.mean + C, j.k2 = j.k1 + C, j.k3 = j.k2 + C;
+    double *t0 = j.k3 + C, *t1 = t0 + C;
+    const double count = (double)j.rows;
+    if (!a->backward) {
+        if (a->training) {
+            bn_cl_pass(&j, ex, BN_CL_SUM, t0, t1);
+            for (int64_t c = 0; c < C; c++) j.mean[c] = t0[c] / count;
+            bn_cl_pass(&j, ex, BN_CL_SQUARES, t0, t1);
+        }
+        for (int64_t c = 0; c < C; c++) {
+            double invstd;
+            if (a->training) {
+                invstd = bn_training_stats(a, c, j.mean[c], t0[c]);
+            } else {
+                j.mean[c] = axon_norm_get(&a->rmean, c, 0.0);
+                invstd = 1.0 / sqrt(axon_norm_get(&a->rvar, c, 0.0) + a->eps);
+            }
+            j.k1[c] = invstd * axon_norm_get(&a->w, c, 1.0), j.k2[c] = axon_norm_get(&a->b, c, 0.0);
+        }
+        bn_cl_pass(&j, ex, BN_CL_FORWARD, NULL, NULL);
+        free(buf);
+        return AXON_OK;
+    }
+    for (int64_t c = 0; c < C; c++) {
+        j.mean[c] = axon_norm_get(&a->mean, c, 0.0);
+        j.k3[c] = a->training ? axon_norm_get(&a->inv, c, 0.0) : 1.0 / sqrt(axon_norm_get(&a->inv, c, 0.0) + a->eps);
+    }
+    const int need_sums = a->gw.p || a->gb.p || (a->out.p && a->training);
+    if (need_sums) bn_cl_pass(&j, ex, BN_CL_GRAD_SUMS, t0, t1);
+    for (int64_t c = 0; c < C; c++) {
+        const double inv = j.k3[c], sum_g = need_sums ? t0[c] : 0.0, dot = need_sums ? t1[c] : 0.0;
+        axon_norm_put(&a->gw, c, dot * inv);
+        axon_norm_put(&a->gb, c, sum_g);
+        j.k1[c] = inv * axon_norm_get(&a->w, c, 1.0);
+        j.k2[c] = a->training ? sum_g / count : 0.0;
+        j.k3[c] = a->training ? dot * inv * inv / count : 0.0;
+    }
+    if (a->out.p && j.rows > 0) bn_cl_pass(&j, ex, a->training ? BN_CL_BACKWARD : BN_CL_BACKWARD_EVAL, NULL, NULL);
+    free(buf);
+    return AXON_OK;
+}
+
 static axon_status_t bn_kernel(const void *args, const axon_exec_t *ex) {
     const bn_args_t *a = args;
+    if (a->cl) return bn_cl_kernel(a, ex);
     const int64_t per = a->n * a->s > 0 ? a->n * a->s : 1;
     int64_t grain = AXON_KERNEL_GRAIN / per;
     axon_parallel_for(ex->pool, 0, a->c, grain < 1 ? 1 : grain, bn_range, (void *)a);
     return AXON_OK;
+}
+
+/* Layouts an image operand (in, out, grad_out, grad_in) may have; a call needs one they all share. */
+enum { BN_CONTIGUOUS = 1, BN_CHANNELS_LAST = 2 };
+
+/* t as the norm checks see it: a channels-last t that is not also contiguous is described to them with contiguous
+ * strides (same data, dtype and shape), in *twin. *layouts keeps the layouts every image operand so far has; a t in
+ * neither layout is passed on as it is, for the checks to refuse. */
+static const axon_tensor_t *bn_image(const axon_tensor_t *t, axon_tensor_t *twin, int *layouts) {
+    if (t == NULL || axon_tensor_check(t, "batch_norm") != AXON_OK) return t;
+    const int has = (axon_tensor_is_contiguous(t) ? BN_CONTIGUOUS : 0) |
+                    (axon_tensor_is_channels_last(t) ? BN_CHANNELS_LAST : 0);
+    if (has == 0) return t;
+    *layouts &= has;
+    if (has & BN_CONTIGUOUS) return t;
+    *twin = *t;
+    int64_t stride = 1;
+    for (int i = t->ndim - 1; i >= 0; i--) twin->strides[i] = stride, stride *= t->sizes[i];
+    return twin;
+}
+
+static axon_status_t bn_layouts(const char *op, int layouts) {
+    if (layouts != 0) return AXON_OK;
+    return axon_fail(AXON_ERROR_INVALID_ARG, "%s: the input and output tensors must share one layout, all contiguous "
+                     "or all channels-last", op);
 }
 
 /* in's [N, C, S] split, after in's own check. */
@@ -198,8 +360,11 @@ axon_status_t axon_kernel_batch_norm(axon_stream_t s, const axon_tensor_t *out, 
     int64_t n = 0, c = 0, sp = 0;
     if (in == NULL || out == NULL)
         return axon_fail(AXON_ERROR_INVALID_ARG, "%s: %s is NULL", op, in == NULL ? "in" : "out");
-    if ((st = bn_shape(op, in, &n, &c, &sp)) != AXON_OK) return st;
-    if ((st = axon_norm_check(op, "out", out, 0, in, 1)) != AXON_OK ||
+    int layouts = BN_CONTIGUOUS | BN_CHANNELS_LAST;
+    axon_tensor_t in_twin, out_twin;
+    const axon_tensor_t *in_c = bn_image(in, &in_twin, &layouts), *out_c = bn_image(out, &out_twin, &layouts);
+    if ((st = bn_shape(op, in_c, &n, &c, &sp)) != AXON_OK) return st;
+    if ((st = axon_norm_check(op, "out", out_c, 0, in_c, 1)) != AXON_OK || (st = bn_layouts(op, layouts)) != AXON_OK ||
         (st = axon_norm_check(op, "weight", weight, c, NULL, 0)) != AXON_OK ||
         (st = axon_norm_check(op, "bias", bias, c, NULL, 0)) != AXON_OK ||
         (st = axon_norm_check(op, "running_mean", running_mean, c, NULL, training)) != AXON_OK ||
@@ -214,6 +379,7 @@ axon_status_t axon_kernel_batch_norm(axon_stream_t s, const axon_tensor_t *out, 
     bn_args_t a;
     memset(&a, 0, sizeof a);
     a.training = training != 0;
+    a.cl = !(layouts & BN_CONTIGUOUS);
     a.n = n, a.c = c, a.s = sp;
     a.momentum = momentum, a.eps = eps;
     a.out = axon_norm_ref(out), a.in = axon_norm_ref(in), a.w = axon_norm_ref(weight), a.b = axon_norm_ref(bias);
@@ -233,11 +399,16 @@ axon_status_t axon_kernel_batch_norm_backward(axon_stream_t s, const axon_tensor
     int64_t n = 0, c = 0, sp = 0;
     if (in == NULL || grad_out == NULL)
         return axon_fail(AXON_ERROR_INVALID_ARG, "%s: %s is NULL", op, in == NULL ? "in" : "grad_out");
-    if ((st = bn_shape(op, in, &n, &c, &sp)) != AXON_OK) return st;
+    int layouts = BN_CONTIGUOUS | BN_CHANNELS_LAST;
+    axon_tensor_t twins[3];
+    const axon_tensor_t *in_c = bn_image(in, &twins[0], &layouts), *go_c = bn_image(grad_out, &twins[1], &layouts);
+    const axon_tensor_t *gi_c = bn_image(grad_in, &twins[2], &layouts);
+    if ((st = bn_shape(op, in_c, &n, &c, &sp)) != AXON_OK) return st;
     if (mean == NULL || invstd == NULL)
         return axon_fail(AXON_ERROR_INVALID_ARG, "%s: %s is NULL", op, mean == NULL ? "mean" : inv_role);
-    if ((st = axon_norm_check(op, "grad_out", grad_out, 0, in, 0)) != AXON_OK ||
-        (st = axon_norm_check(op, "grad_in", grad_in, 0, in, 1)) != AXON_OK ||
+    if ((st = axon_norm_check(op, "grad_out", go_c, 0, in_c, 0)) != AXON_OK ||
+        (st = axon_norm_check(op, "grad_in", gi_c, 0, in_c, 1)) != AXON_OK ||
+        (st = bn_layouts(op, layouts)) != AXON_OK ||
         (st = axon_norm_check(op, "weight", weight, c, NULL, 0)) != AXON_OK ||
         (st = axon_norm_check(op, "mean", mean, c, NULL, 0)) != AXON_OK ||
         (st = axon_norm_check(op, inv_role, invstd, c, NULL, 0)) != AXON_OK ||
@@ -248,12 +419,13 @@ axon_status_t axon_kernel_batch_norm_backward(axon_stream_t s, const axon_tensor
     bn_args_t a;
     memset(&a, 0, sizeof a);
     a.training = training != 0, a.backward = 1;
+    a.cl = !(layouts & BN_CONTIGUOUS);
     a.n = n, a.c = c, a.s = sp;
     a.eps = eps;
     a.out = axon_norm_ref(grad_in), a.in = axon_norm_ref(in), a.go = axon_norm_ref(grad_out);
     a.w = axon_norm_ref(weight), a.mean = axon_norm_ref(mean), a.inv = axon_norm_ref(invstd);
     a.gw = axon_norm_ref(grad_weight), a.gb = axon_norm_ref(grad_bias);
-    a.f32 = a.training && in->dtype == AXON_FLOAT32 && grad_out->dtype == AXON_FLOAT32 &&
+    a.f32 = !a.cl && a.training && in->dtype == AXON_FLOAT32 && grad_out->dtype == AXON_FLOAT32 &&
             (!grad_in || grad_in->dtype == AXON_FLOAT32);
     if (n * sp == 0 && c > 0 && (grad_weight || grad_bias)) {
         /* No elements: the sums are zero, but grad_weight and grad_bias still have C values to write. */

@@ -91,7 +91,19 @@ static int bt_compare_terms(const char *what, const bt_buf_t *got, const long do
 #define BN_S 37 /* float32 backward: a bulk of 32 in partial sums and a tail of 5 */
 #define BN_NUMEL (BN_N * BN_C * BN_S)
 
-static int64_t bn_at(int64_t n, int64_t c, int64_t s) { return (n * BN_C + c) * BN_S + s; }
+/* Whether check_batch_norm lays its [N, C, S] tensors out channels-last ((n * S + s) * C + c). */
+static int bn_cl;
+
+static int64_t bn_at(int64_t n, int64_t c, int64_t s) {
+    return bn_cl ? (n * BN_S + s) * BN_C + c : (n * BN_C + c) * BN_S + s;
+}
+
+/* A [N, C, S] descriptor in bn_cl's layout. */
+static axon_tensor_t bn_image(const bt_buf_t *b, const int64_t sz[3]) {
+    axon_tensor_t t = bt_t(b, 3, sz);
+    if (bn_cl) t.strides[0] = sz[1] * sz[2], t.strides[1] = 1, t.strides[2] = sz[1];
+    return t;
+}
 
 /* Training forward, then backward from the saved statistics, then inference forward and backward from the updated
  * running statistics, all against the reference. `affine` adds weight and bias. */
@@ -103,7 +115,7 @@ static void check_batch_norm(const kc_dev_t *k, axon_dtype_t d, int affine) {
     bt_buf_t sm = bt_make(k, AXON_FLOAT32, BN_C, 0, 0), si = bt_make(k, AXON_FLOAT32, BN_C, 0, 0);
     bt_buf_t rm = bt_make(k, AXON_FLOAT32, BN_C, -0.5, 0.5), rv = bt_make(k, AXON_FLOAT32, BN_C, 0.5, 2);
     bt_buf_t gw = bt_make(k, AXON_FLOAT32, BN_C, 0, 0), gb = bt_make(k, AXON_FLOAT32, BN_C, 0, 0);
-    axon_tensor_t tx = bt_t(&x, 3, sz), ty = bt_t(&y, 3, sz), tg = bt_t(&g, 3, sz), tgi = bt_t(&gi, 3, sz);
+    axon_tensor_t tx = bn_image(&x, sz), ty = bn_image(&y, sz), tg = bn_image(&g, sz), tgi = bn_image(&gi, sz);
     axon_tensor_t tw = bt_vec(&w), tb = bt_vec(&b), tsm = bt_vec(&sm), tsi = bt_vec(&si), trm = bt_vec(&rm);
     axon_tensor_t trv = bt_vec(&rv), tgw = bt_vec(&gw), tgb = bt_vec(&gb);
     const axon_tensor_t *pw = affine ? &tw : NULL, *pb = affine ? &tb : NULL;
@@ -196,6 +208,19 @@ static void test_batch_norm_matches_reference_in_training_and_inference(void) {
     axon_runtime_destroy(k.rt);
 }
 
+/* The same with channels-last tensors: 111 positions are four blocks of the channels-last loop's partial sums. */
+static void test_channels_last_batch_norm_matches_reference(void) {
+    kc_dev_t k = kc_open(3);
+    REQUIRE(k.s);
+    bn_cl = 1;
+    for (size_t i = 0; i < sizeof bt_dtypes / sizeof *bt_dtypes; i++) {
+        check_batch_norm(&k, bt_dtypes[i], 1);
+        check_batch_norm(&k, bt_dtypes[i], 0);
+    }
+    bn_cl = 0;
+    axon_runtime_destroy(k.rt);
+}
+
 /* ---- group norm ---- */
 
 /* x uniform in [x0, x0 + 8) */
@@ -272,7 +297,7 @@ static void test_group_norm_matches_reference_forward_and_backward(void) {
 }
 
 /* Channels and rows go to different threads; each sum is one thread's loop, so the bits cannot change. */
-static void test_results_are_bitwise_identical_for_1_and_4_threads(void) {
+static void check_bitwise_identical_for_1_and_4_threads(void) {
     const int64_t sz[3] = {8, 64, 300}, n = 8 * 64 * 300;
     float *out[2] = {NULL, NULL}, *gout[2] = {NULL, NULL};
     for (int run = 0; run < 2; run++) {
@@ -282,8 +307,8 @@ static void test_results_are_bitwise_identical_for_1_and_4_threads(void) {
         bt_buf_t x = bt_make(&k, AXON_FLOAT32, n, -3, 3), y = bt_make(&k, AXON_FLOAT32, n, 0, 0);
         bt_buf_t m = bt_make(&k, AXON_FLOAT32, 64, 0, 0), r = bt_make(&k, AXON_FLOAT32, 64, 0, 0);
         bt_buf_t gi = bt_make(&k, AXON_FLOAT32, n, 0, 0);
-        axon_tensor_t tx = bt_t(&x, 3, sz), ty = bt_t(&y, 3, sz), tm = bt_vec(&m), tr = bt_vec(&r);
-        axon_tensor_t tgi = bt_t(&gi, 3, sz);
+        axon_tensor_t tx = bn_image(&x, sz), ty = bn_image(&y, sz), tm = bt_vec(&m), tr = bt_vec(&r);
+        axon_tensor_t tgi = bn_image(&gi, sz);
         CHECK_OK(axon_kernel_batch_norm(k.s, &ty, &tm, &tr, NULL, NULL, &tx, NULL, NULL, 1, 0.1, 1e-5));
         CHECK_OK(axon_kernel_batch_norm_backward(k.s, &tgi, NULL, NULL, &tx, &ty, NULL, &tm, &tr, 1, 1e-5));
         CHECK(bt_pull(&k, &y) && bt_pull(&k, &gi));
@@ -296,6 +321,12 @@ static void test_results_are_bitwise_identical_for_1_and_4_threads(void) {
     CHECK(out[0] && out[1] && kc_first_diff(out[0], out[1], (size_t)n * 4) == -1);
     CHECK(gout[0] && gout[1] && kc_first_diff(gout[0], gout[1], (size_t)n * 4) == -1);
     free(out[0]), free(out[1]), free(gout[0]), free(gout[1]);
+}
+
+/* Batch norm in both layouts. */
+static void test_results_are_bitwise_identical_for_1_and_4_threads(void) {
+    for (bn_cl = 0; bn_cl < 2; bn_cl++) check_bitwise_identical_for_1_and_4_threads();
+    bn_cl = 0;
 }
 
 static void test_bad_input_is_refused_with_messages(void) {
@@ -316,6 +347,11 @@ static void test_bad_input_is_refused_with_messages(void) {
     CHECK_STATUS(axon_kernel_batch_norm(k.s, &ty, NULL, NULL, &t4, NULL, &tx, NULL, NULL, 0, 0.1, 1e-5),
                  AXON_ERROR_INVALID_ARG);
     CHECK_MSG("inference needs running_mean and running_var");
+    axon_tensor_t tcl = tx; /* channels-last in, contiguous out */
+    tcl.strides[0] = 12, tcl.strides[1] = 1, tcl.strides[2] = 4;
+    CHECK_STATUS(axon_kernel_batch_norm(k.s, &ty, NULL, NULL, NULL, NULL, &tcl, NULL, NULL, 1, 0.1, 1e-5),
+                 AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("must share one layout");
     CHECK_STATUS(axon_kernel_batch_norm(k.s, &txi, NULL, NULL, NULL, NULL, &txi, NULL, NULL, 1, 0.1, 1e-5),
                  AXON_ERROR_UNSUPPORTED);
     CHECK_MSG("int32");
@@ -337,6 +373,7 @@ static void test_bad_input_is_refused_with_messages(void) {
 
 int main(void) {
     RUN(test_batch_norm_matches_reference_in_training_and_inference);
+    RUN(test_channels_last_batch_norm_matches_reference);
     RUN(test_group_norm_matches_reference_forward_and_backward);
     RUN(test_results_are_bitwise_identical_for_1_and_4_threads);
     RUN(test_bad_input_is_refused_with_messages);

@@ -2,7 +2,7 @@
 //
 // Every batch norm entry point PyTorch dispatches to (native_batch_norm, the _native_batch_norm_legit family,
 // _batch_norm_with_update/_no_update and both backward ops) reduces to one forward and one backward here. Inputs
-// are made contiguous and viewed as [N, C, S]; the running statistics are updated in place by the kernel, so they
+// are made contiguous (channels-last ones stay channels-last) and viewed as [N, C, S]; the running statistics are updated in place by the kernel, so they
 // must already be contiguous (module buffers are). Statistics take PyTorch CPU's dtype: float32 when a half input
 // comes with float32 parameters ("mixed type"), else the input's dtype. Other dtypes, empty inputs and strided
 // running statistics run through the host fallback.
@@ -72,7 +72,7 @@ void check_mixed(const at::Tensor& input, std::initializer_list<const at::Tensor
 
 const axon_tensor_t* ptr(const std::optional<axon_tensor_t>& t) { return t ? &*t : nullptr; }
 
-// The [N, C, S] view of a contiguous input of at least 2 dims.
+// The [N, C, S] view of an input of at least 2 dims, contiguous or channels-last (then so is the view).
 at::Tensor as_ncs(const at::Tensor& t) {
   int64_t s = 1;
   for (int64_t d = 2; d < t.dim(); ++d) s *= t.size(d);
@@ -94,12 +94,14 @@ std::optional<Tensor3> batch_norm_forward(const at::Tensor& input, const at::Ten
   check_mixed(input, {&weight, &bias, &running_mean, &running_var});
   const char* op = "batch_norm";
   const int64_t c = input.size(1);
-  const at::Tensor x = input.contiguous(), w = weight.defined() ? weight.contiguous() : weight;
+  // libaxon takes channels-last images as they are (PyTorch CPU's output layout is the input's).
+  const auto fmt = input.suggest_memory_format();
+  const at::Tensor x = input.contiguous(fmt), w = weight.defined() ? weight.contiguous() : weight;
   const at::Tensor b = bias.defined() ? bias.contiguous() : bias;
   const auto wd = per_channel(w, c, "weight", op), bd = per_channel(b, c, "bias", op);
   const auto rmd = per_channel(running_mean, c, "running_mean", op);
   const auto rvd = per_channel(running_var, c, "running_var", op);
-  at::Tensor out = at::empty(x.sizes(), x.options());
+  at::Tensor out = at::empty(x.sizes(), x.options().memory_format(fmt));
   const auto stat = x.options().dtype(param_dtype(x, {&weight, &bias, &running_mean, &running_var}));
   at::Tensor save_mean = at::empty({training ? c : 0}, stat), save_invstd = at::empty({training ? c : 0}, stat);
   const axon_tensor_t xd = describe(as_ncs(x), op), od = describe(as_ncs(out), op);
@@ -107,7 +109,7 @@ std::optional<Tensor3> batch_norm_forward(const at::Tensor& input, const at::Ten
   const auto sid = training ? std::optional(describe(save_invstd, op)) : std::nullopt;
   AXON_CHECK(axon_kernel_batch_norm(current_stream(input.device().index()), &od, ptr(smd), ptr(sid), ptr(rmd),
                                     ptr(rvd), &xd, ptr(wd), ptr(bd), training ? 1 : 0, momentum, eps));
-  return Tensor3{in_memory_format(out, input.suggest_memory_format()), save_mean, save_invstd};
+  return Tensor3{out, save_mean, save_invstd};
 }
 
 Tensor3 native_batch_norm(const at::Tensor& input, const std::optional<at::Tensor>& weight,
@@ -187,10 +189,11 @@ std::optional<Tensor3> batch_norm_grad(const at::Tensor& grad_out, const at::Ten
               " does not match input shape ", input.sizes());
   const char* op = "batch_norm_backward";
   const int64_t c = input.size(1);
-  const at::Tensor x = input.contiguous(), g = grad_out.contiguous();
+  const auto fmt = input.suggest_memory_format();
+  const at::Tensor x = input.contiguous(fmt), g = grad_out.contiguous(fmt);
   const at::Tensor w = weight.defined() ? weight.contiguous() : weight, m = mean.contiguous(), v = inv.contiguous();
   const auto pd = weight.defined() ? weight.scalar_type() : param_dtype(x, {&mean});
-  at::Tensor gi = mask[0] ? at::empty(x.sizes(), x.options()) : at::Tensor();
+  at::Tensor gi = mask[0] ? at::empty(x.sizes(), x.options().memory_format(fmt)) : at::Tensor();
   at::Tensor gw = mask[1] ? at::empty({c}, x.options().dtype(pd)) : at::Tensor();
   at::Tensor gb = mask[2] ? at::empty({c}, x.options().dtype(pd)) : at::Tensor();
   const auto wd = per_channel(w, c, "weight", op), md = per_channel(m, c, train ? "save_mean" : "running_mean", op);
@@ -200,7 +203,7 @@ std::optional<Tensor3> batch_norm_grad(const at::Tensor& grad_out, const at::Ten
   const auto gwd = per_channel(gw, c, "grad_weight", op), gbd = per_channel(gb, c, "grad_bias", op);
   AXON_CHECK(axon_kernel_batch_norm_backward(current_stream(input.device().index()), ptr(gid), ptr(gwd), ptr(gbd),
                                              &gd, &xd, ptr(wd), ptr(md), ptr(vd), train ? 1 : 0, eps));
-  return Tensor3{in_memory_format(gi, input.suggest_memory_format()), gw, gb};
+  return Tensor3{gi, gw, gb};
 }
 
 Tensor3 native_batch_norm_backward(const at::Tensor& grad_out, const at::Tensor& input,

@@ -5,8 +5,9 @@
 // two hooks bound here, as XLA and PyTorch's OpenReg test backend do. A conv1d arrives as a 2-d convolution of
 // height 1. The kernels take images and weights contiguous or channels-last (PyTorch's channels_last /
 // channels_last_3d): the images and their gradients are passed in PyTorch CPU's layout for the call (channels_last
-// when the input or the weight is), the weight and its gradient in the weight's, and results come back so. Dtypes other than the four float types run through the host fallback
-// as the whole aten::convolution (or convolution_backward): the CPU has no convolution_overrideable to fall back to.
+// when the input or the weight is), the weight and its gradient in the weight's, and results come back so. Dtypes
+// other than the four float types run through the host fallback as the whole aten::convolution (or
+// convolution_backward): the CPU has no convolution_overrideable to fall back to.
 #include <ATen/ATen.h>
 #include <ATen/Operators.h>
 #include <axon/conv.h>

@@ -1,20 +1,21 @@
-/* Batch norm: per-channel statistics over (batch, spatial) of a contiguous [N, C, *] tensor, forward (training and
- * inference) and backward.
+/* Batch norm: per-channel statistics over (batch, spatial) of a [N, C, *] tensor, contiguous or channels-last,
+ * forward (training and inference) and backward.
  *
  * Like every kernel (kernels.h), a launch checks its descriptors on the calling thread, enqueues one command on
  * stream s and returns at once; descriptors are copied at launch; nothing is enqueued on error or when there is
- * nothing to compute. in (and out, grad_out, grad_in, which have in's shape) must be contiguous with ndim >= 2:
- * N = sizes[0], C = sizes[1], S = the product of the rest. Per-channel tensors (weight, bias, running_mean,
+ * nothing to compute. in (and out, grad_out, grad_in, which have in's shape) have ndim >= 2 and are all contiguous
+ * or all channels-last (axon_tensor_is_channels_last): N = sizes[0], C = sizes[1], S = the product of the rest. Per-channel tensors (weight, bias, running_mean,
  * running_var, save_mean, save_invstd, grad_weight, grad_bias) have C elements, any shape, contiguous.
  *
  * Dtypes: every tensor is float32, float64, float16 or bfloat16, and one call may mix them (PyTorch keeps float32
  * statistics and parameters for half inputs). Everything is computed in float64 and rounded once on store.
  *
- * Work split: channels in parallel over the device's pool; each channel's sums are one thread's loop over (n, s) in
- * memory order, so results are bitwise identical for any thread count. The variance is two-pass (mean first, then
+ * Work split: contiguous, channels in parallel over the device's pool, each channel's sums one thread's loop over
+ * (n, s) in memory order; channels-last, fixed blocks of positions in parallel, their per-channel partial sums added
+ * in block order. Either way results are bitwise identical for any thread count (not between the two layouts). The variance is two-pass (mean first, then
  * squared deviations), which does not cancel for channels with a large mean.
  *
- * Errors at launch: INVALID_ARG for bad descriptors, non-contiguous tensors, ndim < 2, mismatched shapes or element
+ * Errors at launch: INVALID_ARG for bad descriptors, tensors in neither layout or in two, ndim < 2, mismatched shapes or element
  * counts (the message names the role and shows both), a missing required tensor; UNSUPPORTED for other dtypes. */
 #ifndef AXON_BATCHNORM_H
 #define AXON_BATCHNORM_H
