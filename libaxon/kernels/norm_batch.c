@@ -21,7 +21,8 @@
 typedef struct bn_args {
     int training, backward;
     int cl;                     /* in, out (grad_out, grad_in) channels-last: (n, c, s) at (n * S + s) * C + c */
-    int f32;                    /* training backward, float32 in, grad_out, grad_in: bn_backward_channel_f32 */
+    int f32;                    /* float32 images: bn_cl_row_f32, or (contiguous training backward)
+                                   bn_backward_channel_f32 */
     int64_t n, c, s;
     double momentum, eps;
     /* Forward: out, in, w, b, save_mean, save_invstd, running_mean, running_var.
@@ -191,6 +192,34 @@ typedef struct bn_cl_job {
     double *mean, *k1, *k2, *k3; /* per channel: the mean, and the write passes' coefficients */
 } bn_cl_job_t;
 
+/* One row chunk of bn_cl_blocks for float32 tensors: the same float64 arithmetic, read and written as floats
+ * instead of through converted stack chunks (which made the generic loop 1.2-1.7x torch CPU's time). */
+static inline void bn_cl_row_f32(const bn_args_t *a, int pass, int64_t at, int64_t m, const double *mean,
+                                 const double *k1, const double *k2, const double *k3, double *q0, double *q1) {
+    const float *x = (const float *)a->in.p + at, *g = a->go.p ? (const float *)a->go.p + at : NULL;
+    float *out = a->out.p ? (float *)a->out.p + at : NULL;
+    switch (pass) {
+    case BN_CL_SUM:
+        for (int64_t i = 0; i < m; i++) q0[i] += (double)x[i];
+        break;
+    case BN_CL_SQUARES:
+        for (int64_t i = 0; i < m; i++) q0[i] += ((double)x[i] - mean[i]) * ((double)x[i] - mean[i]);
+        break;
+    case BN_CL_GRAD_SUMS:
+        for (int64_t i = 0; i < m; i++) q0[i] += (double)g[i], q1[i] += (double)g[i] * ((double)x[i] - mean[i]);
+        break;
+    case BN_CL_FORWARD:
+        for (int64_t i = 0; i < m; i++) out[i] = (float)(((double)x[i] - mean[i]) * k1[i] + k2[i]);
+        break;
+    case BN_CL_BACKWARD:
+        for (int64_t i = 0; i < m; i++)
+            out[i] = (float)(((double)g[i] - k2[i] - ((double)x[i] - mean[i]) * k3[i]) * k1[i]);
+        break;
+    default:
+        for (int64_t i = 0; i < m; i++) out[i] = (float)((double)g[i] * k1[i]);
+    }
+}
+
 AXON_CLONES static void bn_cl_blocks(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
     const bn_cl_job_t *j = ctx;
@@ -207,6 +236,10 @@ AXON_CLONES static void bn_cl_blocks(void *ctx, int64_t begin, int64_t end, int 
                 const int64_t m = bn_min(AXON_NORM_CHUNK, C - c0), at = r * C + c0;
                 const double *mean = j->mean + c0, *k1 = j->k1 + c0, *k2 = j->k2 + c0, *k3 = j->k3 + c0;
                 double *q0 = p0 + c0, *q1 = p1 + c0;
+                if (a->f32) {
+                    bn_cl_row_f32(a, j->pass, at, m, mean, k1, k2, k3, q0, q1);
+                    continue;
+                }
                 if (j->pass != BN_CL_BACKWARD_EVAL) axon_norm_load(&a->in, x, at, m, 0.0);
                 if (j->pass >= BN_CL_GRAD_SUMS && j->pass != BN_CL_FORWARD) axon_norm_load(&a->go, g, at, m, 0.0);
                 switch (j->pass) {
@@ -380,6 +413,7 @@ axon_status_t axon_kernel_batch_norm(axon_stream_t s, const axon_tensor_t *out, 
     memset(&a, 0, sizeof a);
     a.training = training != 0;
     a.cl = !(layouts & BN_CONTIGUOUS);
+    a.f32 = a.cl && in->dtype == AXON_FLOAT32 && out->dtype == AXON_FLOAT32;
     a.n = n, a.c = c, a.s = sp;
     a.momentum = momentum, a.eps = eps;
     a.out = axon_norm_ref(out), a.in = axon_norm_ref(in), a.w = axon_norm_ref(weight), a.b = axon_norm_ref(bias);
@@ -425,7 +459,7 @@ axon_status_t axon_kernel_batch_norm_backward(axon_stream_t s, const axon_tensor
     a.out = axon_norm_ref(grad_in), a.in = axon_norm_ref(in), a.go = axon_norm_ref(grad_out);
     a.w = axon_norm_ref(weight), a.mean = axon_norm_ref(mean), a.inv = axon_norm_ref(invstd);
     a.gw = axon_norm_ref(grad_weight), a.gb = axon_norm_ref(grad_bias);
-    a.f32 = !a.cl && a.training && in->dtype == AXON_FLOAT32 && grad_out->dtype == AXON_FLOAT32 &&
+    a.f32 = (a.cl || a.training) && in->dtype == AXON_FLOAT32 && grad_out->dtype == AXON_FLOAT32 &&
             (!grad_in || grad_in->dtype == AXON_FLOAT32);
     if (n * sp == 0 && c > 0 && (grad_weight || grad_bias)) {
         /* No elements: the sums are zero, but grad_weight and grad_bias still have C values to write. */
