@@ -106,6 +106,32 @@ def test_adaptive_pool_forward_and_backward_match_cpu(case, kind, dtype):
         check(lambda x: pool(x, size, return_indices=True), sample(shape, dtype), tol=EXACT)
 
 
+CL_MAX_CASES = [c for c in MAX_CASES if len(c[0]) in (4, 5)] + [((2, 70, 9, 8), 3, 2, 1, 1, False)]  # 64 + 6 ch
+
+
+@pytest.mark.parametrize("case", CL_MAX_CASES, ids=[str(c[0]) for c in CL_MAX_CASES])
+def test_channels_last_float32_max_pool_matches_cpu_and_keeps_the_layout(case):
+    """float32 channels_last images go to libaxon as they are (its channel-vector loops): values, indices and the
+    input gradient exactly CPU's (a NaN included), the output, indices and gradient channels-last as on CPU."""
+    shape, k, s, p, d, ceil = case
+    fmt = torch.channels_last if len(shape) == 4 else torch.channels_last_3d
+    pool = F.max_pool2d if len(shape) == 4 else F.max_pool3d
+    x = sample(shape, torch.float32)
+    x.view(-1)[5] = float("nan")
+    x = x.contiguous(memory_format=fmt)
+    results = []
+    for device in ("cpu", "axon"):
+        leaf = x.to(device, copy=True).requires_grad_()
+        torch_axon.reset_fallback_stats()
+        out, idx = pool(leaf, k, s, p, d, ceil_mode=ceil, return_indices=True)
+        out.backward(sample(out.shape, torch.float32, seed=3).to(device))
+        assert device == "cpu" or torch_axon.fallback_stats() == {}, torch_axon.fallback_stats()
+        results.append([t.detach() for t in (out, idx, leaf.grad)])
+    for got, ref in zip(results[1], results[0]):
+        assert got.is_contiguous(memory_format=fmt) == ref.is_contiguous(memory_format=fmt)
+        torch.testing.assert_close(got.cpu(), ref, rtol=0, atol=0, equal_nan=True)
+
+
 def test_strided_and_channels_last_inputs_match_cpu():
     x = sample((2, 3, 12, 10), torch.float32)
     check(lambda x: F.max_pool2d(x.transpose(2, 3), 3, 2, 1), x, tol=EXACT)

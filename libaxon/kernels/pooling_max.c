@@ -21,6 +21,8 @@ typedef struct pm_args {
     const char *in, *bidx;   /* forward: in, NULL; backward: grad_out, indices */
     axon_dtype_t dt_out, dt_in;
     int assign;              /* backward form: max_unpool, which stores in[o] at indices[o] instead of adding */
+    int64_t channels;        /* > 0: float32 [N, C, spatial] tensors stored channels-last, C = channels; planes are
+                                then (image, channel) pairs, element (n, c, p) at (n * plane + p) * C + c */
 } pm_args_t;
 
 /* The generic loop, one output row at a time over any window, with PyTorch's update rule: in double for the float
@@ -143,8 +145,57 @@ AXON_CLONES static void pm_forward_rows_f32(void *ctx, int64_t begin, int64_t en
     }
 }
 
+/* Channels per block of pm_forward_rows_cl's vector loop (maxima and indices on the stack). */
+#define PM_CL_BLOCK 64
+
+/* The forward over channels-last float32 tensors, one row of outputs (image, D, H) per step: each output's window
+ * is visited tap by tap in the generic loop's order with its update rule, across a block of channels at a time (the
+ * channels are contiguous, so the comparisons vectorize). Same values and indices as the generic loop. */
+AXON_CLONES static void pm_forward_rows_cl(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    const pm_args_t *a = ctx;
+    const axon_spatial_t *g = &a->g;
+    const int64_t C = a->channels, per_image = g->out[0] * g->out[1], ih = g->in[1], iw = g->in[2];
+    float mx[PM_CL_BLOCK];
+    int64_t best[PM_CL_BLOCK];
+    for (int64_t r = begin; r < end; r++) {
+        const int64_t n = r / per_image, od = r % per_image / g->out[1], oh = r % g->out[1];
+        const axon_pool_span_t sd = axon_pool_span(&a->w, g, 0, od), sh = axon_pool_span(&a->w, g, 1, oh);
+        const float *in = (const float *)a->in + n * g->in_size * C;
+        for (int64_t ow = 0; ow < g->out[2]; ow++) {
+            const axon_pool_span_t sw = axon_pool_span(&a->w, g, 2, ow);
+            const int64_t o = (r * g->out[2] + ow) * C, first = (sd.first * ih + sh.first) * iw + sw.first;
+            for (int64_t c0 = 0; c0 < C; c0 += PM_CL_BLOCK) {
+                const int64_t m = C - c0 < PM_CL_BLOCK ? C - c0 : PM_CL_BLOCK;
+                for (int64_t j = 0; j < m; j++) mx[j] = -INFINITY, best[j] = first;
+                for (int64_t d = sd.first; d < sd.end; d += sd.step)
+                    for (int64_t h = sh.first; h < sh.end; h += sh.step)
+                        for (int64_t w = sw.first; w < sw.end; w += sw.step) {
+                            const int64_t pos = (d * ih + h) * iw + w;
+                            const float *src = in + pos * C + c0;
+                            for (int64_t j = 0; j < m; j++) {
+                                const float v = src[j];
+                                const int up = v > mx[j] || v != v;
+                                mx[j] = up ? v : mx[j];
+                                best[j] = up ? pos : best[j];
+                            }
+                        }
+                memcpy((float *)a->out + o + c0, mx, (size_t)m * sizeof(float));
+                if (a->idx) memcpy((int64_t *)a->idx + o + c0, best, (size_t)m * sizeof(int64_t));
+            }
+        }
+    }
+}
+
 static axon_status_t pm_forward_kernel(const void *args, const axon_exec_t *ex) {
     const pm_args_t *a = args;
+    if (a->channels > 0) {
+        const int64_t rows = a->g.planes / a->channels * a->g.out[0] * a->g.out[1];
+        const int64_t window = a->w.adaptive ? 1 + a->g.in_size / a->g.out_size : a->w.k[0] * a->w.k[1] * a->w.k[2];
+        const int64_t grain = AXON_KERNEL_GRAIN / (a->g.out[2] * window * a->channels + 1) + 1;
+        axon_parallel_for(ex->pool, 0, rows, grain, pm_forward_rows_cl, (void *)a);
+        return AXON_OK;
+    }
     const int64_t rows = a->g.planes * a->g.out[0] * a->g.out[1];
     const int64_t window = a->w.adaptive ? 1 + a->g.in_size / a->g.out_size : a->w.k[0] * a->w.k[1] * a->w.k[2];
     const int64_t work = a->g.out[2] * window;
@@ -212,13 +263,44 @@ static void pm_backward_range(void *ctx, int64_t begin, int64_t end, int slot) {
     }
 }
 
+/* pm_backward_range over channels-last float32 tensors, one image per step: its gradient zeroed, then every
+ * output's gradient added at its index, outputs in order and channels across (so each element receives its adds in
+ * the same order as the channels-first loop, with the same rounding). */
+static void pm_backward_range_cl(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    pm_job_t *j = ctx;
+    const pm_args_t *a = j->a;
+    const axon_spatial_t *g = &a->g;
+    const int64_t C = a->channels;
+    for (int64_t n = begin; n < end; n++) {
+        float *gi = (float *)a->out + n * g->in_size * C;
+        const float *go = (const float *)a->in + n * g->out_size * C;
+        const int64_t *ip = (const int64_t *)a->bidx + n * g->out_size * C;
+        memset(gi, 0, (size_t)(g->in_size * C) * sizeof *gi);
+        for (int64_t o = 0; o < g->out_size; o++)
+            for (int64_t c = 0; c < C; c++) {
+                const int64_t e = o * C + c, i = ip[e];
+                if (i < 0 || i >= g->in_size) {
+                    pm_note_bad(j, n * g->out_size * C + e);
+                    goto next_image;
+                }
+                float *dst = gi + i * C + c;
+                *dst = a->assign ? go[e] : (float)((double)*dst + (double)go[e]);
+            }
+    next_image:;
+    }
+}
+
 static axon_status_t pm_backward_kernel(const void *args, const axon_exec_t *ex) {
     pm_job_t j;
     j.a = args;
     atomic_init(&j.bad_pos, INT64_MAX);
     const int64_t work = j.a->g.in_size + j.a->g.out_size;
     int64_t grain = AXON_KERNEL_GRAIN / (work > 0 ? work : 1);
-    axon_parallel_for(ex->pool, 0, j.a->g.planes, grain < 1 ? 1 : grain, pm_backward_range, &j);
+    if (j.a->channels > 0)
+        axon_parallel_for(ex->pool, 0, j.a->g.planes / j.a->channels, 1, pm_backward_range_cl, &j);
+    else
+        axon_parallel_for(ex->pool, 0, j.a->g.planes, grain < 1 ? 1 : grain, pm_backward_range, &j);
     int64_t pos = atomic_load(&j.bad_pos);
     if (pos != INT64_MAX && j.a->assign) /* PyTorch's words */
         return axon_fail(AXON_ERROR_INVALID_ARG,
@@ -233,12 +315,45 @@ static axon_status_t pm_backward_kernel(const void *args, const axon_exec_t *ex)
     return AXON_OK;
 }
 
+/* Channels-last operands: when lead (the forward's in, the backward's grad_in) is a channels-last [N, C, spatial]
+ * tensor that is not also contiguous, every other operand must be channels-last too and everything float32; the
+ * checks then see contiguous twins (same data, dtype and shape) in twins[] and *channels is C. 0 (and nothing
+ * changed) for channels-first operands. */
+static axon_status_t pm_layout(const char *op, int nspatial, const axon_tensor_t **t, int count,
+                               axon_tensor_t *twins, int64_t *channels) {
+    *channels = 0;
+    const axon_tensor_t *lead = t[0];
+    if (lead == NULL || axon_tensor_check(lead, op) != AXON_OK || lead->ndim != nspatial + 2 ||
+        axon_tensor_is_contiguous(lead) || !axon_tensor_is_channels_last(lead))
+        return AXON_OK;
+    for (int i = 0; i < count; i++) {
+        if (t[i] == NULL) continue;
+        if (axon_tensor_check(t[i], op) != AXON_OK || !axon_tensor_is_channels_last(t[i]))
+            return axon_fail(AXON_ERROR_INVALID_ARG, "%s: the operands must share one layout: the first is "
+                             "channels-last, operand %d is not", op, i + 1);
+        if (t[i]->dtype != AXON_FLOAT32 && t[i]->dtype != AXON_INT64)
+            return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: channels-last operands must be float32 (indices int64), "
+                             "got %s", op, axon_dtype_name(t[i]->dtype));
+        twins[i] = *t[i];
+        int64_t stride = 1;
+        for (int k = t[i]->ndim - 1; k >= 0; k--) twins[i].strides[k] = stride, stride *= t[i]->sizes[k];
+        t[i] = &twins[i];
+    }
+    *channels = lead->sizes[1];
+    return AXON_OK;
+}
+
 static axon_status_t pm_forward_launch(axon_stream_t s, const char *op, const axon_tensor_t *out,
                                        const axon_tensor_t *indices, const axon_tensor_t *in,
                                        const axon_pool_geom_t *w, int nspatial) {
     pm_args_t a;
     memset(&a, 0, sizeof a);
-    axon_status_t st = axon_spatial_check(op, nspatial, in, "in", 0, out, "out", !w->adaptive, &a.g);
+    const axon_tensor_t *t[3] = {in, out, indices};
+    axon_tensor_t twins[3];
+    axon_status_t st = pm_layout(op, nspatial, t, 3, twins, &a.channels);
+    if (st != AXON_OK) return st;
+    in = t[0], out = t[1], indices = t[2];
+    st = axon_spatial_check(op, nspatial, in, "in", 0, out, "out", !w->adaptive, &a.g);
     if (st == AXON_OK && indices) st = axon_spatial_check_indices(op, indices, 1, out);
     if (st != AXON_OK) return st;
     if (a.g.planes == 0 || a.g.out_size == 0) return AXON_OK;
@@ -273,7 +388,12 @@ static axon_status_t pm_scatter_launch(axon_stream_t s, const char *op, int assi
                                        const axon_tensor_t *indices, int nspatial) {
     pm_args_t a;
     memset(&a, 0, sizeof a);
-    axon_status_t st = axon_spatial_check(op, nspatial, dst, dst_role, 1, src, src_role, 0, &a.g);
+    const axon_tensor_t *t[3] = {dst, src, indices};
+    axon_tensor_t twins[3];
+    axon_status_t st = pm_layout(op, nspatial, t, 3, twins, &a.channels);
+    if (st != AXON_OK) return st;
+    dst = t[0], src = t[1], indices = t[2];
+    st = axon_spatial_check(op, nspatial, dst, dst_role, 1, src, src_role, 0, &a.g);
     if (st == AXON_OK) st = axon_spatial_check_indices(op, indices, 0, src);
     if (st != AXON_OK) return st;
     if (a.g.planes == 0 || a.g.in_size == 0) return AXON_OK;

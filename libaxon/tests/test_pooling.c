@@ -225,6 +225,91 @@ static void test_max_and_avg_pool_match_reference(void) {
     axon_runtime_destroy(k.rt);
 }
 
+/* Host data of a [2, 3, sp] tensor of es-byte elements, rearranged from channels-first to channels-last (to_cl) or
+ * back. */
+static void pt_relayout(const void *src, void *dst, int64_t sp, size_t es, int to_cl) {
+    for (int64_t n = 0; n < 2; n++)
+        for (int64_t c = 0; c < 3; c++)
+            for (int64_t q = 0; q < sp; q++) {
+                const int64_t rm = (n * 3 + c) * sp + q, cl = (n * sp + q) * 3 + c;
+                memcpy((char *)dst + (size_t)(to_cl ? cl : rm) * es, (const char *)src + (size_t)(to_cl ? rm : cl) * es,
+                       es);
+            }
+}
+
+/* t (a pt_desc) described channels-last over the same sizes. */
+static axon_tensor_t pt_cl(axon_tensor_t t) {
+    int64_t inner = t.sizes[1];
+    t.strides[1] = 1;
+    for (int i = t.ndim - 1; i >= 2; i--) t.strides[i] = inner, inner *= t.sizes[i];
+    t.strides[0] = inner;
+    return t;
+}
+
+/* float32 max pooling of channels-last tensors (pooling_max.c's channel-vector loops) against the same tensors
+ * channels-first: the same bits for the output, the indices and the backward, every case. */
+static void test_channels_last_max_pool_gives_the_channels_first_bits(void) {
+    kc_dev_t k = kc_open(3);
+    REQUIRE(k.s);
+    for (size_t ci = 0; ci < sizeof pt_cases / sizeof pt_cases[0]; ci++) {
+        const pt_case_t *c = &pt_cases[ci];
+        int64_t out[3], si[AXON_MAX_DIMS], so[AXON_MAX_DIMS], ni, no;
+        pt_sizes(c, out, &ni, &no);
+        float *x = malloc(sizeof(float) * (size_t)ni), *g = malloc(sizeof(float) * (size_t)no);
+        float *xl = malloc(sizeof(float) * (size_t)ni), *gl = malloc(sizeof(float) * (size_t)no);
+        for (int64_t i = 0; i < ni; i++) x[i] = (float)((int)(rr_rand() % 257) - 128) / 64;
+        for (int64_t i = 0; i < no; i++) g[i] = (float)((int)(rr_rand() % 257) - 128) / 64;
+        x[1] = NAN;
+        pt_relayout(x, xl, ni / PT_PLANES, 4, 1), pt_relayout(g, gl, no / PT_PLANES, 4, 1);
+        void *d[10];
+        d[0] = kc_upload(&k, x, (size_t)ni * 4), d[1] = kc_upload(&k, xl, (size_t)ni * 4);
+        d[2] = kc_upload(&k, g, (size_t)no * 4), d[3] = kc_upload(&k, gl, (size_t)no * 4);
+        for (int i = 4; i < 10; i++) d[i] = kc_upload(&k, NULL, (size_t)(i < 8 ? no * 8 : ni * 4));
+        axon_tensor_t tx = pt_desc(d[0], AXON_FLOAT32, c->n, c->in, si);
+        axon_tensor_t tg = pt_desc(d[2], AXON_FLOAT32, c->n, out, so);
+        axon_tensor_t ty = pt_desc(d[4], AXON_FLOAT32, c->n, out, so), ti = pt_desc(d[6], AXON_INT64, c->n, out, so);
+        axon_tensor_t tgi = pt_desc(d[8], AXON_FLOAT32, c->n, c->in, si);
+        axon_tensor_t lx = tx, lg = tg, ly = ty, li = ti, lgi = tgi;
+        lx.data = d[1], lg.data = d[3], ly.data = d[5], li.data = d[7], lgi.data = d[9];
+        lx = pt_cl(lx), lg = pt_cl(lg), ly = pt_cl(ly), li = pt_cl(li), lgi = pt_cl(lgi);
+        CHECK_OK(axon_kernel_max_pool(k.s, &ty, &ti, &tx, &c->p));
+        CHECK_OK(axon_kernel_max_pool(k.s, &ly, &li, &lx, &c->p));
+        CHECK_OK(axon_kernel_max_pool_backward(k.s, &tgi, &tg, &ti, c->n));
+        CHECK_OK(axon_kernel_max_pool_backward(k.s, &lgi, &lg, &li, c->n));
+        char *h[6], *back = malloc((size_t)(ni > no ? ni : no) * 8);
+        const size_t bytes[3] = {(size_t)no * 4, (size_t)no * 8, (size_t)ni * 4}, es[3] = {4, 8, 4};
+        const int64_t sp[3] = {no / PT_PLANES, no / PT_PLANES, ni / PT_PLANES};
+        for (int r = 0; r < 3; r++) {
+            h[2 * r] = malloc(bytes[r]), h[2 * r + 1] = malloc(bytes[r]);
+            CHECK(kc_download(&k, h[2 * r], d[4 + 2 * r], bytes[r]) &&
+                  kc_download(&k, h[2 * r + 1], d[5 + 2 * r], bytes[r]));
+            pt_relayout(h[2 * r + 1], back, sp[r], es[r], 0);
+            if (kc_first_diff(h[2 * r], back, bytes[r]) >= 0) {
+                fprintf(stderr, "  case %zu: channels-last %s differs\n", ci,
+                        r == 0 ? "out" : r == 1 ? "indices" : "grad_in");
+                check_failures_in_test++;
+            }
+            free(h[2 * r]), free(h[2 * r + 1]);
+        }
+        for (int i = 0; i < 10; i++) axon_mem_free(k.dev, d[i]);
+        free(x), free(g), free(xl), free(gl), free(back);
+    }
+    /* a channels-last in with a channels-first out; a float64 channels-last in */
+    const int64_t sp2[2] = {4, 4}, op2[2] = {2, 2};
+    int64_t s1[AXON_MAX_DIMS], s2[AXON_MAX_DIMS];
+    float buf[256] = {0};
+    axon_pool_params_t p = pt_cases[3].p;
+    axon_tensor_t in = pt_cl(pt_desc(buf, AXON_FLOAT32, 2, sp2, s1)), o = pt_desc(buf + 128, AXON_FLOAT32, 2, op2, s2);
+    p.padding[0] = p.padding[1] = 0, p.kernel[0] = p.kernel[1] = 2, p.stride[0] = p.stride[1] = 2;
+    CHECK_STATUS(axon_kernel_max_pool(k.s, &o, NULL, &in, &p), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("share one layout");
+    axon_tensor_t ocl = pt_cl(o), in64 = in;
+    in64.dtype = AXON_FLOAT64;
+    CHECK_STATUS(axon_kernel_max_pool(k.s, &ocl, NULL, &in64, &p), AXON_ERROR_UNSUPPORTED);
+    CHECK_MSG("float32");
+    axon_runtime_destroy(k.rt);
+}
+
 /* Adaptive windows: [floor(o I / O), ceil((o + 1) I / O)) per dim, sizes that do and do not divide. */
 static void test_adaptive_pools_match_reference(void) {
     kc_dev_t k = kc_open(2);
@@ -461,6 +546,15 @@ static void test_out_of_range_index_fails_the_backward(void) {
     axon_memcpy(di, idx, sizeof idx, AXON_COPY_HOST_TO_DEVICE, k.s);
     CHECK_OK(axon_kernel_max_pool_backward(k.s, &tgi, &tg, &ti, 1));
     CHECK_STATUS(axon_stream_sync(k.s), AXON_ERROR_INVALID_ARG);
+    /* the same tensors described channels-last: element 13 is still the bad one */
+    idx[13] = 8;
+    axon_memcpy(di, idx, sizeof idx, AXON_COPY_HOST_TO_DEVICE, k.s);
+    const int64_t cl_in[3] = {24, 1, 3}, cl_out[3] = {12, 1, 3};
+    memcpy(tgi.strides, cl_in, sizeof cl_in), memcpy(tg.strides, cl_out, sizeof cl_out);
+    memcpy(ti.strides, cl_out, sizeof cl_out);
+    CHECK_OK(axon_kernel_max_pool_backward(k.s, &tgi, &tg, &ti, 1));
+    CHECK_STATUS(axon_stream_sync(k.s), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("index 8 at position 13 is out of range for an input plane of 8 elements");
     axon_mem_free(k.dev, dg), axon_mem_free(k.dev, di), axon_mem_free(k.dev, dgi);
     axon_runtime_destroy(k.rt);
 }
@@ -497,6 +591,7 @@ static void test_max_unpool_stores_at_indices_and_keeps_the_last_repeat(void) {
 
 int main(void) {
     RUN(test_max_and_avg_pool_match_reference);
+    RUN(test_channels_last_max_pool_gives_the_channels_first_bits);
     RUN(test_adaptive_pools_match_reference);
     RUN(test_backward_is_bitwise_the_same_for_any_thread_count);
     RUN(test_integer_max_and_avg_pool_match_reference_exactly);

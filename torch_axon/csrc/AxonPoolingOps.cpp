@@ -123,9 +123,11 @@ std::vector<int64_t> adaptive_shape(const at::Tensor& self, c10::IntArrayRef out
 
 // Runs launch(o, i) on contiguous tensors of out's and indices' (resized) shapes, copying back strided ones.
 template <class Launch>
-void into_contiguous(at::Tensor& out, at::Tensor& indices, Launch launch) {
-  at::Tensor o = out.is_contiguous() ? out : at::empty(out.sizes(), out.options());
-  at::Tensor i = indices.is_contiguous() ? indices : at::empty(indices.sizes(), indices.options());
+void into_contiguous(at::Tensor& out, at::Tensor& indices, Launch launch,
+                     at::MemoryFormat fmt = at::MemoryFormat::Contiguous) {
+  at::Tensor o = out.is_contiguous(fmt) ? out : at::empty(out.sizes(), out.options().memory_format(fmt));
+  at::Tensor i =
+      indices.is_contiguous(fmt) ? indices : at::empty(indices.sizes(), indices.options().memory_format(fmt));
   launch(o, i);
   if (!o.is_same(out)) out.copy_(o);
   if (!i.is_same(indices)) indices.copy_(i);
@@ -134,13 +136,13 @@ void into_contiguous(at::Tensor& out, at::Tensor& indices, Launch launch) {
 // Runs launch(g) on a contiguous gradient of grad_input's (resized) shape: float32 for the half types, so that the
 // scatter accumulates in float32, then copies back.
 template <class Launch>
-void accumulate_into(at::Tensor& grad_input, Launch launch) {
-  if (grad_input.is_contiguous() && !is_half(grad_input)) {
+void accumulate_into(at::Tensor& grad_input, Launch launch, at::MemoryFormat fmt = at::MemoryFormat::Contiguous) {
+  if (grad_input.is_contiguous(fmt) && !is_half(grad_input)) {
     launch(grad_input);
     return;
   }
   const auto dtype = is_half(grad_input) ? at::kFloat : grad_input.scalar_type();
-  at::Tensor g = at::empty(grad_input.sizes(), grad_input.options().dtype(dtype));
+  at::Tensor g = at::empty(grad_input.sizes(), grad_input.options().dtype(dtype).memory_format(fmt));
   launch(g);
   grad_input.copy_(g);
 }
@@ -151,6 +153,13 @@ void check_grad_shape(const at::Tensor& t, const std::vector<int64_t>& shape, co
 }
 
 // ---- max pooling ----
+
+// The layout max pooling runs in: libaxon takes float32 batched [N, C, spatial...] tensors channels-last as they
+// are (PyTorch CPU keeps that layout), everything else channels-first.
+at::MemoryFormat max_pool_format(const at::Tensor& self, int nspatial) {
+  if (self.scalar_type() != at::kFloat || self.dim() != nspatial + 2) return at::MemoryFormat::Contiguous;
+  return self.suggest_memory_format();
+}
 
 template <size_t N, class Op>
 std::tuple<at::Tensor&, at::Tensor&> max_pool_out(const at::Tensor& self, c10::IntArrayRef kernel_size,
@@ -163,12 +172,17 @@ std::tuple<at::Tensor&, at::Tensor&> max_pool_out(const at::Tensor& self, c10::I
   const Pool<N> g = pool_geometry<N>(self, kernel_size, stride, padding, dilation, ceil_mode, op);
   at::native::resize_output(out, g.out_shape);
   at::native::resize_output(indices, g.out_shape);
+  if (N == 3) {  // not structured: restrided to the input's layout here, as CPU's max_pool3d does
+    out.resize_(g.out_shape, self.suggest_memory_format());
+    indices.resize_(g.out_shape, self.suggest_memory_format());
+  }
   if (out.numel() == 0) return {out, indices};
-  const at::Tensor x = self.contiguous();
+  const auto fmt = out.scalar_type() == at::kFloat ? max_pool_format(self, N) : at::MemoryFormat::Contiguous;
+  const at::Tensor x = self.contiguous(fmt);
   into_contiguous(out, indices, [&](const at::Tensor& o, const at::Tensor& i) {
     const axon_tensor_t xd = describe(x, op), od = describe(o, op), id = describe(i, op);
     AXON_CHECK(axon_kernel_max_pool(current_stream(self.device().index()), &od, &id, &xd, &g.params));
-  });
+  }, fmt);
   return {out, indices};
 }
 
@@ -191,11 +205,14 @@ at::Tensor& index_backward(const at::Tensor& grad_output, const at::Tensor& self
   check_grad_shape(indices, out_shape, op, "indices");
   at::native::resize_output(grad_input, self.sizes());
   if (grad_input.numel() == 0) return grad_input;
-  const at::Tensor go = grad_output.contiguous(), ix = indices.contiguous();
+  const auto fmt = grad_output.scalar_type() == at::kFloat && grad_input.scalar_type() == at::kFloat
+                       ? max_pool_format(self, nspatial)
+                       : at::MemoryFormat::Contiguous;
+  const at::Tensor go = grad_output.contiguous(fmt), ix = indices.contiguous(fmt);
   accumulate_into(grad_input, [&](const at::Tensor& gi) {
     const axon_tensor_t gid = describe(gi, op), god = describe(go, op), ixd = describe(ix, op);
     AXON_CHECK(axon_kernel_max_pool_backward(current_stream(self.device().index()), &gid, &god, &ixd, nspatial));
-  });
+  }, fmt);
   return grad_input;
 }
 

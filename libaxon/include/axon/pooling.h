@@ -4,7 +4,9 @@
  * Like every kernel (kernels.h), a launch checks its descriptors on the calling thread, enqueues one command on
  * stream s and returns at once; descriptors are copied at launch; nothing is enqueued on error or when there is
  * nothing to compute. Tensors are contiguous [leading..., (D,) (H,) W]: the leading dimensions (batch, channels) are
- * flattened into planes and must be the same in every tensor of a call; there is at least one. The caller chooses
+ * flattened into planes and must be the same in every tensor of a call; there is at least one. Max pooling, its
+ * backward and max_unpool also take float32 [N, C, spatial] tensors that are all channels-last
+ * (axon_tensor_is_channels_last; indices int64 in the same layout), with the same results. The caller chooses
  * the output's spatial sizes (PyTorch's pooling_output_shape, ceil_mode included); the kernels never read outside
  * the input whatever they are, and a window that falls wholly outside the input gives -inf (max, with an index
  * that the backward refuses) or 0 (average).
@@ -21,9 +23,10 @@
  * Backward passes zero grad_in first, then add; a grad_in in a half type accumulates in that type (callers that
  * want float32 accumulation pass a float32 grad_in and convert).
  *
- * Errors at launch: INVALID_ARG for bad descriptors, non-contiguous tensors, mismatched ranks or leading sizes (the
- * message shows the shapes), nspatial outside 1..3, kernel or stride < 1, padding < 0, dilation < 1, padding more
- * than half the effective kernel, non-int64 indices; UNSUPPORTED for other dtypes. The max
+ * Errors at launch: INVALID_ARG for bad descriptors, non-contiguous tensors (channels-last ones mixed with others),
+ * mismatched ranks or leading sizes (the message shows the shapes), nspatial outside 1..3, kernel or stride < 1,
+ * padding < 0, dilation < 1, padding more than half the effective kernel, non-int64 indices; UNSUPPORTED for other
+ * dtypes (channels-last: not float32). The max
  * backward fails when it runs if an index lies outside its plane (the stream reports it). */
 #ifndef AXON_POOLING_H
 #define AXON_POOLING_H
