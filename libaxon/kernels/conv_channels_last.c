@@ -52,13 +52,17 @@ static void ccl_bias_sum(void *ctx, int64_t begin, int64_t end, int slot) {
     }
 }
 
+/* [batch, ch, sp] of dtype dt from one layout into the other: into channels-last when to_nhwc, else out of it. */
+static void ccl_relayout(char *to, const char *from, axon_dtype_t dt, int64_t batch, int64_t ch, int64_t sp,
+                         int to_nhwc, axon_pool_t pool) {
+    axon_tensor_t dst = ccl_view(to, dt, batch, ch, sp, to_nhwc), src = ccl_view(from, dt, batch, ch, sp, !to_nhwc);
+    axon_copy_execute(&dst, &src, pool);
+}
+
 /* A channels-first copy of an image tensor of `ch` channels and `sp` positions (from is channels-last), or NULL. */
 static char *ccl_to_first(const conv_args_t *a, const char *from, int64_t ch, int64_t sp, axon_pool_t pool) {
-    const size_t es = axon_dtype_size(a->dt), n = (size_t)(a->g.batch * ch * sp);
-    char *to = malloc(n * es + 1);
-    if (to == NULL) return NULL;
-    axon_tensor_t dst = ccl_view(to, a->dt, a->g.batch, ch, sp, 0), src = ccl_view(from, a->dt, a->g.batch, ch, sp, 1);
-    axon_copy_execute(&dst, &src, pool);
+    char *to = malloc((size_t)(a->g.batch * ch * sp) * axon_dtype_size(a->dt) + 1);
+    if (to != NULL) ccl_relayout(to, from, a->dt, a->g.batch, ch, sp, 0, pool);
     return to;
 }
 
@@ -105,9 +109,7 @@ axon_status_t conv_channels_last_execute(const conv_args_t *a, const axon_exec_t
     if (a->w_nhwc && (b.y_out || b.x_out)) {
         char *w = owned[nowned++] = malloc((size_t)(g->cy * g->rows) * es + 1);
         if (w == NULL) goto oom;
-        axon_tensor_t dst = ccl_view(w, a->dt, g->cy, g->cxg, g->ksp, 0);
-        axon_tensor_t src = ccl_view(a->w, a->dt, g->cy, g->cxg, g->ksp, 1);
-        axon_copy_execute(&dst, &src, ex->pool);
+        ccl_relayout(w, a->w, a->dt, g->cy, g->cxg, g->ksp, 0, ex->pool);
         b.w = w;
     }
     if (a->w_nhwc && b.w_out && (b.w_out = owned[nowned++] = malloc((size_t)(g->cy * g->rows) * es + 1)) == NULL)
@@ -120,21 +122,9 @@ axon_status_t conv_channels_last_execute(const conv_args_t *a, const axon_exec_t
         goto oom;
     b.w_nhwc = 0;
     if ((st = conv_execute(&b, ex)) != AXON_OK) goto done;
-    if (a->w_nhwc && b.w_out) {
-        axon_tensor_t dst = ccl_view(a->w_out, a->dt, g->cy, g->cxg, g->ksp, 1);
-        axon_tensor_t src = ccl_view(b.w_out, a->dt, g->cy, g->cxg, g->ksp, 0);
-        axon_copy_execute(&dst, &src, ex->pool);
-    }
-    if (a->nhwc && b.y_out) {
-        axon_tensor_t dst = ccl_view(a->y_out, a->dt, g->batch, g->cy, g->ysp, 1);
-        axon_tensor_t src = ccl_view(b.y_out, a->dt, g->batch, g->cy, g->ysp, 0);
-        axon_copy_execute(&dst, &src, ex->pool);
-    }
-    if (a->nhwc && b.x_out) {
-        axon_tensor_t dst = ccl_view(a->x_out, a->dt, g->batch, g->cx, g->xsp, 1);
-        axon_tensor_t src = ccl_view(b.x_out, a->dt, g->batch, g->cx, g->xsp, 0);
-        axon_copy_execute(&dst, &src, ex->pool);
-    }
+    if (a->w_nhwc && b.w_out) ccl_relayout(a->w_out, b.w_out, a->dt, g->cy, g->cxg, g->ksp, 1, ex->pool);
+    if (a->nhwc && b.y_out) ccl_relayout(a->y_out, b.y_out, a->dt, g->batch, g->cy, g->ysp, 1, ex->pool);
+    if (a->nhwc && b.x_out) ccl_relayout(a->x_out, b.x_out, a->dt, g->batch, g->cx, g->xsp, 1, ex->pool);
     goto done;
 oom:
     st = axon_fail(AXON_ERROR_OUT_OF_MEMORY, "conv: host scratch for a channels-first copy of a [%" PRId64 ", %" PRId64

@@ -126,6 +126,15 @@ void axon_iter_runs(const axon_iter_t *it, int64_t begin, int64_t end, axon_run_
 /* Pointer of tensor k's element at visit position pos. */
 char *axon_iter_at(const axon_iter_t *it, int k, int64_t pos);
 
+/* t with row-major strides (same data, dtype and shape): how checks written for contiguous operands see a dense
+ * tensor of another layout (a channels-last one) whose kernel computes its offsets itself. */
+static inline axon_tensor_t axon_tensor_row_major(const axon_tensor_t *t) {
+    axon_tensor_t r = *t;
+    int64_t stride = 1;
+    for (int i = t->ndim - 1; i >= 0; i--) r.strides[i] = stride, stride *= t->sizes[i];
+    return r;
+}
+
 /* ---- the copy body (copy.c) ---- */
 
 /* memcpy of n bytes for callers where short pieces are common (cat along the last dim, a pad's interior): up to 64

@@ -354,9 +354,7 @@ static const axon_tensor_t *bn_image(const axon_tensor_t *t, axon_tensor_t *twin
     if (has == 0) return t;
     *layouts &= has;
     if (has & BN_CONTIGUOUS) return t;
-    *twin = *t;
-    int64_t stride = 1;
-    for (int i = t->ndim - 1; i >= 0; i--) twin->strides[i] = stride, stride *= t->sizes[i];
+    *twin = axon_tensor_row_major(t);
     return twin;
 }
 

@@ -334,9 +334,7 @@ static axon_status_t pm_layout(const char *op, int nspatial, const axon_tensor_t
         if (t[i]->dtype != AXON_FLOAT32 && t[i]->dtype != AXON_INT64)
             return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: channels-last operands must be float32 (indices int64), "
                              "got %s", op, axon_dtype_name(t[i]->dtype));
-        twins[i] = *t[i];
-        int64_t stride = 1;
-        for (int k = t[i]->ndim - 1; k >= 0; k--) twins[i].strides[k] = stride, stride *= t[i]->sizes[k];
+        twins[i] = axon_tensor_row_major(t[i]);
         t[i] = &twins[i];
     }
     *channels = lead->sizes[1];
