@@ -424,26 +424,45 @@ done:
     return taken;
 }
 
-/* bfloat16 on AMX tiles (gemm_amx.c), ahead of oneDNN, whose AMX kernels measured at about half its rate (2048^3 on one
- * thread: 16.5 ms against 32 ms). With more rows than columns B is packed once, its panels spread over the pool, and
- * then each participant takes blocks of mc rows of out (mc sized so a block of packed A, mc x k, stays within 512 KiB
- * of L2). Otherwise each participant packs and multiplies its own range of B's 32-column panels, every row of out
- * (one pass over the pool, and no participant packs a panel another uses). Single matrices of at least 32 rows and
- * columns and a depth of 32 or more (fewer rows would leave tile rows empty), of more than 128^3 and up to 256^3, or
- * at least 2048^3 multiply-adds: elsewhere oneDNN was as fast or faster (benchmarks/ops.py on 2 threads, best of 3-5
- * alternated runs on a loaded machine, 2026-11-30: 2048^3 11.1 -> 7.2 ms, 4096^3 95.9 -> 73.7 ms, 256^3 37.9 ->
- * 29.5 us; but 64^3 2.8 -> 4.6 us, 1024^3 1.03 -> 1.12 ms, a 512 x 1024 x 256 Linear 127 -> 221 us). */
+/* bfloat16 on AMX tiles (gemm_amx.c), ahead of oneDNN 2.6, whose AMX kernels measured at about half its rate. With
+ * more rows than columns B is packed once, its panels spread over the pool, and then each participant takes blocks of
+ * mc rows of out; otherwise each participant packs and multiplies its own range of B's 32-column panels, every row of
+ * out (one pass over the pool, and no participant packs a panel another uses). Blocks: a block of packed A (mc rows,
+ * the whole depth) within 1 MiB of L2; depth slices of 256, so that the slice of a B panel the tile loop reads for
+ * each of the block's 32-row units (16 KiB) stays in L1 while A's units stream from L2 (a throwaway harness of the
+ * tile loop on this project's Sapphire Rapids host: 2082-2211 GFLOP/s per core that way against 1699 with whole-depth
+ * panels of 128 KiB); the block's partial sums between slices (float32, exact) within 256 KiB, which sets how many
+ * panels a group multiplies slice by slice. Single matrices of at least 32 rows and columns and a depth of 32 or more
+ * (fewer rows would leave tile rows empty) and more than 128^3 multiply-adds; oneDNN keeps the smallest (64^3 2.8
+ * against 4.6 us, 2026-11-30). Against oneDNN 2.6 on 2 threads (an ad-hoc harness timing axon_kernel_matmul, best of
+ * 5, 2026-12-03): 1024^3 1478 -> 2183 GFLOP/s, 2048^3 (AMX before too) 2257 -> 2595, a 1024 x 1024 x 4096 Linear
+ * 1690 -> 2539, 128 x 768 x 768 1188 -> 1892; a 512 x 1024 x 256 Linear 1478 -> 1318. */
 #define GEMM_AMX_TINY (128.0 * 128.0 * 128.0)
-#define GEMM_AMX_SMALL (256.0 * 256.0 * 256.0)
-#define GEMM_AMX_LARGE (2048.0 * 2048.0 * 2048.0)
-#define GEMM_AMX_A_BYTES (512 * 1024)
+#define GEMM_AMX_A_BYTES (1024 * 1024)
+#define GEMM_AMX_MC_MAX 256
+#define GEMM_AMX_KC 256
+#define GEMM_AMX_PART_BYTES (256 * 1024)
+
+/* AXON_GEMM_AMX_BLOCKS=small: blocks of 32 rows, depth slices of 64 and groups of two panels, so that the C test's
+ * small products cross every block edge (a ctest entry runs it so). Read once. */
+static int gemm_amx_small_flag;
+static void gemm_amx_small_init(void) {
+    const char *e = getenv("AXON_GEMM_AMX_BLOCKS");
+    gemm_amx_small_flag = e != NULL && strcmp(e, "small") == 0;
+}
+static int gemm_amx_small_blocks(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, gemm_amx_small_init);
+    return gemm_amx_small_flag;
+}
 
 struct gemm_amx_job {
     axon_gemm_amx_t op;
     const uint16_t *b;
     int64_t b_rs, b_cs;
-    uint16_t *bp, *ap;           /* packed B; each participant's packed-A block at ap + slot * a_elems */
-    size_t a_elems;
+    uint16_t *bp;                /* packed B */
+    char *work;                  /* each participant's packed A and partial sums at work + slot * work_bytes */
+    size_t work_bytes;
     int64_t npanels, per;        /* column split: panels per block */
 };
 
@@ -456,14 +475,14 @@ static void gemm_amx_pack(void *ctx, int64_t begin, int64_t end, int slot) {
 static void gemm_amx_rows(void *ctx, int64_t begin, int64_t end, int slot) {
     struct gemm_amx_job *j = ctx;
     axon_gemm_amx_block(&j->op, begin * j->op.mc, gemm_min(j->op.m, end * j->op.mc), 0, j->npanels,
-                        j->ap + (size_t)slot * j->a_elems);
+                        j->work + (size_t)slot * j->work_bytes);
 }
 
 static void gemm_amx_cols(void *ctx, int64_t begin, int64_t end, int slot) {
     struct gemm_amx_job *j = ctx;
     const int64_t p0 = begin * j->per, p1 = gemm_min(j->npanels, end * j->per);
     axon_gemm_amx_pack_b(j->bp, j->b, j->b_rs, j->b_cs, j->op.k, j->op.n, p0, p1);
-    axon_gemm_amx_block(&j->op, 0, j->op.m, p0, p1, j->ap + (size_t)slot * j->a_elems);
+    axon_gemm_amx_block(&j->op, 0, j->op.m, p0, p1, j->work + (size_t)slot * j->work_bytes);
 }
 
 /* Runs g on AMX and returns 1, with *st set; returns 0, having changed nothing, when it does not take g. */
@@ -472,26 +491,31 @@ static int gemm_amx_try(const struct gemm_args *g, const axon_exec_t *ex, axon_s
     int ctrans;
     int64_t ldc;
     const double madds = (double)m * (double)n * (double)k;
-    if (g->out.dtype != AXON_BFLOAT16 || bsz != 1 || m < 32 || n < 32 || k < 32 ||
-        madds <= GEMM_AMX_TINY || (madds > GEMM_AMX_SMALL && madds < GEMM_AMX_LARGE) ||
+    if (g->out.dtype != AXON_BFLOAT16 || bsz != 1 || m < 32 || n < 32 || k < 32 || madds <= GEMM_AMX_TINY ||
         !gemm_layout(m, n, g->out.strides[1], g->out.strides[2], &ctrans, &ldc) || ctrans ||
         !axon_gemm_amx_available())
         return 0;
+    const int small = gemm_amx_small_blocks();
     const int nparts = axon_pool_size(ex->pool);
     const int64_t nch = axon_gemm_amx_chunks(k), npanels = (n + 31) / 32;
-    int64_t mc = GEMM_AMX_A_BYTES / (nch * 2048) * 32;
-    mc = mc < 32 ? 32 : mc > 256 ? 256 : mc;
+    int64_t mc = small ? 32 : GEMM_AMX_A_BYTES / (nch * 2048) * 32;
+    mc = mc < 32 ? 32 : mc > GEMM_AMX_MC_MAX ? GEMM_AMX_MC_MAX : mc;
     const int by_rows = m > n;
     if (by_rows && (m + mc - 1) / mc < nparts) { /* too few blocks for the pool: smaller ones */
         int64_t even = (m + nparts - 1) / nparts;
         mc = even < 32 ? 32 : (even + 31) / 32 * 32;
     }
+    const int64_t kc = small ? 64 : nch * 32 <= GEMM_AMX_KC ? nch * 32 : GEMM_AMX_KC;
+    const int64_t per = (npanels + nparts - 1) / nparts, span = by_rows ? npanels : per;
+    int64_t nb = small ? 2 : kc >= k ? span : GEMM_AMX_PART_BYTES / (((mc + 31) / 32) * 4096);
+    nb = nb < 1 ? 1 : nb > span ? span : nb;
     struct gemm_amx_job j;
     memset(&j, 0, sizeof j);
     float *bias = NULL;
-    j.a_elems = axon_gemm_amx_a_bytes(mc, k) / sizeof(uint16_t); /* both sizes are multiples of 2 KiB */
-    j.bp = axon_gemm_amx_scratch(axon_gemm_amx_b_bytes(k, n) + (size_t)nparts * j.a_elems * sizeof(uint16_t));
-    j.ap = j.bp ? j.bp + axon_gemm_amx_b_bytes(k, n) / sizeof(uint16_t) : NULL;
+    j.work_bytes = axon_gemm_amx_work_bytes(mc, k, kc, nb); /* a multiple of 2 KiB */
+    const size_t b_bytes = axon_gemm_amx_b_bytes(k, n);
+    j.bp = axon_gemm_amx_scratch(b_bytes + (size_t)nparts * j.work_bytes);
+    j.work = j.bp ? (char *)j.bp + b_bytes : NULL;
     if (!j.bp || (g->has_bias && (bias = malloc((size_t)n * sizeof *bias)) == NULL)) {
         *st = axon_fail(AXON_ERROR_OUT_OF_MEMORY, "matmul: packed operands of a %" PRId64 " x %" PRId64 " x %" PRId64
                         " bfloat16 product", m, k, n);
@@ -509,14 +533,14 @@ static int gemm_amx_try(const struct gemm_args *g, const axon_exec_t *ex, axon_s
     o->c = g->out.data, o->ldc = ldc;
     o->alpha = (float)g->alpha, o->beta = (float)g->beta;
     o->bias = bias;
-    o->mc = mc;
+    o->mc = mc, o->kc = kc, o->nb = nb;
     j.b = g->b.data, j.b_rs = g->b.strides[1], j.b_cs = g->b.strides[2];
     j.npanels = npanels;
     if (by_rows) {
         axon_parallel_for(ex->pool, 0, npanels, 4, gemm_amx_pack, &j);
         axon_parallel_for(ex->pool, 0, (m + mc - 1) / mc, 1, gemm_amx_rows, &j);
     } else {
-        j.per = (npanels + nparts - 1) / nparts;
+        j.per = per;
         axon_parallel_for(ex->pool, 0, (npanels + j.per - 1) / j.per, 1, gemm_amx_cols, &j);
     }
     *st = AXON_OK;

@@ -7,10 +7,12 @@
  * Layout: B is packed once per product (axon_gemm_amx_pack_b, its panels spread over the pool) into panels of 32
  * columns; each 32-deep chunk of a panel is two tiles of 16 rows x 64 bytes in AMX's pair layout (row r holds, per
  * column, the elements of depth 2r and 2r+1). Each participant packs blocks of rows of A (mc rows, the whole depth,
- * sized to stay in L2) into 16 x 32 tiles, then for each of its panels of B computes the block's 32 x 32 pieces of C: four
- * accumulator tiles (2 row tiles of A x 2 column tiles of B) over the whole depth, stored to a float32 buffer and
- * finished (alpha, beta * C, bias, rounding to nearest even) with vector code. Depth, row and column tails are zero
- * padded in the packed copies, so the tile loop has no edge cases.
+ * sized to stay in L2) into 32-row units of 16 x 32 tiles, depth slice by depth slice (amx_a_chunk). For a group of
+ * nb panels it then runs the depth slices in turn; for each panel of the group the slice of the panel (kc x 32, small
+ * enough to stay in L1) multiplies every unit of the block: four accumulator tiles (2 row tiles of A x 2 column tiles
+ * of B), loaded from and stored to the group's float32 partial sums between slices, and after the last slice finished
+ * (alpha, beta * C, bias, rounding to nearest even) with vector code. Depth, row and column tails are zero padded in
+ * the packed copies, so the tile loop has no edge cases.
  *
  * Every element of C is one sum in a fixed order whatever the split over threads, so results are the same bits for
  * any thread count. The tile state needs the kernel's permission (arch_prctl ARCH_REQ_XCOMP_PERM, Linux 5.16+), asked
@@ -183,58 +185,83 @@ size_t axon_gemm_amx_a_bytes(int64_t mc, int64_t k) {
     return (size_t)((mc + 31) / 32) * (size_t)axon_gemm_amx_chunks(k) * AMX_CHUNK * sizeof(uint16_t);
 }
 
-/* Panels [p0, p1) of B (k x n, element (i, j) at b[i * rs + j * cs]) into bp. Either loop order reads B along its
- * unit stride when it has one. */
-void axon_gemm_amx_pack_b(uint16_t *bp, const uint16_t *b, int64_t rs, int64_t cs, int64_t k, int64_t n, int64_t p0,
-                          int64_t p1) {
+size_t axon_gemm_amx_work_bytes(int64_t mc, int64_t k, int64_t kc, int64_t nb) {
+    size_t bytes = axon_gemm_amx_a_bytes(mc, k);
+    if (kc < k) bytes += (size_t)((mc + 31) / 32) * (size_t)nb * 32 * 32 * sizeof(float);
+    return bytes;
+}
+
+/* One 32-deep chunk of panel p of B into the packed copy. */
+static void amx_pack_b_chunk(uint16_t *bp, const uint16_t *b, int64_t rs, int64_t cs, int64_t k, int64_t n, int64_t p,
+                             int64_t c) {
     const int64_t nch = axon_gemm_amx_chunks(k);
-    for (int64_t p = p0; p < p1; p++) {
-        uint16_t *panel = bp + p * nch * AMX_CHUNK;
-        const int64_t j0 = p * 32, nj = n - j0 < 32 ? n - j0 : 32;
-        for (int64_t c = 0; c < nch; c++) {
-            uint16_t *chunk = panel + c * AMX_CHUNK;
-            const int64_t i0 = c * 32, ni = k - i0 < 32 ? k - i0 : 32;
+    uint16_t *chunk = bp + (p * nch + c) * AMX_CHUNK;
+    const int64_t j0 = p * 32, nj = n - j0 < 32 ? n - j0 : 32;
+    const int64_t i0 = c * 32, ni = k - i0 < 32 ? k - i0 : 32;
 #if AMX_X86
-            if (cs == 1) {
-                amx_pack_b_rows512(chunk, b + i0 * rs + j0, rs, ni, nj);
-                continue;
-            }
-            if (rs == 1) {
-                amx_pack_b_cols512(chunk, b + i0 + j0 * cs, cs, ni, nj);
-                continue;
-            }
+    if (cs == 1) {
+        amx_pack_b_rows512(chunk, b + i0 * rs + j0, rs, ni, nj);
+        return;
+    }
+    if (rs == 1) {
+        amx_pack_b_cols512(chunk, b + i0 + j0 * cs, cs, ni, nj);
+        return;
+    }
 #endif
-            if (ni < 32 || nj < 32) memset(chunk, 0, AMX_CHUNK * sizeof *chunk);
-            /* element (i0 + d, j0 + q) goes to tile q / 16, row d / 2, column q % 16, pair slot d % 2 */
-            if (cs == 1) {
-                for (int64_t d = 0; d < ni; d++) {
-                    const uint16_t *src = b + (i0 + d) * rs + j0;
-                    uint16_t *dst = chunk + (d >> 1) * 32 + (d & 1);
-                    for (int64_t q = 0; q < nj; q++) dst[(q >> 4) * 512 + (q & 15) * 2] = src[q];
-                }
-            } else {
-                for (int64_t q = 0; q < nj; q++) {
-                    const uint16_t *src = b + i0 * rs + (j0 + q) * cs;
-                    uint16_t *dst = chunk + (q >> 4) * 512 + (q & 15) * 2;
-                    for (int64_t d = 0; d < ni; d++) dst[(d >> 1) * 32 + (d & 1)] = src[d * rs];
-                }
-            }
+    if (ni < 32 || nj < 32) memset(chunk, 0, AMX_CHUNK * sizeof *chunk);
+    /* element (i0 + d, j0 + q) goes to tile q / 16, row d / 2, column q % 16, pair slot d % 2 */
+    if (cs == 1) {
+        for (int64_t d = 0; d < ni; d++) {
+            const uint16_t *src = b + (i0 + d) * rs + j0;
+            uint16_t *dst = chunk + (d >> 1) * 32 + (d & 1);
+            for (int64_t q = 0; q < nj; q++) dst[(q >> 4) * 512 + (q & 15) * 2] = src[q];
+        }
+    } else {
+        for (int64_t q = 0; q < nj; q++) {
+            const uint16_t *src = b + i0 * rs + (j0 + q) * cs;
+            uint16_t *dst = chunk + (q >> 4) * 512 + (q & 15) * 2;
+            for (int64_t d = 0; d < ni; d++) dst[(d >> 1) * 32 + (d & 1)] = src[d * rs];
         }
     }
 }
 
-/* Rows [r0, r0 + mr) of A (element (i, d) at a[i * rs + d * cs]) into 32-row blocks of 16 x 32 tiles. */
-static void amx_pack_a(uint16_t *ap, const uint16_t *a, int64_t rs, int64_t cs, int64_t k, int64_t r0, int64_t mr) {
+/* Panels [p0, p1) of B (k x n, element (i, j) at b[i * rs + j * cs]) into bp. The loops follow B's unit stride: for
+ * row-major B, 32 rows at a time across the panels (one panel at a time down the depth would read 64 bytes per row
+ * at a row stride of pages, which the hardware prefetchers do not follow), else panel by panel down the depth. */
+void axon_gemm_amx_pack_b(uint16_t *bp, const uint16_t *b, int64_t rs, int64_t cs, int64_t k, int64_t n, int64_t p0,
+                          int64_t p1) {
     const int64_t nch = axon_gemm_amx_chunks(k);
-    for (int64_t u = 0; u * 32 < mr; u++) {
+    if (cs == 1) {
+        for (int64_t c = 0; c < nch; c++)
+            for (int64_t p = p0; p < p1; p++) amx_pack_b_chunk(bp, b, rs, cs, k, n, p, c);
+    } else {
+        for (int64_t p = p0; p < p1; p++)
+            for (int64_t c = 0; c < nch; c++) amx_pack_b_chunk(bp, b, rs, cs, k, n, p, c);
+    }
+}
+
+/* Offset, in chunks, of chunk c of 32-row unit u in a block of `units` units packed in depth slices of kcc chunks:
+ * slice by slice, and within a slice unit by unit, so the units a slice multiplies are contiguous. */
+static int64_t amx_a_chunk(int64_t units, int64_t nch, int64_t kcc, int64_t u, int64_t c) {
+    const int64_t c0 = c / kcc * kcc, ncc = nch - c0 < kcc ? nch - c0 : kcc;
+    return units * c0 + u * ncc + (c - c0);
+}
+
+/* Rows [r0, r0 + mr) of A (element (i, d) at a[i * rs + d * cs]) into 32-row units of 16 x 32 tiles, in depth slices
+ * of kcc chunks (amx_a_chunk). */
+static void amx_pack_a(uint16_t *ap, const uint16_t *a, int64_t rs, int64_t cs, int64_t k, int64_t kcc, int64_t r0,
+                       int64_t mr) {
+    const int64_t nch = axon_gemm_amx_chunks(k), units = (mr + 31) / 32;
+    for (int64_t u = 0; u < units; u++) {
         for (int64_t c = 0; c < nch; c++) {
-            uint16_t *chunk = ap + (u * nch + c) * AMX_CHUNK;
+            uint16_t *chunk = ap + amx_a_chunk(units, nch, kcc, u, c) * AMX_CHUNK;
             const int64_t d0 = c * 32, nd = k - d0 < 32 ? k - d0 : 32, nr = mr - u * 32 < 32 ? mr - u * 32 : 32;
             if (nd < 32 || nr < 32) memset(chunk, 0, AMX_CHUNK * sizeof *chunk);
             for (int64_t r = 0; r < nr; r++) { /* tile r / 16, row r % 16: the two tiles are consecutive */
                 const uint16_t *src = a + (r0 + u * 32 + r) * rs + d0 * cs;
                 uint16_t *dst = chunk + r * 32;
-                if (cs == 1) memcpy(dst, src, (size_t)nd * sizeof *dst);
+                if (cs == 1 && nd == 32) memcpy(dst, src, 32 * sizeof *dst); /* inlined: a 64-byte copy */
+                else if (cs == 1) memcpy(dst, src, (size_t)nd * sizeof *dst);
                 else for (int64_t d = 0; d < nd; d++) dst[d] = src[d * cs];
             }
         }
@@ -267,12 +294,22 @@ int axon_gemm_amx_available(void) {
     return amx_ok;
 }
 
-/* acc (32 x 32 float32, row stride 32) = the 32 packed rows at ap times the packed panel at bp, over nch chunks. */
-AMX_TARGET static void amx_tile_product(const uint16_t *ap, const uint16_t *bp, int64_t nch, float *acc) {
-    _tile_zero(0);
-    _tile_zero(1);
-    _tile_zero(2);
-    _tile_zero(3);
+/* out (32 x 32 float32, row stride 32) = in (NULL: zeros) + the 32 packed rows at ap times the packed panel at bp,
+ * over nch chunks. Partial sums stored and reloaded as float32 are exact, so a depth split in slices adds the same
+ * terms in the same order as one pass over the whole depth. */
+AMX_TARGET static void amx_tile_product(const uint16_t *ap, const uint16_t *bp, int64_t nch, const float *in,
+                                        float *out) {
+    if (in) {
+        _tile_loadd(0, in, 128);
+        _tile_loadd(1, in + 16, 128);
+        _tile_loadd(2, in + 16 * 32, 128);
+        _tile_loadd(3, in + 16 * 32 + 16, 128);
+    } else {
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+    }
     for (int64_t c = 0; c < nch; c++) {
         const uint16_t *a = ap + c * AMX_CHUNK, *b = bp + c * AMX_CHUNK;
         _tile_loadd(4, a, 64);
@@ -284,10 +321,10 @@ AMX_TARGET static void amx_tile_product(const uint16_t *ap, const uint16_t *bp, 
         _tile_dpbf16ps(2, 5, 6);
         _tile_dpbf16ps(3, 5, 7);
     }
-    _tile_stored(0, acc, 128);
-    _tile_stored(1, acc + 16, 128);
-    _tile_stored(2, acc + 16 * 32, 128);
-    _tile_stored(3, acc + 16 * 32 + 16, 128);
+    _tile_stored(0, out, 128);
+    _tile_stored(1, out + 16, 128);
+    _tile_stored(2, out + 16 * 32, 128);
+    _tile_stored(3, out + 16 * 32 + 16, 128);
 }
 
 AMX_TARGET static void amx_config(void) {
@@ -301,18 +338,32 @@ AMX_TARGET static void amx_config(void) {
 
 AMX_TARGET static void amx_release(void) { _tile_release(); }
 
-void axon_gemm_amx_block(const axon_gemm_amx_t *op, int64_t r0, int64_t r1, int64_t p0, int64_t p1, uint16_t *ap) {
-    const int64_t nch = axon_gemm_amx_chunks(op->k);
+void axon_gemm_amx_block(const axon_gemm_amx_t *op, int64_t r0, int64_t r1, int64_t p0, int64_t p1, void *work) {
+    const int64_t nch = axon_gemm_amx_chunks(op->k), kcc = op->kc / 32, nb = op->nb;
+    uint16_t *ap = work;
+    /* partial sums between depth slices, unit by unit, each 32 x 32 block contiguous; none with one slice */
+    float *part = kcc < nch ? (float *)((char *)work + axon_gemm_amx_a_bytes(op->mc, op->k)) : NULL;
     float acc[32 * 32] __attribute__((aligned(64)));
     amx_config();
     for (int64_t i0 = r0; i0 < r1; i0 += op->mc) {
         const int64_t mr = r1 - i0 < op->mc ? r1 - i0 : op->mc;
-        amx_pack_a(ap, op->a, op->a_rs, op->a_cs, op->k, i0, mr);
-        for (int64_t p = p0; p < p1; p++) {
-            const int64_t j0 = p * 32, nc = op->n - j0 < 32 ? op->n - j0 : 32;
-            for (int64_t u = 0; u * 32 < mr; u++) {
-                amx_tile_product(ap + u * nch * AMX_CHUNK, op->bp + p * nch * AMX_CHUNK, nch, acc);
-                amx_finish512(op, acc, i0 + u * 32, j0, mr - u * 32 < 32 ? mr - u * 32 : 32, nc);
+        const int64_t units = (mr + 31) / 32;
+        amx_pack_a(ap, op->a, op->a_rs, op->a_cs, op->k, kcc, i0, mr);
+        for (int64_t q0 = p0; q0 < p1; q0 += nb) {
+            const int64_t q1 = p1 - q0 < nb ? p1 : q0 + nb;
+            for (int64_t c0 = 0; c0 < nch; c0 += kcc) {
+                const int64_t ncc = nch - c0 < kcc ? nch - c0 : kcc;
+                const int first = c0 == 0, last = c0 + ncc == nch;
+                for (int64_t p = q0; p < q1; p++) {
+                    const int64_t j0 = p * 32, nc = op->n - j0 < 32 ? op->n - j0 : 32;
+                    const uint16_t *bslice = op->bp + (p * nch + c0) * AMX_CHUNK;
+                    for (int64_t u = 0; u < units; u++) {
+                        float *blk = part ? part + (u * nb + (p - q0)) * 1024 : NULL;
+                        amx_tile_product(ap + amx_a_chunk(units, nch, kcc, u, c0) * AMX_CHUNK, bslice, ncc,
+                                         first ? NULL : blk, last ? acc : blk);
+                        if (last) amx_finish512(op, acc, i0 + u * 32, j0, mr - u * 32 < 32 ? mr - u * 32 : 32, nc);
+                    }
+                }
             }
         }
     }
@@ -323,8 +374,8 @@ void axon_gemm_amx_block(const axon_gemm_amx_t *op, int64_t r0, int64_t r1, int6
 
 int axon_gemm_amx_available(void) { return 0; }
 
-void axon_gemm_amx_block(const axon_gemm_amx_t *op, int64_t r0, int64_t r1, int64_t p0, int64_t p1, uint16_t *ap) {
-    (void)op, (void)r0, (void)r1, (void)p0, (void)p1, (void)ap;
+void axon_gemm_amx_block(const axon_gemm_amx_t *op, int64_t r0, int64_t r1, int64_t p0, int64_t p1, void *work) {
+    (void)op, (void)r0, (void)r1, (void)p0, (void)p1, (void)work;
     (void)amx_pack_a;
 }
 

@@ -78,8 +78,10 @@ typedef struct axon_gemm_lowp {
 /* bfloat16 GEMM on AMX tiles (gemm_amx.c): C = alpha * A @ B + beta * C + bias (float32 accumulation, alpha, beta and
  * bias in float32, one rounding to nearest even on store). B is first packed (axon_gemm_amx_pack_b, any strides, by
  * panels of 32 columns, so the pool can share the work); then axon_gemm_amx_block computes rows [r0, r1) and panels
- * [p0, p1) of C on the calling thread, packing mc rows of A at a time into ap (axon_gemm_amx_a_bytes(mc, k) bytes,
- * 64-byte aligned). Every element is summed in one fixed order, whatever block a call gets. Never allocates. */
+ * [p0, p1) of C on the calling thread: mc rows of A at a time are packed (their whole depth) into work, and each
+ * group of nb panels is multiplied by depth slices of kc, the partial sums of the mc x nb * 32 block kept in float32
+ * in work between slices (axon_gemm_amx_work_bytes(mc, k, kc, nb) bytes, 64-byte aligned). Every element is summed in
+ * one fixed order, whatever block a call gets and whatever kc and nb are. Never allocates. */
 typedef struct axon_gemm_amx {
     int64_t m, n, k;             /* all >= 1 */
     const uint16_t *a;           /* element (i, d) at a[i * a_rs + d * a_cs] */
@@ -90,6 +92,8 @@ typedef struct axon_gemm_amx {
     float alpha, beta;           /* beta == 0 never reads C */
     const float *bias;           /* NULL or n floats, already scaled */
     int64_t mc;                  /* rows of A packed at a time, a multiple of 32 */
+    int64_t kc;                  /* depth of a slice, a multiple of 32 (k or more: one slice, no partial sums) */
+    int64_t nb;                  /* panels multiplied slice by slice together, >= 1 */
 } axon_gemm_amx_t;
 
 /* 1 when the CPU has AMX-BF16 and the kernel lets this process use the tile state (asked once). */
@@ -97,10 +101,11 @@ int axon_gemm_amx_available(void);
 int64_t axon_gemm_amx_chunks(int64_t k);
 size_t axon_gemm_amx_b_bytes(int64_t k, int64_t n);
 size_t axon_gemm_amx_a_bytes(int64_t mc, int64_t k);
+size_t axon_gemm_amx_work_bytes(int64_t mc, int64_t k, int64_t kc, int64_t nb);
 /* Panels [p0, p1) (of (n + 31) / 32) of B, k x n with element (i, j) at b[i * rs + j * cs], into bp. */
 void axon_gemm_amx_pack_b(uint16_t *bp, const uint16_t *b, int64_t rs, int64_t cs, int64_t k, int64_t n, int64_t p0,
                           int64_t p1);
-void axon_gemm_amx_block(const axon_gemm_amx_t *op, int64_t r0, int64_t r1, int64_t p0, int64_t p1, uint16_t *ap);
+void axon_gemm_amx_block(const axon_gemm_amx_t *op, int64_t r0, int64_t r1, int64_t p0, int64_t p1, void *work);
 /* bytes of 64-byte aligned memory for the packed operands, kept by the calling thread for its next product (NULL when
  * out of memory); give it back with axon_gemm_amx_scratch_done on the same thread before asking again. */
 void *axon_gemm_amx_scratch(size_t bytes);
