@@ -434,10 +434,15 @@ done:
  * panels of 128 KiB); the block's partial sums between slices (float32, exact) within 256 KiB, which sets how many
  * panels a group multiplies slice by slice. Single matrices of at least 32 rows and columns and a depth of 32 or more
  * (fewer rows would leave tile rows empty) and more than 128^3 multiply-adds; oneDNN keeps the smallest (64^3 2.8
- * against 4.6 us, 2026-11-30). Against oneDNN 2.6 on 2 threads (an ad-hoc harness timing axon_kernel_matmul, best of
- * 5, 2026-12-03): 1024^3 1478 -> 2183 GFLOP/s, 2048^3 (AMX before too) 2257 -> 2595, a 1024 x 1024 x 4096 Linear
- * 1690 -> 2539, 128 x 768 x 768 1188 -> 1892; a 512 x 1024 x 256 Linear 1478 -> 1318. */
+ * against 4.6 us, 2026-11-30) and mid-size ones split by rows (GEMM_AMX_ROWS_MIN). Against oneDNN 2.6 on 2 threads
+ * (an ad-hoc harness timing axon_kernel_matmul, best of 5, 2026-12-03): 1024^3 1478 -> 2183 GFLOP/s, 2048^3 (AMX
+ * before too) 2257 -> 2595, a 1024 x 1024 x 4096 Linear 1690 -> 2539, 128 x 768 x 768 1188 -> 1892. */
 #define GEMM_AMX_TINY (128.0 * 128.0 * 128.0)
+/* Split by rows (more rows than columns), the two passes over the pool cost more than oneDNN 2.6 loses from 256^3 to
+ * 2^27 multiply-adds (2 threads, same harness: 512 x 512 x 128 1267-1385 GFLOP/s on oneDNN against 919-959, 512 x
+ * 1024 x 256 1411-1707 against 1176-1273; past it 2048 x 512 x 256 1535-1565 against 1697-1774). */
+#define GEMM_AMX_SMALL (256.0 * 256.0 * 256.0)
+#define GEMM_AMX_ROWS_MIN (512.0 * 512.0 * 512.0)
 #define GEMM_AMX_A_BYTES (1024 * 1024)
 #define GEMM_AMX_MC_MAX 256
 #define GEMM_AMX_KC 256
@@ -485,6 +490,60 @@ static void gemm_amx_cols(void *ctx, int64_t begin, int64_t end, int slot) {
     axon_gemm_amx_block(&j->op, 0, j->op.m, p0, p1, j->work + (size_t)slot * j->work_bytes);
 }
 
+/* Few rows times a Linear's weight on AMX (gemm_amx.c, axon_gemm_amx_few): the weight is read once, as stored, and
+ * the columns of out are split over the pool by 16. Products with too few rows for gemm_amx_try's tiles went to
+ * oneDNN 2.6 at 1.2-1.8x torch CPU's time (16 x 4096 x 4096 1881 us against 1051, 2026-12-03). */
+#define GEMM_AMX_FEW_ROWS 64
+
+struct gemm_amx_few_job {
+    axon_gemm_amx_few_t op;
+};
+
+static void gemm_amx_few_cols(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    const struct gemm_amx_few_job *j = ctx;
+    axon_gemm_amx_few(&j->op, begin * 16, end * 16);
+}
+
+static int gemm_amx_few_try(const struct gemm_args *g, const axon_exec_t *ex, axon_status_t *st) {
+    const int64_t bsz = g->out.sizes[0], m = g->out.sizes[1], n = g->out.sizes[2], k = g->a.sizes[2];
+    int ctrans, btrans;
+    int64_t ldc, ldw;
+    if (g->out.dtype != AXON_BFLOAT16 || bsz != 1 || m < 2 || m > GEMM_AMX_FEW_ROWS || n % 16 != 0 || k % 32 != 0 ||
+        k < 32 || !gemm_layout(k, n, g->b.strides[1], g->b.strides[2], &btrans, &ldw) || !btrans ||
+        !gemm_layout(m, n, g->out.strides[1], g->out.strides[2], &ctrans, &ldc) || ctrans ||
+        !axon_gemm_amx_available())
+        return 0;
+    struct gemm_amx_few_job j;
+    memset(&j, 0, sizeof j);
+    float *bias = NULL;
+    uint16_t *xp = axon_gemm_amx_scratch(axon_gemm_amx_few_x_bytes(m, k));
+    if (!xp || (g->has_bias && (bias = malloc((size_t)n * sizeof *bias)) == NULL)) {
+        *st = axon_fail(AXON_ERROR_OUT_OF_MEMORY, "matmul: packed rows of a %" PRId64 " x %" PRId64 " x %" PRId64
+                        " bfloat16 product", m, k, n);
+        goto done;
+    }
+    if (bias) {
+        axon_tensor_t t = gemm_contiguous(bias, AXON_FLOAT32, 1, &n);
+        axon_copy_execute(&t, &g->bias, ex->pool);
+        for (int64_t q = 0; q < n; q++) bias[q] = (float)g->bias_scale * bias[q];
+    }
+    axon_gemm_amx_few_pack_x(xp, g->a.data, g->a.strides[1], g->a.strides[2], m, k);
+    axon_gemm_amx_few_t *o = &j.op;
+    o->m = m, o->n = n, o->k = k;
+    o->w = g->b.data, o->ldw = ldw;
+    o->xp = xp;
+    o->c = g->out.data, o->ldc = ldc;
+    o->alpha = (float)g->alpha, o->beta = (float)g->beta;
+    o->bias = bias;
+    axon_parallel_for(ex->pool, 0, n / 16, 4, gemm_amx_few_cols, &j);
+    *st = AXON_OK;
+done:
+    if (xp) axon_gemm_amx_scratch_done(xp);
+    free(bias);
+    return 1;
+}
+
 /* Runs g on AMX and returns 1, with *st set; returns 0, having changed nothing, when it does not take g. */
 static int gemm_amx_try(const struct gemm_args *g, const axon_exec_t *ex, axon_status_t *st) {
     const int64_t bsz = g->out.sizes[0], m = g->out.sizes[1], n = g->out.sizes[2], k = g->a.sizes[2];
@@ -492,6 +551,7 @@ static int gemm_amx_try(const struct gemm_args *g, const axon_exec_t *ex, axon_s
     int64_t ldc;
     const double madds = (double)m * (double)n * (double)k;
     if (g->out.dtype != AXON_BFLOAT16 || bsz != 1 || m < 32 || n < 32 || k < 32 || madds <= GEMM_AMX_TINY ||
+        (m > n && madds > GEMM_AMX_SMALL && madds <= GEMM_AMX_ROWS_MIN) ||
         !gemm_layout(m, n, g->out.strides[1], g->out.strides[2], &ctrans, &ldc) || ctrans ||
         !axon_gemm_amx_available())
         return 0;
@@ -748,19 +808,23 @@ enum { GEMM_16_LIBRARY, GEMM_16_KERNEL, GEMM_16_WIDENED, GEMM_16_DOT };
  * row), alternated in one process while another job held the cores (2026-12-03 06:20 UTC, best of 2 x 7 x 30
  * F.linear calls): float16 1 x 4096 x 4096 4120 -> 2044 us, 4 x 768 x 768 197 -> 52, 8 x 4096 x 4096 6053 -> 5110;
  * bfloat16 1 x 768 x 768 90 -> 64 (oneDNN before), 4 x 4096 x 4096 4803 -> 2174, 8 x 768 x 3072 1264 -> 1080; at 16
- * rows it was even or behind (bfloat16 16 x 4096 x 4096 8752 -> 9726). */
+ * rows it was even or behind (bfloat16 16 x 4096 x 4096 8752 -> 9726). On a host with AMX, bfloat16 decode steps
+ * take it too: there oneDNN ran them at 1.2-2.1x torch CPU's time, this path at 0.38-0.73 for up to 4 rows and
+ * 1.01-1.25 for 8 (an ad-hoc script, best of 9 x 30 F.linear calls with a bias, 2 threads, 2026-12-03 19:05 UTC:
+ * 1 x 4096 x 4096 1180 -> 621 us, CPU 980; 4 x 4096 x 4096 2141 -> 730, CPU 997; 8 x 4096 x 4096 1853 -> 1276, CPU
+ * 1020; 4 x 768 x 768 57 -> 27, CPU 47). */
 #define GEMM_16_DOT_ROWS 8
 
 static int gemm_16bit_route(const struct gemm_args *g) {
     const axon_dtype_t dt = g->out.dtype;
     const int64_t m = g->out.sizes[1], n = g->out.sizes[2], k = g->a.sizes[2];
     if ((dt != AXON_BFLOAT16 && dt != AXON_FLOAT16) || g->a.dtype != dt || g->b.dtype != dt) return GEMM_16_LIBRARY;
-    if (k < 1 || !axon_gemm_avx512_available() || (dt == AXON_BFLOAT16 && axon_gemm_amx_available()))
-        return GEMM_16_LIBRARY;
+    if (k < 1 || !axon_gemm_avx512_available()) return GEMM_16_LIBRARY;
     int btrans = 0;
     int64_t ld;
     if (m <= GEMM_16_DOT_ROWS && gemm_layout(k, n, g->b.strides[1], g->b.strides[2], &btrans, &ld) && btrans)
         return GEMM_16_DOT;
+    if (dt == AXON_BFLOAT16 && axon_gemm_amx_available()) return GEMM_16_LIBRARY;
     if (dt == AXON_BFLOAT16 && (m == 1 || n == 1)) return GEMM_16_LIBRARY;
     const double madds = (double)m * (double)n * (double)k;
     return madds > GEMM_AVX_MAX && m > AXON_GEMM_SKINNY && n > AXON_GEMM_SKINNY ? GEMM_16_WIDENED : GEMM_16_KERNEL;
@@ -774,7 +838,7 @@ static axon_dtype_t gemm_compute_dtype(axon_dtype_t d) {
 static axon_status_t gemm_kernel(const void *args, const axon_exec_t *ex) {
     const struct gemm_args *g = args;
     axon_status_t st = AXON_OK;
-    if (gemm_amx_try(g, ex, &st)) return st;
+    if (gemm_amx_few_try(g, ex, &st) || gemm_amx_try(g, ex, &st)) return st;
     const int route16 = gemm_16bit_route(g), avx16 = route16 == GEMM_16_KERNEL;
     if (route16 == GEMM_16_LIBRARY && gemm_lowp_try(g, ex, &st)) return st;
     const axon_dtype_t cdt = gemm_compute_dtype(g->out.dtype), adt = avx16 ? g->out.dtype : cdt;

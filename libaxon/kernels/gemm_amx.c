@@ -185,6 +185,8 @@ size_t axon_gemm_amx_a_bytes(int64_t mc, int64_t k) {
     return (size_t)((mc + 31) / 32) * (size_t)axon_gemm_amx_chunks(k) * AMX_CHUNK * sizeof(uint16_t);
 }
 
+size_t axon_gemm_amx_few_x_bytes(int64_t m, int64_t k) { return (size_t)(k / 32) * (size_t)((m + 15) / 16) * 1024; }
+
 size_t axon_gemm_amx_work_bytes(int64_t mc, int64_t k, int64_t kc, int64_t nb) {
     size_t bytes = axon_gemm_amx_a_bytes(mc, k);
     if (kc < k) bytes += (size_t)((mc + 31) / 32) * (size_t)nb * 32 * 32 * sizeof(float);
@@ -327,6 +329,67 @@ AMX_TARGET static void amx_tile_product(const uint16_t *ap, const uint16_t *bp, 
     _tile_stored(3, out + 16 * 32 + 16, 128);
 }
 
+/* Few rows (axon_gemm_amx_few below): out^T = W X^T, W a Linear's weight (n x k, rows along the depth) loaded straight
+ * into A-side tiles of 16 of its rows, X packed as B-side tiles (xs uint16 per 32-deep chunk). acc gets 16 x 16
+ * float32 blocks, one per (W tile, X tile) pair, W tile major. With one X tile four W tiles share it (xt 1); with two,
+ * two W tiles each meet both (xt 2). */
+AMX_TARGET static void amx_few_product4(const uint16_t *w, int64_t ldw, const uint16_t *xp, int64_t xs, int64_t nch,
+                                        int xt, float *acc) {
+    const int64_t wstride = ldw * 2, w16 = 16 * ldw;
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    if (xt == 1) {
+        for (int64_t c = 0; c < nch; c++) {
+            const uint16_t *wc = w + c * 32;
+            _tile_loadd(4, xp + c * xs, 64);
+            _tile_loadd(5, wc, wstride);
+            _tile_loadd(6, wc + w16, wstride);
+            _tile_loadd(7, wc + 2 * w16, wstride);
+            _tile_dpbf16ps(0, 5, 4);
+            _tile_dpbf16ps(1, 6, 4);
+            _tile_dpbf16ps(2, 7, 4);
+            _tile_loadd(5, wc + 3 * w16, wstride);
+            _tile_dpbf16ps(3, 5, 4);
+        }
+    } else {
+        for (int64_t c = 0; c < nch; c++) {
+            const uint16_t *wc = w + c * 32;
+            _tile_loadd(4, xp + c * xs, 64);
+            _tile_loadd(7, xp + c * xs + 512, 64);
+            _tile_loadd(5, wc, wstride);
+            _tile_loadd(6, wc + w16, wstride);
+            _tile_dpbf16ps(0, 5, 4);
+            _tile_dpbf16ps(1, 5, 7);
+            _tile_dpbf16ps(2, 6, 4);
+            _tile_dpbf16ps(3, 6, 7);
+        }
+    }
+    _tile_stored(0, acc, 64);
+    _tile_stored(1, acc + 256, 64);
+    _tile_stored(2, acc + 512, 64);
+    _tile_stored(3, acc + 768, 64);
+}
+
+/* One W tile against xt X tiles: the tails. */
+AMX_TARGET static void amx_few_product1(const uint16_t *w, int64_t ldw, const uint16_t *xp, int64_t xs, int64_t nch,
+                                        int xt, float *acc) {
+    _tile_zero(0);
+    _tile_zero(1);
+    for (int64_t c = 0; c < nch; c++) {
+        _tile_loadd(5, w + c * 32, ldw * 2);
+        _tile_loadd(4, xp + c * xs, 64);
+        _tile_dpbf16ps(0, 5, 4);
+        if (xt == 2) {
+            _tile_loadd(7, xp + c * xs + 512, 64);
+            _tile_dpbf16ps(1, 5, 7);
+        }
+    }
+    _tile_stored(0, acc, 64);
+    if (xt == 2) _tile_stored(1, acc + 256, 64);
+}
+
 AMX_TARGET static void amx_config(void) {
     amx_config_t cfg;
     memset(&cfg, 0, sizeof cfg);
@@ -370,12 +433,81 @@ void axon_gemm_amx_block(const axon_gemm_amx_t *op, int64_t r0, int64_t r1, int6
     amx_release();
 }
 
+/* Rows of out from a 16 x 16 block of out^T (acc, row stride 16: acc[q * 16 + i] is out[i][j0 + q]), rows [i0, i1)
+ * of out: the same operations in the same order as amx_finish512, so the same rounding. */
+AMX_VEC_TARGET static void amx_few_finish(const axon_gemm_amx_few_t *op, const float *acc, int64_t i0, int64_t i1,
+                                          int64_t j0) {
+    const __m512 alpha = _mm512_set1_ps(op->alpha), beta = _mm512_set1_ps(op->beta);
+    const __m512i col = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                           _mm512_set1_epi32(16));
+    const __m512 bias = op->bias ? _mm512_loadu_ps(op->bias + j0) : _mm512_setzero_ps();
+    for (int64_t i = i0; i < i1; i++) {
+        uint16_t *c = op->c + i * op->ldc + j0;
+        __m512 v = _mm512_mul_ps(alpha, _mm512_i32gather_ps(col, acc + (i - i0), 4));
+        if (op->beta != 0) {
+            __m512i old = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)c));
+            v = _mm512_add_ps(v, _mm512_mul_ps(beta, _mm512_castsi512_ps(_mm512_slli_epi32(old, 16))));
+        }
+        if (op->bias) v = _mm512_add_ps(v, bias);
+        _mm256_storeu_si256((__m256i *)c, amx_to_bf16(v));
+    }
+}
+
+void axon_gemm_amx_few_pack_x(uint16_t *xp, const uint16_t *x, int64_t rs, int64_t cs, int64_t m, int64_t k) {
+    const int64_t nch = k / 32, xt = (m + 15) / 16;
+    memset(xp, 0, axon_gemm_amx_few_x_bytes(m, k));
+    /* row i of X, depth 32c + 2r + s, goes to chunk c, tile i / 16, row r, column i % 16, pair slot s */
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t c = 0; c < nch; c++) {
+            uint16_t *dst = xp + (c * xt + i / 16) * 512 + (i % 16) * 2;
+            const uint16_t *src = x + i * rs + c * 32 * cs;
+            for (int64_t d = 0; d < 32; d++) dst[(d >> 1) * 32 + (d & 1)] = src[d * cs];
+        }
+}
+
+/* Columns [j0, j1) in groups of four W tiles (X of up to 16 rows) or two (more rows: the group's W, 32 rows of the
+ * weight, stays in L2 while slabs of 32 rows of X pass over it). */
+void axon_gemm_amx_few(const axon_gemm_amx_few_t *op, int64_t j0, int64_t j1) {
+    const int64_t nch = op->k / 32, xtiles = (op->m + 15) / 16, xs = xtiles * 512;
+    const int per = xtiles == 1 ? 4 : 2; /* W tiles per group */
+    float acc[4 * 256] __attribute__((aligned(64)));
+    amx_config();
+    for (int64_t j = j0; j < j1;) {
+        const int64_t wt = (j1 - j) / 16 < per ? (j1 - j) / 16 : per;
+        for (int64_t i0 = 0; i0 < op->m; i0 += 32) {
+            const int xt = op->m - i0 > 16 ? 2 : 1;
+            const uint16_t *xp = op->xp + (i0 / 16) * 512;
+            if (wt == per && (per == 4 || xt == 2)) {
+                amx_few_product4(op->w + j * op->ldw, op->ldw, xp, xs, nch, xt, acc);
+            } else {
+                for (int64_t t = 0; t < wt; t++)
+                    amx_few_product1(op->w + (j + 16 * t) * op->ldw, op->ldw, xp, xs, nch, xt, acc + t * xt * 256);
+            }
+            for (int64_t t = 0; t < wt; t++)
+                for (int h = 0; h < xt; h++) {
+                    const int64_t r0 = i0 + 16 * h, r1 = op->m < r0 + 16 ? op->m : r0 + 16;
+                    amx_few_finish(op, acc + (t * xt + h) * 256, r0, r1, j + 16 * t);
+                }
+        }
+        j += 16 * wt;
+    }
+    amx_release();
+}
+
 #else
 
 int axon_gemm_amx_available(void) { return 0; }
 
 void axon_gemm_amx_block(const axon_gemm_amx_t *op, int64_t r0, int64_t r1, int64_t p0, int64_t p1, void *work) {
     (void)op, (void)r0, (void)r1, (void)p0, (void)p1, (void)work;
+}
+
+void axon_gemm_amx_few_pack_x(uint16_t *xp, const uint16_t *x, int64_t rs, int64_t cs, int64_t m, int64_t k) {
+    (void)xp, (void)x, (void)rs, (void)cs, (void)m, (void)k;
+}
+
+void axon_gemm_amx_few(const axon_gemm_amx_few_t *op, int64_t j0, int64_t j1) {
+    (void)op, (void)j0, (void)j1;
     (void)amx_pack_a;
 }
 

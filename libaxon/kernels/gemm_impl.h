@@ -111,6 +111,27 @@ void axon_gemm_amx_block(const axon_gemm_amx_t *op, int64_t r0, int64_t r1, int6
 void *axon_gemm_amx_scratch(size_t bytes);
 void axon_gemm_amx_scratch_done(void *p);
 
+/* Few rows of bfloat16 out (gemm_amx.c), X (m x k, 1 <= m <= 32) times a Linear's weight W (n x k, rows along the
+ * depth, row stride ldw), k a multiple of 32 and n of 16: out^T = W X^T on tiles, W's tiles loaded as it is stored
+ * (no packing, so W streams once) and X packed once (axon_gemm_amx_few_pack_x into axon_gemm_amx_few_x_bytes(m, k)
+ * bytes, 64-byte aligned). axon_gemm_amx_few computes columns [j0, j1) (multiples of 16) of out on the calling
+ * thread, finishing as axon_gemm_amx_block does; each element one sum in a fixed order. Never allocates. */
+typedef struct axon_gemm_amx_few {
+    int64_t m, n, k;
+    const uint16_t *w;
+    int64_t ldw;
+    const uint16_t *xp;          /* X packed by axon_gemm_amx_few_pack_x */
+    uint16_t *c;                 /* row-major, column stride 1 */
+    int64_t ldc;
+    float alpha, beta;           /* beta == 0 never reads C */
+    const float *bias;           /* NULL or n floats, already scaled */
+} axon_gemm_amx_few_t;
+
+size_t axon_gemm_amx_few_x_bytes(int64_t m, int64_t k);
+/* X (element (i, d) at x[i * rs + d * cs]) into xp. */
+void axon_gemm_amx_few_pack_x(uint16_t *xp, const uint16_t *x, int64_t rs, int64_t cs, int64_t m, int64_t k);
+void axon_gemm_amx_few(const axon_gemm_amx_few_t *op, int64_t j0, int64_t j1);
+
 /* 1 when libaxon was built with oneDNN and its CPU engine could be created. */
 int axon_gemm_lowp_available(void);
 /* Create (or find in the cache) the primitive for op's shape, dtype and strides; its pointers are not read.

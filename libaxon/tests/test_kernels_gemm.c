@@ -568,6 +568,35 @@ static void test_bf16_single_matrices_are_the_same_on_one_and_two_threads(void) 
     rnd_fine = 0;
 }
 
+/* Few rows (2 to 64) of bfloat16 times a Linear's weight (B stored (n, k)), depth a multiple of 32 and n of 16: on AMX
+ * the weight's tiles are loaded as stored and X is packed (gemm_amx.c, axon_gemm_amx_few); elsewhere the other paths
+ * compute the same cases. Row counts on both sides of one and two X tiles and of the 32-row slabs, column counts that
+ * leave groups of one to three W tiles, alpha, beta and a bias, A transposed (packed by its strides); against the
+ * reference, and 1 and 2 threads to the same bits. */
+static void test_bf16_few_rows_times_a_linear_weight(void) {
+    REQUIRE(dev1.s && dev2.s);
+    const int64_t shapes[][3] = {{2, 64, 16}, {5, 96, 48}, {16, 32, 80}, {17, 128, 64}, {31, 64, 112},
+                                 {33, 96, 32}, {48, 64, 208}, {64, 160, 96}};
+    rnd_fine = 1;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int v = 0; v < 3; v++) {
+            mm_case_t c = basic(AXON_BFLOAT16, shapes[s][0], shapes[s][1], shapes[s][2]);
+            c.lb = LAY_TRANS;
+            if (v == 1) c.alpha = 0.5, c.beta = -2, c.bias = 1, c.bias_scale = 0.25;
+            if (v == 2) c.la = LAY_TRANS, c.bias = 1;
+            int64_t n = c.m * c.n;
+            double *g1 = malloc((size_t)n * 8), *g2 = malloc((size_t)n * 8);
+            REQUIRE(g1 && g2);
+            uint64_t seed = rng_state;
+            CHECK_EQ_I64(run_case(&dev1, &c, g1), 0);
+            rng_state = seed;
+            CHECK_EQ_I64(run_case(&dev2, &c, g2), 0);
+            CHECK(memcmp(g1, g2, (size_t)n * 8) == 0);
+            free(g1), free(g2);
+        }
+    rnd_fine = 0;
+}
+
 /* bfloat16 bits of v (exact for the multiples of 1/4 that rnd_value draws). */
 static uint16_t bf16_bits(double v) {
     float f = (float)v;
@@ -658,6 +687,7 @@ int main(void) {
     RUN(test_bf16_products_split_over_the_pool_match_the_reference);
     RUN(test_bf16_products_on_concurrent_streams_agree);
     RUN(test_bf16_single_matrices_are_the_same_on_one_and_two_threads);
+    RUN(test_bf16_few_rows_times_a_linear_weight);
     RUN(test_bf16_negative_batch_stride_reverses_the_batch);
     axon_runtime_destroy(dev1.rt);
     axon_runtime_destroy(dev2.rt);
