@@ -448,16 +448,21 @@ done:
 #define GEMM_AMX_KC 256
 #define GEMM_AMX_PART_BYTES (256 * 1024)
 
-/* AXON_GEMM_AMX_BLOCKS=small: blocks of 32 rows, depth slices of 64 and groups of two panels, so that the C test's
- * small products cross every block edge (a ctest entry runs it so). Read once. */
-static int gemm_amx_small_flag;
-static void gemm_amx_small_init(void) {
-    const char *e = getenv("AXON_GEMM_AMX_BLOCKS");
-    gemm_amx_small_flag = e != NULL && strcmp(e, "small") == 0;
+/* Test and benchmark switches, read once (gemm_env_init): AXON_GEMM_AMX_BLOCKS=small gives the AMX tile kernel blocks
+ * of 32 rows, depth slices of 64 and groups of two panels, so that the C test's small products cross every block
+ * edge (a ctest entry runs it so); AXON_GEMM_F32=avx512 (below, gemm_avx_forced). */
+static int gemm_amx_small_flag, gemm_avx_forced_flag;
+static int gemm_env_is(const char *name, const char *value) {
+    const char *e = getenv(name);
+    return e != NULL && strcmp(e, value) == 0;
 }
+static void gemm_env_init(void) {
+    gemm_amx_small_flag = gemm_env_is("AXON_GEMM_AMX_BLOCKS", "small");
+    gemm_avx_forced_flag = gemm_env_is("AXON_GEMM_F32", "avx512");
+}
+static pthread_once_t gemm_env_once = PTHREAD_ONCE_INIT;
 static int gemm_amx_small_blocks(void) {
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, gemm_amx_small_init);
+    pthread_once(&gemm_env_once, gemm_env_init);
     return gemm_amx_small_flag;
 }
 
@@ -488,6 +493,13 @@ static void gemm_amx_cols(void *ctx, int64_t begin, int64_t end, int slot) {
     const int64_t p0 = begin * j->per, p1 = gemm_min(j->npanels, end * j->per);
     axon_gemm_amx_pack_b(j->bp, j->b, j->b_rs, j->b_cs, j->op.k, j->op.n, p0, p1);
     axon_gemm_amx_block(&j->op, 0, j->op.m, p0, p1, j->work + (size_t)slot * j->work_bytes);
+}
+
+/* The AMX kernels' bias: g's bias as float32, times bias_scale, into bias (n floats). */
+static void gemm_amx_scaled_bias(const struct gemm_args *g, const axon_exec_t *ex, float *bias, int64_t n) {
+    axon_tensor_t t = gemm_contiguous(bias, AXON_FLOAT32, 1, &n);
+    axon_copy_execute(&t, &g->bias, ex->pool);
+    for (int64_t q = 0; q < n; q++) bias[q] = (float)g->bias_scale * bias[q];
 }
 
 /* Few rows times a Linear's weight on AMX (gemm_amx.c, axon_gemm_amx_few): the weight is read once, as stored, and
@@ -523,11 +535,7 @@ static int gemm_amx_few_try(const struct gemm_args *g, const axon_exec_t *ex, ax
                         " bfloat16 product", m, k, n);
         goto done;
     }
-    if (bias) {
-        axon_tensor_t t = gemm_contiguous(bias, AXON_FLOAT32, 1, &n);
-        axon_copy_execute(&t, &g->bias, ex->pool);
-        for (int64_t q = 0; q < n; q++) bias[q] = (float)g->bias_scale * bias[q];
-    }
+    if (bias) gemm_amx_scaled_bias(g, ex, bias, n);
     axon_gemm_amx_few_pack_x(xp, g->a.data, g->a.strides[1], g->a.strides[2], m, k);
     axon_gemm_amx_few_t *o = &j.op;
     o->m = m, o->n = n, o->k = k;
@@ -581,11 +589,7 @@ static int gemm_amx_try(const struct gemm_args *g, const axon_exec_t *ex, axon_s
                         " bfloat16 product", m, k, n);
         goto done;
     }
-    if (bias) {
-        axon_tensor_t t = gemm_contiguous(bias, AXON_FLOAT32, 1, &n);
-        axon_copy_execute(&t, &g->bias, ex->pool);
-        for (int64_t q = 0; q < n; q++) bias[q] = (float)g->bias_scale * bias[q];
-    }
+    if (bias) gemm_amx_scaled_bias(g, ex, bias, n);
     axon_gemm_amx_t *o = &j.op;
     o->m = m, o->n = n, o->k = k;
     o->a = g->a.data, o->a_rs = g->a.strides[1], o->a_cs = g->a.strides[2];
@@ -645,14 +649,8 @@ done:
 
 /* AXON_GEMM_F32=avx512 sends every float32 product the kernel can take to it, whatever its size and whichever BLAS
  * was built in: its C test covers it that way, and a benchmark can compare the paths. Read once. */
-static int gemm_avx_forced_flag;
-static void gemm_avx_forced_init(void) {
-    const char *e = getenv("AXON_GEMM_F32");
-    gemm_avx_forced_flag = e != NULL && strcmp(e, "avx512") == 0;
-}
 static int gemm_avx_forced(void) {
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, gemm_avx_forced_init);
+    pthread_once(&gemm_env_once, gemm_env_init);
     return gemm_avx_forced_flag;
 }
 

@@ -540,6 +540,19 @@ static void test_bf16_products_split_over_the_pool_match_the_reference(void) {
             }
 }
 
+/* c against the reference on a 1- and a 2-thread device, with the same inputs: both results must be the same bits. */
+static void check_same_bits_on_one_and_two_threads(const mm_case_t *c) {
+    int64_t n = c->m * c->n;
+    double *g1 = malloc((size_t)n * 8), *g2 = malloc((size_t)n * 8);
+    REQUIRE(g1 && g2);
+    uint64_t seed = rng_state;
+    CHECK_EQ_I64(run_case(&dev1, c, g1), 0);
+    rng_state = seed;
+    CHECK_EQ_I64(run_case(&dev2, c, g2), 0);
+    CHECK(memcmp(g1, g2, (size_t)n * 8) == 0);
+    free(g1), free(g2);
+}
+
 /* Single bfloat16 matrices of 32 or more rows, columns and depth and 128^3 to 256^3 multiply-adds (on AMX where the CPU
  * has it, gemm_amx.c; the largest products take the same code with other block sizes): depth,
  * row and column tails, several row blocks per thread, B row-major, transposed (a Linear's weight) and strided, A
@@ -555,15 +568,7 @@ static void test_bf16_single_matrices_are_the_same_on_one_and_two_threads(void) 
             mm_case_t c = basic(AXON_BFLOAT16, shapes[s][0], shapes[s][1], shapes[s][2]);
             c.la = lays[l][0], c.lb = lays[l][1], c.lo = lays[l][2];
             if (l >= 2) c.alpha = 0.5, c.beta = -2, c.bias = l - 1, c.bias_scale = 0.25;
-            int64_t n = c.m * c.n;
-            double *g1 = malloc((size_t)n * 8), *g2 = malloc((size_t)n * 8);
-            REQUIRE(g1 && g2);
-            uint64_t seed = rng_state;
-            CHECK_EQ_I64(run_case(&dev1, &c, g1), 0);
-            rng_state = seed;
-            CHECK_EQ_I64(run_case(&dev2, &c, g2), 0);
-            CHECK(memcmp(g1, g2, (size_t)n * 8) == 0);
-            free(g1), free(g2);
+            check_same_bits_on_one_and_two_threads(&c);
         }
     rnd_fine = 0;
 }
@@ -584,15 +589,7 @@ static void test_bf16_few_rows_times_a_linear_weight(void) {
             c.lb = LAY_TRANS;
             if (v == 1) c.alpha = 0.5, c.beta = -2, c.bias = 1, c.bias_scale = 0.25;
             if (v == 2) c.la = LAY_TRANS, c.bias = 1;
-            int64_t n = c.m * c.n;
-            double *g1 = malloc((size_t)n * 8), *g2 = malloc((size_t)n * 8);
-            REQUIRE(g1 && g2);
-            uint64_t seed = rng_state;
-            CHECK_EQ_I64(run_case(&dev1, &c, g1), 0);
-            rng_state = seed;
-            CHECK_EQ_I64(run_case(&dev2, &c, g2), 0);
-            CHECK(memcmp(g1, g2, (size_t)n * 8) == 0);
-            free(g1), free(g2);
+            check_same_bits_on_one_and_two_threads(&c);
         }
     rnd_fine = 0;
 }

@@ -26,9 +26,11 @@
  *     stored transposed, a Linear's weight, from 2^25 multiply-adds) or to oneDNN's float32 brgemm kernels (as
  *     bfloat16 below; with MKL only with B stored transposed, up to 2^27). Sums may be ordered differently for
  *     another thread count, so results with 1 and 2 threads agree within rounding, not bit for bit.
- *   - bfloat16 single matrices (no batch) with 32 or more rows, columns and depth, out row-major, on a CPU with
- *     AMX-BF16 whose kernel grants the tile state: libaxon's own AMX kernel (gemm_amx.c), float32 accumulation,
- *     alpha, beta and bias applied in float32, rounded once on store; the same bits for any thread count.
+ *   - bfloat16 single matrices (no batch) on a CPU with AMX-BF16 whose kernel grants the tile state: libaxon's own
+ *     AMX kernels (gemm_amx.c) for 32 or more rows, columns and depth past 128^3 multiply-adds (but not those with
+ *     more rows than columns from 256^3 to 2^27), and for 2 to 64 rows times B stored (n, k), a Linear's weight,
+ *     with k a multiple of 32 and n of 16; float32 accumulation, alpha, beta and bias applied in float32, rounded
+ *     once on store; the same bits for any thread count.
  *   - bfloat16 and float16 with oneDNN (AXON_HAVE_ONEDNN; Debian's libdnnl-dev): oneDNN's matmul primitive on the
  *     operands as they are (bf16 dot or AMX instructions), float32 accumulation, alpha, beta and bias applied in
  *     float32, rounded once on store. Each pool participant makes single-threaded calls on its own block of out, so
