@@ -428,15 +428,17 @@ done:
  * more rows than columns B is packed once, its panels spread over the pool, and then each participant takes blocks of
  * mc rows of out; otherwise each participant packs and multiplies its own range of B's 32-column panels, every row of
  * out (one pass over the pool, and no participant packs a panel another uses). Blocks: a block of packed A (mc rows,
- * the whole depth) within 1 MiB of L2; depth slices of 256, so that the slice of a B panel the tile loop reads for
- * each of the block's 32-row units (16 KiB) stays in L1 while A's units stream from L2 (a throwaway harness of the
- * tile loop on this project's Sapphire Rapids host: 2082-2211 GFLOP/s per core that way against 1699 with whole-depth
- * panels of 128 KiB); the block's partial sums between slices (float32, exact) within 256 KiB, which sets how many
- * panels a group multiplies slice by slice. Single matrices of at least 32 rows and columns and a depth of 32 or more
- * (fewer rows would leave tile rows empty) and more than 128^3 multiply-adds; oneDNN keeps the smallest (64^3 2.8
- * against 4.6 us, 2026-11-30) and mid-size ones split by rows (GEMM_AMX_ROWS_MIN). Against oneDNN 2.6 on 2 threads
- * (an ad-hoc harness timing axon_kernel_matmul, best of 5, 2026-12-03): 1024^3 1478 -> 2183 GFLOP/s, 2048^3 (AMX
- * before too) 2257 -> 2595, a 1024 x 1024 x 4096 Linear 1690 -> 2539, 128 x 768 x 768 1188 -> 1892. */
+ * the whole depth) within 1 MiB of L2; depth slices of 512, so that the slice of a B panel the tile loop reads for
+ * each of the block's 32-row units (32 KiB, of the 48 KiB L1 of every AMX CPU so far) stays in L1 while A's units
+ * stream from L2 past it (gemm_amx.c's streaming loads; a throwaway harness of the tile loop on this project's
+ * Sapphire Rapids host, partial sums included: 2611 GFLOP/s per core that way, 2076 without the hint, 2358 with
+ * slices of 256, 1812 with slices of 1024); the block's partial sums between slices (float32, exact) within 256 KiB,
+ * which sets how many panels a group multiplies slice by slice. Single matrices of at least 32 rows and columns and
+ * a depth of 32 or more (fewer rows would leave tile rows empty) and more than 128^3 multiply-adds; oneDNN keeps the
+ * smallest (64^3 2.8 against 4.6 us, 2026-11-30) and mid-size ones split by rows (GEMM_AMX_ROWS_MIN). Against oneDNN
+ * 2.6 on 2 threads (an ad-hoc harness timing axon_kernel_matmul, best of 5, 2026-12-03): 1024^3 1478 -> 2183 GFLOP/s,
+ * 2048^3 (AMX before too) 2257 -> 2595, a 1024 x 1024 x 4096 Linear 1690 -> 2539, 128 x 768 x 768 1188 -> 1892; with
+ * slices of 512 and the prefetch (same harness, 2026-12-03 later): 1024^3 2554, 2048^3 2790-2893, 4096^3 2740. */
 #define GEMM_AMX_TINY (128.0 * 128.0 * 128.0)
 /* Split by rows (more rows than columns), the two passes over the pool cost more than oneDNN 2.6 loses from 256^3 to
  * 2^27 multiply-adds (2 threads, same harness: 512 x 512 x 128 1267-1385 GFLOP/s on oneDNN against 919-959, 512 x
@@ -445,7 +447,7 @@ done:
 #define GEMM_AMX_ROWS_MIN (512.0 * 512.0 * 512.0)
 #define GEMM_AMX_A_BYTES (1024 * 1024)
 #define GEMM_AMX_MC_MAX 256
-#define GEMM_AMX_KC 256
+#define GEMM_AMX_KC 512
 #define GEMM_AMX_PART_BYTES (256 * 1024)
 
 /* Test and benchmark switches, read once (gemm_env_init): AXON_GEMM_AMX_BLOCKS=small gives the AMX tile kernel blocks

@@ -12,7 +12,10 @@
  * enough to stay in L1) multiplies every unit of the block: four accumulator tiles (2 row tiles of A x 2 column tiles
  * of B), loaded from and stored to the group's float32 partial sums between slices, and after the last slice finished
  * (alpha, beta * C, bias, rounding to nearest even) with vector code. Depth, row and column tails are zero padded in
- * the packed copies, so the tile loop has no edge cases.
+ * the packed copies, so the tile loop has no edge cases. A's tiles are loaded with the streaming hint (tileloaddt1):
+ * each is read once per panel, and without the hint they pushed the panel's slice out of L1. The slice the next
+ * panel will read is in packed B, too large for L2, so it came from L3 while the tiles waited; each unit's product
+ * now prefetches a share of it into L2.
  *
  * Every element of C is one sum in a fixed order whatever the split over threads, so results are the same bits for
  * any thread count. The tile state needs the kernel's permission (arch_prctl ARCH_REQ_XCOMP_PERM, Linux 5.16+), asked
@@ -300,7 +303,7 @@ int axon_gemm_amx_available(void) {
  * over nch chunks. Partial sums stored and reloaded as float32 are exact, so a depth split in slices adds the same
  * terms in the same order as one pass over the whole depth. */
 AMX_TARGET static void amx_tile_product(const uint16_t *ap, const uint16_t *bp, int64_t nch, const float *in,
-                                        float *out) {
+                                        float *out, const char *pf, int64_t pf_per_chunk) {
     if (in) {
         _tile_loadd(0, in, 128);
         _tile_loadd(1, in + 16, 128);
@@ -314,9 +317,10 @@ AMX_TARGET static void amx_tile_product(const uint16_t *ap, const uint16_t *bp, 
     }
     for (int64_t c = 0; c < nch; c++) {
         const uint16_t *a = ap + c * AMX_CHUNK, *b = bp + c * AMX_CHUNK;
-        _tile_loadd(4, a, 64);
+        for (int64_t l = 0; l < pf_per_chunk; l++) _mm_prefetch(pf + (c * pf_per_chunk + l) * 64, _MM_HINT_T1);
+        _tile_stream_loadd(4, a, 64);
         _tile_loadd(6, b, 64);
-        _tile_loadd(5, a + 512, 64);
+        _tile_stream_loadd(5, a + 512, 64);
         _tile_loadd(7, b + 512, 64);
         _tile_dpbf16ps(0, 4, 6);
         _tile_dpbf16ps(1, 4, 7);
@@ -420,10 +424,18 @@ void axon_gemm_amx_block(const axon_gemm_amx_t *op, int64_t r0, int64_t r1, int6
                 for (int64_t p = q0; p < q1; p++) {
                     const int64_t j0 = p * 32, nc = op->n - j0 < 32 ? op->n - j0 : 32;
                     const uint16_t *bslice = op->bp + (p * nch + c0) * AMX_CHUNK;
+                    /* the slice the next units will read, brought into L2 a share per unit under this one's products */
+                    const int64_t pn = p + 1 < q1 ? p + 1 : q0, cn = p + 1 < q1 ? c0 : c0 + ncc;
+                    const char *next = cn < nch ? (const char *)(op->bp + (pn * nch + cn) * AMX_CHUNK) : NULL;
+                    const int64_t ncn = nch - cn < kcc ? nch - cn : kcc;
+                    const int64_t lines = next ? ncn * AMX_CHUNK * 2 / 64 : 0;
+                    const int64_t per = (lines + units * ncc - 1) / (units * ncc);
                     for (int64_t u = 0; u < units; u++) {
                         float *blk = part ? part + (u * nb + (p - q0)) * 1024 : NULL;
+                        const int64_t l0 = u * ncc * per < lines ? u * ncc * per : lines;
+                        const int64_t pu = (lines - l0) / ncc < per ? (lines - l0) / ncc : per;
                         amx_tile_product(ap + amx_a_chunk(units, nch, kcc, u, c0) * AMX_CHUNK, bslice, ncc,
-                                         first ? NULL : blk, last ? acc : blk);
+                                         first ? NULL : blk, last ? acc : blk, next ? next + l0 * 64 : NULL, pu);
                         if (last) amx_finish512(op, acc, i0 + u * 32, j0, mr - u * 32 < 32 ? mr - u * 32 : 32, nc);
                     }
                 }
