@@ -262,12 +262,53 @@ static void rdim_lanes(const rdim_args_t *a, char *const *p, const int64_t *s, i
     if (a->store) a->store(p[2], s[2], (const char *)&acc, 1, m);
 }
 
+/* Sum scans along in's fastest dimension (cumsum along rows), RDIM_LINES neighbouring lines at once: one line's
+ * running sum is a chain of dependent float64 (or int64) adds that ran at the add's latency, 1.5x torch CPU's time
+ * over a 1024 x 1024 float32 matrix; with the lines' chains interleaved the adds overlap. Each line still adds its own
+ * elements in order, from the same start, so the results are the bits rdim_line gives. */
+#define RDIM_LINES 8
+#define RDIM_LINES_BLOCK 256
+
+static int rdim_lines_apply(const rdim_args_t *a) {
+    return a->scan && a->scan_kind == RDIM_SCAN_SUM && !a->scan_arg && !a->is_complex && !a->lanes;
+}
+
+static void rdim_lines_sum(const rdim_args_t *a, char *const *p, const int64_t *s) {
+    _Alignas(64) union {
+        double d[RDIM_LINES][RDIM_LINES_BLOCK];
+        int64_t i[RDIM_LINES][RDIM_LINES_BLOCK];
+    } buf;
+    double accd[RDIM_LINES] = {0};
+    int64_t acci[RDIM_LINES] = {0};
+    const int64_t in_step = a->dstride[0] * (int64_t)a->es[0], out_step = a->dstride[1] * (int64_t)a->es[1];
+    for (int64_t t0 = 0; t0 < a->len; t0 += RDIM_LINES_BLOCK) {
+        const int64_t m = a->len - t0 < RDIM_LINES_BLOCK ? a->len - t0 : RDIM_LINES_BLOCK;
+        for (int j = 0; j < RDIM_LINES; j++)
+            a->load((char *)buf.d[j], 1, p[0] + j * s[0] * (int64_t)a->es[0] + t0 * in_step, a->dstride[0], m);
+        if (a->is_int) {
+            for (int64_t t = 0; t < m; t++)
+                for (int j = 0; j < RDIM_LINES; j++) buf.i[j][t] = acci[j] = RDIM_ADD_i64(acci[j], buf.i[j][t]);
+        } else {
+            for (int64_t t = 0; t < m; t++)
+                for (int j = 0; j < RDIM_LINES; j++) buf.d[j][t] = accd[j] = RDIM_ADD_f64(accd[j], buf.d[j][t]);
+        }
+        for (int j = 0; j < RDIM_LINES; j++)
+            a->store(p[1] + j * s[1] * (int64_t)a->es[1] + t0 * out_step, a->dstride[1], (const char *)buf.d[j], 1, m);
+    }
+}
+
 static void rdim_run(void *ctx, char *const *ptr, const int64_t *stride, int64_t n, int64_t pos) {
     (void)pos;
     const rdim_args_t *a = ctx;
     const int nt = a->kept.ntensors;
     char *p[3] = {NULL, NULL, NULL};
-    for (int64_t j0 = 0; j0 < n;) {
+    int64_t j0 = 0;
+    if (rdim_lines_apply(a))
+        for (; n - j0 >= RDIM_LINES; j0 += RDIM_LINES) {
+            for (int k = 0; k < nt; k++) p[k] = ptr[k] + j0 * stride[k] * (int64_t)a->es[k];
+            rdim_lines_sum(a, p, stride);
+        }
+    while (j0 < n) {
         int64_t m = a->lanes ? (n - j0 < RD_VEC ? n - j0 : RD_VEC) : 1;
         for (int k = 0; k < nt; k++) p[k] = ptr[k] + j0 * stride[k] * (int64_t)a->es[k];
         if (a->lanes) rdim_lanes(a, p, stride, m);

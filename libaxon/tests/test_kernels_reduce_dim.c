@@ -144,8 +144,50 @@ static void test_cumulative_matches_reference_and_runs_in_place(void) {
     axon_runtime_destroy(k.rt);
 }
 
+/* Sum scans along rows take several rows at once (reduce_dim.c, rdim_lines_sum): each row must come out with the
+ * bits it has when scanned alone (a one-row view takes the row-by-row path), for 19 rows (two groups and a rest) of
+ * 301 elements (more than one block), for float and integer work types and a converted dtype, out of place and in
+ * a row-major view whose rows are padded (row stride 310). */
+static void test_sum_scans_of_several_rows_at_once_match_row_by_row(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    static const axon_dtype_t dts[] = {AXON_FLOAT32, AXON_FLOAT64, AXON_BFLOAT16, AXON_INT64, AXON_INT32};
+    const int64_t R = 19, C = 301, LD = 310;
+    for (size_t di = 0; di < sizeof dts / sizeof dts[0]; di++) {
+        const axon_dtype_t d = dts[di], od = rr_is_float(d) ? d : AXON_INT64;
+        const size_t oes = axon_dtype_size(od);
+        void *h = rr_fill(d, R * LD, 0);
+        char *dev = rr_upload(&k, d, h, R * LD);
+        char *all = rr_upload(&k, od, NULL, R * C), *one = rr_upload(&k, od, NULL, C);
+        const int64_t sz[2] = {R, C}, st[2] = {LD, 1}, rsz[2] = {1, C};
+        axon_tensor_t in = kc_tensor(dev, d, 2, sz, st), out = kc_tensor(all, od, 2, sz, NULL);
+        CHECK_OK(axon_kernel_cumulative(k.s, AXON_CUMULATIVE_SUM, &out, &in, 1));
+        unsigned char *got = malloc((size_t)(R * C) * oes), *want = malloc((size_t)C * oes);
+        CHECK(kc_download(&k, got, all, (size_t)(R * C) * oes));
+        for (int64_t i = 0; i < R; i++) {
+            axon_tensor_t row = kc_tensor(dev + i * LD * (int64_t)axon_dtype_size(d), d, 2, rsz, st);
+            axon_tensor_t rout = kc_tensor(one, od, 2, rsz, NULL);
+            CHECK_OK(axon_kernel_cumulative(k.s, AXON_CUMULATIVE_SUM, &rout, &row, 1));
+            CHECK(kc_download(&k, want, one, (size_t)C * oes));
+            if (memcmp(got + i * C * (int64_t)oes, want, (size_t)C * oes) != 0) {
+                fprintf(stderr, "  cumsum %s row %lld: differs from the row scanned alone\n", axon_dtype_name(d),
+                        (long long)i);
+                check_failures_in_test++;
+                break;
+            }
+        }
+        free(got);
+        free(want);
+        free(h);
+        axon_mem_free(k.dev, dev);
+        axon_mem_free(k.dev, all);
+        axon_mem_free(k.dev, one);
+    }
+    axon_runtime_destroy(k.rt);
+}
+
 /* Run every kind of kernel on a 1025 x 1031 float32 matrix (> 1M elements) with 1 and with 2 threads: full,
- * row-wise and column-wise reductions, var, logsumexp, norm, argmax, cumsum give the same bits. */
+ * row-wise and column-wise reductions, var, logsumexp, norm, argmax, cumsum along both dims give the same bits. */
 static void run_all(int threads, const float *h, int64_t R, int64_t C, unsigned char *res, size_t *used) {
     kc_dev_t k = kc_open(threads);
     if (!k.rt) return;
@@ -166,9 +208,11 @@ static void run_all(int threads, const float *h, int64_t R, int64_t C, unsigned 
             *used += sizeof(float) * (size_t)n;
         }
     axon_tensor_t out = kc_tensor(dout, AXON_FLOAT32, 2, sz, NULL);
-    axon_kernel_cumulative(k.s, AXON_CUMULATIVE_SUM, &out, &in, 0);
-    kc_download(&k, res + *used, dout, sizeof(float) * (size_t)(R * C));
-    *used += sizeof(float) * (size_t)(R * C);
+    for (int dim = 0; dim < 2; dim++) {
+        axon_kernel_cumulative(k.s, AXON_CUMULATIVE_SUM, &out, &in, dim);
+        kc_download(&k, res + *used, dout, sizeof(float) * (size_t)(R * C));
+        *used += sizeof(float) * (size_t)(R * C);
+    }
     axon_mem_free(k.dev, dev);
     axon_mem_free(k.dev, dout);
     axon_runtime_destroy(k.rt);
@@ -265,7 +309,7 @@ static void test_results_are_identical_with_1_and_2_threads(void) {
     const int64_t R = 1025, C = 1031;
     float *h = malloc(sizeof(float) * (size_t)(R * C));
     for (int64_t i = 0; i < R * C; i++) h[i] = (float)(rr_rand() % 100003) / 1000.0f - 50.0f;
-    size_t cap = sizeof(float) * (size_t)(16 * (R + C + 1) + R * C), n1 = 0, n2 = 0;
+    size_t cap = sizeof(float) * (size_t)(16 * (R + C + 1) + 2 * R * C), n1 = 0, n2 = 0;
     unsigned char *r1 = calloc(cap, 1), *r2 = calloc(cap, 1);
     run_all(1, h, R, C, r1, &n1);
     run_all(2, h, R, C, r2, &n2);
@@ -413,6 +457,7 @@ int main(void) {
     RUN(test_cumulative_matches_reference_and_runs_in_place);
     RUN(test_complex_scans_match_a_long_double_reference);
     RUN(test_logcumsumexp_and_running_extremes_match_references);
+    RUN(test_sum_scans_of_several_rows_at_once_match_row_by_row);
     RUN(test_results_are_identical_with_1_and_2_threads);
     RUN(test_bad_input_is_refused_at_launch_with_messages);
     return check_report();
