@@ -124,6 +124,8 @@ typedef struct axon_bytes16 {
         } else if (ss == 0) {                                                                                  \
             const T v = s[0];                                                                                  \
             for (int64_t i = 0; i < n; i++) d[i * ds] = v;                                                     \
+        } else if (ds == 1 && ss == 2) { /* one part of complex values: a constant stride vectorizes */         \
+            for (int64_t i = 0; i < n; i++) d[i] = s[2 * i];                                                   \
         } else {                                                                                               \
             for (int64_t i = 0; i < n; i++) d[i * ds] = s[i * ss];                                             \
         }                                                                                                      \

@@ -67,17 +67,6 @@ static void rd_walk_fold(rd_walk_t *k, const void *x, int64_t n) {
     rd_cascade_push(k->a, &k->c, &st);
 }
 
-/* Every other element: one part of complex values, which a complex SUM or MEAN reduces as two real reductions at
- * stride 2 (reduce.c). The generic strided copy took most of such a reduction's time (complex sum along rows 4x
- * torch CPU's); with the stride a constant the loop vectorizes into permutes. */
-AXON_CLONES static void rd_every_other_f32(float *restrict dst, const float *restrict src, int64_t n) {
-    for (int64_t i = 0; i < n; i++) dst[i] = src[2 * i];
-}
-
-AXON_CLONES static void rd_every_other_f64(double *restrict dst, const double *restrict src, int64_t n) {
-    for (int64_t i = 0; i < n; i++) dst[i] = src[2 * i];
-}
-
 /* Load n elements at stride (in elements) into buf[dst_at..] as W values. */
 static void rd_load(const rd_args_t *a, unsigned char *dst, unsigned char *tmp, const char *src, int64_t stride,
                     int64_t n) {
@@ -88,10 +77,6 @@ static void rd_load(const rd_args_t *a, unsigned char *dst, unsigned char *tmp, 
         a->load((char *)dst, 1, src, stride, n);
     } else if (stride == 1) {
         memcpy(dst, src, (size_t)n * a->w_esize);
-    } else if (stride == 2 && axon_rd_work_ops[a->op.work].dtype == AXON_FLOAT32) {
-        rd_every_other_f32((float *)dst, (const float *)src, n);
-    } else if (stride == 2 && axon_rd_work_ops[a->op.work].dtype == AXON_FLOAT64) {
-        rd_every_other_f64((double *)dst, (const double *)src, n);
     } else {
         axon_convert_get(axon_rd_work_ops[a->op.work].dtype, axon_rd_work_ops[a->op.work].dtype)(
             (char *)dst, 1, src, stride, n);
