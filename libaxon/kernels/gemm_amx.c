@@ -405,6 +405,21 @@ AMX_TARGET static void amx_config(void) {
 
 AMX_TARGET static void amx_release(void) { _tile_release(); }
 
+/* The slice of packed B that follows panel p's slice at depth chunk c0 (ncc chunks) in axon_gemm_amx_block: the
+ * next panel of the group [q0, q1) at the same depth, else the group's first panel one slice deeper; NULL after the
+ * last. *lines: its 64-byte lines, which the units' products bring into L2 a share each. */
+static const char *amx_next_slice(const axon_gemm_amx_t *op, int64_t p, int64_t q0, int64_t q1, int64_t c0,
+                                  int64_t ncc, int64_t *lines) {
+    const int64_t nch = axon_gemm_amx_chunks(op->k), kcc = op->kc / 32;
+    const int64_t pn = p + 1 < q1 ? p + 1 : q0, cn = p + 1 < q1 ? c0 : c0 + ncc;
+    if (cn >= nch) {
+        *lines = 0;
+        return NULL;
+    }
+    *lines = (nch - cn < kcc ? nch - cn : kcc) * AMX_CHUNK * (int64_t)sizeof(uint16_t) / 64;
+    return (const char *)(op->bp + (pn * nch + cn) * AMX_CHUNK);
+}
+
 void axon_gemm_amx_block(const axon_gemm_amx_t *op, int64_t r0, int64_t r1, int64_t p0, int64_t p1, void *work) {
     const int64_t nch = axon_gemm_amx_chunks(op->k), kcc = op->kc / 32, nb = op->nb;
     uint16_t *ap = work;
@@ -424,11 +439,8 @@ void axon_gemm_amx_block(const axon_gemm_amx_t *op, int64_t r0, int64_t r1, int6
                 for (int64_t p = q0; p < q1; p++) {
                     const int64_t j0 = p * 32, nc = op->n - j0 < 32 ? op->n - j0 : 32;
                     const uint16_t *bslice = op->bp + (p * nch + c0) * AMX_CHUNK;
-                    /* the slice the next units will read, brought into L2 a share per unit under this one's products */
-                    const int64_t pn = p + 1 < q1 ? p + 1 : q0, cn = p + 1 < q1 ? c0 : c0 + ncc;
-                    const char *next = cn < nch ? (const char *)(op->bp + (pn * nch + cn) * AMX_CHUNK) : NULL;
-                    const int64_t ncn = nch - cn < kcc ? nch - cn : kcc;
-                    const int64_t lines = next ? ncn * AMX_CHUNK * 2 / 64 : 0;
+                    int64_t lines;
+                    const char *next = amx_next_slice(op, p, q0, q1, c0, ncc, &lines);
                     const int64_t per = (lines + units * ncc - 1) / (units * ncc);
                     for (int64_t u = 0; u < units; u++) {
                         float *blk = part ? part + (u * nb + (p - q0)) * 1024 : NULL;
