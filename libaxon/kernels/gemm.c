@@ -509,14 +509,9 @@ static void gemm_amx_scaled_bias(const struct gemm_args *g, const axon_exec_t *e
  * oneDNN 2.6 at 1.2-1.8x torch CPU's time (16 x 4096 x 4096 1881 us against 1051, 2026-12-03). */
 #define GEMM_AMX_FEW_ROWS 64
 
-struct gemm_amx_few_job {
-    axon_gemm_amx_few_t op;
-};
-
 static void gemm_amx_few_cols(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
-    const struct gemm_amx_few_job *j = ctx;
-    axon_gemm_amx_few(&j->op, begin * 16, end * 16);
+    axon_gemm_amx_few(ctx, begin * 16, end * 16);
 }
 
 static int gemm_amx_few_try(const struct gemm_args *g, const axon_exec_t *ex, axon_status_t *st) {
@@ -528,8 +523,8 @@ static int gemm_amx_few_try(const struct gemm_args *g, const axon_exec_t *ex, ax
         !gemm_layout(m, n, g->out.strides[1], g->out.strides[2], &ctrans, &ldc) || ctrans ||
         !axon_gemm_amx_available())
         return 0;
-    struct gemm_amx_few_job j;
-    memset(&j, 0, sizeof j);
+    axon_gemm_amx_few_t op;
+    memset(&op, 0, sizeof op);
     float *bias = NULL;
     uint16_t *xp = axon_gemm_amx_scratch(axon_gemm_amx_few_x_bytes(m, k));
     if (!xp || (g->has_bias && (bias = malloc((size_t)n * sizeof *bias)) == NULL)) {
@@ -539,14 +534,13 @@ static int gemm_amx_few_try(const struct gemm_args *g, const axon_exec_t *ex, ax
     }
     if (bias) gemm_amx_scaled_bias(g, ex, bias, n);
     axon_gemm_amx_few_pack_x(xp, g->a.data, g->a.strides[1], g->a.strides[2], m, k);
-    axon_gemm_amx_few_t *o = &j.op;
-    o->m = m, o->n = n, o->k = k;
-    o->w = g->b.data, o->ldw = ldw;
-    o->xp = xp;
-    o->c = g->out.data, o->ldc = ldc;
-    o->alpha = (float)g->alpha, o->beta = (float)g->beta;
-    o->bias = bias;
-    axon_parallel_for(ex->pool, 0, n / 16, 4, gemm_amx_few_cols, &j);
+    op.m = m, op.n = n, op.k = k;
+    op.w = g->b.data, op.ldw = ldw;
+    op.xp = xp;
+    op.c = g->out.data, op.ldc = ldc;
+    op.alpha = (float)g->alpha, op.beta = (float)g->beta;
+    op.bias = bias;
+    axon_parallel_for(ex->pool, 0, n / 16, 4, gemm_amx_few_cols, &op);
     *st = AXON_OK;
 done:
     if (xp) axon_gemm_amx_scratch_done(xp);
