@@ -88,7 +88,7 @@ axon_status_t at_run(at_job_t *j, axon_pool_t pool, int64_t units, int64_t unit_
  * at_softmax_update: one online-softmax step for the m x n score tile s (row stride n) with running row maxima mx,
  * sums l and outputs acc (m x ev): s becomes exp(s - new max) (rows whose keys are all masked so far: 0), l and mx
  * are updated and acc rescaled. at_grad_rows: p = exp(p - lse[row]) (the weights), dp = p * (dp - dd[row]) (dS).
- * at_add_rows: s (m x n, row stride n) += x (row stride ldx, 0 repeats one row). at_transpose: y (d x m, row
+ * at_add_rows: s (m x n, row stride lds) += x (row stride ldx, 0 repeats one row). at_transpose: y (d x m, row
  * stride m) = x (m x d, row stride ldx) transposed. */
 void at_softmax_update_f32(float *s, int64_t m, int64_t n, float *mx, float *l, float *acc, int64_t ev);
 void at_softmax_update_f64(double *s, int64_t m, int64_t n, double *mx, double *l, double *acc, int64_t ev);
@@ -96,8 +96,8 @@ void at_grad_rows_f32(float *p, float *dp, int64_t m, int64_t n, const float *ls
 void at_grad_rows_f64(double *p, double *dp, int64_t m, int64_t n, const double *lse, const double *dd);
 void at_transpose_f32(const float *x, int64_t ldx, int64_t m, int64_t d, float *y);
 void at_transpose_f64(const double *x, int64_t ldx, int64_t m, int64_t d, double *y);
-void at_add_rows_f32(float *s, int64_t m, int64_t n, const float *x, int64_t ldx);
-void at_add_rows_f64(double *s, int64_t m, int64_t n, const double *x, int64_t ldx);
+void at_add_rows_f32(float *s, int64_t lds, int64_t m, int64_t n, const float *x, int64_t ldx);
+void at_add_rows_f64(double *s, int64_t lds, int64_t m, int64_t n, const double *x, int64_t ldx);
 
 /* Element n of the stream is kept iff its uniform (x >> 8) * 2^-24 is >= p. */
 static inline int at_dropout_keep(uint32_t x, double p) { return (double)(x >> 8) * 0x1p-24 >= p; }

@@ -99,9 +99,9 @@ AXON_CLONES void AT_FN(at_grad_rows)(AT_T *p, AT_T *dp, int64_t m, int64_t n, co
     }
 }
 
-AXON_CLONES void AT_FN(at_add_rows)(AT_T *s, int64_t m, int64_t n, const AT_T *x, int64_t ldx) {
+AXON_CLONES void AT_FN(at_add_rows)(AT_T *s, int64_t lds, int64_t m, int64_t n, const AT_T *x, int64_t ldx) {
     for (int64_t r = 0; r < m; r++)
-        for (int64_t c = 0; c < n; c++) s[r * n + c] += x[r * ldx + c];
+        for (int64_t c = 0; c < n; c++) s[r * lds + c] += x[r * ldx + c];
 }
 
 AXON_CLONES void AT_FN(at_transpose)(const AT_T *x, int64_t ldx, int64_t m, int64_t d, AT_T *y) {

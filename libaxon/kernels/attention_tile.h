@@ -98,31 +98,37 @@ static inline void AT_FN(at_row_values)(const at_operand_t *t, int64_t b, int64_
     t->ld((char *)out, 1, t->data + (b * t->st[0] + h * t->st[1] + i0 * t->st[2]) * (int64_t)t->es, t->st[2], m);
 }
 
-/* s (m x n, row stride n) = scale * Q K^T for query rows i0.. of head h and keys j0.., then the mask and the causal
- * limit applied (masked entries become -inf, float masks are added). */
-static inline void AT_FN(at_scores)(at_job_t *j, AT_FN(at_tiles_t) *t, int64_t b, int64_t h, int64_t i0, int64_t m,
-                                    int64_t j0, int64_t n, const AT_T *q, int64_t ldq, const AT_T *k, int64_t ldk) {
-    const at_args_t *a = j->a;
-    AT_FN(at_gemm)(j, q == t->qt, 1, m, n, a->E, (AT_T)a->scale, q, ldq, k, ldk, 0, t->s, n); /* q: at_rows_t */
-    if (a->E == 0) memset(t->s, 0, (size_t)(m * n) * sizeof(AT_T)); /* not left to how BLAS treats k == 0 */
+/* The mask and the causal limit on the m x n scores s (row stride lds) of query rows i0.. of head h and keys j0..:
+ * masked entries become -inf, float masks are added. mrow: n elements of room for a row of a converted mask. */
+static inline void AT_FN(at_mask_scores)(const at_args_t *a, AT_T *mrow, int64_t b, int64_t h, int64_t i0, int64_t m,
+                                         int64_t j0, int64_t n, AT_T *s, int64_t lds) {
     const at_operand_t *mk = &a->mask;
     const char *mp = mk->data ? mk->data + (b * mk->st[0] + h * mk->st[1] + i0 * mk->st[2] + j0 * mk->st[3]) *
                                                (int64_t)mk->es
                               : NULL;
     const int direct = mp && !a->mask_bool && mk->dtype == AT_CDT && (mk->st[3] == 1 || n == 1);
-    if (direct) AT_FN(at_add_rows)(t->s, m, n, (const AT_T *)(const void *)mp, mk->st[2]);
+    if (direct) AT_FN(at_add_rows)(s, lds, m, n, (const AT_T *)(const void *)mp, mk->st[2]);
     for (int64_t r = 0; r < m && (a->causal || (mp && !direct)); r++) {
-        AT_T *row = t->s + r * n;
+        AT_T *row = s + r * lds;
         if (mp && !direct) {
-            mk->ld((char *)t->mrow, 1, mp + r * mk->st[2] * (int64_t)mk->es, mk->st[3], n);
+            mk->ld((char *)mrow, 1, mp + r * mk->st[2] * (int64_t)mk->es, mk->st[3], n);
             if (a->mask_bool)
-                for (int64_t c = 0; c < n; c++) row[c] = t->mrow[c] != 0 ? row[c] : (AT_T)-INFINITY;
+                for (int64_t c = 0; c < n; c++) row[c] = mrow[c] != 0 ? row[c] : (AT_T)-INFINITY;
             else
-                for (int64_t c = 0; c < n; c++) row[c] += t->mrow[c];
+                for (int64_t c = 0; c < n; c++) row[c] += mrow[c];
         }
         if (a->causal)
             for (int64_t c = i0 + r + 1 - j0 < 0 ? 0 : i0 + r + 1 - j0; c < n; c++) row[c] = (AT_T)-INFINITY;
     }
+}
+
+/* s (m x n, row stride n) = scale * Q K^T for query rows i0.. of head h and keys j0.., masked (at_mask_scores). */
+static inline void AT_FN(at_scores)(at_job_t *j, AT_FN(at_tiles_t) *t, int64_t b, int64_t h, int64_t i0, int64_t m,
+                                    int64_t j0, int64_t n, const AT_T *q, int64_t ldq, const AT_T *k, int64_t ldk) {
+    const at_args_t *a = j->a;
+    AT_FN(at_gemm)(j, q == t->qt, 1, m, n, a->E, (AT_T)a->scale, q, ldq, k, ldk, 0, t->s, n); /* q: at_rows_t */
+    if (a->E == 0) memset(t->s, 0, (size_t)(m * n) * sizeof(AT_T)); /* not left to how BLAS treats k == 0 */
+    AT_FN(at_mask_scores)(a, t->mrow, b, h, i0, m, j0, n, t->s, n);
 }
 
 /* z[0..n) = the dropout factor (0 or keep_scale) of keys j0.. of query row i of head h. */
