@@ -405,6 +405,40 @@ AMX_TARGET static void amx_config(void) {
 
 AMX_TARGET static void amx_release(void) { _tile_release(); }
 
+void axon_gemm_amx_begin(void) { amx_config(); }
+
+void axon_gemm_amx_end(void) { amx_release(); }
+
+AMX_TARGET void axon_gemm_amx_tile32(const uint16_t *a, int64_t lda, const uint16_t *bp, int64_t nch, const float *in,
+                                     int64_t ldi, float *out, int64_t ldo) {
+    if (in) {
+        _tile_loadd(0, in, ldi * 4);
+        _tile_loadd(1, in + 16, ldi * 4);
+        _tile_loadd(2, in + 16 * ldi, ldi * 4);
+        _tile_loadd(3, in + 16 * ldi + 16, ldi * 4);
+    } else {
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+    }
+    for (int64_t c = 0; c < nch; c++) {
+        const uint16_t *b = bp + c * AMX_CHUNK;
+        _tile_loadd(4, a + c * 32, lda * 2);
+        _tile_loadd(6, b, 64);
+        _tile_loadd(5, a + 16 * lda + c * 32, lda * 2);
+        _tile_loadd(7, b + 512, 64);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+    }
+    _tile_stored(0, out, ldo * 4);
+    _tile_stored(1, out + 16, ldo * 4);
+    _tile_stored(2, out + 16 * ldo, ldo * 4);
+    _tile_stored(3, out + 16 * ldo + 16, ldo * 4);
+}
+
 /* The slice of packed B that follows panel p's slice at depth chunk c0 (ncc chunks) in axon_gemm_amx_block: the
  * next panel of the group [q0, q1) at the same depth, else the group's first panel one slice deeper; NULL after the
  * last. *lines: its 64-byte lines, which the units' products bring into L2 a share each. */
@@ -521,6 +555,15 @@ void axon_gemm_amx_few(const axon_gemm_amx_few_t *op, int64_t j0, int64_t j1) {
 #else
 
 int axon_gemm_amx_available(void) { return 0; }
+
+void axon_gemm_amx_begin(void) {}
+
+void axon_gemm_amx_end(void) {}
+
+void axon_gemm_amx_tile32(const uint16_t *a, int64_t lda, const uint16_t *bp, int64_t nch, const float *in,
+                          int64_t ldi, float *out, int64_t ldo) {
+    (void)a, (void)lda, (void)bp, (void)nch, (void)in, (void)ldi, (void)out, (void)ldo;
+}
 
 void axon_gemm_amx_block(const axon_gemm_amx_t *op, int64_t r0, int64_t r1, int64_t p0, int64_t p1, void *work) {
     (void)op, (void)r0, (void)r1, (void)p0, (void)p1, (void)work;

@@ -111,6 +111,16 @@ void axon_gemm_amx_block(const axon_gemm_amx_t *op, int64_t r0, int64_t r1, int6
 void *axon_gemm_amx_scratch(size_t bytes);
 void axon_gemm_amx_scratch_done(void *p);
 
+/* Tiles for kernels that build their own products (attention_amx.c), on a CPU where axon_gemm_amx_available() says 1.
+ * axon_gemm_amx_begin configures the calling thread's tiles, axon_gemm_amx_end releases them; between the two,
+ * axon_gemm_amx_tile32 computes out (32 x 32 float32, row stride ldo) = in (NULL: zeros; row stride ldi) + A times
+ * one packed panel of B (bp: nch consecutive chunks, as axon_gemm_amx_pack_b lays out a panel), A 32 rows of bfloat16
+ * read as they are (row stride lda, nch * 32 deep, every element finite). in may be out. */
+void axon_gemm_amx_begin(void);
+void axon_gemm_amx_end(void);
+void axon_gemm_amx_tile32(const uint16_t *a, int64_t lda, const uint16_t *bp, int64_t nch, const float *in,
+                          int64_t ldi, float *out, int64_t ldo);
+
 /* Few rows of bfloat16 out (gemm_amx.c), X (m x k, 1 <= m <= 32) times a Linear's weight W (n x k, rows along the
  * depth, row stride ldw), k a multiple of 32 and n of 16: out^T = W X^T on tiles, W's tiles loaded as it is stored
  * (no packing, so W streams once) and X packed once (axon_gemm_amx_few_pack_x into axon_gemm_amx_few_x_bytes(m, k)
