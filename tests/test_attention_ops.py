@@ -89,6 +89,9 @@ CASES = {
     "causal_l_lt_s": (((1, 2, 50, 8), (1, 2, 150, 8)), {"is_causal": True}),
     "gqa": (((2, 6, 40, 8), (2, 2, 33, 8)), {"enable_gqa": True}),
     "gqa_causal_mqa": (((1, 4, 70, 8), (1, 1, 70, 8)), {"enable_gqa": True, "is_causal": True}),
+    # head dims of 32 and 64: bfloat16's forward on AMX tiles where the CPU has them (32-row and 256-key blocks)
+    "amx_gqa": (((2, 4, 70, 64), (2, 2, 300, 64)), {"enable_gqa": True}),
+    "amx_causal_ev_differs": (((1, 2, 300, 32), (1, 2, 300, 48)), {"is_causal": True}),
 }
 
 

@@ -8,6 +8,7 @@
 
 #include "attention_impl.h"
 #include "axon/stream.h"
+#include "gemm_impl.h"
 #include "internal.h"
 
 #define AT_T float
@@ -156,8 +157,10 @@ size_t at_slot_bytes(const at_args_t *a) {
     const size_t b = AT_BLOCK, kb = AT_KBLOCK, e = (size_t)(a->E > 0 ? a->E : 1), ev = (size_t)(a->Ev > 0 ? a->Ev : 1);
     /* q, qt, acc_e: b x e; k: kb x e; dout, gt, acc_v: b x ev; v: kb x ev; s: b x kb; dp, pd: b x b; three rows of
      * b; mrow, z: kb (attention_tile.h). */
-    return (3 * b * e + kb * e + 3 * b * ev + kb * ev + b * kb + 2 * b * b + 3 * b + 2 * kb) *
-           (a->f64 ? sizeof(double) : sizeof(float));
+    const size_t bytes = (3 * b * e + kb * e + 3 * b * ev + kb * ev + b * kb + 2 * b * b + 3 * b + 2 * kb) *
+                         (a->f64 ? sizeof(double) : sizeof(float));
+    const size_t amx = a->amx ? at_amx_slot_bytes(a) : 0;
+    return bytes > amx ? bytes : amx;
 }
 
 axon_status_t at_run(at_job_t *j, axon_pool_t pool, int64_t units, int64_t unit_work, axon_range_fn fn,
@@ -187,14 +190,23 @@ static void at_forward_range(void *ctx, int64_t begin, int64_t end, int slot) {
 }
 
 static axon_status_t at_forward_kernel(const void *args, const axon_exec_t *ex) {
-    const at_args_t resolved = at_resolve_philox(args), *a = &resolved;
+    at_args_t resolved = at_resolve_philox(args), *a = &resolved;
     at_job_t j;
     memset(&j, 0, sizeof j);
     j.a = a;
     atomic_init(&j.failed, 0);
     const int64_t units = a->B * a->Hq * ((a->L + AT_BLOCK - 1) / AT_BLOCK);
     const int64_t rows = a->L < AT_BLOCK ? a->L : AT_BLOCK; /* a unit's query rows: few when decoding */
-    return at_run(&j, ex->pool, units, rows * (a->S + 1) * (a->E + a->Ev + 1), at_forward_range, "attention");
+    const int64_t work = rows * (a->S + 1) * (a->E + a->Ev + 1);
+    if (!(a->amx = at_amx_usable(a)))
+        return at_run(&j, ex->pool, units, work, at_forward_range, "attention");
+    const size_t bytes = at_amx_pack_bytes(a);
+    if ((j.kpack = axon_gemm_amx_scratch(bytes)) == NULL)
+        return axon_fail(AXON_ERROR_OUT_OF_MEMORY, "attention: %zu bytes for the packed keys and values", bytes);
+    at_amx_pack(&j, ex->pool);
+    const axon_status_t st = at_run(&j, ex->pool, at_amx_units(a), work, at_amx_forward_range, "attention");
+    axon_gemm_amx_scratch_done(j.kpack);
+    return st;
 }
 
 axon_status_t axon_kernel_attention(axon_stream_t s, const axon_tensor_t *out, const axon_tensor_t *lse,

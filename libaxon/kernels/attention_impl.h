@@ -39,6 +39,7 @@ typedef struct at_args {
     uint64_t seed, offset;
     const int64_t *seed_at, *offset_at; /* read when the command runs (at_resolve_philox), when not NULL */
     int causal, dropout, mask_bool, f64;
+    int amx;                     /* the forward runs on AMX tiles (at_amx_usable) */
     at_operand_t q, k, v, mask, out, lse, dout, dq, dk, dv;
 } at_args_t;
 
@@ -51,6 +52,7 @@ typedef struct at_job {
     char *dqs;                   /* fused backward: per-slot dq accumulators of dqs_bytes each */
     size_t dqs_bytes;
     atomic_int failed;           /* a GEMM could not allocate its packing buffers */
+    uint16_t *kpack, *vpack;     /* AMX forward: K and V packed block by block (at_amx_pack_range) */
 } at_job_t;
 
 /* Checks q, k, v, mask and params and fills a (shapes, compute type, the inputs' operands). op names the call in
@@ -98,6 +100,19 @@ void at_transpose_f32(const float *x, int64_t ldx, int64_t m, int64_t d, float *
 void at_transpose_f64(const double *x, int64_t ldx, int64_t m, int64_t d, double *y);
 void at_add_rows_f32(float *s, int64_t lds, int64_t m, int64_t n, const float *x, int64_t ldx);
 void at_add_rows_f64(double *s, int64_t lds, int64_t m, int64_t n, const double *x, int64_t ldx);
+
+/* The bfloat16 forward on AMX tiles (attention_amx.c), for query lengths of at least AT_AMX_MIN_ROWS (fewer rows
+ * would be mostly padding of the 32-row tiles), head dims E a multiple of 32 and Ev of 16, and q, k, v in bfloat16
+ * with unit stride along the head dim, on a CPU with AMX. at_amx_slot_bytes: its scratch per worker;
+ * at_amx_pack_bytes: the packed K and V (j->kpack, then j->vpack), which at_amx_pack_range fills, one unit per
+ * (b, kv head, key block of AT_KBLOCK); at_amx_forward_range runs forward units as at_forward_unit_f32 numbers them. */
+#define AT_AMX_MIN_ROWS 16
+int at_amx_usable(const at_args_t *a);
+size_t at_amx_slot_bytes(const at_args_t *a);
+size_t at_amx_pack_bytes(const at_args_t *a);
+void at_amx_pack(at_job_t *j, axon_pool_t pool);
+int64_t at_amx_units(const at_args_t *a);
+void at_amx_forward_range(void *ctx, int64_t begin, int64_t end, int slot);
 
 /* Element n of the stream is kept iff its uniform (x >> 8) * 2^-24 is >= p. */
 static inline int at_dropout_keep(uint32_t x, double p) { return (double)(x >> 8) * 0x1p-24 >= p; }

@@ -275,6 +275,18 @@ static void test_dropout_follows_the_documented_philox_decisions(void) {
     run_all_dtypes((prob_t){0, 1, 2, 2, 30, 30, 8, 8, 1, 1, 0.5, 0});
 }
 
+/* Head dims that are multiples of 32 and 16 or more query rows: the bfloat16 forward runs on AMX tiles where the CPU
+ * has them (attention_amx.c). Blocks of 32 query rows with a tail, key blocks of 256 with a tail padded to 32 keys,
+ * Ev padded to 32, causal (tiles past the limit skipped), a float mask (added to scaled scores) with a fully masked
+ * row, a bool one, GQA, dropout, HF's layouts. */
+static void test_head_dims_of_32_and_64_cross_the_amx_tiles(void) {
+    run_all_dtypes((prob_t){0, 1, 2, 2, 70, 300, 64, 48, 0, 1, 0, 0});
+    run_all_dtypes((prob_t){0, 1, 4, 2, 130, 130, 32, 32, 1, 2, 0, 0});
+    run_all_dtypes((prob_t){0, 2, 2, 1, 40, 270, 64, 64, 0, 3, 0.3, 1});
+    run_all_dtypes((prob_t){0, 1, 2, 2, 100, 260, 32, 48, 1, 0, 0, 0});
+    run_all_dtypes((prob_t){0, 1, 2, 2, 16, 33, 32, 32, 0, 0, 0, 0});
+}
+
 /* Forward and backward outputs of a dropout problem, as bytes. With philox_at_run the backward reads its seed and
  * offset from device scalars (seed_at, offset_at) that hold 0 when it is launched and are written, while a gate still
  * holds the stream, before it runs. */
@@ -417,6 +429,7 @@ int main(void) {
     RUN(test_float_and_bool_masks_broadcast_and_fully_masked_rows_give_zero);
     RUN(test_grouped_query_heads_share_key_value_heads);
     RUN(test_dropout_follows_the_documented_philox_decisions);
+    RUN(test_head_dims_of_32_and_64_cross_the_amx_tiles);
     RUN(test_dropout_is_deterministic_for_a_seed_and_any_thread_count);
     RUN(test_backward_reads_seed_and_offset_when_it_runs);
     RUN(test_strided_query_gives_the_contiguous_result);
