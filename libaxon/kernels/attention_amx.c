@@ -16,16 +16,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "attention_amx.h"
 #include "attention_impl.h"
 #include "gemm_impl.h"
-#include "pointwise_math.h"
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) /* as gemm_amx.c */
-#define AT_AMX_X86 1
-#include <immintrin.h>
-#else
-#define AT_AMX_X86 0
-#endif
 
 #define AT_T float
 #define AT_SFX f32
@@ -39,8 +32,6 @@
  * block stay near L1, and the P V product runs 8 chunks deep per load and store of its float32 sums. */
 #define AT_AMX_ROWS 32
 #define AT_AMX_KEYS 256
-
-static int64_t at_round32(int64_t x) { return (x + 31) / 32 * 32; }
 
 /* Elements (uint16) of one key block of packed K and of packed V. */
 static int64_t at_amx_k_block(const at_args_t *a) { return (int64_t)axon_gemm_amx_b_bytes(a->E, AT_AMX_KEYS) / 2; }
@@ -92,10 +83,6 @@ size_t at_amx_pack_bytes(const at_args_t *a) {
     return (size_t)blocks * (size_t)(at_amx_k_block(a) + at_amx_v_block(a)) * sizeof(uint16_t);
 }
 
-static const uint16_t *at_bf16_rows(const at_operand_t *t, int64_t b, int64_t h, int64_t r0) {
-    return (const uint16_t *)(const void *)(t->data + (b * t->st[0] + h * t->st[1] + r0 * t->st[2]) * 2);
-}
-
 static void at_amx_pack_range(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
     at_job_t *j = ctx;
@@ -126,24 +113,6 @@ void at_amx_pack(at_job_t *j, axon_pool_t pool) {
 AXON_CLONES static void at_amx_scale(float *s, int64_t m, int64_t n, int64_t np, float scale) {
     for (int64_t r = 0; r < m; r++)
         for (int64_t c = 0; c < n; c++) s[r * np + c] *= scale;
-}
-
-#define AT_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
-
-/* 2^t for t <= 0 (a score minus its row's maximum, in units of ln 2), 0 below -126 (as at_vexp: a weight under
- * 2^-125 of the row's largest never matters), NaN kept: 2^f for f = t - round(t) in [-1/2, 1/2] by its Taylor
- * polynomial of degree 6 (relative error under 2e-7), scaled by 2^round(t) with vscalefps. */
-AT_AVX512 static inline __m512 at_exp2_512(__m512 t) {
-    const __mmask16 live = _mm512_cmp_ps_mask(t, _mm512_set1_ps(-126.0f), _CMP_NLT_UQ); /* t >= -126 or NaN */
-    const __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const __m512 f = _mm512_sub_ps(t, n);
-    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(1.5403530393381609e-4f), f, _mm512_set1_ps(1.3333558146428443e-3f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.6181291076284772e-3f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.5504108664821580e-2f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022650695910071e-1f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.9314718055994531e-1f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
-    return _mm512_maskz_scalef_ps(live, p, n);
 }
 
 /* The online-softmax step of at_softmax_update_f32 on rows [0, m) (m <= AT_AMX_ROWS) of the scores mul * s (row stride
