@@ -9,6 +9,7 @@
 
 #include "attention_impl.h"
 #include "axon/stream.h"
+#include "gemm_impl.h"
 #include "internal.h"
 
 #define AT_T float
@@ -71,8 +72,23 @@ static size_t at_fused_bytes(const at_args_t *a, int slots) {
     return bytes * (size_t)slots <= AT_FUSED_MAX_BYTES ? bytes : 0;
 }
 
+/* The rest of the backward on AMX tiles (at_amx_bwd_usable), once D is known. */
+static axon_status_t at_backward_amx(at_job_t *j, axon_pool_t pool, const char *op) {
+    const at_args_t *a = j->a;
+    const size_t bytes = at_amx_bwd_pack_bytes(a);
+    if ((j->kpack = axon_gemm_amx_scratch(bytes)) == NULL)
+        return axon_fail(AXON_ERROR_OUT_OF_MEMORY, "%s: %zu bytes for the packed blocks", op, bytes);
+    at_amx_bwd_pack(j, pool);
+    const int64_t work = AT_BLOCK * (a->S + a->L + 1) * (a->E + a->Ev + 1);
+    axon_status_t st = AXON_OK;
+    if (a->dk.data) st = at_run(j, pool, at_amx_bwd_kv_units(a), work * a->group, at_amx_bwd_kv_range, op);
+    if (st == AXON_OK && a->dq.data) st = at_run(j, pool, at_amx_bwd_q_units(a), work, at_amx_bwd_q_range, op);
+    axon_gemm_amx_scratch_done(j->kpack);
+    return st;
+}
+
 static axon_status_t at_backward_kernel(const void *args, const axon_exec_t *ex) {
-    const at_args_t resolved = at_resolve_philox(args), *a = &resolved;
+    at_args_t resolved = at_resolve_philox(args), *a = &resolved;
     const char *op = "attention_backward";
     at_job_t j;
     memset(&j, 0, sizeof j);
@@ -84,6 +100,12 @@ static axon_status_t at_backward_kernel(const void *args, const axon_exec_t *ex)
         return axon_fail(AXON_ERROR_OUT_OF_MEMORY, "%s: %zu bytes for rowsum(dout * out)", op, (size_t)rows * es);
     const int64_t work = AT_BLOCK * (a->S + a->L + 1) * (a->E + a->Ev + 1); /* rough cost of one unit */
     axon_status_t st = at_run(&j, ex->pool, rows, a->Ev + 1, at_d_range, op);
+    if (st == AXON_OK && at_amx_bwd_usable(a)) {
+        a->amx = 2;
+        st = at_backward_amx(&j, ex->pool, op);
+        free(j.d);
+        return st;
+    }
     const int slots = axon_pool_size(ex->pool);
     if ((j.dqs_bytes = at_fused_bytes(a, slots)) > 0 && (j.dqs = malloc(j.dqs_bytes * (size_t)slots)) != NULL) {
         if (st == AXON_OK) st = at_run(&j, ex->pool, a->B * a->Hkv, 1 << 30, at_fused_range, op);

@@ -159,7 +159,7 @@ size_t at_slot_bytes(const at_args_t *a) {
      * b; mrow, z: kb (attention_tile.h). */
     const size_t bytes = (3 * b * e + kb * e + 3 * b * ev + kb * ev + b * kb + 2 * b * b + 3 * b + 2 * kb) *
                          (a->f64 ? sizeof(double) : sizeof(float));
-    const size_t amx = a->amx ? at_amx_slot_bytes(a) : 0;
+    const size_t amx = a->amx == 1 ? at_amx_slot_bytes(a) : a->amx == 2 ? at_amx_bwd_slot_bytes(a) : 0;
     return bytes > amx ? bytes : amx;
 }
 

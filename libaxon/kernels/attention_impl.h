@@ -39,7 +39,7 @@ typedef struct at_args {
     uint64_t seed, offset;
     const int64_t *seed_at, *offset_at; /* read when the command runs (at_resolve_philox), when not NULL */
     int causal, dropout, mask_bool, f64;
-    int amx;                     /* the forward runs on AMX tiles (at_amx_usable) */
+    int amx;                     /* on AMX tiles: 1 the forward (at_amx_usable), 2 the backward (at_amx_bwd_usable) */
     at_operand_t q, k, v, mask, out, lse, dout, dq, dk, dv;
 } at_args_t;
 
@@ -52,7 +52,8 @@ typedef struct at_job {
     char *dqs;                   /* fused backward: per-slot dq accumulators of dqs_bytes each */
     size_t dqs_bytes;
     atomic_int failed;           /* a GEMM could not allocate its packing buffers */
-    uint16_t *kpack, *vpack;     /* AMX forward: K and V packed block by block (at_amx_pack_range) */
+    uint16_t *kpack, *vpack;     /* AMX: the forward's packed K and V (at_amx_pack), the backward's key and query
+                                  * blocks (at_amx_bwd_pack) */
 } at_job_t;
 
 /* Checks q, k, v, mask and params and fills a (shapes, compute type, the inputs' operands). op names the call in
@@ -113,6 +114,19 @@ size_t at_amx_pack_bytes(const at_args_t *a);
 void at_amx_pack(at_job_t *j, axon_pool_t pool);
 int64_t at_amx_units(const at_args_t *a);
 void at_amx_forward_range(void *ctx, int64_t begin, int64_t end, int slot);
+
+/* The bfloat16 backward on AMX tiles (attention_amx_bwd.c), for what at_amx_usable takes, without a mask or dropout,
+ * dout in bfloat16 with unit stride along Ev. at_amx_bwd_pack lays out key and query blocks into
+ * at_amx_bwd_pack_bytes(a) at j->kpack; then at_amx_bwd_kv_range (dk, dv; at_amx_bwd_kv_units of them) and
+ * at_amx_bwd_q_range (dq) run independent units with at_amx_bwd_slot_bytes(a) of scratch each. */
+int at_amx_bwd_usable(const at_args_t *a);
+size_t at_amx_bwd_pack_bytes(const at_args_t *a);
+size_t at_amx_bwd_slot_bytes(const at_args_t *a);
+void at_amx_bwd_pack(at_job_t *j, axon_pool_t pool);
+int64_t at_amx_bwd_kv_units(const at_args_t *a);
+int64_t at_amx_bwd_q_units(const at_args_t *a);
+void at_amx_bwd_kv_range(void *ctx, int64_t begin, int64_t end, int slot);
+void at_amx_bwd_q_range(void *ctx, int64_t begin, int64_t end, int slot);
 
 /* Element n of the stream is kept iff its uniform (x >> 8) * 2^-24 is >= p. */
 static inline int at_dropout_keep(uint32_t x, double p) { return (double)(x >> 8) * 0x1p-24 >= p; }

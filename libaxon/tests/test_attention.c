@@ -278,13 +278,16 @@ static void test_dropout_follows_the_documented_philox_decisions(void) {
 /* Head dims that are multiples of 32 and 16 or more query rows: the bfloat16 forward runs on AMX tiles where the CPU
  * has them (attention_amx.c). Blocks of 32 query rows with a tail, key blocks of 256 with a tail padded to 32 keys,
  * Ev padded to 32, causal (tiles past the limit skipped), a float mask (added to scaled scores) with a fully masked
- * row, a bool one, GQA, dropout, HF's layouts. */
+ * row, a bool one, GQA, dropout, HF's layouts; the backward (attention_amx_bwd.c) where there is no mask or dropout. */
 static void test_head_dims_of_32_and_64_cross_the_amx_tiles(void) {
     run_all_dtypes((prob_t){0, 1, 2, 2, 70, 300, 64, 48, 0, 1, 0, 0});
     run_all_dtypes((prob_t){0, 1, 4, 2, 130, 130, 32, 32, 1, 2, 0, 0});
     run_all_dtypes((prob_t){0, 2, 2, 1, 40, 270, 64, 64, 0, 3, 0.3, 1});
     run_all_dtypes((prob_t){0, 1, 2, 2, 100, 260, 32, 48, 1, 0, 0, 0});
     run_all_dtypes((prob_t){0, 1, 2, 2, 16, 33, 32, 32, 0, 0, 0, 0});
+    /* without a mask or dropout the backward runs on tiles too: GQA with 64-row and 64-key tails, causal with a last query block of 16 rows */
+    run_all_dtypes((prob_t){0, 2, 4, 2, 70, 130, 64, 48, 0, 0, 0, 0});
+    run_all_dtypes((prob_t){0, 1, 2, 1, 80, 200, 64, 32, 1, 0, 0, 1});
 }
 
 /* Forward and backward outputs of a dropout problem, as bytes. With philox_at_run the backward reads its seed and
