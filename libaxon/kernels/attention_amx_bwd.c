@@ -12,7 +12,7 @@
  * that dV += P^T dout and dK += dS^T Q take as A operands; dq per query block walks the key blocks, computing
  * S = Q K^T and dP = dout V^T for dQ += dS K. The weights P and dS are rounded to bfloat16 for the products (as
  * PyTorch's CPU kernel does); sums are float32. Each gradient element is one sum in a fixed order, so any thread count
- * gives the same bits. Masks and dropout take the float32 path. */
+ * gives the same bits. A mask and dropout factors are laid out as tiles of the block (transposed for dk, dv). */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -55,7 +55,7 @@ static int64_t at_bwd_key_blocks(const at_args_t *a) { return a->B * a->Hkv * ((
 static int64_t at_bwd_query_blocks(const at_args_t *a) { return a->B * a->Hq * ((a->L + AT_AMX_BWD - 1) / AT_AMX_BWD); }
 
 int at_amx_bwd_usable(const at_args_t *a) {
-    return !a->mask.data && !a->dropout && a->dout.dtype == AXON_BFLOAT16 && a->dout.st[3] == 1 && at_amx_usable(a);
+    return a->dout.dtype == AXON_BFLOAT16 && a->dout.st[3] == 1 && at_amx_usable(a);
 }
 
 size_t at_amx_bwd_pack_bytes(const at_args_t *a) {
@@ -66,7 +66,7 @@ size_t at_amx_bwd_pack_bytes(const at_args_t *a) {
 
 /* The scratch of one unit. */
 typedef struct {
-    float *s, *dp, *acc_a, *acc_b, *lse, *d;
+    float *s, *dp, *acc_a, *acc_b, *lse, *d, *mask, *drop, *mask_t, *drop_t, *mrow;
     uint16_t *p, *ds;
 } at_bwd_tiles_t;
 
@@ -86,6 +86,12 @@ static size_t at_bwd_layout(const at_args_t *a, char *base, at_bwd_tiles_t *t) {
     AT_PIECE(d, float, n);
     AT_PIECE(p, uint16_t, n * n);
     AT_PIECE(ds, uint16_t, n * n);
+    const size_t extra = a->mask.data || a->dropout ? n * n : 0; /* only with a mask or dropout */
+    AT_PIECE(mask, float, extra);
+    AT_PIECE(drop, float, extra);
+    AT_PIECE(mask_t, float, extra);
+    AT_PIECE(drop_t, float, extra);
+    AT_PIECE(mrow, float, n);
 #undef AT_PIECE
     return off;
 }
@@ -140,13 +146,14 @@ int64_t at_amx_bwd_q_units(const at_args_t *a) { return at_bwd_query_blocks(a); 
 #if AT_AMX_X86
 
 /* A tile of weights and their gradients, rows [0, rows) and columns [0, cols) (row stride AT_AMX_BWD):
- * p = exp(scale * s - lse), ds = p * (dp - D), both to bfloat16; lse and D belong to the rows (by_col 0: s is
- * Q K^T) or the columns (by_col 1: s is K Q^T). Causal: entry (r, c) is masked (p = 0) when its key is past its
+ * p = exp(scale * s + mask - lse), ds = p * (dp * z - D), p * z and ds to bfloat16 (mask: NULL or a tile in s's
+ * layout, added; z: NULL (1) or a tile of dropout factors); lse and D belong to the rows (by_col 0: s is Q K^T) or
+ * the columns (by_col 1: s is K Q^T). Causal: entry (r, c) is masked (p = 0) when its key is past its
  * query, key = kq0 + r and query = kq1 + c for by_col (else query = kq0 + r, key = kq1 + c); keys past nkeys too.
  * A row or column of lse +inf (a padding row) gets p = 0. */
 AT_AVX512 static void at_bwd_grad(const at_args_t *a, const float *s, const float *dp, const float *lse,
                                   const float *d, int by_col, int64_t rows, int64_t cols, int64_t kq0, int64_t kq1,
-                                  int64_t nkeys, uint16_t *p, uint16_t *ds) {
+                                  int64_t nkeys, const float *mask, const float *z, uint16_t *p, uint16_t *ds) {
     const __m512 scale = _mm512_set1_ps((float)a->scale * 1.44269504088896341f);
     const __m512 log2e = _mm512_set1_ps(1.44269504088896341f);
     const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
@@ -169,10 +176,17 @@ AT_AVX512 static void at_bwd_grad(const at_args_t *a, const float *s, const floa
                 shift = lr;
                 dd = dr;
             }
-            const __m512 x = _mm512_fmsub_ps(_mm512_loadu_ps(s + r * AT_AMX_BWD + c), scale, shift);
+            const int64_t at = r * AT_AMX_BWD + c;
+            __m512 x = _mm512_fmsub_ps(_mm512_loadu_ps(s + at), scale, shift);
+            if (mask) x = _mm512_fmadd_ps(_mm512_loadu_ps(mask + at), log2e, x); /* -inf masks */
             const __m512 w = _mm512_maskz_mov_ps(live, at_exp2_512(x)); /* lse +inf: exp2(-inf) = 0 */
-            const __m512 g = _mm512_mul_ps(w, _mm512_sub_ps(_mm512_loadu_ps(dp + r * AT_AMX_BWD + c), dd));
-            _mm256_storeu_si256((__m256i *)(void *)(p + r * AT_AMX_BWD + c), (__m256i)_mm512_cvtneps_pbh(w));
+            __m512 dpz = _mm512_loadu_ps(dp + at), wz = w;
+            if (z) {
+                const __m512 zv = _mm512_loadu_ps(z + at);
+                dpz = _mm512_mul_ps(dpz, zv), wz = _mm512_mul_ps(w, zv);
+            }
+            const __m512 g = _mm512_mul_ps(w, _mm512_sub_ps(dpz, dd));
+            _mm256_storeu_si256((__m256i *)(void *)(p + r * AT_AMX_BWD + c), (__m256i)_mm512_cvtneps_pbh(wz));
             _mm256_storeu_si256((__m256i *)(void *)(ds + r * AT_AMX_BWD + c), (__m256i)_mm512_cvtneps_pbh(g));
         }
     }
@@ -184,6 +198,24 @@ static void at_bwd_rows(at_job_t *j, int64_t b, int64_t h, int64_t i0, int64_t m
     at_row_values_f32(&a->lse, b, h, i0, m, t->lse);
     memcpy(t->d, (const float *)j->d + (b * a->Hq + h) * a->L + i0, (size_t)m * sizeof(float));
     for (int64_t r = m; r < AT_AMX_BWD; r++) t->lse[r] = INFINITY, t->d[r] = 0;
+}
+
+/* The mask (float, -inf where masked) and dropout factors of query rows [i0, i0 + m) of (b, h) and keys
+ * [j0, j0 + n), as tiles of rows = queries into t->mask and t->drop, zero elsewhere; transposed (rows = keys) into
+ * t->mask_t and t->drop_t as well when kv. Returns 0 when the problem has neither (the tiles are not used). */
+static int at_bwd_extra(const at_args_t *a, at_bwd_tiles_t *t, int64_t b, int64_t h, int64_t i0, int64_t m,
+                        int64_t j0, int64_t n, int kv) {
+    if (!a->mask.data && !a->dropout) return 0;
+    const size_t tile = (size_t)(AT_AMX_BWD * AT_AMX_BWD) * sizeof(float);
+    memset(t->mask, 0, tile);
+    memset(t->drop, 0, tile);
+    if (a->mask.data) at_mask_scores_f32(a, t->mrow, b, h, i0, m, j0, n, t->mask, AT_AMX_BWD);
+    for (int64_t r = 0; r < m && a->dropout; r++) at_dropout_row_f32(a, b, h, i0 + r, j0, n, t->drop + r * AT_AMX_BWD);
+    if (kv) {
+        at_transpose_f32(t->mask, AT_AMX_BWD, AT_AMX_BWD, AT_AMX_BWD, t->mask_t);
+        if (a->dropout) at_transpose_f32(t->drop, AT_AMX_BWD, AT_AMX_BWD, AT_AMX_BWD, t->drop_t);
+    }
+    return 1;
 }
 
 /* acc (rows x cols, row stride ld) times scale, stored as rows [r0, r0 + rows) of operand o at (b, h). */
@@ -218,7 +250,9 @@ static void at_bwd_kv_unit(at_job_t *j, int64_t u, at_bwd_tiles_t *t) {
                                          0, t->dp + r * AT_AMX_BWD + c, AT_AMX_BWD);
                 }
             at_bwd_rows(j, b, h, i0, m, t);
-            at_bwd_grad(a, t->s, t->dp, t->lse, t->d, 1, np, mp, j0, i0, n, t->p, t->ds);
+            const int extra = at_bwd_extra(a, t, b, h, i0, m, j0, n, 1);
+            at_bwd_grad(a, t->s, t->dp, t->lse, t->d, 1, np, mp, j0, i0, n, extra && a->mask.data ? t->mask_t : NULL,
+                        extra && a->dropout ? t->drop_t : NULL, t->p, t->ds);
             for (int64_t r = 0; r < np; r += 32) { /* dV += P^T dout, dK += dS^T Q (scaled at the end) */
                 for (int64_t c = 0; c < evp; c += 32)
                     axon_gemm_amx_tile32(t->p + r * AT_AMX_BWD, AT_AMX_BWD, qb + ql.r_b + c / 32 * (mp / 32) * 1024,
@@ -256,7 +290,9 @@ static void at_bwd_q_unit(at_job_t *j, int64_t u, at_bwd_tiles_t *t) {
                 axon_gemm_amx_tile32(qb + ql.rows_b + r * evp, evp, kb + kl.t_b + c / 32 * nchv * 1024, nchv, NULL, 0,
                                      t->dp + r * AT_AMX_BWD + c, AT_AMX_BWD);
             }
-        at_bwd_grad(a, t->s, t->dp, t->lse, t->d, 0, mp, np, i0, j0, n, t->p, t->ds);
+        const int extra = at_bwd_extra(a, t, b, h, i0, m, j0, n, 0);
+        at_bwd_grad(a, t->s, t->dp, t->lse, t->d, 0, mp, np, i0, j0, n, extra && a->mask.data ? t->mask : NULL,
+                    extra && a->dropout ? t->drop : NULL, t->p, t->ds);
         for (int64_t r = 0; r < mp; r += 32) /* dQ += dS K (scaled at the end) */
             for (int64_t c = 0; c < e; c += 32)
                 axon_gemm_amx_tile32(t->ds + r * AT_AMX_BWD, AT_AMX_BWD,

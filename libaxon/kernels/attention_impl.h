@@ -115,8 +115,8 @@ void at_amx_pack(at_job_t *j, axon_pool_t pool);
 int64_t at_amx_units(const at_args_t *a);
 void at_amx_forward_range(void *ctx, int64_t begin, int64_t end, int slot);
 
-/* The bfloat16 backward on AMX tiles (attention_amx_bwd.c), for what at_amx_usable takes, without a mask or dropout,
- * dout in bfloat16 with unit stride along Ev. at_amx_bwd_pack lays out key and query blocks into
+/* The bfloat16 backward on AMX tiles (attention_amx_bwd.c), for what at_amx_usable takes with dout in bfloat16 with
+ * unit stride along Ev. at_amx_bwd_pack lays out key and query blocks into
  * at_amx_bwd_pack_bytes(a) at j->kpack; then at_amx_bwd_kv_range (dk, dv; at_amx_bwd_kv_units of them) and
  * at_amx_bwd_q_range (dq) run independent units with at_amx_bwd_slot_bytes(a) of scratch each. */
 int at_amx_bwd_usable(const at_args_t *a);
