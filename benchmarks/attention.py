@@ -4,12 +4,14 @@ before each timed call: both keep worker threads spinning for a while after an o
 pool), and without the pause each would steal the cores from the other.
 
     python benchmarks/attention.py [--shape B,H,L,E] [--reps N] [--threads N] [--dtype float32]
-                                   [--layout blhe] [--mask pad]
+                                   [--layout blhe] [--mask pad] [--calls N]
 
 Reports milliseconds (minimum and median over the repetitions) for the plain and the causal case. Both backends get
 the same number of threads (torch.set_num_threads and AXON_THREADS). --layout blhe passes q, k and v as HF models do
 (heads split off [B, L, H * E] by view + transpose); --mask pad adds BERT's padding mask, a float [B, 1, 1, S]
-expanded to [B, 1, L, S] (PyTorch allows no mask with is_causal, so the causal case is left out)."""
+expanded to [B, 1, L, S] (PyTorch allows no mask with is_causal, so the causal case is left out). --calls N times
+N calls back to back per sample (one synchronize at the end; reported per call): the steady state of a model's
+layers, without the wake-up of both backends' idle threads in every sample."""
 
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ def parse() -> argparse.Namespace:
     p.add_argument("--dtype", default="float32")
     p.add_argument("--layout", choices=("bhle", "blhe"), default="bhle", help="memory order of q, k, v")
     p.add_argument("--mask", choices=("none", "pad"), default="none")
+    p.add_argument("--calls", type=int, default=1, help="calls per timed sample")
     return p.parse_args()
 
 
@@ -61,13 +64,14 @@ def sync(device):
         torch.axon.synchronize()
 
 
-def step(device, leaves, grad, mask, causal, backward):
-    if backward:
-        out = F.scaled_dot_product_attention(*leaves, attn_mask=mask, is_causal=causal)
-        out.backward(grad)
-    else:
-        with torch.no_grad():
-            F.scaled_dot_product_attention(*leaves, attn_mask=mask, is_causal=causal)
+def step(device, leaves, grad, mask, causal, backward, calls=1):
+    for _ in range(calls):
+        if backward:
+            out = F.scaled_dot_product_attention(*leaves, attn_mask=mask, is_causal=causal)
+            out.backward(grad)
+        else:
+            with torch.no_grad():
+                F.scaled_dot_product_attention(*leaves, attn_mask=mask, is_causal=causal)
     sync(device)
 
 
@@ -76,7 +80,7 @@ def main():
     dtype = getattr(torch, ARGS.dtype)
     inputs = {d: make(d, shape, dtype) for d in ("cpu", "axon")}
     print(f"shape {shape} {ARGS.dtype}, layout {ARGS.layout}, mask {ARGS.mask}, {ARGS.threads} threads, "
-          f"{ARGS.reps} reps; ms: min / median")
+          f"{ARGS.reps} reps of {ARGS.calls} call(s); ms per call: min / median")
     for causal in (False, True) if ARGS.mask == "none" else (False,):
         for backward in (False, True):
             times = {"cpu": [], "axon": []}
@@ -86,8 +90,8 @@ def main():
                 for d in times:
                     time.sleep(PAUSE_S)
                     t = time.perf_counter()
-                    step(d, *inputs[d], causal, backward)
-                    times[d].append((time.perf_counter() - t) * 1e3)
+                    step(d, *inputs[d], causal, backward, ARGS.calls)
+                    times[d].append((time.perf_counter() - t) * 1e3 / ARGS.calls)
             what = ("fwd+bwd" if backward else "fwd") + (" causal" if causal else "")
             cpu, ax = times["cpu"], times["axon"]
             print(f"{what:16s} cpu {min(cpu):7.1f} / {statistics.median(cpu):7.1f}   "
