@@ -447,6 +447,10 @@ done:
 #define GEMM_AMX_ROWS_MIN (512.0 * 512.0 * 512.0)
 #define GEMM_AMX_A_BYTES (1024 * 1024)
 #define GEMM_AMX_MC_MAX 256
+/* Past a depth of 4096 a block of A cannot stay in L2 anyway, and fewer rows per block only re-read B's panels from
+ * L3 more often: 512 x 32000 x 1024 (a Llama LM head's input gradient) took 46 ms with the 32-row blocks the L2 rule
+ * gave and 17 with 128 (torch CPU 15); 1024 x 16384 x 1024 29 -> 15, 2048 x 8192 x 2048 43 -> 26 ms. */
+#define GEMM_AMX_MC_MIN 128
 #define GEMM_AMX_KC 512
 #define GEMM_AMX_PART_BYTES (256 * 1024)
 
@@ -563,7 +567,8 @@ static int gemm_amx_try(const struct gemm_args *g, const axon_exec_t *ex, axon_s
     const int nparts = axon_pool_size(ex->pool);
     const int64_t nch = axon_gemm_amx_chunks(k), npanels = (n + 31) / 32;
     int64_t mc = small ? 32 : GEMM_AMX_A_BYTES / (nch * 2048) * 32;
-    mc = mc < 32 ? 32 : mc > GEMM_AMX_MC_MAX ? GEMM_AMX_MC_MAX : mc;
+    mc = mc < GEMM_AMX_MC_MIN ? GEMM_AMX_MC_MIN : mc > GEMM_AMX_MC_MAX ? GEMM_AMX_MC_MAX : mc;
+    if (small) mc = 32;
     const int by_rows = m > n;
     if (by_rows && (m + mc - 1) / mc < nparts) { /* too few blocks for the pool: smaller ones */
         int64_t even = (m + nparts - 1) / nparts;

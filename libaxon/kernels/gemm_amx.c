@@ -132,8 +132,9 @@ AMX_VEC_TARGET static void amx_pack_b_cols512(uint16_t *chunk, const uint16_t *b
 
 /* The packed operands' memory is kept per calling thread (a stream's worker) from one product to the next: a fresh
  * multi-MiB malloc is an mmap whose page faults measured 10-20% of a 1024^3 product on 2 threads. Larger buffers
- * than AMX_KEEP_BYTES are freed after use, so an odd huge product does not pin its memory. */
-#define AMX_KEEP_BYTES ((size_t)64 << 20)
+ * than AMX_KEEP_BYTES are freed after use, so an odd huge product does not pin its memory; 64 MiB sent a Llama LM
+ * head's input gradient (512 x 32000 x 1024, 66 MB of packed B) through fresh pages every call, 16 of its 46 ms. */
+#define AMX_KEEP_BYTES ((size_t)256 << 20)
 
 typedef struct amx_scratch {
     void *p;
