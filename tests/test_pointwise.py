@@ -123,6 +123,11 @@ def test_pow_by_scalar_matches_cpu(exponent, dtype):
     expected = x ** exponent
     if dtype in (torch.float32, torch.float64) and exponent in (2, 3, -1, -2):
         assert torch.equal(result.nan_to_num(7.0), expected.nan_to_num(7.0))
+    if exponent == 1:  # a copy (as CPU's kernel makes), in x's layout, negative bases included
+        xa = x.to("axon")
+        y = xa ** 1
+        assert torch.equal(y.cpu().nan_to_num(7.0), x.nan_to_num(7.0)) and y.stride() == xa.stride()
+        assert y.untyped_storage().data_ptr() != xa.untyped_storage().data_ptr()
     check_close(run_native(lambda t: t ** exponent, x), expected)
     out = torch.empty(17, 33, dtype=dtype, device="axon")
     torch.pow(x.to("axon"), exponent, out=out)
