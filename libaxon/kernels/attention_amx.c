@@ -49,7 +49,7 @@ int at_amx_usable(const at_args_t *a) {
 #endif
 }
 
-/* The scratch of one unit, in bytes from its slot's start (64-byte aligned pieces). */
+/* The scratch of one unit (at_amx_layout: its pieces from base; base NULL measures it). */
 typedef struct {
     uint16_t *q, *p;
     float *s, *acc, *mx, *l, *lse, *mrow, *z;
@@ -58,25 +58,22 @@ typedef struct {
 static size_t at_amx_layout(const at_args_t *a, char *base, at_amx_tiles_t *t) {
     const size_t b = AT_AMX_ROWS, kb = AT_AMX_KEYS, evp = (size_t)at_round32(a->Ev);
     size_t off = 0;
-#define AT_PIECE(field, type, count)                                                                             \
-    do {                                                                                                         \
-        if (t) t->field = (type *)(void *)(base + off);                                                          \
-        off += ((count) * sizeof(type) + 63) / 64 * 64;                                                          \
-    } while (0)
-    AT_PIECE(q, uint16_t, b * (size_t)a->E);
-    AT_PIECE(p, uint16_t, b * kb);
-    AT_PIECE(s, float, b * kb);
-    AT_PIECE(acc, float, b * evp);
-    AT_PIECE(mx, float, b);
-    AT_PIECE(l, float, b);
-    AT_PIECE(lse, float, b);
-    AT_PIECE(mrow, float, kb);
-    AT_PIECE(z, float, kb);
-#undef AT_PIECE
+    t->q = at_piece(base, &off, b * (size_t)a->E, sizeof(uint16_t));
+    t->p = at_piece(base, &off, b * kb, sizeof(uint16_t));
+    t->s = at_piece(base, &off, b * kb, sizeof(float));
+    t->acc = at_piece(base, &off, b * evp, sizeof(float));
+    t->mx = at_piece(base, &off, b, sizeof(float));
+    t->l = at_piece(base, &off, b, sizeof(float));
+    t->lse = at_piece(base, &off, b, sizeof(float));
+    t->mrow = at_piece(base, &off, kb, sizeof(float));
+    t->z = at_piece(base, &off, kb, sizeof(float));
     return off;
 }
 
-size_t at_amx_slot_bytes(const at_args_t *a) { return at_amx_layout(a, NULL, NULL); }
+size_t at_amx_slot_bytes(const at_args_t *a) {
+    at_amx_tiles_t t;
+    return at_amx_layout(a, NULL, &t);
+}
 
 size_t at_amx_pack_bytes(const at_args_t *a) {
     const int64_t blocks = a->B * a->Hkv * ((a->S + AT_AMX_KEYS - 1) / AT_AMX_KEYS);

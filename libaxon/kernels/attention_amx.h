@@ -3,6 +3,7 @@
 #ifndef AXON_ATTENTION_AMX_H
 #define AXON_ATTENTION_AMX_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "attention_impl.h"
@@ -15,6 +16,14 @@
 #endif
 
 static inline int64_t at_round32(int64_t x) { return (x + 31) / 32 * 32; }
+
+/* The next piece of a unit's scratch: count elements of es bytes at *off (64-byte aligned), which it advances; NULL
+ * when base is (the layout only measured). */
+static inline void *at_piece(char *base, size_t *off, size_t count, size_t es) {
+    void *p = base ? base + *off : NULL;
+    *off += (count * es + 63) / 64 * 64;
+    return p;
+}
 
 /* Row r0 of head h of batch b of a bfloat16 operand. */
 static inline const uint16_t *at_bf16_rows(const at_operand_t *t, int64_t b, int64_t h, int64_t r0) {

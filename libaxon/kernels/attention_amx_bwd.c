@@ -73,30 +73,27 @@ typedef struct {
 static size_t at_bwd_layout(const at_args_t *a, char *base, at_bwd_tiles_t *t) {
     const size_t n = AT_AMX_BWD, e = (size_t)a->E, evp = (size_t)at_round32(a->Ev);
     size_t off = 0;
-#define AT_PIECE(field, type, count)                                                                             \
-    do {                                                                                                         \
-        if (t) t->field = (type *)(void *)(base + off);                                                          \
-        off += ((count) * sizeof(type) + 63) / 64 * 64;                                                          \
-    } while (0)
-    AT_PIECE(s, float, n * n);
-    AT_PIECE(dp, float, n * n);
-    AT_PIECE(acc_a, float, n * e);
-    AT_PIECE(acc_b, float, n * evp);
-    AT_PIECE(lse, float, n);
-    AT_PIECE(d, float, n);
-    AT_PIECE(p, uint16_t, n * n);
-    AT_PIECE(ds, uint16_t, n * n);
+    t->s = at_piece(base, &off, n * n, sizeof(float));
+    t->dp = at_piece(base, &off, n * n, sizeof(float));
+    t->acc_a = at_piece(base, &off, n * e, sizeof(float));
+    t->acc_b = at_piece(base, &off, n * evp, sizeof(float));
+    t->lse = at_piece(base, &off, n, sizeof(float));
+    t->d = at_piece(base, &off, n, sizeof(float));
+    t->p = at_piece(base, &off, n * n, sizeof(uint16_t));
+    t->ds = at_piece(base, &off, n * n, sizeof(uint16_t));
     const size_t extra = a->mask.data || a->dropout ? n * n : 0; /* only with a mask or dropout */
-    AT_PIECE(mask, float, extra);
-    AT_PIECE(drop, float, extra);
-    AT_PIECE(mask_t, float, extra);
-    AT_PIECE(drop_t, float, extra);
-    AT_PIECE(mrow, float, n);
-#undef AT_PIECE
+    t->mask = at_piece(base, &off, extra, sizeof(float));
+    t->drop = at_piece(base, &off, extra, sizeof(float));
+    t->mask_t = at_piece(base, &off, extra, sizeof(float));
+    t->drop_t = at_piece(base, &off, extra, sizeof(float));
+    t->mrow = at_piece(base, &off, n, sizeof(float));
     return off;
 }
 
-size_t at_amx_bwd_slot_bytes(const at_args_t *a) { return at_bwd_layout(a, NULL, NULL); }
+size_t at_amx_bwd_slot_bytes(const at_args_t *a) {
+    at_bwd_tiles_t t;
+    return at_bwd_layout(a, NULL, &t);
+}
 
 /* rows (n x d, zero padded to AT_AMX_BWD x dp) of operand t at (b, h, r0), then packed as B operands: t_b = rows^T
  * (depth d, a column per row), r_b = rows (depth the rows); r_b NULL: not wanted. */

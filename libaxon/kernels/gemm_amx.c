@@ -300,22 +300,35 @@ int axon_gemm_amx_available(void) {
     return amx_ok;
 }
 
-/* out (32 x 32 float32, row stride 32) = in (NULL: zeros) + the 32 packed rows at ap times the packed panel at bp,
- * over nch chunks. Partial sums stored and reloaded as float32 are exact, so a depth split in slices adds the same
- * terms in the same order as one pass over the whole depth. */
-AMX_TARGET static void amx_tile_product(const uint16_t *ap, const uint16_t *bp, int64_t nch, const float *in,
-                                        float *out, const char *pf, int64_t pf_per_chunk) {
+/* The four accumulator tiles of a 32 x 32 float32 block (tiles 0-3: rows 0-15 and 16-31 by columns 0-15 and 16-31),
+ * loaded from in (row stride ld floats; NULL: zeroed) and stored to out. */
+AMX_TARGET static inline void amx_acc_load(const float *in, int64_t ld) {
     if (in) {
-        _tile_loadd(0, in, 128);
-        _tile_loadd(1, in + 16, 128);
-        _tile_loadd(2, in + 16 * 32, 128);
-        _tile_loadd(3, in + 16 * 32 + 16, 128);
+        _tile_loadd(0, in, ld * 4);
+        _tile_loadd(1, in + 16, ld * 4);
+        _tile_loadd(2, in + 16 * ld, ld * 4);
+        _tile_loadd(3, in + 16 * ld + 16, ld * 4);
     } else {
         _tile_zero(0);
         _tile_zero(1);
         _tile_zero(2);
         _tile_zero(3);
     }
+}
+
+AMX_TARGET static inline void amx_acc_store(float *out, int64_t ld) {
+    _tile_stored(0, out, ld * 4);
+    _tile_stored(1, out + 16, ld * 4);
+    _tile_stored(2, out + 16 * ld, ld * 4);
+    _tile_stored(3, out + 16 * ld + 16, ld * 4);
+}
+
+/* out (32 x 32 float32, row stride 32) = in (NULL: zeros) + the 32 packed rows at ap times the packed panel at bp,
+ * over nch chunks. Partial sums stored and reloaded as float32 are exact, so a depth split in slices adds the same
+ * terms in the same order as one pass over the whole depth. */
+AMX_TARGET static void amx_tile_product(const uint16_t *ap, const uint16_t *bp, int64_t nch, const float *in,
+                                        float *out, const char *pf, int64_t pf_per_chunk) {
+    amx_acc_load(in, 32);
     for (int64_t c = 0; c < nch; c++) {
         const uint16_t *a = ap + c * AMX_CHUNK, *b = bp + c * AMX_CHUNK;
         for (int64_t l = 0; l < pf_per_chunk; l++) _mm_prefetch(pf + (c * pf_per_chunk + l) * 64, _MM_HINT_T1);
@@ -328,10 +341,7 @@ AMX_TARGET static void amx_tile_product(const uint16_t *ap, const uint16_t *bp, 
         _tile_dpbf16ps(2, 5, 6);
         _tile_dpbf16ps(3, 5, 7);
     }
-    _tile_stored(0, out, 128);
-    _tile_stored(1, out + 16, 128);
-    _tile_stored(2, out + 16 * 32, 128);
-    _tile_stored(3, out + 16 * 32 + 16, 128);
+    amx_acc_store(out, 32);
 }
 
 /* Few rows (axon_gemm_amx_few below): out^T = W X^T, W a Linear's weight (n x k, rows along the depth) loaded straight
@@ -412,17 +422,7 @@ void axon_gemm_amx_end(void) { amx_release(); }
 
 AMX_TARGET void axon_gemm_amx_tile32(const uint16_t *a, int64_t lda, const uint16_t *bp, int64_t nch, const float *in,
                                      int64_t ldi, float *out, int64_t ldo) {
-    if (in) {
-        _tile_loadd(0, in, ldi * 4);
-        _tile_loadd(1, in + 16, ldi * 4);
-        _tile_loadd(2, in + 16 * ldi, ldi * 4);
-        _tile_loadd(3, in + 16 * ldi + 16, ldi * 4);
-    } else {
-        _tile_zero(0);
-        _tile_zero(1);
-        _tile_zero(2);
-        _tile_zero(3);
-    }
+    amx_acc_load(in, ldi);
     for (int64_t c = 0; c < nch; c++) {
         const uint16_t *b = bp + c * AMX_CHUNK;
         _tile_loadd(4, a + c * 32, lda * 2);
@@ -434,10 +434,7 @@ AMX_TARGET void axon_gemm_amx_tile32(const uint16_t *a, int64_t lda, const uint1
         _tile_dpbf16ps(2, 5, 6);
         _tile_dpbf16ps(3, 5, 7);
     }
-    _tile_stored(0, out, ldo * 4);
-    _tile_stored(1, out + 16, ldo * 4);
-    _tile_stored(2, out + 16 * ldo, ldo * 4);
-    _tile_stored(3, out + 16 * ldo + 16, ldo * 4);
+    amx_acc_store(out, ldo);
 }
 
 /* The slice of packed B that follows panel p's slice at depth chunk c0 (ncc chunks) in axon_gemm_amx_block: the
