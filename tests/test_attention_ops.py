@@ -92,6 +92,8 @@ CASES = {
     # head dims of 32 and 64: bfloat16's forward on AMX tiles where the CPU has them (32-row and 256-key blocks)
     "amx_gqa": (((2, 4, 70, 64), (2, 2, 300, 64)), {"enable_gqa": True}),
     "amx_causal_ev_differs": (((1, 2, 300, 32), (1, 2, 300, 48)), {"is_causal": True}),
+    # a few query rows with head dims of 64: bfloat16's forward on AVX512-BF16 dot products where the CPU has them
+    "few_rows_gqa": (((2, 8, 3, 64), (2, 2, 300, 64)), {"enable_gqa": True}),
 }
 
 

@@ -159,7 +159,8 @@ size_t at_slot_bytes(const at_args_t *a) {
      * b; mrow, z: kb (attention_tile.h). */
     const size_t bytes = (3 * b * e + kb * e + 3 * b * ev + kb * ev + b * kb + 2 * b * b + 3 * b + 2 * kb) *
                          (a->f64 ? sizeof(double) : sizeof(float));
-    const size_t amx = a->amx == 1 ? at_amx_slot_bytes(a) : a->amx == 2 ? at_amx_bwd_slot_bytes(a) : 0;
+    const size_t amx = a->amx == 1 ? at_amx_slot_bytes(a) : a->amx == 2 ? at_amx_bwd_slot_bytes(a)
+                       : a->amx == 3 ? at_few_slot_bytes(a) : 0;
     return bytes > amx ? bytes : amx;
 }
 
@@ -198,6 +199,10 @@ static axon_status_t at_forward_kernel(const void *args, const axon_exec_t *ex) 
     const int64_t units = a->B * a->Hq * ((a->L + AT_BLOCK - 1) / AT_BLOCK);
     const int64_t rows = a->L < AT_BLOCK ? a->L : AT_BLOCK; /* a unit's query rows: few when decoding */
     const int64_t work = rows * (a->S + 1) * (a->E + a->Ev + 1);
+    if (at_few_usable(a)) {
+        a->amx = 3;
+        return at_run(&j, ex->pool, at_few_units(a), work, at_few_forward_range, "attention");
+    }
     if (!(a->amx = at_amx_usable(a)))
         return at_run(&j, ex->pool, units, work, at_forward_range, "attention");
     const size_t bytes = at_amx_pack_bytes(a);

@@ -39,7 +39,8 @@ typedef struct at_args {
     uint64_t seed, offset;
     const int64_t *seed_at, *offset_at; /* read when the command runs (at_resolve_philox), when not NULL */
     int causal, dropout, mask_bool, f64;
-    int amx;                     /* on AMX tiles: 1 the forward (at_amx_usable), 2 the backward (at_amx_bwd_usable) */
+    int amx;                     /* 1: the forward on AMX tiles (at_amx_usable), 2: the backward (at_amx_bwd_usable),
+                                  * 3: the few-row bfloat16 forward (at_few_usable) */
     at_operand_t q, k, v, mask, out, lse, dout, dq, dk, dv;
 } at_args_t;
 
@@ -127,6 +128,15 @@ int64_t at_amx_bwd_kv_units(const at_args_t *a);
 int64_t at_amx_bwd_q_units(const at_args_t *a);
 void at_amx_bwd_kv_range(void *ctx, int64_t begin, int64_t end, int slot);
 void at_amx_bwd_q_range(void *ctx, int64_t begin, int64_t end, int slot);
+
+/* The bfloat16 forward for at most AT_FEW_ROWS query rows (decoding; attention_bf16_few.c; from AT_AMX_MIN_ROWS
+ * on, the AMX forward): head dims multiples of 32, q, k, v in bfloat16 with unit stride along the head dim, no dropout, on a CPU with AVX512-BF16. One unit per
+ * (b, h) of at_few_units, at_few_slot_bytes of scratch each, run by at_few_forward_range. */
+#define AT_FEW_ROWS (AT_AMX_MIN_ROWS - 1)
+int at_few_usable(const at_args_t *a);
+size_t at_few_slot_bytes(const at_args_t *a);
+int64_t at_few_units(const at_args_t *a);
+void at_few_forward_range(void *ctx, int64_t begin, int64_t end, int slot);
 
 /* Element n of the stream is kept iff its uniform (x >> 8) * 2^-24 is >= p. */
 static inline int at_dropout_keep(uint32_t x, double p) { return (double)(x >> 8) * 0x1p-24 >= p; }

@@ -290,6 +290,18 @@ static void test_head_dims_of_32_and_64_cross_the_amx_tiles(void) {
     run_all_dtypes((prob_t){0, 1, 2, 1, 80, 200, 64, 32, 1, 0, 0, 1});
 }
 
+/* A few query rows with head dims multiples of 32: the bfloat16 forward on AVX512-BF16 dot products where the CPU
+ * has them (attention_bf16_few.c). Decoding steps with grouped heads folded into rows (1, 2 and 3 of them), key
+ * blocks of 256 with a tail that is not a multiple of 16, an expanded float mask, a bool mask, causal, 15 rows with
+ * a float mask that masks a whole row, HF's layouts; dropout stays on the float32 path. */
+static void test_a_few_query_rows_take_bf16_dot_products(void) {
+    run_all_dtypes((prob_t){0, 2, 4, 2, 1, 300, 64, 32, 0, 3, 0, 1});
+    run_all_dtypes((prob_t){0, 1, 6, 2, 1, 40, 32, 32, 0, 2, 0, 0});
+    run_all_dtypes((prob_t){0, 1, 2, 2, 5, 77, 32, 64, 1, 0, 0, 0});
+    run_all_dtypes((prob_t){0, 1, 2, 2, 15, 270, 64, 64, 0, 1, 0, 0});
+    run_all_dtypes((prob_t){0, 1, 4, 2, 1, 50, 32, 32, 0, 0, 0.3, 0});
+}
+
 /* Forward and backward outputs of a dropout problem, as bytes. With philox_at_run the backward reads its seed and
  * offset from device scalars (seed_at, offset_at) that hold 0 when it is launched and are written, while a gate still
  * holds the stream, before it runs. */
@@ -433,6 +445,7 @@ int main(void) {
     RUN(test_grouped_query_heads_share_key_value_heads);
     RUN(test_dropout_follows_the_documented_philox_decisions);
     RUN(test_head_dims_of_32_and_64_cross_the_amx_tiles);
+    RUN(test_a_few_query_rows_take_bf16_dot_products);
     RUN(test_dropout_is_deterministic_for_a_seed_and_any_thread_count);
     RUN(test_backward_reads_seed_and_offset_when_it_runs);
     RUN(test_strided_query_gives_the_contiguous_result);
