@@ -95,13 +95,37 @@ AMX_VEC_TARGET static void amx_pack_b_rows512(uint16_t *chunk, const uint16_t *b
 /* One chunk of a panel from B whose rows are contiguous along the depth (column stride cs, row stride 1: a Linear's
  * weight): the 32 depth values of a column are 16 pairs, i.e. 16 dwords, and a tile row holds one pair per column,
  * so each 16-column tile is a 16 x 16 dword transpose (unpack 32, unpack 64, two lane shuffles). */
+AMX_VEC_TARGET static void amx_dword_transpose16(__m512i r[16], uint16_t *tile);
+
 AMX_VEC_TARGET static void amx_pack_b_cols512(uint16_t *chunk, const uint16_t *b, int64_t cs, int64_t ni,
                                               int64_t nj) {
     const __mmask32 m = ni >= 32 ? (__mmask32)0xFFFFFFFFu : (__mmask32)((1u << ni) - 1);
     for (int t = 0; t < 2; t++) {
-        __m512i r[16], u[16];
+        __m512i r[16];
         for (int q = 0; q < 16; q++)
             r[q] = 16 * t + q < nj ? _mm512_maskz_loadu_epi16(m, b + (16 * t + q) * cs) : _mm512_setzero_si512();
+        amx_dword_transpose16(r, chunk + t * 512);
+    }
+}
+
+/* One 32 x 32 chunk of A from A stored transposed (element (i, d) at a[i + d * cs]: a Linear's weight gradient
+ * dY^T X), nr rows and nd depth values: A^T packed as a B chunk (pairs of depth values per row), then each tile's
+ * 16 x 16 dwords transposed, so that tile row i holds row i's pairs. */
+AMX_VEC_TARGET static void amx_pack_a_t512(uint16_t *chunk, const uint16_t *a, int64_t cs, int64_t nr, int64_t nd) {
+    uint16_t pairs[1024] __attribute__((aligned(64)));
+    amx_pack_b_rows512(pairs, a, cs, nd, nr);
+    for (int t = 0; t < 2; t++) {
+        __m512i r[16];
+        for (int p = 0; p < 16; p++) r[p] = _mm512_load_si512(pairs + t * 512 + p * 32);
+        amx_dword_transpose16(r, chunk + t * 512);
+    }
+}
+
+/* tile (16 rows of 64 bytes) row p, dword q = r[q] dword p: a 16 x 16 dword transpose (unpack 32, unpack 64, two
+ * lane shuffles). r is clobbered. */
+AMX_VEC_TARGET static void amx_dword_transpose16(__m512i r[16], uint16_t *tile) {
+    {
+        __m512i u[16];
         for (int i = 0; i < 8; i++) {
             u[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
             u[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
@@ -113,7 +137,6 @@ AMX_VEC_TARGET static void amx_pack_b_cols512(uint16_t *chunk, const uint16_t *b
             r[4 * i + 3] = _mm512_unpackhi_epi64(u[4 * i + 1], u[4 * i + 3]);
         }
         /* r[4i + c], 128-bit lane L: column 4L + c of rows 4i .. 4i + 3 */
-        uint16_t *tile = chunk + t * 512;
         for (int c = 0; c < 4; c++) {
             __m512i v1 = _mm512_shuffle_i32x4(r[c], r[4 + c], 0x88), v2 = _mm512_shuffle_i32x4(r[c], r[4 + c], 0xDD);
             __m512i w1 = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0x88);
@@ -262,6 +285,12 @@ static void amx_pack_a(uint16_t *ap, const uint16_t *a, int64_t rs, int64_t cs, 
         for (int64_t c = 0; c < nch; c++) {
             uint16_t *chunk = ap + amx_a_chunk(units, nch, kcc, u, c) * AMX_CHUNK;
             const int64_t d0 = c * 32, nd = k - d0 < 32 ? k - d0 : 32, nr = mr - u * 32 < 32 ? mr - u * 32 : 32;
+#if AMX_X86
+            if (rs == 1 && cs != 1) { /* stored transposed: 16-bit transposes on vectors, not a strided gather */
+                amx_pack_a_t512(chunk, a + r0 + u * 32 + d0 * cs, cs, nr, nd);
+                continue;
+            }
+#endif
             if (nd < 32 || nr < 32) memset(chunk, 0, AMX_CHUNK * sizeof *chunk);
             for (int64_t r = 0; r < nr; r++) { /* tile r / 16, row r % 16: the two tiles are consecutive */
                 const uint16_t *src = a + (r0 + u * 32 + r) * rs + d0 * cs;
