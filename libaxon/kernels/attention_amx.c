@@ -41,7 +41,7 @@ static int at_unit_rows(const at_operand_t *t) { return t->st[3] == 1 && t->dtyp
 
 int at_amx_usable(const at_args_t *a) {
 #if AT_AMX_X86
-    return a->L >= AT_AMX_MIN_ROWS && a->E % 32 == 0 && a->E > 0 && a->Ev % 16 == 0 && a->Ev > 0 && a->S > 0 &&
+    return a->L >= AT_AMX_MIN_ROWS && a->E > 0 && a->Ev > 0 && a->S > 0 &&
            at_unit_rows(&a->q) && at_unit_rows(&a->k) && at_unit_rows(&a->v) && axon_gemm_amx_available() &&
            __builtin_cpu_supports("avx512bf16");
 #else
@@ -58,7 +58,7 @@ typedef struct {
 static size_t at_amx_layout(const at_args_t *a, char *base, at_amx_tiles_t *t) {
     const size_t b = AT_AMX_ROWS, kb = AT_AMX_KEYS, evp = (size_t)at_round32(a->Ev);
     size_t off = 0;
-    t->q = at_piece(base, &off, b * (size_t)a->E, sizeof(uint16_t));
+    t->q = at_piece(base, &off, b * (size_t)at_round32(a->E), sizeof(uint16_t));
     t->p = at_piece(base, &off, b * kb, sizeof(uint16_t));
     t->s = at_piece(base, &off, b * kb, sizeof(float));
     t->acc = at_piece(base, &off, b * evp, sizeof(float));
@@ -191,9 +191,9 @@ static void at_amx_forward_unit(at_job_t *j, int64_t u, at_amx_tiles_t *t) {
     const int64_t nrb = (a->L + AT_AMX_ROWS - 1) / AT_AMX_ROWS, nkb = (a->S + AT_AMX_KEYS - 1) / AT_AMX_KEYS;
     const int64_t b = u / (a->Hq * nrb), h = u / nrb % a->Hq, i0 = u % nrb * AT_AMX_ROWS, hk = h / a->group;
     const int64_t m = a->L - i0 < AT_AMX_ROWS ? a->L - i0 : AT_AMX_ROWS, e = a->E, ev = a->Ev;
-    const int64_t evp = at_round32(ev), nche = e / 32;
-    for (int64_t r = 0; r < m; r++) memcpy(t->q + r * e, at_bf16_rows(&a->q, b, h, i0 + r), (size_t)e * 2);
-    memset(t->q + m * e, 0, (size_t)((32 - m) * e) * 2);
+    const int64_t evp = at_round32(ev), ep = at_round32(e), nche = ep / 32; /* head dims padded with zeros */
+    memset(t->q, 0, (size_t)(32 * ep) * 2);
+    for (int64_t r = 0; r < m; r++) memcpy(t->q + r * ep, at_bf16_rows(&a->q, b, h, i0 + r), (size_t)e * 2);
     for (int64_t r = 0; r < m; r++) t->mx[r] = -INFINITY, t->l[r] = 0;
     memset(t->acc, 0, (size_t)(32 * evp) * sizeof(float));
     const uint16_t *kp = j->kpack + (b * a->Hkv + hk) * nkb * at_amx_k_block(a);
@@ -206,7 +206,7 @@ static void at_amx_forward_unit(at_job_t *j, int64_t u, at_amx_tiles_t *t) {
         const int64_t packed = a->S - j0 < AT_AMX_KEYS ? a->S - j0 : AT_AMX_KEYS; /* a V panel: its chunks */
         const uint16_t *kb = kp + j0 / AT_AMX_KEYS * at_amx_k_block(a), *vb = vp + j0 / AT_AMX_KEYS * at_amx_v_block(a);
         for (int64_t c = 0; c < seen; c += 32)
-            axon_gemm_amx_tile32(t->q, e, kb + c / 32 * nche * 1024, nche, NULL, 0, t->s + c, np);
+            axon_gemm_amx_tile32(t->q, ep, kb + c / 32 * nche * 1024, nche, NULL, 0, t->s + c, np);
         if (prescale) at_amx_scale(t->s, m, n, np, (float)a->scale);
         if (a->mask.data || (a->causal && j0 + n - 1 > i0)) /* else no score of the block is masked */
             at_mask_scores_f32(a, t->mrow, b, h, i0, m, j0, n, t->s, np);

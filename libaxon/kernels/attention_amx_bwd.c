@@ -60,8 +60,9 @@ int at_amx_bwd_usable(const at_args_t *a) {
 
 size_t at_amx_bwd_pack_bytes(const at_args_t *a) {
     const int64_t evp = at_round32(a->Ev);
-    return (size_t)(at_bwd_key_blocks(a) * at_bwd_block(a->E, evp, 0).size +
-                    at_bwd_query_blocks(a) * at_bwd_block(a->E, evp, 1).size) * sizeof(uint16_t);
+    const int64_t ep = at_round32(a->E);
+    return (size_t)(at_bwd_key_blocks(a) * at_bwd_block(ep, evp, 0).size +
+                    at_bwd_query_blocks(a) * at_bwd_block(ep, evp, 1).size) * sizeof(uint16_t);
 }
 
 /* The scratch of one unit. */
@@ -71,7 +72,7 @@ typedef struct {
 } at_bwd_tiles_t;
 
 static size_t at_bwd_layout(const at_args_t *a, char *base, at_bwd_tiles_t *t) {
-    const size_t n = AT_AMX_BWD, e = (size_t)a->E, evp = (size_t)at_round32(a->Ev);
+    const size_t n = AT_AMX_BWD, e = (size_t)at_round32(a->E), evp = (size_t)at_round32(a->Ev);
     size_t off = 0;
     t->s = at_piece(base, &off, n * n, sizeof(float));
     t->dp = at_piece(base, &off, n * n, sizeof(float));
@@ -109,21 +110,21 @@ static void at_bwd_pack_range(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
     at_job_t *j = ctx;
     const at_args_t *a = j->a;
-    const int64_t e = a->E, evp = at_round32(a->Ev), nkb = at_bwd_key_blocks(a);
-    const at_bwd_block_t kb = at_bwd_block(e, evp, 0), qb = at_bwd_block(e, evp, 1);
+    const int64_t e = a->E, ep = at_round32(e), evp = at_round32(a->Ev), nkb = at_bwd_key_blocks(a);
+    const at_bwd_block_t kb = at_bwd_block(ep, evp, 0), qb = at_bwd_block(ep, evp, 1);
     for (int64_t u = begin; u < end; u++) {
         if (u < nkb) { /* K rows, K^T, K by keys; V rows, V^T */
             const int64_t per = (a->S + AT_AMX_BWD - 1) / AT_AMX_BWD, b = u / (a->Hkv * per), hk = u / per % a->Hkv;
             const int64_t j0 = u % per * AT_AMX_BWD, n = a->S - j0 < AT_AMX_BWD ? a->S - j0 : AT_AMX_BWD;
             uint16_t *o = j->kpack + u * kb.size;
-            at_bwd_lay(&a->k, b, hk, j0, n, e, e, o + kb.rows_a, o + kb.t_a, o + kb.r_a);
+            at_bwd_lay(&a->k, b, hk, j0, n, e, ep, o + kb.rows_a, o + kb.t_a, o + kb.r_a);
             at_bwd_lay(&a->v, b, hk, j0, n, a->Ev, evp, o + kb.rows_b, o + kb.t_b, NULL);
         } else { /* Q and dout: rows, transposed, by rows */
             const int64_t w = u - nkb, per = (a->L + AT_AMX_BWD - 1) / AT_AMX_BWD, b = w / (a->Hq * per);
             const int64_t h = w / per % a->Hq, i0 = w % per * AT_AMX_BWD;
             const int64_t m = a->L - i0 < AT_AMX_BWD ? a->L - i0 : AT_AMX_BWD;
             uint16_t *o = j->vpack + w * qb.size;
-            at_bwd_lay(&a->q, b, h, i0, m, e, e, o + qb.rows_a, o + qb.t_a, o + qb.r_a);
+            at_bwd_lay(&a->q, b, h, i0, m, e, ep, o + qb.rows_a, o + qb.t_a, o + qb.r_a);
             at_bwd_lay(&a->dout, b, h, i0, m, a->Ev, evp, o + qb.rows_b, o + qb.t_b, o + qb.r_b);
         }
     }
@@ -132,7 +133,7 @@ static void at_bwd_pack_range(void *ctx, int64_t begin, int64_t end, int slot) {
 void at_amx_bwd_pack(at_job_t *j, axon_pool_t pool) {
     const at_args_t *a = j->a;
     const int64_t evp = at_round32(a->Ev), nkb = at_bwd_key_blocks(a);
-    j->vpack = j->kpack + nkb * at_bwd_block(a->E, evp, 0).size;
+    j->vpack = j->kpack + nkb * at_bwd_block(at_round32(a->E), evp, 0).size;
     const int64_t grain = AXON_KERNEL_GRAIN / (AT_AMX_BWD * 4 * (a->E + a->Ev));
     axon_parallel_for(pool, 0, nkb + at_bwd_query_blocks(a), grain < 1 ? 1 : grain, at_bwd_pack_range, j);
 }
@@ -226,14 +227,14 @@ static void at_bwd_store(const at_operand_t *o, int64_t b, int64_t h, int64_t r0
 
 static void at_bwd_kv_unit(at_job_t *j, int64_t u, at_bwd_tiles_t *t) {
     const at_args_t *a = j->a;
-    const int64_t e = a->E, evp = at_round32(a->Ev), nche = e / 32, nchv = evp / 32;
+    const int64_t e = a->E, ep = at_round32(e), evp = at_round32(a->Ev), nche = ep / 32, nchv = evp / 32;
     const int64_t per = (a->S + AT_AMX_BWD - 1) / AT_AMX_BWD, b = u / (a->Hkv * per), hk = u / per % a->Hkv;
     const int64_t j0 = u % per * AT_AMX_BWD, n = a->S - j0 < AT_AMX_BWD ? a->S - j0 : AT_AMX_BWD, np = at_round32(n);
     const int64_t qper = (a->L + AT_AMX_BWD - 1) / AT_AMX_BWD;
-    const at_bwd_block_t kl = at_bwd_block(e, evp, 0), ql = at_bwd_block(e, evp, 1);
+    const at_bwd_block_t kl = at_bwd_block(ep, evp, 0), ql = at_bwd_block(ep, evp, 1);
     const uint16_t *kb = j->kpack + u * kl.size;
     float *dk = t->acc_a, *dv = t->acc_b;
-    memset(dk, 0, (size_t)(AT_AMX_BWD * e) * sizeof(float));
+    memset(dk, 0, (size_t)(AT_AMX_BWD * ep) * sizeof(float));
     memset(dv, 0, (size_t)(AT_AMX_BWD * evp) * sizeof(float));
     for (int64_t h = hk * a->group; h < (hk + 1) * a->group; h++) {
         for (int64_t i0 = a->causal ? j0 : 0; i0 < a->L; i0 += AT_AMX_BWD) { /* causal: rows before j0 see none */
@@ -241,7 +242,7 @@ static void at_bwd_kv_unit(at_job_t *j, int64_t u, at_bwd_tiles_t *t) {
             const uint16_t *qb = j->vpack + ((b * a->Hq + h) * qper + i0 / AT_AMX_BWD) * ql.size;
             for (int64_t r = 0; r < np; r += 32)
                 for (int64_t c = 0; c < mp; c += 32) { /* S^T = K Q^T, dP^T = V dout^T */
-                    axon_gemm_amx_tile32(kb + kl.rows_a + r * e, e, qb + ql.t_a + c / 32 * nche * 1024, nche, NULL, 0,
+                    axon_gemm_amx_tile32(kb + kl.rows_a + r * ep, ep, qb + ql.t_a + c / 32 * nche * 1024, nche, NULL, 0,
                                          t->s + r * AT_AMX_BWD + c, AT_AMX_BWD);
                     axon_gemm_amx_tile32(kb + kl.rows_b + r * evp, evp, qb + ql.t_b + c / 32 * nchv * 1024, nchv, NULL,
                                          0, t->dp + r * AT_AMX_BWD + c, AT_AMX_BWD);
@@ -254,26 +255,26 @@ static void at_bwd_kv_unit(at_job_t *j, int64_t u, at_bwd_tiles_t *t) {
                 for (int64_t c = 0; c < evp; c += 32)
                     axon_gemm_amx_tile32(t->p + r * AT_AMX_BWD, AT_AMX_BWD, qb + ql.r_b + c / 32 * (mp / 32) * 1024,
                                          mp / 32, dv + r * evp + c, evp, dv + r * evp + c, evp);
-                for (int64_t c = 0; c < e; c += 32)
+                for (int64_t c = 0; c < ep; c += 32)
                     axon_gemm_amx_tile32(t->ds + r * AT_AMX_BWD, AT_AMX_BWD, qb + ql.r_a + c / 32 * (mp / 32) * 1024,
-                                         mp / 32, dk + r * e + c, e, dk + r * e + c, e);
+                                         mp / 32, dk + r * ep + c, ep, dk + r * ep + c, ep);
             }
         }
     }
-    at_bwd_store(&a->dk, b, hk, j0, n, e, dk, e, (float)a->scale);
+    at_bwd_store(&a->dk, b, hk, j0, n, e, dk, ep, (float)a->scale);
     at_bwd_store(&a->dv, b, hk, j0, n, a->Ev, dv, evp, 1.0f);
 }
 
 static void at_bwd_q_unit(at_job_t *j, int64_t u, at_bwd_tiles_t *t) {
     const at_args_t *a = j->a;
-    const int64_t e = a->E, evp = at_round32(a->Ev), nche = e / 32, nchv = evp / 32;
+    const int64_t e = a->E, ep = at_round32(e), evp = at_round32(a->Ev), nche = ep / 32, nchv = evp / 32;
     const int64_t per = (a->L + AT_AMX_BWD - 1) / AT_AMX_BWD, b = u / (a->Hq * per), h = u / per % a->Hq;
     const int64_t i0 = u % per * AT_AMX_BWD, m = a->L - i0 < AT_AMX_BWD ? a->L - i0 : AT_AMX_BWD, mp = at_round32(m);
     const int64_t kper = (a->S + AT_AMX_BWD - 1) / AT_AMX_BWD, hk = h / a->group;
-    const at_bwd_block_t kl = at_bwd_block(e, evp, 0), ql = at_bwd_block(e, evp, 1);
+    const at_bwd_block_t kl = at_bwd_block(ep, evp, 0), ql = at_bwd_block(ep, evp, 1);
     const uint16_t *qb = j->vpack + u * ql.size;
     float *dq = t->acc_a;
-    memset(dq, 0, (size_t)(AT_AMX_BWD * e) * sizeof(float));
+    memset(dq, 0, (size_t)(AT_AMX_BWD * ep) * sizeof(float));
     at_bwd_rows(j, b, h, i0, m, t);
     const int64_t jend = at_key_end_f32(a, i0, m);
     for (int64_t j0 = 0; j0 < jend; j0 += AT_AMX_BWD) {
@@ -282,7 +283,7 @@ static void at_bwd_q_unit(at_job_t *j, int64_t u, at_bwd_tiles_t *t) {
         const uint16_t *kb = j->kpack + ((b * a->Hkv + hk) * kper + j0 / AT_AMX_BWD) * kl.size;
         for (int64_t r = 0; r < mp; r += 32)
             for (int64_t c = 0; c < np; c += 32) { /* S = Q K^T, dP = dout V^T */
-                axon_gemm_amx_tile32(qb + ql.rows_a + r * e, e, kb + kl.t_a + c / 32 * nche * 1024, nche, NULL, 0,
+                axon_gemm_amx_tile32(qb + ql.rows_a + r * ep, ep, kb + kl.t_a + c / 32 * nche * 1024, nche, NULL, 0,
                                      t->s + r * AT_AMX_BWD + c, AT_AMX_BWD);
                 axon_gemm_amx_tile32(qb + ql.rows_b + r * evp, evp, kb + kl.t_b + c / 32 * nchv * 1024, nchv, NULL, 0,
                                      t->dp + r * AT_AMX_BWD + c, AT_AMX_BWD);
@@ -291,12 +292,12 @@ static void at_bwd_q_unit(at_job_t *j, int64_t u, at_bwd_tiles_t *t) {
         at_bwd_grad(a, t->s, t->dp, t->lse, t->d, 0, mp, np, i0, j0, n, extra && a->mask.data ? t->mask : NULL,
                     extra && a->dropout ? t->drop : NULL, t->p, t->ds);
         for (int64_t r = 0; r < mp; r += 32) /* dQ += dS K (scaled at the end) */
-            for (int64_t c = 0; c < e; c += 32)
+            for (int64_t c = 0; c < ep; c += 32)
                 axon_gemm_amx_tile32(t->ds + r * AT_AMX_BWD, AT_AMX_BWD,
-                                     kb + kl.r_a + c / 32 * ((packed + 31) / 32) * 1024, np / 32, dq + r * e + c, e,
-                                     dq + r * e + c, e);
+                                     kb + kl.r_a + c / 32 * ((packed + 31) / 32) * 1024, np / 32, dq + r * ep + c, ep,
+                                     dq + r * ep + c, ep);
     }
-    at_bwd_store(&a->dq, b, h, i0, m, e, dq, e, (float)a->scale);
+    at_bwd_store(&a->dq, b, h, i0, m, e, dq, ep, (float)a->scale);
 }
 
 static void at_bwd_range(void *ctx, int64_t begin, int64_t end, int slot, int kv) {

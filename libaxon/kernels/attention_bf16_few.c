@@ -31,7 +31,7 @@
 
 int at_few_usable(const at_args_t *a) {
 #if AT_AMX_X86
-    return a->L <= AT_FEW_ROWS && a->L >= 1 && a->E % 32 == 0 && a->E > 0 && a->Ev % 32 == 0 && a->Ev > 0 &&
+    return a->L <= AT_FEW_ROWS && a->L >= 1 && a->E > 0 && a->Ev > 0 &&
            a->S > 0 && !a->dropout && a->q.dtype == AXON_BFLOAT16 && a->q.st[3] == 1 &&
            a->k.dtype == AXON_BFLOAT16 && a->k.st[3] == 1 && a->v.dtype == AXON_BFLOAT16 && a->v.st[3] == 1 &&
            __builtin_cpu_supports("avx512bf16");
@@ -48,9 +48,9 @@ typedef struct {
 static size_t at_few_layout(const at_args_t *a, char *base, at_few_tiles_t *t) {
     const size_t r = (AT_FEW_ROWS + 3) / 4 * 4, kb = AT_FEW_KEYS; /* at_few_pv's rows go by 4 */
     size_t off = 0;
-    t->q = at_piece(base, &off, r * (size_t)a->E, sizeof(uint16_t));
+    t->q = at_piece(base, &off, r * (size_t)at_round32(a->E), sizeof(uint16_t));
     t->s = at_piece(base, &off, r * kb, sizeof(float));
-    t->acc = at_piece(base, &off, r * (size_t)a->Ev, sizeof(float));
+    t->acc = at_piece(base, &off, r * (size_t)at_round32(a->Ev), sizeof(float));
     t->mx = at_piece(base, &off, r, sizeof(float));
     t->l = at_piece(base, &off, r, sizeof(float));
     t->lse = at_piece(base, &off, r, sizeof(float));
@@ -82,11 +82,13 @@ AT_AVX512 static inline __m512 at_few_hsum16(__m512 v[16]) {
     return _mm512_add_ps(_mm512_shuffle_f32x4(y01, y23, 0x88), _mm512_shuffle_f32x4(y01, y23, 0xDD));
 }
 
-/* s (m x n, row stride n) = scale * q K^T for m rows of q (row stride e, bfloat16) and n keys from k (row stride
- * ldk); keys past n in a group of 16 are read as zeros. */
-AT_AVX512 static void at_few_scores(const uint16_t *q, int64_t m, int64_t e, const uint16_t *k, int64_t ldk,
-                                    int64_t n, float scale, float *s) {
+/* s (m x n, row stride n) = scale * q K^T for m rows of q (e values, zero padded to a row stride of ep, a multiple
+ * of 32, bfloat16) and n keys from k (row stride ldk); keys past n in a group of 16 are read as zeros, and a key's
+ * values past e are not read. */
+AT_AVX512 static void at_few_scores(const uint16_t *q, int64_t m, int64_t e, int64_t ep, const uint16_t *k,
+                                    int64_t ldk, int64_t n, float scale, float *s) {
     const __m512 vs = _mm512_set1_ps(scale);
+    const __mmask32 last = e % 32 ? (__mmask32)((1u << (e % 32)) - 1) : (__mmask32)0xFFFFFFFFu;
     for (int64_t j = 0; j < n; j += 16) {
         const int64_t nk = n - j < 16 ? n - j : 16;
         const __mmask16 tail = nk == 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nk) - 1);
@@ -95,35 +97,41 @@ AT_AVX512 static void at_few_scores(const uint16_t *q, int64_t m, int64_t e, con
         for (int64_t r = 0; r < m; r++) {
             __m512 v[16];
             for (int t = 0; t < 16; t++) v[t] = _mm512_setzero_ps();
-            for (int64_t c = 0; c < e; c += 32) {
-                const __m512bh qv = (__m512bh)_mm512_loadu_si512(q + r * e + c);
+            for (int64_t c = 0; c < ep; c += 32) {
+                const __m512bh qv = (__m512bh)_mm512_loadu_si512(q + r * ep + c);
+                const __mmask32 km = c + 32 <= e ? (__mmask32)0xFFFFFFFFu : last;
                 if (nk == 16) /* a constant count: v stays in registers */
                     for (int t = 0; t < 16; t++)
-                        v[t] = _mm512_dpbf16_ps(v[t], (__m512bh)_mm512_loadu_si512(k + (j + t) * ldk + c), qv);
+                        v[t] = _mm512_dpbf16_ps(v[t], (__m512bh)_mm512_maskz_loadu_epi16(km, k + (j + t) * ldk + c),
+                                                qv);
                 else
                     for (int t = 0; t < nk; t++)
-                        v[t] = _mm512_dpbf16_ps(v[t], (__m512bh)_mm512_loadu_si512(k + (j + t) * ldk + c), qv);
+                        v[t] = _mm512_dpbf16_ps(v[t], (__m512bh)_mm512_maskz_loadu_epi16(km, k + (j + t) * ldk + c),
+                                                qv);
             }
             _mm512_mask_storeu_ps(s + r * n + j, tail, _mm512_mul_ps(at_few_hsum16(v), vs));
         }
     }
 }
 
-/* acc (m x ev, row stride ev) += p (m x n, row stride n) times V (n rows of bfloat16 from v, row stride ldv), each
- * value row widened to float32 in registers. Rows go by 4 and columns by 32 (8 independent sums per key); p and acc
- * have room, and zeros, for the rows up to a multiple of 4. */
+/* acc (m x ev, row stride evp, a multiple of 32) += p (m x n, row stride n) times V (n rows of ev bfloat16 values
+ * from v, row stride ldv), each value row widened to float32 in registers. Rows go by 4 and columns by 32 (8
+ * independent sums per key); p and acc have room, and zeros, for the rows up to a multiple of 4; acc's columns past
+ * ev get zeros added. */
 AT_AVX512 static void at_few_pv(const float *p, int64_t m, int64_t n, const uint16_t *v, int64_t ldv, int64_t ev,
-                                float *acc) {
+                                int64_t evp, float *acc) {
+    const __mmask32 last = ev % 32 ? (__mmask32)((1u << (ev % 32)) - 1) : (__mmask32)0xFFFFFFFFu;
     for (int64_t r0 = 0; r0 < m; r0 += 4) {
         const float *p0 = p + r0 * n;
-        float *a0 = acc + r0 * ev;
-        for (int64_t c = 0; c < ev; c += 32) {
+        float *a0 = acc + r0 * evp;
+        for (int64_t c = 0; c < evp; c += 32) {
+            const __mmask32 vm = c + 32 <= ev ? (__mmask32)0xFFFFFFFFu : last;
             __m512 o[8];
             for (int i = 0; i < 4; i++)
-                o[2 * i] = _mm512_loadu_ps(a0 + i * ev + c), o[2 * i + 1] = _mm512_loadu_ps(a0 + i * ev + c + 16);
+                o[2 * i] = _mm512_loadu_ps(a0 + i * evp + c), o[2 * i + 1] = _mm512_loadu_ps(a0 + i * evp + c + 16);
             for (int64_t j = 0; j < n; j++) {
                 if (j + AT_FEW_AHEAD < n) _mm_prefetch((const char *)(v + (j + AT_FEW_AHEAD) * ldv + c), _MM_HINT_T0);
-                const __m512i raw = _mm512_loadu_si512(v + j * ldv + c);
+                const __m512i raw = _mm512_maskz_loadu_epi16(vm, v + j * ldv + c);
                 const __m512 lo = _mm512_castsi512_ps(
                     _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(raw)), 16));
                 const __m512 hi = _mm512_castsi512_ps(
@@ -135,7 +143,7 @@ AT_AVX512 static void at_few_pv(const float *p, int64_t m, int64_t n, const uint
                 }
             }
             for (int i = 0; i < 4; i++)
-                _mm512_storeu_ps(a0 + i * ev + c, o[2 * i]), _mm512_storeu_ps(a0 + i * ev + c + 16, o[2 * i + 1]);
+                _mm512_storeu_ps(a0 + i * evp + c, o[2 * i]), _mm512_storeu_ps(a0 + i * evp + c + 16, o[2 * i + 1]);
         }
     }
 }
@@ -143,27 +151,29 @@ AT_AVX512 static void at_few_pv(const float *p, int64_t m, int64_t n, const uint
 static void at_few_unit(at_job_t *j, int64_t u, at_few_tiles_t *t) {
     const at_args_t *a = j->a;
     const int64_t b = u / a->Hq, h = u % a->Hq, hk = h / a->group, m = a->L, e = a->E, ev = a->Ev;
-    for (int64_t r = 0; r < m; r++) memcpy(t->q + r * e, at_bf16_rows(&a->q, b, h, r), (size_t)e * 2);
+    const int64_t ep = at_round32(e), evp = at_round32(ev); /* head dims padded with zeros */
+    memset(t->q, 0, (size_t)(m * ep) * 2);
+    for (int64_t r = 0; r < m; r++) memcpy(t->q + r * ep, at_bf16_rows(&a->q, b, h, r), (size_t)e * 2);
     const int64_t m4 = (m + 3) / 4 * 4; /* at_few_pv's rows */
     for (int64_t r = 0; r < m; r++) t->mx[r] = -INFINITY, t->l[r] = 0;
-    memset(t->acc, 0, (size_t)(m4 * ev) * sizeof(float));
+    memset(t->acc, 0, (size_t)(m4 * evp) * sizeof(float));
     const int64_t jend = at_key_end_f32(a, 0, m);
     for (int64_t j0 = 0; j0 < jend; j0 += AT_FEW_KEYS) {
         const int64_t n = jend - j0 < AT_FEW_KEYS ? jend - j0 : AT_FEW_KEYS;
-        at_few_scores(t->q, m, e, at_bf16_rows(&a->k, b, hk, j0), a->k.st[2], n, (float)a->scale, t->s);
+        at_few_scores(t->q, m, e, ep, at_bf16_rows(&a->k, b, hk, j0), a->k.st[2], n, (float)a->scale, t->s);
         at_mask_scores_f32(a, t->mrow, b, h, 0, m, j0, n, t->s, n);
-        at_softmax_update_f32(t->s, m, n, t->mx, t->l, t->acc, ev);
+        at_softmax_update_f32(t->s, m, n, t->mx, t->l, t->acc, evp);
         memset(t->s + m * n, 0, (size_t)((m4 - m) * n) * sizeof(float));
-        at_few_pv(t->s, m, n, at_bf16_rows(&a->v, b, hk, j0), a->v.st[2], ev, t->acc);
+        at_few_pv(t->s, m, n, at_bf16_rows(&a->v, b, hk, j0), a->v.st[2], ev, evp, t->acc);
     }
     for (int64_t r = 0; r < m; r++) {
         const float lr = t->l[r];
         const int any = lr > 0 || lr != lr; /* NaN propagates like a value */
         const float inv = any ? 1.0f / lr : 0.0f;
-        for (int64_t c = 0; c < ev; c++) t->acc[r * ev + c] *= inv;
+        for (int64_t c = 0; c < ev; c++) t->acc[r * evp + c] *= inv;
         t->lse[r] = any ? t->mx[r] + (float)log((double)lr) : INFINITY;
     }
-    at_store_rows_f32(&a->out, b, h, 0, m, ev, t->acc, ev);
+    at_store_rows_f32(&a->out, b, h, 0, m, ev, t->acc, evp);
     const at_operand_t *ls = &a->lse;
     ls->st_fn(ls->data + (b * ls->st[0] + h * ls->st[1]) * (int64_t)ls->es, ls->st[2], (const char *)t->lse, 1, m);
 }

@@ -104,8 +104,8 @@ void at_add_rows_f32(float *s, int64_t lds, int64_t m, int64_t n, const float *x
 void at_add_rows_f64(double *s, int64_t lds, int64_t m, int64_t n, const double *x, int64_t ldx);
 
 /* The bfloat16 forward on AMX tiles (attention_amx.c), for query lengths of at least AT_AMX_MIN_ROWS (fewer rows
- * would be mostly padding of the 32-row tiles), head dims E a multiple of 32 and Ev of 16, and q, k, v in bfloat16
- * with unit stride along the head dim, on a CPU with AMX. at_amx_slot_bytes: its scratch per worker;
+ * would be mostly padding of the 32-row tiles) and q, k, v in bfloat16 with unit stride along the head dim (head
+ * dims are padded to multiples of 32 with zeros), on a CPU with AMX. at_amx_slot_bytes: its scratch per worker;
  * at_amx_pack_bytes: the packed K and V (j->kpack, then j->vpack), which at_amx_pack_range fills, one unit per
  * (b, kv head, key block of AT_KBLOCK); at_amx_forward_range runs forward units as at_forward_unit_f32 numbers them. */
 #define AT_AMX_MIN_ROWS 16
@@ -130,8 +130,8 @@ void at_amx_bwd_kv_range(void *ctx, int64_t begin, int64_t end, int slot);
 void at_amx_bwd_q_range(void *ctx, int64_t begin, int64_t end, int slot);
 
 /* The bfloat16 forward for at most AT_FEW_ROWS query rows (decoding; attention_bf16_few.c; from AT_AMX_MIN_ROWS
- * on, the AMX forward): head dims multiples of 32, q, k, v in bfloat16 with unit stride along the head dim, no dropout, on a CPU with AVX512-BF16. One unit per
- * (b, h) of at_few_units, at_few_slot_bytes of scratch each, run by at_few_forward_range. */
+ * on, the AMX forward): q, k, v in bfloat16 with unit stride along the head dim, no dropout, on a CPU with
+ * AVX512-BF16. One unit per (b, h) of at_few_units, at_few_slot_bytes of scratch each, run by at_few_forward_range. */
 #define AT_FEW_ROWS (AT_AMX_MIN_ROWS - 1)
 int at_few_usable(const at_args_t *a);
 size_t at_few_slot_bytes(const at_args_t *a);
