@@ -192,6 +192,15 @@ def cases():
     out.append(("sdpa", "8x128x64",
                 lambda d: (lambda q: (lambda: torch.nn.functional.scaled_dot_product_attention(q, q, q)))(
                     torch.randn(1, 8, 128, 64, device=d))))
+    # bf16 attention as a transformer's prefill runs it (causal, 16 heads of 512 tokens) and a decoding step (one
+    # query row per head over 1024 cached keys, grouped-query heads).
+    out.append(("sdpa bf16 causal", "16x512x64",
+                lambda d: (lambda q, k, v: (lambda: torch.nn.functional.scaled_dot_product_attention(
+                    q, k, v, is_causal=True)))(*(torch.randn(1, 16, 512, 64, device=d).bfloat16() for _ in range(3)))))
+    out.append(("sdpa bf16 decode", "16/8x1x1024x64",
+                lambda d: (lambda q, k, v: (lambda: torch.nn.functional.scaled_dot_product_attention(
+                    q, k, v, enable_gqa=True)))(torch.randn(1, 16, 1, 64, device=d).bfloat16(),
+                                                *(torch.randn(1, 8, 1024, 64, device=d).bfloat16() for _ in range(2)))))
     sizes = (64, 256, 1024) if ARGS.quick else (64, 256, 1024, 2048, 4096)
     # float16 has no dot-product unit of its own here (products widen to float32): measured against the FMA peak.
     for dtype, tag, peak in ((torch.float32, "fp32", "fp32"), (torch.bfloat16, "bf16", "bf16"),
