@@ -95,6 +95,20 @@ static void at_amx_pack_range(void *ctx, int64_t begin, int64_t end, int slot) {
     }
 }
 
+void at_amx_finish_rows(const at_args_t *a, int64_t b, int64_t h, int64_t i0, int64_t m, float *acc, int64_t ld,
+                        const float *mx, const float *l, float *lse) {
+    for (int64_t r = 0; r < m; r++) {
+        const int any = l[r] > 0 || l[r] != l[r]; /* NaN propagates like a value */
+        const float inv = any ? 1.0f / l[r] : 0.0f;
+        for (int64_t c = 0; c < a->Ev; c++) acc[r * ld + c] *= inv;
+        lse[r] = any ? mx[r] + (float)log((double)l[r]) : INFINITY;
+    }
+    at_store_rows_f32(&a->out, b, h, i0, m, a->Ev, acc, ld);
+    const at_operand_t *ls = &a->lse;
+    ls->st_fn(ls->data + (b * ls->st[0] + h * ls->st[1] + i0 * ls->st[2]) * (int64_t)ls->es, ls->st[2],
+              (const char *)lse, 1, m);
+}
+
 int64_t at_amx_units(const at_args_t *a) { return a->B * a->Hq * ((a->L + AT_AMX_ROWS - 1) / AT_AMX_ROWS); }
 
 void at_amx_pack(at_job_t *j, axon_pool_t pool) {
@@ -217,17 +231,7 @@ static void at_amx_forward_unit(at_job_t *j, int64_t u, at_amx_tiles_t *t) {
             axon_gemm_amx_tile32(t->p, np, vb + c / 32 * ((packed + 31) / 32) * 1024, seen / 32, t->acc + c, evp,
                                  t->acc + c, evp);
     }
-    for (int64_t r = 0; r < m; r++) {
-        const float lr = t->l[r];
-        const int any = lr > 0 || lr != lr; /* NaN propagates like a value */
-        const float inv = any ? 1.0f / lr : 0.0f;
-        for (int64_t c = 0; c < ev; c++) t->acc[r * evp + c] *= inv;
-        t->lse[r] = any ? t->mx[r] + (float)log((double)lr) : INFINITY;
-    }
-    at_store_rows_f32(&a->out, b, h, i0, m, ev, t->acc, evp);
-    const at_operand_t *ls = &a->lse;
-    ls->st_fn(ls->data + (b * ls->st[0] + h * ls->st[1] + i0 * ls->st[2]) * (int64_t)ls->es, ls->st[2],
-              (const char *)t->lse, 1, m);
+    at_amx_finish_rows(a, b, h, i0, m, t->acc, evp, t->mx, t->l, t->lse);
 }
 
 void at_amx_forward_range(void *ctx, int64_t begin, int64_t end, int slot) {

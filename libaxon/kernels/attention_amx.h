@@ -30,6 +30,11 @@ static inline const uint16_t *at_bf16_rows(const at_operand_t *t, int64_t b, int
     return (const uint16_t *)(const void *)(t->data + (b * t->st[0] + h * t->st[1] + r0 * t->st[2]) * 2);
 }
 
+/* The end of a forward unit (attention_amx.c): rows [0, m) of acc (row stride ld) divided by their sums l, their
+ * log-sum-exp mx + log l (+inf where every key was masked) into lse, and both stored for query rows i0.. of (b, h). */
+void at_amx_finish_rows(const at_args_t *a, int64_t b, int64_t h, int64_t i0, int64_t m, float *acc, int64_t ld,
+                        const float *mx, const float *l, float *lse);
+
 #if AT_AMX_X86
 #define AT_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
 

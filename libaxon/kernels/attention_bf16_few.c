@@ -166,16 +166,7 @@ static void at_few_unit(at_job_t *j, int64_t u, at_few_tiles_t *t) {
         memset(t->s + m * n, 0, (size_t)((m4 - m) * n) * sizeof(float));
         at_few_pv(t->s, m, n, at_bf16_rows(&a->v, b, hk, j0), a->v.st[2], ev, evp, t->acc);
     }
-    for (int64_t r = 0; r < m; r++) {
-        const float lr = t->l[r];
-        const int any = lr > 0 || lr != lr; /* NaN propagates like a value */
-        const float inv = any ? 1.0f / lr : 0.0f;
-        for (int64_t c = 0; c < ev; c++) t->acc[r * evp + c] *= inv;
-        t->lse[r] = any ? t->mx[r] + (float)log((double)lr) : INFINITY;
-    }
-    at_store_rows_f32(&a->out, b, h, 0, m, ev, t->acc, evp);
-    const at_operand_t *ls = &a->lse;
-    ls->st_fn(ls->data + (b * ls->st[0] + h * ls->st[1]) * (int64_t)ls->es, ls->st[2], (const char *)t->lse, 1, m);
+    at_amx_finish_rows(a, b, h, 0, m, t->acc, evp, t->mx, t->l, t->lse);
 }
 
 void at_few_forward_range(void *ctx, int64_t begin, int64_t end, int slot) {
