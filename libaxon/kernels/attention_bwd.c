@@ -72,14 +72,13 @@ static size_t at_fused_bytes(const at_args_t *a, int slots) {
     return bytes * (size_t)slots <= AT_FUSED_MAX_BYTES ? bytes : 0;
 }
 
-/* The rest of the backward on AMX tiles (at_amx_bwd_usable), once D is known. */
-static axon_status_t at_backward_amx(at_job_t *j, axon_pool_t pool, const char *op) {
+/* The rest of the backward on AMX tiles (at_amx_bwd_usable), once D is known; work: a unit's rough cost. */
+static axon_status_t at_backward_amx(at_job_t *j, axon_pool_t pool, int64_t work, const char *op) {
     const at_args_t *a = j->a;
     const size_t bytes = at_amx_bwd_pack_bytes(a);
     if ((j->kpack = axon_gemm_amx_scratch(bytes)) == NULL)
         return axon_fail(AXON_ERROR_OUT_OF_MEMORY, "%s: %zu bytes for the packed blocks", op, bytes);
     at_amx_bwd_pack(j, pool);
-    const int64_t work = AT_BLOCK * (a->S + a->L + 1) * (a->E + a->Ev + 1);
     axon_status_t st = AXON_OK;
     if (a->dk.data) st = at_run(j, pool, at_amx_bwd_kv_units(a), work * a->group, at_amx_bwd_kv_range, op);
     if (st == AXON_OK && a->dq.data) st = at_run(j, pool, at_amx_bwd_q_units(a), work, at_amx_bwd_q_range, op);
@@ -101,8 +100,8 @@ static axon_status_t at_backward_kernel(const void *args, const axon_exec_t *ex)
     const int64_t work = AT_BLOCK * (a->S + a->L + 1) * (a->E + a->Ev + 1); /* rough cost of one unit */
     axon_status_t st = at_run(&j, ex->pool, rows, a->Ev + 1, at_d_range, op);
     if (st == AXON_OK && at_amx_bwd_usable(a)) {
-        a->amx = 2;
-        st = at_backward_amx(&j, ex->pool, op);
+        a->path = AT_PATH_AMX_BWD;
+        st = at_backward_amx(&j, ex->pool, work, op);
         free(j.d);
         return st;
     }

@@ -159,9 +159,10 @@ size_t at_slot_bytes(const at_args_t *a) {
      * b; mrow, z: kb (attention_tile.h). */
     const size_t bytes = (3 * b * e + kb * e + 3 * b * ev + kb * ev + b * kb + 2 * b * b + 3 * b + 2 * kb) *
                          (a->f64 ? sizeof(double) : sizeof(float));
-    const size_t amx = a->amx == 1 ? at_amx_slot_bytes(a) : a->amx == 2 ? at_amx_bwd_slot_bytes(a)
-                       : a->amx == 3 ? at_few_slot_bytes(a) : 0;
-    return bytes > amx ? bytes : amx;
+    const size_t other = a->path == AT_PATH_AMX_FWD ? at_amx_slot_bytes(a)
+                         : a->path == AT_PATH_AMX_BWD ? at_amx_bwd_slot_bytes(a)
+                         : a->path == AT_PATH_FEW ? at_few_slot_bytes(a) : 0;
+    return bytes > other ? bytes : other;
 }
 
 axon_status_t at_run(at_job_t *j, axon_pool_t pool, int64_t units, int64_t unit_work, axon_range_fn fn,
@@ -200,11 +201,11 @@ static axon_status_t at_forward_kernel(const void *args, const axon_exec_t *ex) 
     const int64_t rows = a->L < AT_BLOCK ? a->L : AT_BLOCK; /* a unit's query rows: few when decoding */
     const int64_t work = rows * (a->S + 1) * (a->E + a->Ev + 1);
     if (at_few_usable(a)) {
-        a->amx = 3;
+        a->path = AT_PATH_FEW;
         return at_run(&j, ex->pool, at_few_units(a), work, at_few_forward_range, "attention");
     }
-    if (!(a->amx = at_amx_usable(a)))
-        return at_run(&j, ex->pool, units, work, at_forward_range, "attention");
+    if (!at_amx_usable(a)) return at_run(&j, ex->pool, units, work, at_forward_range, "attention");
+    a->path = AT_PATH_AMX_FWD;
     const size_t bytes = at_amx_pack_bytes(a);
     if ((j.kpack = axon_gemm_amx_scratch(bytes)) == NULL)
         return axon_fail(AXON_ERROR_OUT_OF_MEMORY, "attention: %zu bytes for the packed keys and values", bytes);

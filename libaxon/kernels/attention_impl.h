@@ -33,14 +33,17 @@ typedef struct at_operand {
     axon_convert_fn ld, st_fn;
 } at_operand_t;
 
+/* The tile code a command runs: attention_tile.h's (float32 or float64), the bfloat16 forward or backward on AMX tiles
+ * (at_amx_usable, at_amx_bwd_usable) or the few-row bfloat16 forward (at_few_usable). */
+typedef enum { AT_PATH_FLOAT = 0, AT_PATH_AMX_FWD, AT_PATH_AMX_BWD, AT_PATH_FEW } at_path_t;
+
 typedef struct at_args {
     int64_t B, Hq, Hkv, L, S, E, Ev, group;
     double scale, p, keep_scale; /* keep_scale = 1 / (1 - p), or 0 when p == 1 */
     uint64_t seed, offset;
     const int64_t *seed_at, *offset_at; /* read when the command runs (at_resolve_philox), when not NULL */
     int causal, dropout, mask_bool, f64;
-    int amx;                     /* 1: the forward on AMX tiles (at_amx_usable), 2: the backward (at_amx_bwd_usable),
-                                  * 3: the few-row bfloat16 forward (at_few_usable) */
+    at_path_t path;              /* which tile code runs the command (and so which scratch layout at_run sizes) */
     at_operand_t q, k, v, mask, out, lse, dout, dq, dk, dv;
 } at_args_t;
 
@@ -106,8 +109,8 @@ void at_add_rows_f64(double *s, int64_t lds, int64_t m, int64_t n, const double 
 /* The bfloat16 forward on AMX tiles (attention_amx.c), for query lengths of at least AT_AMX_MIN_ROWS (fewer rows
  * would be mostly padding of the 32-row tiles) and q, k, v in bfloat16 with unit stride along the head dim (head
  * dims are padded to multiples of 32 with zeros), on a CPU with AMX. at_amx_slot_bytes: its scratch per worker;
- * at_amx_pack_bytes: the packed K and V (j->kpack, then j->vpack), which at_amx_pack_range fills, one unit per
- * (b, kv head, key block of AT_KBLOCK); at_amx_forward_range runs forward units as at_forward_unit_f32 numbers them. */
+ * at_amx_pack_bytes: the packed K and V (j->kpack, then j->vpack), which at_amx_pack fills over the pool; then
+ * at_amx_forward_range runs the at_amx_units(a) units (32 query rows of one head each). */
 #define AT_AMX_MIN_ROWS 16
 int at_amx_usable(const at_args_t *a);
 size_t at_amx_slot_bytes(const at_args_t *a);
