@@ -566,9 +566,8 @@ static int gemm_amx_try(const struct gemm_args *g, const axon_exec_t *ex, axon_s
     const int small = gemm_amx_small_blocks();
     const int nparts = axon_pool_size(ex->pool);
     const int64_t nch = axon_gemm_amx_chunks(k), npanels = (n + 31) / 32;
-    int64_t mc = small ? 32 : GEMM_AMX_A_BYTES / (nch * 2048) * 32;
-    mc = mc < GEMM_AMX_MC_MIN ? GEMM_AMX_MC_MIN : mc > GEMM_AMX_MC_MAX ? GEMM_AMX_MC_MAX : mc;
-    if (small) mc = 32;
+    int64_t mc = GEMM_AMX_A_BYTES / (nch * 2048) * 32;
+    mc = small ? 32 : mc < GEMM_AMX_MC_MIN ? GEMM_AMX_MC_MIN : mc > GEMM_AMX_MC_MAX ? GEMM_AMX_MC_MAX : mc;
     const int by_rows = m > n;
     if (by_rows && (m + mc - 1) / mc < nparts) { /* too few blocks for the pool: smaller ones */
         int64_t even = (m + nparts - 1) / nparts;
