@@ -37,15 +37,13 @@
 static int64_t at_amx_k_block(const at_args_t *a) { return (int64_t)axon_gemm_amx_b_bytes(a->E, AT_AMX_KEYS) / 2; }
 static int64_t at_amx_v_block(const at_args_t *a) { return (int64_t)axon_gemm_amx_b_bytes(AT_AMX_KEYS, a->Ev) / 2; }
 
-static int at_unit_rows(const at_operand_t *t) { return t->st[3] == 1 && t->dtype == AXON_BFLOAT16; }
-
 int at_amx_usable(const at_args_t *a) {
 #if AT_AMX_X86
     return a->L >= AT_AMX_MIN_ROWS && a->E > 0 && a->Ev > 0 && a->S > 0 &&
-           at_unit_rows(&a->q) && at_unit_rows(&a->k) && at_unit_rows(&a->v) && axon_gemm_amx_available() &&
-           __builtin_cpu_supports("avx512bf16");
+           at_bf16_unit_rows(&a->q) && at_bf16_unit_rows(&a->k) && at_bf16_unit_rows(&a->v) &&
+           axon_gemm_amx_available() && __builtin_cpu_supports("avx512bf16");
 #else
-    return (void)a, (void)at_unit_rows, 0;
+    return (void)a, 0;
 #endif
 }
 
@@ -75,9 +73,11 @@ size_t at_amx_slot_bytes(const at_args_t *a) {
     return at_amx_layout(a, NULL, &t);
 }
 
+/* Key blocks of every (b, kv head): the units of at_amx_pack. */
+static int64_t at_amx_blocks(const at_args_t *a) { return a->B * a->Hkv * ((a->S + AT_AMX_KEYS - 1) / AT_AMX_KEYS); }
+
 size_t at_amx_pack_bytes(const at_args_t *a) {
-    const int64_t blocks = a->B * a->Hkv * ((a->S + AT_AMX_KEYS - 1) / AT_AMX_KEYS);
-    return (size_t)blocks * (size_t)(at_amx_k_block(a) + at_amx_v_block(a)) * sizeof(uint16_t);
+    return (size_t)at_amx_blocks(a) * (size_t)(at_amx_k_block(a) + at_amx_v_block(a)) * sizeof(uint16_t);
 }
 
 static void at_amx_pack_range(void *ctx, int64_t begin, int64_t end, int slot) {
@@ -113,7 +113,7 @@ int64_t at_amx_units(const at_args_t *a) { return a->B * a->Hq * ((a->L + AT_AMX
 
 void at_amx_pack(at_job_t *j, axon_pool_t pool) {
     const at_args_t *a = j->a;
-    const int64_t blocks = a->B * a->Hkv * ((a->S + AT_AMX_KEYS - 1) / AT_AMX_KEYS);
+    const int64_t blocks = at_amx_blocks(a);
     j->vpack = j->kpack + blocks * at_amx_k_block(a);
     const int64_t grain = AXON_KERNEL_GRAIN / (AT_AMX_KEYS * (a->E + a->Ev));
     axon_parallel_for(pool, 0, blocks, grain < 1 ? 1 : grain, at_amx_pack_range, j);

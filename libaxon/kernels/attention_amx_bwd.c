@@ -32,14 +32,15 @@
  * two 32-deep chunks per load and store of their float32 sums. */
 #define AT_AMX_BWD 64
 
-/* Offsets (uint16 elements) of the pieces of one packed key block (K rows, V rows, K^T, V^T, K by keys) or query
- * block (Q rows, dout rows, Q^T, dout^T, Q by rows, dout by rows), and the sizes of a block. */
+/* Offsets (uint16 elements) of the pieces of one packed key block (K rows, V rows, K^T, V^T, K by keys; query 0)
+ * or query block (Q rows, dout rows, Q^T, dout^T, Q by rows, dout by rows; query 1), and the size of a block. Head
+ * dims are padded to multiples of 32. */
 typedef struct {
     int64_t rows_a, rows_b, t_a, t_b, r_a, r_b, size;
 } at_bwd_block_t;
 
-static at_bwd_block_t at_bwd_block(int64_t e, int64_t evp, int with_rb) {
-    const int64_t n = AT_AMX_BWD;
+static at_bwd_block_t at_bwd_block(const at_args_t *a, int query) {
+    const int64_t n = AT_AMX_BWD, e = at_round32(a->E), evp = at_round32(a->Ev);
     at_bwd_block_t o;
     o.rows_a = 0;
     o.rows_b = o.rows_a + n * e;
@@ -47,7 +48,7 @@ static at_bwd_block_t at_bwd_block(int64_t e, int64_t evp, int with_rb) {
     o.t_b = o.t_a + (int64_t)axon_gemm_amx_b_bytes(e, n) / 2;
     o.r_a = o.t_b + (int64_t)axon_gemm_amx_b_bytes(evp, n) / 2;
     o.r_b = o.r_a + (int64_t)axon_gemm_amx_b_bytes(n, e) / 2;
-    o.size = o.r_b + (with_rb ? (int64_t)axon_gemm_amx_b_bytes(n, evp) / 2 : 0);
+    o.size = o.r_b + (query ? (int64_t)axon_gemm_amx_b_bytes(n, evp) / 2 : 0);
     return o;
 }
 
@@ -55,14 +56,12 @@ static int64_t at_bwd_key_blocks(const at_args_t *a) { return a->B * a->Hkv * ((
 static int64_t at_bwd_query_blocks(const at_args_t *a) { return a->B * a->Hq * ((a->L + AT_AMX_BWD - 1) / AT_AMX_BWD); }
 
 int at_amx_bwd_usable(const at_args_t *a) {
-    return a->dout.dtype == AXON_BFLOAT16 && a->dout.st[3] == 1 && at_amx_usable(a);
+    return at_bf16_unit_rows(&a->dout) && at_amx_usable(a);
 }
 
 size_t at_amx_bwd_pack_bytes(const at_args_t *a) {
-    const int64_t evp = at_round32(a->Ev);
-    const int64_t ep = at_round32(a->E);
-    return (size_t)(at_bwd_key_blocks(a) * at_bwd_block(ep, evp, 0).size +
-                    at_bwd_query_blocks(a) * at_bwd_block(ep, evp, 1).size) * sizeof(uint16_t);
+    return (size_t)(at_bwd_key_blocks(a) * at_bwd_block(a, 0).size + at_bwd_query_blocks(a) * at_bwd_block(a, 1).size) *
+           sizeof(uint16_t);
 }
 
 /* The scratch of one unit. */
@@ -111,7 +110,7 @@ static void at_bwd_pack_range(void *ctx, int64_t begin, int64_t end, int slot) {
     at_job_t *j = ctx;
     const at_args_t *a = j->a;
     const int64_t e = a->E, ep = at_round32(e), evp = at_round32(a->Ev), nkb = at_bwd_key_blocks(a);
-    const at_bwd_block_t kb = at_bwd_block(ep, evp, 0), qb = at_bwd_block(ep, evp, 1);
+    const at_bwd_block_t kb = at_bwd_block(a, 0), qb = at_bwd_block(a, 1);
     for (int64_t u = begin; u < end; u++) {
         if (u < nkb) { /* K rows, K^T, K by keys; V rows, V^T */
             const int64_t per = (a->S + AT_AMX_BWD - 1) / AT_AMX_BWD, b = u / (a->Hkv * per), hk = u / per % a->Hkv;
@@ -132,8 +131,8 @@ static void at_bwd_pack_range(void *ctx, int64_t begin, int64_t end, int slot) {
 
 void at_amx_bwd_pack(at_job_t *j, axon_pool_t pool) {
     const at_args_t *a = j->a;
-    const int64_t evp = at_round32(a->Ev), nkb = at_bwd_key_blocks(a);
-    j->vpack = j->kpack + nkb * at_bwd_block(at_round32(a->E), evp, 0).size;
+    const int64_t nkb = at_bwd_key_blocks(a);
+    j->vpack = j->kpack + nkb * at_bwd_block(a, 0).size;
     const int64_t grain = AXON_KERNEL_GRAIN / (AT_AMX_BWD * 4 * (a->E + a->Ev));
     axon_parallel_for(pool, 0, nkb + at_bwd_query_blocks(a), grain < 1 ? 1 : grain, at_bwd_pack_range, j);
 }
@@ -205,13 +204,15 @@ static int at_bwd_extra(const at_args_t *a, at_bwd_tiles_t *t, int64_t b, int64_
                         int64_t j0, int64_t n, int kv) {
     if (!a->mask.data && !a->dropout) return 0;
     const size_t tile = (size_t)(AT_AMX_BWD * AT_AMX_BWD) * sizeof(float);
-    memset(t->mask, 0, tile);
-    memset(t->drop, 0, tile);
-    if (a->mask.data) at_mask_scores_f32(a, t->mrow, b, h, i0, m, j0, n, t->mask, AT_AMX_BWD);
-    for (int64_t r = 0; r < m && a->dropout; r++) at_dropout_row_f32(a, b, h, i0 + r, j0, n, t->drop + r * AT_AMX_BWD);
-    if (kv) {
-        at_transpose_f32(t->mask, AT_AMX_BWD, AT_AMX_BWD, AT_AMX_BWD, t->mask_t);
-        if (a->dropout) at_transpose_f32(t->drop, AT_AMX_BWD, AT_AMX_BWD, AT_AMX_BWD, t->drop_t);
+    if (a->mask.data) {
+        memset(t->mask, 0, tile);
+        at_mask_scores_f32(a, t->mrow, b, h, i0, m, j0, n, t->mask, AT_AMX_BWD);
+        if (kv) at_transpose_f32(t->mask, AT_AMX_BWD, AT_AMX_BWD, AT_AMX_BWD, t->mask_t);
+    }
+    if (a->dropout) {
+        memset(t->drop, 0, tile);
+        for (int64_t r = 0; r < m; r++) at_dropout_row_f32(a, b, h, i0 + r, j0, n, t->drop + r * AT_AMX_BWD);
+        if (kv) at_transpose_f32(t->drop, AT_AMX_BWD, AT_AMX_BWD, AT_AMX_BWD, t->drop_t);
     }
     return 1;
 }
@@ -231,7 +232,7 @@ static void at_bwd_kv_unit(at_job_t *j, int64_t u, at_bwd_tiles_t *t) {
     const int64_t per = (a->S + AT_AMX_BWD - 1) / AT_AMX_BWD, b = u / (a->Hkv * per), hk = u / per % a->Hkv;
     const int64_t j0 = u % per * AT_AMX_BWD, n = a->S - j0 < AT_AMX_BWD ? a->S - j0 : AT_AMX_BWD, np = at_round32(n);
     const int64_t qper = (a->L + AT_AMX_BWD - 1) / AT_AMX_BWD;
-    const at_bwd_block_t kl = at_bwd_block(ep, evp, 0), ql = at_bwd_block(ep, evp, 1);
+    const at_bwd_block_t kl = at_bwd_block(a, 0), ql = at_bwd_block(a, 1);
     const uint16_t *kb = j->kpack + u * kl.size;
     float *dk = t->acc_a, *dv = t->acc_b;
     memset(dk, 0, (size_t)(AT_AMX_BWD * ep) * sizeof(float));
@@ -271,7 +272,7 @@ static void at_bwd_q_unit(at_job_t *j, int64_t u, at_bwd_tiles_t *t) {
     const int64_t per = (a->L + AT_AMX_BWD - 1) / AT_AMX_BWD, b = u / (a->Hq * per), h = u / per % a->Hq;
     const int64_t i0 = u % per * AT_AMX_BWD, m = a->L - i0 < AT_AMX_BWD ? a->L - i0 : AT_AMX_BWD, mp = at_round32(m);
     const int64_t kper = (a->S + AT_AMX_BWD - 1) / AT_AMX_BWD, hk = h / a->group;
-    const at_bwd_block_t kl = at_bwd_block(ep, evp, 0), ql = at_bwd_block(ep, evp, 1);
+    const at_bwd_block_t kl = at_bwd_block(a, 0), ql = at_bwd_block(a, 1);
     const uint16_t *qb = j->vpack + u * ql.size;
     float *dq = t->acc_a;
     memset(dq, 0, (size_t)(AT_AMX_BWD * ep) * sizeof(float));

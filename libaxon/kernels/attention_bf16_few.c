@@ -32,9 +32,8 @@
 int at_few_usable(const at_args_t *a) {
 #if AT_AMX_X86
     return a->L <= AT_FEW_ROWS && a->L >= 1 && a->E > 0 && a->Ev > 0 &&
-           a->S > 0 && !a->dropout && a->q.dtype == AXON_BFLOAT16 && a->q.st[3] == 1 &&
-           a->k.dtype == AXON_BFLOAT16 && a->k.st[3] == 1 && a->v.dtype == AXON_BFLOAT16 && a->v.st[3] == 1 &&
-           __builtin_cpu_supports("avx512bf16");
+           a->S > 0 && !a->dropout && at_bf16_unit_rows(&a->q) && at_bf16_unit_rows(&a->k) &&
+           at_bf16_unit_rows(&a->v) && __builtin_cpu_supports("avx512bf16");
 #else
     return (void)a, 0;
 #endif
