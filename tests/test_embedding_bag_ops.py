@@ -76,6 +76,29 @@ def test_embedding_bag_matches_cpu_forward_and_backward(case, dtype, index_dtype
             torch.testing.assert_close(got, want, rtol=rtol, atol=atol, msg=what)
 
 
+@pytest.mark.parametrize("width", [16, 32, 64, 128, 300])
+@pytest.mark.parametrize("mode,psw,padding_idx", [("sum", False, None), ("sum", True, 4), ("mean", False, 4)])
+def test_float32_bags_of_every_register_width_match_cpu(width, mode, psw, padding_idx):
+    # float32 sum and mean bags run a loop inlined per width (16, 32, 64, 128 columns; other widths and the rest of a
+    # 256-column chunk take the general one): 200 bags of 0 to 40 rows from a 500-row table.
+    gen = torch.Generator().manual_seed(width)
+    weight = torch.randn(500, width, generator=gen)
+    lengths = torch.randint(0, 41, (200,), generator=gen)
+    indices = torch.randint(0, 500, (int(lengths.sum()),), generator=gen)
+    indices[::7] = 4
+    offsets = torch.cat([torch.zeros(1, dtype=torch.long), lengths.cumsum(0)[:-1]])
+    weights = torch.rand(indices.shape, generator=gen) if psw else None
+    outs = []
+    for device in ("cpu", "axon"):
+        torch_axon.reset_fallback_stats()
+        out = F.embedding_bag(indices.to(device), weight.to(device), offsets.to(device), mode=mode,
+                              per_sample_weights=None if weights is None else weights.to(device),
+                              padding_idx=padding_idx)
+        outs.append((out.cpu(), torch_axon.fallback_stats()))
+    assert outs[1][1] == {}, outs[1][1]
+    torch.testing.assert_close(outs[1][0], outs[0][0], rtol=1e-5, atol=1e-5)
+
+
 def test_embedding_bag_module_trains_like_cpu():
     results = []
     for device in ("cpu", "axon"):
