@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -249,8 +250,13 @@ def _compile_counter():
 def run_worker(args, model: str, device: str, backend: str, mode: str, env: dict) -> dict:
     cmd = [sys.executable, __file__, "--worker", model, device, backend, mode, "--threads", str(args.threads),
            "--iters", str(args.iters)]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    # faulthandler: a worker that dies on a signal leaves its threads' Python stacks in stderr
+    proc = subprocess.run(cmd, env=dict(env, PYTHONFAULTHANDLER="1"), capture_output=True, text=True)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    if proc.returncode < 0:
+        name = signal.Signals(-proc.returncode).name
+        where = [line.strip() for line in proc.stderr.splitlines() if line.strip().startswith("File ")][:3]
+        return {"error": f"killed by {name}{' after its result' if lines else ''}; " + " / ".join(where)[:300]}
     if proc.returncode != 0 or not lines:
         tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         return {"error": tail[:160]}

@@ -412,6 +412,35 @@ def test_memory_statistics_do_not_start_the_runtime(python):
 
 
 
+GUARDED_STEP = """
+import torch
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(33, 70), torch.nn.GELU(), torch.nn.LayerNorm(70), torch.nn.Linear(70, 5))
+x, y = torch.randn(17, 33), torch.randint(0, 5, (17,))
+grads = []
+for device in ("cpu", "axon"):
+    m = model.to(device)
+    m.zero_grad()
+    torch.nn.functional.cross_entropy(m(x.to(device)), y.to(device)).backward()
+    grads.append([p.grad.detach().cpu().clone() for p in m.parameters()])
+torch.axon.synchronize()
+stats = torch.axon.memory_stats()
+for a, b in zip(*grads):
+    torch.testing.assert_close(b, a, rtol=1e-4, atol=1e-5)
+# every allocation mapped its own segment: nothing was served from the cache
+print(stats["num_device_alloc"], stats["allocation.all.allocated"])
+"""
+
+
+def test_the_guard_allocator_runs_a_training_step_with_a_mapping_per_allocation(python):
+    # AXON_ALLOC_GUARD=1 (docs/device.md): libaxon's C tests check the faults; here a whole forward and backward
+    # runs on it and matches CPU.
+    proc = python(GUARDED_STEP, env={"AXON_ALLOC_GUARD": "1"})
+    assert proc.returncode == 0, proc.stderr
+    segments, allocations = map(int, proc.stdout.split())
+    assert allocations > 10 and segments == allocations, proc.stdout
+
+
 def test_resizing_an_axon_storage_keeps_its_bytes(quiet):
     src = torch.arange(10, dtype=torch.float32)
     x = src.to("axon:1")

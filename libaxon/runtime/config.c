@@ -106,6 +106,8 @@ axon_status_t axon_config_from_env(axon_config_t *out) {
     if ((v = env("AXON_STRICT")) && st == AXON_OK) st = parse_int("AXON_STRICT", v, 0, 1, &cfg.strict);
     if ((v = env("AXON_TRACE")) && st == AXON_OK) st = parse_int("AXON_TRACE", v, 0, 1, &cfg.trace);
     if ((v = env("AXON_HUGEPAGES")) && st == AXON_OK) st = parse_int("AXON_HUGEPAGES", v, 0, 1, &cfg.hugepages);
+    if ((v = env("AXON_ALLOC_GUARD")) && st == AXON_OK)
+        st = parse_int("AXON_ALLOC_GUARD", v, 0, 1, &cfg.alloc_guard);
     if (st == AXON_OK && local_world == 1 && cfg.device_count > 1) cfg.memory_capacity /= (size_t)cfg.device_count;
     if ((v = env("AXON_DEVICE_MEMORY")) && st == AXON_OK) {
         st = axon_parse_size("AXON_DEVICE_MEMORY", v, &cfg.memory_capacity);

@@ -273,16 +273,61 @@ static size_t reserved_now(const struct axon_mempool *m) {
     return (size_t)m->stats.reserved_bytes[AXON_POOL_ALL].current;
 }
 
+/* AXON_ALLOC_GUARD keeps freed mappings inaccessible for a while instead of unmapping them at once: the system would
+ * hand the same addresses to the next mapping, and a late access to freed memory would land in a live allocation. */
+#define MP_QUARANTINE_ENTRIES 1024
+#define MP_QUARANTINE_BYTES ((size_t)256 << 20)
+
+struct mp_quarantine {
+    struct {
+        char *p;
+        size_t n;
+    } ring[MP_QUARANTINE_ENTRIES];
+    size_t head, len, bytes;
+};
+
+static void quarantine_pop(struct axon_mempool *m) {
+    struct mp_quarantine *q = m->quarantine;
+    m->dev->hw->mem_unmap(m->dev->hw_ctx, m->dev->index, q->ring[q->head].p, q->ring[q->head].n);
+    q->bytes -= q->ring[q->head].n;
+    q->head = (q->head + 1) % MP_QUARANTINE_ENTRIES;
+    q->len--;
+}
+
+/* The segment's mapping back to the port (and out of strict mode's ranges), or into the quarantine. */
+static void segment_release_mapping(struct axon_mempool *m, struct mp_segment *seg) {
+    axon_device_t d = m->dev;
+    axon_strict_remove(d->rt, seg->base, seg->size);
+    char *map = seg->base - seg->lead;
+    size_t n = seg->lead + seg->size + seg->guard;
+    struct mp_quarantine *q = m->quarantine;
+    if (q == NULL || d->hw->mem_protect == NULL || n > MP_QUARANTINE_BYTES ||
+        d->hw->mem_protect(d->hw_ctx, map, n, 0) != AXON_OK) {
+        d->hw->mem_unmap(d->hw_ctx, d->index, map, n);
+        return;
+    }
+    while (q->len == MP_QUARANTINE_ENTRIES || q->bytes + n > MP_QUARANTINE_BYTES) quarantine_pop(m);
+    size_t at = (q->head + q->len) % MP_QUARANTINE_ENTRIES;
+    q->ring[at].p = map;
+    q->ring[at].n = n;
+    q->bytes += n;
+    q->len++;
+}
+
 /* Map a new segment for a request and return its single free block in *out (NULL when the capacity or the port
- * refuses: the caller may release cache and retry). Other failures (strict mode, host memory) return their status. */
+ * refuses: the caller may release cache and retry). Other failures (strict mode, host memory) return their status.
+ * Under AXON_ALLOC_GUARD the segment is the request alone, placed so that it ends where an inaccessible page starts
+ * (when the port can protect memory). */
 static axon_status_t segment_map(struct axon_mempool *m, int pool, size_t size, axon_stream_t s,
                                  struct mp_block **out) {
     *out = NULL;
     axon_device_t d = m->dev;
     size_t reserved = reserved_now(m);
     size_t room = m->capacity > reserved ? m->capacity - reserved : 0;
-    size_t n = segment_size(m, pool, size, room);
+    size_t page = d->rt->page_size > 1 ? d->rt->page_size : 1;
+    size_t n = m->guard ? size : segment_size(m, pool, size, room);
     if (n > room) return AXON_OK;
+    size_t map_size = m->guard ? round_up(size, page) + (d->hw->mem_protect ? page : 0) : n;
     if (m->nsegs == m->segs_cap) {
         size_t cap = m->segs_cap ? m->segs_cap * 2 : 16;
         struct mp_segment **segs = realloc(m->segs, cap * sizeof *segs);
@@ -296,14 +341,23 @@ static axon_status_t segment_map(struct axon_mempool *m, int pool, size_t size, 
     if (seg == NULL)
         return axon_fail(AXON_ERROR_OUT_OF_MEMORY, "axon:%d allocator: no host memory for a segment record",
                          d->index);
-    void *p = NULL;
-    if (d->hw->mem_map(d->hw_ctx, d->index, n, &p) != AXON_OK || p == NULL) {
+    void *map = NULL;
+    if (d->hw->mem_map(d->hw_ctx, d->index, map_size, &map) != AXON_OK || map == NULL) {
         free(seg);
         return AXON_OK; /* the system refused: same as a full device */
     }
+    seg->lead = m->guard ? round_up(size, page) - size : 0;
+    seg->guard = map_size - seg->lead - n;
+    char *p = (char *)map + seg->lead;
+    if (seg->guard != 0 && d->hw->mem_protect(d->hw_ctx, p + n, seg->guard, 0) != AXON_OK) {
+        d->hw->mem_unmap(d->hw_ctx, d->index, map, map_size);
+        free(seg);
+        return axon_fail(AXON_ERROR_INTERNAL, "axon:%d allocator (AXON_ALLOC_GUARD): cannot protect the guard page",
+                         d->index);
+    }
     axon_status_t st = axon_strict_add(d->rt, p, n);
     if (st != AXON_OK) {
-        d->hw->mem_unmap(d->hw_ctx, d->index, p, n);
+        d->hw->mem_unmap(d->hw_ctx, d->index, map, map_size);
         free(seg);
         return st;
     }
@@ -351,9 +405,7 @@ static void segment_unmap(struct axon_mempool *m, size_t at) {
     stat_pool(m->stats.segment, seg->pool, -1);
     stat_pool(m->stats.reserved_bytes, seg->pool, -(int64_t)seg->size);
     m->stats.num_device_free++;
-    axon_device_t d = m->dev;
-    axon_strict_remove(d->rt, seg->base, seg->size);
-    d->hw->mem_unmap(d->hw_ctx, d->index, seg->base, seg->size);
+    segment_release_mapping(m, seg);
     memmove(&m->segs[at], &m->segs[at + 1], (m->nsegs - at - 1) * sizeof *m->segs);
     m->nsegs--;
     free(seg);
@@ -547,7 +599,14 @@ static axon_status_t alloc_try(struct axon_mempool *m, int pool, size_t size, ax
     axon_status_t st = mp_reserve(m);
     if (st != AXON_OK) return st;
     if (m->held != NULL) held_reclaim(m);
-    struct mp_block *b = bins_find(m, pool, size, s);
+    if (m->guard && m->guard_freed != 0) {
+        /* Nothing is reused: freed memory goes back to the system once no stream can touch it, so that a late
+         * access faults. */
+        m->guard_freed = 0;
+        segments_release_idle(m);
+        for (size_t i = 0; i < m->nsegs; i++) m->guard_freed += m->segs[i]->first->state != MP_LIVE; /* in use */
+    }
+    struct mp_block *b = m->guard ? NULL : bins_find(m, pool, size, s);
     if (b != NULL) bin_remove(m, b);
     else if ((st = segment_map(m, pool, size, s, &b)) != AXON_OK) return st;
     *out = b;
@@ -655,6 +714,7 @@ axon_status_t axon_mem_free(axon_device_t d, void *p) {
     stat_pool(m->stats.allocation, pool, -1);
     stat_pool(m->stats.allocated_bytes, pool, -(int64_t)b->size);
     b->free_seq = axon_stream_enqueued(b->stream);
+    m->guard_freed += m->guard != 0;
     for (uint32_t i = 0; i < b->nuses; i++) b->uses[i].seq = axon_stream_enqueued(b->uses[i].stream);
     if (b->nuses != 0 && !uses_done(b)) {
         b->state = MP_HELD;
@@ -724,6 +784,11 @@ axon_status_t axon_mempool_create(axon_device_t d, struct axon_mempool **out) {
     pthread_mutex_init(&m->mu, NULL);
     m->dev = d;
     m->capacity = d->rt->cfg.memory_capacity;
+    m->guard = d->rt->cfg.alloc_guard != 0;
+    if (m->guard && (m->quarantine = calloc(1, sizeof *m->quarantine)) == NULL) {
+        axon_mempool_destroy(m);
+        return axon_fail(AXON_ERROR_OUT_OF_MEMORY, "axon:%d allocator: no host memory", d->index);
+    }
     *out = m;
     return AXON_OK;
 }
@@ -732,21 +797,21 @@ void axon_mempool_destroy(struct axon_mempool *m) {
     if (m == NULL) return;
     if (m->dev != NULL) {
         /* Live allocations included: the device is going away and nothing may use its memory any more. */
-        axon_device_t d = m->dev;
         for (size_t i = 0; i < m->nsegs; i++) {
             struct mp_segment *seg = m->segs[i];
             for (struct mp_block *b = seg->first; b != NULL; b = b->next)
                 if (b->uses != b->inline_uses) free(b->uses);
-            axon_strict_remove(d->rt, seg->base, seg->size);
-            d->hw->mem_unmap(d->hw_ctx, d->index, seg->base, seg->size);
+            segment_release_mapping(m, seg);
             free(seg);
         }
+        while (m->quarantine != NULL && m->quarantine->len > 0) quarantine_pop(m);
         pthread_mutex_destroy(&m->mu);
     }
     for (struct mp_chunk *c = m->chunks, *next; c != NULL; c = next) {
         next = c->next;
         free(c);
     }
+    free(m->quarantine);
     free(m->segs);
     free(m->table);
     free(m);

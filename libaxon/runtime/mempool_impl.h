@@ -50,6 +50,9 @@ struct mp_block {
 struct mp_segment {
     char *base;
     size_t size;
+    /* AXON_ALLOC_GUARD: the mapping is [base - lead, base + size + guard): unused bytes before the one block, which
+     * ends where `guard` inaccessible bytes begin. Both 0 otherwise. */
+    size_t lead, guard;
     int pool;                           /* AXON_POOL_SMALL or AXON_POOL_LARGE */
     struct mp_block *first;
 };
@@ -66,6 +69,9 @@ struct axon_mempool {
     axon_device_t dev;
     axon_stream_t default_stream;       /* cached: alloc(NULL stream) is on the fast path */
     size_t capacity;
+    int guard;                          /* AXON_ALLOC_GUARD: a mapping per allocation, nothing reused */
+    size_t guard_freed;                 /* ... and blocks freed since the last unmapping of idle segments */
+    struct mp_quarantine *quarantine;   /* ... and the inaccessible mappings of freed segments, oldest unmapped first */
     struct mp_bins bins[2];             /* [0] small pool, [1] large pool */
     struct mp_block *held;              /* held-back blocks, unordered */
 

@@ -21,7 +21,7 @@ static void test_error_message_is_per_thread_and_clearable(void) {
 
 static void clear_env(void) {
     const char *vars[] = {"AXON_DEVICE_COUNT", "AXON_DEVICE_MEMORY", "AXON_THREADS", "AXON_STRICT",
-                          "AXON_TRACE",        "AXON_HUGEPAGES",     "LOCAL_WORLD_SIZE"};
+                          "AXON_TRACE",        "AXON_HUGEPAGES",     "AXON_ALLOC_GUARD", "LOCAL_WORLD_SIZE"};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
 }
 
@@ -34,10 +34,13 @@ static void test_config_reads_the_environment(void) {
     setenv("AXON_DEVICE_MEMORY", "512M", 1);
     setenv("AXON_THREADS", "2", 1);
     CHECK_EQ_I64(cfg.hugepages, 0);
+    CHECK_EQ_I64(cfg.alloc_guard, 0);
     setenv("AXON_TRACE", "1", 1);
     setenv("AXON_HUGEPAGES", "1", 1);
+    setenv("AXON_ALLOC_GUARD", "1", 1);
     CHECK_OK(axon_config_from_env(&cfg));
     CHECK_EQ_I64(cfg.hugepages, 1);
+    CHECK_EQ_I64(cfg.alloc_guard, 1);
     CHECK_EQ_I64(cfg.device_count, 3);
     CHECK_EQ_I64(cfg.memory_capacity, 512ll << 20);
     CHECK_EQ_I64(cfg.threads_per_device, 2);
@@ -86,7 +89,7 @@ static void test_malformed_environment_names_the_variable(void) {
 }
 
 static void test_bad_configs_are_rejected_by_create(void) {
-    axon_config_t cfg = {1, 1 << 20, 1, 0, 0, NULL, NULL, 0};
+    axon_config_t cfg = {1, 1 << 20, 1, 0, 0, NULL, NULL, 0, 0};
     axon_runtime_t rt = (axon_runtime_t)&cfg;
     cfg.device_count = 0;
     CHECK_STATUS(axon_runtime_create(&cfg, &rt), AXON_ERROR_INVALID_ARG);

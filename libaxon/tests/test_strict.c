@@ -1,4 +1,6 @@
-/* Tests of strict mode: device memory faults on host access outside the runtime's own commands. */
+/* Tests of the allocator's two debugging modes whose memory faults: strict mode (device memory faults on host access
+ * outside the runtime's own commands) and AXON_ALLOC_GUARD (an access past an allocation's end, or to freed memory,
+ * faults). */
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -7,17 +9,20 @@
 
 #include "check.h"
 
-static axon_runtime_t strict_runtime(int strict) {
+static axon_runtime_t guard_or_strict_runtime(int strict, int guard) {
     axon_config_t cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.device_count = 1;
     cfg.memory_capacity = (size_t)256 << 20;
     cfg.threads_per_device = 2;
     cfg.strict = strict;
+    cfg.alloc_guard = guard;
     axon_runtime_t rt = NULL;
     if (axon_runtime_create(&cfg, &rt) != AXON_OK) fprintf(stderr, "strict_runtime: %s\n", axon_last_error());
     return rt;
 }
+
+static axon_runtime_t strict_runtime(int strict) { return guard_or_strict_runtime(strict, 0); }
 
 /* Fork a child that reads (or writes) *p from the host, and return how it ended: the signal that killed it, or 0 if
  * it exited normally. The child restores the default SIGSEGV action first: a sanitizer's handler would otherwise turn
@@ -227,6 +232,42 @@ static void test_strict_mode_needs_a_port_with_mem_protect(void) {
     CHECK_MSG("strict mode needs a port with mem_protect");
 }
 
+/* AXON_ALLOC_GUARD: every allocation is its own mapping, its rounded end (the AXON_MEM_ALIGNMENT multiple kernels may
+ * touch) meets an inaccessible page, and freed memory is unmapped once no stream may use it. */
+static void test_guard_allocations_fault_past_their_end_and_once_freed(void) {
+    axon_runtime_t rt = guard_or_strict_runtime(0, 1);
+    REQUIRE(rt);
+    axon_device_t d = check_device(rt, 0);
+    const size_t sizes[] = {1, 100, AXON_MEM_ALIGNMENT, 4096, 5000, ((size_t)1 << 20) + 3};
+    unsigned char *p[6];
+    axon_mem_stats_t st0, st1;
+    CHECK_OK(axon_mem_stats(d, &st0));
+    for (int i = 0; i < 6; i++) {
+        CHECK_OK(axon_mem_alloc(d, sizes[i], NULL, (void **)&p[i]));
+        REQUIRE(p[i]);
+        CHECK((uintptr_t)p[i] % AXON_MEM_ALIGNMENT == 0);
+        const size_t end = (sizes[i] + AXON_MEM_ALIGNMENT - 1) / AXON_MEM_ALIGNMENT * AXON_MEM_ALIGNMENT;
+        memset(p[i], 7, end);
+        CHECK_EQ_I64(host_access_in_child(p[i] + end - 1, 1), 0);
+        CHECK_EQ_I64(host_access_in_child(p[i] + end, 1), SIGSEGV);
+        CHECK_EQ_I64(host_access_in_child(p[i] + end, 0), SIGSEGV);
+    }
+    CHECK_OK(axon_mem_stats(d, &st1));
+    CHECK_EQ_I64(st1.num_device_alloc - st0.num_device_alloc, 6);   /* nothing shares a mapping */
+    CHECK_OK(axon_mem_free(d, p[3]));
+    CHECK_OK(axon_mem_free(d, p[1]));
+    void *q = NULL;
+    CHECK_OK(axon_mem_alloc(d, 4096, NULL, &q));   /* unmaps what was freed, and reuses nothing */
+    CHECK(q != p[3] && q != p[1]);
+    CHECK_EQ_I64(host_access_in_child(p[3], 0), SIGSEGV);
+    CHECK_EQ_I64(host_access_in_child(p[1], 1), SIGSEGV);
+    CHECK_EQ_I64(host_access_in_child(p[0], 1), 0);
+    CHECK_OK(axon_mem_free(d, q));
+    for (int i = 0; i < 6; i++)
+        if (i != 1 && i != 3) CHECK_OK(axon_mem_free(d, p[i]));
+    axon_runtime_destroy(rt);
+}
+
 int main(void) {
     RUN(test_host_access_to_device_memory_faults_in_strict_mode);
     RUN(test_a_kernel_on_a_stream_may_write_device_memory_in_strict_mode);
@@ -235,5 +276,6 @@ int main(void) {
     RUN(test_a_segment_mapped_while_a_kernel_runs_is_closed_when_it_ends);
     RUN(test_host_access_to_device_memory_does_not_fault_when_strict_is_off);
     RUN(test_strict_mode_needs_a_port_with_mem_protect);
+    RUN(test_guard_allocations_fault_past_their_end_and_once_freed);
     return check_report();
 }

@@ -34,6 +34,7 @@ typedef struct axon_config {
     const axon_hw_ops_t *hw;     /* the port that executes; NULL = the CPU port (axon_hw_cpu) */
     void *hw_ctx;                /* passed to every hw call; the port's own state */
     int hugepages;               /* nonzero: the CPU port asks for transparent huge pages on big segments */
+    int alloc_guard;             /* nonzero: every allocation its own mapping, ending at an inaccessible page */
 } axon_config_t;
 
 /* Fill *out with the defaults, then apply the environment:
@@ -45,6 +46,11 @@ typedef struct axon_config {
  *   AXON_TRACE            1 = trace from the start (default 0)
  *   AXON_HUGEPAGES        1 = advise transparent huge pages for device memory (default 0, as PyTorch's CPU
  *                         allocator: where the kernel compacts memory on such faults, first touches can stall)
+ *   AXON_ALLOC_GUARD      1 = debugging allocator (default 0): each allocation gets its own mapping whose end (the
+ *                         size rounded to AXON_MEM_ALIGNMENT) meets an inaccessible page, nothing is reused, and
+ *                         freed memory is made inaccessible once no stream uses it (kept so for the last 1024
+ *                         frees, up to 256 MiB, then unmapped), so a kernel writing or reading past a tensor's end,
+ *                         or touching freed memory, faults at the instruction that does it. Slow.
  * A malformed value fails with AXON_ERROR_CONFIG naming the variable and the value; *out then holds the defaults. */
 AXON_API axon_status_t axon_config_from_env(axon_config_t *out);
 
