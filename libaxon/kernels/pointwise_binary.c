@@ -215,7 +215,7 @@ PW_BACKWARD_HELPERS(f64, double)
 
 PW_FLOATS(PW_B2S, gelu_backward,
           (x * ((W)0.5 * ((W)1 + PW_ERF_GELU(y * (W)0.70710678118654752440)) +
-                y * ((W)0.39894228040143267794 * PW_EXP(y * y * (W)-0.5)))))
+                y * ((W)0.39894228040143267794 * PW_GAUSS(y)))))
 PW_FLOATS(PW_B2S, gelu_tanh_backward, (PW_FGEN(pw_gelu_tanh_bw, x)(x, y)))
 PW_FLOATS(PW_B2S, silu_backward, (PW_FGEN(pw_silu_bw, x)(x, y)))
 PW_FLOATS(PW_B2S, mish_backward, (PW_FGEN(pw_mish_bw, x)(x, y)))

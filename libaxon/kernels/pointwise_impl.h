@@ -143,6 +143,8 @@ void axon_pw_widen(axon_dtype_t d, const void *storage, pw_value_t *out);
 #define PW_EXP(x) _Generic((x), float: pw_expf, double: pw_exp_f64)(x)
 /* gelu's erf: float through pw_erf_f32 (pointwise_math.h), double through libm's (libmvec's where vectorized). */
 #define PW_ERF_GELU(x) _Generic((x), float: pw_erf_f32, double: (erf))(x)
+/* exp(-y^2 / 2): gelu_backward's Gaussian (pw_gauss_f32 for float). */
+#define PW_GAUSS(y) _Generic((y), float: pw_gauss_f32, double: pw_gauss_f64)(y)
 #define PW_RINT(x) _Generic((x), float: pw_rint_f32, double: pw_rint_f64)(x)
 #define PW_FLOOR(x) _Generic((x), float: pw_floor_f32, double: pw_floor_f64)(x)
 #define PW_CEIL(x) _Generic((x), float: pw_ceil_f32, double: pw_ceil_f64)(x)

@@ -76,7 +76,9 @@ static inline double pw_exp_f64(double x) { return exp(x); }
  * (libaxon/tests/test_erf_f32.c checks 6.5), and exactly +-1 past 3.85, +-0 at +-0, NaN at NaN. fmaf is explicit
  * because -ffp-contract=off everywhere else: on a CPU without FMA it is a libm call, slower but the same bits. */
 static inline float pw_erf_f32(float x) {
-    const float a = x > 3.85f ? 3.85f : x < -3.85f ? -3.85f : x, t = a * a;
+    /* No clamp to [-3.85, 3.85]: past it the quotient may be anything (inf / inf is NaN), but the last line replaces
+     * it, and the two compares and blends of a clamp were a fifth of gelu_backward's loop on AVX2. */
+    const float a = x, t = a * a;
     float p = 2.108907817988115e-06f, q = 3.873612147623634e-05f;
     p = fmaf(p, t, 2.8563071975920215e-04f);
     p = fmaf(p, t, 3.6714037810992787e-03f);
@@ -91,5 +93,30 @@ static inline float pw_erf_f32(float x) {
     const float r = a * p / q;
     return fabsf(x) > 3.85f ? copysignf(1.0f, x) : r;
 }
+
+/* ---- exp(-y^2 / 2) for float, gelu_backward's Gaussian ----
+ * pw_expf's reduction and polynomial with fmaf steps, on an argument that is never positive: no upper clamp, and a
+ * NaN y needs no select (it reaches the polynomial and comes out NaN). A separate function, not pw_expf, because
+ * pw_expf's bits are shared with attention's vector exp, which has no fused multiply-add on GCC's vector types. With
+ * the clamps gone from pw_erf_f32 too, a cache-resident gelu_backward loop on a Zen 3 core went from 1.60 to 1.06 ns
+ * per element. At most 0.89 ulp from exp(-y^2/2) in double of the same rounded argument, over every float
+ * (test_gauss_f32.c). */
+static inline float pw_gauss_f32(float y) {
+    float z = y * y * -0.5f;
+    z = z < -104.0f ? -104.0f : z; /* below, exp is 0 in float; the clamp keeps n's conversion in range */
+    const float n = fmaf(z, 1.44269504088896341f, 0x1.8p23f) - 0x1.8p23f; /* round(z / ln2) */
+    float r = fmaf(n, -0.693359375f, z);                                   /* ln2_hi, exact product */
+    r = fmaf(n, 2.12194440e-4f, r);                                         /* ln2_lo */
+    float p = fmaf(r, 1.9875691500e-4f, 1.3981999507e-3f);
+    p = fmaf(p, r, 8.3334519073e-3f);
+    p = fmaf(p, r, 4.1665795894e-2f);
+    p = fmaf(p, r, 1.6666665459e-1f);
+    p = fmaf(p, r, 5.0000001201e-1f);
+    p = fmaf(p, r, 1.0f); /* Horner to the end: 0.89 ulp, where pw_expf's last step as one fmaf gave 1.01 */
+    p = fmaf(p, r, 1.0f);
+    const int32_t k = (int32_t)n, k1 = k >> 1, k2 = k - k1; /* n in [-150, 0] */
+    return p * pw_pow2i_f32(k1) * pw_pow2i_f32(k2);
+}
+static inline double pw_gauss_f64(double y) { return exp(y * y * -0.5); }
 
 #endif
