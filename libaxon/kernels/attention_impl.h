@@ -94,13 +94,16 @@ axon_status_t at_run(at_job_t *j, axon_pool_t pool, int64_t units, int64_t unit_
 /* The loops over every score (attention_rows.c), compiled per instruction set; _f32 also serves the half types.
  * at_softmax_update: one online-softmax step for the m x n score tile s (row stride n) with running row maxima mx,
  * sums l and outputs acc (m x ev): s becomes exp(s - new max) (rows whose keys are all masked so far: 0), l and mx
- * are updated and acc rescaled. at_grad_rows: p = exp(p - lse[row]) (the weights), dp = p * (dp - dd[row]) (dS).
+ * are updated and acc rescaled. at_grad_rows: p = exp(p - lse[row]) (the weights), dp = p * (dp - dd[row]) (dS);
+ * at_exp_rows: only the weights (dropout's backward applies its factors to both before dS).
  * at_add_rows: s (m x n, row stride lds) += x (row stride ldx, 0 repeats one row). at_transpose: y (d x m, row
  * stride m) = x (m x d, row stride ldx) transposed. */
 void at_softmax_update_f32(float *s, int64_t m, int64_t n, float *mx, float *l, float *acc, int64_t ev);
 void at_softmax_update_f64(double *s, int64_t m, int64_t n, double *mx, double *l, double *acc, int64_t ev);
 void at_grad_rows_f32(float *p, float *dp, int64_t m, int64_t n, const float *lse, const float *dd);
 void at_grad_rows_f64(double *p, double *dp, int64_t m, int64_t n, const double *lse, const double *dd);
+void at_exp_rows_f32(float *p, int64_t m, int64_t n, const float *lse);
+void at_exp_rows_f64(double *p, int64_t m, int64_t n, const double *lse);
 void at_transpose_f32(const float *x, int64_t ldx, int64_t m, int64_t d, float *y);
 void at_transpose_f64(const double *x, int64_t ldx, int64_t m, int64_t d, double *y);
 void at_add_rows_f32(float *s, int64_t lds, int64_t m, int64_t n, const float *x, int64_t ldx);

@@ -8,10 +8,11 @@
 #include "vec16.h"
 
 /* Row reductions on vec16.h's 16-lane vectors. at_vexp is pw_expf lane by lane, the same operations in the same
- * order (kernels build with -ffp-contract=off), so it gives pw_expf's bits, except below -87 where it gives 0: exp's
- * subnormal results there (every masked score, -inf, went through them) cost a microcode assist per element, several
- * times the rest of the softmax, and a weight under 2^-125 of the row's largest never matters. The horizontal
- * maximum and sum fold lane l with lane l + 8, l + 4, l + 2, l + 1 in turn: the first step joins the two halves. */
+ * order (kernels build with -ffp-contract=off; v8_fma where pw_expf has fmaf), so it gives pw_expf's bits, except
+ * below -87 where it gives 0: exp's subnormal results there (every masked score, -inf, went through them) cost a
+ * microcode assist per element, several times the rest of the softmax, and a weight under 2^-125 of the row's largest
+ * never matters. The horizontal maximum and sum fold lane l with lane l + 8, l + 4, l + 2, l + 1 in turn: the first
+ * step joins the two halves. */
 #if defined(__GNUC__) && (__GNUC__ >= 12 || defined(__clang__)) /* __builtin_shufflevector */
 V16_INLINE float at_hmax(v16f v) {
     v8f h = v8_max(v.h[1], v.h[0]);
@@ -30,7 +31,7 @@ V16_INLINE float at_hsum(v16f v) {
 V16_INLINE v8f at_vexp8(v8f x) {
     const v8f lo = v8_splat(-87.0f), hi = v8_splat(89.0f);
     const v8f xc = v8_select(x < lo, lo, v8_select(x > hi, hi, x)); /* a NaN passes through */
-    PW_EXPF_CORE(v8f, xc, n, p)
+    PW_EXPF_CORE(v8f, v8_fma, v8_splat, xc, n, p)
     const v8i k = __builtin_convertvector(n, v8i), k1 = k >> 1, k2 = k - k1;
     const v8f y = p * (v8f)((v8u)(k1 + 127) << 23) * (v8f)((v8u)(k2 + 127) << 23);
     return v8_select(x != x, x, v8_select(x < lo, v8_splat(0), y));

@@ -12,7 +12,7 @@
 
 /* Max of init and x[0..n), NaN skipped: AT_LANES independent partial maxima so the loop vectorizes (a single
  * running maximum is a serial dependency chain), folded in halves. */
-static inline AT_T AT_FN(at_row_max)(const AT_T *x, int64_t n, AT_T init) {
+V16_INLINE AT_T AT_FN(at_row_max)(const AT_T *x, int64_t n, AT_T init) {
     AT_T part[AT_LANES];
     for (int k = 0; k < AT_LANES; k++) part[k] = init;
     int64_t c = 0;
@@ -33,7 +33,7 @@ static inline AT_T AT_FN(at_row_max)(const AT_T *x, int64_t n, AT_T init) {
 
 /* x[c] = exp(x[c] - shift) for c in [0, n); returns their sum (AT_LANES partial sums, folded in halves: a fixed
  * order, and a short dependency chain where rows are short). */
-static inline AT_T AT_FN(at_exp_sum)(AT_T *x, int64_t n, AT_T shift) {
+V16_INLINE AT_T AT_FN(at_exp_sum)(AT_T *x, int64_t n, AT_T shift) {
     AT_T part[AT_LANES] = {0};
     int64_t c = 0;
 #ifdef AT_VEC
@@ -96,6 +96,15 @@ AXON_CLONES void AT_FN(at_grad_rows)(AT_T *p, AT_T *dp, int64_t m, int64_t n, co
             pr[c] = w;
             dr[c] = w * (dr[c] - di);
         }
+    }
+}
+
+/* exp in a clone, not in its caller (attention_tile.h's baseline code), where pw_expf's fmaf steps are libm calls. */
+AXON_CLONES void AT_FN(at_exp_rows)(AT_T *p, int64_t m, int64_t n, const AT_T *lse) {
+    for (int64_t r = 0; r < m; r++) {
+        AT_T *pr = p + r * n;
+        const AT_T shift = lse[r];
+        for (int64_t c = 0; c < n; c++) pr[c] = PW_EXP(pr[c] - shift); /* lse = +inf (masked row) gives 0 */
     }
 }
 

@@ -212,10 +212,10 @@ static inline const AT_T *AT_FN(at_grad_tile)(at_job_t *j, AT_FN(at_tiles_t) *t,
         AT_FN(at_grad_rows)(t->s, t->dp, m, n, lse, dd);
         return t->s;
     }
+    AT_FN(at_exp_rows)(t->s, m, n, lse);
     for (int64_t r = 0; r < m; r++) {
         AT_T *p = t->s + r * n, *dp = t->dp + r * n, *pd = t->pd + r * n;
-        const AT_T shift = lse[r], di = dd[r];
-        for (int64_t c = 0; c < n; c++) p[c] = PW_EXP(p[c] - shift); /* lse = +inf (masked row) gives 0 */
+        const AT_T di = dd[r];
         AT_FN(at_dropout_row)(a, b, h, i0 + r, j0, n, t->z);
         for (int64_t c = 0; c < n; c++) pd[c] = p[c] * t->z[c], dp[c] *= t->z[c];
         for (int64_t c = 0; c < n; c++) dp[c] = p[c] * (dp[c] - di);

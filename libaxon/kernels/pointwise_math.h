@@ -50,18 +50,38 @@ static inline double pw_trunc_f64(double x) {
 
 /* ---- exp for float, in plain arithmetic ----
  * glibc's expf is a scalar call (about 2 ns here) and libmvec's 4-lane one is no faster, so exp, sigmoid and silu
- * would not vectorize. This one does, and being plain IEEE arithmetic it gives the same bits in a vector body and a
- * scalar tail. Cody-Waite reduction x = n ln2 + r with ln2 split so that n * ln2_hi is exact, Cephes' degree-7
- * polynomial for exp(r) on |r| <= ln2/2, and 2^n applied as two normal powers of two so that subnormal results
- * round once and large n overflows to infinity. Checked against expl on all 2^32 inputs: at most 0.99 ulp, and the
- * same infinities, zeros and NaNs. */
+ * would not vectorize. This one does, and being IEEE arithmetic and fmaf (exact whether the CPU fuses it or libm
+ * emulates it) it gives the same bits in a vector body, a scalar tail and every instruction-set clone. Cody-Waite
+ * reduction x = n ln2 + r with ln2 split so that n * ln2_hi is exact, Cephes' degree-7 polynomial for exp(r) on
+ * |r| <= ln2/2 in Horner's form to the end, and 2^n applied as two normal powers of two so that subnormal results
+ * round once and large n overflows to infinity. Against double exp over every float: at most 0.89 ulp, and the same
+ * infinities, zeros and NaNs (tests/test_expf_f32.c). The multiply-adds were separate multiplies and adds until
+ * session 39 (0.98 ulp): fused, an exp-heavy loop runs about a third faster on an AVX2 core. */
+/* The fmaf functions below are always inlined: an out-of-line copy is baseline code, where fmaf is a libm call, even
+ * when every caller is an AVX2 clone (GCC made such copies of pw_expf and pw_erf_f32 for scalar tails). */
+#define PW_MATH_INLINE static inline __attribute__((always_inline))
 static inline float pw_pow2i_f32(int32_t k) { return axon_f32_from_bits((uint32_t)(k + 127) << 23); } /* |k| <= 126 */
-/* The reduction and the polynomial on a clamped xc, for T float or a GCC vector of floats (attention's vector exp):
- * declares n (round(xc / ln2), as T) and p = exp(xc - n ln2). Horner's first step c0 * r + c1 is written out. */
-#define PW_EXPF_CORE(T, xc, n, p)                                                                                  const T n = ((xc) * 1.44269504088896341f + 0x1.8p23f) - 0x1.8p23f; /* round to nearest integer */             T p;                                                                                                          {                                                                                                                 T r_ = (xc) - n * 0.693359375f; /* ln2_hi = 355/512: exact product */                                         r_ = r_ - n * -2.12194440e-4f;  /* ln2_lo */                                                                  p = r_ * 1.9875691500e-4f + 1.3981999507e-3f;                                                                 p = p * r_ + 8.3334519073e-3f;                                                                                p = p * r_ + 4.1665795894e-2f;                                                                                p = p * r_ + 1.6666665459e-1f;                                                                                p = p * r_ + 5.0000001201e-1f;                                                                                p = p * (r_ * r_) + r_ + 1.0f;                                                                            }
-static inline float pw_expf(float x) {
+/* The reduction and the polynomial on a clamped xc, for T float or a GCC vector of floats (attention's vector exp,
+ * FMA its lane-wise fmaf and K its broadcast of a constant): declares n (round(xc / ln2), as T) and
+ * p = exp(xc - n ln2). */
+#define PW_EXPF_CORE(T, FMA, K, xc, n, p)                                                                         \
+    const T n = FMA(xc, K(1.44269504088896341f), K(0x1.8p23f)) - K(0x1.8p23f); /* round to nearest integer */     \
+    T p;                                                                                                           \
+    {                                                                                                              \
+        T r_ = FMA(n, K(-0.693359375f), xc); /* ln2_hi = 355/512: exact product */                                 \
+        r_ = FMA(n, K(2.12194440e-4f), r_);  /* ln2_lo */                                                          \
+        p = FMA(r_, K(1.9875691500e-4f), K(1.3981999507e-3f));                                                     \
+        p = FMA(p, r_, K(8.3334519073e-3f));                                                                       \
+        p = FMA(p, r_, K(4.1665795894e-2f));                                                                       \
+        p = FMA(p, r_, K(1.6666665459e-1f));                                                                       \
+        p = FMA(p, r_, K(5.0000001201e-1f));                                                                       \
+        p = FMA(p, r_, K(1.0f));                                                                                   \
+        p = FMA(p, r_, K(1.0f));                                                                                   \
+    }
+#define PW_SCALAR(c) (c)
+PW_MATH_INLINE float pw_expf(float x) {
     float xc = x < -104.0f ? -104.0f : x > 89.0f ? 89.0f : x; /* beyond: 0 and inf; a NaN passes through */
-    PW_EXPF_CORE(float, xc, n, p)
+    PW_EXPF_CORE(float, fmaf, PW_SCALAR, xc, n, p)
     int32_t k = (int32_t)n, k1 = k >> 1, k2 = k - k1; /* n in [-150, 128]: both halves in [-75, 64] */
     float y = p * pw_pow2i_f32(k1) * pw_pow2i_f32(k2);
     return x != x ? x : y;
@@ -75,7 +95,7 @@ static inline double pw_exp_f64(double x) { return exp(x); }
  * core against 0.75 for libmvec's 8-lane erff (docs/benchmarks.md). At most 6.0 ulp from erf over every float
  * (libaxon/tests/test_erf_f32.c checks 6.5), and exactly +-1 past 3.85, +-0 at +-0, NaN at NaN. fmaf is explicit
  * because -ffp-contract=off everywhere else: on a CPU without FMA it is a libm call, slower but the same bits. */
-static inline float pw_erf_f32(float x) {
+PW_MATH_INLINE float pw_erf_f32(float x) {
     /* No clamp to [-3.85, 3.85]: past it the quotient may be anything (inf / inf is NaN), but the last line replaces
      * it, and the two compares and blends of a clamp were a fifth of gelu_backward's loop on AVX2. */
     const float a = x, t = a * a;
@@ -95,25 +115,13 @@ static inline float pw_erf_f32(float x) {
 }
 
 /* ---- exp(-y^2 / 2) for float, gelu_backward's Gaussian ----
- * pw_expf's reduction and polynomial with fmaf steps, on an argument that is never positive: no upper clamp, and a
- * NaN y needs no select (it reaches the polynomial and comes out NaN). A separate function, not pw_expf, because
- * pw_expf's bits are shared with attention's vector exp, which has no fused multiply-add on GCC's vector types. With
- * the clamps gone from pw_erf_f32 too, a cache-resident gelu_backward loop on a Zen 3 core went from 1.60 to 1.06 ns
- * per element. At most 0.89 ulp from exp(-y^2/2) in double of the same rounded argument, over every float
- * (test_gauss_f32.c). */
-static inline float pw_gauss_f32(float y) {
+ * pw_expf on an argument that is never positive: no upper clamp, and a NaN y needs no select (it reaches the
+ * polynomial and comes out NaN). With the clamps gone from pw_erf_f32 too, a cache-resident gelu_backward loop on a
+ * Zen 3 core went from 1.60 to 1.06 ns per element. pw_expf's bits for every y (test_gauss_f32.c). */
+PW_MATH_INLINE float pw_gauss_f32(float y) {
     float z = y * y * -0.5f;
     z = z < -104.0f ? -104.0f : z; /* below, exp is 0 in float; the clamp keeps n's conversion in range */
-    const float n = fmaf(z, 1.44269504088896341f, 0x1.8p23f) - 0x1.8p23f; /* round(z / ln2) */
-    float r = fmaf(n, -0.693359375f, z);                                   /* ln2_hi, exact product */
-    r = fmaf(n, 2.12194440e-4f, r);                                         /* ln2_lo */
-    float p = fmaf(r, 1.9875691500e-4f, 1.3981999507e-3f);
-    p = fmaf(p, r, 8.3334519073e-3f);
-    p = fmaf(p, r, 4.1665795894e-2f);
-    p = fmaf(p, r, 1.6666665459e-1f);
-    p = fmaf(p, r, 5.0000001201e-1f);
-    p = fmaf(p, r, 1.0f); /* Horner to the end: 0.89 ulp, where pw_expf's last step as one fmaf gave 1.01 */
-    p = fmaf(p, r, 1.0f);
+    PW_EXPF_CORE(float, fmaf, PW_SCALAR, z, n, p)
     const int32_t k = (int32_t)n, k1 = k >> 1, k2 = k - k1; /* n in [-150, 0] */
     return p * pw_pow2i_f32(k1) * pw_pow2i_f32(k2);
 }

@@ -13,6 +13,7 @@
 #ifndef AXON_KERNELS_VEC16_H
 #define AXON_KERNELS_VEC16_H
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -36,6 +37,13 @@ V16_INLINE v8f v8_load(const float *p) {
 }
 V16_INLINE void v8_store(float *p, v8f v) { memcpy(p, &v, sizeof v); }
 V16_INLINE v8f v8_splat(float x) { return (v8f){0} + x; }
+/* a * b + c rounded once, lane by lane: GCC turns the lane loop into one vfmadd on FMA targets (libm's fmaf per lane
+ * on the baseline), so vector code gives the bits of scalar code written with fmaf. */
+V16_INLINE v8f v8_fma(v8f a, v8f b, v8f c) {
+    v8f r;
+    for (int i = 0; i < 8; i++) r[i] = fmaf(a[i], b[i], c[i]);
+    return r;
+}
 /* a where the mask lane is all ones, b where it is zero */
 V16_INLINE v8f v8_select(v8i m, v8f a, v8f b) { return (v8f)(((v8i)a & m) | ((v8i)b & ~m)); }
 /* x where x > m, else m: a NaN in x is skipped, as in scalar loops written `x > m ? x : m`. */
