@@ -235,6 +235,48 @@ def test_complex_sum_and_mean_run_natively(dtype):
         torch.testing.assert_close(got.cpu(), want, **tol)
 
 
+NARROW_LANES = {
+    "sum": lambda t: t.sum(1), "mean": lambda t: t.mean(1), "amax": lambda t: t.amax(1), "amin": lambda t: t.amin(1),
+    "norm2": lambda t: torch.linalg.vector_norm(t, dim=1), "sum01": lambda t: t.sum((0, 1)),
+    "prod": lambda t: t.prod(1),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("lanes", [2, 3, 5, 16, 17])
+@pytest.mark.parametrize("rows", [7, 64, 1000])
+@pytest.mark.parametrize("name", sorted(NARROW_LANES))
+def test_reductions_over_rows_of_a_few_lanes_match_cpu(name, rows, lanes, dtype):
+    # [B, rows, lanes] over rows: up to 16 lanes, libaxon folds a group of rows (64 // lanes down to 4, dividing
+    # rows: none for 7 rows or 17 lanes) as one row and merges the groups' lanes at the end (reduce.c, rd_plan).
+    x = sample((3, rows, lanes), dtype, seed=rows + lanes)
+    if name == "prod":
+        x = 1 + x / 64  # factors near 1: no overflow over 1000 rows
+    x[1, rows // 2, lanes - 1] = float("nan")  # one lane of one output: NaN, the others not
+    fn = NARROW_LANES[name]
+    # torch CPU multiplies bfloat16 in bfloat16, a rounding per row (5% off after 64); libaxon in float32.
+    want = fn(x.double()).to(dtype) if name == "prod" and dtype == torch.bfloat16 else fn(x)
+    same(native(fn, x), want)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.bool, torch.uint8], ids=str)
+def test_integer_reductions_over_rows_of_a_few_lanes_match_cpu(dtype):
+    x = sample((3, 1000, 2), dtype, seed=9)
+    for fn in (lambda t: t.sum(1), lambda t: t.amax(1), lambda t: t.any(1), lambda t: t.count_nonzero(1)):
+        same(native(fn, x), fn(x))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.complex64], ids=str)
+def test_long_reductions_of_a_few_lanes_split_into_chunks_match_cpu(dtype):
+    # One output pair over 2^18 rows: few items, so the grouped rows are cut into chunks merged afterwards.
+    x = sample((1, 1 << 18, 2), torch.float32, seed=3)
+    x = torch.view_as_complex(x.squeeze(0)) if dtype == torch.complex64 else x
+    for fn in (lambda t: t.sum(-2 if t.dim() == 3 else 0), lambda t: t.mean(), lambda t: t.sum()):
+        want = fn(x.double() if dtype == torch.float32 else x.to(torch.complex128))
+        got = native(fn, x).cpu()
+        torch.testing.assert_close(got.to(want.dtype), want, rtol=1e-5, atol=1e-3)
+
+
 ALL_REAL = [torch.float32, torch.float64, torch.bfloat16, torch.float16, torch.int8, torch.uint8, torch.int16,
             torch.int32, torch.int64, torch.bool]
 

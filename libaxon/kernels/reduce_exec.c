@@ -277,12 +277,20 @@ typedef struct rd_outer_job {
     unsigned char *partial;          /* items * nchunks vectors of `lanes` W values, or NULL */
 } rd_outer_job_t;
 
-/* Item u's first output position and width. */
+/* Item u's first output position and width (outputs; its vectors have width * group lanes). */
 static int64_t rd_outer_item(const rd_args_t *a, int64_t item, int64_t *width) {
-    int64_t K = a->kept.sizes[0], nb = (K + a->lanes - 1) / a->lanes;
+    int64_t K = a->kept.sizes[0], L = a->lanes / a->group, nb = (K + L - 1) / L;
     int64_t q = item / nb, b = item % nb;
-    *width = K - b * a->lanes < a->lanes ? K - b * a->lanes : a->lanes;
-    return q * K + b * a->lanes;
+    *width = K - b * L < L ? K - b * L : L;
+    return q * K + b * L;
+}
+
+/* The group's width-lane slices of v merged into its first, then the outputs' finish. The upper half of the slices
+ * folds into the lower half in one wide merge, log2(group) merges (one per slice cost a call per 2 values). */
+static void rd_outer_finish(const rd_args_t *a, const rd_work_ops_t *w, unsigned char *v, int64_t width) {
+    const int64_t gb = width * (int64_t)a->w_esize;
+    for (int64_t g = a->group; g > 1; g -= g / 2) w->vmerge(&a->op, v, v + (g - g / 2) * gb, g / 2 * width);
+    w->vfinish(&a->op, v, width, a->count);
 }
 
 static void rd_outer_range(void *ctx, int64_t begin, int64_t end, int slot) {
@@ -294,9 +302,10 @@ static void rd_outer_range(void *ctx, int64_t begin, int64_t end, int slot) {
     r.w = &axon_rd_work_ops[a->op.work];
     r.lane_stride = a->kept.strides[0][0];
     for (int64_t u = begin; u < end; u++) {
-        int64_t item = u / a->nchunks, c = u % a->nchunks;
-        int64_t pos = rd_outer_item(a, item, &r.width);
-        int64_t r0 = c * a->chunk, r1 = r0 + a->chunk < a->count ? r0 + a->chunk : a->count;
+        int64_t item = u / a->nchunks, c = u % a->nchunks, width;
+        int64_t pos = rd_outer_item(a, item, &width);
+        r.width = width * a->group;
+        int64_t r0 = c * a->chunk, r1 = r0 + a->chunk < a->rows ? r0 + a->chunk : a->rows;
         r.top = 0;
         r.w->vinit(&a->op, r.blk, r.width);
         r.rows = 0;
@@ -308,8 +317,8 @@ static void rd_outer_range(void *ctx, int64_t begin, int64_t end, int slot) {
         if (j->partial) {
             memcpy(j->partial + u * a->lanes * (int64_t)a->w_esize, r.lv[0], (size_t)r.width * a->w_esize);
         } else {
-            r.w->vfinish(&a->op, r.lv[0], r.width, a->count);
-            a->store(axon_iter_at(&a->kept, 1, pos), a->kept.strides[1][0], (const char *)r.lv[0], 1, r.width);
+            rd_outer_finish(a, r.w, r.lv[0], width);
+            a->store(axon_iter_at(&a->kept, 1, pos), a->kept.strides[1][0], (const char *)r.lv[0], 1, width);
         }
     }
 }
@@ -327,8 +336,9 @@ static void rd_run_outer(const rd_args_t *a, axon_pool_t pool) {
         int64_t width, pos = rd_outer_item(a, item, &width);
         unsigned char *v = partial + item * a->nchunks * vb;
         for (int64_t step = 1; step < a->nchunks; step *= 2)
-            for (int64_t i = 0; i + step < a->nchunks; i += 2 * step) w->vmerge(&a->op, v + i * vb, v + (i + step) * vb, width);
-        w->vfinish(&a->op, v, width, a->count);
+            for (int64_t i = 0; i + step < a->nchunks; i += 2 * step)
+                w->vmerge(&a->op, v + i * vb, v + (i + step) * vb, width * a->group);
+        rd_outer_finish(a, w, v, width);
         a->store(axon_iter_at(&a->kept, 1, pos), a->kept.strides[1][0], (const char *)v, 1, width);
     }
 }

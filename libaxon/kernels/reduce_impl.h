@@ -24,6 +24,11 @@
 /* Lanes of the outer reduction's vectors: rows are read in runs of up to 4-8 KiB, long enough for the prefetcher
  * (512-byte runs at a large stride measured at half the bandwidth of a sequential read). */
 #define RD_VEC 1024
+/* A lane dimension this narrow whose rows lie back to back folds several rows as one (rd_args_t.group), up to
+ * RD_GROUP_LANES lanes: one lane-wise pass per row of 2 values (sum(1) of [B, T, 2], a complex sum's float pairs)
+ * cost a loop's setup per pair, 9x torch CPU's time. */
+#define RD_NARROW_LANES 16
+#define RD_GROUP_LANES 64
 /* Levels of a cascade: 2^40 blocks is more than any tensor; deeper merges fold into the top level. */
 #define RD_LEVELS 40
 
@@ -136,8 +141,10 @@ typedef struct rd_args {
     int64_t red_shift;           /* bytes */
     int64_t nchunks;             /* RD_PATH_SPLIT: chunks per output; RD_PATH_OUTER: row chunks per item */
     int64_t chunk;               /* elements (SPLIT) or rows (OUTER) per chunk */
-    int64_t lanes;               /* RD_PATH_OUTER: lanes per item (<= RD_VEC) */
+    int64_t lanes;               /* RD_PATH_OUTER: lanes per item (<= RD_VEC), times group */
     int64_t items;               /* RD_PATH_OUTER: (kept run, lane block) pairs */
+    int64_t group;               /* RD_PATH_OUTER: rows of in per row of red (1, or red folds them as one) */
+    int64_t rows;                /* RD_PATH_OUTER: rows of red, count / group */
 } rd_args_t;
 
 /* Chunking limits, fixed so that the plan never depends on the thread count. */
