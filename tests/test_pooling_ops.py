@@ -70,6 +70,10 @@ AVG_CASES = [  # (shape, kernel, stride, padding, ceil_mode, count_include_pad, 
     ((1, 3, 6, 7, 8), (3, 2, 3), (2, 1, 2), (1, 1, 1), True, False, None),
     ((1, 2, 6, 6, 6), 3, 2, 1, True, True, 4),
     ((1, 2, 6, 7), 2, 2, 1, False, True, -2),              # a negative divisor is allowed
+    # windows that tile the input (stride = kernel, no padding): the backward writes each row once
+    ((2, 3, 9, 11), 3, 3, 0, False, True, None),           # 3 wide, two columns no window covers
+    ((2, 3, 8, 8), 2, 2, 0, False, False, 3),              # every delta divided by the override
+    ((2, 3, 20), 4, 4, 0, False, True, None),
 ]
 
 

@@ -157,6 +157,47 @@ static void pa_forward_range(void *ctx, int64_t begin, int64_t end, int slot) {
 
 #define PA_BLOCK 256 /* outputs of a row whose deltas pa_backward_planes_f32 divides before adding them */
 
+/* Fixed windows that tile the input (stride = kernel, no padding, every window inside it: 2 x 2 pooling at stride
+ * 2): each input element takes one window's delta or none, and every divisor is the first window's. */
+static int pa_tiles(const pa_args_t *a) {
+    if (a->w.adaptive) return 0;
+    for (int k = 0; k < 3; k++)
+        if (a->w.p[k] != 0 || a->w.s[k] != a->w.k[k] || a->w.d[k] != 1 || a->g.out[k] * a->w.k[k] > a->g.in[k])
+            return 0;
+    return 1;
+}
+
+/* pa_backward_planes_f32 where pa_tiles: rows written once with the window's (float)delta, which is the general
+ * loop's (float)(0.0 + delta); it zeroed the plane and added to it window by window (a span, a divisor and a loop of
+ * 2 per output: 2 x 2 pooling's backward ran 1.5x torch CPU's time). */
+AXON_CLONES static void pa_backward_tiles_f32(const pa_args_t *a, int64_t p, double div) {
+    const axon_spatial_t *g = &a->g;
+    const int64_t ih = g->in[1], iw = g->in[2], oh_n = g->out[1], ow_n = g->out[2];
+    const int64_t kd = a->w.k[0], kh = a->w.k[1], kw = a->w.k[2];
+    float *dst = (float *)a->dst + p * g->in_size;
+    const float *go = (const float *)a->src + p * g->out_size;
+    if (g->out[0] * kd != g->in[0] || oh_n * kh != ih || ow_n * kw != iw)
+        memset(dst, 0, (size_t)g->in_size * sizeof(float)); /* the elements no window covers */
+    float dl[PA_BLOCK];
+    for (int64_t od = 0; od < g->out[0]; od++)
+        for (int64_t oh = 0; oh < oh_n; oh++) {
+            const float *gr = go + (od * oh_n + oh) * ow_n;
+            for (int64_t b0 = 0; b0 < ow_n; b0 += PA_BLOCK) {
+                const int64_t m = ow_n - b0 < PA_BLOCK ? ow_n - b0 : PA_BLOCK;
+                for (int64_t j = 0; j < m; j++) dl[j] = (float)((double)gr[b0 + j] / div);
+                for (int64_t d = od * kd; d < (od + 1) * kd; d++)
+                    for (int64_t h = oh * kh; h < (oh + 1) * kh; h++) {
+                        float *row = dst + (d * ih + h) * iw + b0 * kw;
+                        if (kw == 2)
+                            for (int64_t j = 0; j < m; j++) row[2 * j] = row[2 * j + 1] = dl[j];
+                        else
+                            for (int64_t j = 0; j < m; j++)
+                                for (int64_t w = 0; w < kw; w++) row[j * kw + w] = dl[j];
+                    }
+            }
+        }
+}
+
 /* pa_backward_range for float32 grad_out and grad_in: the same sums (each element of a window gets
  * (float)((double)element + delta) in output order, so the same bits), on typed rows that GCC vectorizes, where the
  * generic loop loaded and stored each element through a dtype switch (a global average pool's backward, one window
@@ -168,6 +209,15 @@ AXON_CLONES static void pa_backward_planes_f32(void *ctx, int64_t begin, int64_t
     const int64_t ih = g->in[1], iw = g->in[2];
     axon_pool_span_t span[PA_BLOCK];
     char skip[PA_BLOCK];
+    if (pa_tiles(a)) {
+        const axon_pool_span_t first[3] = {axon_pool_span(&a->w, g, 0, 0), axon_pool_span(&a->w, g, 1, 0),
+                                           axon_pool_span(&a->w, g, 2, 0)};
+        const double div = pa_divisor(&a->w, first);
+        if (div != 0) {
+            for (int64_t p = begin; p < end; p++) pa_backward_tiles_f32(a, p, div);
+            return;
+        }
+    }
     for (int64_t p = begin; p < end; p++) {
         float *dst = (float *)a->dst + p * g->in_size;
         const float *go = (const float *)a->src + p * g->out_size;
