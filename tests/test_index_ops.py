@@ -491,6 +491,22 @@ def test_index_copy_out_of_range_index_raises_at_sync_and_writes_nothing(bad):
         assert_exact(x, torch.zeros(5, width))
 
 
+@pytest.mark.parametrize("bad", [(3000, 5000), (2047, -2000), (1024, 1 << 40)])
+def test_scatter_add_names_the_first_bad_index_of_a_long_row_and_writes_nothing(bad):
+    # Rows of 4096 int64 indices are checked 1024 at a time, vectorized, before anything is written; a bad index
+    # past the first block must still be found, and the first of two named.
+    (at, value) = bad
+    index = torch.randint(0, 1000, (2, 4096))
+    index[1, at] = value
+    index[1, at + 500] = 1 << 50
+    x = torch.zeros(2, 1000, device="axon")
+    with pytest.raises((RuntimeError, IndexError),
+                       match=f"index {value} is out of bounds for dimension 1 with size 1000"):
+        x.scatter_add_(1, index.to("axon"), torch.ones(2, 4096, device="axon"))
+        x.cpu()
+    assert_exact(x, torch.zeros(2, 1000))
+
+
 # ---- cat's row path: each input's dense block copied into out's rows in one launch ----
 
 @pytest.mark.parametrize("dim", [0, 1, 2, -1])
