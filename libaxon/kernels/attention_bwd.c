@@ -76,13 +76,13 @@ static size_t at_fused_bytes(const at_args_t *a, int slots) {
 static axon_status_t at_backward_amx(at_job_t *j, axon_pool_t pool, int64_t work, const char *op) {
     const at_args_t *a = j->a;
     const size_t bytes = at_amx_bwd_pack_bytes(a);
-    if ((j->kpack = axon_gemm_amx_scratch(bytes)) == NULL)
+    if ((j->kpack = axon_gemm_scratch(AXON_GEMM_SCRATCH_PACK, bytes)) == NULL)
         return axon_fail(AXON_ERROR_OUT_OF_MEMORY, "%s: %zu bytes for the packed blocks", op, bytes);
     at_amx_bwd_pack(j, pool);
     axon_status_t st = AXON_OK;
     if (a->dk.data) st = at_run(j, pool, at_amx_bwd_kv_units(a), work * a->group, at_amx_bwd_kv_range, op);
     if (st == AXON_OK && a->dq.data) st = at_run(j, pool, at_amx_bwd_q_units(a), work, at_amx_bwd_q_range, op);
-    axon_gemm_amx_scratch_done(j->kpack);
+    axon_gemm_scratch_done(AXON_GEMM_SCRATCH_PACK, j->kpack);
     return st;
 }
 

@@ -207,11 +207,11 @@ static axon_status_t at_forward_kernel(const void *args, const axon_exec_t *ex) 
     if (!at_amx_usable(a)) return at_run(&j, ex->pool, units, work, at_forward_range, "attention");
     a->path = AT_PATH_AMX_FWD;
     const size_t bytes = at_amx_pack_bytes(a);
-    if ((j.kpack = axon_gemm_amx_scratch(bytes)) == NULL)
+    if ((j.kpack = axon_gemm_scratch(AXON_GEMM_SCRATCH_PACK, bytes)) == NULL)
         return axon_fail(AXON_ERROR_OUT_OF_MEMORY, "attention: %zu bytes for the packed keys and values", bytes);
     at_amx_pack(&j, ex->pool);
     const axon_status_t st = at_run(&j, ex->pool, at_amx_units(a), work, at_amx_forward_range, "attention");
-    axon_gemm_amx_scratch_done(j.kpack);
+    axon_gemm_scratch_done(AXON_GEMM_SCRATCH_PACK, j.kpack);
     return st;
 }
 

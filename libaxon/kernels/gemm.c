@@ -98,7 +98,7 @@ static axon_tensor_t gemm_scratch_out(void *data, axon_dtype_t dt, const int64_t
  * speed, where a row-major copy would read it a column at a time (4 x 768 @ 768 x 768 float16 on that path, 2026-12-03:
  * 700-830 -> 172 us; on a CPU with AVX-512 such products now take gemm_avx512.c instead). */
 static axon_status_t gemm_prepare(gemm_mat_t *m, const axon_tensor_t *t, axon_dtype_t cdt, axon_pool_t pool,
-                                  void **scratch) {
+                                  int slot, void **scratch) {
     int64_t bsz = t->sizes[0], r = t->sizes[1], c = t->sizes[2];
     const int fits = gemm_layout(r, c, t->strides[1], t->strides[2], &m->trans, &m->ld);
     if (t->dtype == cdt && fits) {
@@ -110,7 +110,7 @@ static axon_status_t gemm_prepare(gemm_mat_t *m, const axon_tensor_t *t, axon_dt
     int64_t nb = bsz == 1 || t->strides[0] == 0 ? 1 : bsz; /* a broadcast batch is copied once */
     int64_t sizes[3] = {nb, r, c};
     size_t es = axon_dtype_size(cdt);
-    if ((*scratch = malloc((size_t)(nb * r * c) * es)) == NULL)
+    if ((*scratch = axon_gemm_scratch(slot, (size_t)(nb * r * c) * es)) == NULL)
         return axon_fail(AXON_ERROR_OUT_OF_MEMORY, "matmul: %" PRId64 " x %" PRId64 " x %" PRId64
                          " %s scratch for an operand", nb, r, c, axon_dtype_name(cdt));
     axon_tensor_t dst = gemm_contiguous(*scratch, cdt, 3, sizes), src = *t;
@@ -179,13 +179,13 @@ static void gemm_prepass_i64(const struct gemm_job *j, int64_t *c, int64_t i0, i
 static void gemm_blocks(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
     struct gemm_job *j = ctx;
-    const int64_t es = (int64_t)j->es, per = j->nbm * j->nbn;
+    const int64_t es = (int64_t)j->es, aes = (int64_t)axon_dtype_size(j->adt), per = j->nbm * j->nbn;
     for (int64_t u = begin; u < end; u++) {
         int64_t z = u / per, bi = u % per / j->nbn, bj = u % j->nbn;
         int64_t i0 = bi * j->bm, mi = gemm_min(j->bm, j->m - i0), j0 = bj * j->bn, nj = gemm_min(j->bn, j->n - j0);
         char *c = j->c + (z * j->csb + i0 * j->ldc + j0) * es;
         /* Row block i0 of op(A): rows of A, or columns when A is stored transposed; likewise columns of op(B). */
-        const char *a = j->a.data + (z * j->a.sb + (j->a.trans ? i0 : i0 * j->a.ld)) * es;
+        const char *a = j->a.data + (z * j->a.sb + (j->a.trans ? i0 : i0 * j->a.ld)) * aes;
         const char *b = j->b.data + (z * j->b.sb + (j->b.trans ? j0 * j->b.ld : j0)) * (int64_t)axon_dtype_size(j->bdt);
         double beta = j->beta;
         if (j->bias || j->k == 0) {
@@ -198,7 +198,10 @@ static void gemm_blocks(void *ctx, int64_t begin, int64_t end, int slot) {
             if (j->k == 0) continue;
         }
         int rc = 0;
-        if (j->bdt != j->cdt)
+        if (j->adt != j->cdt) /* both 16-bit: MKL's mixed product (gemm_kernel's GEMM_16_MKL) */
+            rc = axon_gemm_16(j->adt, j->a.trans, j->b.trans, mi, nj, j->k, (float)j->alpha, a, j->a.ld, b, j->b.ld,
+                              (float)beta, (float *)c, j->ldc);
+        else if (j->bdt != j->cdt)
             rc = axon_gemm_skinny_16(j->bdt, j->a.trans, mi, nj, j->k, (float)j->alpha, (const float *)a, j->a.ld, b,
                                      j->b.ld, (float)beta, (float *)c, j->ldc);
         else if (j->cdt == AXON_FLOAT32)
@@ -378,8 +381,8 @@ static int gemm_lowp_try(const struct gemm_args *g, const axon_exec_t *ex, axon_
     struct gemm_lowp_job j;
     memset(&j, 0, sizeof j);
     atomic_init(&j.failed, 0);
-    if ((*st = gemm_prepare(&a, &g->a, dt, ex->pool, &sa)) != AXON_OK) goto done;
-    if ((*st = gemm_prepare(&b, &g->b, dt, ex->pool, &sb)) != AXON_OK) goto done;
+    if ((*st = gemm_prepare(&a, &g->a, dt, ex->pool, AXON_GEMM_SCRATCH_A, &sa)) != AXON_OK) goto done;
+    if ((*st = gemm_prepare(&b, &g->b, dt, ex->pool, AXON_GEMM_SCRATCH_B, &sb)) != AXON_OK) goto done;
     if (g->has_bias) {
         if ((bias = malloc((size_t)n * sizeof *bias)) == NULL) {
             *st = axon_fail(AXON_ERROR_OUT_OF_MEMORY, "matmul: %" PRId64 " float32 bias scratch", n);
@@ -418,8 +421,8 @@ static int gemm_lowp_try(const struct gemm_args *g, const axon_exec_t *ex, axon_
         *st = axon_fail(AXON_ERROR_OUT_OF_MEMORY, "matmul: oneDNN %s matmul (%" PRId64 " x %" PRId64 " x %" PRId64
                         " x %" PRId64 ") failed: out of memory, or a oneDNN error", axon_dtype_name(dt), bsz, m, k, n);
 done:
-    free(sa);
-    free(sb);
+    axon_gemm_scratch_done(AXON_GEMM_SCRATCH_A, sa);
+    axon_gemm_scratch_done(AXON_GEMM_SCRATCH_B, sb);
     free(bias);
     return taken;
 }
@@ -530,7 +533,7 @@ static int gemm_amx_few_try(const struct gemm_args *g, const axon_exec_t *ex, ax
     axon_gemm_amx_few_t op;
     memset(&op, 0, sizeof op);
     float *bias = NULL;
-    uint16_t *xp = axon_gemm_amx_scratch(axon_gemm_amx_few_x_bytes(m, k));
+    uint16_t *xp = axon_gemm_scratch(AXON_GEMM_SCRATCH_PACK, axon_gemm_amx_few_x_bytes(m, k));
     if (!xp || (g->has_bias && (bias = malloc((size_t)n * sizeof *bias)) == NULL)) {
         *st = axon_fail(AXON_ERROR_OUT_OF_MEMORY, "matmul: packed rows of a %" PRId64 " x %" PRId64 " x %" PRId64
                         " bfloat16 product", m, k, n);
@@ -547,7 +550,7 @@ static int gemm_amx_few_try(const struct gemm_args *g, const axon_exec_t *ex, ax
     axon_parallel_for(ex->pool, 0, n / 16, 4, gemm_amx_few_cols, &op);
     *st = AXON_OK;
 done:
-    if (xp) axon_gemm_amx_scratch_done(xp);
+    if (xp) axon_gemm_scratch_done(AXON_GEMM_SCRATCH_PACK, xp);
     free(bias);
     return 1;
 }
@@ -582,7 +585,7 @@ static int gemm_amx_try(const struct gemm_args *g, const axon_exec_t *ex, axon_s
     float *bias = NULL;
     j.work_bytes = axon_gemm_amx_work_bytes(mc, k, kc, nb); /* a multiple of 2 KiB */
     const size_t b_bytes = axon_gemm_amx_b_bytes(k, n);
-    j.bp = axon_gemm_amx_scratch(b_bytes + (size_t)nparts * j.work_bytes);
+    j.bp = axon_gemm_scratch(AXON_GEMM_SCRATCH_PACK, b_bytes + (size_t)nparts * j.work_bytes);
     j.work = j.bp ? (char *)j.bp + b_bytes : NULL;
     if (!j.bp || (g->has_bias && (bias = malloc((size_t)n * sizeof *bias)) == NULL)) {
         *st = axon_fail(AXON_ERROR_OUT_OF_MEMORY, "matmul: packed operands of a %" PRId64 " x %" PRId64 " x %" PRId64
@@ -609,7 +612,7 @@ static int gemm_amx_try(const struct gemm_args *g, const axon_exec_t *ex, axon_s
     }
     *st = AXON_OK;
 done:
-    if (j.bp) axon_gemm_amx_scratch_done(j.bp);
+    if (j.bp) axon_gemm_scratch_done(AXON_GEMM_SCRATCH_PACK, j.bp);
     free(bias);
     return 1;
 }
@@ -734,9 +737,10 @@ static axon_status_t gemm_avx_run(const struct gemm_job *j, int64_t bsz, axon_po
     w.local_elems = cols ? (size_t)k * AXON_GEMM_AVX_NR : axon_gemm_avx512_block_bytes(k) / sizeof(float);
     w.local_elems = (w.local_elems + 15) / 16 * 16;
     float *bias = NULL, *mem = NULL;
-    if (!whole) mem = axon_gemm_amx_scratch(shared + (size_t)nparts * w.local_elems * sizeof(float));
+    if (!whole)
+        mem = axon_gemm_scratch(AXON_GEMM_SCRATCH_PACK, shared + (size_t)nparts * w.local_elems * sizeof(float));
     if ((!whole && !mem) || (j->bias && (bias = malloc((size_t)nbias * sizeof *bias)) == NULL)) {
-        if (mem) axon_gemm_amx_scratch_done(mem);
+        if (mem) axon_gemm_scratch_done(AXON_GEMM_SCRATCH_PACK, mem);
         return axon_fail(AXON_ERROR_OUT_OF_MEMORY, "matmul: packed operands of a %" PRId64 " x %" PRId64 " x %" PRId64
                          " float32 product", m, k, n);
     }
@@ -783,7 +787,7 @@ static axon_status_t gemm_avx_run(const struct gemm_job *j, int64_t bsz, axon_po
             }
         }
     }
-    axon_gemm_amx_scratch_done(mem);
+    axon_gemm_scratch_done(AXON_GEMM_SCRATCH_PACK, mem);
     free(bias);
     return AXON_OK;
 }
@@ -800,7 +804,7 @@ static axon_status_t gemm_avx_run(const struct gemm_job *j, int64_t bsz, axon_po
  * 7.6 ms that way against 10.6 on the kernel, 2048^3 62 against 80 ms; alternated runs of both in one quarter hour
  * were closer (bfloat16 1024^3 8.3-9.7 against 7.9-10.6 ms, 2048^3 70-85 against 61-78, a 1024 x 1024 x 4096 Linear
  * 29-36 against 32-42). Figures: docs/benchmarks.md, "16-bit GEMM on the float32 kernel". */
-enum { GEMM_16_LIBRARY, GEMM_16_KERNEL, GEMM_16_WIDENED, GEMM_16_DOT };
+enum { GEMM_16_LIBRARY, GEMM_16_KERNEL, GEMM_16_WIDENED, GEMM_16_DOT, GEMM_16_MKL };
 /* Decode steps: up to this many rows times a Linear's weight (B stored (n, k)) stream B through gemm_skinny.c's dot
  * form, widened as it is read, with A widened into a small scratch. Against the kernel (or oneDNN for one bfloat16
  * row), alternated in one process while another job held the cores (2026-12-03 06:20 UTC, best of 2 x 7 x 30
@@ -813,11 +817,24 @@ enum { GEMM_16_LIBRARY, GEMM_16_KERNEL, GEMM_16_WIDENED, GEMM_16_DOT };
  * 1020; 4 x 768 x 768 57 -> 27, CPU 47). */
 #define GEMM_16_DOT_ROWS 8
 
+/* Without AVX-512 (no kernel of this project's for 16-bit operands), bfloat16 products go to MKL's
+ * cblas_gemm_bf16bf16f32, which widens as it packs: the library route widens both operands into float32 scratch
+ * first, a pass over all of B for a product that may use each element of it only a few times. Zen 3, 2 threads,
+ * F.linear with a bias (session 39; widened with kept scratch -> MKL): 4 x 768 x 768 205-225 -> 109 us, 16 x 4096 x
+ * 4096 21.4-22.0 -> 11.0-11.2 ms, 4 x 4096 x 4096 8.5-11.1 -> 8.5-8.9 ms; 64 x 512 x 2048, 512 x 1024 x 256,
+ * 128 x 768 x 3072 and squares even. MKL's matrix-vector products (one row or column: 1 x 768 x 768 83-86 -> 112-176
+ * us) and its float16 products (4 x 768 x 768 198 -> 534 us, 128 x 768 x 3072 3.96 -> 5.62 ms) ran slower than
+ * widening, so they keep it. */
+static int gemm_16_mkl_wanted(axon_dtype_t dt, int64_t m, int64_t n) {
+    return dt == AXON_BFLOAT16 && m > 1 && n > 1 && axon_gemm_16_available();
+}
+
 static int gemm_16bit_route(const struct gemm_args *g) {
     const axon_dtype_t dt = g->out.dtype;
     const int64_t m = g->out.sizes[1], n = g->out.sizes[2], k = g->a.sizes[2];
     if ((dt != AXON_BFLOAT16 && dt != AXON_FLOAT16) || g->a.dtype != dt || g->b.dtype != dt) return GEMM_16_LIBRARY;
-    if (k < 1 || !axon_gemm_avx512_available()) return GEMM_16_LIBRARY;
+    if (k < 1) return GEMM_16_LIBRARY;
+    if (!axon_gemm_avx512_available()) return gemm_16_mkl_wanted(dt, m, n) ? GEMM_16_MKL : GEMM_16_LIBRARY;
     int btrans = 0;
     int64_t ld;
     if (m <= GEMM_16_DOT_ROWS && gemm_layout(k, n, g->b.strides[1], g->b.strides[2], &btrans, &ld) && btrans)
@@ -837,10 +854,10 @@ static axon_status_t gemm_kernel(const void *args, const axon_exec_t *ex) {
     const struct gemm_args *g = args;
     axon_status_t st = AXON_OK;
     if (gemm_amx_few_try(g, ex, &st) || gemm_amx_try(g, ex, &st)) return st;
-    const int route16 = gemm_16bit_route(g), avx16 = route16 == GEMM_16_KERNEL;
+    const int route16 = gemm_16bit_route(g), avx16 = route16 == GEMM_16_KERNEL, mkl16 = route16 == GEMM_16_MKL;
     if (route16 == GEMM_16_LIBRARY && gemm_lowp_try(g, ex, &st)) return st;
-    const axon_dtype_t cdt = gemm_compute_dtype(g->out.dtype), adt = avx16 ? g->out.dtype : cdt;
-    const axon_dtype_t bdt = avx16 || route16 == GEMM_16_DOT ? g->out.dtype : cdt;
+    const axon_dtype_t cdt = gemm_compute_dtype(g->out.dtype), adt = avx16 || mkl16 ? g->out.dtype : cdt;
+    const axon_dtype_t bdt = avx16 || mkl16 || route16 == GEMM_16_DOT ? g->out.dtype : cdt;
     const int64_t bsz = g->out.sizes[0], m = g->out.sizes[1], n = g->out.sizes[2], k = g->a.sizes[2];
     void *sa = NULL, *sb = NULL, *sc = NULL, *sbias = NULL;
     struct gemm_job j;
@@ -852,8 +869,8 @@ static axon_status_t gemm_kernel(const void *args, const axon_exec_t *ex) {
     j.alpha = g->alpha, j.beta = g->beta, j.bias_scale = g->bias_scale;
     gemm_mat_t a = {0}, b = {0};
     if (k > 0) { /* with k == 0 the operands are never read */
-        if ((st = gemm_prepare(&a, &g->a, adt, ex->pool, &sa)) != AXON_OK) goto done;
-        if ((st = gemm_prepare(&b, &g->b, bdt, ex->pool, &sb)) != AXON_OK) goto done;
+        if ((st = gemm_prepare(&a, &g->a, adt, ex->pool, AXON_GEMM_SCRATCH_A, &sa)) != AXON_OK) goto done;
+        if ((st = gemm_prepare(&b, &g->b, bdt, ex->pool, AXON_GEMM_SCRATCH_B, &sb)) != AXON_OK) goto done;
     }
     int ctrans = 0;
     int64_t ldc = 0;
@@ -864,7 +881,7 @@ static axon_status_t gemm_kernel(const void *args, const axon_exec_t *ex) {
         j.c = g->out.data;
         j.csb = g->out.strides[0];
     } else {
-        if ((sc = malloc((size_t)(bsz * m * n) * j.es)) == NULL) {
+        if ((sc = axon_gemm_scratch(AXON_GEMM_SCRATCH_C, (size_t)(bsz * m * n) * j.es)) == NULL) {
             st = axon_fail(AXON_ERROR_OUT_OF_MEMORY, "matmul: %" PRId64 " x %" PRId64 " x %" PRId64
                            " %s scratch for out", bsz, m, n, axon_dtype_name(cdt));
             goto done;
@@ -897,7 +914,7 @@ static axon_status_t gemm_kernel(const void *args, const axon_exec_t *ex) {
         j.bias_on_rows = 1;
     }
     int64_t grain, blocks = gemm_split(&j, bsz, axon_pool_size(ex->pool), &grain);
-    if (avx16 || (cdt == AXON_FLOAT32 && gemm_avx_wanted(bsz, j.m, j.n, k, j.b.trans))) {
+    if (avx16 || (!mkl16 && cdt == AXON_FLOAT32 && gemm_avx_wanted(bsz, j.m, j.n, k, j.b.trans))) {
         if ((st = gemm_avx_run(&j, bsz, ex->pool)) != AXON_OK) goto done;
         blocks = 0;
     }
@@ -911,9 +928,9 @@ static axon_status_t gemm_kernel(const void *args, const axon_exec_t *ex) {
         axon_copy_execute(&g->out, &t, ex->pool);
     }
 done:
-    free(sa);
-    free(sb);
-    free(sc);
+    axon_gemm_scratch_done(AXON_GEMM_SCRATCH_A, sa);
+    axon_gemm_scratch_done(AXON_GEMM_SCRATCH_B, sb);
+    axon_gemm_scratch_done(AXON_GEMM_SCRATCH_C, sc);
     free(sbias);
     return st;
 }

@@ -153,55 +153,6 @@ AMX_VEC_TARGET static void amx_dword_transpose16(__m512i r[16], uint16_t *tile) 
 #define AMX_X86 0
 #endif
 
-/* The packed operands' memory is kept per calling thread (a stream's worker) from one product to the next: a fresh
- * multi-MiB malloc is an mmap whose page faults measured 10-20% of a 1024^3 product on 2 threads. Larger buffers
- * than AMX_KEEP_BYTES are freed after use, so an odd huge product does not pin its memory; 64 MiB sent a Llama LM
- * head's input gradient (512 x 32000 x 1024, 66 MB of packed B) through fresh pages every call, 16 of its 46 ms. */
-#define AMX_KEEP_BYTES ((size_t)256 << 20)
-
-typedef struct amx_scratch {
-    void *p;
-    size_t cap;
-} amx_scratch_t;
-
-static pthread_once_t amx_scratch_once = PTHREAD_ONCE_INIT;
-static pthread_key_t amx_scratch_key;
-static int amx_scratch_ok;
-
-static void amx_scratch_free(void *v) {
-    amx_scratch_t *t = v;
-    if (t) free(t->p);
-    free(t);
-}
-
-static void amx_scratch_init(void) { amx_scratch_ok = pthread_key_create(&amx_scratch_key, amx_scratch_free) == 0; }
-
-void *axon_gemm_amx_scratch(size_t bytes) {
-    bytes = (bytes + 63) / 64 * 64;
-    pthread_once(&amx_scratch_once, amx_scratch_init);
-    if (bytes > AMX_KEEP_BYTES || !amx_scratch_ok) return aligned_alloc(64, bytes);
-    amx_scratch_t *t = pthread_getspecific(amx_scratch_key);
-    if (!t) {
-        if ((t = calloc(1, sizeof *t)) == NULL) return NULL;
-        if (pthread_setspecific(amx_scratch_key, t) != 0) {
-            free(t);
-            return NULL;
-        }
-    }
-    if (bytes > t->cap) {
-        free(t->p);
-        t->cap = 0;
-        if ((t->p = aligned_alloc(64, bytes)) == NULL) return NULL;
-        t->cap = bytes;
-    }
-    return t->p;
-}
-
-void axon_gemm_amx_scratch_done(void *p) {
-    amx_scratch_t *t = amx_scratch_ok ? pthread_getspecific(amx_scratch_key) : NULL;
-    if (!t || p != t->p) free(p);
-}
-
 int64_t axon_gemm_amx_chunks(int64_t k) { return (k + 31) / 32; }
 
 size_t axon_gemm_amx_b_bytes(int64_t k, int64_t n) {

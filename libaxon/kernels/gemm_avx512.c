@@ -18,7 +18,7 @@
  * takes blocks of rows and packs its own rows of A, AVX_MC x AVX_KC at a time, to stay in L2 while the B slice's
  * 32-column micro-panel (32 KiB) stays in L1 (axon_gemm_avx512_rows). With few rows A is packed once instead and each
  * participant packs and multiplies its own panels of B (axon_gemm_avx512_cols). The packed operands live in the
- * calling thread's kept scratch (axon_gemm_amx_scratch), so a product pays no page faults for them.
+ * calling thread's kept scratch (axon_gemm_scratch), so a product pays no page faults for them.
  *
  * Every element of C is one sum in a fixed order (each depth slice a chain of FMAs in depth order, the slices
  * added in order), whatever rows, panels or thread it falls to, so results are the same bits for any thread count.
@@ -368,13 +368,13 @@ size_t axon_gemm_avx512_block_bytes(int64_t k) {
 int axon_gemm_avx512_run(const axon_gemm_avx512_t *op) {
     const int64_t np = axon_gemm_avx512_panels(op->n), nc = axon_gemm_avx512_chunk(op->k, op->n);
     const size_t bb = axon_gemm_avx512_b_bytes(op->k, nc);
-    float *bp = axon_gemm_amx_scratch(bb + axon_gemm_avx512_block_bytes(op->k));
+    float *bp = axon_gemm_scratch(AXON_GEMM_SCRATCH_PACK, bb + axon_gemm_avx512_block_bytes(op->k));
     if (!bp) return -1;
     for (int64_t c0 = 0; c0 < np; c0 += nc) {
         const int64_t c1 = np - c0 < nc ? np : c0 + nc;
         axon_gemm_avx512_pack_b(op, bp, c0, c1, c0, c1);
         axon_gemm_avx512_rows(op, bp, c0, c1, 0, op->m, bp + bb / sizeof(float));
     }
-    axon_gemm_amx_scratch_done(bp);
+    axon_gemm_scratch_done(AXON_GEMM_SCRATCH_PACK, bp);
     return 0;
 }

@@ -7,6 +7,7 @@
  * could not honour two devices with different thread counts. Set once, before the first call: MKL's sequential
  * threading layer (mkl_rt would otherwise load Intel's OpenMP runtime), OpenBLAS's thread count 1. Both libraries'
  * single-threaded paths are safe to call from several threads at once. */
+#include <dlfcn.h>
 #include <pthread.h>
 
 #include "gemm_impl.h"
@@ -52,6 +53,42 @@ int axon_gemm_f32(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, 
                 (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
     return 0;
 }
+
+#ifdef AXON_HAVE_MKL
+/* MKL's 16-bit products, looked up in the library that serves cblas_sgemm (mkl_rt, sequential): libtorch_cpu exports
+ * its own statically linked MKL's cblas_gemm_bf16bf16f32 and cblas_gemm_f16f16f32 (an older build, on its OpenMP
+ * threads), and a plain call from libaxon binds to those once torch is loaded. */
+typedef void (*gemm_16_fn)(const CBLAS_LAYOUT, const CBLAS_TRANSPOSE, const CBLAS_TRANSPOSE, const MKL_INT,
+                           const MKL_INT, const MKL_INT, const float, const void *, const MKL_INT, const void *,
+                           const MKL_INT, const float, float *, const MKL_INT);
+static pthread_once_t gemm_16_once = PTHREAD_ONCE_INIT;
+static gemm_16_fn gemm_bf16_fn, gemm_f16_fn;
+
+static void gemm_16_init(void) {
+    Dl_info info;
+    if (!dladdr((void *)cblas_sgemm, &info) || !info.dli_fname) return;
+    void *lib = dlopen(info.dli_fname, RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
+    if (!lib) return;
+    gemm_bf16_fn = (gemm_16_fn)dlsym(lib, "cblas_gemm_bf16bf16f32");
+    gemm_f16_fn = (gemm_16_fn)dlsym(lib, "cblas_gemm_f16f16f32");
+}
+
+int axon_gemm_16_available(void) {
+    pthread_once(&gemm_16_once, gemm_16_init);
+    return gemm_bf16_fn != NULL && gemm_f16_fn != NULL;
+}
+
+int axon_gemm_16(axon_dtype_t dt, int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const void *a,
+                 int64_t lda, const void *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+    if ((dt != AXON_BFLOAT16 && dt != AXON_FLOAT16) || !axon_gemm_16_available()) return -1;
+    pthread_once(&gemm_once, gemm_init);
+    (dt == AXON_BFLOAT16 ? gemm_bf16_fn : gemm_f16_fn)(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+                                                       tb ? CblasTrans : CblasNoTrans, (MKL_INT)m, (MKL_INT)n,
+                                                       (MKL_INT)k, alpha, a, (MKL_INT)lda, b, (MKL_INT)ldb, beta, c,
+                                                       (MKL_INT)ldc);
+    return 0;
+}
+#endif
 
 int axon_gemm_f64(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha, const double *a, int64_t lda,
                   const double *b, int64_t ldb, double beta, double *c, int64_t ldc) {
@@ -105,4 +142,15 @@ int axon_gemm_f64(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha,
     return axon_gemm_portable_f64(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
+#endif
+
+#ifndef AXON_HAVE_MKL /* OpenBLAS and the portable code have no 16-bit product */
+int axon_gemm_16_available(void) { return 0; }
+
+int axon_gemm_16(axon_dtype_t dt, int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const void *a,
+                 int64_t lda, const void *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+    (void)dt, (void)ta, (void)tb, (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)lda, (void)b, (void)ldb;
+    (void)beta, (void)c, (void)ldc;
+    return -1;
+}
 #endif

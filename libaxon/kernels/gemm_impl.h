@@ -20,6 +20,19 @@ int axon_gemm_f32(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, 
                    const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 int axon_gemm_f64(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha, const double *a, int64_t lda,
                    const double *b, int64_t ldb, double beta, double *c, int64_t ldc);
+/* bytes of 64-byte aligned memory for one role (slot) in a product, kept by the calling thread for its next product
+ * (gemm_scratch.c; NULL when out of memory); give it back with axon_gemm_scratch_done(slot, p) on the same thread
+ * before asking for that slot again. */
+enum { AXON_GEMM_SCRATCH_PACK, AXON_GEMM_SCRATCH_A, AXON_GEMM_SCRATCH_B, AXON_GEMM_SCRATCH_C, AXON_GEMM_SCRATCH_SLOTS };
+void *axon_gemm_scratch(int slot, size_t bytes);
+void axon_gemm_scratch_done(int slot, void *p);
+
+/* bfloat16 or float16 A and B (dt), float32 C, through MKL's cblas_gemm_bf16bf16f32 / cblas_gemm_f16f16f32, which
+ * widen as they pack: same contract as axon_gemm_f32 otherwise. axon_gemm_16_available: whether the build has them
+ * (MKL); without, axon_gemm_16 returns -1 and touches nothing. */
+int axon_gemm_16_available(void);
+int axon_gemm_16(axon_dtype_t dt, int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const void *a,
+                 int64_t lda, const void *b, int64_t ldb, float beta, float *c, int64_t ldc);
 /* "mkl", "openblas" or "portable", for benchmarks and tests. */
 const char *axon_gemm_backend_name(void);
 
@@ -106,10 +119,6 @@ size_t axon_gemm_amx_work_bytes(int64_t mc, int64_t k, int64_t kc, int64_t nb);
 void axon_gemm_amx_pack_b(uint16_t *bp, const uint16_t *b, int64_t rs, int64_t cs, int64_t k, int64_t n, int64_t p0,
                           int64_t p1);
 void axon_gemm_amx_block(const axon_gemm_amx_t *op, int64_t r0, int64_t r1, int64_t p0, int64_t p1, void *work);
-/* bytes of 64-byte aligned memory for the packed operands, kept by the calling thread for its next product (NULL when
- * out of memory); give it back with axon_gemm_amx_scratch_done on the same thread before asking again. */
-void *axon_gemm_amx_scratch(size_t bytes);
-void axon_gemm_amx_scratch_done(void *p);
 
 /* Tiles for kernels that build their own products (attention_amx.c), on a CPU where axon_gemm_amx_available() says 1.
  * axon_gemm_amx_begin configures the calling thread's tiles, axon_gemm_amx_end releases them; between the two,
