@@ -5,6 +5,7 @@ import pytest
 import torch
 
 import torch_axon
+from axon_testing import run_python
 
 # (rtol, atol) per result dtype: both sides run MKL's DFTI, but multi-dimensional transforms run in another order
 # (axon one dimension at a time, CPU one multi-dimensional descriptor), a few ulps of the largest term apart.
@@ -127,3 +128,25 @@ def test_bad_input_is_refused_as_on_cpu():
         torch.fft.fft(x.to("axon"), dim=5)
     with pytest.raises(RuntimeError, match="Invalid number of data points"):
         torch.fft.irfft(x.to("axon"), n=0)
+
+
+@needs_fft
+def test_fft_and_16_bit_products_run_on_libaxons_own_mkl():
+    # libtorch_cpu exports its own MKL's DFTI and 16-bit GEMM entry points; bound to those, libaxon's workers ran
+    # torch's OpenMP build, which started an OpenMP team (a new thread) inside the pool. libaxon looks them up in its
+    # mkl_rt (sequential), so running them starts no thread.
+    code = """
+import os, torch, torch_axon
+torch.set_num_threads(2)
+x = torch.randn(64, 256, dtype=torch.complex64, device="axon")
+(x + 1).cpu()
+before = len(os.listdir("/proc/self/task"))
+for _ in range(3):
+    torch.fft.fft2(x).cpu()
+    (torch.randn(8, 64, device="axon", dtype=torch.bfloat16) @ torch.randn(64, 32, device="axon",
+                                                                       dtype=torch.bfloat16)).cpu()
+print(before, len(os.listdir("/proc/self/task")))
+"""
+    proc = run_python(code, AXON_THREADS="2")
+    before, after = map(int, proc.stdout.split())
+    assert after == before, f"threads {before} -> {after}: an MKL call started threads of its own"

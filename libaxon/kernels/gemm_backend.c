@@ -7,7 +7,6 @@
  * could not honour two devices with different thread counts. Set once, before the first call: MKL's sequential
  * threading layer (mkl_rt would otherwise load Intel's OpenMP runtime), OpenBLAS's thread count 1. Both libraries'
  * single-threaded paths are safe to call from several threads at once. */
-#include <dlfcn.h>
 #include <pthread.h>
 
 #include "gemm_impl.h"
@@ -55,9 +54,7 @@ int axon_gemm_f32(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, 
 }
 
 #ifdef AXON_HAVE_MKL
-/* MKL's 16-bit products, looked up in the library that serves cblas_sgemm (mkl_rt, sequential): libtorch_cpu exports
- * its own statically linked MKL's cblas_gemm_bf16bf16f32 and cblas_gemm_f16f16f32 (an older build, on its OpenMP
- * threads), and a plain call from libaxon binds to those once torch is loaded. */
+/* MKL's 16-bit products, from mkl_rt itself (axon_mkl_symbol: torch exports its own MKL's copies). */
 typedef void (*gemm_16_fn)(const CBLAS_LAYOUT, const CBLAS_TRANSPOSE, const CBLAS_TRANSPOSE, const MKL_INT,
                            const MKL_INT, const MKL_INT, const float, const void *, const MKL_INT, const void *,
                            const MKL_INT, const float, float *, const MKL_INT);
@@ -65,12 +62,8 @@ static pthread_once_t gemm_16_once = PTHREAD_ONCE_INIT;
 static gemm_16_fn gemm_bf16_fn, gemm_f16_fn;
 
 static void gemm_16_init(void) {
-    Dl_info info;
-    if (!dladdr((void *)cblas_sgemm, &info) || !info.dli_fname) return;
-    void *lib = dlopen(info.dli_fname, RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
-    if (!lib) return;
-    gemm_bf16_fn = (gemm_16_fn)dlsym(lib, "cblas_gemm_bf16bf16f32");
-    gemm_f16_fn = (gemm_16_fn)dlsym(lib, "cblas_gemm_f16f16f32");
+    gemm_bf16_fn = (gemm_16_fn)axon_mkl_symbol("cblas_gemm_bf16bf16f32");
+    gemm_f16_fn = (gemm_16_fn)axon_mkl_symbol("cblas_gemm_f16f16f32");
 }
 
 int axon_gemm_16_available(void) {

@@ -7,4 +7,9 @@
  * OpenMP runtime). Also turns off LAPACKE's NaN check of its inputs (linalg_lapack.c). Safe from any thread. */
 void axon_mkl_use_sequential(void);
 
+/* name looked up in the MKL libaxon links (mkl_rt), or NULL. A plain call from libaxon binds to the first definition
+ * in the process's global scope, and libtorch_cpu exports some MKL entry points of its own statically linked MKL (an
+ * older build on its OpenMP threads: the 16-bit GEMMs and DFTI), so those are called through this instead. */
+void *axon_mkl_symbol(const char *name);
+
 #endif
