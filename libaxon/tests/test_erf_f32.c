@@ -5,13 +5,7 @@
 
 #include "../kernels/pointwise_math.h"
 #include "check.h"
-
-/* |got - want| in units of the float spacing at want. */
-static double ulps(float got, double want) {
-    const double a = fabs(want);
-    const double spacing = a < 0x1p-126 ? 0x1p-149 : ldexp(1.0, ilogb(a) - 23);
-    return fabs((double)got - want) / spacing;
-}
+#include "ulps.h"
 
 /* Every 61st float from 2^-126 to 8: at most 6.5 ulp (6.0 measured over every float). */
 static void test_error_over_a_sweep(void) {
@@ -19,7 +13,7 @@ static void test_error_over_a_sweep(void) {
     float worst_x = 0;
     for (uint32_t u = 0x00800000u; u <= 0x41000000u; u += 61) {
         const float x = axon_f32_from_bits(u);
-        const double e = ulps(pw_erf_f32(x), erf((double)x));
+        const double e = ulps_f32(pw_erf_f32(x), erf((double)x));
         if (e > worst) worst = e, worst_x = x;
     }
     if (worst > 6.5) fprintf(stderr, "  pw_erf_f32: %.2f ulp at %.9g\n", worst, (double)worst_x);
@@ -41,7 +35,7 @@ static void test_special_values(void) {
     CHECK(isnan(pw_erf_f32(NAN)) && isnan(pw_erf_f32(-NAN)));
     /* subnormal arguments: erf(x) = 2x / sqrt(pi) to float precision */
     const float tiny = 0x1p-140f;
-    CHECK(ulps(pw_erf_f32(tiny), 1.1283791670955126 * (double)tiny) <= 1);
+    CHECK(ulps_f32(pw_erf_f32(tiny), 1.1283791670955126 * (double)tiny) <= 1);
 }
 
 int main(void) {

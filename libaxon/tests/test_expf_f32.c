@@ -6,13 +6,7 @@
 
 #include "../kernels/pointwise_math.h"
 #include "check.h"
-
-/* |got - want| in units of the float spacing at want (subnormal spacing below 2^-126). */
-static double ulps(float got, double want) {
-    const double a = fabs(want);
-    const double spacing = a < 0x1p-126 ? 0x1p-149 : ldexp(1.0, ilogb(a) - 23);
-    return fabs((double)got - want) / spacing;
-}
+#include "ulps.h"
 
 /* Every 61st float of either sign up to 104 in magnitude (results from subnormal to overflow): at most 0.9 ulp
  * (0.89 measured over every float); finite where exp is below FLT_MAX. */
@@ -27,7 +21,7 @@ static void test_expf_error_over_a_sweep(void) {
                 CHECK(isinf(pw_expf(x)));
                 continue;
             }
-            const double e = ulps(pw_expf(x), want);
+            const double e = ulps_f32(pw_expf(x), want);
             if (e > worst) worst = e, worst_x = x;
         }
     if (worst > 0.9) fprintf(stderr, "  pw_expf: %.3f ulp at %.9g\n", worst, (double)worst_x);
