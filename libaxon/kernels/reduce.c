@@ -21,10 +21,8 @@ const char *axon_reduce_op_name(axon_reduce_op_t op) {
 }
 
 
-/* A complex SUM or MEAN is two real ones, over the real parts and over the imaginary parts: part `im` of t viewed as
- * its real dtype at twice the strides. (One reduction over the pairs, with a kept last dimension of 2, would make the
- * pairs the vector lanes: 20x slower than PyTorch's sum along a row.) */
-/* A complex t as its float pairs: one more dimension, of size 2 and stride 1, that a sum or mean keeps. */
+/* A complex SUM or MEAN is one real reduction over the float pairs: t with one more dimension, of size 2 and stride 1,
+ * that it keeps (rd_plan folds rows of 2 lanes in groups, so the pairs are not the vector lanes). */
 static void rd_pairs_view(const axon_tensor_t *t, axon_tensor_t *v) {
     *v = *t;
     v->dtype = t->dtype == AXON_COMPLEX64 ? AXON_FLOAT32 : AXON_FLOAT64;
@@ -34,6 +32,8 @@ static void rd_pairs_view(const axon_tensor_t *t, axon_tensor_t *v) {
     v->ndim = t->ndim + 1;
 }
 
+/* Where t already has AXON_MAX_DIMS dimensions, two real reductions instead: part `im` of t viewed as its real dtype
+ * at twice the strides. */
 static void rd_part_view(const axon_tensor_t *t, int im, axon_tensor_t *v) {
     *v = *t;
     v->dtype = t->dtype == AXON_COMPLEX64 ? AXON_FLOAT32 : AXON_FLOAT64;
