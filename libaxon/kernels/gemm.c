@@ -3,7 +3,8 @@
  * The plan brings every operand to a form a BLAS call takes: a 3-D (batch, rows, cols) view in the compute dtype
  * (float32 for float32/16/bf16, float64, int64 for the integer dtypes) whose matrices are row- or column-major. What
  * already is one is used in place, with a transpose flag; anything else (another dtype, a broadcast or negative
- * stride, a gap-free but permuted layout) is copied into a malloc'ed host scratch buffer by the copy kernel's body.
+ * stride, a gap-free but permuted layout) is copied by the copy kernel's body into host scratch that the worker
+ * thread keeps for its next product (gemm_scratch.c).
  * A column-major out is computed as out^T = b^T @ a^T, so it needs no scratch either.
  *
  * The work is then cut into blocks of out (whole matrices when the batch alone spreads evenly over the pool,
@@ -198,9 +199,9 @@ static void gemm_blocks(void *ctx, int64_t begin, int64_t end, int slot) {
             if (j->k == 0) continue;
         }
         int rc = 0;
-        if (j->adt != j->cdt) /* both 16-bit: MKL's mixed product (gemm_kernel's GEMM_16_MKL) */
-            rc = axon_gemm_16(j->adt, j->a.trans, j->b.trans, mi, nj, j->k, (float)j->alpha, a, j->a.ld, b, j->b.ld,
-                              (float)beta, (float *)c, j->ldc);
+        if (j->adt != j->cdt) /* both bfloat16: MKL's mixed product (gemm_kernel's GEMM_16_MKL) */
+            rc = axon_gemm_bf16(j->a.trans, j->b.trans, mi, nj, j->k, (float)j->alpha, (const uint16_t *)a, j->a.ld,
+                                (const uint16_t *)b, j->b.ld, (float)beta, (float *)c, j->ldc);
         else if (j->bdt != j->cdt)
             rc = axon_gemm_skinny_16(j->bdt, j->a.trans, mi, nj, j->k, (float)j->alpha, (const float *)a, j->a.ld, b,
                                      j->b.ld, (float)beta, (float *)c, j->ldc);
@@ -826,7 +827,7 @@ enum { GEMM_16_LIBRARY, GEMM_16_KERNEL, GEMM_16_WIDENED, GEMM_16_DOT, GEMM_16_MK
  * us) and its float16 products (4 x 768 x 768 198 -> 534 us, 128 x 768 x 3072 3.96 -> 5.62 ms) ran slower than
  * widening, so they keep it. */
 static int gemm_16_mkl_wanted(axon_dtype_t dt, int64_t m, int64_t n) {
-    return dt == AXON_BFLOAT16 && m > 1 && n > 1 && axon_gemm_16_available();
+    return dt == AXON_BFLOAT16 && m > 1 && n > 1 && axon_gemm_bf16_available();
 }
 
 static int gemm_16bit_route(const struct gemm_args *g) {

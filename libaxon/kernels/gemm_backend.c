@@ -54,31 +54,26 @@ int axon_gemm_f32(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, 
 }
 
 #ifdef AXON_HAVE_MKL
-/* MKL's 16-bit products, from mkl_rt itself (axon_mkl_symbol: torch exports its own MKL's copies). */
-typedef void (*gemm_16_fn)(const CBLAS_LAYOUT, const CBLAS_TRANSPOSE, const CBLAS_TRANSPOSE, const MKL_INT,
-                           const MKL_INT, const MKL_INT, const float, const void *, const MKL_INT, const void *,
-                           const MKL_INT, const float, float *, const MKL_INT);
-static pthread_once_t gemm_16_once = PTHREAD_ONCE_INIT;
-static gemm_16_fn gemm_bf16_fn, gemm_f16_fn;
+/* MKL's bfloat16 product, from mkl_rt itself (axon_mkl_symbol: torch exports its own MKL's copy). */
+typedef void (*gemm_bf16_fn_t)(const CBLAS_LAYOUT, const CBLAS_TRANSPOSE, const CBLAS_TRANSPOSE, const MKL_INT,
+                               const MKL_INT, const MKL_INT, const float, const MKL_BF16 *, const MKL_INT,
+                               const MKL_BF16 *, const MKL_INT, const float, float *, const MKL_INT);
+static pthread_once_t gemm_bf16_once = PTHREAD_ONCE_INIT;
+static gemm_bf16_fn_t gemm_bf16_fn;
 
-static void gemm_16_init(void) {
-    gemm_bf16_fn = (gemm_16_fn)axon_mkl_symbol("cblas_gemm_bf16bf16f32");
-    gemm_f16_fn = (gemm_16_fn)axon_mkl_symbol("cblas_gemm_f16f16f32");
+static void gemm_bf16_init(void) { gemm_bf16_fn = (gemm_bf16_fn_t)axon_mkl_symbol("cblas_gemm_bf16bf16f32"); }
+
+int axon_gemm_bf16_available(void) {
+    pthread_once(&gemm_bf16_once, gemm_bf16_init);
+    return gemm_bf16_fn != NULL;
 }
 
-int axon_gemm_16_available(void) {
-    pthread_once(&gemm_16_once, gemm_16_init);
-    return gemm_bf16_fn != NULL && gemm_f16_fn != NULL;
-}
-
-int axon_gemm_16(axon_dtype_t dt, int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const void *a,
-                 int64_t lda, const void *b, int64_t ldb, float beta, float *c, int64_t ldc) {
-    if ((dt != AXON_BFLOAT16 && dt != AXON_FLOAT16) || !axon_gemm_16_available()) return -1;
+int axon_gemm_bf16(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const uint16_t *a, int64_t lda,
+                   const uint16_t *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+    if (!axon_gemm_bf16_available()) return -1;
     pthread_once(&gemm_once, gemm_init);
-    (dt == AXON_BFLOAT16 ? gemm_bf16_fn : gemm_f16_fn)(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
-                                                       tb ? CblasTrans : CblasNoTrans, (MKL_INT)m, (MKL_INT)n,
-                                                       (MKL_INT)k, alpha, a, (MKL_INT)lda, b, (MKL_INT)ldb, beta, c,
-                                                       (MKL_INT)ldc);
+    gemm_bf16_fn(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (MKL_INT)m,
+                 (MKL_INT)n, (MKL_INT)k, alpha, a, (MKL_INT)lda, b, (MKL_INT)ldb, beta, c, (MKL_INT)ldc);
     return 0;
 }
 #endif
@@ -137,13 +132,13 @@ int axon_gemm_f64(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha,
 
 #endif
 
-#ifndef AXON_HAVE_MKL /* OpenBLAS and the portable code have no 16-bit product */
-int axon_gemm_16_available(void) { return 0; }
+#ifndef AXON_HAVE_MKL /* OpenBLAS and the portable code have no bfloat16 product */
+int axon_gemm_bf16_available(void) { return 0; }
 
-int axon_gemm_16(axon_dtype_t dt, int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const void *a,
-                 int64_t lda, const void *b, int64_t ldb, float beta, float *c, int64_t ldc) {
-    (void)dt, (void)ta, (void)tb, (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)lda, (void)b, (void)ldb;
-    (void)beta, (void)c, (void)ldc;
+int axon_gemm_bf16(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const uint16_t *a, int64_t lda,
+                   const uint16_t *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+    (void)ta, (void)tb, (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)lda, (void)b, (void)ldb, (void)beta;
+    (void)c, (void)ldc;
     return -1;
 }
 #endif

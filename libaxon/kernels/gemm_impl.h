@@ -27,12 +27,12 @@ enum { AXON_GEMM_SCRATCH_PACK, AXON_GEMM_SCRATCH_A, AXON_GEMM_SCRATCH_B, AXON_GE
 void *axon_gemm_scratch(int slot, size_t bytes);
 void axon_gemm_scratch_done(int slot, void *p);
 
-/* bfloat16 or float16 A and B (dt), float32 C, through MKL's cblas_gemm_bf16bf16f32 / cblas_gemm_f16f16f32, which
- * widen as they pack: same contract as axon_gemm_f32 otherwise. axon_gemm_16_available: whether the build has them
- * (MKL); without, axon_gemm_16 returns -1 and touches nothing. */
-int axon_gemm_16_available(void);
-int axon_gemm_16(axon_dtype_t dt, int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const void *a,
-                 int64_t lda, const void *b, int64_t ldb, float beta, float *c, int64_t ldc);
+/* bfloat16 A and B, float32 C, through MKL's cblas_gemm_bf16bf16f32, which widens as it packs: same contract as
+ * axon_gemm_f32 otherwise. axon_gemm_bf16_available: whether the build has it (MKL); without, axon_gemm_bf16 returns
+ * -1 and touches nothing. */
+int axon_gemm_bf16_available(void);
+int axon_gemm_bf16(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const uint16_t *a, int64_t lda,
+                   const uint16_t *b, int64_t ldb, float beta, float *c, int64_t ldc);
 /* "mkl", "openblas" or "portable", for benchmarks and tests. */
 const char *axon_gemm_backend_name(void);
 
