@@ -23,7 +23,7 @@ TRIGAMMA_POLES = ("op_db's int8/int16 samples (which pass n = 1 to every polygam
                   "1e13-1e15 because sin(pi x) is not exactly 0 in floating point")
 BESSEL_NEAR_ZEROS = ("near the zeros of J0, J1 and Y1 (x = 5.576, 7.381 in op_db's samples) PyTorch CPU's float64 "
                      "Cephes approximations are 1e-7 to 1e-5 off in relative terms (against mpmath at 40 digits); "
-                     "axon's (glibc's j0, j1, y1) are within 3e-16 there, so the two differ by CPU's error")
+                     "axon's (kernels/special_bessel_jy.c) are within 2e-15 there, so the two differ by CPU's error")
 
 # (OpInfo id, dtype or ALL) -> why it fails on axon.
 KNOWN_FAILURES = {

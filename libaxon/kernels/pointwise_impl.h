@@ -46,6 +46,18 @@ extern const pw_loop_fn axon_pw_unary_complex_loops[AXON_UNARY_COUNT][2];
 extern const pw_loop_fn axon_pw_binary_complex_loops[AXON_BINARY_COUNT][2];
 extern const pw_loop_fn axon_pw_ternary_complex_loops[AXON_TERNARY_COUNT][2];
 
+/* The Bessel functions J0, J1, Y0, Y1 for float32 and float64 (special_bessel_jy.c): block loops of their own. */
+#define PW_BESSEL_JY_LOOP(fn, dn) \
+    int axon_pw_bessel_##fn##_##dn(char *out, const char *const *in, unsigned scalar, int64_t n, const pw_ctx_t *ctx);
+PW_BESSEL_JY_LOOP(j0, f32)
+PW_BESSEL_JY_LOOP(j0, f64)
+PW_BESSEL_JY_LOOP(j1, f32)
+PW_BESSEL_JY_LOOP(j1, f64)
+PW_BESSEL_JY_LOOP(y0, f32)
+PW_BESSEL_JY_LOOP(y0, f64)
+PW_BESSEL_JY_LOOP(y1, f32)
+PW_BESSEL_JY_LOOP(y1, f64)
+
 /* One value of a work type: float (float32, float16, bfloat16), double, an integer's storage, bool as 0/1, or a
  * complex pair. */
 typedef union pw_value {

@@ -252,10 +252,6 @@ PW_FLOATS(PW_U, digamma, ((W)axon_digamma((double)x)))
 PW_FLOATS(PW_U, polygamma, ((W)axon_polygamma(ctx->pi[0], (double)x))) /* pi[0] the order */
 
 /* torch.special's Bessel and normal-distribution functions, in float64 and rounded once. */
-PW_DOUBLES(PW_U, bessel_j0, ((W)axon_bessel_j0((double)x)))
-PW_DOUBLES(PW_U, bessel_j1, ((W)axon_bessel_j1((double)x)))
-PW_DOUBLES(PW_U, bessel_y0, ((W)axon_bessel_y0((double)x)))
-PW_DOUBLES(PW_U, bessel_y1, ((W)axon_bessel_y1((double)x)))
 PW_FLOATS(PW_U, i0, ((W)axon_bessel_i((double)x, 0)))
 PW_FLOATS(PW_U, i1, ((W)axon_bessel_i((double)x, 1)))
 PW_FLOATS(PW_U, i0e, ((W)axon_bessel_i_scaled((double)x, 0)))
@@ -386,10 +382,10 @@ const pw_loop_fn axon_pw_unary_loops[AXON_UNARY_COUNT][AXON_DTYPE_COUNT] = {
     [AXON_UNARY_LGAMMA] = {PW_F(lgamma)},
     [AXON_UNARY_DIGAMMA] = {PW_F(digamma)},
     [AXON_UNARY_POLYGAMMA] = {PW_F(polygamma)},
-    [AXON_UNARY_BESSEL_J0] = {PW_FD(bessel_j0)},
-    [AXON_UNARY_BESSEL_J1] = {PW_FD(bessel_j1)},
-    [AXON_UNARY_BESSEL_Y0] = {PW_FD(bessel_y0)},
-    [AXON_UNARY_BESSEL_Y1] = {PW_FD(bessel_y1)},
+    [AXON_UNARY_BESSEL_J0] = {[AXON_FLOAT32] = axon_pw_bessel_j0_f32, [AXON_FLOAT64] = axon_pw_bessel_j0_f64},
+    [AXON_UNARY_BESSEL_J1] = {[AXON_FLOAT32] = axon_pw_bessel_j1_f32, [AXON_FLOAT64] = axon_pw_bessel_j1_f64},
+    [AXON_UNARY_BESSEL_Y0] = {[AXON_FLOAT32] = axon_pw_bessel_y0_f32, [AXON_FLOAT64] = axon_pw_bessel_y0_f64},
+    [AXON_UNARY_BESSEL_Y1] = {[AXON_FLOAT32] = axon_pw_bessel_y1_f32, [AXON_FLOAT64] = axon_pw_bessel_y1_f64},
     [AXON_UNARY_MODIFIED_BESSEL_I0] = {PW_FD(i0)},
     [AXON_UNARY_MODIFIED_BESSEL_I1] = {PW_FD(i1)},
     [AXON_UNARY_MODIFIED_BESSEL_K0] = {PW_FD(k0)},

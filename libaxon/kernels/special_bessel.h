@@ -1,6 +1,5 @@
-/* Bessel functions of torch.special in double (the float dtypes compute in double and round once). Never installed.
- *   - J0, J1, Y0, Y1: glibc's j0, j1, y0, y1, with PyTorch's values off their domain (Y at 0 is -inf, below it NaN,
- *     where glibc may return -HUGE_VAL; all four NaN at +-inf, where glibc returns their limit 0).
+/* Modified and spherical Bessel functions of torch.special in double (the float dtypes compute in double and round
+ * once; J0, J1, Y0 and Y1 have loops of their own, special_bessel_jy.c). Never installed.
  *   - I0, I1 (and e^-|x| I): the power series up to |x| = 30, whose terms are all positive, so it loses nothing to
  *     cancellation; beyond, Hankel's asymptotic series, whose smallest term there is below 1e-17 of the sum.
  *   - K0, K1 (and e^x K): up to x = 1 the series of DLMF 10.31.1; to x = 30 the integral
@@ -15,15 +14,6 @@
 
 #define AXON_EULER_GAMMA 0.57721566490153286061
 #define AXON_BESSEL_SERIES_MAX 30.0
-
-static inline double axon_bessel_j0(double x) { return isinf(x) ? NAN : j0(x); }
-static inline double axon_bessel_j1(double x) { return isinf(x) ? NAN : j1(x); }
-static inline double axon_bessel_y0(double x) {
-    return x != x || x < 0 || isinf(x) ? NAN : x == 0 ? -INFINITY : y0(x);
-}
-static inline double axon_bessel_y1(double x) {
-    return x != x || x < 0 || isinf(x) ? NAN : x == 0 ? -INFINITY : y1(x);
-}
 
 /* sum_k (x^2 / 4)^k / (k! (k + v)!) for v = 0, 1 (times (x / 2)^v: I_v(x) for x >= 0). */
 static inline double axon_bessel_i_series(double x, int v) {

@@ -123,7 +123,7 @@ typedef enum axon_unary_op {
     AXON_UNARY_LGAMMA,           /* log |gamma(x)| */
     AXON_UNARY_DIGAMMA,          /* psi(x) = d/dx lgamma(x); -+inf at +-0, NaN at negative integers */
     AXON_UNARY_POLYGAMMA,        /* the polygamma_n-th derivative of digamma (polygamma_n >= 0) */
-    /* torch.special's Bessel and normal-distribution functions (kernels/special_bessel.h, special_erf.h), computed
+    /* torch.special's Bessel and normal-distribution functions (kernels/special_bessel*, special_erf.h), computed
      * in float64 and rounded once. Those PyTorch CPU defines for float32 and float64 only are only those here; the
      * ones it also defines for the half types (I0, I0E, I1, I1E, ENTR, SINC) take every float dtype. */
     AXON_UNARY_BESSEL_J0,
