@@ -12,7 +12,9 @@
  * for the grid's gradient, each tap weight's derivative along each view dim. Every point has n taps. */
 typedef struct GS_NAME(gs_block_) {
     int n;
+    int narrow;                           /* the offsets are in off32 (2-d nearest and bilinear forward), not off */
     int64_t off[GS_TAPS][GS_BLOCK];       /* element offset in the input plane, -1 outside the input */
+    int32_t off32[4][GS_BLOCK];
     GS_T w[GS_TAPS][GS_BLOCK];
     GS_T d[3][GS_TAPS][GS_BLOCK];         /* d w / d coordinate of view dim 0 (D), 1 (H), 2 (W) */
     GS_T mult[3][GS_BLOCK];               /* d coordinate / d grid value, per view dim */
@@ -202,10 +204,109 @@ GS_INLINE static void GS_NAME(gs_point_taps_2d_)(const gs_args_t *a, int64_t at,
     bl->n = 4;
 }
 
-/* The taps of points [p0, p0 + m) of batch n. */
+/* ---- 2-d nearest and bilinear forward taps as vector loops ----
+ * The same values as gs_point_taps_2d_ (without the backward's derivatives), computed a block at a time in loops
+ * GCC vectorizes: the grid values first gathered into arrays, the padding chosen outside the loop, and indices
+ * converted through int32_t, whose conversion AVX2 has (int64_t's it does not): a coordinate is clamped to
+ * [-2, size] first, which keeps every outside one outside (NaN included) and the conversion defined. Planes of more
+ * than INT32_MAX elements or sides of 2^24 or more (not exact in float) take gs_point_taps_2d_. */
+GS_INLINE static int32_t GS_NAME(gs_index32_)(GS_T x, int64_t size) {
+    GS_T c = x > (GS_T)-2 ? x : (GS_T)-2;
+    c = c < (GS_T)size ? c : (GS_T)size;
+    return (int32_t)c;
+}
+/* k if it indexes a dimension of `size`, else -1 */
+GS_INLINE static int32_t GS_NAME(gs_in_range32_)(int32_t k, int64_t size) {
+    return (uint32_t)k < (uint32_t)size ? k : -1;
+}
+#define GS_PAD_ZEROS(x, size, r) (x)
+#define GS_PAD_BORDER(x, size, r) GS_NAME(gs_clip_)((x), (size), NULL)
+/* gs_reflect_ with its per-dimension constants hoisted (r[0] low, r[1] twice, r[2] 1 where align leaves no room) */
+GS_INLINE static GS_T GS_NAME(gs_reflect_hoisted_)(GS_T x, const GS_T *r) {
+    const GS_T in = x - r[0], ab = GS_MATH(fabs)(in);
+    const GS_T flips = GS_MATH(trunc)(ab / r[1]);
+    const GS_T extra = ab - flips * r[1], refl = r[1] - extra;
+    return r[2] != 0 ? (GS_T)0 : (extra > refl ? refl : extra) + r[0];
+}
+#define GS_PAD_REFLECTION(x, size, r) GS_NAME(gs_clip_)(GS_NAME(gs_reflect_hoisted_)((x), (r)), (size), NULL)
+#define GS_TAPS_2D_LOOP(PAD)                                                                                   \
+    do {                                                                                                       \
+        if (a->interp == AXON_GRID_NEAREST) {                                                                  \
+            for (int64_t j = 0; j < m; j++) {                                                                  \
+                const GS_T x = PAD(GS_NAME(gs_unnormalize_)(a, gx[j], W, &sx), W, rx);                         \
+                const GS_T y = PAD(GS_NAME(gs_unnormalize_)(a, gy[j], H, &sy), H, ry);                         \
+                const int32_t ix = GS_NAME(gs_in_range32_)(GS_NAME(gs_index32_)(GS_MATH(rint)(x), W), W);      \
+                const int32_t iy = GS_NAME(gs_in_range32_)(GS_NAME(gs_index32_)(GS_MATH(rint)(y), H), H);      \
+                bl->off32[0][j] = ix < 0 || iy < 0 ? -1 : iy * (int32_t)W + ix;                                \
+                bl->w[0][j] = 1;                                                                               \
+            }                                                                                                  \
+            bl->n = 1;                                                                                         \
+            break;                                                                                             \
+        }                                                                                                      \
+        for (int64_t j = 0; j < m; j++) {                                                                      \
+            const GS_T x = PAD(GS_NAME(gs_unnormalize_)(a, gx[j], W, &sx), W, rx);                             \
+            const GS_T y = PAD(GS_NAME(gs_unnormalize_)(a, gy[j], H, &sy), H, ry);                             \
+            const GS_T x0 = GS_MATH(floor)(x), tx = x - x0, y0 = GS_MATH(floor)(y), ty = y - y0;               \
+            const int32_t kx = GS_NAME(gs_index32_)(x0, W), ky = GS_NAME(gs_index32_)(y0, H);                  \
+            const int32_t ix0 = GS_NAME(gs_in_range32_)(kx, W), ix1 = GS_NAME(gs_in_range32_)(kx + 1, W);      \
+            const int32_t iy0 = GS_NAME(gs_in_range32_)(ky, H), iy1 = GS_NAME(gs_in_range32_)(ky + 1, H);      \
+            bl->off32[0][j] = ix0 < 0 || iy0 < 0 ? -1 : iy0 * (int32_t)W + ix0;                                \
+            bl->off32[1][j] = ix1 < 0 || iy0 < 0 ? -1 : iy0 * (int32_t)W + ix1;                                \
+            bl->off32[2][j] = ix0 < 0 || iy1 < 0 ? -1 : iy1 * (int32_t)W + ix0;                                \
+            bl->off32[3][j] = ix1 < 0 || iy1 < 0 ? -1 : iy1 * (int32_t)W + ix1;                                \
+            bl->w[0][j] = (1 - tx) * (1 - ty) * 1, bl->w[1][j] = tx * (1 - ty) * 1;                            \
+            bl->w[2][j] = (1 - tx) * ty * 1, bl->w[3][j] = tx * ty * 1;                                        \
+        }                                                                                                      \
+        bl->n = 4;                                                                                             \
+    } while (0)
+
+GS_INLINE static void GS_NAME(gs_block_taps_2d_forward_)(const gs_args_t *a, int64_t at0, int64_t m,
+                                                        GS_NAME(gs_block_) *bl) {
+    const int64_t H = a->in_sp[1], W = a->in_sp[2];
+    GS_T gx[GS_BLOCK], gy[GS_BLOCK], sx, sy;
+    if (a->dt_grid == (sizeof(GS_T) == 4 ? AXON_FLOAT32 : AXON_FLOAT64)) {
+        const GS_T *g = (const GS_T *)a->grid + at0;
+        for (int64_t j = 0; j < m; j++) gx[j] = g[2 * j], gy[j] = g[2 * j + 1];
+    } else {
+        for (int64_t j = 0; j < m; j++) {
+            gx[j] = (GS_T)axon_spatial_load(a->dt_grid, a->grid, at0 + 2 * j);
+            gy[j] = (GS_T)axon_spatial_load(a->dt_grid, a->grid, at0 + 2 * j + 1);
+        }
+    }
+    GS_T rx[3], ry[3];
+    for (int d = 0; d < 2; d++) {
+        const int64_t size = d ? H : W;
+        GS_T *r = d ? ry : rx;
+        r[0] = a->align ? 0 : (GS_T)-0.5, r[1] = a->align ? (GS_T)(size - 1) * 2 : (GS_T)size * 2;
+        r[2] = a->align && size <= 1;
+    }
+    if (a->padding == AXON_GRID_PAD_ZEROS)
+        GS_TAPS_2D_LOOP(GS_PAD_ZEROS);
+    else if (a->padding == AXON_GRID_PAD_BORDER)
+        GS_TAPS_2D_LOOP(GS_PAD_BORDER);
+    else
+        GS_TAPS_2D_LOOP(GS_PAD_REFLECTION);
+}
+#undef GS_TAPS_2D_LOOP
+#undef GS_PAD_ZEROS
+#undef GS_PAD_BORDER
+#undef GS_PAD_REFLECTION
+
+/* Tap k of point j's offset, from whichever array the block filled. */
+#define GS_OFF(bl, k, j) ((bl)->narrow ? (int64_t)(bl)->off32[k][j] : (bl)->off[k][j])
+
+/* The taps of points [p0, p0 + m) of batch n: in off32 (bl->narrow) for 2-d nearest and bilinear without the
+ * weights' derivatives, in off otherwise. */
 GS_INLINE static void GS_NAME(gs_block_taps_)(const gs_args_t *a, int64_t n, int64_t p0, int64_t m, int grads,
                                     GS_NAME(gs_block_) *bl) {
     const int64_t at0 = (n * a->osz + p0) * a->ns;
+    if (a->ns == 2 && a->interp != AXON_GRID_BICUBIC && !grads && a->isz <= INT32_MAX &&
+        a->in_sp[1] < (1 << 24) && a->in_sp[2] < (1 << 24)) {
+        GS_NAME(gs_block_taps_2d_forward_)(a, at0, m, bl);
+        bl->narrow = 1;
+        return;
+    }
+    bl->narrow = 0;
     if (a->ns == 2 && a->interp != AXON_GRID_BICUBIC) {
         for (int64_t j = 0; j < m; j++) GS_NAME(gs_point_taps_2d_)(a, at0 + j * 2, grads, bl, j);
         return;
@@ -213,32 +314,45 @@ GS_INLINE static void GS_NAME(gs_block_taps_)(const gs_args_t *a, int64_t n, int
     for (int64_t j = 0; j < m; j++) GS_NAME(gs_point_taps_)(a, at0 + j * a->ns, grads, bl, j);
 }
 
+/* Nearest's and bilinear's loops over offsets OFF (off32, or off for the blocks that have no off32) of type IT: an
+ * outside tap (-1) loads element 0 (a->isz > 0 here) and selects 0 after the load, so the loads are unconditional
+ * and the loop is one of gathers. The offset goes through bit arithmetic, not `o >= 0 ? o : 0`, which GCC threads
+ * back into a branch around the load. GCC vectorizes the int32_t loops only: AVX2 has no 64-bit arithmetic shift. */
+#define GS_INSIDE(o, IT) ((o) & ~((o) >> (sizeof(IT) * 8 - 1)))
+#define GS_NEAREST_LOOP(LOAD, OFF, IT)                                                                         \
+    for (int64_t j = 0; j < m; j++) {                                                                          \
+        const IT o = OFF[0][j];                                                                                \
+        const GS_T v = LOAD(GS_INSIDE(o, IT));                                                                 \
+        acc[j] = o >= 0 ? v : (GS_T)0;                                                                         \
+    }
+#define GS_BILINEAR_LOOP(LOAD, OFF, IT)                                                                        \
+    for (int64_t j = 0; j < m; j++) {                                                                          \
+        GS_T sum = 0;                                                                                          \
+        for (int k = 0; k < 4; k++) {                                                                          \
+            const IT o = OFF[k][j];                                                                            \
+            const GS_T v = LOAD(GS_INSIDE(o, IT));                                                             \
+            sum += bl->w[k][j] * (o >= 0 ? v : (GS_T)0);                                                       \
+        }                                                                                                      \
+        acc[j] = sum;                                                                                          \
+    }
+
 /* One channel's sampled values of a block's m points into acc (LOAD(i) reads element i of the channel's plane):
  * the taps' weighted sum in tap order. A NaN or infinite coordinate under zeros padding makes every weight NaN, so
  * the value is NaN as on PyTorch CPU. Nearest copies its one element instead (-0 and NaN payloads kept). */
 #define GS_SAMPLE_BLOCK(LOAD)                                                                                  \
     do {                                                                                                       \
-        /* Nearest and bilinear load every tap, an outside one from element 0 (a->isz > 0 here), and select 0 \
-         * for it after the load: the same values, but a loop of gathers GCC vectorizes (a conditional load it  \
-         * does not), with bilinear's trip count fixed at 4. */                                                 \
         if (a->interp == AXON_GRID_NEAREST) {                                                                  \
-            for (int64_t j = 0; j < m; j++) {                                                                  \
-                const int64_t o = bl->off[0][j];                                                               \
-                const GS_T v = LOAD(o >= 0 ? o : 0);                                                           \
-                acc[j] = o >= 0 ? v : (GS_T)0;                                                                 \
-            }                                                                                                  \
+            if (bl->narrow)                                                                                    \
+                GS_NEAREST_LOOP(LOAD, bl->off32, int32_t)                                                      \
+            else                                                                                               \
+                GS_NEAREST_LOOP(LOAD, bl->off, int64_t)                                                        \
             break;                                                                                             \
         }                                                                                                      \
-        if (bl->n == 4) {                                                                                      \
-            for (int64_t j = 0; j < m; j++) {                                                                  \
-                GS_T sum = 0;                                                                                  \
-                for (int k = 0; k < 4; k++) {                                                                  \
-                    const int64_t o = bl->off[k][j];                                                           \
-                    const GS_T v = LOAD(o >= 0 ? o : 0);                                                       \
-                    sum += bl->w[k][j] * (o >= 0 ? v : (GS_T)0);                                               \
-                }                                                                                              \
-                acc[j] = sum;                                                                                  \
-            }                                                                                                  \
+        if (bl->n == 4) { /* bilinear: the trip count fixed at 4 */                                            \
+            if (bl->narrow)                                                                                    \
+                GS_BILINEAR_LOOP(LOAD, bl->off32, int32_t)                                                     \
+            else                                                                                               \
+                GS_BILINEAR_LOOP(LOAD, bl->off, int64_t)                                                       \
             break;                                                                                             \
         }                                                                                                      \
         for (int64_t j = 0; j < m; j++) {                                                                      \
@@ -304,7 +418,7 @@ AXON_CLONES static void GS_NAME(gs_grad_in_range_)(void *ctx, int64_t begin, int
                     for (int64_t j = 0; j < m; j++) {
                         const GS_T g = (GS_T)go[j];
                         for (int k = 0; k < bl->n; k++) {
-                            const int64_t o = bl->off[k][j];
+                            const int64_t o = GS_OFF(bl, k, j);
                             if (o >= 0) gi[o] = (float)((GS_T)gi[o] + GS_GIN_ADD(k, j, g));
                         }
                     }
@@ -313,8 +427,9 @@ AXON_CLONES static void GS_NAME(gs_grad_in_range_)(void *ctx, int64_t begin, int
                 for (int64_t j = 0; j < m; j++) {
                     const GS_T g = (GS_T)axon_spatial_load(a->dt_out, a->gout, q * a->osz + p0 + j);
                     for (int k = 0; k < bl->n; k++) {
-                        if (bl->off[k][j] < 0) continue;
-                        const int64_t i = q * a->isz + bl->off[k][j];
+                        const int64_t o = GS_OFF(bl, k, j);
+                        if (o < 0) continue;
+                        const int64_t i = q * a->isz + o;
                         const GS_T old = (GS_T)axon_spatial_load(a->dt_gin, a->gin, i);
                         axon_spatial_store(a->dt_gin, a->gin, i, (double)(old + GS_GIN_ADD(k, j, g)));
                     }
@@ -372,6 +487,10 @@ AXON_CLONES static void GS_NAME(gs_grad_grid_range_)(void *ctx, int64_t begin, i
 }
 
 #undef GS_SAMPLE_BLOCK
+#undef GS_NEAREST_LOOP
+#undef GS_BILINEAR_LOOP
+#undef GS_INSIDE
+#undef GS_OFF
 #undef GS_GIN_ADD
 #undef GS_MATH
 #undef GS_INLINE
