@@ -46,18 +46,6 @@ extern const pw_loop_fn axon_pw_unary_complex_loops[AXON_UNARY_COUNT][2];
 extern const pw_loop_fn axon_pw_binary_complex_loops[AXON_BINARY_COUNT][2];
 extern const pw_loop_fn axon_pw_ternary_complex_loops[AXON_TERNARY_COUNT][2];
 
-/* The Bessel functions J0, J1, Y0, Y1 for float32 and float64 (special_bessel_jy.c): block loops of their own. */
-#define PW_BESSEL_JY_LOOP(fn, dn) \
-    int axon_pw_bessel_##fn##_##dn(char *out, const char *const *in, unsigned scalar, int64_t n, const pw_ctx_t *ctx);
-PW_BESSEL_JY_LOOP(j0, f32)
-PW_BESSEL_JY_LOOP(j0, f64)
-PW_BESSEL_JY_LOOP(j1, f32)
-PW_BESSEL_JY_LOOP(j1, f64)
-PW_BESSEL_JY_LOOP(y0, f32)
-PW_BESSEL_JY_LOOP(y0, f64)
-PW_BESSEL_JY_LOOP(y1, f32)
-PW_BESSEL_JY_LOOP(y1, f64)
-
 /* One value of a work type: float (float32, float16, bfloat16), double, an integer's storage, bool as 0/1, or a
  * complex pair. */
 typedef union pw_value {
@@ -114,6 +102,19 @@ void axon_pw_widen(axon_dtype_t d, const void *storage, pw_value_t *out);
     X(__VA_ARGS__, AXON_INT32, i32, int32_t, int32_t, uint32_t)  \
     X(__VA_ARGS__, AXON_INT64, i64, int64_t, int64_t, uint64_t)
 #define PW_BOOLS(X, ...) X(__VA_ARGS__, AXON_BOOL, b8, uint8_t, uint8_t, uint32_t)
+
+/* The Bessel functions J0, J1, Y0, Y1 (float32 and float64) and I0, I1, e^-|x| I0, I1 (every float dtype): block
+ * loops of their own (special_bessel_series.c). */
+#define PW_BESSEL_SERIES_LOOP(fn, DE, dn, T, WT, UT) \
+    int axon_pw_bessel_##fn##_##dn(char *out, const char *const *in, unsigned scalar, int64_t n, const pw_ctx_t *ctx);
+PW_DOUBLES(PW_BESSEL_SERIES_LOOP, j0)
+PW_DOUBLES(PW_BESSEL_SERIES_LOOP, j1)
+PW_DOUBLES(PW_BESSEL_SERIES_LOOP, y0)
+PW_DOUBLES(PW_BESSEL_SERIES_LOOP, y1)
+PW_FLOATS(PW_BESSEL_SERIES_LOOP, i0)
+PW_FLOATS(PW_BESSEL_SERIES_LOOP, i1)
+PW_FLOATS(PW_BESSEL_SERIES_LOOP, i0e)
+PW_FLOATS(PW_BESSEL_SERIES_LOOP, i1e)
 
 /* Storage -> work value, and work value -> storage (round to nearest even for the halves; low bits for ints). */
 #define PW_LD_f32(x) (x)

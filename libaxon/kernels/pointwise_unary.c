@@ -252,10 +252,6 @@ PW_FLOATS(PW_U, digamma, ((W)axon_digamma((double)x)))
 PW_FLOATS(PW_U, polygamma, ((W)axon_polygamma(ctx->pi[0], (double)x))) /* pi[0] the order */
 
 /* torch.special's Bessel and normal-distribution functions, in float64 and rounded once. */
-PW_FLOATS(PW_U, i0, ((W)axon_bessel_i((double)x, 0)))
-PW_FLOATS(PW_U, i1, ((W)axon_bessel_i((double)x, 1)))
-PW_FLOATS(PW_U, i0e, ((W)axon_bessel_i_scaled((double)x, 0)))
-PW_FLOATS(PW_U, i1e, ((W)axon_bessel_i_scaled((double)x, 1)))
 PW_DOUBLES(PW_U, k0, ((W)axon_bessel_k((double)x, 0)))
 PW_DOUBLES(PW_U, k1, ((W)axon_bessel_k((double)x, 1)))
 PW_DOUBLES(PW_U, k0e, ((W)axon_bessel_k_scaled((double)x, 0)))
@@ -314,6 +310,7 @@ PW_BOOLS(PW_U, identity, (x))
 
 #define PW_F(op) PW_FLOATS(PW_ENTRY, op)
 #define PW_FD(op) PW_DOUBLES(PW_ENTRY, op)
+#define PW_BESSEL_ENTRY(fn, DE, dn, T, WT, UT) [DE] = axon_pw_bessel_##fn##_##dn,
 #define PW_I(op) PW_INTS(PW_ENTRY, op)
 #define PW_B(op) PW_BOOLS(PW_ENTRY, op)
 
@@ -382,20 +379,20 @@ const pw_loop_fn axon_pw_unary_loops[AXON_UNARY_COUNT][AXON_DTYPE_COUNT] = {
     [AXON_UNARY_LGAMMA] = {PW_F(lgamma)},
     [AXON_UNARY_DIGAMMA] = {PW_F(digamma)},
     [AXON_UNARY_POLYGAMMA] = {PW_F(polygamma)},
-    [AXON_UNARY_BESSEL_J0] = {[AXON_FLOAT32] = axon_pw_bessel_j0_f32, [AXON_FLOAT64] = axon_pw_bessel_j0_f64},
-    [AXON_UNARY_BESSEL_J1] = {[AXON_FLOAT32] = axon_pw_bessel_j1_f32, [AXON_FLOAT64] = axon_pw_bessel_j1_f64},
-    [AXON_UNARY_BESSEL_Y0] = {[AXON_FLOAT32] = axon_pw_bessel_y0_f32, [AXON_FLOAT64] = axon_pw_bessel_y0_f64},
-    [AXON_UNARY_BESSEL_Y1] = {[AXON_FLOAT32] = axon_pw_bessel_y1_f32, [AXON_FLOAT64] = axon_pw_bessel_y1_f64},
-    [AXON_UNARY_MODIFIED_BESSEL_I0] = {PW_FD(i0)},
-    [AXON_UNARY_MODIFIED_BESSEL_I1] = {PW_FD(i1)},
+    [AXON_UNARY_BESSEL_J0] = {PW_DOUBLES(PW_BESSEL_ENTRY, j0)},
+    [AXON_UNARY_BESSEL_J1] = {PW_DOUBLES(PW_BESSEL_ENTRY, j1)},
+    [AXON_UNARY_BESSEL_Y0] = {PW_DOUBLES(PW_BESSEL_ENTRY, y0)},
+    [AXON_UNARY_BESSEL_Y1] = {PW_DOUBLES(PW_BESSEL_ENTRY, y1)},
+    [AXON_UNARY_MODIFIED_BESSEL_I0] = {PW_DOUBLES(PW_BESSEL_ENTRY, i0)},
+    [AXON_UNARY_MODIFIED_BESSEL_I1] = {PW_DOUBLES(PW_BESSEL_ENTRY, i1)},
     [AXON_UNARY_MODIFIED_BESSEL_K0] = {PW_FD(k0)},
     [AXON_UNARY_MODIFIED_BESSEL_K1] = {PW_FD(k1)},
     [AXON_UNARY_SCALED_MODIFIED_BESSEL_K0] = {PW_FD(k0e)},
     [AXON_UNARY_SCALED_MODIFIED_BESSEL_K1] = {PW_FD(k1e)},
-    [AXON_UNARY_I0] = {PW_F(i0)},
-    [AXON_UNARY_I0E] = {PW_F(i0e)},
-    [AXON_UNARY_I1] = {PW_F(i1)},
-    [AXON_UNARY_I1E] = {PW_F(i1e)},
+    [AXON_UNARY_I0] = {PW_FLOATS(PW_BESSEL_ENTRY, i0)},
+    [AXON_UNARY_I0E] = {PW_FLOATS(PW_BESSEL_ENTRY, i0e)},
+    [AXON_UNARY_I1] = {PW_FLOATS(PW_BESSEL_ENTRY, i1)},
+    [AXON_UNARY_I1E] = {PW_FLOATS(PW_BESSEL_ENTRY, i1e)},
     [AXON_UNARY_SPHERICAL_BESSEL_J0] = {PW_FD(spherical_bessel_j0)},
     [AXON_UNARY_ERFCX] = {PW_FD(erfcx)},
     [AXON_UNARY_LOG_NDTR] = {PW_FD(log_ndtr)},

@@ -1,8 +1,8 @@
-/* Modified and spherical Bessel functions of torch.special in double (the float dtypes compute in double and round
- * once; J0, J1, Y0 and Y1 have loops of their own, special_bessel_jy.c). Never installed.
- *   - I0, I1 (and e^-|x| I): the power series up to |x| = 30, whose terms are all positive, so it loses nothing to
- *     cancellation; beyond, Hankel's asymptotic series, whose smallest term there is below 1e-17 of the sum.
- *   - K0, K1 (and e^x K): up to x = 1 the series of DLMF 10.31.1; to x = 30 the integral
+/* Modified Bessel functions K0, K1 and the spherical j0 of torch.special in double (the float dtypes compute in
+ * double and round once; J0, J1, Y0, Y1, I0 and I1 are Chebyshev series in loops of their own,
+ * special_bessel_series.c). Never installed.
+ *   - K0, K1 (and e^x K): up to x = 1 the series of DLMF 10.31.1 (with I0, I1 as their power series, all of whose
+ *     terms are positive); to x = 30 the integral
  *     e^x K_v(x) = int_0^inf e^(-x (cosh t - 1)) cosh(v t) dt by the trapezoidal rule, which converges geometrically
  *     for this analytic, doubly-exponentially decaying integrand (step 0.1: error near e^(-pi^2 / 0.1)); beyond,
  *     the asymptotic series.
@@ -26,8 +26,8 @@ static inline double axon_bessel_i_series(double x, int v) {
     return sum;
 }
 
-/* Hankel's series sum_k s^k a_k(v) / x^k with a_k(v) = prod_{j <= k} (4 v^2 - (2j - 1)^2) / (k! 8^k): s = -1 for
- * e^-x I_v(x) sqrt(2 pi x), s = 1 for e^x K_v(x) sqrt(2 x / pi). For x > 30 the terms shrink past k = 40. */
+/* Hankel's series sum_k s^k a_k(v) / x^k with a_k(v) = prod_{j <= k} (4 v^2 - (2j - 1)^2) / (k! 8^k): s = 1 gives
+ * e^x K_v(x) sqrt(2 x / pi) (s = -1 would give e^-x I_v(x) sqrt(2 pi x)). For x > 30 the terms shrink past k = 40. */
 static inline double axon_bessel_hankel(double x, int v, double s) {
     double term = 1, sum = 1;
     for (int k = 1; k < 60; k++) {
@@ -37,25 +37,6 @@ static inline double axon_bessel_hankel(double x, int v, double s) {
         if (fabs(term) < 1e-18 * fabs(sum)) break;
     }
     return sum;
-}
-
-/* e^-|x| I_v(x), v = 0 or 1 (I_1 is odd). */
-static inline double axon_bessel_i_scaled(double x, int v) {
-    const double a = fabs(x);
-    if (a != a) return x;
-    if (a == INFINITY) return v && x < 0 ? -0.0 : 0.0;
-    double r = a <= AXON_BESSEL_SERIES_MAX ? axon_bessel_i_series(a, v) * exp(-a)
-                                            : axon_bessel_hankel(a, v, -1.0) / sqrt(2 * M_PI * a);
-    return v && x < 0 ? -r : r;
-}
-
-static inline double axon_bessel_i(double x, int v) {
-    const double a = fabs(x);
-    if (a != a) return x;
-    if (a <= AXON_BESSEL_SERIES_MAX) return v && x < 0 ? -axon_bessel_i_series(a, v) : axon_bessel_i_series(a, v);
-    /* e^a overflows past 709.78 although I_v does not until about 713.98: multiply in two halves */
-    const double h = exp(a / 2), r = axon_bessel_hankel(a, v, -1.0) / sqrt(2 * M_PI * a) * h * h;
-    return v && x < 0 ? -r : r;
 }
 
 /* K_v(x) for 0 < x <= 1 by DLMF 10.31.1: K_0 = -(ln(x/2) + gamma) I_0 + sum_k H_k (x^2/4)^k / k!^2 and

@@ -1,29 +1,34 @@
-/* The Bessel functions J0, J1, Y0 and Y1 of torch.special, float32 and float64, computed in double: vectorized
- * Chebyshev series instead of glibc's scalar j0..y1 (about 3x torch CPU's time on a million floats).
- *
- * Below |x| = 8, series in z = x^2 of J0, J1 / x and of Y0, Y1 less their logarithmic and pole parts;
- * from 8 on, Hankel's form sqrt(2 / (pi x)) (P cos chi -/+ Q sin chi) with series for P and x Q in 64 / x^2, and
- * chi = x - pi/4 (or 3 pi / 4) through sin x and cos x, which glibc reduces exactly. libaxon/tools/gen_bessel_jy.py
- * derives the series (special_bessel_jy_coefs.h). The error is a few units in the last place of the functions'
- * scale (an absolute error near 1e-16 times max(1, 1 / sqrt(x))), as for glibc's and PyTorch's own, which also lose
- * relative accuracy next to the functions' zeros.
+/* Bessel functions of torch.special computed in double as vectorized Chebyshev series (libaxon/tools/
+ * gen_bessel_series.py derives them into special_bessel_coefs.h), for every float dtype the op takes (float32 and
+ * float64; the half types for I0, I1 and their scaled forms, rounded once from the double result). glibc's scalar
+ * j0..y1 and a power series for I took 3x and 1.3x torch CPU's time on a million floats.
+ *   - J0, J1, Y0, Y1: below |x| = 8, series in z = x^2 of J0, J1 / x and of Y0, Y1 less their logarithmic and pole
+ *     parts; from 8 on, Hankel's form sqrt(2 / (pi x)) (P cos chi -/+ Q sin chi) with series for P and x Q in
+ *     64 / x^2, and chi = x - pi/4 (or 3 pi / 4) through sin x and cos x, which glibc reduces exactly. The error is a
+ *     few units in the last place of the functions' scale (an absolute error near 1e-16 max(1, 1 / sqrt(x))), as for
+ *     glibc's and PyTorch's own, which also lose relative accuracy next to the functions' zeros.
+ *   - I0, I1 and e^-|x| I0, I1: below |x| = 8, e^-x I0 and e^-x I1 / x in x; from 8 on, sqrt(x) e^-x I in 8 / x;
+ *     I itself is the scaled value times e^|x|, taken as e^(|x|/2) twice, so that it overflows only where I does
+ *     (past 713.98, where e^|x| alone would at 709.78). A few ulps.
  *
  * Elements go through blocks of BJ_BLOCK, and each block runs, as full vectors, only the forms its elements need:
- * normal-sized inputs never pay for sin and cos.
- * Each element sees the same arithmetic wherever a block boundary falls (no scalar tails: a partial block is padded),
- * so results do not depend on the thread count. Off the domain, as PyTorch: NaN at +-inf (glibc returns the limit
- * 0), Y0 and Y1 NaN below 0 and -inf at 0. */
+ * normal-sized inputs never pay for sin and cos. Each element sees the same arithmetic wherever a block boundary
+ * falls (no scalar tails: a partial block is padded), so results do not depend on the thread count. Off the domain,
+ * as PyTorch: J, Y and unscaled I are NaN at +-inf (glibc's J and Y return the limit 0), Y0 and Y1 NaN below 0 and
+ * -inf at 0. */
 #include <math.h>
 #include <string.h>
 
 #include "pointwise_impl.h"
-#include "special_bessel_jy_coefs.h"
+#include "special_bessel_coefs.h"
 
 #ifdef AXON_HAVE_LIBMVEC
-/* libmvec's vector sin, cos and log (pointwise_unary.c says why the attribute), so that the block loops vectorize. */
+/* libmvec's vector sin, cos, log and exp (pointwise_unary.c says why the attribute), so that the block loops
+ * vectorize. */
 double(sin)(double) PW_SIMD;
 double(cos)(double) PW_SIMD;
 double(log)(double) PW_SIMD;
+double(exp)(double) PW_SIMD;
 #endif
 
 #define BJ_BLOCK 64
@@ -36,7 +41,7 @@ double(log)(double) PW_SIMD;
 static inline __attribute__((always_inline)) double bj_series(const double *c, int n, double t) {
     const double t2 = 2 * t;
     double b1 = 0, b2 = 0;
-#pragma GCC unroll 20
+#pragma GCC unroll 32 /* every series fully: the element loops around it vectorize only then */
     for (int k = n - 1; k >= 1; k--) {
         const double b = fma(t2, b1, c[k] - b2);
         b2 = b1;
@@ -103,18 +108,55 @@ static inline __attribute__((always_inline)) double bj_y1_large(double x) {
     return h.k * (q * h.diff - p * h.sum);
 }
 
-/* J is defined everywhere (even and odd), Y for x >= 0 only: the Y forms see |x| and are masked after. */
+/* e^-|x| I0, I1 and I0, I1 (both even or odd as their order). */
+static inline __attribute__((always_inline)) double bj_i0e_small(double x) {
+    return BJ_SERIES(bessel_i0e_small, fabs(x) * 0.25 - 1);
+}
+static inline __attribute__((always_inline)) double bj_i1e_small(double x) {
+    const double a = fabs(x), r = a * BJ_SERIES(bessel_i1e_small, a * 0.25 - 1);
+    return x < 0 ? -r : r; /* +0 at -0, as PyTorch */
+}
+static inline __attribute__((always_inline)) double bj_i0e_large(double x) {
+    const double a = fabs(x);
+    return BJ_SERIES(bessel_i0e_large, 16 / a - 1) / sqrt(a);
+}
+static inline __attribute__((always_inline)) double bj_i1e_large(double x) {
+    const double a = fabs(x), r = BJ_SERIES(bessel_i1e_large, 16 / a - 1) / sqrt(a);
+    return x < 0 ? -r : r;
+}
+/* scaled * e^|x|, as e^(|x|/2) twice: I0 and I1 overflow past 713.98, e^|x| alone at 709.78 */
+static inline __attribute__((always_inline)) double bj_unscale(double scaled, double x) {
+    const double h = exp(fabs(x) * 0.5);
+    return scaled * h * h;
+}
+/* I0 and I1 run the scaled forms and unscale in the block's last loop (BJ_FIX_i0, _i1): GCC vectorizes the call to
+ * exp there, in a loop of its own, and not inside the forms' loops. */
+#define bj_i0_small bj_i0e_small
+#define bj_i0_large bj_i0e_large
+#define bj_i1_small bj_i1e_small
+#define bj_i1_large bj_i1e_large
+
+/* The argument each form sees, and the values off the forms' domain: J is defined everywhere (even and odd), Y for
+ * x >= 0 only (the forms see |x| and are masked after); I is the scaled form unscaled, NaN at +-inf as PyTorch's
+ * (its e^|x| times a scaled 0). */
 #define BJ_ARG_j0(x) (x)
 #define BJ_ARG_j1(x) (x)
 #define BJ_ARG_y0(x) fabs(x)
 #define BJ_ARG_y1(x) fabs(x)
+#define BJ_ARG_i0(x) (x)
+#define BJ_ARG_i1(x) (x)
+#define BJ_ARG_i0e(x) (x)
+#define BJ_ARG_i1e(x) (x)
 #define BJ_FIX_j0(x, r) (r)
 #define BJ_FIX_j1(x, r) (r)
 #define BJ_FIX_y0(x, r) ((x) < 0 ? NAN : (x) == 0 ? -INFINITY : (r))
 #define BJ_FIX_y1(x, r) ((x) < 0 ? NAN : (x) == 0 ? -INFINITY : (r))
+#define BJ_FIX_i0(x, r) (fabs(x) == INFINITY ? NAN : bj_unscale((r), (x)))
+#define BJ_FIX_i1(x, r) (fabs(x) == INFINITY ? NAN : bj_unscale((r), (x)))
+#define BJ_FIX_i0e(x, r) (r)
+#define BJ_FIX_i1e(x, r) (r)
 
-/* One block: each form only where some element needs it (NaN and the infinities take the large-argument one, and
- * come out NaN through sin and cos). */
+/* One block: each form only where some element needs it (NaN and the infinities take the large-argument one). */
 #define BJ_BLOCK_FN(fn)                                                                                        \
     static inline __attribute__((always_inline)) void bj_block_##fn(const double *restrict x,                 \
                                                                     double *restrict r) {                     \
@@ -135,8 +177,8 @@ static inline __attribute__((always_inline)) double bj_y1_large(double x) {
         for (int i = 0; i < BJ_BLOCK; i++) r[i] = BJ_FIX_##fn(x[i], r[i]);                                     \
     }
 
-/* The loop of one (function, dtype): blocks converted to double and back. */
-#define BJ_LOOP_FN(fn, dn, T)                                                                                  \
+/* The loop of one (function, dtype): blocks converted to double and back (through float for the half types). */
+#define BJ_LOOP_FN(fn, DE, dn, T, WT, UT)                                                                      \
     AXON_CLONES int axon_pw_bessel_##fn##_##dn(char *o, const char *const *in, unsigned sm, int64_t n,        \
                                                 const pw_ctx_t *ctx) {                                          \
         (void)sm;                                                                                              \
@@ -147,15 +189,26 @@ static inline __attribute__((always_inline)) double bj_y1_large(double x) {
         for (int64_t i0 = 0; i0 < n; i0 += BJ_BLOCK) {                                                         \
             const int m = n - i0 < BJ_BLOCK ? (int)(n - i0) : BJ_BLOCK;                                        \
             if (m < BJ_BLOCK) memset(x, 0, sizeof x);                                                          \
-            for (int i = 0; i < m; i++) x[i] = (double)a[i0 + i];                                              \
+            for (int i = 0; i < m; i++) x[i] = (double)PW_LD_##dn(a[i0 + i]);                                  \
             bj_block_##fn(x, r);                                                                               \
-            for (int i = 0; i < m; i++) out[i0 + i] = (T)r[i];                                                 \
+            for (int i = 0; i < m; i++) out[i0 + i] = PW_ST_##dn((WT)r[i]);                                    \
         }                                                                                                      \
         return 0;                                                                                              \
     }
 
-#define BJ_FN(fn) BJ_BLOCK_FN(fn) BJ_LOOP_FN(fn, f32, float) BJ_LOOP_FN(fn, f64, double)
-BJ_FN(j0)
-BJ_FN(j1)
-BJ_FN(y0)
-BJ_FN(y1)
+BJ_BLOCK_FN(j0)
+BJ_BLOCK_FN(j1)
+BJ_BLOCK_FN(y0)
+BJ_BLOCK_FN(y1)
+BJ_BLOCK_FN(i0)
+BJ_BLOCK_FN(i1)
+BJ_BLOCK_FN(i0e)
+BJ_BLOCK_FN(i1e)
+PW_DOUBLES(BJ_LOOP_FN, j0)
+PW_DOUBLES(BJ_LOOP_FN, j1)
+PW_DOUBLES(BJ_LOOP_FN, y0)
+PW_DOUBLES(BJ_LOOP_FN, y1)
+PW_FLOATS(BJ_LOOP_FN, i0)
+PW_FLOATS(BJ_LOOP_FN, i1)
+PW_FLOATS(BJ_LOOP_FN, i0e)
+PW_FLOATS(BJ_LOOP_FN, i1e)
