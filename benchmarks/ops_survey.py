@@ -166,6 +166,7 @@ CASES = {
     "irfft2": (T(Z), lambda a: torch.fft.irfft2(a)),
     "special.i0e": (T(A), lambda a: torch.special.i0e(a)),
     "special.bessel_j0": (T(A), lambda a: torch.special.bessel_j0(a)),
+    "special.modified_bessel_k0": (T(A.abs()), lambda a: torch.special.modified_bessel_k0(a)),
     "special.erfcx": (T(A), lambda a: torch.special.erfcx(a)),
     "chebyshev_t n=5": (T(A), lambda a: torch.special.chebyshev_polynomial_t(a, 5)),
     "scatter_reduce mean": (T(A, IDX, B), lambda a, i, b: a.scatter_reduce(1, i, b, "mean", include_self=False)),

@@ -103,8 +103,8 @@ void axon_pw_widen(axon_dtype_t d, const void *storage, pw_value_t *out);
     X(__VA_ARGS__, AXON_INT64, i64, int64_t, int64_t, uint64_t)
 #define PW_BOOLS(X, ...) X(__VA_ARGS__, AXON_BOOL, b8, uint8_t, uint8_t, uint32_t)
 
-/* The Bessel functions J0, J1, Y0, Y1 (float32 and float64) and I0, I1, e^-|x| I0, I1 (every float dtype): block
- * loops of their own (special_bessel_series.c). */
+/* The Bessel functions J0, J1, Y0, Y1, K0, K1, e^x K0, K1 (float32 and float64) and I0, I1, e^-|x| I0, I1 (every
+ * float dtype): block loops of their own (special_bessel_series.c). */
 #define PW_BESSEL_SERIES_LOOP(fn, DE, dn, T, WT, UT) \
     int axon_pw_bessel_##fn##_##dn(char *out, const char *const *in, unsigned scalar, int64_t n, const pw_ctx_t *ctx);
 PW_DOUBLES(PW_BESSEL_SERIES_LOOP, j0)
@@ -115,6 +115,10 @@ PW_FLOATS(PW_BESSEL_SERIES_LOOP, i0)
 PW_FLOATS(PW_BESSEL_SERIES_LOOP, i1)
 PW_FLOATS(PW_BESSEL_SERIES_LOOP, i0e)
 PW_FLOATS(PW_BESSEL_SERIES_LOOP, i1e)
+PW_DOUBLES(PW_BESSEL_SERIES_LOOP, k0)
+PW_DOUBLES(PW_BESSEL_SERIES_LOOP, k1)
+PW_DOUBLES(PW_BESSEL_SERIES_LOOP, k0e)
+PW_DOUBLES(PW_BESSEL_SERIES_LOOP, k1e)
 
 /* Storage -> work value, and work value -> storage (round to nearest even for the halves; low bits for ints). */
 #define PW_LD_f32(x) (x)

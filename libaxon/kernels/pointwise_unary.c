@@ -252,10 +252,6 @@ PW_FLOATS(PW_U, digamma, ((W)axon_digamma((double)x)))
 PW_FLOATS(PW_U, polygamma, ((W)axon_polygamma(ctx->pi[0], (double)x))) /* pi[0] the order */
 
 /* torch.special's Bessel and normal-distribution functions, in float64 and rounded once. */
-PW_DOUBLES(PW_U, k0, ((W)axon_bessel_k((double)x, 0)))
-PW_DOUBLES(PW_U, k1, ((W)axon_bessel_k((double)x, 1)))
-PW_DOUBLES(PW_U, k0e, ((W)axon_bessel_k_scaled((double)x, 0)))
-PW_DOUBLES(PW_U, k1e, ((W)axon_bessel_k_scaled((double)x, 1)))
 PW_DOUBLES(PW_U, spherical_bessel_j0, ((W)axon_spherical_bessel_j0((double)x)))
 PW_DOUBLES(PW_U, erfcx, ((W)axon_erfcx((double)x)))
 PW_DOUBLES(PW_U, log_ndtr, ((W)axon_log_ndtr((double)x)))
@@ -385,10 +381,10 @@ const pw_loop_fn axon_pw_unary_loops[AXON_UNARY_COUNT][AXON_DTYPE_COUNT] = {
     [AXON_UNARY_BESSEL_Y1] = {PW_DOUBLES(PW_BESSEL_ENTRY, y1)},
     [AXON_UNARY_MODIFIED_BESSEL_I0] = {PW_DOUBLES(PW_BESSEL_ENTRY, i0)},
     [AXON_UNARY_MODIFIED_BESSEL_I1] = {PW_DOUBLES(PW_BESSEL_ENTRY, i1)},
-    [AXON_UNARY_MODIFIED_BESSEL_K0] = {PW_FD(k0)},
-    [AXON_UNARY_MODIFIED_BESSEL_K1] = {PW_FD(k1)},
-    [AXON_UNARY_SCALED_MODIFIED_BESSEL_K0] = {PW_FD(k0e)},
-    [AXON_UNARY_SCALED_MODIFIED_BESSEL_K1] = {PW_FD(k1e)},
+    [AXON_UNARY_MODIFIED_BESSEL_K0] = {PW_DOUBLES(PW_BESSEL_ENTRY, k0)},
+    [AXON_UNARY_MODIFIED_BESSEL_K1] = {PW_DOUBLES(PW_BESSEL_ENTRY, k1)},
+    [AXON_UNARY_SCALED_MODIFIED_BESSEL_K0] = {PW_DOUBLES(PW_BESSEL_ENTRY, k0e)},
+    [AXON_UNARY_SCALED_MODIFIED_BESSEL_K1] = {PW_DOUBLES(PW_BESSEL_ENTRY, k1e)},
     [AXON_UNARY_I0] = {PW_FLOATS(PW_BESSEL_ENTRY, i0)},
     [AXON_UNARY_I0E] = {PW_FLOATS(PW_BESSEL_ENTRY, i0e)},
     [AXON_UNARY_I1] = {PW_FLOATS(PW_BESSEL_ENTRY, i1)},

@@ -1,7 +1,8 @@
 /* Bessel functions of torch.special computed in double as vectorized Chebyshev series (libaxon/tools/
  * gen_bessel_series.py derives them into special_bessel_coefs.h), for every float dtype the op takes (float32 and
  * float64; the half types for I0, I1 and their scaled forms, rounded once from the double result). glibc's scalar
- * j0..y1 and a power series for I took 3x and 1.3x torch CPU's time on a million floats.
+ * j0..y1, a power series for I and a quadrature for K took 3x, 1.3x and 11-22x torch CPU's time on a million
+ * floats.
  *   - J0, J1, Y0, Y1: below |x| = 8, series in z = x^2 of J0, J1 / x and of Y0, Y1 less their logarithmic and pole
  *     parts; from 8 on, Hankel's form sqrt(2 / (pi x)) (P cos chi -/+ Q sin chi) with series for P and x Q in
  *     64 / x^2, and chi = x - pi/4 (or 3 pi / 4) through sin x and cos x, which glibc reduces exactly. The error is a
@@ -10,6 +11,8 @@
  *   - I0, I1 and e^-|x| I0, I1: below |x| = 8, e^-x I0 and e^-x I1 / x in x; from 8 on, sqrt(x) e^-x I in 8 / x;
  *     I itself is the scaled value times e^|x|, taken as e^(|x|/2) twice, so that it overflows only where I does
  *     (past 713.98, where e^|x| alone would at 709.78). A few ulps.
+ *   - K0, K1 and e^x K0, K1: below x = 2, series in z = x^2 of I0, I1 / x and of K0, K1 less their logarithmic and
+ *     pole parts; from 2 on, sqrt(x) e^x K in 2 / x; the other scaling is e^-x or e^x, in the block's last loop.
  *
  * Elements go through blocks of BJ_BLOCK, and each block runs, as full vectors, only the forms its elements need:
  * normal-sized inputs never pay for sin and cos. Each element sees the same arithmetic wherever a block boundary
@@ -32,7 +35,8 @@ double(exp)(double) PW_SIMD;
 #endif
 
 #define BJ_BLOCK 64
-#define BJ_SPLIT 8.0
+#define BJ_SPLIT 8.0  /* J, Y, I */
+#define BJ_K_SPLIT 2.0
 #define BJ_2_PI 0.63661977236758134308 /* 2 / pi */
 #define BJ_SQRT_PI 1.7724538509055160273
 
@@ -136,6 +140,34 @@ static inline __attribute__((always_inline)) double bj_unscale(double scaled, do
 #define bj_i1_small bj_i1e_small
 #define bj_i1_large bj_i1e_large
 
+/* K0, K1 below x = 2 (x > 0; t for z = x^2 over [0, 4]) and e^x K0, K1 from 2 on. */
+static inline __attribute__((always_inline)) double bj_k0_below2(double x) {
+    const double t = x * x * 0.5 - 1;
+    return BJ_SERIES(bessel_k_k0_small, t) - (log(x) - M_LN2) * BJ_SERIES(bessel_k_i0_small, t);
+}
+static inline __attribute__((always_inline)) double bj_k1_below2(double x) {
+    const double t = x * x * 0.5 - 1;
+    return 1 / x + (log(x) - M_LN2) * (x * BJ_SERIES(bessel_k_i1_small, t)) + x * BJ_SERIES(bessel_k_k1_small, t);
+}
+static inline __attribute__((always_inline)) double bj_k0e_above2(double x) {
+    return BJ_SERIES(bessel_k0e_large, 4 / x - 1) / sqrt(x);
+}
+static inline __attribute__((always_inline)) double bj_k1e_above2(double x) {
+    return BJ_SERIES(bessel_k1e_large, 4 / x - 1) / sqrt(x);
+}
+/* Each K op's forms give K below the split and e^x K above; the block's last loop (BJ_FIX) multiplies by e^-x or
+ * e^x where its op needs it, so that exp is called in a loop of its own (see I0 above). */
+#define bj_k0_small bj_k0_below2
+#define bj_k0_large bj_k0e_above2
+#define bj_k1_small bj_k1_below2
+#define bj_k1_large bj_k1e_above2
+#define bj_k0e_small bj_k0_below2
+#define bj_k0e_large bj_k0e_above2
+#define bj_k1e_small bj_k1_below2
+#define bj_k1e_large bj_k1e_above2
+/* K's values off its domain, as PyTorch's: NaN below 0, inf at 0 (either sign), 0 at inf. */
+#define BJ_K_DOMAIN(x, r) ((x) != (x) || (x) < 0 ? NAN : (x) == 0 ? INFINITY : (x) == INFINITY ? 0.0 : (r))
+
 /* The argument each form sees, and the values off the forms' domain: J is defined everywhere (even and odd), Y for
  * x >= 0 only (the forms see |x| and are masked after); I is the scaled form unscaled, NaN at +-inf as PyTorch's
  * (its e^|x| times a scaled 0). */
@@ -155,6 +187,29 @@ static inline __attribute__((always_inline)) double bj_unscale(double scaled, do
 #define BJ_FIX_i1(x, r) (fabs(x) == INFINITY ? NAN : bj_unscale((r), (x)))
 #define BJ_FIX_i0e(x, r) (r)
 #define BJ_FIX_i1e(x, r) (r)
+#define BJ_ARG_k0(x) fabs(x)
+#define BJ_ARG_k1(x) fabs(x)
+#define BJ_ARG_k0e(x) fabs(x)
+#define BJ_ARG_k1e(x) fabs(x)
+/* exp of a selected argument, 0 where no scaling is due (e^0 is exactly 1): a call GCC cannot sink into a branch,
+ * so the loop stays vectorized */
+#define BJ_FIX_k0(x, r) BJ_K_DOMAIN(x, (r) * exp(fabs(x) <= BJ_K_SPLIT ? 0.0 : -fabs(x)))
+#define BJ_FIX_k1(x, r) BJ_FIX_k0(x, r)
+#define BJ_FIX_k0e(x, r) BJ_K_DOMAIN(x, (r) * exp(fabs(x) <= BJ_K_SPLIT ? fabs(x) : 0.0))
+#define BJ_FIX_k1e(x, r) BJ_FIX_k0e(x, r)
+/* Where each function's forms meet. */
+#define BJ_SPLIT_j0 BJ_SPLIT
+#define BJ_SPLIT_j1 BJ_SPLIT
+#define BJ_SPLIT_y0 BJ_SPLIT
+#define BJ_SPLIT_y1 BJ_SPLIT
+#define BJ_SPLIT_i0 BJ_SPLIT
+#define BJ_SPLIT_i1 BJ_SPLIT
+#define BJ_SPLIT_i0e BJ_SPLIT
+#define BJ_SPLIT_i1e BJ_SPLIT
+#define BJ_SPLIT_k0 BJ_K_SPLIT
+#define BJ_SPLIT_k1 BJ_K_SPLIT
+#define BJ_SPLIT_k0e BJ_K_SPLIT
+#define BJ_SPLIT_k1e BJ_K_SPLIT
 
 /* One block: each form only where some element needs it (NaN and the infinities take the large-argument one). */
 #define BJ_BLOCK_FN(fn)                                                                                        \
@@ -162,8 +217,8 @@ static inline __attribute__((always_inline)) double bj_unscale(double scaled, do
                                                                     double *restrict r) {                     \
         int small = 0, large = 0;                                                                              \
         for (int i = 0; i < BJ_BLOCK; i++) {                                                                   \
-            small |= fabs(x[i]) <= BJ_SPLIT;                                                                   \
-            large |= !(fabs(x[i]) <= BJ_SPLIT);                                                                \
+            small |= fabs(x[i]) <= BJ_SPLIT_##fn;                                                                   \
+            large |= !(fabs(x[i]) <= BJ_SPLIT_##fn);                                                                \
         }                                                                                                      \
         if (!large)                                                                                            \
             for (int i = 0; i < BJ_BLOCK; i++) r[i] = bj_##fn##_small(BJ_ARG_##fn(x[i]));                      \
@@ -172,7 +227,7 @@ static inline __attribute__((always_inline)) double bj_unscale(double scaled, do
         else                                                                                                   \
             for (int i = 0; i < BJ_BLOCK; i++) {                                                               \
                 const double s = bj_##fn##_small(BJ_ARG_##fn(x[i])), l = bj_##fn##_large(BJ_ARG_##fn(x[i]));   \
-                r[i] = fabs(x[i]) <= BJ_SPLIT ? s : l;                                                         \
+                r[i] = fabs(x[i]) <= BJ_SPLIT_##fn ? s : l;                                                         \
             }                                                                                                  \
         for (int i = 0; i < BJ_BLOCK; i++) r[i] = BJ_FIX_##fn(x[i], r[i]);                                     \
     }
@@ -204,6 +259,10 @@ BJ_BLOCK_FN(i0)
 BJ_BLOCK_FN(i1)
 BJ_BLOCK_FN(i0e)
 BJ_BLOCK_FN(i1e)
+BJ_BLOCK_FN(k0)
+BJ_BLOCK_FN(k1)
+BJ_BLOCK_FN(k0e)
+BJ_BLOCK_FN(k1e)
 PW_DOUBLES(BJ_LOOP_FN, j0)
 PW_DOUBLES(BJ_LOOP_FN, j1)
 PW_DOUBLES(BJ_LOOP_FN, y0)
@@ -212,3 +271,7 @@ PW_FLOATS(BJ_LOOP_FN, i0)
 PW_FLOATS(BJ_LOOP_FN, i1)
 PW_FLOATS(BJ_LOOP_FN, i0e)
 PW_FLOATS(BJ_LOOP_FN, i1e)
+PW_DOUBLES(BJ_LOOP_FN, k0)
+PW_DOUBLES(BJ_LOOP_FN, k1)
+PW_DOUBLES(BJ_LOOP_FN, k0e)
+PW_DOUBLES(BJ_LOOP_FN, k1e)

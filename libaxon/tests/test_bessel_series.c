@@ -4,6 +4,8 @@
  *   - I0, I1, e^-|x| I0, I1 (and MODIFIED_BESSEL_I0, I1, the same loops) against their power series summed in long
  *     double (all terms positive) up to |x| = 40 and Hankel's asymptotic series beyond, within 12 ulps (9.2 measured
  *     against mpmath, near x = 8 where e^-x I1 / x's series loses most);
+ *   - K0, K1, e^x K0, K1 against DLMF 10.31.1's series to 2 and a quadrature beyond, in long double, within 12 ulps
+ *     (7.7 measured against mpmath, near the forms' seam at 2);
  * then for all: float32 rounds the double result once, float16 and bfloat16 (the I functions) round it through
  * float; an element's value does not depend on its neighbours (which blocks take the large-argument form) nor on
  * where the blocks start; special values as PyTorch's. */
@@ -15,13 +17,18 @@
 #include "kernels_check.h"
 
 #define N 4000
-#define OPS 10
-static const axon_unary_op_t ops[OPS] = {AXON_UNARY_BESSEL_J0, AXON_UNARY_BESSEL_J1, AXON_UNARY_BESSEL_Y0,
-                                         AXON_UNARY_BESSEL_Y1, AXON_UNARY_I0,        AXON_UNARY_I1,
-                                         AXON_UNARY_I0E,       AXON_UNARY_I1E,       AXON_UNARY_MODIFIED_BESSEL_I0,
-                                         AXON_UNARY_MODIFIED_BESSEL_I1};
+#define OPS 14
+static const axon_unary_op_t ops[OPS] = {
+    AXON_UNARY_BESSEL_J0, AXON_UNARY_BESSEL_J1, AXON_UNARY_BESSEL_Y0,  AXON_UNARY_BESSEL_Y1,
+    AXON_UNARY_I0,        AXON_UNARY_I1,        AXON_UNARY_I0E,        AXON_UNARY_I1E,
+    AXON_UNARY_MODIFIED_BESSEL_I0,         AXON_UNARY_MODIFIED_BESSEL_I1,
+    AXON_UNARY_MODIFIED_BESSEL_K0,         AXON_UNARY_MODIFIED_BESSEL_K1,
+    AXON_UNARY_SCALED_MODIFIED_BESSEL_K0,  AXON_UNARY_SCALED_MODIFIED_BESSEL_K1};
 #define IS_Y(op) ((op) == 2 || (op) == 3)
-#define IS_I(op) ((op) >= 4)
+#define IS_I(op) ((op) >= 4 && (op) < 10)
+#define IS_K(op) ((op) >= 10)
+#define EULER 0.577215664901532860606512090082402431L
+#define PI_L 3.14159265358979323846264338327950288L
 
 /* e^-|x| I_v(|x|) in long double: the power series to 40 (its largest term there is e^40 / sqrt(80 pi), and the sum
  * as large, so nothing cancels), Hankel's series beyond (its terms fall below 1e-19 before they grow). */
@@ -45,6 +52,50 @@ static long double scaled_i(int v, double x) {
     return sum / sqrtl(2 * 3.14159265358979323846264338327950288L * a);
 }
 
+/* e^x K_v(x) for x > 0 in long double: up to 2 the series of DLMF 10.31.1 (times e^x), beyond the integral
+ * e^x K_v(x) = int_0^inf e^(-x (cosh t - 1)) cosh(v t) dt by the trapezoidal rule, which converges geometrically
+ * for this analytic, doubly exponentially decaying integrand, with cosh t - 1 = 2 sinh(t/2)^2 (no cancellation near
+ * t = 0). The integrand's width near 0 is sqrt(2 / x); a step of a fifth of it (at most 0.05) leaves an error near
+ * e^(-2 pi^2 25). */
+static long double scaled_k(int v, double xd) {
+    const long double x = xd;
+    if (x <= 2) {
+        const long double q = x * x / 4, lg = logl(x / 2);
+        long double i = 0, sum = 0, term = 1;
+        if (v == 0) {
+            long double harmonic = 0;
+            i = 1;
+            for (int k = 1; k < 60; k++) {
+                term *= q / ((long double)k * k);
+                harmonic += 1.0L / k;
+                i += term;
+                sum += harmonic * term;
+            }
+            return (-(lg + EULER) * i + sum) * expl(x);
+        }
+        long double psi1 = -EULER, psi2 = 1 - EULER;
+        i = x / 2, sum = psi1 + psi2;
+        long double iterm = x / 2;
+        for (int k = 1; k < 60; k++) {
+            term *= q / ((long double)k * (k + 1));
+            iterm *= q / ((long double)k * (k + 1));
+            psi1 += 1.0L / k;
+            psi2 += 1.0L / (k + 1);
+            sum += (psi1 + psi2) * term;
+            i += iterm;
+        }
+        return (1 / x + lg * i - x / 4 * sum) * expl(x);
+    }
+    const long double width = sqrtl(2 / x), h = width / 5 < 0.05L ? width / 5 : 0.05L;
+    long double sum = 0.5L;
+    for (int j = 1; j < 100000; j++) {
+        const long double t = h * j, sh = sinhl(t / 2), f = expl(-2 * x * sh * sh) * (v ? coshl(t) : 1.0L);
+        sum += f;
+        if (f < 1e-22L * sum) break;
+    }
+    return sum * h;
+}
+
 /* The reference value of ops[op] at x, and the scale its error is measured against. */
 static double reference(int op, double x, double *scale) {
     double want;
@@ -53,6 +104,17 @@ static double reference(int op, double x, double *scale) {
     case 1: want = j1(x); break;
     case 2: want = y0(x); break;
     case 3: want = y1(x); break;
+    case 10:
+    case 11:
+    case 12:
+    case 13: {
+        const int v = op == 11 || op == 13;
+        long double r = scaled_k(v, x);
+        if (op < 12) r *= expl(-(long double)x);
+        want = (double)r;
+        *scale = fabs(want);
+        return want;
+    }
     default: {
         const int v = op == 5 || op == 7 || op == 9, scaled = op == 6 || op == 7;
         long double r = scaled_i(v, x);
@@ -124,13 +186,14 @@ static void test_float64_matches_the_references(void) {
         REQUIRE(run(&k, ops[op], AXON_FLOAT64, x, got, N));
         double worst = 0, worst_x = 0;
         for (int i = 0; i < N; i++) {
-            if (IS_Y(op) && x[i] <= 0) continue; /* the special values below */
+            if ((IS_Y(op) || IS_K(op)) && x[i] <= 0) continue; /* the special values below */
+            if (IS_K(op) && op < 12 && x[i] > 700) continue;   /* K0, K1 near the bottom of double: subnormal */
             double scale;
             const double want = reference(op, x[i], &scale);
             const double e = scale == 0 ? (got[i] == 0 ? 0 : INFINITY) : fabs(got[i] - want) / scale / 0x1p-52;
             if (!(e <= worst)) worst = e, worst_x = x[i];
         }
-        const double limit = IS_I(op) ? 12 : 8;
+        const double limit = IS_Y(op) || op < 2 ? 8 : 12;
         if (worst > limit)
             fprintf(stderr, "  %s: %.1f ulps of scale at %.17g\n", axon_unary_op_name(ops[op]), worst, worst_x);
         CHECK(worst <= limit);
@@ -152,7 +215,7 @@ static void test_narrow_dtypes_round_the_double_result(void) {
         int bad = 0;
         for (int i = 0; i < N; i++) bad += memcmp(&(float){(float)want[i]}, &(float){(float)got[i]}, 4) != 0;
         CHECK(bad == 0);
-        if (op < 4 || op >= 8) continue; /* J, Y and the MODIFIED_BESSEL ops are float32 and float64 only */
+        if (op < 4 || op >= 8) continue; /* J, Y, K and the MODIFIED_BESSEL ops are float32 and float64 only */
         for (int half = 0; half < 2; half++) {
             const axon_dtype_t d = half ? AXON_BFLOAT16 : AXON_FLOAT16;
             static double xh[N];
@@ -227,6 +290,12 @@ static void test_special_values(void) {
     CHECK(got[0] == 1 && got[2] == 0 && got[3] == 0 && isnan(got[4]) && got[7] > 0.0149 && got[7] < 0.0150);
     REQUIRE(run(&k, AXON_UNARY_I1E, AXON_FLOAT64, x, got, 8));
     CHECK(got[1] == 0 && !signbit(got[1]) && got[2] == 0 && got[3] == 0 && signbit(got[3]) && got[5] < 0);
+    /* K: inf at 0 (either sign), NaN below, 0 at inf; K itself underflows to 0 near 745, e^x K does not */
+    for (int op = 10; op < 14; op++) {
+        REQUIRE(run(&k, ops[op], AXON_FLOAT64, x, got, 8));
+        CHECK(got[0] == INFINITY && got[1] == INFINITY && got[2] == 0 && isnan(got[3]) && isnan(got[4]));
+        CHECK(isnan(got[5]) && (op < 12 ? got[7] < 1e-300 : got[7] > 0.04 && got[7] < 0.05));
+    }
     axon_runtime_destroy(k.rt);
 }
 

@@ -12,6 +12,10 @@ J and Y from x = 8 on: the Hankel amplitudes (DLMF 10.17) in w = 64 / x^2 over [
     chi = x - (2 v + 1) pi / 4, series for P_v and x Q_v.
 I below x = 8: e^-x I0(x) and e^-x I1(x) / x in x over [0, 8] (entire, and between 0.1 and 1: no cancellation);
 from 8 on, sqrt(x) e^-x I_v(x) in w = 8 / x over [0, 1] (DLMF 10.40.1's amplitude, 1 / sqrt(2 pi) at w = 0).
+K below x = 2: series in z = x^2 over [0, 4] of I0(x), I1(x) / x and what is left of K0 and K1 once their
+logarithmic and pole parts are taken out (DLMF 10.31.1):
+    K0(x) = R0(z) - ln(x/2) I0(x),   K1(x) = 1/x + ln(x/2) I1(x) + x R1(z);
+from 2 on, sqrt(x) e^x K_v(x) in w = 2 / x over [0, 1] (sqrt(pi / 2) at w = 0, DLMF 10.40.2).
 Each series is cut where its terms fall below 1e-18 of its largest."""
 
 import mpmath as mp
@@ -66,6 +70,24 @@ def modified_large(v):
     return lambda w: mp.sqrt(8 / w) * mp.exp(-8 / w) * mp.besseli(v, 8 / w)
 
 
+def k_small(name):
+    def f(z):
+        x = mp.sqrt(z)  # the interpolation nodes lie inside the interval: z is never 0
+        lg = mp.log(x / 2)
+        if name == "i0":
+            return mp.besseli(0, x)
+        if name == "i1":
+            return mp.besseli(1, x) / x
+        if name == "k0":
+            return mp.besselk(0, x) + lg * mp.besseli(0, x)
+        return (mp.besselk(1, x) - 1 / x - lg * mp.besseli(1, x)) / x
+    return f
+
+
+def k_large(v):
+    return lambda w: mp.sqrt(2 / w) * mp.exp(2 / w) * mp.besselk(v, 2 / w)
+
+
 def emit(name, c):
     print(f"static const double {name}[{len(c)}] = {{")
     for i in range(0, len(c), 3):
@@ -85,6 +107,10 @@ def main():
     for v in (0, 1):
         emit(f"bessel_i{v}e_small", chebyshev(modified_small(v), 0, 8))
         emit(f"bessel_i{v}e_large", chebyshev(modified_large(v), 0, 1))
+    for name in ("i0", "i1", "k0", "k1"):
+        emit(f"bessel_k_{name}_small", chebyshev(k_small(name), 0, 4))
+    for v in (0, 1):
+        emit(f"bessel_k{v}e_large", chebyshev(k_large(v), 0, 1))
     print("\n#endif")
 
 
