@@ -1,4 +1,4 @@
-/* Float math that vectorizes and gives the same bits in a vector body and a scalar tail: rounding without SSE4.1 and
+/* Float math that vectorizes and gives the same bits in a vector body and a scalar tail: rounding (C's, inlined) and
  * an exp in plain arithmetic. Used by the pointwise kernels and, embedded as text, by tier 1's generated C
  * (libaxon/compiler/tier1_codegen.c), so that compiled code computes what the kernels compute. Self-contained apart
  * from dtype.h's bit casts: no libaxon types, no other includes. */
@@ -10,43 +10,20 @@
 
 #include "dtype.h"
 
-/* ---- rounding without SSE4.1 ----
- * The library is built for baseline x86-64, where floorf and friends are library calls that stop vectorization.
- * Adding and subtracting 2^23 (2^52) rounds a magnitude below it to an integer in the current mode (nearest even);
- * larger magnitudes, infinities and NaN are already integral and pass through. floor, ceil and trunc correct that by
- * one, and every result takes x's sign, which also gives -0.0 where C's functions do (ceil(-0.5) = -0.0). */
-static inline float pw_rint_f32(float x) {
-    float a = fabsf(x), r = a < 0x1p23f ? (a + 0x1p23f) - 0x1p23f : a;
-    return copysignf(r, x);
-}
-static inline double pw_rint_f64(double x) {
-    double a = fabs(x), r = a < 0x1p52 ? (a + 0x1p52) - 0x1p52 : a;
-    return copysign(r, x);
-}
-static inline float pw_floor_f32(float x) {
-    float r = pw_rint_f32(x);
-    return copysignf(r > x ? r - 1.0f : r, x);
-}
-static inline double pw_floor_f64(double x) {
-    double r = pw_rint_f64(x);
-    return copysign(r > x ? r - 1.0 : r, x);
-}
-static inline float pw_ceil_f32(float x) {
-    float r = pw_rint_f32(x);
-    return copysignf(r < x ? r + 1.0f : r, x);
-}
-static inline double pw_ceil_f64(double x) {
-    double r = pw_rint_f64(x);
-    return copysign(r < x ? r + 1.0 : r, x);
-}
-static inline float pw_trunc_f32(float x) {
-    float r = pw_rint_f32(x);
-    return copysignf(fabsf(r) > fabsf(x) ? fabsf(r) - 1.0f : fabsf(r), x);
-}
-static inline double pw_trunc_f64(double x) {
-    double r = pw_rint_f64(x);
-    return copysign(fabs(r) > fabs(x) ? fabs(r) - 1.0 : fabs(r), x);
-}
+/* ---- rounding ----
+ * C's rint, floor, ceil and trunc: in the AVX2 and AVX-512 clones of the kernels (and tier 1's -march=native code)
+ * GCC inlines them as one vector round instruction (SSE4.1's roundps, given -fno-math-errno and -fno-trapping-math,
+ * which every kernel is built with). The baseline clone calls libm instead. libaxon rounded by adding and
+ * subtracting 2^23 (2^52) before session 40, the same values in baseline code but some 20 instructions per vector:
+ * floor and frac took 2-3x torch CPU's time. Exact operations, so every clone and scalar tail gives the same bits. */
+static inline float pw_rint_f32(float x) { return __builtin_rintf(x); }
+static inline double pw_rint_f64(double x) { return __builtin_rint(x); }
+static inline float pw_floor_f32(float x) { return __builtin_floorf(x); }
+static inline double pw_floor_f64(double x) { return __builtin_floor(x); }
+static inline float pw_ceil_f32(float x) { return __builtin_ceilf(x); }
+static inline double pw_ceil_f64(double x) { return __builtin_ceil(x); }
+static inline float pw_trunc_f32(float x) { return __builtin_truncf(x); }
+static inline double pw_trunc_f64(double x) { return __builtin_trunc(x); }
 
 /* ---- exp for float, in plain arithmetic ----
  * glibc's expf is a scalar call (about 2 ns here) and libmvec's 4-lane one is no faster, so exp, sigmoid and silu
