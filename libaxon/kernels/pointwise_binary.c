@@ -169,10 +169,11 @@ PW_FLOATS(PW_B2, add, (x + p0 * y)) /* p0 alpha */
 PW_FLOATS(PW_B2, sub, (x - p0 * y))
 PW_FLOATS(PW_B2, mul, (x * y))
 PW_FLOATS(PW_B2, div, (x / y))
-PW_FLOATS(PW_B2, div_floor, (PW_FGEN(pw_div_floor, x)(x, y)))
+/* div_floor, remainder and fmod for float64; float32 and the half types have pointwise_fmod.c's loops */
+PW_B2(div_floor, (PW_FGEN(pw_div_floor, x)(x, y)), AXON_FLOAT64, f64, double, double, uint64_t)
 PW_FLOATS(PW_B2, div_trunc, (PW_TRUNC(x / y)))
-PW_FLOATS(PW_B2, remainder, (PW_FGEN(pw_remainder, x)(x, y)))
-PW_FLOATS(PW_B2, fmod, (fmod(x, y)))
+PW_B2(remainder, (PW_FGEN(pw_remainder, x)(x, y)), AXON_FLOAT64, f64, double, double, uint64_t)
+PW_B2(fmod, (fmod(x, y)), AXON_FLOAT64, f64, double, double, uint64_t)
 PW_FLOATS(PW_B2S, pow, (pow(x, y)))
 PW_FLOATS(PW_B2S, atan2, (atan2(x, y)))
 PW_FLOATS(PW_B2, maximum, (x != x || y != y ? (W)NAN : PW_MAX_STD(x, y)))
@@ -370,16 +371,19 @@ PW_B2(nextafter, (pw_nextafter_half(x, y, 1)), AXON_BFLOAT16, bf16, uint16_t, fl
 #define PW_B(op) PW_BOOLS(PW_ENTRY, op)
 #define PW_ALL(op) PW_F(op) PW_I(op) PW_B(op)
 #define PW_FD(op) PW_DOUBLES(PW_ENTRY, op)
+#define PW_FMOD_ENTRIES(op)                                                                                       \
+    [AXON_FLOAT32] = axon_pw_fmod_##op##_f32, [AXON_FLOAT16] = axon_pw_fmod_##op##_f16,                           \
+    [AXON_BFLOAT16] = axon_pw_fmod_##op##_bf16, [AXON_FLOAT64] = pw_binary_##op##_f64,
 
 const pw_loop_fn axon_pw_binary_loops[AXON_BINARY_COUNT][AXON_DTYPE_COUNT] = {
     [AXON_BINARY_ADD] = {PW_ALL(add)},
     [AXON_BINARY_SUB] = {PW_F(sub) PW_I(sub)},
     [AXON_BINARY_MUL] = {PW_ALL(mul)},
     [AXON_BINARY_DIV] = {PW_F(div)},
-    [AXON_BINARY_DIV_FLOOR] = {PW_F(div_floor) PW_I(div_floor)},
+    [AXON_BINARY_DIV_FLOOR] = {PW_FMOD_ENTRIES(div_floor) PW_I(div_floor)},
     [AXON_BINARY_DIV_TRUNC] = {PW_F(div_trunc) PW_I(div_trunc)},
-    [AXON_BINARY_REMAINDER] = {PW_F(remainder) PW_I(remainder)},
-    [AXON_BINARY_FMOD] = {PW_F(fmod) PW_I(fmod)},
+    [AXON_BINARY_REMAINDER] = {PW_FMOD_ENTRIES(remainder) PW_I(remainder)},
+    [AXON_BINARY_FMOD] = {PW_FMOD_ENTRIES(fmod) PW_I(fmod)},
     [AXON_BINARY_POW] = {PW_F(pow) PW_I(pow)},
     [AXON_BINARY_ATAN2] = {PW_F(atan2)},
     [AXON_BINARY_MAXIMUM] = {PW_ALL(maximum)},

@@ -120,6 +120,19 @@ PW_DOUBLES(PW_BESSEL_SERIES_LOOP, k1)
 PW_DOUBLES(PW_BESSEL_SERIES_LOOP, k0e)
 PW_DOUBLES(PW_BESSEL_SERIES_LOOP, k1e)
 
+/* fmod, remainder and div_floor for float32 and the half types (pointwise_fmod.c): block loops of their own. */
+#define PW_FMOD_LOOP(op, dn) \
+    int axon_pw_fmod_##op##_##dn(char *out, const char *const *in, unsigned scalar, int64_t n, const pw_ctx_t *ctx);
+PW_FMOD_LOOP(fmod, f32)
+PW_FMOD_LOOP(fmod, f16)
+PW_FMOD_LOOP(fmod, bf16)
+PW_FMOD_LOOP(remainder, f32)
+PW_FMOD_LOOP(remainder, f16)
+PW_FMOD_LOOP(remainder, bf16)
+PW_FMOD_LOOP(div_floor, f32)
+PW_FMOD_LOOP(div_floor, f16)
+PW_FMOD_LOOP(div_floor, bf16)
+
 /* Storage -> work value, and work value -> storage (round to nearest even for the halves; low bits for ints). */
 #define PW_LD_f32(x) (x)
 #define PW_LD_f64(x) (x)
