@@ -60,6 +60,12 @@ static inline uint64_t axon_f64_bits(double f) {
     return u;
 }
 
+static inline double axon_f64_from_bits(uint64_t u) {
+    double f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
 /* ---- float16 and bfloat16 ---- */
 
 static inline float axon_bf16_to_f32(uint16_t h) { return axon_f32_from_bits((uint32_t)h << 16); }
