@@ -255,7 +255,6 @@ PW_FLOATS(PW_U, polygamma, ((W)axon_polygamma(ctx->pi[0], (double)x))) /* pi[0] 
 PW_DOUBLES(PW_U, spherical_bessel_j0, ((W)axon_spherical_bessel_j0((double)x)))
 PW_DOUBLES(PW_U, erfcx, ((W)axon_erfcx((double)x)))
 PW_DOUBLES(PW_U, log_ndtr, ((W)axon_log_ndtr((double)x)))
-PW_DOUBLES(PW_U, ndtri, ((W)axon_ndtri((double)x)))
 static inline double pw_entr(double x) { return x != x ? x : x > 0 ? -x * log(x) : x == 0 ? 0.0 : -INFINITY; }
 static inline double pw_sinc(double x) { return x == 0 ? 1.0 : sin(AXON_PI * x) / (AXON_PI * x); }
 PW_FLOATS(PW_U, entr, ((W)pw_entr((double)x)))
@@ -392,7 +391,7 @@ const pw_loop_fn axon_pw_unary_loops[AXON_UNARY_COUNT][AXON_DTYPE_COUNT] = {
     [AXON_UNARY_SPHERICAL_BESSEL_J0] = {PW_FD(spherical_bessel_j0)},
     [AXON_UNARY_ERFCX] = {PW_FD(erfcx)},
     [AXON_UNARY_LOG_NDTR] = {PW_FD(log_ndtr)},
-    [AXON_UNARY_NDTRI] = {PW_FD(ndtri)},
+    [AXON_UNARY_NDTRI] = {[AXON_FLOAT32] = axon_pw_ndtri_f32, [AXON_FLOAT64] = axon_pw_ndtri_f64},
     [AXON_UNARY_ENTR] = {PW_F(entr)},
     [AXON_UNARY_SINC] = {PW_F(sinc)},
     [AXON_UNARY_ERFINV] = {PW_F(erfinv)},

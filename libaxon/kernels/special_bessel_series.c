@@ -22,6 +22,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "chebyshev.h"
 #include "pointwise_impl.h"
 #include "special_bessel_coefs.h"
 
@@ -40,20 +41,7 @@ double(exp)(double) PW_SIMD;
 #define BJ_2_PI 0.63661977236758134308 /* 2 / pi */
 #define BJ_SQRT_PI 1.7724538509055160273
 
-/* sum_k c_k T_k(t) by Clenshaw's recurrence, whose rounding error stays near sum |c_k| ulps for |t| <= 1. fma keeps
- * one set of bits whether the compiler fuses or not. */
-static inline __attribute__((always_inline)) double bj_series(const double *c, int n, double t) {
-    const double t2 = 2 * t;
-    double b1 = 0, b2 = 0;
-#pragma GCC unroll 32 /* every series fully: the element loops around it vectorize only then */
-    for (int k = n - 1; k >= 1; k--) {
-        const double b = fma(t2, b1, c[k] - b2);
-        b2 = b1;
-        b1 = b;
-    }
-    return fma(t, b1, c[0] - b2);
-}
-#define BJ_SERIES(c, t) bj_series((c), (int)(sizeof(c) / sizeof((c)[0])), (t))
+#define BJ_SERIES(c, t) AXON_CHEBYSHEV(c, t)
 
 /* The series variable of each region: z = x^2 over [0, 64] and w = 64 / x^2 over [0, 1], mapped onto [-1, 1]. */
 static inline __attribute__((always_inline)) double bj_t_small(double x) { return x * x * (1.0 / 32) - 1; }
