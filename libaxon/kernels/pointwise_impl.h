@@ -120,9 +120,10 @@ PW_DOUBLES(PW_BESSEL_SERIES_LOOP, k1)
 PW_DOUBLES(PW_BESSEL_SERIES_LOOP, k0e)
 PW_DOUBLES(PW_BESSEL_SERIES_LOOP, k1e)
 
-/* ndtri for float32 and float64 (special_ndtri.c): a block loop of its own. */
+/* ndtri for float32 and float64, erfinv for float64 (special_ndtri.c): block loops of their own. */
 int axon_pw_ndtri_f32(char *out, const char *const *in, unsigned scalar, int64_t n, const pw_ctx_t *ctx);
 int axon_pw_ndtri_f64(char *out, const char *const *in, unsigned scalar, int64_t n, const pw_ctx_t *ctx);
+int axon_pw_erfinv_f64(char *out, const char *const *in, unsigned scalar, int64_t n, const pw_ctx_t *ctx);
 
 /* fmod, remainder and div_floor for float32 and the half types (pointwise_fmod.c): block loops of their own. */
 #define PW_FMOD_LOOP(op, dn) \

@@ -285,7 +285,7 @@ PW_FLOATS(PW_U, frexp_exponent, ((W)pw_frexp_exponent((double)x)))
 /* erfinv in float (float32 and the half types): M. Giles' single-precision approximation ("Approximating the erfinv
  * function", GPU Computing Gems, 2011), one log and a degree-8 polynomial in w = -log((1 - x)(1 + x)) or in
  * sqrt(w), within about 4 ulp of float32's; both branches are computed and one selected, so the loop vectorizes
- * with libmvec's logf. float64 takes axon_erfinv (special_erf.h). */
+ * with libmvec's logf. float64 goes through ndtri's series (special_ndtri.c). */
 static inline float pw_erfinvf(float x) {
     const float w = -logf((1.0f - x) * (1.0f + x)), c = w - 2.5f, t = sqrtf(w) - 3.0f;
     float p = 2.81022636e-08f, q = -0.000200214257f;
@@ -300,7 +300,9 @@ static inline float pw_erfinvf(float x) {
     const float r = (w < 5.0f ? p : q) * x;
     return fabsf(x) == 1.0f ? copysignf(INFINITY, x) : r;
 }
-PW_FLOATS(PW_US, erfinv, (sizeof(W) == sizeof(float) ? (W)pw_erfinvf((float)x) : (W)axon_erfinv((double)x)))
+PW_US(erfinv, ((W)pw_erfinvf((float)x)), AXON_FLOAT32, f32, float, float, uint32_t)
+PW_US(erfinv, ((W)pw_erfinvf((float)x)), AXON_FLOAT16, f16, uint16_t, float, uint32_t)
+PW_US(erfinv, ((W)pw_erfinvf((float)x)), AXON_BFLOAT16, bf16, uint16_t, float, uint32_t)
 
 /* conj_physical of a real tensor is a copy (the complex loops are in pointwise_complex.c); ints have one above. */
 PW_FLOATS(PW_U, identity, (x))
@@ -399,7 +401,8 @@ const pw_loop_fn axon_pw_unary_loops[AXON_UNARY_COUNT][AXON_DTYPE_COUNT] = {
     [AXON_UNARY_NDTRI] = {[AXON_FLOAT32] = axon_pw_ndtri_f32, [AXON_FLOAT64] = axon_pw_ndtri_f64},
     [AXON_UNARY_ENTR] = {PW_F(entr)},
     [AXON_UNARY_SINC] = {PW_F(sinc)},
-    [AXON_UNARY_ERFINV] = {PW_F(erfinv)},
+    [AXON_UNARY_ERFINV] = {[AXON_FLOAT32] = pw_unary_erfinv_f32, [AXON_FLOAT16] = pw_unary_erfinv_f16,
+                           [AXON_BFLOAT16] = pw_unary_erfinv_bf16, [AXON_FLOAT64] = axon_pw_erfinv_f64},
     [AXON_UNARY_NAN_TO_NUM] = {PW_F(nan_to_num) PW_I(identity) PW_B(identity)},
     [AXON_UNARY_ROUND_DECIMALS] = {PW_F(round_decimals)},
     [AXON_UNARY_ANGLE] = {PW_F(angle)},

@@ -1,8 +1,9 @@
-/* ndtri(p), the inverse of the standard normal CDF, for float32 and float64 computed in double as vectorized
+/* ndtri(p), the inverse of the standard normal CDF, for float32 and float64 (and through it erfinv for float64,
+ * erfinv(y) = -ndtri((1 - y) / 2) / sqrt(2)), computed in double as vectorized
  * Chebyshev series (libaxon/tools/gen_ndtri_series.py says which, and derives them into special_ndtri_coefs.h): a
  * series in q^2 for |q| = |p - 1/2| <= 0.3, and in the tails a correction to -s, s = sqrt(-2 ln min(p, 1 - p)), over
- * three ranges of s. A first guess refined by Halley steps through erf and erfc (special_erf.h's axon_ndtri, which
- * erfinv still uses) took 7-14x torch CPU's time.
+ * three ranges of s. A first guess refined by Halley steps through erf and erfc (special_erf.h's axon_ndtri and
+ * axon_erfinv) took 7-14x torch CPU's time, and 9x for float64 erfinv.
  *
  * Elements go through blocks of ND_BLOCK, and each block runs, as full vectors, only the ranges its elements fall
  * in; every element sees the same arithmetic wherever a block boundary falls (no scalar tails: a partial block is
@@ -39,14 +40,14 @@ static inline __attribute__((always_inline)) double nd_tail3(double s) {
     return AXON_CHEBYSHEV(ndtri_tail3, (2 / s - (lo + hi)) / (hi - lo)) - s;
 }
 
-/* A block of p values into r. */
-static inline __attribute__((always_inline)) void nd_block(const double *restrict p, double *restrict r) {
-    double q[ND_BLOCK], s[ND_BLOCK];
+/* A block into r: ndtri(p) given, per element, p itself (for the domain), q = p - 1/2 and a = min(p, 1 - p), each
+ * exact (the central range needs q, the tails a, only where they apply). */
+static inline __attribute__((always_inline)) void nd_block(const double *restrict p, const double *restrict q,
+                                                           const double *restrict a, double *restrict r) {
+    double s[ND_BLOCK];
     int central = 0, t1 = 0, t2 = 0, t3 = 0;
     for (int i = 0; i < ND_BLOCK; i++) {
-        q[i] = p[i] - 0.5; /* exact */
-        const double a = p[i] < 0.5 ? p[i] : 1 - p[i]; /* exact for p >= 1/2 */
-        s[i] = sqrt(-2 * log(a));
+        s[i] = sqrt(-2 * log(a[i]));
         const int c = fabs(q[i]) <= ND_Q_CENTRAL;
         central |= c;
         t1 |= !c & (s[i] <= 4);
@@ -56,7 +57,7 @@ static inline __attribute__((always_inline)) void nd_block(const double *restric
     for (int i = 0; i < ND_BLOCK; i++) r[i] = 0;
     if (central)
         for (int i = 0; i < ND_BLOCK; i++) r[i] = fabs(q[i]) <= ND_Q_CENTRAL ? nd_central(q[i]) : r[i];
-    /* the tails' values are ndtri(min(p, 1 - p)): negated above the median */
+    /* the tails' values are ndtri(a): negated above the median */
     if (t1)
         for (int i = 0; i < ND_BLOCK; i++) {
             const double v = nd_tail1(s[i]);
@@ -76,21 +77,46 @@ static inline __attribute__((always_inline)) void nd_block(const double *restric
         r[i] = p[i] == 0 ? -INFINITY : p[i] == 1 ? INFINITY : p[i] >= 0 && p[i] <= 1 ? r[i] : NAN;
 }
 
-#define ND_LOOP_FN(unused, DE, dn, T, WT, UT)                                                                  \
-    AXON_CLONES int axon_pw_ndtri_##dn(char *o, const char *const *in, unsigned sm, int64_t n,                 \
-                                       const pw_ctx_t *ctx) {                                                  \
+/* The inputs of nd_block for ndtri(p): p - 1/2 is exact, and so is 1 - p for p >= 1/2. */
+static inline __attribute__((always_inline)) void nd_ndtri_block(const double *restrict x, double *restrict p,
+                                                                 double *restrict q, double *restrict a) {
+    for (int i = 0; i < ND_BLOCK; i++) {
+        p[i] = x[i];
+        q[i] = x[i] - 0.5;
+        a[i] = x[i] < 0.5 ? x[i] : 1 - x[i];
+    }
+}
+/* The inputs for erfinv(y) = -ndtri((1 - y) / 2) / sqrt(2): q = -y/2 is exact, and so is a = (1 - |y|) / 2 for
+ * |y| >= 1/2, the only y whose a is used (the central range covers |q| <= 0.3). p only marks the domain: 0 and 1 at
+ * y = 1 and -1, NaN outside [-1, 1], 1/2 inside (where (1 - y) / 2 could round to 1 next to y = -1). */
+static inline __attribute__((always_inline)) void nd_erfinv_block(const double *restrict y, double *restrict p,
+                                                                  double *restrict q, double *restrict a) {
+    for (int i = 0; i < ND_BLOCK; i++) {
+        p[i] = y[i] == 1 ? 0 : y[i] == -1 ? 1 : fabs(y[i]) <= 1 ? 0.5 : NAN;
+        q[i] = -0.5 * y[i];
+        a[i] = (1 - fabs(y[i])) * 0.5;
+    }
+}
+#define ND_RESULT_ndtri(r) (r)
+#define ND_RESULT_erfinv(r) (-(r) * 0.70710678118654752440) /* 1 / sqrt(2) */
+
+#define ND_LOOP_FN(fn, DE, dn, T, WT, UT)                                                                      \
+    AXON_CLONES int axon_pw_##fn##_##dn(char *o, const char *const *in, unsigned sm, int64_t n,                \
+                                        const pw_ctx_t *ctx) {                                                 \
         (void)sm;                                                                                              \
         (void)ctx;                                                                                             \
-        const T *a = (const T *)in[0];                                                                         \
+        const T *x = (const T *)in[0];                                                                         \
         T *out = (T *)o;                                                                                       \
-        double p[ND_BLOCK], r[ND_BLOCK];                                                                       \
+        double v[ND_BLOCK], p[ND_BLOCK], q[ND_BLOCK], a[ND_BLOCK], r[ND_BLOCK];                                \
         for (int64_t i0 = 0; i0 < n; i0 += ND_BLOCK) {                                                         \
             const int m = n - i0 < ND_BLOCK ? (int)(n - i0) : ND_BLOCK;                                        \
-            for (int i = m; i < ND_BLOCK; i++) p[i] = 0.5;                                                     \
-            for (int i = 0; i < m; i++) p[i] = (double)a[i0 + i];                                              \
-            nd_block(p, r);                                                                                    \
-            for (int i = 0; i < m; i++) out[i0 + i] = (T)r[i];                                                 \
+            for (int i = m; i < ND_BLOCK; i++) v[i] = 0.5; /* padding inside both domains */                  \
+            for (int i = 0; i < m; i++) v[i] = (double)x[i0 + i];                                              \
+            nd_##fn##_block(v, p, q, a);                                                                       \
+            nd_block(p, q, a, r);                                                                              \
+            for (int i = 0; i < m; i++) out[i0 + i] = (T)ND_RESULT_##fn(r[i]);                                 \
         }                                                                                                      \
         return 0;                                                                                              \
     }
-PW_DOUBLES(ND_LOOP_FN, _)
+PW_DOUBLES(ND_LOOP_FN, ndtri)
+ND_LOOP_FN(erfinv, AXON_FLOAT64, f64, double, double, uint64_t)
