@@ -105,19 +105,6 @@ double (hypot)(double, double) PW_SIMD;
 /* ---- float helpers (PyTorch's c10 formulas, so results match bit for bit) ---- */
 
 #define PW_FLOAT_HELPERS(sn, T)                                                                                   \
-    /* div_floor_floating: the quotient of the exact remainder, corrected to the floor; x/0 is IEEE's answer. */ \
-    static inline T pw_div_floor_##sn(T a, T b) {                                                                 \
-        if (b == 0) return a / b;                                                                                 \
-        T mod = fmod(a, b), div = (a - mod) / b;                                                                  \
-        if (mod != 0 && (b < 0) != (mod < 0)) div -= 1;                                                           \
-        if (div == 0) return copysign((T)0, a / b);                                                               \
-        T fl = floor(div);                                                                                        \
-        return div - fl > (T)0.5 ? fl + 1 : fl;                                                                   \
-    }                                                                                                             \
-    static inline T pw_remainder_##sn(T a, T b) {                                                                 \
-        T mod = fmod(a, b);                                                                                       \
-        return mod != 0 && (b < 0) != (mod < 0) ? mod + b : mod;                                                  \
-    }                                                                                                             \
     static inline T pw_xlogy_##sn(T x, T y) { return y != y ? (T)NAN : x == 0 ? (T)0 : x * log(y); }
 
 PW_FLOAT_HELPERS(f32, float)
@@ -169,11 +156,8 @@ PW_FLOATS(PW_B2, add, (x + p0 * y)) /* p0 alpha */
 PW_FLOATS(PW_B2, sub, (x - p0 * y))
 PW_FLOATS(PW_B2, mul, (x * y))
 PW_FLOATS(PW_B2, div, (x / y))
-/* div_floor, remainder and fmod for float64; float32 and the half types have pointwise_fmod.c's loops */
-PW_B2(div_floor, (PW_FGEN(pw_div_floor, x)(x, y)), AXON_FLOAT64, f64, double, double, uint64_t)
+/* div_floor, remainder and fmod of the float dtypes: pointwise_fmod.c */
 PW_FLOATS(PW_B2, div_trunc, (PW_TRUNC(x / y)))
-PW_B2(remainder, (PW_FGEN(pw_remainder, x)(x, y)), AXON_FLOAT64, f64, double, double, uint64_t)
-PW_B2(fmod, (fmod(x, y)), AXON_FLOAT64, f64, double, double, uint64_t)
 PW_FLOATS(PW_B2S, pow, (pow(x, y)))
 PW_FLOATS(PW_B2S, atan2, (atan2(x, y)))
 PW_FLOATS(PW_B2, maximum, (x != x || y != y ? (W)NAN : PW_MAX_STD(x, y)))
@@ -386,9 +370,8 @@ PW_B2(nextafter, (pw_nextafter_half(x, y, 1)), AXON_BFLOAT16, bf16, uint16_t, fl
 #define PW_B(op) PW_BOOLS(PW_ENTRY, op)
 #define PW_ALL(op) PW_F(op) PW_I(op) PW_B(op)
 #define PW_FD(op) PW_DOUBLES(PW_ENTRY, op)
-#define PW_FMOD_ENTRIES(op)                                                                                       \
-    [AXON_FLOAT32] = axon_pw_fmod_##op##_f32, [AXON_FLOAT16] = axon_pw_fmod_##op##_f16,                           \
-    [AXON_BFLOAT16] = axon_pw_fmod_##op##_bf16, [AXON_FLOAT64] = pw_binary_##op##_f64,
+#define PW_FMOD_ENTRY(op, DE, dn, T, WT, UT) [DE] = axon_pw_fmod_##op##_##dn,
+#define PW_FMOD_ENTRIES(op) PW_FLOATS(PW_FMOD_ENTRY, op)
 
 const pw_loop_fn axon_pw_binary_loops[AXON_BINARY_COUNT][AXON_DTYPE_COUNT] = {
     [AXON_BINARY_ADD] = {PW_ALL(add)},

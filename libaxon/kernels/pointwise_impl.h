@@ -125,18 +125,12 @@ int axon_pw_ndtri_f32(char *out, const char *const *in, unsigned scalar, int64_t
 int axon_pw_ndtri_f64(char *out, const char *const *in, unsigned scalar, int64_t n, const pw_ctx_t *ctx);
 int axon_pw_erfinv_f64(char *out, const char *const *in, unsigned scalar, int64_t n, const pw_ctx_t *ctx);
 
-/* fmod, remainder and div_floor for float32 and the half types (pointwise_fmod.c): block loops of their own. */
-#define PW_FMOD_LOOP(op, dn) \
+/* fmod, remainder and div_floor for every float dtype (pointwise_fmod.c): block loops of their own. */
+#define PW_FMOD_LOOP(op, DE, dn, T, WT, UT) \
     int axon_pw_fmod_##op##_##dn(char *out, const char *const *in, unsigned scalar, int64_t n, const pw_ctx_t *ctx);
-PW_FMOD_LOOP(fmod, f32)
-PW_FMOD_LOOP(fmod, f16)
-PW_FMOD_LOOP(fmod, bf16)
-PW_FMOD_LOOP(remainder, f32)
-PW_FMOD_LOOP(remainder, f16)
-PW_FMOD_LOOP(remainder, bf16)
-PW_FMOD_LOOP(div_floor, f32)
-PW_FMOD_LOOP(div_floor, f16)
-PW_FMOD_LOOP(div_floor, bf16)
+PW_FLOATS(PW_FMOD_LOOP, fmod)
+PW_FLOATS(PW_FMOD_LOOP, remainder)
+PW_FLOATS(PW_FMOD_LOOP, div_floor)
 
 /* Storage -> work value, and work value -> storage (round to nearest even for the halves; low bits for ints). */
 #define PW_LD_f32(x) (x)

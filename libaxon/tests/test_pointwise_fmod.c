@@ -1,7 +1,8 @@
-/* fmod, remainder and div_floor for float32 (kernels/pointwise_fmod.c: the remainder in double, fmodf for the
- * elements it cannot do exactly): bit for bit against fmodf and PyTorch's formulas over pairs that cross every path
- * (quotients on both sides of 2^29, subnormals, signed zeros, infinities, NaN, b = 0), in blocks where the fast and
- * slow elements mix; a broadcast divisor (the kernels' number operand); and bfloat16, whose operands load as float. */
+/* fmod, remainder and div_floor (kernels/pointwise_fmod.c: the exact remainder in vector arithmetic, glibc's fmod for
+ * the elements it cannot do): float32 bit for bit against fmodf and PyTorch's formulas over pairs that cross every
+ * path (quotients on both sides of 2^29, subnormals, signed zeros, infinities, NaN, b = 0), in blocks where the fast
+ * and slow elements mix, and with a broadcast divisor (the kernels' number operand); bfloat16, whose operands load as
+ * float; float64 against fmod, with quotients just below and above integers (its one correction) and near 2^52. */
 #include <math.h>
 #include <string.h>
 
@@ -122,8 +123,54 @@ static void test_bfloat16_rounds_the_float_result(void) {
     axon_runtime_destroy(k.rt);
 }
 
+static double remainder_ref64(double a, double b) {
+    const double mod = fmod(a, b);
+    return mod != 0 && (b < 0) != (mod < 0) ? mod + b : mod;
+}
+
+static void test_float64_matches_fmod(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    static double a[N], b[N], got[N];
+    static const double specials[] = {0.0, -0.0, 1.0, -1.0, 0x1p-1074, 0x1p-1022, 1e308, -1e308, INFINITY, -INFINITY,
+                                      NAN, 7.5, 0.1, 0x1p52, 0x1p53 + 2};
+    const int ns = (int)(sizeof specials / sizeof specials[0]);
+    int n = 0;
+    for (int p = 0; p < ns; p++)
+        for (int q = 0; q < ns; q++, n++) a[n] = specials[p], b[n] = specials[q];
+    for (; n < N / 3; n++) { /* any bit patterns */
+        const uint64_t ua = (uint64_t)next() << 32 | next(), ub = (uint64_t)next() << 32 | next();
+        memcpy(&a[n], &ua, 8), memcpy(&b[n], &ub, 8);
+    }
+    for (; n < N; n++) { /* a = n b rounded, n up to 2^51: quotients a hair below or above an integer */
+        const double bb = ((double)(next() % 100000) + 1) * 0.0137 * (next() & 1 ? 1 : -1);
+        const double q = ldexp((double)(next() % 1000000 + 1), (int)(next() % 32));
+        a[n] = q * bb * (next() & 1 ? 1 : -1), b[n] = bb;
+    }
+    const int64_t len = N;
+    double *da = kc_upload(&k, a, sizeof a), *db = kc_upload(&k, b, sizeof b), *dout = kc_upload(&k, NULL, sizeof a);
+    REQUIRE(da && db && dout);
+    axon_tensor_t ta = kc_tensor(da, AXON_FLOAT64, 1, &len, NULL), tb = kc_tensor(db, AXON_FLOAT64, 1, &len, NULL);
+    axon_tensor_t to = kc_tensor(dout, AXON_FLOAT64, 1, &len, NULL);
+    const axon_binary_op_t ops[2] = {AXON_BINARY_FMOD, AXON_BINARY_REMAINDER};
+    for (int o = 0; o < 2; o++) {
+        REQUIRE(axon_kernel_binary(k.s, ops[o], &to, &ta, &tb, NULL) == AXON_OK &&
+                kc_download(&k, got, dout, sizeof got));
+        int bad = 0;
+        for (int i = 0; i < N; i++) {
+            const double want = o ? remainder_ref64(a[i], b[i]) : fmod(a[i], b[i]);
+            if (!((isnan(want) && isnan(got[i])) || memcmp(&want, &got[i], 8) == 0) && bad++ < 3)
+                fprintf(stderr, "  %s(%a, %a) = %a, want %a\n", axon_binary_op_name(ops[o]), a[i], b[i], got[i], want);
+        }
+        CHECK(bad == 0);
+    }
+    axon_mem_free(k.dev, da), axon_mem_free(k.dev, db), axon_mem_free(k.dev, dout);
+    axon_runtime_destroy(k.rt);
+}
+
 int main(void) {
     RUN(test_float32_matches_fmodf_and_pytorchs_formulas);
     RUN(test_bfloat16_rounds_the_float_result);
+    RUN(test_float64_matches_fmod);
     return check_report();
 }
