@@ -20,20 +20,15 @@ Each series is cut where its terms fall below 1e-18 of its largest."""
 
 import mpmath as mp
 
+from chebyshev_fit import chebyshev as chebyshev_nodes, emit
+
 mp.mp.dps = 40
 NODES = 48
 
 
 def chebyshev(f, a, b):
-    """Coefficients c_j of f on [a, b] in T_j(t), t = (2 u - a - b) / (b - a), by interpolation at NODES points."""
-    theta = [mp.pi * (k + mp.mpf(1) / 2) / NODES for k in range(NODES)]
-    values = [f((b - a) / 2 * mp.cos(t) + (b + a) / 2) for t in theta]
-    c = [2 * mp.fsum(v * mp.cos(j * t) for v, t in zip(values, theta)) / NODES for j in range(NODES)]
-    c[0] /= 2
-    top = max(abs(v) for v in c)
-    while abs(c[-1]) < 1e-18 * top:
-        c.pop()
-    return c
+    """f's series on [a, b] (chebyshev_fit.chebyshev at NODES points)."""
+    return chebyshev_nodes(f, a, b, NODES)
 
 
 def small(name):
@@ -86,14 +81,6 @@ def k_small(name):
 
 def k_large(v):
     return lambda w: mp.sqrt(2 / w) * mp.exp(2 / w) * mp.besselk(v, 2 / w)
-
-
-def emit(name, c):
-    print(f"static const double {name}[{len(c)}] = {{")
-    for i in range(0, len(c), 3):
-        print("    " + ", ".join(mp.nstr(v, 17, strip_zeros=False, min_fixed=0, max_fixed=0) for v in c[i:i + 3])
-              + ",")
-    print("};")
 
 
 def main():
