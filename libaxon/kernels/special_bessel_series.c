@@ -47,7 +47,7 @@ double(exp)(double) PW_SIMD;
 static inline __attribute__((always_inline)) double bj_t_small(double x) { return x * x * (1.0 / 32) - 1; }
 static inline __attribute__((always_inline)) double bj_t_large(double a) { return 128 / (a * a) - 1; }
 
-/* The Hankel form's parts for a = |x| >= 8: (s + c) and (s - c) are sqrt(2) sin and cos of a - pi/4, k the
+/* The Hankel form's parts for a = |x| >= 8: (s + c) and (s - c) are sqrt(2) cos and sin of a - pi/4, k the
  * amplitude sqrt(2 / (pi a)) / sqrt(2). */
 typedef struct bj_hankel {
     double sum, diff, k;
@@ -57,7 +57,7 @@ static inline __attribute__((always_inline)) bj_hankel_t bj_hankel(double a) {
     return (bj_hankel_t){s + c, s - c, 1 / (BJ_SQRT_PI * sqrt(a))};
 }
 
-/* J0 = 1 - x^2 / 4 + ... is 1 in double below 2^-26; the series, a rounding error off there, gives it exactly. */
+/* J0 = 1 - x^2 / 4 + ... rounds to 1 below 2^-26, where the series may be a rounding error off: 1 there. */
 static inline __attribute__((always_inline)) double bj_j0_of(double x, double t) {
     return fabs(x) < 0x1p-26 ? 1.0 : BJ_SERIES(bessel_j0_small, t);
 }
