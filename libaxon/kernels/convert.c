@@ -42,9 +42,9 @@ AXON_CONVERT_FROM(_, AXON_UINT16, u16, uint16_t)
 AXON_CONVERT_FROM(_, AXON_UINT32, u32, uint32_t)
 AXON_CONVERT_FROM(_, AXON_UINT64, u64, uint64_t)
 
-/* float32 -> float16 with the conversion instruction (F16C, AVX-512F) where the CPU has it: the same bits as
- * axon_f32_to_f16 (round to nearest even, NaNs quieted keeping their top payload bits), and 3x faster than that
- * function's vectorized bit arithmetic. Contiguous runs only; the rest takes the generated loop. */
+/* float32 (and float64) -> float16 with the conversion instruction (F16C, AVX-512F) where the CPU has it: the same
+ * bits as axon_f32_to_f16 (round to nearest even, NaNs quieted keeping their top payload bits), and 3x faster than
+ * that function's vectorized bit arithmetic. Contiguous runs only; the rest takes the generated loop. */
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #include <stdatomic.h>
@@ -67,14 +67,42 @@ __attribute__((target("avx,f16c"))) static void f32_to_f16_f16c(uint16_t *restri
     for (; i < n; i++) d[i] = axon_f32_to_f16(s[i]);
 }
 
-static void axon_convert_f32_f16_fast(char *restrict dst, int64_t ds, const char *restrict src, int64_t ss,
-                                      int64_t n) {
-    static _Atomic int known = -1; /* 2: AVX-512F, 1: F16C, 0: neither (first callers may all store it) */
+/* float64 -> float16 through float32, as PyTorch and axon_f64_to_f16 round (cvtpd2ps rounds to nearest and quiets
+ * NaNs as C's cast does), then F16C. */
+__attribute__((target("avx,f16c"))) static void f64_to_f16_f16c(uint16_t *restrict d, const double *restrict s,
+                                                                 int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m128 lo = _mm256_cvtpd_ps(_mm256_loadu_pd(s + i)), hi = _mm256_cvtpd_ps(_mm256_loadu_pd(s + i + 4));
+        const __m256 f = _mm256_insertf128_ps(_mm256_castps128_ps256(lo), hi, 1);
+        _mm_storeu_si128((__m128i *)(void *)(d + i), _mm256_cvtps_ph(f, AXON_F16_ROUND));
+    }
+    for (; i < n; i++) d[i] = axon_f64_to_f16(s[i]);
+}
+
+/* 2: AVX-512F, 1: F16C, 0: neither (first callers may all store it). */
+static int f16_level(void) {
+    static _Atomic int known = -1;
     int level = atomic_load_explicit(&known, memory_order_relaxed);
     if (level < 0) {
         level = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("f16c") ? 1 : 0;
         atomic_store_explicit(&known, level, memory_order_relaxed);
     }
+    return level;
+}
+
+static void axon_convert_f64_f16_fast(char *restrict dst, int64_t ds, const char *restrict src, int64_t ss,
+                                      int64_t n) {
+    if (ds != 1 || ss != 1 || f16_level() == 0)
+        axon_convert_f64_f16(dst, ds, src, ss, n);
+    else
+        f64_to_f16_f16c((uint16_t *)(void *)dst, (const double *)(const void *)src, n);
+}
+#define AXON_CONVERT_F64_F16 axon_convert_f64_f16_fast
+
+static void axon_convert_f32_f16_fast(char *restrict dst, int64_t ds, const char *restrict src, int64_t ss,
+                                      int64_t n) {
+    const int level = f16_level();
     if (ds != 1 || ss != 1 || level == 0) {
         axon_convert_f32_f16(dst, ds, src, ss, n);
     } else if (level == 2) {
@@ -86,6 +114,7 @@ static void axon_convert_f32_f16_fast(char *restrict dst, int64_t ds, const char
 #define AXON_CONVERT_F32_F16 axon_convert_f32_f16_fast
 #else
 #define AXON_CONVERT_F32_F16 axon_convert_f32_f16
+#define AXON_CONVERT_F64_F16 axon_convert_f64_f16
 #endif
 
 #define AXON_CONVERT_ENTRY(sn, DE, dn, DT) [DE] = axon_convert_##sn##_##dn,
@@ -146,6 +175,7 @@ AXON_COPY_RAW(axon_bytes16_t)
 axon_convert_fn axon_convert_get(axon_dtype_t src, axon_dtype_t dst) {
     AXON_ASSERT((unsigned)src < AXON_DTYPE_COUNT && (unsigned)dst < AXON_DTYPE_COUNT);
     if (src == AXON_FLOAT32 && dst == AXON_FLOAT16) return AXON_CONVERT_F32_F16;
+    if (src == AXON_FLOAT64 && dst == AXON_FLOAT16) return AXON_CONVERT_F64_F16;
     if (src != dst) return convert_table[src][dst];
     switch (axon_dtype_size(src)) {
     case 1: return axon_copy_raw_uint8_t;

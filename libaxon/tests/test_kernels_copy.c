@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <math.h>
 
+#include "../kernels/dtype.h"
 #include "kernels_check.h"
 
 #define NDT AXON_DTYPE_COUNT
@@ -675,6 +676,41 @@ static void test_float32_to_float16_over_a_sweep_of_bit_patterns(void) {
     free(host);
 }
 
+/* float64 -> float16 (through float32, as PyTorch) over doubles near a sweep of float32 bit patterns, some a hair
+ * off them so that the first rounding matters: contiguous (the conversion instructions where the CPU has them) and
+ * every other element (the plain loop), both against axon_f64_to_f16 with NaNs compared as NaN. */
+static void test_float64_to_float16_rounds_through_float32(void) {
+    enum { N = 200003 };
+    double *host = malloc(N * sizeof *host);
+    uint16_t *got = malloc(N * sizeof *got);
+    REQUIRE(host && got);
+    for (size_t i = 0; i < N; i++) {
+        const uint32_t u = (uint32_t)(i * 21467u);
+        float f;
+        memcpy(&f, &u, 4);
+        host[i] = (double)f * (i % 3 == 0 ? 1.0 : i % 3 == 1 ? 1 + 0x1p-40 : 1 - 0x1p-40);
+    }
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    double *src = kc_upload(&k, host, N * sizeof *host);
+    uint16_t *dst = kc_upload(&k, NULL, N * sizeof *got);
+    REQUIRE(src && dst);
+    for (int step = 1; step <= 2; step++) {
+        const int64_t n = N / step, stride = step;
+        axon_tensor_t ts = kc_tensor(src, AXON_FLOAT64, 1, &n, &stride), td = kc_tensor(dst, AXON_FLOAT16, 1, &n, NULL);
+        REQUIRE(axon_kernel_copy(k.s, &td, &ts) == AXON_OK && kc_download(&k, got, dst, (size_t)n * sizeof *got));
+        int64_t bad = 0;
+        for (int64_t i = 0; i < n; i++) {
+            const uint16_t want = axon_f64_to_f16(host[i * step]);
+            bad += got[i] != want && !(isnan(host[i * step]) && (got[i] & 0x7C00) == 0x7C00 && (got[i] & 0x3FF));
+        }
+        CHECK_EQ_I64(bad, 0);
+    }
+    axon_runtime_destroy(k.rt);
+    free(host);
+    free(got);
+}
+
 /* Same-dtype transposes of 4- and 8-byte elements (16 x 16 blocks through a buffer, edges row by row): a [3, 211, 77]
  * source read as its [0, 2, 1] and [2, 1, 0] permutations, every element checked. */
 static void test_same_dtype_transposes_move_every_element(void) {
@@ -776,6 +812,7 @@ int main(void) {
     RUN(test_tensor_helpers_describe_dtypes_and_layouts);
     RUN(test_large_copies_do_not_depend_on_the_thread_count);
     RUN(test_float32_to_float16_over_a_sweep_of_bit_patterns);
+    RUN(test_float64_to_float16_rounds_through_float32);
     RUN(test_same_dtype_transposes_move_every_element);
     RUN(test_short_rows_fill_a_padded_interior);
     return check_report();
