@@ -201,12 +201,12 @@ static inline __attribute__((always_inline)) double bj_k1e_above2(double x) {
 
 /* One block: each form only where some element needs it (NaN and the infinities take the large-argument one). */
 #define BJ_BLOCK_FN(fn)                                                                                        \
-    static inline __attribute__((always_inline)) void bj_block_##fn(const double *restrict x,                 \
-                                                                    double *restrict r) {                     \
+    static inline __attribute__((always_inline)) void bj_block_##fn(const double *restrict x,                  \
+                                                                    double *restrict r) {                      \
         int small = 0, large = 0;                                                                              \
         for (int i = 0; i < BJ_BLOCK; i++) {                                                                   \
-            small |= fabs(x[i]) <= BJ_SPLIT_##fn;                                                                   \
-            large |= !(fabs(x[i]) <= BJ_SPLIT_##fn);                                                                \
+            small |= fabs(x[i]) <= BJ_SPLIT_##fn;                                                              \
+            large |= !(fabs(x[i]) <= BJ_SPLIT_##fn);                                                           \
         }                                                                                                      \
         if (!large)                                                                                            \
             for (int i = 0; i < BJ_BLOCK; i++) r[i] = bj_##fn##_small(BJ_ARG_##fn(x[i]));                      \
@@ -215,15 +215,15 @@ static inline __attribute__((always_inline)) double bj_k1e_above2(double x) {
         else                                                                                                   \
             for (int i = 0; i < BJ_BLOCK; i++) {                                                               \
                 const double s = bj_##fn##_small(BJ_ARG_##fn(x[i])), l = bj_##fn##_large(BJ_ARG_##fn(x[i]));   \
-                r[i] = fabs(x[i]) <= BJ_SPLIT_##fn ? s : l;                                                         \
+                r[i] = fabs(x[i]) <= BJ_SPLIT_##fn ? s : l;                                                    \
             }                                                                                                  \
         for (int i = 0; i < BJ_BLOCK; i++) r[i] = BJ_FIX_##fn(x[i], r[i]);                                     \
     }
 
 /* The loop of one (function, dtype): blocks converted to double and back (through float for the half types). */
 #define BJ_LOOP_FN(fn, DE, dn, T, WT, UT)                                                                      \
-    AXON_CLONES int axon_pw_bessel_##fn##_##dn(char *o, const char *const *in, unsigned sm, int64_t n,        \
-                                                const pw_ctx_t *ctx) {                                          \
+    AXON_CLONES int axon_pw_bessel_##fn##_##dn(char *o, const char *const *in, unsigned sm, int64_t n,         \
+                                                const pw_ctx_t *ctx) {                                         \
         (void)sm;                                                                                              \
         (void)ctx;                                                                                             \
         const T *a = (const T *)in[0];                                                                         \

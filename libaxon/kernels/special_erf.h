@@ -8,7 +8,6 @@
 
 #define AXON_SQRT2 1.41421356237309504880
 #define AXON_SQRT_PI 1.77245385090551602730
-#define AXON_SQRT_2PI 2.50662827463100050242
 
 /* e^(x^2) with x^2 carried as hi + lo (one fma), so that the rounding of x^2 (up to 676 ulps of e^(x^2) at x = 26)
  * does not reach the result. */

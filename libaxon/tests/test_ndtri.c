@@ -11,6 +11,7 @@
 #include "kernels_check.h"
 
 #define N 5000
+#define AXON_SQRT_2PI 2.50662827463100050242
 
 /* Phi^-1(p): a first guess good to 4.5e-4 (Abramowitz and Stegun 26.2.23) refined by three Halley steps, which
  * triple the correct digits each. The steps solve for the smaller tail q = min(p, 1 - p) (exact: 1 - p loses nothing
