@@ -353,3 +353,26 @@ def test_eig_matches_cpu(dtype):
     torch.testing.assert_close(native(torch.linalg.eigvals, a).cpu(), w0, rtol=tol[0] * 10, atol=tol[1] * 10)
     with pytest.raises(RuntimeError, match="should not contain infs or NaNs"):
         torch.linalg.eigvals(torch.full((2, 2), float("nan"), device="axon", dtype=dtype))
+
+
+def test_repeated_calls_follow_each_calls_shapes_strides_and_arguments():
+    """The glue caches meta results per thread, keyed by the inputs' metadata and the arguments: calls that differ in
+    only one of them (strides, a flag, the mode, the dtype, the batch) get their own outputs' shapes and strides, and
+    an error is raised again on every call, not only the first."""
+    a = matrix((4, 4), torch.float64, shift=4.0)
+    a = a @ a.mT
+    for _ in range(2):
+        for x in (a, a.mT.contiguous().mT, a.expand(3, 4, 4), a.to(torch.float32)):
+            for upper in (False, True):
+                check(native(torch.linalg.cholesky_ex, x, upper=upper), torch.linalg.cholesky_ex(x, upper=upper))
+        for mode in ("reduced", "complete", "r"):
+            for shape in ((5, 3), (3, 5)):
+                m = matrix(shape, torch.float64)
+                check(native(torch.linalg.qr, m, mode=mode), torch.linalg.qr(m, mode=mode))
+        for dim in (0, 1, -1):
+            u, v = torch.randn(3, 3, 3, dtype=torch.float64), torch.randn(3, 3, 3, dtype=torch.float64).mT
+            check(native(torch.linalg.cross, u, v, dim=dim), torch.linalg.cross(u, v, dim=dim))
+        with pytest.raises(RuntimeError, match="square"):
+            torch.linalg.cholesky(torch.ones(2, 3, device="axon"))
+        with pytest.raises(RuntimeError, match="must have length 3"):
+            torch.linalg.cross(torch.ones(2, 4, device="axon"), torch.ones(2, 4, device="axon"))

@@ -3,10 +3,11 @@
 // eigh, SVD, QR (geqrf, householder_product, ormqr, linalg_qr), and linalg.cross.
 //
 // Each op first runs on meta tensors: ATen's meta functions check the arguments (with CPU's messages) and give the
-// outputs' sizes and strides, so the glue holds no shape rules of its own. libaxon wants batches of column-major
-// matrices; operands are copied into that layout (the copy LAPACK needs anyway: it works in place), and results land
-// in the strides the meta function chose. What libaxon does not take goes to the host: a build without MKL, other
-// dtypes, more than AXON_MAX_DIMS dimensions, LU without pivoting, an SVD driver, out= tensors of another dtype.
+// outputs' sizes and strides, so the glue holds no shape rules of its own (their results are cached: AxonMetaCache.h).
+// libaxon wants batches of column-major matrices; operands are copied into that layout (the copy LAPACK needs anyway:
+// it works in place), and results land in the strides the meta function chose. What libaxon does not take goes to the
+// host: a build without MKL, other dtypes, more than AXON_MAX_DIMS dimensions, LU without pivoting, an SVD driver,
+// out= tensors of another dtype.
 // The errors that LAPACK's info reports are raised by ATen's own _linalg_check_errors.
 #include <ATen/ATen.h>
 #include <ATen/Operators.h>
@@ -24,6 +25,7 @@
 #include "AxonException.h"
 #include "AxonFallback.h"
 #include "AxonFunctions.h"
+#include "AxonMetaCache.h"
 #include "AxonTensor.h"
 
 namespace torch_axon {
@@ -45,10 +47,6 @@ bool native(std::initializer_list<const at::Tensor*> ts) {
   for (const at::Tensor* t : ts)
     if (!linalg_dtype(t->scalar_type()) || t->dim() > AXON_MAX_DIMS || t->device() != first.device()) return false;
   return true;
-}
-
-at::Tensor meta_of(const at::Tensor& t) {
-  return at::empty_strided(t.sizes(), t.strides(), t.options().device(at::kMeta));
 }
 
 // An axon tensor with the sizes, strides and dtype of meta tensor m.
@@ -106,7 +104,7 @@ void lu_factor_into(const at::Tensor& A, const at::Tensor& LU, const at::Tensor&
 
 T3 lu_factor_ex(const at::Tensor& A, bool pivot, bool check_errors) {
   if (!pivot || !native({&A})) return fall_back<ATEN_OP(linalg_lu_factor_ex)>(A, pivot, check_errors);
-  auto [mLU, mpiv, minfo] = at::linalg_lu_factor_ex(meta_of(A), pivot, false);
+  auto [mLU, mpiv, minfo] = AXON_META(at::linalg_lu_factor_ex, A, pivot, false);
   at::Tensor LU = like_meta(mLU, A), pivots = like_meta(mpiv, A), info = like_meta(minfo, A);
   lu_factor_into(A, LU, pivots, info);
   if (check_errors) at::_linalg_check_errors(info, "torch.linalg.lu_factor_ex", A.dim() == 2);
@@ -139,7 +137,7 @@ at::Tensor lu_solve_impl(const at::Tensor& LU, const at::Tensor& pivots, const a
 at::Tensor lu_solve(const at::Tensor& LU, const at::Tensor& pivots, const at::Tensor& B, bool left, bool adjoint) {
   if (!native({&LU, &B}) || pivots.device() != LU.device())
     return fall_back<ATEN_OP(linalg_lu_solve)>(LU, pivots, B, left, adjoint);
-  const at::Tensor m = at::linalg_lu_solve(meta_of(LU), meta_of(pivots), meta_of(B), left, adjoint);
+  const at::Tensor m = AXON_META(at::linalg_lu_solve, LU, pivots, B, left, adjoint);
   if (m.numel() == 0) return like_meta(m, LU);
   return in_layout(lu_solve_impl(LU, pivots, B, left, adjoint), m);
 }
@@ -161,7 +159,7 @@ T3 unpack_lu(const at::Tensor& LU, const at::Tensor& pivots, bool unpack_data, b
   if (!native({&LU}) || pivots.device() != LU.device() || pivots.scalar_type() != at::kInt ||
       pivots.dim() != LU.dim() - 1 || pivots.sizes().slice(0, LU.dim() - 2) != LU.sizes().slice(0, LU.dim() - 2))
     return fall_back<ATEN_OP(lu_unpack)>(LU, pivots, unpack_data, unpack_pivots);
-  auto [mP, mL, mU] = at::lu_unpack(meta_of(LU), meta_of(pivots), unpack_data, unpack_pivots);
+  auto [mP, mL, mU] = AXON_META(at::lu_unpack, LU, pivots, unpack_data, unpack_pivots);
   at::Tensor P = like_meta(mP, LU), L = like_meta(mL, LU), U = like_meta(mU, LU);
   if (LU.numel() > 0 && (unpack_data || unpack_pivots)) {
     lu_unpack_into(LU, pivots, unpack_pivots ? P : at::Tensor(), unpack_data ? L : at::Tensor(),
@@ -174,8 +172,8 @@ T3 unpack_lu(const at::Tensor& LU, const at::Tensor& pivots, bool unpack_data, b
 
 T3 plu(const at::Tensor& A, bool pivot) {
   if (!pivot || !native({&A})) return fall_back<ATEN_OP(linalg_lu)>(A, pivot);
-  auto [mP, mL, mU] = at::linalg_lu(meta_of(A), pivot);
-  auto [mLU, mpiv, minfo] = at::linalg_lu_factor_ex(meta_of(A), pivot, false);
+  auto [mP, mL, mU] = AXON_META(at::linalg_lu, A, pivot);
+  auto [mLU, mpiv, minfo] = AXON_META(at::linalg_lu_factor_ex, A, pivot, false);
   at::Tensor P = like_meta(mP, A), L = like_meta(mL, A), U = like_meta(mU, A);
   if (A.numel() == 0) {
     if (P.numel() > 0) P.zero_().diagonal(0, -2, -1).fill_(1);
@@ -198,7 +196,7 @@ bool vector_rhs(const at::Tensor& A, const at::Tensor& B) {
 
 T4 solve_ex(const at::Tensor& A, const at::Tensor& B, bool left, bool check_errors) {
   if (!native({&A, &B})) return fall_back<ATEN_OP(_linalg_solve_ex)>(A, B, left, check_errors);
-  auto [mX, mLU, mpiv, minfo] = at::_linalg_solve_ex(meta_of(A), meta_of(B), left, false);
+  auto [mX, mLU, mpiv, minfo] = AXON_META(at::_linalg_solve_ex, A, B, left, false);
   at::Tensor LU = like_meta(mLU, A), pivots = like_meta(mpiv, A), info = like_meta(minfo, A);
   lu_factor_into(A, LU, pivots, info);
   if (check_errors) at::_linalg_check_errors(info, "torch.linalg.solve_ex", A.dim() == 2);
@@ -215,7 +213,7 @@ T4 solve_ex(const at::Tensor& A, const at::Tensor& B, bool left, bool check_erro
 
 T2 inv_ex(const at::Tensor& A, bool check_errors) {
   if (!native({&A})) return fall_back<ATEN_OP(linalg_inv_ex)>(A, check_errors);
-  auto [mI, minfo] = at::linalg_inv_ex(meta_of(A), false);
+  auto [mI, minfo] = AXON_META(at::linalg_inv_ex, A, false);
   at::Tensor inv = like_meta(mI, A), info = like_meta(minfo, A);
   inv.copy_(A);
   if (A.numel() > 0) {
@@ -241,7 +239,7 @@ void lu_det_into(const at::Tensor& LU, const at::Tensor& pivots, const at::Tenso
 
 T3 det_of(const at::Tensor& A) {
   if (!native({&A})) return fall_back<ATEN_OP(_linalg_det)>(A);
-  auto [md, mLU, mpiv] = at::_linalg_det(meta_of(A));
+  auto [md, mLU, mpiv] = AXON_META(at::_linalg_det, A);
   at::Tensor d = like_meta(md, A), LU = like_meta(mLU, A), pivots = like_meta(mpiv, A);
   at::Tensor info = at::empty(d.sizes(), A.options().dtype(at::kInt));
   lu_factor_into(factor_transpose(A) ? A.mT() : A, LU, pivots, info);
@@ -251,7 +249,7 @@ T3 det_of(const at::Tensor& A) {
 
 T4 slogdet_of(const at::Tensor& A) {
   if (!native({&A})) return fall_back<ATEN_OP(_linalg_slogdet)>(A);
-  auto [ms, ml, mLU, mpiv] = at::_linalg_slogdet(meta_of(A));
+  auto [ms, ml, mLU, mpiv] = AXON_META(at::_linalg_slogdet, A);
   at::Tensor sign = like_meta(ms, A), logabs = like_meta(ml, A), LU = like_meta(mLU, A), pivots = like_meta(mpiv, A);
   at::Tensor info = at::empty(sign.sizes(), A.options().dtype(at::kInt));
   lu_factor_into(factor_transpose(A) ? A.mT() : A, LU, pivots, info);
@@ -283,14 +281,14 @@ at::Tensor triangular_impl(const at::Tensor& A, const at::Tensor& B, bool upper,
 
 at::Tensor solve_triangular(const at::Tensor& A, const at::Tensor& B, bool upper, bool left, bool unitriangular) {
   if (!native({&A, &B})) return fall_back<ATEN_OP(linalg_solve_triangular)>(A, B, upper, left, unitriangular);
-  const at::Tensor m = at::linalg_solve_triangular(meta_of(A), meta_of(B), upper, left, unitriangular);
+  const at::Tensor m = AXON_META(at::linalg_solve_triangular, A, B, upper, left, unitriangular);
   if (m.numel() == 0) return like_meta(m, A);
   return in_layout(triangular_impl(A, B, upper, left, unitriangular, AXON_LINALG_NOTRANS), m);
 }
 
 T2 triangular_solve_legacy(const at::Tensor& B, const at::Tensor& A, bool upper, bool transpose, bool unitriangular) {
   if (!native({&B, &A})) return fall_back<ATEN_OP(triangular_solve)>(B, A, upper, transpose, unitriangular);
-  auto [mX, mM] = at::triangular_solve(meta_of(B), meta_of(A), upper, transpose, unitriangular);
+  auto [mX, mM] = AXON_META(at::triangular_solve, B, A, upper, transpose, unitriangular);
   if (mX.numel() == 0 || mM.numel() == 0) {
     at::Tensor X = like_meta(mX, B), M = like_meta(mM, B);
     M.copy_(A.expand(M.sizes()));
@@ -314,7 +312,7 @@ void cholesky_into(const at::Tensor& A, const at::Tensor& F, const at::Tensor& i
 
 T2 cholesky_ex(const at::Tensor& A, bool upper, bool check_errors) {
   if (!native({&A})) return fall_back<ATEN_OP(linalg_cholesky_ex)>(A, upper, check_errors);
-  auto [mL, minfo] = at::linalg_cholesky_ex(meta_of(A), upper, false);
+  auto [mL, minfo] = AXON_META(at::linalg_cholesky_ex, A, upper, false);
   at::Tensor L = like_meta(mL, A), info = like_meta(minfo, A);
   cholesky_into(A, L, info, upper);
   if (check_errors) at::_linalg_check_errors(info, "torch.linalg.cholesky_ex", A.dim() == 2);
@@ -323,7 +321,7 @@ T2 cholesky_ex(const at::Tensor& A, bool upper, bool check_errors) {
 
 at::Tensor cholesky_legacy(const at::Tensor& A, bool upper) {
   if (!native({&A})) return fall_back<ATEN_OP(cholesky)>(A, upper);
-  const at::Tensor m = at::cholesky(meta_of(A), upper);
+  const at::Tensor m = AXON_META(at::cholesky, A, upper);
   at::Tensor F = cm_empty(A.sizes(), A.options());
   at::Tensor info = at::empty(A.sizes().slice(0, A.dim() - 2), A.options().dtype(at::kInt));
   cholesky_into(A, F, info, upper);
@@ -333,7 +331,7 @@ at::Tensor cholesky_legacy(const at::Tensor& A, bool upper) {
 
 at::Tensor cholesky_solve_helper(const at::Tensor& B, const at::Tensor& F, bool upper) {
   if (!native({&B, &F})) return fall_back<ATEN_OP(_cholesky_solve_helper)>(B, F, upper);
-  const at::Tensor m = at::_cholesky_solve_helper(meta_of(B), meta_of(F), upper);
+  const at::Tensor m = AXON_META(at::_cholesky_solve_helper, B, F, upper);
   if (m.numel() == 0) return like_meta(m, B);
   const auto batch = at::infer_size(F.sizes().slice(0, F.dim() - 2), B.sizes().slice(0, B.dim() - 2));
   at::Tensor X = cm_copy(B, batch), f = cm_copy(F, batch);
@@ -344,7 +342,7 @@ at::Tensor cholesky_solve_helper(const at::Tensor& B, const at::Tensor& F, bool 
 
 at::Tensor inverse_from_cholesky(const at::Tensor& F, bool upper) {
   if (!native({&F})) return fall_back<ATEN_OP(cholesky_inverse)>(F, upper);
-  const at::Tensor m = at::cholesky_inverse(meta_of(F), upper);
+  const at::Tensor m = AXON_META(at::cholesky_inverse, F, upper);
   if (F.numel() == 0) return like_meta(m, F);
   at::Tensor R = cm_copy(F);
   at::Tensor info = at::empty(F.sizes().slice(0, F.dim() - 2), F.options().dtype(at::kInt));
@@ -372,7 +370,7 @@ void eig_into(const at::Tensor& A, const at::Tensor& w, const at::Tensor& V) {
 
 T2 eig(const at::Tensor& A) {
   if (!native({&A})) return fall_back<ATEN_OP(linalg_eig)>(A);
-  auto [mw, mv] = at::linalg_eig(meta_of(A));
+  auto [mw, mv] = AXON_META(at::linalg_eig, A);
   // eigenvectors column-major, as LAPACK writes them and CPU returns them (the meta function says row-major)
   at::Tensor w = like_meta(mw, A), V = cm_empty(mv.sizes(), A.options().dtype(mv.scalar_type()));
   if (A.numel() > 0) eig_into(A, w, V);
@@ -381,7 +379,7 @@ T2 eig(const at::Tensor& A) {
 
 at::Tensor eigvals(const at::Tensor& A) {
   if (!native({&A})) return fall_back<ATEN_OP(_linalg_eigvals)>(A);
-  auto [mw, mv] = at::linalg_eig(meta_of(A));
+  auto [mw, mv] = AXON_META(at::linalg_eig, A);
   at::Tensor w = like_meta(mw, A);
   if (A.numel() > 0) eig_into(A, w, at::Tensor());
   return w;
@@ -391,7 +389,7 @@ at::Tensor eigvals(const at::Tensor& A) {
 
 T3 ldl_factor_ex(const at::Tensor& A, bool hermitian, bool check_errors) {
   if (!native({&A})) return fall_back<ATEN_OP(linalg_ldl_factor_ex)>(A, hermitian, check_errors);
-  auto [mLD, mpiv, minfo] = at::linalg_ldl_factor_ex(meta_of(A), hermitian, false);
+  auto [mLD, mpiv, minfo] = AXON_META(at::linalg_ldl_factor_ex, A, hermitian, false);
   at::Tensor LD = like_meta(mLD, A), pivots = like_meta(mpiv, A), info = like_meta(minfo, A);
   LD.copy_(A);
   if (A.numel() > 0) {
@@ -408,7 +406,7 @@ T3 ldl_factor_ex(const at::Tensor& A, bool hermitian, bool check_errors) {
 at::Tensor ldl_solve(const at::Tensor& LD, const at::Tensor& pivots, const at::Tensor& B, bool hermitian) {
   if (!native({&LD, &B}) || pivots.device() != LD.device())
     return fall_back<ATEN_OP(linalg_ldl_solve)>(LD, pivots, B, hermitian);
-  const at::Tensor m = at::linalg_ldl_solve(meta_of(LD), meta_of(pivots), meta_of(B), hermitian);
+  const at::Tensor m = AXON_META(at::linalg_ldl_solve, LD, pivots, B, hermitian);
   if (m.numel() == 0) return like_meta(m, LD);
   const auto batch = at::infer_size(LD.sizes().slice(0, LD.dim() - 2), B.sizes().slice(0, B.dim() - 2));
   at::Tensor X = cm_copy(B, batch);
@@ -427,7 +425,7 @@ at::Tensor ldl_solve(const at::Tensor& LD, const at::Tensor& pivots, const at::T
 
 T2 eigh(const at::Tensor& A, c10::string_view uplo, bool compute_v) {
   if (!native({&A})) return fall_back<ATEN_OP(_linalg_eigh)>(A, uplo, compute_v);
-  auto [mw, mv] = at::_linalg_eigh(meta_of(A), uplo, compute_v);
+  auto [mw, mv] = AXON_META(at::_linalg_eigh, A, uplo, compute_v);
   at::Tensor w = like_meta(mw, A), V = like_meta(mv, A);
   if (A.numel() == 0) return {w, V};
   const bool upper = uplo == "U" || uplo == "u";
@@ -446,7 +444,7 @@ T2 eigh(const at::Tensor& A, c10::string_view uplo, bool compute_v) {
 T3 svd(const at::Tensor& A, bool full_matrices, bool compute_uv, std::optional<c10::string_view> driver) {
   if (!native({&A}) || driver.has_value())
     return fall_back<ATEN_OP(_linalg_svd)>(A, full_matrices, compute_uv, driver);
-  auto [mU, mS, mVh] = at::_linalg_svd(meta_of(A), full_matrices, compute_uv, driver);
+  auto [mU, mS, mVh] = AXON_META(at::_linalg_svd, A, full_matrices, compute_uv, driver);
   // Vh column-major, as LAPACK writes it and as CPU returns it (torch 2.13's meta function says row-major)
   at::Tensor U = like_meta(mU, A), S = like_meta(mS, A);
   at::Tensor Vh = compute_uv ? cm_empty(mVh.sizes(), A.options()) : like_meta(mVh, A);
@@ -508,7 +506,7 @@ T2 qr_reflectors(const at::Tensor& A) {
 
 at::Tensor householder_product(const at::Tensor& input, const at::Tensor& tau) {
   if (!native({&input, &tau})) return fall_back<ATEN_OP(linalg_householder_product)>(input, tau);
-  const at::Tensor m = at::linalg_householder_product(meta_of(input), meta_of(tau));
+  const at::Tensor m = AXON_META(at::linalg_householder_product, input, tau);
   at::Tensor q = cm_copy(input);
   if (q.numel() > 0) householder_into(q, tau);
   return in_layout(q, m);
@@ -518,7 +516,7 @@ at::Tensor householder_product(const at::Tensor& input, const at::Tensor& tau) {
 at::Tensor apply_reflectors(const at::Tensor& A, const at::Tensor& tau, const at::Tensor& C, bool left,
                             bool transpose) {
   if (!native({&A, &tau, &C})) return fall_back<ATEN_OP(ormqr)>(A, tau, C, left, transpose);
-  const at::Tensor m = at::ormqr(meta_of(A), meta_of(tau), meta_of(C), left, transpose);
+  const at::Tensor m = AXON_META(at::ormqr, A, tau, C, left, transpose);
   if (m.numel() == 0) return like_meta(m, C);
   at::Tensor c = cm_copy(C);
   const at::Tensor a = plain_cm(A) ? A : cm_copy(A), t = tau.resolve_conj().contiguous();
@@ -531,7 +529,7 @@ at::Tensor apply_reflectors(const at::Tensor& A, const at::Tensor& tau, const at
 
 T2 qr(const at::Tensor& A, c10::string_view mode) {
   if (!native({&A})) return fall_back<ATEN_OP(linalg_qr)>(A, mode);
-  auto [mQ, mR] = at::linalg_qr(meta_of(A), mode);
+  auto [mQ, mR] = AXON_META(at::linalg_qr, A, mode);
   at::Tensor Q = like_meta(mQ, A), R = like_meta(mR, A);
   const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
   const bool complete = mode == "complete", want_q = mode != "r";
@@ -571,7 +569,7 @@ at::Tensor& cross_out(const at::Tensor& a, const at::Tensor& b, int64_t dim, at:
   if (!kernels_support(t) || t == at::kBool || b.scalar_type() != t || out.scalar_type() != t ||
       b.device() != a.device() || out.device() != a.device() || std::max(a.dim(), b.dim()) > AXON_MAX_DIMS)
     return fall_back<ATEN_OP2(linalg_cross, out)>(a, b, dim, out);
-  const at::Tensor m = at::linalg_cross(meta_of(a), meta_of(b), dim);
+  const at::Tensor m = AXON_META(at::linalg_cross, a, b, dim);
   const int64_t d = c10::maybe_wrap_dim(dim, m.dim());
   at::native::resize_output(out, m.sizes());
   if (m.numel() == 0) return out;
