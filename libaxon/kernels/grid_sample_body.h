@@ -12,9 +12,13 @@
  * for the grid's gradient, each tap weight's derivative along each view dim. Every point has n taps. */
 typedef struct GS_NAME(gs_block_) {
     int n;
-    int narrow;                           /* the offsets are in off32 (2-d nearest and bilinear forward), not off */
+    int narrow;                           /* the offsets are in off32 (nearest and (tri)linear forward), not off */
     int64_t off[GS_TAPS][GS_BLOCK];       /* element offset in the input plane, -1 outside the input */
-    int32_t off32[4][GS_BLOCK];
+    int32_t off32[8][GS_BLOCK];           /* trilinear: 2 x 2 x 2 */
+    int sparse;                           /* 3-d: the taps inside the input are few, listed in in_* (tap-major) */
+    int n_in;
+    int32_t in_j[8 * GS_BLOCK], in_off[8 * GS_BLOCK];
+    GS_T in_w[8 * GS_BLOCK];
     GS_T w[GS_TAPS][GS_BLOCK];
     GS_T d[3][GS_TAPS][GS_BLOCK];         /* d w / d coordinate of view dim 0 (D), 1 (H), 2 (W) */
     GS_T mult[3][GS_BLOCK];               /* d coordinate / d grid value, per view dim */
@@ -228,7 +232,22 @@ GS_INLINE static GS_T GS_NAME(gs_reflect_hoisted_)(GS_T x, const GS_T *r) {
     const GS_T extra = ab - flips * r[1], refl = r[1] - extra;
     return r[2] != 0 ? (GS_T)0 : (extra > refl ? refl : extra) + r[0];
 }
+/* gs_reflect_hoisted_'s constants for a dimension of `size` */
+GS_INLINE static void GS_NAME(gs_reflect_consts_)(const gs_args_t *a, int64_t size, GS_T *r) {
+    r[0] = a->align ? 0 : (GS_T)-0.5, r[1] = a->align ? (GS_T)(size - 1) * 2 : (GS_T)size * 2;
+    r[2] = a->align && size <= 1;
+}
 #define GS_PAD_REFLECTION(x, size, r) GS_NAME(gs_clip_)(GS_NAME(gs_reflect_hoisted_)((x), (r)), (size), NULL)
+/* PyTorch's 3-d CPU kernel is scalar code: std::min and std::max clip a NaN to the far border (its 2-d kernel, vector
+ * code, clips it to 0 as gs_clip_ does), and its taps outside the input are skipped, so a NaN or infinite coordinate
+ * under zeros padding adds nothing (the 3-d sample loop selects the product instead of the value). */
+GS_INLINE static GS_T GS_NAME(gs_clip_3d_)(GS_T x, int64_t size) {
+    const GS_T hi = (GS_T)(size - 1);
+    const GS_T c = x < 0 ? 0 : x;
+    return c < hi ? c : hi;
+}
+#define GS_PAD_BORDER_3D(x, size, r) GS_NAME(gs_clip_3d_)((x), (size))
+#define GS_PAD_REFLECTION_3D(x, size, r) GS_NAME(gs_clip_3d_)(GS_NAME(gs_reflect_hoisted_)((x), (r)), (size))
 #define GS_TAPS_2D_LOOP(PAD)                                                                                   \
     do {                                                                                                       \
         if (a->interp == AXON_GRID_NEAREST) {                                                                  \
@@ -274,12 +293,7 @@ GS_INLINE static void GS_NAME(gs_block_taps_2d_forward_)(const gs_args_t *a, int
         }
     }
     GS_T rx[3], ry[3];
-    for (int d = 0; d < 2; d++) {
-        const int64_t size = d ? H : W;
-        GS_T *r = d ? ry : rx;
-        r[0] = a->align ? 0 : (GS_T)-0.5, r[1] = a->align ? (GS_T)(size - 1) * 2 : (GS_T)size * 2;
-        r[2] = a->align && size <= 1;
-    }
+    GS_NAME(gs_reflect_consts_)(a, W, rx), GS_NAME(gs_reflect_consts_)(a, H, ry);
     if (a->padding == AXON_GRID_PAD_ZEROS)
         GS_TAPS_2D_LOOP(GS_PAD_ZEROS);
     else if (a->padding == AXON_GRID_PAD_BORDER)
@@ -287,26 +301,132 @@ GS_INLINE static void GS_NAME(gs_block_taps_2d_forward_)(const gs_args_t *a, int
     else
         GS_TAPS_2D_LOOP(GS_PAD_REFLECTION);
 }
+
+/* The same for 3-d nearest and trilinear: gs_point_taps_'s values, tap (z, y, x) at index 4 z + 2 y + x. */
+#define GS_TAPS_3D_LOOP(PAD)                                                                                   \
+    do {                                                                                                       \
+        if (a->interp == AXON_GRID_NEAREST) {                                                                  \
+            for (int64_t j = 0; j < m; j++) {                                                                  \
+                const GS_T x = PAD(GS_NAME(gs_unnormalize_)(a, gx[j], W, &sx), W, rx);                         \
+                const GS_T y = PAD(GS_NAME(gs_unnormalize_)(a, gy[j], H, &sy), H, ry);                         \
+                const GS_T z = PAD(GS_NAME(gs_unnormalize_)(a, gz[j], D, &sz), D, rz);                         \
+                const int32_t ix = GS_NAME(gs_in_range32_)(GS_NAME(gs_index32_)(GS_MATH(rint)(x), W), W);      \
+                const int32_t iy = GS_NAME(gs_in_range32_)(GS_NAME(gs_index32_)(GS_MATH(rint)(y), H), H);      \
+                const int32_t iz = GS_NAME(gs_in_range32_)(GS_NAME(gs_index32_)(GS_MATH(rint)(z), D), D);      \
+                bl->off32[0][j] = ix < 0 || iy < 0 || iz < 0 ? -1 : (iz * (int32_t)H + iy) * (int32_t)W + ix;  \
+                bl->w[0][j] = 1;                                                                               \
+            }                                                                                                  \
+            bl->n = 1;                                                                                         \
+            break;                                                                                             \
+        }                                                                                                      \
+        for (int64_t j = 0; j < m; j++) {                                                                      \
+            const GS_T x = PAD(GS_NAME(gs_unnormalize_)(a, gx[j], W, &sx), W, rx);                             \
+            const GS_T y = PAD(GS_NAME(gs_unnormalize_)(a, gy[j], H, &sy), H, ry);                             \
+            const GS_T z = PAD(GS_NAME(gs_unnormalize_)(a, gz[j], D, &sz), D, rz);                             \
+            const GS_T x0 = GS_MATH(floor)(x), tx = x - x0, y0 = GS_MATH(floor)(y), ty = y - y0;               \
+            const GS_T z0 = GS_MATH(floor)(z), tz = z - z0;                                                    \
+            const int32_t kx = GS_NAME(gs_index32_)(x0, W), ky = GS_NAME(gs_index32_)(y0, H);                  \
+            const int32_t kz = GS_NAME(gs_index32_)(z0, D);                                                    \
+            const int32_t ix0 = GS_NAME(gs_in_range32_)(kx, W), ix1 = GS_NAME(gs_in_range32_)(kx + 1, W);      \
+            const int32_t iy0 = GS_NAME(gs_in_range32_)(ky, H), iy1 = GS_NAME(gs_in_range32_)(ky + 1, H);      \
+            const int32_t iz0 = GS_NAME(gs_in_range32_)(kz, D), iz1 = GS_NAME(gs_in_range32_)(kz + 1, D);      \
+            /* a row's offset, -1 when its z or y is outside; a tap's, -1 when its x is too */                 \
+            const int32_t r00 = iz0 < 0 || iy0 < 0 ? -1 : (iz0 * (int32_t)H + iy0) * (int32_t)W;               \
+            const int32_t r01 = iz0 < 0 || iy1 < 0 ? -1 : (iz0 * (int32_t)H + iy1) * (int32_t)W;               \
+            const int32_t r10 = iz1 < 0 || iy0 < 0 ? -1 : (iz1 * (int32_t)H + iy0) * (int32_t)W;               \
+            const int32_t r11 = iz1 < 0 || iy1 < 0 ? -1 : (iz1 * (int32_t)H + iy1) * (int32_t)W;               \
+            bl->off32[0][j] = r00 < 0 || ix0 < 0 ? -1 : r00 + ix0;                                             \
+            bl->off32[1][j] = r00 < 0 || ix1 < 0 ? -1 : r00 + ix1;                                             \
+            bl->off32[2][j] = r01 < 0 || ix0 < 0 ? -1 : r01 + ix0;                                             \
+            bl->off32[3][j] = r01 < 0 || ix1 < 0 ? -1 : r01 + ix1;                                             \
+            bl->off32[4][j] = r10 < 0 || ix0 < 0 ? -1 : r10 + ix0;                                             \
+            bl->off32[5][j] = r10 < 0 || ix1 < 0 ? -1 : r10 + ix1;                                             \
+            bl->off32[6][j] = r11 < 0 || ix0 < 0 ? -1 : r11 + ix0;                                             \
+            bl->off32[7][j] = r11 < 0 || ix1 < 0 ? -1 : r11 + ix1;                                             \
+            /* gs_point_taps_'s products, in its order: wx * wy * wz */                                        \
+            const GS_T wx0 = 1 - tx, wy0 = 1 - ty, wz0 = 1 - tz;                                               \
+            bl->w[0][j] = wx0 * wy0 * wz0, bl->w[1][j] = tx * wy0 * wz0;                                       \
+            bl->w[2][j] = wx0 * ty * wz0, bl->w[3][j] = tx * ty * wz0;                                         \
+            bl->w[4][j] = wx0 * wy0 * tz, bl->w[5][j] = tx * wy0 * tz;                                         \
+            bl->w[6][j] = wx0 * ty * tz, bl->w[7][j] = tx * ty * tz;                                           \
+        }                                                                                                      \
+        bl->n = 8;                                                                                             \
+    } while (0)
+
+GS_INLINE static void GS_NAME(gs_block_taps_3d_forward_)(const gs_args_t *a, int64_t at0, int64_t m,
+                                                        GS_NAME(gs_block_) *bl) {
+    const int64_t D = a->in_sp[0], H = a->in_sp[1], W = a->in_sp[2];
+    GS_T gx[GS_BLOCK], gy[GS_BLOCK], gz[GS_BLOCK], sx, sy, sz;
+    if (a->dt_grid == (sizeof(GS_T) == 4 ? AXON_FLOAT32 : AXON_FLOAT64)) {
+        const GS_T *g = (const GS_T *)a->grid + at0;
+        for (int64_t j = 0; j < m; j++) gx[j] = g[3 * j], gy[j] = g[3 * j + 1], gz[j] = g[3 * j + 2];
+    } else {
+        for (int64_t j = 0; j < m; j++) {
+            gx[j] = (GS_T)axon_spatial_load(a->dt_grid, a->grid, at0 + 3 * j);
+            gy[j] = (GS_T)axon_spatial_load(a->dt_grid, a->grid, at0 + 3 * j + 1);
+            gz[j] = (GS_T)axon_spatial_load(a->dt_grid, a->grid, at0 + 3 * j + 2);
+        }
+    }
+    GS_T rx[3], ry[3], rz[3];
+    GS_NAME(gs_reflect_consts_)(a, W, rx), GS_NAME(gs_reflect_consts_)(a, H, ry), GS_NAME(gs_reflect_consts_)(a, D, rz);
+    if (a->padding == AXON_GRID_PAD_ZEROS)
+        GS_TAPS_3D_LOOP(GS_PAD_ZEROS);
+    else if (a->padding == AXON_GRID_PAD_BORDER)
+        GS_TAPS_3D_LOOP(GS_PAD_BORDER_3D);
+    else
+        GS_TAPS_3D_LOOP(GS_PAD_REFLECTION_3D);
+}
+#undef GS_TAPS_3D_LOOP
+#undef GS_PAD_BORDER_3D
+#undef GS_PAD_REFLECTION_3D
 #undef GS_TAPS_2D_LOOP
 #undef GS_PAD_ZEROS
 #undef GS_PAD_BORDER
 #undef GS_PAD_REFLECTION
 
+/* PyTorch's 3-d CPU kernel skips the taps outside the input, so a grid mostly outside costs it little; the vector
+ * loops load every tap. When at most a quarter of a trilinear block's taps are inside, they are listed (tap-major,
+ * so each point still sums its taps in tap order) for a loop over those alone. Skipping an outside tap is what the
+ * 3-d loop does anyway (see gs_clip_3d_), so both give the same bits. */
+GS_INLINE static void GS_NAME(gs_list_taps_inside_)(GS_NAME(gs_block_) *bl, int64_t m) {
+    bl->sparse = 0;
+    if (bl->n != 8) return;   /* nearest: one load a point, and it copies -0 where a sum would give +0 */
+    int inside = 0;
+    for (int k = 0; k < bl->n; k++)
+        for (int64_t j = 0; j < m; j++) inside += bl->off32[k][j] >= 0;
+    bl->sparse = inside * 4 <= bl->n * m;
+    if (!bl->sparse) return;
+    int e = 0;
+    for (int k = 0; k < bl->n; k++)
+        for (int64_t j = 0; j < m; j++)
+            if (bl->off32[k][j] >= 0) {
+                bl->in_j[e] = (int32_t)j, bl->in_off[e] = bl->off32[k][j], bl->in_w[e] = bl->w[k][j];
+                e++;
+            }
+    bl->n_in = e;
+}
+
 /* Tap k of point j's offset, from whichever array the block filled. */
 #define GS_OFF(bl, k, j) ((bl)->narrow ? (int64_t)(bl)->off32[k][j] : (bl)->off[k][j])
 
-/* The taps of points [p0, p0 + m) of batch n: in off32 (bl->narrow) for 2-d nearest and bilinear without the
+/* The taps of points [p0, p0 + m) of batch n: in off32 (bl->narrow) for nearest, bilinear and trilinear without the
  * weights' derivatives, in off otherwise. */
 GS_INLINE static void GS_NAME(gs_block_taps_)(const gs_args_t *a, int64_t n, int64_t p0, int64_t m, int grads,
                                     GS_NAME(gs_block_) *bl) {
     const int64_t at0 = (n * a->osz + p0) * a->ns;
-    if (a->ns == 2 && a->interp != AXON_GRID_BICUBIC && !grads && a->isz <= INT32_MAX &&
+    if (a->interp != AXON_GRID_BICUBIC && !grads && a->isz <= INT32_MAX && a->in_sp[0] < (1 << 24) &&
         a->in_sp[1] < (1 << 24) && a->in_sp[2] < (1 << 24)) {
-        GS_NAME(gs_block_taps_2d_forward_)(a, at0, m, bl);
         bl->narrow = 1;
+        if (a->ns == 2) {
+            GS_NAME(gs_block_taps_2d_forward_)(a, at0, m, bl);
+            bl->sparse = 0;
+        } else {
+            GS_NAME(gs_block_taps_3d_forward_)(a, at0, m, bl);
+            GS_NAME(gs_list_taps_inside_)(bl, m);
+        }
         return;
     }
-    bl->narrow = 0;
+    bl->narrow = 0, bl->sparse = 0;
     if (a->ns == 2 && a->interp != AXON_GRID_BICUBIC) {
         for (int64_t j = 0; j < m; j++) GS_NAME(gs_point_taps_2d_)(a, at0 + j * 2, grads, bl, j);
         return;
@@ -314,7 +434,7 @@ GS_INLINE static void GS_NAME(gs_block_taps_)(const gs_args_t *a, int64_t n, int
     for (int64_t j = 0; j < m; j++) GS_NAME(gs_point_taps_)(a, at0 + j * a->ns, grads, bl, j);
 }
 
-/* Nearest's and bilinear's loops over offsets OFF (off32, or off for the blocks that have no off32) of type IT: an
+/* Nearest's and (tri)linear's loops over offsets OFF (off32, or off for the blocks that have no off32) of type IT: an
  * outside tap (-1) loads element 0 (a->isz > 0 here) and selects 0 after the load, so the loads are unconditional
  * and the loop is one of gathers. The offset goes through bit arithmetic, not `o >= 0 ? o : 0`, which GCC threads
  * back into a branch around the load. GCC vectorizes the int32_t loops only: AVX2 has no 64-bit arithmetic shift. */
@@ -325,22 +445,28 @@ GS_INLINE static void GS_NAME(gs_block_taps_)(const gs_args_t *a, int64_t n, int
         const GS_T v = LOAD(GS_INSIDE(o, IT));                                                                 \
         acc[j] = o >= 0 ? v : (GS_T)0;                                                                         \
     }
-#define GS_BILINEAR_LOOP(LOAD, OFF, IT)                                                                        \
+#define GS_LINEAR_LOOP(LOAD, OFF, IT, K, SKIP)                                                                 \
     for (int64_t j = 0; j < m; j++) {                                                                          \
         GS_T sum = 0;                                                                                          \
-        for (int k = 0; k < 4; k++) {                                                                          \
+        for (int k = 0; k < (K); k++) {                                                                        \
             const IT o = OFF[k][j];                                                                            \
             const GS_T v = LOAD(GS_INSIDE(o, IT));                                                             \
-            sum += bl->w[k][j] * (o >= 0 ? v : (GS_T)0);                                                       \
+            sum += (SKIP) ? (o >= 0 ? bl->w[k][j] * v : (GS_T)0) : bl->w[k][j] * (o >= 0 ? v : (GS_T)0);       \
         }                                                                                                      \
         acc[j] = sum;                                                                                          \
     }
 
 /* One channel's sampled values of a block's m points into acc (LOAD(i) reads element i of the channel's plane):
  * the taps' weighted sum in tap order. A NaN or infinite coordinate under zeros padding makes every weight NaN, so
- * the value is NaN as on PyTorch CPU. Nearest copies its one element instead (-0 and NaN payloads kept). */
+ * the value is NaN as on PyTorch CPU's 2-d kernel; in 3-d, outside taps add nothing, as in CPU's 3-d kernel. Nearest
+ * copies its one element instead (-0 and NaN payloads kept). */
 #define GS_SAMPLE_BLOCK(LOAD)                                                                                  \
     do {                                                                                                       \
+        if (bl->sparse) {                                                                                      \
+            for (int64_t j = 0; j < m; j++) acc[j] = 0;                                                        \
+            for (int e = 0; e < bl->n_in; e++) acc[bl->in_j[e]] += bl->in_w[e] * LOAD(bl->in_off[e]);          \
+            break;                                                                                             \
+        }                                                                                                      \
         if (a->interp == AXON_GRID_NEAREST) {                                                                  \
             if (bl->narrow)                                                                                    \
                 GS_NEAREST_LOOP(LOAD, bl->off32, int32_t)                                                      \
@@ -350,9 +476,13 @@ GS_INLINE static void GS_NAME(gs_block_taps_)(const gs_args_t *a, int64_t n, int
         }                                                                                                      \
         if (bl->n == 4) { /* bilinear: the trip count fixed at 4 */                                            \
             if (bl->narrow)                                                                                    \
-                GS_BILINEAR_LOOP(LOAD, bl->off32, int32_t)                                                     \
+                GS_LINEAR_LOOP(LOAD, bl->off32, int32_t, 4, 0)                                                 \
             else                                                                                               \
-                GS_BILINEAR_LOOP(LOAD, bl->off, int64_t)                                                       \
+                GS_LINEAR_LOOP(LOAD, bl->off, int64_t, 4, 0)                                                   \
+            break;                                                                                             \
+        }                                                                                                      \
+        if (bl->n == 8 && bl->narrow) { /* trilinear */                                                        \
+            GS_LINEAR_LOOP(LOAD, bl->off32, int32_t, 8, 1)                                                     \
             break;                                                                                             \
         }                                                                                                      \
         for (int64_t j = 0; j < m; j++) {                                                                      \
@@ -371,6 +501,7 @@ AXON_CLONES static void GS_NAME(gs_forward_range_)(void *ctx, int64_t begin, int
     blk.n = 0;
     GS_T acc[GS_BLOCK];
     const int all_f32 = a->dt_in == AXON_FLOAT32 && a->dt_out == AXON_FLOAT32;
+    const int all_f64 = a->dt_in == AXON_FLOAT64 && a->dt_out == AXON_FLOAT64 && sizeof(GS_T) == 8;
     for (int64_t b = begin; b < end; b++) {
         const int64_t n = b / a->nblk, p0 = b % a->nblk * GS_BLOCK;
         const int64_t m = a->osz - p0 < GS_BLOCK ? a->osz - p0 : GS_BLOCK;
@@ -384,6 +515,13 @@ AXON_CLONES static void GS_NAME(gs_forward_range_)(void *ctx, int64_t begin, int
                 GS_SAMPLE_BLOCK(GS_LOAD_F32);
 #undef GS_LOAD_F32
                 for (int64_t j = 0; j < m; j++) d[j] = (float)acc[j];
+            } else if (all_f64) {
+                const double *s = (const double *)a->in + src;
+                double *d = (double *)a->out + dst;
+#define GS_LOAD_F64(i) (GS_T)s[i]
+                GS_SAMPLE_BLOCK(GS_LOAD_F64);
+#undef GS_LOAD_F64
+                for (int64_t j = 0; j < m; j++) d[j] = (double)acc[j];
             } else {
 #define GS_LOAD_ANY(i) (GS_T)axon_spatial_load(a->dt_in, a->in, src + (i))
                 GS_SAMPLE_BLOCK(GS_LOAD_ANY);
@@ -488,7 +626,7 @@ AXON_CLONES static void GS_NAME(gs_grad_grid_range_)(void *ctx, int64_t begin, i
 
 #undef GS_SAMPLE_BLOCK
 #undef GS_NEAREST_LOOP
-#undef GS_BILINEAR_LOOP
+#undef GS_LINEAR_LOOP
 #undef GS_INSIDE
 #undef GS_OFF
 #undef GS_GIN_ADD
