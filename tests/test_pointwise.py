@@ -409,6 +409,70 @@ def test_non_contiguous_operands_match_cpu():
     check_close(run_native(fn, x, y), fn(x, y))
 
 
+# Short rows (an innermost run of at most 256 elements after merging) go through libaxon's row paths: groups of rows
+# through buffers, or a loop call per row when an operand holds one value per row. Each layout below takes one of
+# them: (a's shape, b's shape, a view of a applied first).
+SHORT_ROW_LAYOUTS = [
+    ((700, 3), (3,), None),                        # a bias of 3 over rows: the same row everywhere
+    ((300, 16), (300, 1), None),                   # one value per row (x * scale[:, None])
+    ((64, 5), (64, 1), None),                      # ... in rows too short for a call each
+    ((40, 1, 9), (1, 30, 9), None),                # both broadcast: rows gathered from b
+    ((9, 70), (70, 9), "t"),                       # a transposed: rows of 9 with stride 70
+    ((50, 24), (50, 12), "even"),                  # a strided along its rows
+    ((3, 4, 6, 5), (4, 1, 5), "flip"),             # negative strides, three broadcast dims
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16, torch.int32,
+                                   torch.int8, torch.bool, torch.complex64], ids=str)
+@pytest.mark.parametrize("layout", SHORT_ROW_LAYOUTS, ids=lambda v: f"{v[0]}x{v[1]}{v[2] or ''}")
+def test_short_broadcast_rows_match_cpu(layout, dtype):
+    a_shape, b_shape, view = layout
+    a, b = sample(a_shape, dtype, seed=3), sample(b_shape, dtype, seed=4)
+
+    def viewed(x):
+        if view == "t":
+            return x.t()
+        if view == "even":
+            return x[:, ::2]
+        if view == "flip":
+            return x.flip(-1, 0)
+        return x
+
+    ops = [torch.mul, torch.add] if dtype != torch.bool else [torch.logical_xor, torch.eq]
+    for op in ops:
+        check_close(run_native(lambda x, y: op(viewed(x), y), a, b), op(viewed(a), b))
+        # mixed dtypes (a conversion per row) and an out= that is not contiguous (a store per row)
+        if dtype.is_floating_point and dtype != torch.float64:
+            bd = b.double()
+            check_close(run_native(lambda x, y: op(viewed(x), y), a, bd), op(viewed(a), bd))
+        want = op(viewed(a), b)
+        out = torch.empty(want.shape[::-1], dtype=want.dtype, device="axon").permute(
+            *reversed(range(want.dim())))
+        torch_axon.reset_fallback_stats()
+        op(viewed(a.to("axon")), b.to("axon"), out=out)
+        assert torch_axon.fallback_stats() == {}
+        check_close(out, want)
+    if dtype.is_floating_point:
+        # a unary op on a broadcast view, and where() with a broadcast condition
+        col = sample((50, 1), dtype, seed=6)
+        check_close(run_native(lambda x: torch.exp(x.expand(50, 12)), col), torch.exp(col.expand(50, 12)))
+        cond = sample(b_shape, torch.bool, seed=5)
+        check_close(run_native(lambda c, x, y: torch.where(c, viewed(x), y), cond, a, b),
+                    torch.where(cond, viewed(a), b))
+
+
+def test_short_rows_integer_division_by_zero_raises():
+    x = torch.ones(100, 7, dtype=torch.int64, device="axon")
+    d = torch.ones(100, 1, dtype=torch.int64, device="axon")
+    d[57] = 0
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        (x // d).cpu()
+    torch.axon.synchronize()
+    check_close(x // (d + 1), torch.zeros(100, 7, dtype=torch.int64) + (torch.ones(100, 7, dtype=torch.int64) //
+                                                                         (d.cpu() + 1)))
+
+
 def test_integer_division_by_zero_raises_at_synchronization():
     x = torch.ones(4, dtype=torch.int64, device="axon")
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):

@@ -109,6 +109,11 @@ char *axon_iter_at(const axon_iter_t *it, int k, int64_t pos) {
     return it->data[k] + off[k];
 }
 
+void axon_iter_row_seek(const axon_iter_t *it, axon_iter_row_t *r, int64_t row) {
+    memset(r, 0, sizeof *r);
+    iter_decode(it, row * it->sizes[0], r->off, r->idx);
+}
+
 void axon_iter_runs(const axon_iter_t *it, int64_t begin, int64_t end, axon_run_fn fn, void *ctx) {
     if (begin >= end) return;
     int64_t idx[AXON_MAX_DIMS], off[AXON_ITER_MAX_TENSORS], inner[AXON_ITER_MAX_TENSORS];

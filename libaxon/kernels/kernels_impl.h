@@ -126,6 +126,26 @@ void axon_iter_runs(const axon_iter_t *it, int64_t begin, int64_t end, axon_run_
 /* Pointer of tensor k's element at visit position pos. */
 char *axon_iter_at(const axon_iter_t *it, int k, int64_t pos);
 
+/* A cursor over an iterator's rows: the runs of its dimension 0 (sizes[0] elements each), row r starting at visit
+ * position r * sizes[0]. For kernels whose rows are short, where a call per run would cost more than the run. */
+typedef struct axon_iter_row {
+    int64_t idx[AXON_MAX_DIMS];                           /* the row's index in dimensions 1..ndim-1 */
+    int64_t off[AXON_ITER_MAX_TENSORS];                   /* byte offset of tensor k's first element of the row */
+} axon_iter_row_t;
+
+/* Place the cursor at row `row`. */
+void axon_iter_row_seek(const axon_iter_t *it, axon_iter_row_t *r, int64_t row);
+
+/* Advance the cursor to the next row. */
+static inline void axon_iter_row_next(const axon_iter_t *it, axon_iter_row_t *r) {
+    for (int d = 1; d < it->ndim; d++) {
+        for (int k = 0; k < it->ntensors; k++) r->off[k] += it->strides[k][d] * (int64_t)it->esize[k];
+        if (++r->idx[d] < it->sizes[d]) return;
+        for (int k = 0; k < it->ntensors; k++) r->off[k] -= it->sizes[d] * it->strides[k][d] * (int64_t)it->esize[k];
+        r->idx[d] = 0;
+    }
+}
+
 /* t with row-major strides (same data, dtype and shape): how checks written for contiguous operands see a dense
  * tensor of another layout (a channels-last one) whose kernel computes its offsets itself. */
 static inline axon_tensor_t axon_tensor_row_major(const axon_tensor_t *t) {
