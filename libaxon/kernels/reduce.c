@@ -12,6 +12,7 @@
 
 static const char *const reduce_names[] = {
     "sum", "prod", "mean", "amax", "amin", "any", "all", "norm", "var", "std", "logsumexp", "count_nonzero", "xor",
+    "nansum",
 };
 _Static_assert(sizeof reduce_names / sizeof reduce_names[0] == AXON_REDUCE_OP_COUNT,
                "every axon_reduce_op_t needs a name");
@@ -62,6 +63,7 @@ static int rd_describe(axon_reduce_op_t op, const axon_reduce_params_t *p, axon_
     case AXON_REDUCE_ALL: d->kind = RD_NZ_MIN, d->work = RD_W_I64; break;
     case AXON_REDUCE_COUNT_NONZERO: d->kind = RD_NZ_SUM, d->work = RD_W_I64; break;
     case AXON_REDUCE_XOR: d->kind = RD_XOR, d->work = RD_W_I64; break;
+    case AXON_REDUCE_NANSUM: d->kind = d->work == RD_W_I64 ? RD_SUM : RD_NAN_SUM; break;
     case AXON_REDUCE_NORM:
         if (p->p == 0) d->kind = RD_NZ_SUM;
         else if (p->p == 1) d->kind = RD_ABS_SUM;

@@ -47,6 +47,7 @@ typedef enum rd_kind {
     RD_ABS_MIN,
     RD_POW_SUM,      /* |x|^p, + */
     RD_EXP_SUM,      /* exp(x - p), +: the sum inside RD_LSE's fold, never an op's kind */
+    RD_NAN_SUM,      /* x, or 0 for a NaN, + */
     RD_VAR,          /* state (n, mean, m2) */
     RD_LSE,          /* state (shift, sum of exp(x - shift)) */
     RD_XOR,          /* x, ^ (int64 work only) */

@@ -89,6 +89,7 @@ RD_XOR_BITS(rd_xor_bits_f64, double, uint64_t)
     X(S, W, RD_ABS_MIN, MIN, RD_ABS_##S(v))               \
     X(S, W, RD_POW_SUM, ADD, RD_POW_##S(v, p))            \
     X(S, W, RD_EXP_SUM, ADD, RD_EXP_##S(v - (W)p))         \
+    X(S, W, RD_NAN_SUM, ADD, (v != v ? (W)0 : v))          \
     RD_KIND_XOR_##S(X, S, W)
 
 /* xor folds int64 only: the float generators' vector trees have no xor */
@@ -264,6 +265,7 @@ RD_XOR_BITS(rd_xor_bits_f64, double, uint64_t)
         RD_VLOOP(W, RD_ABS_MAX, RD_MAXC(a, v), RD_ABS_##S(v))                                                          \
         RD_VLOOP(W, RD_ABS_MIN, RD_MINC(a, v), RD_ABS_##S(v))                                                          \
         RD_VLOOP(W, RD_POW_SUM, RD_ADD_##S(a, v), RD_POW_##S(v, p))                                                    \
+        RD_VLOOP(W, RD_NAN_SUM, RD_ADD_##S(a, v), (v != v ? (W)0 : v))                                                 \
         RD_VLOOP(W, RD_XOR, RD_XOR_##S(a, v), v)                                                                       \
         default: break;                                                                                             \
         }                                                                                                           \
@@ -331,6 +333,7 @@ RD_XOR_BITS(rd_xor_bits_f64, double, uint64_t)
 #define RD_LOOP_RD_ABS_MIN RD_LOOP_SCALAR
 #define RD_LOOP_RD_POW_SUM RD_LOOP_SCALAR
 #define RD_LOOP_RD_EXP_SUM RD_LOOP_SCALAR
+#define RD_LOOP_RD_NAN_SUM(S, W, K, CLS, MAP) RD_LOOP_V_##S(S, W, K, CLS, MAP, RD_NAN_ZERO_##S(v))
 #define RD_LOOP_RD_XOR RD_LOOP_SCALAR
 #define RD_LOOP_V_i64(S, W, K, CLS, MAP, VMAP) RD_LOOP_SCALAR(S, W, K, CLS, MAP)
 #define RD_LOOP_SCALAR(S, W, K, CLS, MAP)                                                                       \
@@ -426,6 +429,9 @@ static inline __attribute__((always_inline)) rd_v4d rd_v4d_select(rd_v4l m, rd_v
 #define RD_FINISH_f32(S, W, CLS, MAP) RD_FINISH_VEC(v8f, v8_select, S, W, CLS, MAP, RD_STEPS_f32(CLS))
 #define RD_FINISH_f64(S, W, CLS, MAP) RD_FINISH_VEC(rd_v4d, rd_v4d_select, S, W, CLS, MAP, RD_STEPS_f64(CLS))
 #define RD_LOOP_V_f32(S, W, K, CLS, MAP, VMAP) RD_LOOP_VEC(v8f, v8_select, S, W, K, CLS, MAP, VMAP, RD_STEPS_f32(CLS))
+/* NaN lanes to 0 (RD_NAN_SUM's map on vectors) */
+#define RD_NAN_ZERO_f32(v) v8_select((v) == (v), (v), (v8f){0})
+#define RD_NAN_ZERO_f64(v) rd_v4d_select((v) == (v), (v), (rd_v4d){0})
 #define RD_LOOP_V_f64(S, W, K, CLS, MAP, VMAP)                                                                  \
     RD_LOOP_VEC(rd_v4d, rd_v4d_select, S, W, K, CLS, MAP, VMAP, RD_STEPS_f64(CLS))
 _Static_assert(sizeof(v8f) == 8 * sizeof(float) && sizeof(rd_v4d) == 4 * sizeof(double), "the lane steps above");

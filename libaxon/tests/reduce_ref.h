@@ -64,7 +64,9 @@ static inline long double rr_reduce(axon_reduce_op_t op, const axon_reduce_param
     switch (op) {
     case AXON_REDUCE_SUM:
     case AXON_REDUCE_MEAN:
-        for (int64_t i = 0; i < n; i++) r += v[i], s += fabsl(v[i]);
+    case AXON_REDUCE_NANSUM:
+        for (int64_t i = 0; i < n; i++)
+            if (!(op == AXON_REDUCE_NANSUM && isnan(v[i]))) r += v[i], s += fabsl(v[i]);
         if (op == AXON_REDUCE_MEAN) r /= n, s /= n;
         break;
     case AXON_REDUCE_PROD:

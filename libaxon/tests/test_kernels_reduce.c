@@ -13,6 +13,7 @@ static const axon_dtype_t all_dtypes[] = {AXON_FLOAT32, AXON_FLOAT64, AXON_BFLOA
 static axon_dtype_t out_dtype_for(axon_reduce_op_t op, axon_dtype_t d) {
     switch (op) {
     case AXON_REDUCE_SUM:
+    case AXON_REDUCE_NANSUM:
     case AXON_REDUCE_PROD: return rr_is_float(d) ? d : AXON_INT64;
     case AXON_REDUCE_AMAX:
     case AXON_REDUCE_AMIN: return d;
@@ -488,7 +489,8 @@ static void test_empty_reductions_give_identities_or_name_the_op(void) {
         double want;
     } cases[] = {{AXON_REDUCE_SUM, 0},      {AXON_REDUCE_PROD, 1},          {AXON_REDUCE_MEAN, NAN},
                  {AXON_REDUCE_ANY, 0},      {AXON_REDUCE_ALL, 1},           {AXON_REDUCE_NORM, 0},
-                 {AXON_REDUCE_VAR, NAN},    {AXON_REDUCE_LOGSUMEXP, -INFINITY}, {AXON_REDUCE_COUNT_NONZERO, 0}};
+                 {AXON_REDUCE_VAR, NAN},    {AXON_REDUCE_LOGSUMEXP, -INFINITY}, {AXON_REDUCE_COUNT_NONZERO, 0},
+                 {AXON_REDUCE_NANSUM, 0}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         float got[3] = {7, 7, 7};
         CHECK_OK(axon_kernel_reduce(k.s, cases[i].op, &out, &in, NULL));
@@ -546,6 +548,52 @@ static void test_nan_propagates_through_every_path(void) {
     axon_runtime_destroy(k.rt);
 }
 
+/* nansum is sum with each NaN read as 0: the same plan, so the very bits of sum over the data with its NaNs zeroed, in
+ * every path (inner, split, outer, short rows), float32 and float64. */
+static void test_nansum_is_sum_with_nans_zeroed(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    static const struct {
+        int64_t sizes[2];
+        unsigned mask;
+    } shapes[] = {{{4, 100}, 2}, {{2, 100000}, 2}, {{1000, 4}, 1}, {{100, 300}, 1}, {{50, 7}, 2}, {{3, 5}, 3}};
+    static const axon_dtype_t dts[] = {AXON_FLOAT32, AXON_FLOAT64};
+    for (size_t di = 0; di < 2; di++)
+        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+            const axon_dtype_t d = dts[di];
+            const int64_t n = shapes[si].sizes[0] * shapes[si].sizes[1], es = (int64_t)axon_dtype_size(d);
+            char *h = rr_fill(d, n, 0), *zeroed = malloc((size_t)(n * es));
+            memcpy(zeroed, h, (size_t)(n * es));
+            for (int64_t i = 0; i < n; i += 1 + i % 13) { /* NaNs scattered, some in runs */
+                if (d == AXON_FLOAT32) ((float *)h)[i] = NAN, ((float *)zeroed)[i] = 0.0f;
+                else ((double *)h)[i] = NAN, ((double *)zeroed)[i] = 0.0;
+            }
+            int64_t osz[2];
+            for (int i = 0; i < 2; i++) osz[i] = (shapes[si].mask >> i) & 1 ? 1 : shapes[si].sizes[i];
+            const int64_t nout = osz[0] * osz[1];
+            char *got = malloc((size_t)(nout * es)), *want = malloc((size_t)(nout * es));
+            const axon_reduce_op_t ops[2] = {AXON_REDUCE_NANSUM, AXON_REDUCE_SUM};
+            const char *src[2] = {h, zeroed};
+            char *dst[2] = {got, want};
+            for (int r = 0; r < 2; r++) {
+                char *dev = rr_upload(&k, d, src[r], n), *dout = rr_upload(&k, d, NULL, nout);
+                axon_tensor_t in = kc_tensor(dev, d, 2, shapes[si].sizes, NULL), out = kc_tensor(dout, d, 2, osz, NULL);
+                CHECK_OK(axon_kernel_reduce(k.s, ops[r], &out, &in, NULL));
+                CHECK(kc_download(&k, dst[r], dout, (size_t)(nout * es)));
+                axon_mem_free(k.dev, dev);
+                axon_mem_free(k.dev, dout);
+            }
+            if (memcmp(got, want, (size_t)(nout * es)) != 0) {
+                fprintf(stderr, "  nansum %s [%lld, %lld] mask %u differs from sum of the zeroed data\n",
+                        axon_dtype_name(d), (long long)shapes[si].sizes[0], (long long)shapes[si].sizes[1],
+                        shapes[si].mask);
+                check_failures_in_test++;
+            }
+            free(h), free(zeroed), free(got), free(want);
+        }
+    axon_runtime_destroy(k.rt);
+}
+
 /* var/std with correction 0 and 1 on known values; one element with correction 1 is NaN (PyTorch: nan). */
 static void test_var_and_std_follow_the_correction(void) {
     kc_dev_t k = kc_open(1);
@@ -579,6 +627,7 @@ int main(void) {
     RUN(test_float32_sum_of_1m_elements_is_accurate);
     RUN(test_empty_reductions_give_identities_or_name_the_op);
     RUN(test_nan_propagates_through_every_path);
+    RUN(test_nansum_is_sum_with_nans_zeroed);
     RUN(test_var_and_std_follow_the_correction);
     RUN(test_xor_keeps_every_bit_and_refuses_floats);
     RUN(test_complex_sum_and_mean_reduce_each_part);

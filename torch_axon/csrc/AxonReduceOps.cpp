@@ -147,10 +147,13 @@ at::Tensor nansum(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keep
                   std::optional<c10::ScalarType> dtype) {
   if (!reducible(self.scalar_type()) || self.is_complex() || self.dim() > AXON_MAX_DIMS)
     return fall_back<ATEN_OP(nansum)>(self, dim, keepdim, dtype);
-  const at::Tensor x = at::isFloatingType(self.scalar_type())
-                           ? at::where(at::isnan(self), at::zeros({}, self.options()), self)
-                           : self;
-  return at::sum(x, dim, keepdim, dtype);
+  const c10::ScalarType out_type = dtype.value_or(self.scalar_type());
+  if (!at::isFloatingType(self.scalar_type())) return at::sum(self, dim, keepdim, dtype);   // no NaN to skip
+  at::Tensor out = at::empty({0}, self.options().dtype(out_type));
+  if (!at::isFloatingType(out_type) || !libaxon_can_sum(self, out))   // NaN to an integer dtype: CPU's casts
+    return at::sum(at::where(at::isnan(self), at::zeros({}, self.options()), self), dim, keepdim, dtype);
+  reduce(AXON_REDUCE_NANSUM, self, reduced_dims(self, dim), keepdim, out, axon_reduce_params_default(), "nansum");
+  return out;
 }
 
 template <axon_reduce_op_t OP, class AtenOp>

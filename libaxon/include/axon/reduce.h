@@ -60,6 +60,7 @@ typedef enum axon_reduce_op {
     AXON_REDUCE_COUNT_NONZERO,   /* number of x != 0, counted in int64 */
     AXON_REDUCE_XOR,             /* bitwise xor of the values as int64 (integer and bool in and out only: a caller
                                     hashing floats reinterprets their bits as integers first); empty: 0 */
+    AXON_REDUCE_NANSUM,          /* SUM with NaN read as 0 (torch.nansum); integers sum as SUM; empty: 0 */
     AXON_REDUCE_OP_COUNT
 } axon_reduce_op_t;
 
