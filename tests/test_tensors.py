@@ -206,6 +206,22 @@ def test_broadcasting_copy_into_a_bigger_destination_is_exact(dtype):
     assert_exact(host, col.cpu().expand(3, 4))
 
 
+@pytest.mark.parametrize("to", [torch.float16, torch.bfloat16, torch.float64, torch.int32, torch.uint8, torch.bool],
+                         ids=str)
+def test_short_rows_convert_fill_and_move_like_cpu(to):
+    # Rows of a few elements go through libaxon's row loop: moved as bytes, filled from a broadcast element, or
+    # converted row by row (strided sources, other dtypes), over two and three outer dimensions.
+    x = torch.randn(37, 5, 24, generator=torch.Generator().manual_seed(2)) * 50
+    views = [lambda t: t[:, :, :3], lambda t: t[:, :, ::2], lambda t: t[:, :1, :16].expand(37, 5, 16),
+             lambda t: t[:, :, :1].expand(37, 5, 7), lambda t: t[:, 1:4, 2:9].transpose(0, 1)]
+    for view in views:
+        for dtype in (x.dtype, to):
+            want = view(x).to(dtype)
+            got = view(x.to("axon")).to(dtype)
+            assert_exact(got, want)
+            assert_exact(view(x.to("axon")).contiguous(), view(x).contiguous())
+
+
 def _exact_values(dtype):
     """Values every dtype in the conversion tests represents exactly: small integers (and 0/1 for bool)."""
     if dtype == torch.bool:

@@ -3,12 +3,15 @@
  * The two descriptors are merged into one iterator walked in dst's memory order, with dimensions that are
  * contiguous in both coalesced. What remains picks the path:
  *   - one contiguous run, same dtype: memcpy in parallel chunks (the raw copy's contiguous branch);
- *   - runs that are contiguous on both sides: the pair's typed conversion loop, which the compiler vectorizes; short
- *     ones of one dtype (a pad's interior, a slice of the last dimension) as rows moved inline by one loop;
+ *   - runs that are contiguous on both sides: the pair's typed conversion loop, which the compiler vectorizes;
+ *   - short rows (a pad's interior, a slice of the last dimension, an expand): one loop over the rows, each moved
+ *     inline, filled from a broadcast element, or converted;
  *   - a transpose (src's fastest dimension is not dst's): square tiles, so that the strided side of each tile stays
  *     in L1 instead of touching a new cache line per element;
  *   - anything else: strided runs along dst's fastest dimension.
  * Work is split over the device's pool in chunks of at least AXON_KERNEL_GRAIN elements (or whole tiles). */
+
+#include <string.h>
 
 #include "internal.h"
 #include "kernels_impl.h"
@@ -24,6 +27,7 @@ struct copy_job {
     int64_t tiles0, tiles1;      /* tiles along dimensions 0 and 1 */
     int block;                   /* tiled path moving 4- or 8-byte elements, each side contiguous along its own
                                     dimension: 16 x 16 blocks through a buffer (copy_block) */
+    int same_dtype;
 };
 
 static int copy_same_view(const axon_tensor_t *a, const axon_tensor_t *b) {
@@ -112,29 +116,57 @@ static void copy_tiles(void *ctx, int64_t begin, int64_t end, int slot) {
 }
 
 /* Rows up to this many bytes go through copy_rows: below it the run callback and the typed loop's call cost as much
- * as moving the row. */
+ * as moving the row (or more: 16-element rows of a float -> half cast took 2x CPU's time through the runs). */
 #define COPY_SHORT_ROW_BYTES 2048
 
-/* Rows [begin, end) of a same-dtype copy whose dimension 0 is contiguous on both sides: the outer coordinates are
- * stepped like an odometer and each row is moved inline. */
-static void copy_rows(void *ctx, int64_t begin, int64_t end, int slot) {
+/* A row of n elements of es bytes, src broadcast (stride 0) into a contiguous dst row. */
+static void copy_fill_row(char *dst, const char *src, size_t es, int64_t n) {
+#define COPY_FILL(T)                                                                                           \
+    do {                                                                                                       \
+        T v, *d = (T *)dst;                                                                                    \
+        memcpy(&v, src, sizeof v);                                                                             \
+        for (int64_t i = 0; i < n; i++) d[i] = v;                                                              \
+    } while (0)
+    switch (es) {
+    case 1: memset(dst, *(const unsigned char *)src, (size_t)n); break;
+    case 2: COPY_FILL(uint16_t); break;
+    case 4: COPY_FILL(uint32_t); break;
+    case 8: COPY_FILL(uint64_t); break;
+    default:
+        for (int64_t i = 0; i < n; i++) memcpy(dst + (size_t)i * es, src, es);
+        break;
+    }
+#undef COPY_FILL
+}
+
+/* Rows [begin, end) of dimension 0, each moved inline when both sides are contiguous along it in one dtype, filled
+ * when src is broadcast along it, else by the pair's conversion loop. The outer coordinates are stepped like an
+ * odometer on local pointers: for rows of a few bytes the stepping is most of the cost. */
+AXON_CLONES static void copy_rows(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
     const struct copy_job *j = ctx;
     const axon_iter_t *it = &j->it;
-    const size_t es = it->esize[0], row = (size_t)it->sizes[0] * es;
+    const int64_t n = it->sizes[0], ds = it->strides[0][0], ss = it->strides[1][0];
+    const int64_t des = (int64_t)it->esize[0], ses = (int64_t)it->esize[1];
+    const int same = j->same_dtype && ds == 1, bytes = same && ss == 1, fill = same && ss == 0;
     int64_t idx[AXON_MAX_DIMS] = {0};
     for (int64_t r = begin, d = 1; d < it->ndim; d++) {
         idx[d] = r % it->sizes[d];
         r /= it->sizes[d];
     }
-    char *dp = axon_iter_at(it, 0, begin * it->sizes[0]);
-    const char *sp = axon_iter_at(it, 1, begin * it->sizes[0]);
+    char *dp = axon_iter_at(it, 0, begin * n);
+    const char *sp = axon_iter_at(it, 1, begin * n);
     for (int64_t r = begin; r < end; r++) {
-        axon_copy_bytes_short(dp, sp, row);
+        if (bytes)
+            axon_copy_bytes_short(dp, sp, (size_t)(n * des));
+        else if (fill)
+            copy_fill_row(dp, sp, (size_t)des, n);
+        else
+            j->fn(dp, ds, sp, ss, n);
         for (int d = 1; d < it->ndim; d++) {
-            dp += it->strides[0][d] * (int64_t)es, sp += it->strides[1][d] * (int64_t)es;
+            dp += it->strides[0][d] * des, sp += it->strides[1][d] * ses;
             if (++idx[d] < it->sizes[d]) break;
-            dp -= it->strides[0][d] * it->sizes[d] * (int64_t)es, sp -= it->strides[1][d] * it->sizes[d] * (int64_t)es;
+            dp -= it->strides[0][d] * it->sizes[d] * des, sp -= it->strides[1][d] * it->sizes[d] * ses;
             idx[d] = 0;
         }
     }
@@ -188,8 +220,9 @@ void axon_copy_execute(const axon_tensor_t *dst, const axon_tensor_t *src, axon_
         axon_parallel_for(pool, 0, units, grain < 1 ? 1 : grain, copy_tiles, &j);
         return;
     }
-    if (src->dtype == dst->dtype && j.it.ndim >= 2 && j.it.strides[0][0] == 1 && j.it.strides[1][0] == 1 &&
-        (int64_t)j.it.esize[0] * j.it.sizes[0] <= COPY_SHORT_ROW_BYTES) {
+    j.same_dtype = src->dtype == dst->dtype;
+    const size_t wide = j.it.esize[0] > j.it.esize[1] ? j.it.esize[0] : j.it.esize[1];
+    if (j.it.ndim >= 2 && (int64_t)wide * j.it.sizes[0] <= COPY_SHORT_ROW_BYTES) {
         int64_t grain = AXON_KERNEL_GRAIN / j.it.sizes[0];
         axon_parallel_for(pool, 0, j.it.numel / j.it.sizes[0], grain < 1 ? 1 : grain, copy_rows, &j);
         return;
