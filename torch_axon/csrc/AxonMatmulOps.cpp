@@ -8,6 +8,7 @@
 #include <ATen/ExpandUtils.h>
 #include <ATen/Operators.h>
 #include <ATen/native/Resize.h>
+#include <ATen/ops/addr_native.h>
 #include <axon/gemm.h>
 #include <c10/util/Exception.h>
 #include <torch/library.h>
@@ -202,11 +203,59 @@ at::Tensor& addbmm_(at::Tensor& self, const at::Tensor& batch1, const at::Tensor
   return addbmm_out(self, batch1, batch2, beta, alpha, self);
 }
 
+// addr: beta * self + alpha * outer(vec1, vec2). With beta 1 (the default) that is addcmul(self, vec1[:, None], vec2,
+// alpha), one pass over the matrix, where ATen's composite writes the outer product and then adds self to it; the
+// rest (other betas, integer and bool dtypes, arguments it refuses) goes to that composite, with its errors. (Its
+// out= form calls at::addr, so the functional form must never come back here for the composite.)
+bool addr_fuses(const at::Tensor& self, const at::Tensor& vec1, const at::Tensor& vec2, const c10::Scalar& beta,
+                c10::ScalarType out_type, c10::Device out_device) {
+  const c10::ScalarType t = self.scalar_type();
+  return vec1.dim() == 1 && vec2.dim() == 1 && vec1.scalar_type() == t && vec2.scalar_type() == t && out_type == t &&
+         (at::isFloatingType(t) || at::isComplexType(t)) && !beta.isComplex() && !beta.isBoolean() &&
+         beta.toDouble() == 1.0 && vec1.device() == self.device() && vec2.device() == self.device() &&
+         out_device == self.device() && at::is_expandable_to(self.sizes(), {vec1.size(0), vec2.size(0)});
+}
+
+// CPU's checks, in its order and with its messages: 1-D vectors, then self expandable to [len(vec1), len(vec2)].
+void addr_check(const at::Tensor& self, const at::Tensor& vec1, const at::Tensor& vec2) {
+  TORCH_CHECK(vec1.dim() == 1, "addr: Expected 1-D argument vec1, but got ", vec1.dim(), "-D");
+  TORCH_CHECK(vec2.dim() == 1, "addr: Expected 1-D argument vec2, but got ", vec2.dim(), "-D");
+  if (!at::is_expandable_to(self.sizes(), {vec1.size(0), vec2.size(0)}))
+    (void)self.expand({vec1.size(0), vec2.size(0)});   // raises expand's own error, as CPU's addr does
+}
+
+at::Tensor& addr_out(const at::Tensor& self, const at::Tensor& vec1, const at::Tensor& vec2, const c10::Scalar& beta,
+                     const c10::Scalar& alpha, at::Tensor& out) {
+  addr_check(self, vec1, vec2);
+  if (!addr_fuses(self, vec1, vec2, beta, out.scalar_type(), out.device()))
+    return at::native::math_addr_out(self, vec1, vec2, beta, alpha, out);
+  return at::addcmul_out(out, self, vec1.unsqueeze(1), vec2, alpha);
+}
+
+at::Tensor addr(const at::Tensor& self, const at::Tensor& vec1, const at::Tensor& vec2, const c10::Scalar& beta,
+                const c10::Scalar& alpha) {
+  addr_check(self, vec1, vec2);
+  if (!addr_fuses(self, vec1, vec2, beta, self.scalar_type(), self.device()))
+    return at::native::math_addr(self, vec1, vec2, beta, alpha);
+  return at::addcmul(self, vec1.unsqueeze(1), vec2, alpha);
+}
+
+at::Tensor& addr_(at::Tensor& self, const at::Tensor& vec1, const at::Tensor& vec2, const c10::Scalar& beta,
+                  const c10::Scalar& alpha) {
+  addr_check(self, vec1, vec2);
+  TORCH_CHECK(self.dim() == 2 && self.size(0) == vec1.size(0) && self.size(1) == vec2.size(0),
+              "size mismatch, input: ", self.sizes(), ", v1: ", vec1.sizes(), ", v2: ", vec2.sizes());
+  return addr_out(self, vec1, vec2, beta, alpha, self);
+}
+
 at::Tensor dot(const at::Tensor& self, const at::Tensor& other) { return dot_product(self, other, false); }
 at::Tensor vdot(const at::Tensor& self, const at::Tensor& other) { return dot_product(self, other, true); }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("addmv.out", TORCH_FN(addmv_out));
+  m.impl("addr", TORCH_FN(addr));
+  m.impl("addr_", TORCH_FN(addr_));
+  m.impl("addr.out", TORCH_FN(addr_out));
   m.impl("dot", TORCH_FN(dot));
   m.impl("vdot", TORCH_FN(vdot));
   m.impl("mm.out", TORCH_FN(mm_out));
