@@ -248,6 +248,41 @@ def test_take_put_and_index_fill_match_cpu(dtype):
              x.index_fill(dim, idx, torch.tensor(v, dtype=dtype)))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.int8, torch.bool,
+                                   torch.complex128], ids=dtype_id)
+def test_index_fill_visits_rows_and_columns_of_any_layout_like_cpu(dtype):
+    # libaxon fills whole slices index by index when dim strides out further than the slice's fastest dim, else
+    # position by position with every index at each; both on views (transposed, strided, 3-d, a negative stride),
+    # repeated and negative indices.
+    x = sample(dtype, (6, 9, 11), seed=2)
+    views = [lambda t: t, lambda t: t.transpose(0, 2), lambda t: t[:, ::2, 1:], lambda t: t.flip(1)]
+    v = sample(dtype, (1,), seed=9)[0].item()
+    for view in views:
+        for dim in (0, 1, 2, -1):
+            size = view(x).shape[dim]
+            for idx in (torch.tensor([0, size - 1, -1, 2, 2]), torch.arange(size), torch.tensor(1)):
+                got = native(lambda: view(x.to("axon").clone()).index_fill_(dim, idx.to("axon"), v))
+                same(got, view(x.clone()).index_fill_(dim, idx, v))
+
+
+def test_index_fill_refuses_bad_indices_before_writing():
+    x = torch.arange(12.0).reshape(3, 4)
+    for dim, bad in ((0, torch.tensor([0, 3])), (1, torch.tensor([-5])), (1, torch.tensor([1, 4, 0]))):
+        xa = x.to("axon")
+        with pytest.raises((IndexError, RuntimeError), match="out of (bounds|range)"):
+            xa.index_fill_(dim, bad.to("axon"), -1.0)
+            torch.axon.synchronize()
+        same(xa, x)   # nothing written
+    with pytest.raises(IndexError, match="Index is supposed to be a vector"):
+        x.to("axon").index_fill_(0, torch.tensor([[0]], device="axon"), 1.0)
+    with pytest.raises(RuntimeError, match="Expected dtype int64 for index"):
+        x.to("axon").index_fill_(0, torch.tensor([0], dtype=torch.int32, device="axon"), 1.0)
+    empty = torch.empty(0, 4, device="axon")
+    with pytest.raises((IndexError, RuntimeError), match="out of (bounds|range)"):
+        empty.index_fill_(0, torch.tensor([0], device="axon"), 1.0)
+        torch.axon.synchronize()
+
+
 @pytest.mark.parametrize("index", [torch.tensor([0]), torch.tensor(0), torch.tensor([-1])], ids=["[0]", "0-d", "[-1]"])
 @pytest.mark.parametrize("dim", [0, -1])
 def test_index_fill_of_a_scalar_is_native(index, dim):

@@ -1,6 +1,7 @@
 // Advanced indexing on libaxon's kernels (libaxon/include/axon/index_advanced.h): x[i0, i1, ...] (index.Tensor),
-// x[i0, ...] = v and index_put_ with or without accumulate (_index_put_impl_), take, put_, index_fill_, nonzero (and so argwhere, x[mask],
-// torch.where(cond)), nonzero_static, masked_select and masked_scatter_.
+// x[i0, ...] = v and index_put_ with or without accumulate (_index_put_impl_), take, put_, index_fill_ (libaxon's
+// index_fill, axon/index.h), nonzero (and so argwhere, x[mask], torch.where(cond)), nonzero_static, masked_select and
+// masked_scatter_.
 //
 // index and index_put share ATen's layout (IndexingUtils.h): masks become long indices through nonzero, the
 // indices broadcast together, and the indexed tensor is restrided over the result's shape with 0 strides where the
@@ -18,6 +19,7 @@
 #include <ATen/native/TensorAdvancedIndexingUtils.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
+#include <axon/index.h>
 #include <axon/index_advanced.h>
 #include <c10/util/Exception.h>
 #include <torch/library.h>
@@ -25,6 +27,7 @@
 #include <optional>
 #include <vector>
 
+#include "AxonElementBytes.h"
 #include "AxonException.h"
 #include "AxonFallback.h"
 #include "AxonFunctions.h"
@@ -206,10 +209,13 @@ at::Tensor& index_fill_scalar(at::Tensor& self, int64_t dim, const at::Tensor& i
   if (self.dim() == 0 || self.dim() > AXON_MAX_DIMS || index.device() != self.device())
     return fall_back<ATEN_OP2(index_fill_, int_Scalar)>(self, dim, index, value);
   dim = at::maybe_wrap_dim(dim, self.dim());
-  IndexList list;
-  for (int64_t d = 0; d < dim; ++d) list.push_back(std::nullopt);
-  list.push_back(index.reshape({-1}));
-  index_put_impl(self, list, at::scalar_tensor(value, self.options()), false, false);
+  at::assert_no_internal_overlap(self);
+  // Dtypes libaxon does not know (complex32, float8, uint16..64): the value converted on the host, stored as bytes.
+  const bool bytes = !kernels_support(self.scalar_type());
+  const axon_tensor_t out = bytes ? describe_bytes(self, "index_fill_") : describe(self, "index_fill_"),
+                      idx = describe(index, "index_fill_");
+  const axon_scalar_t v = bytes ? element_bytes_scalar(value, self.scalar_type()) : to_axon_scalar(value);
+  AXON_CHECK(axon_kernel_index_fill(stream_of(self), &out, static_cast<int>(dim), &idx, v, AXON_INDEX_WRAP));
   return self;
 }
 

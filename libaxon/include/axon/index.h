@@ -1,5 +1,5 @@
-/* Indexing kernels: index_select, gather, scatter (plain and reducing), index_add, index_copy, embedding backward,
- * masked_fill and cat.
+/* Indexing kernels: index_select, gather, scatter (plain and reducing), index_add, index_copy, index_fill, embedding
+ * backward, masked_fill and cat.
  *
  * Like every kernel (kernels.h), a launch checks its descriptors on the calling thread, enqueues one command on
  * stream s and returns at once; descriptors and scalars are copied at launch; nothing is enqueued on error or when
@@ -102,6 +102,11 @@ AXON_API axon_status_t axon_kernel_index_add(axon_stream_t s, const axon_tensor_
  * Repeated indices: the last in index order wins. Errors as scatter. */
 AXON_API axon_status_t axon_kernel_index_copy(axon_stream_t s, const axon_tensor_t *out, int dim,
                                               const axon_tensor_t *index, const axon_tensor_t *src, unsigned flags);
+
+/* In place: out[..., index[k], ...] = value along dim for every k; index is 0-d or 1-d (int32 or int64); value is
+ * converted to out's dtype with the copy rules; every dtype. Indices are checked before anything is written. */
+AXON_API axon_status_t axon_kernel_index_fill(axon_stream_t s, const axon_tensor_t *out, int dim,
+                                              const axon_tensor_t *index, axon_scalar_t value, unsigned flags);
 
 /* grad_weight = 0, then grad_weight[indices[k], :] += grad[k, :] for every k with indices[k] != padding_idx
  * (padding_idx < 0: none); indices in [0, V). grad_weight is [V, D], grad [N, D] of the same
