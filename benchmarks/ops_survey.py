@@ -48,6 +48,13 @@ GRID = F.affine_grid(torch.tensor([[[0.9, -0.3, 0.1], [0.3, 0.9, -0.05]]]).repea
 VOL = torch.randn(2, 16, 16, 32, 32, generator=_gen)
 GRID3 = torch.rand(2, 16, 32, 32, 3, generator=_gen) * 2.2 - 1.1
 GS_GRAD = torch.randn(8, 32, 64, 64, generator=_gen)
+# A grid mostly outside its volume (op_db's grid_sampler_3d sample: coordinates in [-4, 4]).
+VOL_FAR = torch.randn(20, 21, 22, 23, 24, generator=_gen)
+GRID_FAR = torch.rand(20, 12, 11, 10, 3, generator=_gen) * 8 - 4
+_m = torch.randn(5, 5, generator=_gen)
+SPD5 = _m @ _m.T + 5 * torch.eye(5)
+COL = torch.randn(16384, 1, generator=_gen)
+A_NAN = A.masked_fill(A > 2, float("nan"))
 # embedding bags: a 100k x 64 table, 2048 bags of 20 indices (a recommender model's lookup)
 EB_W = torch.randn(100_000, 64, generator=_gen)
 EB_IDX = torch.randint(0, 100_000, (2048 * 20,), generator=_gen)
@@ -221,6 +228,23 @@ CASES = {
         100_000, False, 1, False, None, -1)),
     "grid_sample bilinear backward": (T(GS_GRAD, IMG, GRID), lambda go, x, g: aten.grid_sampler_2d_backward(
         go, x, g, 0, 0, False, [True, True])),
+    "grid_sample 3d trilinear far": (T(VOL_FAR, GRID_FAR), lambda x, g: F.grid_sample(x, g, align_corners=False)),
+    "grid_sample 3d nearest far": (T(VOL_FAR, GRID_FAR), lambda x, g: F.grid_sample(x, g, mode="nearest",
+                                                                                      align_corners=False)),
+    "linalg.cholesky 5x5": (T(SPD5), lambda a: torch.linalg.cholesky(a)),
+    "linalg.inv 5x5": (T(SPD5), lambda a: torch.linalg.inv(a)),
+    "linalg.cross [5, 3]": (T(A[:5, :3], B[:5, :3]), lambda a, b: torch.linalg.cross(a, b)),
+    "add [N, 3] + [3]": (T(A.view(-1)[:3 * 349525].view(349525, 3), B[0, :3]), lambda a, b: a + b),
+    "mul [N, 16] * [16]": (T(A.view(65536, 16), B[0, :16]), lambda a, b: a * b),
+    "mul [N, 64] * [N, 1]": (T(A.view(16384, 64), COL), lambda a, b: a * b),
+    "kron 64x64 16x16": (T(A[:64, :64], B[:16, :16]), lambda a, b: torch.kron(a, b)),
+    "nansum": (T(A_NAN), lambda a: torch.nansum(a)),
+    "nansum dim1": (T(A_NAN), lambda a: torch.nansum(a, 1)),
+    "addr": (T(A, B[0], B[1]), lambda m, u, v: torch.addr(m, u, v)),
+    "index_fill rows": (T(A, IDX[0, :100]), lambda a, i: a.index_fill(0, i, 2.0)),
+    "index_fill columns": (T(A, IDX[0, :100]), lambda a, i: a.index_fill(1, i, 2.0)),
+    "to half, rows of 16": (T(A.view(32768, 32)), lambda a: a[:, :16].half()),
+    "expand [N, 1] to [N, 64]": (T(COL), lambda c: c.expand(16384, 64).contiguous()),
 }
 
 
