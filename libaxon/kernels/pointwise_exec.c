@@ -213,6 +213,23 @@ static void pw_row_load(const struct pw_job *j, int k, char *dst, const char *sr
 }
 #undef PW_ROW_COPY
 
+/* The operands that are one value for every row (numbers, and tensors broadcast over everything) into in[] (held
+ * for the latter); returns the loop's number mask. */
+static unsigned pw_rows_numbers(const struct pw_job *j, const char **in, pw_value_t *held) {
+    const pw_args_t *a = j->a;
+    unsigned sm = a->scalar;
+    for (int k = 0; k < a->arity; k++) {
+        if (j->slot[k] < 0) {
+            in[k] = (const char *)a->value[k].bytes;
+        } else if (j->row_kind[k] == PW_ROW_NUMBER) {
+            pw_hold(j, k, j->it.data[j->slot[k]], &held[k]);
+            in[k] = (const char *)held[k].bytes;
+            sm |= 1u << k;
+        }
+    }
+    return sm;
+}
+
 /* Rows [begin, end), one loop call each: an operand with one value per row (x * scale[:, None]) goes to the loop as
  * a number, the others as their memory when they have stride 1 in the load dtype, else through a buffer. */
 static void pw_rows_each_range(void *ctx, int64_t begin, int64_t end, int slot) {
@@ -226,16 +243,7 @@ static void pw_rows_each_range(void *ctx, int64_t begin, int64_t end, int slot) 
     const int64_t R = it->sizes[0];
     const char *in[3] = {NULL, NULL, NULL};
     pw_value_t held[3];
-    unsigned fixed = a->scalar;
-    for (int k = 0; k < a->arity; k++) {
-        if (j->slot[k] < 0) {
-            in[k] = (const char *)a->value[k].bytes;
-        } else if (j->row_kind[k] == PW_ROW_NUMBER) {
-            pw_hold(j, k, it->data[j->slot[k]], &held[k]);
-            in[k] = (const char *)held[k].bytes;
-            fixed |= 1u << k;
-        }
-    }
+    const unsigned fixed = pw_rows_numbers(j, in, held);
     const int out_direct = it->strides[0][0] == 1 && a->out.dtype == a->result;
     axon_iter_row_t cur;
     axon_iter_row_seek(it, &cur, begin);
@@ -278,18 +286,10 @@ static void pw_rows_range(void *ctx, int64_t begin, int64_t end, int slot) {
     const int64_t R = it->sizes[0], G = j->block / R;
     const char *in[3] = {NULL, NULL, NULL};
     pw_value_t held[3];
-    unsigned sm = a->scalar;
-    for (int k = 0; k < a->arity; k++) {
-        if (j->slot[k] < 0) {
-            in[k] = (const char *)a->value[k].bytes;
-        } else if (j->row_kind[k] == PW_ROW_NUMBER) {
-            pw_hold(j, k, it->data[j->slot[k]], &held[k]);
-            in[k] = (const char *)held[k].bytes;
-            sm |= 1u << k;
-        } else if (j->row_kind[k] != PW_ROW_PACKED) {
+    const unsigned sm = pw_rows_numbers(j, in, held);
+    for (int k = 0; k < a->arity; k++)
+        if (j->slot[k] >= 0 && j->row_kind[k] != PW_ROW_NUMBER && j->row_kind[k] != PW_ROW_PACKED)
             in[k] = (const char *)c.buf[k];
-        }
-    }
     axon_iter_row_t cur, out_row;
     axon_iter_row_seek(it, &cur, begin);
     int same_filled = 0, gathers = 0;

@@ -26,6 +26,17 @@ static inline axon_tensor_t kc_tensor(void *data, axon_dtype_t dtype, int ndim, 
     return t;
 }
 
+/* A contiguous vector of n elements over data. */
+static inline axon_tensor_t kc_vector(void *data, axon_dtype_t dtype, int64_t n) {
+    return kc_tensor(data, dtype, 1, &n, NULL);
+}
+
+/* The next value of a small linear congruential generator (24 bits), for test data that must be the same every run. */
+static inline uint32_t kc_next_u24(uint32_t *state) {
+    *state = *state * 1664525u + 1013904223u;
+    return *state >> 8;
+}
+
 typedef struct kc_dev {
     axon_runtime_t rt;
     axon_device_t dev;

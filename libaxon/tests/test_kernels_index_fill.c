@@ -9,15 +9,6 @@
 #include "kernels_check.h"
 
 static uint32_t rng_state = 977;
-static uint32_t rnd(void) {
-    rng_state = rng_state * 1664525u + 1013904223u;
-    return rng_state >> 8;
-}
-
-static axon_tensor_t T1(void *p, axon_dtype_t d, int64_t a) {
-    const int64_t sz[1] = {a};
-    return kc_tensor(p, d, 1, sz, NULL);
-}
 
 static const axon_dtype_t all_dtypes[] = {AXON_FLOAT32, AXON_FLOAT64, AXON_FLOAT16,   AXON_BFLOAT16,
                                           AXON_INT8,    AXON_UINT8,   AXON_INT16,     AXON_INT32,
@@ -31,17 +22,17 @@ static void fill_case(axon_dtype_t dt, int dim, int64_t C, int i32, int gap, int
     const size_t obytes = (size_t)(4 * ostr[0] * es);
     unsigned char *out = malloc(obytes), *want = malloc(obytes), elem[16];
     REQUIRE(out && want);
-    for (size_t i = 0; i < obytes; i++) out[i] = want[i] = (unsigned char)rnd();
+    for (size_t i = 0; i < obytes; i++) out[i] = want[i] = (unsigned char)kc_next_u24(&rng_state);
     kc_dev_t k = kc_open(threads);
     REQUIRE(k.rt);
-    axon_tensor_t te = T1(elem, dt, 1);
+    axon_tensor_t te = kc_vector(elem, dt, 1);
     CHECK_OK(axon_kernel_fill(k.s, &te, v));
     CHECK_OK(axon_stream_sync(k.s));
     int64_t ix64[N];
     int32_t ix32[N];
     const int64_t size = osz[dim];
     for (int i = 0; i < N; i++)
-        ix64[i] = (int64_t)(rnd() % (uint32_t)(2 * size)) - size, ix32[i] = (int32_t)ix64[i];
+        ix64[i] = (int64_t)(kc_next_u24(&rng_state) % (uint32_t)(2 * size)) - size, ix32[i] = (int32_t)ix64[i];
     for (int i = 0; i < N; i++) {
         const int64_t at = ix64[i] < 0 ? ix64[i] + size : ix64[i];
         for (int64_t a = 0; a < 4; a++)
@@ -53,7 +44,7 @@ static void fill_case(axon_dtype_t dt, int dim, int64_t C, int i32, int gap, int
                 }
     }
     axon_tensor_t to = kc_tensor(out, dt, 3, osz, ostr);
-    axon_tensor_t tx = T1(i32 ? (void *)ix32 : (void *)ix64, i32 ? AXON_INT32 : AXON_INT64, N);
+    axon_tensor_t tx = kc_vector(i32 ? (void *)ix32 : (void *)ix64, i32 ? AXON_INT32 : AXON_INT64, N);
     CHECK_OK(axon_kernel_index_fill(k.s, &to, dim - 3, &tx, v, AXON_INDEX_WRAP)); /* negative dim */
     CHECK_OK(axon_stream_sync(k.s));
     const int64_t diff = kc_first_diff(out, want, obytes);
@@ -84,7 +75,7 @@ static void test_index_fill_fails_on_an_out_of_range_index_and_writes_nothing(vo
     const int64_t osz[2] = {5, 3};
     axon_tensor_t to = kc_tensor(out, AXON_FLOAT32, 2, osz, NULL);
     int64_t bad[3] = {1, 7, 0}, neg[3] = {0, -6, 2};
-    axon_tensor_t tb = T1(bad, AXON_INT64, 3), tn = T1(neg, AXON_INT64, 3);
+    axon_tensor_t tb = kc_vector(bad, AXON_INT64, 3), tn = kc_vector(neg, AXON_INT64, 3);
     CHECK_OK(axon_kernel_index_fill(k.s, &to, 0, &tb, axon_scalar_float(1.0), AXON_INDEX_WRAP));
     CHECK_STATUS(axon_stream_sync(k.s), AXON_ERROR_INVALID_ARG);
     CHECK_MSG("index 7 is out of bounds for dimension 0 with size 5");
@@ -102,7 +93,7 @@ static void test_index_fill_refuses_bad_launch_arguments(void) {
     int64_t idx[2] = {0, 1}, idx2[2][1] = {{0}, {1}};
     const int64_t osz[2] = {3, 2}, xsz[2] = {2, 1};
     axon_tensor_t to = kc_tensor(out, AXON_FLOAT32, 2, osz, NULL);
-    axon_tensor_t tf = T1(fidx, AXON_FLOAT32, 2), tx = T1(idx, AXON_INT64, 2);
+    axon_tensor_t tf = kc_vector(fidx, AXON_FLOAT32, 2), tx = kc_vector(idx, AXON_INT64, 2);
     axon_tensor_t t2 = kc_tensor(idx2, AXON_INT64, 2, xsz, NULL);
     const axon_scalar_t v = axon_scalar_float(1.0);
     CHECK_STATUS(axon_kernel_index_fill(k.s, &to, 0, &tf, v, 0), AXON_ERROR_INVALID_ARG);
@@ -113,7 +104,7 @@ static void test_index_fill_refuses_bad_launch_arguments(void) {
     CHECK_MSG("dim 2 is out of range");
     CHECK_STATUS(axon_kernel_index_fill(k.s, &to, 0, NULL, v, 0), AXON_ERROR_INVALID_ARG);
     /* Nothing to do: no launch, no error. */
-    axon_tensor_t te = T1(idx, AXON_INT64, 0);
+    axon_tensor_t te = kc_vector(idx, AXON_INT64, 0);
     CHECK_OK(axon_kernel_index_fill(k.s, &to, 0, &te, v, 0));
     CHECK_OK(axon_stream_sync(k.s));
     for (int i = 0; i < 6; i++) CHECK(out[i] == 0.0f);
