@@ -11,8 +11,6 @@
  *   - anything else: strided runs along dst's fastest dimension.
  * Work is split over the device's pool in chunks of at least AXON_KERNEL_GRAIN elements (or whole tiles). */
 
-#include <string.h>
-
 #include "internal.h"
 #include "kernels_impl.h"
 
@@ -119,26 +117,6 @@ static void copy_tiles(void *ctx, int64_t begin, int64_t end, int slot) {
  * as moving the row (or more: 16-element rows of a float -> half cast took 2x CPU's time through the runs). */
 #define COPY_SHORT_ROW_BYTES 2048
 
-/* A row of n elements of es bytes, src broadcast (stride 0) into a contiguous dst row. */
-static void copy_fill_row(char *dst, const char *src, size_t es, int64_t n) {
-#define COPY_FILL(T)                                                                                           \
-    do {                                                                                                       \
-        T v, *d = (T *)dst;                                                                                    \
-        memcpy(&v, src, sizeof v);                                                                             \
-        for (int64_t i = 0; i < n; i++) d[i] = v;                                                              \
-    } while (0)
-    switch (es) {
-    case 1: memset(dst, *(const unsigned char *)src, (size_t)n); break;
-    case 2: COPY_FILL(uint16_t); break;
-    case 4: COPY_FILL(uint32_t); break;
-    case 8: COPY_FILL(uint64_t); break;
-    default:
-        for (int64_t i = 0; i < n; i++) memcpy(dst + (size_t)i * es, src, es);
-        break;
-    }
-#undef COPY_FILL
-}
-
 /* Rows [begin, end) of dimension 0, each moved inline when both sides are contiguous along it in one dtype, filled
  * when src is broadcast along it, else by the pair's conversion loop. The outer coordinates are stepped like an
  * odometer on local pointers: for rows of a few bytes the stepping is most of the cost. */
@@ -160,7 +138,7 @@ AXON_CLONES static void copy_rows(void *ctx, int64_t begin, int64_t end, int slo
         if (bytes)
             axon_copy_bytes_short(dp, sp, (size_t)(n * des));
         else if (fill)
-            copy_fill_row(dp, sp, (size_t)des, n);
+            axon_fill_elements(dp, 1, n, sp, (size_t)des);
         else
             j->fn(dp, ds, sp, ss, n);
         for (int d = 1; d < it->ndim; d++) {

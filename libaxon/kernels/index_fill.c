@@ -37,30 +37,10 @@ struct ifill_visit {
     int64_t at;
 };
 
-/* n elements of es bytes from p, stride elements apart, set to v. */
-static void ifill_elements(char *p, int64_t stride, int64_t n, const unsigned char *v, size_t es) {
-#define IFILL(T)                                                                                               \
-    do {                                                                                                       \
-        T x;                                                                                                   \
-        memcpy(&x, v, sizeof x);                                                                               \
-        for (int64_t i = 0; i < n; i++) memcpy(p + i * stride * (int64_t)sizeof x, &x, sizeof x);              \
-    } while (0)
-    switch (es) {
-    case 1: IFILL(uint8_t); break;
-    case 2: IFILL(uint16_t); break;
-    case 4: IFILL(uint32_t); break;
-    case 8: IFILL(uint64_t); break;
-    default:
-        for (int64_t i = 0; i < n; i++) memcpy(p + i * stride * (int64_t)es, v, es);
-        break;
-    }
-#undef IFILL
-}
-
 static void ifill_slice_run(void *ctx, char *const *ptr, const int64_t *stride, int64_t n, int64_t pos) {
     (void)pos;
     const struct ifill_visit *v = ctx;
-    ifill_elements(ptr[0] + v->at, stride[0], n, v->j->a->value.bytes, v->j->es);
+    axon_fill_elements(ptr[0] + v->at, stride[0], n, v->j->a->value.bytes, v->j->es);
 }
 
 /* Indices [begin, end): each one's slice, run by run. */

@@ -177,6 +177,27 @@ static inline void axon_copy_bytes_short(char *d, const char *s, size_t n) {
     }
 }
 
+/* n elements of es bytes from p, `stride` elements apart, set to the element at v: typed stores for 1, 2, 4 and
+ * 8 bytes (a fill from a broadcast element in copy_rows, index_fill's slices, the pointwise rows' buffers). */
+static inline void axon_fill_elements(char *p, int64_t stride, int64_t n, const void *v, size_t es) {
+#define AXON_FILL_AS(T)                                                                                        \
+    do {                                                                                                       \
+        T x;                                                                                                   \
+        memcpy(&x, v, sizeof x);                                                                               \
+        T *d = (T *)(void *)p;                                                                                 \
+        for (int64_t i = 0; i < n; i++) d[i * stride] = x;                                                     \
+    } while (0)
+    switch (es) {
+    case 1: AXON_FILL_AS(uint8_t); break;
+    case 2: AXON_FILL_AS(uint16_t); break;
+    case 4: AXON_FILL_AS(uint32_t); break;
+    case 8: AXON_FILL_AS(uint64_t); break;
+    default:
+        for (int64_t i = 0; i < n; i++) memcpy(p + i * stride * (int64_t)es, v, es);
+        break;
+    }
+#undef AXON_FILL_AS
+}
 
 /* dst = src with the copy rules, on the calling thread and pool. Descriptors must have passed the copy checks.
  * Cannot fail. */

@@ -189,8 +189,7 @@ static inline void pw_hold_row(const struct pw_job *j, int k, const char *p, pw_
         T *d = (T *)dst;                                                                                       \
         const T *p = (const T *)src;                                                                           \
         if (stride == 0) {                                                                                     \
-            const T v = *p;                                                                                    \
-            for (int64_t i = 0; i < R; i++) d[i] = v;                                                          \
+            axon_fill_elements(dst, 1, R, src, sizeof(T));                                                     \
         } else if (stride == 1) {                                                                              \
             for (int64_t i = 0; i < R; i++) d[i] = p[i];                                                       \
         } else {                                                                                               \
