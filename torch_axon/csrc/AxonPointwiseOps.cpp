@@ -350,12 +350,7 @@ at::Tensor& hardtanh_(at::Tensor& self, const c10::Scalar& min_val, const c10::S
   return hardtanh_out(self, min_val, max_val, self);
 }
 
-// hardswish likewise.
-at::Tensor hardswish(const at::Tensor& self) {
-  at::Tensor out = at::empty_like(self);
-  return unary_out<AXON_UNARY_HARDSWISH, false, ATEN_OP2(hardswish, out)>(self, out);
-}
-
+// hardswish_ likewise.
 at::Tensor& hardswish_(at::Tensor& self) {
   return unary_out<AXON_UNARY_HARDSWISH, false, ATEN_OP2(hardswish, out)>(self, self);
 }
@@ -402,22 +397,36 @@ axon_scalar_t number_value(const at::Tensor& number, c10::ScalarType compute) {
 
 // libaxon's dtype when op can run directly on self and other: same_dense or a number operand, a loop for the dtype,
 // and floats only for FLOAT_OP ops (true division promotes integers).
+// other as a 0-dim device tensor of self's dtype next to a dense self (x * scale, with scale a 0-dim buffer): one
+// element broadcast with a stride of 0, as the iterator would describe it.
+bool device_element_operand(const at::Tensor& self, const at::Tensor& other) {
+  return other.dim() == 0 && other.device() == self.device() && other.scalar_type() == self.scalar_type() &&
+         same_dense(self, self);
+}
+
 template <bool FLOAT_OP>
 std::optional<axon_dtype_t> direct_dtype(const at::Tensor& self, const at::Tensor& other, axon_binary_op_t op) {
-  if (!same_dense(self, other) && !number_operand(self, other)) return std::nullopt;
+  if (!same_dense(self, other) && !number_operand(self, other) && !device_element_operand(self, other)) {
+    return std::nullopt;
+  }
   if (FLOAT_OP && !keeps_dtype_in_float_ops(self.scalar_type())) return std::nullopt;
   const auto d = axon_dtype_of(self.scalar_type());
   if (!d || !axon_binary_supports(op, *d)) return std::nullopt;
   return d;
 }
 
-// op(self, other) on the direct path; other null: a number operand already in params.operand[1].
+// op(self, other) on the direct path; other null: a number operand already in params.operand[1]. out is of the
+// inputs' dtype, or bool for the comparisons (whose params name the inputs' dtype as the compute dtype).
 void launch_direct(const at::Tensor& out, const at::Tensor& self, const at::Tensor* other, axon_dtype_t dtype,
                    axon_binary_op_t op, const axon_op_params_t& params) {
   if (out.numel() == 0) return;
-  const axon_tensor_t o = describe_run(out, dtype, /*written=*/true);
+  const axon_tensor_t o = describe_run(out, out.scalar_type() == c10::kBool ? AXON_BOOL : dtype, /*written=*/true);
   const axon_tensor_t a = describe_run(self, dtype);
-  const axon_tensor_t b = other ? describe_run(*other, dtype) : axon_tensor_t{};
+  axon_tensor_t b = other ? describe_run(*other, dtype) : axon_tensor_t{};
+  if (other && other->dim() == 0) {  // device_element_operand
+    b.sizes[0] = o.sizes[0];
+    b.strides[0] = 0;
+  }
   AXON_CHECK(axon_kernel_binary(current_stream(out.device().index()), op, &o, &a, other ? &b : nullptr, &params));
 }
 
@@ -551,6 +560,40 @@ at::Tensor& div_mode_out(const at::Tensor& self, const at::Tensor& other, std::o
 }
 
 // Comparisons and logical ops: computed in the inputs' common dtype, stored into out's dtype (normally bool).
+
+// A comparison on the direct path (same_dense inputs, or a number that keeps self's dtype): a new bool tensor of
+// self's shape, or nothing when the path does not apply.
+std::optional<at::Tensor> compare_direct(const at::Tensor& self, const at::Tensor& other, axon_binary_op_t op) {
+  const auto d = direct_dtype<false>(self, other, op);
+  if (!d) return std::nullopt;
+  const c10::DispatchKeySet keys(c10::DispatchKey::PrivateUse1);
+  at::Tensor out = at::detail::empty_generic(self.sizes(), device_allocator(), keys, c10::kBool, std::nullopt);
+  axon_op_params_t p = axon_op_params_default();
+  p.compute = *d;
+  launch_direct_operand(out, self, other, *d, op, p);
+  return out;
+}
+
+// The functional forms of the comparisons (gt, eq, ...), registered directly for the reason binary_functional's are.
+template <axon_binary_op_t OP, class AtenOp>
+at::Tensor compare_functional(const at::Tensor& self, const at::Tensor& other) {
+  if (auto r = compare_direct(self, other, OP)) return *std::move(r);
+  at::Tensor out;
+  at::TensorIterator iter = at::TensorIterator::comparison_op(out, self, other);
+  if (run_binary(iter, OP, axon_op_params_default(), iter.common_dtype())) return iter.output();
+  return fall_back<AtenOp>(self, other);
+}
+
+template <axon_binary_op_t OP, class AtenOp>
+at::Tensor compare_scalar_functional(const at::Tensor& self, const c10::Scalar& other) {
+  const at::Tensor wrapped = at::native::wrapped_scalar_tensor(other);
+  if (auto r = compare_direct(self, wrapped, OP)) return *std::move(r);
+  at::Tensor out;
+  at::TensorIterator iter = at::TensorIterator::comparison_op(out, self, wrapped);
+  if (run_binary(iter, OP, axon_op_params_default(), iter.common_dtype())) return iter.output();
+  return fall_back<AtenOp>(self, other);
+}
+
 template <axon_binary_op_t OP, class AtenOp>
 at::Tensor& compare_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
   at::TensorIterator iter = at::TensorIterator::comparison_op(out, self, other);
@@ -673,17 +716,60 @@ at::Tensor& addcdiv_out(const at::Tensor& self, const at::Tensor& t1, const at::
   return fall_back<ATEN_OP2(addcdiv, out)>(self, t1, t2, value, out);
 }
 
-at::Tensor& lerp_scalar_out(const at::Tensor& self, const at::Tensor& end, const c10::Scalar& weight, at::Tensor& out) {
-  const at::Tensor w = at::native::wrapped_scalar_tensor(weight);
-  at::TensorIterator iter = ternary_iter(out, self, end, w);
-  if (run_ternary(iter, AXON_TERNARY_LERP, axon_op_params_default(), iter.common_dtype())) return out;
+// lerp's meta checks (a backend's out= kernel replaces the meta function); integer self goes to the host, which
+// raises CPU's "not implemented" error.
+bool lerp_checks(const at::Tensor& self, const at::Tensor& end, const at::Tensor* weight) {
+  TORCH_CHECK(self.dtype() == end.dtype(), "expected dtype ", self.dtype(), " for `end` but got dtype ", end.dtype());
+  if (weight) {
+    TORCH_CHECK(self.dtype() == weight->dtype(), "expected dtype ", self.dtype(), " for `weight` but got dtype ",
+                weight->dtype());
+  }
+  return keeps_dtype_in_float_ops(self.scalar_type());
+}
+
+// lerp into out, or into a new tensor when out is undefined (the functional forms, registered directly for the reason
+// binary_functional's are).
+at::Tensor& lerp_scalar_into(const at::Tensor& self, const at::Tensor& end, const c10::Scalar& weight, at::Tensor& out) {
+  if (lerp_checks(self, end, nullptr)) {
+    const at::Tensor w = at::native::wrapped_scalar_tensor(weight);
+    at::TensorIterator iter = ternary_iter(out, self, end, w);
+    if (run_ternary(iter, AXON_TERNARY_LERP, axon_op_params_default(), iter.common_dtype())) {
+      if (!out.defined()) out = iter.output();
+      return out;
+    }
+  }
+  if (!out.defined()) return out = fall_back<ATEN_OP2(lerp, Scalar)>(self, end, weight);
   return fall_back<ATEN_OP2(lerp, Scalar_out)>(self, end, weight, out);
 }
 
-at::Tensor& lerp_tensor_out(const at::Tensor& self, const at::Tensor& end, const at::Tensor& weight, at::Tensor& out) {
-  at::TensorIterator iter = ternary_iter(out, self, end, weight);
-  if (run_ternary(iter, AXON_TERNARY_LERP, axon_op_params_default(), iter.common_dtype())) return out;
+at::Tensor& lerp_tensor_into(const at::Tensor& self, const at::Tensor& end, const at::Tensor& weight, at::Tensor& out) {
+  if (lerp_checks(self, end, &weight)) {
+    at::TensorIterator iter = ternary_iter(out, self, end, weight);
+    if (run_ternary(iter, AXON_TERNARY_LERP, axon_op_params_default(), iter.common_dtype())) {
+      if (!out.defined()) out = iter.output();
+      return out;
+    }
+  }
+  if (!out.defined()) return out = fall_back<ATEN_OP2(lerp, Tensor)>(self, end, weight);
   return fall_back<ATEN_OP2(lerp, Tensor_out)>(self, end, weight, out);
+}
+
+at::Tensor& lerp_scalar_out(const at::Tensor& self, const at::Tensor& end, const c10::Scalar& weight, at::Tensor& out) {
+  return lerp_scalar_into(self, end, weight, out);
+}
+
+at::Tensor& lerp_tensor_out(const at::Tensor& self, const at::Tensor& end, const at::Tensor& weight, at::Tensor& out) {
+  return lerp_tensor_into(self, end, weight, out);
+}
+
+at::Tensor lerp_scalar(const at::Tensor& self, const at::Tensor& end, const c10::Scalar& weight) {
+  at::Tensor out;
+  return lerp_scalar_into(self, end, weight, out);
+}
+
+at::Tensor lerp_tensor(const at::Tensor& self, const at::Tensor& end, const at::Tensor& weight) {
+  at::Tensor out;
+  return lerp_tensor_into(self, end, weight, out);
 }
 
 bool is_cpu_scalar(const at::Tensor& t) { return t.is_cpu() && t.dim() == 0; }
@@ -783,6 +869,21 @@ at::Tensor clamp(const at::Tensor& self, const std::optional<c10::Scalar>& min, 
     result = at::native::result_type(state);
   }
   TORCH_CHECK(!at::isComplexType(result), "clamp is not supported for complex types");
+  const auto d = axon_dtype_of(result);
+  if (min.has_value() && max.has_value() && result == self.scalar_type() && same_dense(self, self) && d &&
+      axon_ternary_supports(AXON_TERNARY_CLAMP, *d)) {
+    // The direct path: both bounds as numbers into a new tensor of self's layout, no iterator.
+    at::Tensor out = empty_dense_like(self);
+    if (out.numel() == 0) return out;
+    axon_op_params_t p = axon_op_params_default();
+    p.compute = *d;
+    p.operand[1] = to_axon_scalar(*min);
+    p.operand[2] = to_axon_scalar(*max);
+    const axon_tensor_t o = describe_run(out, *d, /*written=*/true), a = describe_run(self, *d);
+    AXON_CHECK(axon_kernel_ternary(current_stream(out.device().index()), AXON_TERNARY_CLAMP, &o, &a, nullptr, nullptr,
+                                   &p));
+    return out;
+  }
   at::Tensor out = at::empty_like(self, self.options().dtype(result));
   return clamp_out(self, min, max, out);
 }
@@ -947,6 +1048,14 @@ at::Tensor& heaviside_out(const at::Tensor& self, const at::Tensor& values, at::
 // result, atan2(im, re), computed in self's complex dtype as abs is.
 constexpr auto angle_out = real_of_complex_out<AXON_UNARY_ANGLE, true, ATEN_OP2(angle, out)>;
 
+// abs's functional form is composite explicit (an empty tensor, then abs.out through the dispatcher); bound here so
+// that a real self takes unary_functional's direct path.
+at::Tensor abs(const at::Tensor& self) {
+  if (!self.is_complex()) return unary_functional<AXON_UNARY_ABS, false, ATEN_OP(abs)>(self);
+  at::Tensor out = at::empty({0}, self.options().dtype(c10::toRealValueType(self.scalar_type())));
+  return real_of_complex_out<AXON_UNARY_ABS, false, ATEN_OP2(abs, out)>(self, out);
+}
+
 at::Tensor angle(const at::Tensor& self) {
   if (!self.is_complex()) return unary_functional<AXON_UNARY_ANGLE, true, ATEN_OP(angle)>(self);
   at::Tensor out = at::empty({0}, self.options().dtype(c10::toRealValueType(self.scalar_type())));
@@ -1008,19 +1117,36 @@ at::Tensor& round_decimals_out(const at::Tensor& self, int64_t decimals, at::Ten
   return fall_back<ATEN_OP2(round, decimals_out)>(self, decimals, out);
 }
 
-#define AXON_UNARY(name, OP, FLOAT) m.impl(#name ".out", TORCH_FN((unary_out<OP, FLOAT, ATEN_OP2(name, out)>)));
-#define AXON_BINARY(name, overload, OP, FLOAT) \
+// Each op's `.out` overload and its functional form: PyTorch's generic route from a structured op's functional form
+// to `.out` runs the meta function's iterator and allocates the output through the dispatcher before the `.out`
+// kernel builds its own iterator (about 1 us of a tiny op's 2.5). Every functional form bound here is structured
+// (CompositeExplicitAutogradNonFunctional), so that autograd keeps its formula.
+#define AXON_UNARY_OUT(name, OP, FLOAT) m.impl(#name ".out", TORCH_FN((unary_out<OP, FLOAT, ATEN_OP2(name, out)>)));
+#define AXON_UNARY(name, OP, FLOAT) \
+  AXON_UNARY_OUT(name, OP, FLOAT)   \
+  m.impl(#name, TORCH_FN((unary_functional<OP, FLOAT, ATEN_OP(name)>)));
+#define AXON_BINARY_OUT(name, overload, OP, FLOAT) \
   m.impl(#name "." #overload, TORCH_FN((binary_out<OP, FLOAT, ATEN_OP2(name, overload)>)));
-#define AXON_COMPARE(name, OP)                                                               \
-  m.impl(#name ".Tensor_out", TORCH_FN((compare_out<OP, ATEN_OP2(name, Tensor_out)>)));      \
-  m.impl(#name ".Scalar_out", TORCH_FN((compare_scalar_out<OP, ATEN_OP2(name, Scalar_out)>)));
+// `name.out` with the functional form `name`, and `name.<out_overload>` with `name.<overload>`.
+#define AXON_BINARY(name, OP, FLOAT)         \
+  AXON_BINARY_OUT(name, out, OP, FLOAT)      \
+  m.impl(#name, TORCH_FN((binary_functional<OP, FLOAT, ATEN_OP(name)>)));
+#define AXON_BINARY2(name, out_overload, overload, OP, FLOAT) \
+  AXON_BINARY_OUT(name, out_overload, OP, FLOAT)              \
+  m.impl(#name "." #overload, TORCH_FN((binary_functional<OP, FLOAT, ATEN_OP2(name, overload)>)));
+#define AXON_COMPARE(name, OP)                                                                 \
+  m.impl(#name ".Tensor_out", TORCH_FN((compare_out<OP, ATEN_OP2(name, Tensor_out)>)));        \
+  m.impl(#name ".Scalar_out", TORCH_FN((compare_scalar_out<OP, ATEN_OP2(name, Scalar_out)>)));  \
+  m.impl(#name ".Tensor", TORCH_FN((compare_functional<OP, ATEN_OP2(name, Tensor)>)));          \
+  m.impl(#name ".Scalar", TORCH_FN((compare_scalar_functional<OP, ATEN_OP2(name, Scalar)>)));
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   AXON_UNARY(neg, AXON_UNARY_NEG, false)
   m.impl("abs.out", TORCH_FN((real_of_complex_out<AXON_UNARY_ABS, false, ATEN_OP2(abs, out)>)));
+  m.impl("abs", TORCH_FN(abs));
   m.impl("sign.out", TORCH_FN(sign_out));
   AXON_UNARY(sgn, AXON_UNARY_SIGN, false)  // sign for real dtypes, z / |z| for complex
-  AXON_UNARY(conj_physical, AXON_UNARY_CONJ, false)
+  AXON_UNARY_OUT(conj_physical, AXON_UNARY_CONJ, false)  // its functional form is composite implicit
   AXON_UNARY(reciprocal, AXON_UNARY_RECIPROCAL, true)
   AXON_UNARY(sqrt, AXON_UNARY_SQRT, true)
   AXON_UNARY(rsqrt, AXON_UNARY_RSQRT, true)
@@ -1087,16 +1213,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   AXON_UNARY(trunc, AXON_UNARY_TRUNC, false)
   AXON_UNARY(frac, AXON_UNARY_FRAC, false)
   AXON_UNARY(bitwise_not, AXON_UNARY_BITWISE_NOT, false)
-  // Functional forms bound directly (unary_functional); only ops whose functional form is structured, so that
-  // autograd keeps its formula.
-  m.impl("exp", TORCH_FN((unary_functional<AXON_UNARY_EXP, true, ATEN_OP(exp)>)));
-  m.impl("log", TORCH_FN((unary_functional<AXON_UNARY_LOG, true, ATEN_OP(log)>)));
-  m.impl("sqrt", TORCH_FN((unary_functional<AXON_UNARY_SQRT, true, ATEN_OP(sqrt)>)));
-  m.impl("rsqrt", TORCH_FN((unary_functional<AXON_UNARY_RSQRT, true, ATEN_OP(rsqrt)>)));
-  m.impl("sin", TORCH_FN((unary_functional<AXON_UNARY_SIN, true, ATEN_OP(sin)>)));
-  m.impl("cos", TORCH_FN((unary_functional<AXON_UNARY_COS, true, ATEN_OP(cos)>)));
-  m.impl("tanh", TORCH_FN((unary_functional<AXON_UNARY_TANH, true, ATEN_OP(tanh)>)));
-  m.impl("sigmoid", TORCH_FN((unary_functional<AXON_UNARY_SIGMOID, true, ATEN_OP(sigmoid)>)));
   m.impl("logical_not.out", TORCH_FN((unary_predicate_out<AXON_UNARY_LOGICAL_NOT, ATEN_OP2(logical_not, out)>)));
   m.impl("isnan", TORCH_FN(isnan));
   m.impl("isposinf.out", TORCH_FN((unary_predicate_out<AXON_UNARY_ISPOSINF, ATEN_OP2(isposinf, out)>)));
@@ -1108,7 +1224,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("leaky_relu.out", TORCH_FN(leaky_relu_out));
   m.impl("elu.out", TORCH_FN(elu_out));
   m.impl("hardtanh", TORCH_FN(hardtanh));
-  m.impl("hardswish", TORCH_FN(hardswish));
   m.impl("hardswish_", TORCH_FN(hardswish_));
   m.impl("hardtanh_", TORCH_FN(hardtanh_));
   m.impl("relu", TORCH_FN(relu));
@@ -1124,54 +1239,53 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("sub_.Tensor", TORCH_FN(add_sub_inplace<AXON_BINARY_SUB>));
   m.impl("mul_.Tensor", TORCH_FN((binary_inplace<AXON_BINARY_MUL, false>)));
   m.impl("div_.Tensor", TORCH_FN((binary_inplace<AXON_BINARY_DIV, true>)));
-  AXON_BINARY(mul, out, AXON_BINARY_MUL, false)
-  AXON_BINARY(div, out, AXON_BINARY_DIV, true)
+  AXON_BINARY_OUT(mul, out, AXON_BINARY_MUL, false)
+  AXON_BINARY_OUT(div, out, AXON_BINARY_DIV, true)
   m.impl("div.out_mode", TORCH_FN(div_mode_out));
   m.impl("floor_divide", TORCH_FN(floor_divide));
   m.impl("floor_divide_.Tensor", TORCH_FN(floor_divide_));
   m.impl("floor_divide.out", TORCH_FN(floor_divide_into));
-  AXON_BINARY(remainder, Tensor_out, AXON_BINARY_REMAINDER, false)
+  AXON_BINARY2(remainder, Tensor_out, Tensor, AXON_BINARY_REMAINDER, false)
   m.impl("special_zeta.out", TORCH_FN(special_zeta_out));
-  AXON_BINARY(special_chebyshev_polynomial_t, out, AXON_BINARY_CHEBYSHEV_T, true)
-  AXON_BINARY(special_chebyshev_polynomial_u, out, AXON_BINARY_CHEBYSHEV_U, true)
-  AXON_BINARY(special_chebyshev_polynomial_v, out, AXON_BINARY_CHEBYSHEV_V, true)
-  AXON_BINARY(special_chebyshev_polynomial_w, out, AXON_BINARY_CHEBYSHEV_W, true)
-  AXON_BINARY(special_shifted_chebyshev_polynomial_t, out, AXON_BINARY_SHIFTED_CHEBYSHEV_T, true)
-  AXON_BINARY(special_shifted_chebyshev_polynomial_u, out, AXON_BINARY_SHIFTED_CHEBYSHEV_U, true)
-  AXON_BINARY(special_shifted_chebyshev_polynomial_v, out, AXON_BINARY_SHIFTED_CHEBYSHEV_V, true)
-  AXON_BINARY(special_shifted_chebyshev_polynomial_w, out, AXON_BINARY_SHIFTED_CHEBYSHEV_W, true)
-  AXON_BINARY(special_hermite_polynomial_h, out, AXON_BINARY_HERMITE_H, true)
-  AXON_BINARY(special_hermite_polynomial_he, out, AXON_BINARY_HERMITE_HE, true)
-  AXON_BINARY(special_laguerre_polynomial_l, out, AXON_BINARY_LAGUERRE_L, true)
-  AXON_BINARY(special_legendre_polynomial_p, out, AXON_BINARY_LEGENDRE_P, true)
-  AXON_BINARY(special_xlog1py, out, AXON_BINARY_XLOG1PY, true)
-  AXON_BINARY(logaddexp, out, AXON_BINARY_LOGADDEXP, false)
-  AXON_BINARY(logaddexp2, out, AXON_BINARY_LOGADDEXP2, false)
+  AXON_BINARY(special_chebyshev_polynomial_t, AXON_BINARY_CHEBYSHEV_T, true)
+  AXON_BINARY(special_chebyshev_polynomial_u, AXON_BINARY_CHEBYSHEV_U, true)
+  AXON_BINARY(special_chebyshev_polynomial_v, AXON_BINARY_CHEBYSHEV_V, true)
+  AXON_BINARY(special_chebyshev_polynomial_w, AXON_BINARY_CHEBYSHEV_W, true)
+  AXON_BINARY(special_shifted_chebyshev_polynomial_t, AXON_BINARY_SHIFTED_CHEBYSHEV_T, true)
+  AXON_BINARY(special_shifted_chebyshev_polynomial_u, AXON_BINARY_SHIFTED_CHEBYSHEV_U, true)
+  AXON_BINARY(special_shifted_chebyshev_polynomial_v, AXON_BINARY_SHIFTED_CHEBYSHEV_V, true)
+  AXON_BINARY(special_shifted_chebyshev_polynomial_w, AXON_BINARY_SHIFTED_CHEBYSHEV_W, true)
+  AXON_BINARY(special_hermite_polynomial_h, AXON_BINARY_HERMITE_H, true)
+  AXON_BINARY(special_hermite_polynomial_he, AXON_BINARY_HERMITE_HE, true)
+  AXON_BINARY(special_laguerre_polynomial_l, AXON_BINARY_LAGUERRE_L, true)
+  AXON_BINARY(special_legendre_polynomial_p, AXON_BINARY_LEGENDRE_P, true)
+  AXON_BINARY(special_xlog1py, AXON_BINARY_XLOG1PY, true)
+  AXON_BINARY(logaddexp, AXON_BINARY_LOGADDEXP, false)
+  AXON_BINARY(logaddexp2, AXON_BINARY_LOGADDEXP2, false)
   m.impl("heaviside.out", TORCH_FN(heaviside_out));
-  AXON_BINARY(nextafter, out, AXON_BINARY_NEXTAFTER, false)  // the half types step their bit patterns (c10's rule)
-  AXON_BINARY(gcd, out, AXON_BINARY_GCD, false)
-  AXON_BINARY(lcm, out, AXON_BINARY_LCM, false)
-  AXON_BINARY(fmod, Tensor_out, AXON_BINARY_FMOD, false)
-  AXON_BINARY(pow, Tensor_Tensor_out, AXON_BINARY_POW, false)
+  AXON_BINARY(nextafter, AXON_BINARY_NEXTAFTER, false)  // the half types step their bit patterns (c10's rule)
+  AXON_BINARY(gcd, AXON_BINARY_GCD, false)
+  AXON_BINARY(lcm, AXON_BINARY_LCM, false)
+  AXON_BINARY2(fmod, Tensor_out, Tensor, AXON_BINARY_FMOD, false)
+  AXON_BINARY2(pow, Tensor_Tensor_out, Tensor_Tensor, AXON_BINARY_POW, false)
   m.impl("pow.Tensor_Scalar_out", TORCH_FN(pow_tensor_scalar_out));
   m.impl("pow.Tensor_Scalar", TORCH_FN(pow_tensor_scalar));
-  m.impl("pow.Tensor_Tensor", TORCH_FN((binary_functional<AXON_BINARY_POW, false, ATEN_OP2(pow, Tensor_Tensor)>)));
   m.impl("pow.Scalar_out", TORCH_FN(pow_scalar_out));
-  AXON_BINARY(atan2, out, AXON_BINARY_ATAN2, true)
-  AXON_BINARY(maximum, out, AXON_BINARY_MAXIMUM, false)
-  AXON_BINARY(minimum, out, AXON_BINARY_MINIMUM, false)
-  AXON_BINARY(fmax, out, AXON_BINARY_FMAX, false)
-  AXON_BINARY(fmin, out, AXON_BINARY_FMIN, false)
-  AXON_BINARY(hypot, out, AXON_BINARY_HYPOT, true)
-  AXON_BINARY(copysign, out, AXON_BINARY_COPYSIGN, true)
-  AXON_BINARY(xlogy, OutTensor, AXON_BINARY_XLOGY, true)
-  AXON_BINARY(igamma, out, AXON_BINARY_IGAMMA, false)  // integer operands: CPU's refusal, from the host
-  AXON_BINARY(igammac, out, AXON_BINARY_IGAMMAC, false)
-  AXON_BINARY(bitwise_and, Tensor_out, AXON_BINARY_BITWISE_AND, false)
-  AXON_BINARY(bitwise_or, Tensor_out, AXON_BINARY_BITWISE_OR, false)
-  AXON_BINARY(bitwise_xor, Tensor_out, AXON_BINARY_BITWISE_XOR, false)
-  AXON_BINARY(bitwise_left_shift, Tensor_out, AXON_BINARY_SHIFT_LEFT, false)
-  AXON_BINARY(bitwise_right_shift, Tensor_out, AXON_BINARY_SHIFT_RIGHT, false)
+  AXON_BINARY(atan2, AXON_BINARY_ATAN2, true)
+  AXON_BINARY(maximum, AXON_BINARY_MAXIMUM, false)
+  AXON_BINARY(minimum, AXON_BINARY_MINIMUM, false)
+  AXON_BINARY(fmax, AXON_BINARY_FMAX, false)
+  AXON_BINARY(fmin, AXON_BINARY_FMIN, false)
+  AXON_BINARY(hypot, AXON_BINARY_HYPOT, false)  // integers: CPU's refusal, from the host
+  AXON_BINARY2(copysign, out, Tensor, AXON_BINARY_COPYSIGN, true)
+  AXON_BINARY2(xlogy, OutTensor, Tensor, AXON_BINARY_XLOGY, true)
+  AXON_BINARY(igamma, AXON_BINARY_IGAMMA, false)  // integer operands: CPU's refusal, from the host
+  AXON_BINARY(igammac, AXON_BINARY_IGAMMAC, false)
+  AXON_BINARY2(bitwise_and, Tensor_out, Tensor, AXON_BINARY_BITWISE_AND, false)
+  AXON_BINARY2(bitwise_or, Tensor_out, Tensor, AXON_BINARY_BITWISE_OR, false)
+  AXON_BINARY2(bitwise_xor, Tensor_out, Tensor, AXON_BINARY_BITWISE_XOR, false)
+  AXON_BINARY2(bitwise_left_shift, Tensor_out, Tensor, AXON_BINARY_SHIFT_LEFT, false)
+  AXON_BINARY2(bitwise_right_shift, Tensor_out, Tensor, AXON_BINARY_SHIFT_RIGHT, false)
   AXON_COMPARE(eq, AXON_BINARY_EQ)
   AXON_COMPARE(ne, AXON_BINARY_NE)
   AXON_COMPARE(lt, AXON_BINARY_LT)
@@ -1186,6 +1300,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("addcdiv.out", TORCH_FN(addcdiv_out));
   m.impl("lerp.Scalar_out", TORCH_FN(lerp_scalar_out));
   m.impl("lerp.Tensor_out", TORCH_FN(lerp_tensor_out));
+  m.impl("lerp.Scalar", TORCH_FN(lerp_scalar));
+  m.impl("lerp.Tensor", TORCH_FN(lerp_tensor));
   m.impl("where.self_out", TORCH_FN(where_out));
   m.impl("where.self", TORCH_FN(where_self));
   m.impl("clamp", TORCH_FN(clamp));
