@@ -1,6 +1,7 @@
-"""Native upsampling (libaxon's upsample kernel) through F.interpolate: nearest and nearest-exact (1d/2d/3d), linear,
-bilinear, bicubic and trilinear with align_corners both ways, by size and by scale factor, forward and backward
-against PyTorch CPU with per-dtype tolerances; no host fallback for the ops bound; PyTorch's own errors."""
+"""Native upsampling (libaxon's upsample kernels) through F.interpolate: nearest and nearest-exact (1d/2d/3d), linear,
+bilinear, bicubic and trilinear with align_corners both ways, by size and by scale factor, and antialiased bilinear
+and bicubic, forward and backward against PyTorch CPU with per-dtype tolerances; no host fallback for the ops bound;
+PyTorch's own errors."""
 
 import pytest
 import torch
@@ -112,6 +113,53 @@ def test_uint8_bilinear_uses_the_host_fallback_like_cpu():
     out = F.interpolate(x.to("axon"), scale_factor=2, mode="bilinear")
     assert torch_axon.fallback_stats() == {"aten::upsample_bilinear2d.out": 1}
     close(out, ref, EXACT)
+
+
+# Antialiased bilinear and bicubic (F.interpolate(..., antialias=True), torchvision's Resize) on libaxon's
+# separable kernels: float32 and float64. PyTorch's weights and taps, summed in the dtype in PyTorch's order; CPU's
+# build rounds some products and sums differently (fused multiply-adds), a few ulps of the output.
+AA_TOL = {torch.float32: (1e-5, 2e-6), torch.float64: (1e-12, 1e-13)}
+AA_CASES = [  # (shape, size, scale_factor)
+    ((2, 3, 32, 32), (8, 8), None), ((1, 3, 17, 23), (5, 9), None), ((1, 2, 10, 10), (31, 7), None),
+    ((2, 1, 64, 48), (64, 13), None), ((1, 2, 33, 20), (7, 20), None), ((1, 1, 5, 5), (1, 1), None),
+    ((1, 2, 24, 16), None, (0.25, 0.5)), ((1, 2, 9, 9), None, 0.37),
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+@pytest.mark.parametrize("case", AA_CASES, ids=lambda c: "x".join(map(str, c[0])) + f"-{c[1]}-{c[2]}")
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("align_corners", [False, True], ids=["half_pixel", "align_corners"])
+def test_antialiased_resizing_matches_cpu_forward_and_backward(case, mode, align_corners, dtype):
+    shape, size, scale = case
+    fn = lambda x: F.interpolate(x, size=size, scale_factor=scale, mode=mode, align_corners=align_corners,  # noqa
+                                 antialias=True)
+    check(fn, sample(shape, dtype), tol=AA_TOL, grad_tol=AA_TOL)
+
+
+def test_antialiased_resizing_of_a_channels_last_image_and_into_a_strided_out():
+    x = sample((2, 3, 40, 30), torch.float32)
+    check(lambda x: F.interpolate(x.contiguous(memory_format=torch.channels_last), size=(9, 11), mode="bicubic",
+                                  antialias=True), x, tol=AA_TOL, grad_tol=AA_TOL)
+    out = torch.empty(2, 3, 10, 22, device="axon")[..., ::2]
+    torch_axon.reset_fallback_stats()
+    torch.ops.aten._upsample_bilinear2d_aa.out(x.to("axon"), [10, 11], False, None, None, out=out)
+    assert torch_axon.fallback_stats() == {}
+    close(out, F.interpolate(x, size=(10, 11), mode="bilinear", antialias=True), AA_TOL)
+
+
+def test_antialiased_uint8_images_and_huge_downscales_use_the_host_fallback_like_cpu():
+    # CPU's uint8 path rounds fixed-point weights of its own; a window of more than 2048 taps is not libaxon's
+    x = torch.randint(0, 255, (1, 3, 20, 17), dtype=torch.uint8, generator=torch.Generator().manual_seed(2))
+    torch_axon.reset_fallback_stats()
+    close(F.interpolate(x.to("axon"), size=(7, 5), mode="bilinear", antialias=True),
+          F.interpolate(x, size=(7, 5), mode="bilinear", antialias=True), EXACT)
+    assert torch_axon.fallback_stats() == {"aten::_upsample_bilinear2d_aa.out": 1}
+    wide = sample((1, 1, 2, 5000), torch.float32)
+    torch_axon.reset_fallback_stats()
+    close(F.interpolate(wide.to("axon"), size=(2, 2), mode="bicubic", antialias=True),
+          F.interpolate(wide, size=(2, 2), mode="bicubic", antialias=True), AA_TOL)
+    assert torch_axon.fallback_stats() == {"aten::_upsample_bicubic2d_aa.out": 1}
 
 
 def raises_like_cpu(fn, x, match):

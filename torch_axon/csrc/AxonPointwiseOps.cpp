@@ -692,17 +692,27 @@ at::TensorIterator ternary_iter(at::Tensor& out, const at::Tensor& a, const at::
       .build();
 }
 
-at::Tensor& addcmul_out(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const c10::Scalar& value,
-                        at::Tensor& out) {
+// After a successful run on an iterator built over out: out, or the iterator's own output when out was undefined
+// (a functional form, whose iterator allocated it).
+at::Tensor& result_of(at::TensorIteratorBase& iter, at::Tensor& out) {
+  if (!out.defined()) out = iter.output();
+  return out;
+}
+
+// addcmul and addcdiv into out, or into a new tensor when out is undefined (their functional forms, registered
+// directly for the reason binary_functional's are: the iterator allocates the output).
+at::Tensor& addcmul_into(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const c10::Scalar& value,
+                         at::Tensor& out) {
   at::TensorIterator iter = ternary_iter(out, self, t1, t2);
   axon_op_params_t p = axon_op_params_default();
   p.alpha = to_axon_scalar(value);
-  if (run_ternary(iter, AXON_TERNARY_ADDCMUL, p, iter.common_dtype())) return out;
+  if (run_ternary(iter, AXON_TERNARY_ADDCMUL, p, iter.common_dtype())) return result_of(iter, out);
+  if (!out.defined()) return out = fall_back<ATEN_OP(addcmul)>(self, t1, t2, value);
   return fall_back<ATEN_OP2(addcmul, out)>(self, t1, t2, value, out);
 }
 
-at::Tensor& addcdiv_out(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const c10::Scalar& value,
-                        at::Tensor& out) {
+at::Tensor& addcdiv_into(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const c10::Scalar& value,
+                         at::Tensor& out) {
   TORCH_CHECK(!(c10::isIntegralType(t1.scalar_type(), true) && c10::isIntegralType(t2.scalar_type(), true)),
               "Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform a "
               "true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as "
@@ -712,8 +722,29 @@ at::Tensor& addcdiv_out(const at::Tensor& self, const at::Tensor& t1, const at::
   at::TensorIterator iter = ternary_iter(out, self, t1, t2);
   axon_op_params_t p = axon_op_params_default();
   p.alpha = to_axon_scalar(value);
-  if (run_ternary(iter, AXON_TERNARY_ADDCDIV, p, iter.common_dtype())) return out;
+  if (run_ternary(iter, AXON_TERNARY_ADDCDIV, p, iter.common_dtype())) return result_of(iter, out);
+  if (!out.defined()) return out = fall_back<ATEN_OP(addcdiv)>(self, t1, t2, value);
   return fall_back<ATEN_OP2(addcdiv, out)>(self, t1, t2, value, out);
+}
+
+at::Tensor& addcmul_out(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const c10::Scalar& value,
+                        at::Tensor& out) {
+  return addcmul_into(self, t1, t2, value, out);
+}
+
+at::Tensor& addcdiv_out(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const c10::Scalar& value,
+                        at::Tensor& out) {
+  return addcdiv_into(self, t1, t2, value, out);
+}
+
+at::Tensor addcmul(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const c10::Scalar& value) {
+  at::Tensor out;
+  return addcmul_into(self, t1, t2, value, out);
+}
+
+at::Tensor addcdiv(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const c10::Scalar& value) {
+  at::Tensor out;
+  return addcdiv_into(self, t1, t2, value, out);
 }
 
 // lerp's meta checks (a backend's out= kernel replaces the meta function); integer self goes to the host, which
@@ -733,10 +764,7 @@ at::Tensor& lerp_scalar_into(const at::Tensor& self, const at::Tensor& end, cons
   if (lerp_checks(self, end, nullptr)) {
     const at::Tensor w = at::native::wrapped_scalar_tensor(weight);
     at::TensorIterator iter = ternary_iter(out, self, end, w);
-    if (run_ternary(iter, AXON_TERNARY_LERP, axon_op_params_default(), iter.common_dtype())) {
-      if (!out.defined()) out = iter.output();
-      return out;
-    }
+    if (run_ternary(iter, AXON_TERNARY_LERP, axon_op_params_default(), iter.common_dtype())) return result_of(iter, out);
   }
   if (!out.defined()) return out = fall_back<ATEN_OP2(lerp, Scalar)>(self, end, weight);
   return fall_back<ATEN_OP2(lerp, Scalar_out)>(self, end, weight, out);
@@ -745,10 +773,7 @@ at::Tensor& lerp_scalar_into(const at::Tensor& self, const at::Tensor& end, cons
 at::Tensor& lerp_tensor_into(const at::Tensor& self, const at::Tensor& end, const at::Tensor& weight, at::Tensor& out) {
   if (lerp_checks(self, end, &weight)) {
     at::TensorIterator iter = ternary_iter(out, self, end, weight);
-    if (run_ternary(iter, AXON_TERNARY_LERP, axon_op_params_default(), iter.common_dtype())) {
-      if (!out.defined()) out = iter.output();
-      return out;
-    }
+    if (run_ternary(iter, AXON_TERNARY_LERP, axon_op_params_default(), iter.common_dtype())) return result_of(iter, out);
   }
   if (!out.defined()) return out = fall_back<ATEN_OP2(lerp, Tensor)>(self, end, weight);
   return fall_back<ATEN_OP2(lerp, Tensor_out)>(self, end, weight, out);
@@ -857,7 +882,8 @@ at::Tensor& clamp_out(const at::Tensor& self, const std::optional<c10::Scalar>& 
 
 // clamp's functional form with numbers as bounds, registered directly for the reason pow's is; the result dtype is
 // the meta function's (self's when floating, else promoted with the bounds).
-at::Tensor clamp(const at::Tensor& self, const std::optional<c10::Scalar>& min, const std::optional<c10::Scalar>& max) {
+at::Tensor clamp_numbers(const at::Tensor& self, const std::optional<c10::Scalar>& min,
+                         const std::optional<c10::Scalar>& max) {
   TORCH_CHECK(!self.is_complex(), "clamp is not supported for complex types");
   if (!self.is_non_overlapping_and_dense()) return at::compositeexplicitautogradnonfunctional::clamp(self, min, max);
   c10::ScalarType result = self.scalar_type();
@@ -884,22 +910,41 @@ at::Tensor clamp(const at::Tensor& self, const std::optional<c10::Scalar>& min, 
                                    &p));
     return out;
   }
+  if (min.has_value() != max.has_value()) {  // one bound: maximum or minimum with a number, on the direct path
+    const at::Tensor bound = at::native::wrapped_scalar_tensor(min.has_value() ? *min : *max);
+    const axon_binary_op_t op = min.has_value() ? AXON_BINARY_MAXIMUM : AXON_BINARY_MINIMUM;
+    if (auto r = binary_direct<false>(self, bound, op, axon_op_params_default())) return *std::move(r);
+  }
   at::Tensor out = at::empty_like(self, self.options().dtype(result));
   return clamp_out(self, min, max, out);
 }
 
-at::Tensor& clamp_tensor_out(const at::Tensor& self, const std::optional<at::Tensor>& min,
-                             const std::optional<at::Tensor>& max, at::Tensor& out) {
+// clamp with tensor bounds into out, or into a new tensor when out is undefined (the functional forms).
+at::Tensor& clamp_tensor_into(const at::Tensor& self, const std::optional<at::Tensor>& min,
+                              const std::optional<at::Tensor>& max, at::Tensor& out) {
   TORCH_CHECK(min.has_value() || max.has_value(), "torch.clamp: At least one of 'min' or 'max' must not be None");
   if (min.has_value() && max.has_value()) {
     at::TensorIterator iter = ternary_iter(out, self, *min, *max);
-    if (run_ternary(iter, AXON_TERNARY_CLAMP, axon_op_params_default(), iter.common_dtype())) return out;
+    if (run_ternary(iter, AXON_TERNARY_CLAMP, axon_op_params_default(), iter.common_dtype())) return result_of(iter, out);
   } else {
     at::TensorIterator iter = at::TensorIterator::borrowing_binary_op(out, self, min.has_value() ? *min : *max);
     const axon_binary_op_t op = min.has_value() ? AXON_BINARY_MAXIMUM : AXON_BINARY_MINIMUM;
-    if (run_binary(iter, op, axon_op_params_default(), iter.common_dtype())) return out;
+    if (run_binary(iter, op, axon_op_params_default(), iter.common_dtype())) return result_of(iter, out);
   }
+  if (!out.defined()) return out = fall_back<ATEN_OP2(clamp, Tensor)>(self, min, max);
   return fall_back<ATEN_OP2(clamp, Tensor_out)>(self, min, max, out);
+}
+
+at::Tensor& clamp_tensor_out(const at::Tensor& self, const std::optional<at::Tensor>& min,
+                             const std::optional<at::Tensor>& max, at::Tensor& out) {
+  return clamp_tensor_into(self, min, max, out);
+}
+
+at::Tensor clamp_tensor(const at::Tensor& self, const std::optional<at::Tensor>& min,
+                        const std::optional<at::Tensor>& max) {
+  TORCH_CHECK(!self.is_complex(), "clamp is not supported for complex types");
+  at::Tensor out;
+  return clamp_tensor_into(self, min, max, out);
 }
 
 at::Tensor& clamp_min_out(const at::Tensor& self, const c10::Scalar& min, at::Tensor& out) {
@@ -916,6 +961,19 @@ at::Tensor& clamp_min_tensor_out(const at::Tensor& self, const at::Tensor& min, 
 
 at::Tensor& clamp_max_tensor_out(const at::Tensor& self, const at::Tensor& max, at::Tensor& out) {
   return clamp_tensor_out(self, std::nullopt, max, out);
+}
+
+at::Tensor clamp_min(const at::Tensor& self, const c10::Scalar& min) {
+  return clamp_numbers(self, min, std::nullopt);
+}
+at::Tensor clamp_max(const at::Tensor& self, const c10::Scalar& max) {
+  return clamp_numbers(self, std::nullopt, max);
+}
+at::Tensor clamp_min_tensor(const at::Tensor& self, const at::Tensor& min) {
+  return clamp_tensor(self, min, std::nullopt);
+}
+at::Tensor clamp_max_tensor(const at::Tensor& self, const at::Tensor& max) {
+  return clamp_tensor(self, std::nullopt, max);
 }
 
 // rsub: other - alpha * self, which is sub with the operands swapped (its checks and messages too).
@@ -1298,13 +1356,15 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 
   m.impl("addcmul.out", TORCH_FN(addcmul_out));
   m.impl("addcdiv.out", TORCH_FN(addcdiv_out));
+  m.impl("addcmul", TORCH_FN(addcmul));
+  m.impl("addcdiv", TORCH_FN(addcdiv));
   m.impl("lerp.Scalar_out", TORCH_FN(lerp_scalar_out));
   m.impl("lerp.Tensor_out", TORCH_FN(lerp_tensor_out));
   m.impl("lerp.Scalar", TORCH_FN(lerp_scalar));
   m.impl("lerp.Tensor", TORCH_FN(lerp_tensor));
   m.impl("where.self_out", TORCH_FN(where_out));
   m.impl("where.self", TORCH_FN(where_self));
-  m.impl("clamp", TORCH_FN(clamp));
+  m.impl("clamp", TORCH_FN(clamp_numbers));
   m.impl("clamp.out", TORCH_FN(clamp_out));
   m.impl("clamp.Tensor_out", TORCH_FN(clamp_tensor_out));
   m.impl("clamp_min.out", TORCH_FN(clamp_min_out));
@@ -1312,6 +1372,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("clamp_max.Tensor_out", TORCH_FN(clamp_max_tensor_out));
   m.impl("rsub.Tensor", TORCH_FN(rsub_tensor));
   m.impl("clamp_max.out", TORCH_FN(clamp_max_out));
+  m.impl("clamp.Tensor", TORCH_FN(clamp_tensor));
+  m.impl("clamp_min", TORCH_FN(clamp_min));
+  m.impl("clamp_max", TORCH_FN(clamp_max));
+  m.impl("clamp_min.Tensor", TORCH_FN(clamp_min_tensor));
+  m.impl("clamp_max.Tensor", TORCH_FN(clamp_max_tensor));
 
   // gelu_backward and silu_backward: their functional forms too, which autograd calls. Without its own, silu's ran
   // ATen's composite formula on PrivateUse1 (five pointwise commands, 4.7x torch CPU's time).

@@ -1,6 +1,7 @@
 // upsample_nearest1d/2d/3d, _upsample_nearest_exact1d/2d/3d, upsample_linear1d, upsample_bilinear2d,
 // upsample_trilinear3d and upsample_bicubic2d, with their backward, on libaxon's upsample kernel
-// (libaxon/include/axon/upsample.h).
+// (libaxon/include/axon/upsample.h); _upsample_bilinear2d_aa and _upsample_bicubic2d_aa (antialias=True) and their
+// backward on its antialiased kernels (axon/upsample_aa.h).
 //
 // All are structured ops: the .out / .grad_input forms are bound, and the functional forms (and the .vec forms
 // F.interpolate calls) reach them after PyTorch's meta checks. The same checks run here too (ATen's
@@ -13,6 +14,7 @@
 #include <ATen/native/Resize.h>
 #include <ATen/native/UpSample.h>
 #include <axon/upsample.h>
+#include <axon/upsample_aa.h>
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
@@ -205,7 +207,88 @@ at::Tensor& trilinear3d_backward(const at::Tensor& g, SymArr os, SymArr is, bool
   return backward<3>(g, os, is, LINEAR, ac, {sd, sh, sw}, "upsample_trilinear3d_backward", gi);
 }
 
+// ---- antialiased bilinear and bicubic (axon/upsample_aa.h) ----
+//
+// float32 and float64 (CPU's float types here); uint8 images, and what CPU refuses, go to the host. The forward runs
+// PyTorch's separable passes: W into a [N, C, IH, OW] temporary, then H (one pass when only one of them changes).
+// A window libaxon does not take (a downscale by more than about 500) also goes to the host.
+
+bool aa_floats(const at::Tensor& a, const at::Tensor& b) {
+  return a.scalar_type() == b.scalar_type() && (a.scalar_type() == at::kFloat || a.scalar_type() == at::kDouble);
+}
+
+axon_upsample_aa_params_t aa_params(axon_aa_filter_t filter, bool align_corners, OptD sh, OptD sw) {
+  axon_upsample_aa_params_t p{};
+  p.filter = filter;
+  p.align_corners = align_corners;
+  p.scales[0] = sh.has_value() && *sh > 0 ? *sh : 0.0;
+  p.scales[1] = sw.has_value() && *sw > 0 ? *sw : 0.0;
+  return p;
+}
+
+// False (nothing enqueued) when libaxon declines the window; other errors raise.
+bool aa_pass(const at::Tensor& out, const at::Tensor& in, const axon_upsample_aa_params_t& p, const char* op) {
+  const axon_tensor_t od = describe(out, op), id = describe(in, op);
+  const axon_status_t st = axon_kernel_upsample_aa_pass(current_stream(in.device().index()), &od, &id, &p);
+  if (st == AXON_ERROR_UNSUPPORTED) return false;
+  AXON_CHECK(st);
+  return true;
+}
+
+template <axon_aa_filter_t F, class Op>
+at::Tensor& aa_out(const at::Tensor& self, SymArr os, bool ac, OptD sh, OptD sw, at::Tensor& out) {
+  const char* op = F == AXON_AA_TRIANGLE ? "_upsample_bilinear2d_aa" : "_upsample_bicubic2d_aa";
+  if (!aa_floats(self, out)) return fall_back<Op>(self, ints(os), ac, sh, sw, out);
+  TORCH_CHECK(self.dim() == 4, op, ": non-empty 4D data tensor expected but got a tensor with sizes ", self.sizes());
+  const auto shape = output_shape<2>(self.sizes(), C10_AS_INTARRAYREF_SLOW(os));
+  at::native::resize_output(out, shape);
+  if (out.numel() == 0) return out;
+  const at::Tensor x = self.contiguous();
+  at::Tensor o = out.is_contiguous() ? out : at::empty(out.sizes(), out.options());
+  const axon_upsample_aa_params_t p = aa_params(F, ac, sh, sw);
+  bool done;
+  if (shape[2] != x.size(2) && shape[3] != x.size(3)) {
+    const at::Tensor tmp = at::empty({x.size(0), x.size(1), x.size(2), shape[3]}, x.options());
+    done = aa_pass(tmp, x, p, op) && aa_pass(o, tmp, p, op);
+  } else {
+    done = aa_pass(o, x, p, op);
+  }
+  if (!done) return fall_back<Op>(self, ints(os), ac, sh, sw, out);
+  if (!o.is_same(out)) out.copy_(o);
+  return out;
+}
+
+template <axon_aa_filter_t F, class Op>
+at::Tensor& aa_backward(const at::Tensor& g, SymArr os, SymArr is, bool ac, OptD sh, OptD sw, at::Tensor& gi) {
+  const char* op = F == AXON_AA_TRIANGLE ? "_upsample_bilinear2d_aa_backward" : "_upsample_bicubic2d_aa_backward";
+  if (!aa_floats(g, gi)) return fall_back<Op>(g, ints(os), ints(is), ac, sh, sw, gi);
+  const auto in_shape = C10_AS_INTARRAYREF_SLOW(is);
+  const auto shape = output_shape<2>(in_shape, C10_AS_INTARRAYREF_SLOW(os));
+  TORCH_CHECK(g.dim() == 4, op, ": Expected grad_output to be a tensor of 4 dimensions, but got ", g.dim());
+  for (int64_t i = 0; i < 4; ++i)
+    TORCH_CHECK(g.size(i) == shape[i], op, ": Expected grad_output to have the same shape as output; output.size(", i,
+                ") = ", shape[i], " but got grad_output.size(", i, ") = ", g.size(i));
+  at::native::resize_output(gi, in_shape);
+  if (gi.numel() == 0) return gi;
+  const at::Tensor go = g.contiguous();
+  at::Tensor o = gi.is_contiguous() ? gi : at::empty(gi.sizes(), gi.options());
+  const axon_upsample_aa_params_t p = aa_params(F, ac, sh, sw);
+  const axon_tensor_t od = describe(o, op), gd = describe(go, op);
+  const axon_status_t st = axon_kernel_upsample_aa_backward(current_stream(g.device().index()), &od, &gd, &p);
+  if (st == AXON_ERROR_UNSUPPORTED) return fall_back<Op>(g, ints(os), ints(is), ac, sh, sw, gi);
+  AXON_CHECK(st);
+  if (!o.is_same(gi)) gi.copy_(o);
+  return gi;
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_upsample_bilinear2d_aa.out",
+         TORCH_FN((aa_out<AXON_AA_TRIANGLE, ATEN_OP2(_upsample_bilinear2d_aa, out)>)));
+  m.impl("_upsample_bicubic2d_aa.out", TORCH_FN((aa_out<AXON_AA_CUBIC, ATEN_OP2(_upsample_bicubic2d_aa, out)>)));
+  m.impl("_upsample_bilinear2d_aa_backward.grad_input",
+         TORCH_FN((aa_backward<AXON_AA_TRIANGLE, ATEN_OP2(_upsample_bilinear2d_aa_backward, grad_input)>)));
+  m.impl("_upsample_bicubic2d_aa_backward.grad_input",
+         TORCH_FN((aa_backward<AXON_AA_CUBIC, ATEN_OP2(_upsample_bicubic2d_aa_backward, grad_input)>)));
   m.impl("upsample_nearest1d.out", TORCH_FN((nearest1d_out<NEAREST, ATEN_OP2(upsample_nearest1d, out)>)));
   m.impl("upsample_nearest2d.out", TORCH_FN((nearest2d_out<NEAREST, ATEN_OP2(upsample_nearest2d, out)>)));
   m.impl("upsample_nearest3d.out", TORCH_FN((nearest3d_out<NEAREST, ATEN_OP2(upsample_nearest3d, out)>)));
