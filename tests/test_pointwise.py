@@ -235,6 +235,45 @@ def test_in_place_binary_forms_refuse_what_cpu_refuses_and_broadcast_like_it():
     check_close(a, e)
 
 
+# In-place forms bound to the .out kernels with out = self (unary, binary and ternary): CPU's results, its cast and
+# broadcast-shape refusals, and no host fallback.
+IN_PLACE = {
+    "sqrt_": lambda x, y: x.abs_().sqrt_(), "exp_": lambda x, y: x.exp_(), "neg_": lambda x, y: x.neg_(),
+    "sigmoid_": lambda x, y: x.sigmoid_(), "erfinv_": lambda x, y: x.clamp_(-0.9, 0.9).erfinv_(),
+    "floor_": lambda x, y: x.floor_(), "atan2_": lambda x, y: x.atan2_(y), "hypot_": lambda x, y: x.hypot_(y),
+    "copysign_": lambda x, y: x.copysign_(y), "fmod_": lambda x, y: x.fmod_(y.abs() + 1),
+    "xlogy_": lambda x, y: x.xlogy_(y.abs()), "lerp_": lambda x, y: x.lerp_(y, 0.3),
+    "lerp_tensor_": lambda x, y: x.lerp_(y, y.sigmoid()), "addcmul_": lambda x, y: x.addcmul_(y, y, value=-0.5),
+    "addcdiv_": lambda x, y: x.addcdiv_(y, y.abs() + 1, value=2), "clamp_": lambda x, y: x.clamp_(-0.5, 0.5),
+    "clamp_tensor_": lambda x, y: x.clamp_(min=y), "clamp_row_": lambda x, y: x.clamp_(max=y[0]),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+@pytest.mark.parametrize("name", sorted(IN_PLACE))
+def test_in_place_forms_match_cpu_natively(name, dtype):
+    x, y = sample((4, 5), dtype, seed=1), sample((4, 5), dtype, seed=2)
+    expected = IN_PLACE[name](x.clone(), y)
+    a = x.to("axon")
+    result = run_native(IN_PLACE[name], a, y)
+    assert result is a or result.data_ptr() == a.data_ptr()
+    check_close(a, expected)
+
+
+def test_in_place_forms_refuse_what_cpu_refuses():
+    x, wide = sample((5,), torch.float32).to("axon"), sample((4, 5), torch.float32).to("axon")
+    for fn in (lambda: x.atan2_(wide), lambda: x.lerp_(wide, 0.5), lambda: x.addcmul_(wide, x),
+               lambda: x.clamp_(min=wide), lambda: x.lerp_(x, wide)):
+        with pytest.raises(RuntimeError, match=r"output with shape \[5\] doesn't match the broadcast shape \[4, 5\]"):
+            fn()
+    i = torch.arange(6, device="axon")
+    for fn in (lambda: i.sqrt_(), lambda: i.atan2_(i), lambda: i.clamp_(0.5, 2)):
+        with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output type Long"):
+            fn()
+    with pytest.raises(RuntimeError, match="expected dtype float for `end` but got dtype double"):
+        x.lerp_(x.double(), 0.5)
+
+
 def test_ternary_ops_match_cpu():
     a, b, c = (sample((4, 7), torch.float32, seed=s) for s in (7, 8, 9))
     cond = a > 0

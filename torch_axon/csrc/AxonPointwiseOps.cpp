@@ -242,6 +242,21 @@ at::Tensor unary_functional(const at::Tensor& self) {
   return fall_back<AtenOp>(self);
 }
 
+// The in-place forms (x.sqrt_(), x.lerp_(y, w), ...): PyTorch's route runs the meta function (which checks that the
+// result casts to self's dtype and that the operands broadcast to self's shape) before the .out kernel. Here the
+// .out kernels run with out = self: their iterator makes the cast check, check_inplace_shape the shape check.
+void check_inplace_shape(const at::Tensor& self, std::initializer_list<const at::Tensor*> others) {
+  c10::DimVector shape(self.sizes().begin(), self.sizes().end());
+  for (const at::Tensor* t : others) shape = at::infer_size_dimvector(shape, t->sizes());
+  TORCH_CHECK(self.sizes().equals(shape), "output with shape ", self.sizes(), " doesn't match the broadcast shape ",
+              c10::IntArrayRef(shape));
+}
+
+template <axon_unary_op_t OP, bool FLOAT_OP, class AtenOp>
+at::Tensor& unary_inplace(at::Tensor& self) {
+  return unary_out<OP, FLOAT_OP, AtenOp>(self, self);
+}
+
 // abs and angle: a complex self has a real result (the `.out` form gets a float out from the functional form, and a
 // complex out keeps the value with a zero imaginary part), computed in self's complex dtype.
 template <axon_unary_op_t OP, bool FLOAT_OP, class AtenOp>
@@ -466,6 +481,12 @@ at::Tensor& binary_out(const at::Tensor& self, const at::Tensor& other, at::Tens
                                      : at::TensorIterator::borrowing_binary_op(out, self, other);
   if (run_binary(iter, OP, axon_op_params_default(), iter.common_dtype())) return out;
   return fall_back<AtenOp>(self, other, out);
+}
+
+template <axon_binary_op_t OP, bool FLOAT_OP, class AtenOp>
+at::Tensor& binary_inplace_checked(at::Tensor& self, const at::Tensor& other) {
+  check_inplace_shape(self, {&other});
+  return binary_out<OP, FLOAT_OP, AtenOp>(self, other, self);
 }
 
 // PyTorch's refusals of subtraction with bools (a bool number counts: x - True).
@@ -737,6 +758,16 @@ at::Tensor& addcdiv_out(const at::Tensor& self, const at::Tensor& t1, const at::
   return addcdiv_into(self, t1, t2, value, out);
 }
 
+at::Tensor& addcmul_(at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const c10::Scalar& value) {
+  check_inplace_shape(self, {&t1, &t2});
+  return addcmul_into(self, t1, t2, value, self);
+}
+
+at::Tensor& addcdiv_(at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const c10::Scalar& value) {
+  check_inplace_shape(self, {&t1, &t2});
+  return addcdiv_into(self, t1, t2, value, self);
+}
+
 at::Tensor addcmul(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const c10::Scalar& value) {
   at::Tensor out;
   return addcmul_into(self, t1, t2, value, out);
@@ -785,6 +816,16 @@ at::Tensor& lerp_scalar_out(const at::Tensor& self, const at::Tensor& end, const
 
 at::Tensor& lerp_tensor_out(const at::Tensor& self, const at::Tensor& end, const at::Tensor& weight, at::Tensor& out) {
   return lerp_tensor_into(self, end, weight, out);
+}
+
+at::Tensor& lerp_scalar_(at::Tensor& self, const at::Tensor& end, const c10::Scalar& weight) {
+  check_inplace_shape(self, {&end});
+  return lerp_scalar_into(self, end, weight, self);
+}
+
+at::Tensor& lerp_tensor_(at::Tensor& self, const at::Tensor& end, const at::Tensor& weight) {
+  check_inplace_shape(self, {&end, &weight});
+  return lerp_tensor_into(self, end, weight, self);
 }
 
 at::Tensor lerp_scalar(const at::Tensor& self, const at::Tensor& end, const c10::Scalar& weight) {
@@ -961,6 +1002,16 @@ at::Tensor& clamp_min_tensor_out(const at::Tensor& self, const at::Tensor& min, 
 
 at::Tensor& clamp_max_tensor_out(const at::Tensor& self, const at::Tensor& max, at::Tensor& out) {
   return clamp_tensor_out(self, std::nullopt, max, out);
+}
+
+at::Tensor& clamp_(at::Tensor& self, const std::optional<c10::Scalar>& min, const std::optional<c10::Scalar>& max) {
+  return clamp_out(self, min, max, self);
+}
+
+at::Tensor& clamp_tensor_(at::Tensor& self, const std::optional<at::Tensor>& min, const std::optional<at::Tensor>& max) {
+  if (min.has_value()) check_inplace_shape(self, {&*min});
+  if (max.has_value()) check_inplace_shape(self, {&*max});
+  return clamp_tensor_into(self, min, max, self);
 }
 
 at::Tensor clamp_min(const at::Tensor& self, const c10::Scalar& min) {
@@ -1183,6 +1234,10 @@ at::Tensor& round_decimals_out(const at::Tensor& self, int64_t decimals, at::Ten
 #define AXON_UNARY(name, OP, FLOAT) \
   AXON_UNARY_OUT(name, OP, FLOAT)   \
   m.impl(#name, TORCH_FN((unary_functional<OP, FLOAT, ATEN_OP(name)>)));
+// ... and the in-place form `name_`, for the ops that have one.
+#define AXON_UNARY_I(name, OP, FLOAT) \
+  AXON_UNARY(name, OP, FLOAT)         \
+  m.impl(#name "_", TORCH_FN((unary_inplace<OP, FLOAT, ATEN_OP2(name, out)>)));
 #define AXON_BINARY_OUT(name, overload, OP, FLOAT) \
   m.impl(#name "." #overload, TORCH_FN((binary_out<OP, FLOAT, ATEN_OP2(name, overload)>)));
 // `name.out` with the functional form `name`, and `name.<out_overload>` with `name.<overload>`.
@@ -1192,6 +1247,12 @@ at::Tensor& round_decimals_out(const at::Tensor& self, int64_t decimals, at::Ten
 #define AXON_BINARY2(name, out_overload, overload, OP, FLOAT) \
   AXON_BINARY_OUT(name, out_overload, OP, FLOAT)              \
   m.impl(#name "." #overload, TORCH_FN((binary_functional<OP, FLOAT, ATEN_OP2(name, overload)>)));
+#define AXON_BINARY_I(name, OP, FLOAT) \
+  AXON_BINARY(name, OP, FLOAT)         \
+  m.impl(#name "_", TORCH_FN((binary_inplace_checked<OP, FLOAT, ATEN_OP2(name, out)>)));
+#define AXON_BINARY2_I(name, out_overload, overload, OP, FLOAT) \
+  AXON_BINARY2(name, out_overload, overload, OP, FLOAT)         \
+  m.impl(#name "_." #overload, TORCH_FN((binary_inplace_checked<OP, FLOAT, ATEN_OP2(name, out_overload)>)));
 #define AXON_COMPARE(name, OP)                                                                 \
   m.impl(#name ".Tensor_out", TORCH_FN((compare_out<OP, ATEN_OP2(name, Tensor_out)>)));        \
   m.impl(#name ".Scalar_out", TORCH_FN((compare_scalar_out<OP, ATEN_OP2(name, Scalar_out)>)));  \
@@ -1199,38 +1260,38 @@ at::Tensor& round_decimals_out(const at::Tensor& self, int64_t decimals, at::Ten
   m.impl(#name ".Scalar", TORCH_FN((compare_scalar_functional<OP, ATEN_OP2(name, Scalar)>)));
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  AXON_UNARY(neg, AXON_UNARY_NEG, false)
+  AXON_UNARY_I(neg, AXON_UNARY_NEG, false)
   m.impl("abs.out", TORCH_FN((real_of_complex_out<AXON_UNARY_ABS, false, ATEN_OP2(abs, out)>)));
   m.impl("abs", TORCH_FN(abs));
   m.impl("sign.out", TORCH_FN(sign_out));
-  AXON_UNARY(sgn, AXON_UNARY_SIGN, false)  // sign for real dtypes, z / |z| for complex
+  AXON_UNARY_I(sgn, AXON_UNARY_SIGN, false)  // sign for real dtypes, z / |z| for complex
   AXON_UNARY_OUT(conj_physical, AXON_UNARY_CONJ, false)  // its functional form is composite implicit
-  AXON_UNARY(reciprocal, AXON_UNARY_RECIPROCAL, true)
-  AXON_UNARY(sqrt, AXON_UNARY_SQRT, true)
-  AXON_UNARY(rsqrt, AXON_UNARY_RSQRT, true)
-  AXON_UNARY(exp, AXON_UNARY_EXP, true)
-  AXON_UNARY(exp2, AXON_UNARY_EXP2, true)
-  AXON_UNARY(expm1, AXON_UNARY_EXPM1, true)
-  AXON_UNARY(log, AXON_UNARY_LOG, true)
-  AXON_UNARY(log2, AXON_UNARY_LOG2, true)
-  AXON_UNARY(log10, AXON_UNARY_LOG10, true)
-  AXON_UNARY(log1p, AXON_UNARY_LOG1P, true)
-  AXON_UNARY(sin, AXON_UNARY_SIN, true)
-  AXON_UNARY(cos, AXON_UNARY_COS, true)
-  AXON_UNARY(tan, AXON_UNARY_TAN, true)
-  AXON_UNARY(asin, AXON_UNARY_ASIN, true)
-  AXON_UNARY(acos, AXON_UNARY_ACOS, true)
-  AXON_UNARY(atan, AXON_UNARY_ATAN, true)
-  AXON_UNARY(sinh, AXON_UNARY_SINH, true)
-  AXON_UNARY(cosh, AXON_UNARY_COSH, true)
-  AXON_UNARY(tanh, AXON_UNARY_TANH, true)
-  AXON_UNARY(asinh, AXON_UNARY_ASINH, true)
-  AXON_UNARY(acosh, AXON_UNARY_ACOSH, true)
-  AXON_UNARY(atanh, AXON_UNARY_ATANH, true)
-  AXON_UNARY(erf, AXON_UNARY_ERF, true)
-  AXON_UNARY(erfc, AXON_UNARY_ERFC, true)
-  AXON_UNARY(lgamma, AXON_UNARY_LGAMMA, true)
-  AXON_UNARY(digamma, AXON_UNARY_DIGAMMA, true)
+  AXON_UNARY_I(reciprocal, AXON_UNARY_RECIPROCAL, true)
+  AXON_UNARY_I(sqrt, AXON_UNARY_SQRT, true)
+  AXON_UNARY_I(rsqrt, AXON_UNARY_RSQRT, true)
+  AXON_UNARY_I(exp, AXON_UNARY_EXP, true)
+  AXON_UNARY_I(exp2, AXON_UNARY_EXP2, true)
+  AXON_UNARY_I(expm1, AXON_UNARY_EXPM1, true)
+  AXON_UNARY_I(log, AXON_UNARY_LOG, true)
+  AXON_UNARY_I(log2, AXON_UNARY_LOG2, true)
+  AXON_UNARY_I(log10, AXON_UNARY_LOG10, true)
+  AXON_UNARY_I(log1p, AXON_UNARY_LOG1P, true)
+  AXON_UNARY_I(sin, AXON_UNARY_SIN, true)
+  AXON_UNARY_I(cos, AXON_UNARY_COS, true)
+  AXON_UNARY_I(tan, AXON_UNARY_TAN, true)
+  AXON_UNARY_I(asin, AXON_UNARY_ASIN, true)
+  AXON_UNARY_I(acos, AXON_UNARY_ACOS, true)
+  AXON_UNARY_I(atan, AXON_UNARY_ATAN, true)
+  AXON_UNARY_I(sinh, AXON_UNARY_SINH, true)
+  AXON_UNARY_I(cosh, AXON_UNARY_COSH, true)
+  AXON_UNARY_I(tanh, AXON_UNARY_TANH, true)
+  AXON_UNARY_I(asinh, AXON_UNARY_ASINH, true)
+  AXON_UNARY_I(acosh, AXON_UNARY_ACOSH, true)
+  AXON_UNARY_I(atanh, AXON_UNARY_ATANH, true)
+  AXON_UNARY_I(erf, AXON_UNARY_ERF, true)
+  AXON_UNARY_I(erfc, AXON_UNARY_ERFC, true)
+  AXON_UNARY_I(lgamma, AXON_UNARY_LGAMMA, true)
+  AXON_UNARY_I(digamma, AXON_UNARY_DIGAMMA, true)
   m.impl("polygamma.out", TORCH_FN(polygamma_out));
   // torch.special's Bessel and normal-distribution functions (those CPU defines for float32 and float64 only are
   // only those in libaxon's tables: the half types go to the host, which raises CPU's error)
@@ -1244,7 +1305,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   AXON_UNARY(special_modified_bessel_k1, AXON_UNARY_MODIFIED_BESSEL_K1, true)
   AXON_UNARY(special_scaled_modified_bessel_k0, AXON_UNARY_SCALED_MODIFIED_BESSEL_K0, true)
   AXON_UNARY(special_scaled_modified_bessel_k1, AXON_UNARY_SCALED_MODIFIED_BESSEL_K1, true)
-  AXON_UNARY(i0, AXON_UNARY_I0, true)
+  AXON_UNARY_I(i0, AXON_UNARY_I0, true)
   AXON_UNARY(special_i0e, AXON_UNARY_I0E, true)
   AXON_UNARY(special_i1, AXON_UNARY_I1, true)
   AXON_UNARY(special_i1e, AXON_UNARY_I1E, true)
@@ -1253,24 +1314,24 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   AXON_UNARY(special_log_ndtr, AXON_UNARY_LOG_NDTR, true)
   AXON_UNARY(special_ndtri, AXON_UNARY_NDTRI, true)
   AXON_UNARY(special_entr, AXON_UNARY_ENTR, true)
-  AXON_UNARY(sinc, AXON_UNARY_SINC, true)
-  AXON_UNARY(erfinv, AXON_UNARY_ERFINV, true)
+  AXON_UNARY_I(sinc, AXON_UNARY_SINC, true)
+  AXON_UNARY_I(erfinv, AXON_UNARY_ERFINV, true)
   m.impl("angle.out", TORCH_FN(angle_out));
   m.impl("angle", TORCH_FN(angle));
   m.impl("frexp.Tensor_out", TORCH_FN(frexp_out));
   m.impl("nan_to_num.out", TORCH_FN(nan_to_num_out));
   m.impl("round.decimals_out", TORCH_FN(round_decimals_out));
-  AXON_UNARY(sigmoid, AXON_UNARY_SIGMOID, true)
-  AXON_UNARY(silu, AXON_UNARY_SILU, false)
-  AXON_UNARY(mish, AXON_UNARY_MISH, false)
-  AXON_UNARY(hardsigmoid, AXON_UNARY_HARDSIGMOID, false)
+  AXON_UNARY_I(sigmoid, AXON_UNARY_SIGMOID, true)
+  AXON_UNARY_I(silu, AXON_UNARY_SILU, false)
+  AXON_UNARY_I(mish, AXON_UNARY_MISH, false)
+  AXON_UNARY_I(hardsigmoid, AXON_UNARY_HARDSIGMOID, false)
   AXON_UNARY(hardswish, AXON_UNARY_HARDSWISH, false)
-  AXON_UNARY(floor, AXON_UNARY_FLOOR, false)
-  AXON_UNARY(ceil, AXON_UNARY_CEIL, false)
-  AXON_UNARY(round, AXON_UNARY_ROUND, false)
-  AXON_UNARY(trunc, AXON_UNARY_TRUNC, false)
-  AXON_UNARY(frac, AXON_UNARY_FRAC, false)
-  AXON_UNARY(bitwise_not, AXON_UNARY_BITWISE_NOT, false)
+  AXON_UNARY_I(floor, AXON_UNARY_FLOOR, false)
+  AXON_UNARY_I(ceil, AXON_UNARY_CEIL, false)
+  AXON_UNARY_I(round, AXON_UNARY_ROUND, false)
+  AXON_UNARY_I(trunc, AXON_UNARY_TRUNC, false)
+  AXON_UNARY_I(frac, AXON_UNARY_FRAC, false)
+  AXON_UNARY_I(bitwise_not, AXON_UNARY_BITWISE_NOT, false)
   m.impl("logical_not.out", TORCH_FN((unary_predicate_out<AXON_UNARY_LOGICAL_NOT, ATEN_OP2(logical_not, out)>)));
   m.impl("isnan", TORCH_FN(isnan));
   m.impl("isposinf.out", TORCH_FN((unary_predicate_out<AXON_UNARY_ISPOSINF, ATEN_OP2(isposinf, out)>)));
@@ -1303,7 +1364,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("floor_divide", TORCH_FN(floor_divide));
   m.impl("floor_divide_.Tensor", TORCH_FN(floor_divide_));
   m.impl("floor_divide.out", TORCH_FN(floor_divide_into));
-  AXON_BINARY2(remainder, Tensor_out, Tensor, AXON_BINARY_REMAINDER, false)
+  AXON_BINARY2_I(remainder, Tensor_out, Tensor, AXON_BINARY_REMAINDER, false)
   m.impl("special_zeta.out", TORCH_FN(special_zeta_out));
   AXON_BINARY(special_chebyshev_polynomial_t, AXON_BINARY_CHEBYSHEV_T, true)
   AXON_BINARY(special_chebyshev_polynomial_u, AXON_BINARY_CHEBYSHEV_U, true)
@@ -1321,29 +1382,29 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   AXON_BINARY(logaddexp, AXON_BINARY_LOGADDEXP, false)
   AXON_BINARY(logaddexp2, AXON_BINARY_LOGADDEXP2, false)
   m.impl("heaviside.out", TORCH_FN(heaviside_out));
-  AXON_BINARY(nextafter, AXON_BINARY_NEXTAFTER, false)  // the half types step their bit patterns (c10's rule)
-  AXON_BINARY(gcd, AXON_BINARY_GCD, false)
-  AXON_BINARY(lcm, AXON_BINARY_LCM, false)
-  AXON_BINARY2(fmod, Tensor_out, Tensor, AXON_BINARY_FMOD, false)
+  AXON_BINARY_I(nextafter, AXON_BINARY_NEXTAFTER, false)  // the half types step their bit patterns (c10's rule)
+  AXON_BINARY_I(gcd, AXON_BINARY_GCD, false)
+  AXON_BINARY_I(lcm, AXON_BINARY_LCM, false)
+  AXON_BINARY2_I(fmod, Tensor_out, Tensor, AXON_BINARY_FMOD, false)
   AXON_BINARY2(pow, Tensor_Tensor_out, Tensor_Tensor, AXON_BINARY_POW, false)
   m.impl("pow.Tensor_Scalar_out", TORCH_FN(pow_tensor_scalar_out));
   m.impl("pow.Tensor_Scalar", TORCH_FN(pow_tensor_scalar));
   m.impl("pow.Scalar_out", TORCH_FN(pow_scalar_out));
-  AXON_BINARY(atan2, AXON_BINARY_ATAN2, true)
+  AXON_BINARY_I(atan2, AXON_BINARY_ATAN2, true)
   AXON_BINARY(maximum, AXON_BINARY_MAXIMUM, false)
   AXON_BINARY(minimum, AXON_BINARY_MINIMUM, false)
   AXON_BINARY(fmax, AXON_BINARY_FMAX, false)
   AXON_BINARY(fmin, AXON_BINARY_FMIN, false)
-  AXON_BINARY(hypot, AXON_BINARY_HYPOT, false)  // integers: CPU's refusal, from the host
-  AXON_BINARY2(copysign, out, Tensor, AXON_BINARY_COPYSIGN, true)
-  AXON_BINARY2(xlogy, OutTensor, Tensor, AXON_BINARY_XLOGY, true)
-  AXON_BINARY(igamma, AXON_BINARY_IGAMMA, false)  // integer operands: CPU's refusal, from the host
-  AXON_BINARY(igammac, AXON_BINARY_IGAMMAC, false)
-  AXON_BINARY2(bitwise_and, Tensor_out, Tensor, AXON_BINARY_BITWISE_AND, false)
-  AXON_BINARY2(bitwise_or, Tensor_out, Tensor, AXON_BINARY_BITWISE_OR, false)
-  AXON_BINARY2(bitwise_xor, Tensor_out, Tensor, AXON_BINARY_BITWISE_XOR, false)
-  AXON_BINARY2(bitwise_left_shift, Tensor_out, Tensor, AXON_BINARY_SHIFT_LEFT, false)
-  AXON_BINARY2(bitwise_right_shift, Tensor_out, Tensor, AXON_BINARY_SHIFT_RIGHT, false)
+  AXON_BINARY_I(hypot, AXON_BINARY_HYPOT, false)  // integers: CPU's refusal, from the host
+  AXON_BINARY2_I(copysign, out, Tensor, AXON_BINARY_COPYSIGN, true)
+  AXON_BINARY2_I(xlogy, OutTensor, Tensor, AXON_BINARY_XLOGY, true)
+  AXON_BINARY_I(igamma, AXON_BINARY_IGAMMA, false)  // integer operands: CPU's refusal, from the host
+  AXON_BINARY_I(igammac, AXON_BINARY_IGAMMAC, false)
+  AXON_BINARY2_I(bitwise_and, Tensor_out, Tensor, AXON_BINARY_BITWISE_AND, false)
+  AXON_BINARY2_I(bitwise_or, Tensor_out, Tensor, AXON_BINARY_BITWISE_OR, false)
+  AXON_BINARY2_I(bitwise_xor, Tensor_out, Tensor, AXON_BINARY_BITWISE_XOR, false)
+  AXON_BINARY2_I(bitwise_left_shift, Tensor_out, Tensor, AXON_BINARY_SHIFT_LEFT, false)
+  AXON_BINARY2_I(bitwise_right_shift, Tensor_out, Tensor, AXON_BINARY_SHIFT_RIGHT, false)
   AXON_COMPARE(eq, AXON_BINARY_EQ)
   AXON_COMPARE(ne, AXON_BINARY_NE)
   AXON_COMPARE(lt, AXON_BINARY_LT)
@@ -1357,6 +1418,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("addcmul.out", TORCH_FN(addcmul_out));
   m.impl("addcdiv.out", TORCH_FN(addcdiv_out));
   m.impl("addcmul", TORCH_FN(addcmul));
+  m.impl("addcmul_", TORCH_FN(addcmul_));
+  m.impl("addcdiv_", TORCH_FN(addcdiv_));
+  m.impl("lerp_.Scalar", TORCH_FN(lerp_scalar_));
+  m.impl("lerp_.Tensor", TORCH_FN(lerp_tensor_));
+  m.impl("clamp_", TORCH_FN(clamp_));
+  m.impl("clamp_.Tensor", TORCH_FN(clamp_tensor_));
   m.impl("addcdiv", TORCH_FN(addcdiv));
   m.impl("lerp.Scalar_out", TORCH_FN(lerp_scalar_out));
   m.impl("lerp.Tensor_out", TORCH_FN(lerp_tensor_out));
