@@ -71,3 +71,90 @@ def test_histc_errors_match_cpu():
         torch.histc(x, bins=4, min=3, max=1)
     with pytest.raises(RuntimeError, match="is not finite"):
         torch.histc(x, bins=4, min=float("nan"))
+
+
+# torch.histogram and torch.histogramdd (libaxon's histogramdd kernel). The edges from bin counts are linspace in
+# the input's dtype, which PyTorch's CPU computes partly vectorized (base + step * lane) and libaxon per element
+# from the nearer end: they may differ by an ulp, so edges compare with a tolerance and the inputs keep away from
+# them (random normals). Weighted sums are float64 sums rounded once (CPU sums in the dtype).
+HIST_TOL = {torch.float32: (1e-5, 1e-6), torch.float64: (1e-12, 1e-12)}
+HIST_CASES = [
+    dict(bins=10), dict(bins=7, range=(-1.0, 2.0)), dict(bins=5, weight=True), dict(bins=6, density=True),
+    dict(bins=[-3.0, -1.0, 0.0, 0.5, 4.0]), dict(bins=[-3.0, -1.0, 0.0, 0.5, 4.0], weight=True, density=True),
+    dict(bins=1), dict(bins=3, range=(0.25, 0.25)),
+]
+
+
+def hist_args(case, x, device):
+    kw = dict(case)
+    g = torch.Generator().manual_seed(5)
+    if kw.get("weight"):
+        kw["weight"] = torch.rand(x.shape[:-1] if x.dim() > 1 and "dd" in case else x.shape, generator=g,
+                                  dtype=torch.float64).to(x.dtype).to(device)
+    if isinstance(kw["bins"], list) and isinstance(kw["bins"][0], float):
+        kw["bins"] = torch.tensor(kw["bins"], dtype=x.dtype, device=device)
+    return kw
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+@pytest.mark.parametrize("case", HIST_CASES, ids=lambda c: "-".join(f"{k}={v}" for k, v in c.items()))
+def test_histogram_matches_cpu_natively(case, dtype):
+    x = torch.randn(2000, generator=torch.Generator().manual_seed(3), dtype=torch.float64).mul(3).to(dtype)
+    want = torch.histogram(x, **hist_args(case, x, "cpu"))
+    torch_axon.reset_fallback_stats()
+    got = torch.histogram(x.to("axon"), **hist_args(case, x, "axon"))
+    assert torch_axon.fallback_stats() == {}
+    rtol, atol = HIST_TOL[dtype]
+    assert got.hist.device.type == "axon" and got.hist.dtype == dtype
+    torch.testing.assert_close(got.bin_edges.cpu(), want.bin_edges, rtol=rtol, atol=atol)
+    torch.testing.assert_close(got.hist.cpu(), want.hist, rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_histogramdd_matches_cpu_natively(weighted):
+    g = torch.Generator().manual_seed(4)
+    x = torch.randn(3, 400, 3, generator=g)
+    w = torch.rand(3, 400, generator=g) if weighted else None
+    tensors = [torch.tensor([-2.0, 0.0, 0.3, 2.5]), torch.linspace(-1, 1, 6), torch.tensor([-9.0, 9.0])]
+    for kw in (dict(bins=[3, 4, 5]), dict(bins=[2, 3, 2], range=[-1.0, 1.0, 0.0, 2.0, -3.0, 3.0], density=True),
+               dict(bins=tensors)):
+        want = torch.histogramdd(x, weight=w, **kw)
+        akw = {k: ([t.to("axon") for t in v] if k == "bins" and isinstance(v[0], torch.Tensor) else v)
+               for k, v in kw.items()}
+        torch_axon.reset_fallback_stats()
+        got = torch.histogramdd(x.to("axon"), weight=None if w is None else w.to("axon"), **akw)
+        assert torch_axon.fallback_stats() == {}
+        torch.testing.assert_close(got.hist.cpu(), want.hist, rtol=1e-5, atol=1e-6)
+        for a, b in zip(got.bin_edges, want.bin_edges):
+            torch.testing.assert_close(a.cpu(), b, rtol=1e-6, atol=1e-6)
+
+
+def test_histogram_skips_nan_and_out_of_range_and_counts_the_last_edge():
+    x = torch.tensor([float("nan"), -5.0, 0.0, 1.0, 2.0, 2.0, 7.0, float("inf")])
+    for kw in (dict(bins=4, range=(0.0, 2.0)), dict(bins=torch.tensor([0.0, 1.0, 2.0]))):
+        want = torch.histogram(x, **kw)
+        got = torch.histogram(x.to("axon"), **{k: (v.to("axon") if isinstance(v, torch.Tensor) else v)
+                                               for k, v in kw.items()})
+        assert torch.equal(got.hist.cpu(), want.hist)
+    assert torch.equal(torch.histogram(x.to("axon"), bins=4, range=(0.0, 2.0)).hist.cpu(),
+                       torch.tensor([1.0, 0.0, 1.0, 2.0]))
+
+
+def test_histogram_errors_and_other_dtypes_match_cpu():
+    x = torch.randn(50)
+    for fn, match in ((lambda t: torch.histogram(t, bins=0), "bins must be > 0"),
+                      (lambda t: torch.histogram(t, bins=3, range=(1.0, 0.0)), "min should not exceed max"),
+                      (lambda t: torch.histogram(t, bins=3, weight=torch.ones(49, device=t.device)), "same shape"),
+                      (lambda t: torch.histogram(t.double(), bins=3, weight=torch.ones(50, device=t.device)),
+                       "same dtype"),
+                      (lambda t: torch.histogram(t.half(), bins=3), "not implemented for 'Half'"),
+                      (lambda t: torch.histogram(t.new_full((2,), float("inf")), bins=3), "is not finite")):
+        with pytest.raises(RuntimeError, match=match):
+            fn(x)
+        with pytest.raises(RuntimeError, match=match):
+            fn(x.to("axon"))
+    # float16 with a range: CPU counts in float16; here exact, the same for these counts
+    h = x.half()
+    want = torch.histogram(h, bins=5, range=(-1.0, 1.0))
+    got = torch.histogram(h.to("axon"), bins=5, range=(-1.0, 1.0))
+    assert torch.equal(got.hist.cpu(), want.hist)
