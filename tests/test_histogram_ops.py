@@ -138,6 +138,12 @@ def test_histogram_skips_nan_and_out_of_range_and_counts_the_last_edge():
         assert torch.equal(got.hist.cpu(), want.hist)
     assert torch.equal(torch.histogram(x.to("axon"), bins=4, range=(0.0, 2.0)).hist.cpu(),
                        torch.tensor([1.0, 0.0, 1.0, 2.0]))
+    # a 0-dim input is one point (op_db's samples)
+    torch_axon.reset_fallback_stats()
+    got = torch.histogram(torch.tensor(1.5, device="axon"), bins=2, density=True)
+    assert torch_axon.fallback_stats() == {}
+    want = torch.histogram(torch.tensor(1.5), bins=2, density=True)
+    assert torch.equal(got.hist.cpu(), want.hist) and torch.equal(got.bin_edges.cpu(), want.bin_edges)
 
 
 def test_histogram_errors_and_other_dtypes_match_cpu():

@@ -74,7 +74,7 @@ bool hist_dtype(c10::ScalarType t) {
 // self's points as [M, D] and the weight as [M], or false when the fast path does not take them.
 bool hist_points(const at::Tensor& self, int64_t D, const std::optional<at::Tensor>& weight, at::Tensor& points,
                  std::optional<at::Tensor>& w) {
-  if (!hist_dtype(self.scalar_type()) || self.dim() < 1 || D < 1 || D > AXON_MAX_DIMS) return false;
+  if (!hist_dtype(self.scalar_type()) || D < 1 || D > AXON_MAX_DIMS) return false;
   if (weight.has_value()) {
     if (weight->scalar_type() != self.scalar_type() || weight->device() != self.device() ||
         weight->numel() * D != self.numel())
