@@ -314,3 +314,49 @@ def test_max_unpool_repeated_indices_keep_the_last_and_bad_ones_fail():
     assert torch.equal(got.cpu(), F.max_unpool1d(y, idx, 2, output_size=(5,)))
     with pytest.raises(RuntimeError, match="Found an invalid max index: 9"):
         F.max_unpool1d(y.to("axon"), torch.tensor([[[0, 9, 1]]], device="axon"), 2, output_size=(5,)).cpu()
+
+
+# Fractional max pooling (libaxon's kernel for float32 and float64; the backward is max pooling's scatter). The
+# window starts come from the given random samples with CPU's arithmetic: values and indices are CPU's exactly.
+FRACTIONAL_CASES = [  # (shape, kernel, output_size)
+    ((2, 3, 17, 13), (3, 2), (7, 9)), ((3, 10, 10), 2, (5, 5)), ((2, 5, 6, 7), 3, (4, 5)),
+    ((1, 2, 9, 11, 8), (2, 3, 2), (4, 5, 6)), ((2, 9, 7, 6), 2, (3, 3, 3)),
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+@pytest.mark.parametrize("case", FRACTIONAL_CASES, ids=lambda c: "x".join(map(str, c[0])))
+def test_fractional_max_pool_matches_cpu_exactly_and_natively(case, dtype):
+    shape, kernel, output_size = case
+    nsp = len(output_size)
+    x = sample(shape, dtype)
+    x.view(-1)[3] = float("nan")
+    batched = x.dim() == nsp + 2
+    u = torch.rand(shape[0] if batched else 1, shape[1] if batched else shape[0], nsp,
+                   generator=torch.Generator().manual_seed(1), dtype=dtype)
+    fn = F.fractional_max_pool2d if nsp == 2 else F.fractional_max_pool3d
+    xr, xa = x.clone().requires_grad_(), x.to("axon").requires_grad_()
+    want, want_i = fn(xr, kernel, output_size=output_size, return_indices=True, _random_samples=u)
+    torch_axon.reset_fallback_stats()
+    got, got_i = fn(xa, kernel, output_size=output_size, return_indices=True, _random_samples=u.to("axon"))
+    g = sample(want.shape, dtype)
+    want.backward(g)
+    got.backward(g.to("axon"))
+    assert torch_axon.fallback_stats() == {}
+    close(got, want, EXACT)
+    assert torch.equal(got_i.cpu(), want_i)
+    close(xa.grad, xr.grad, EXACT)
+
+
+def test_fractional_max_pool_half_types_and_bad_arguments_go_to_the_host_like_cpu():
+    x = sample((1, 2, 8, 8), torch.float32)
+    u = torch.rand(1, 2, 2)
+    h = x.half()
+    torch_axon.reset_fallback_stats()
+    close(F.fractional_max_pool2d(h.to("axon"), 2, output_size=(4, 4), _random_samples=u.half().to("axon")),
+          F.fractional_max_pool2d(h, 2, output_size=(4, 4), _random_samples=u.half()), EXACT)
+    assert torch_axon.fallback_stats() == {"aten::fractional_max_pool2d.output": 1}
+    with pytest.raises(RuntimeError, match="too large relative to input"):
+        F.fractional_max_pool2d(x, 7, output_size=(4, 4), _random_samples=u)
+    with pytest.raises(RuntimeError, match="too large relative to input"):
+        F.fractional_max_pool2d(x.to("axon"), 7, output_size=(4, 4), _random_samples=u.to("axon"))

@@ -240,6 +240,69 @@ at::Tensor max_pool3d_with_indices_backward(const at::Tensor& grad_output, const
       grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices, grad_input);
 }
 
+// ---- fractional max pooling ----
+//
+// float32 and float64 on libaxon's kernel, the windows from the random samples as CPU places them; the backward is
+// max pooling's scatter by the indices. The half types (CPU computes their window starts in the half type) and
+// arguments CPU refuses go to the host, with its errors.
+
+template <size_t N, class Op>
+std::tuple<at::Tensor&, at::Tensor&> fractional_out(const at::Tensor& self, c10::IntArrayRef kernel_size,
+                                                    c10::IntArrayRef output_size, const at::Tensor& samples,
+                                                    at::Tensor& out, at::Tensor& indices) {
+  const int64_t nd = self.dim(), n = static_cast<int64_t>(N);
+  const c10::ScalarType t = self.scalar_type();
+  bool ok = (t == at::kFloat || t == at::kDouble) && out.scalar_type() == t && samples.scalar_type() == t &&
+            indices.scalar_type() == at::kLong && (nd == n + 1 || nd == n + 2) && self.numel() > 0 &&
+            kernel_size.size() == N && output_size.size() == N && samples.dim() == 3 && samples.size(2) == n &&
+            samples.device() == self.device() && out.device() == self.device() && indices.device() == self.device();
+  for (size_t i = 0; ok && i < N; ++i) {
+    const int64_t in = self.size(nd - n + static_cast<int64_t>(i));
+    ok = kernel_size[i] >= 1 && output_size[i] >= 1 && output_size[i] + kernel_size[i] - 1 <= in &&
+         output_size[i] <= 2048;
+  }
+  ok = ok && samples.numel() == self.numel() / [&] {
+    int64_t sp = 1;
+    for (int64_t d = nd - n; d < nd; ++d) sp *= self.size(d);
+    return sp;
+  }() * n;
+  if (!ok) return fall_back<Op>(self, kernel_size, output_size, samples, out, indices);
+  const char* op = N == 2 ? "fractional_max_pool2d" : "fractional_max_pool3d";
+  std::vector<int64_t> shape(self.sizes().begin(), self.sizes().end() - n);
+  shape.insert(shape.end(), output_size.begin(), output_size.end());
+  at::native::resize_output(out, shape);
+  at::native::resize_output(indices, shape);
+  const at::Tensor x = self.contiguous(), u = samples.contiguous();
+  into_contiguous(out, indices, [&](const at::Tensor& o, const at::Tensor& i) {
+    const axon_tensor_t xd = describe(x, op), od = describe(o, op), id = describe(i, op), ud = describe(u, op);
+    AXON_CHECK(axon_kernel_fractional_max_pool(current_stream(self.device().index()), &od, &id, &xd, &ud,
+                                               kernel_size.data(), static_cast<int>(N)));
+  }, at::MemoryFormat::Contiguous);
+  return {out, indices};
+}
+
+template <size_t N, class Op>
+at::Tensor& fractional_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
+                                    c10::IntArrayRef kernel_size, c10::IntArrayRef output_size,
+                                    const at::Tensor& indices, at::Tensor& grad_input) {
+  const int64_t nd = self.dim(), n = static_cast<int64_t>(N);
+  if (!floats({&grad_output, &self, &grad_input}) || indices.scalar_type() != at::kLong || output_size.size() != N ||
+      (nd != n + 1 && nd != n + 2))
+    return fall_back<Op>(grad_output, self, kernel_size, output_size, indices, grad_input);
+  std::vector<int64_t> shape(self.sizes().begin(), self.sizes().end() - n);
+  shape.insert(shape.end(), output_size.begin(), output_size.end());
+  return index_backward(grad_output, self, indices, shape, static_cast<int>(N),
+                        N == 2 ? "fractional_max_pool2d_backward" : "fractional_max_pool3d_backward", grad_input);
+}
+
+// fractional_max_pool3d_backward's functional form is not structured: bound too.
+at::Tensor fractional3d_backward(const at::Tensor& grad_output, const at::Tensor& self, c10::IntArrayRef kernel_size,
+                                 c10::IntArrayRef output_size, const at::Tensor& indices) {
+  at::Tensor grad_input = at::empty({0}, self.options());
+  return fractional_backward_out<3, ATEN_OP2(fractional_max_pool3d_backward, grad_input)>(
+      grad_output, self, kernel_size, output_size, indices, grad_input);
+}
+
 // ---- average pooling ----
 
 template <size_t N>
@@ -443,6 +506,15 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("max_pool3d_with_indices_backward.grad_input",
          TORCH_FN((max_pool_backward_out<3, ATEN_OP2(max_pool3d_with_indices_backward, grad_input)>)));
   m.impl("max_pool3d_with_indices_backward", TORCH_FN(max_pool3d_with_indices_backward));
+  m.impl("fractional_max_pool2d.output",
+         TORCH_FN((fractional_out<2, ATEN_OP2(fractional_max_pool2d, output)>)));
+  m.impl("fractional_max_pool3d.output",
+         TORCH_FN((fractional_out<3, ATEN_OP2(fractional_max_pool3d, output)>)));
+  m.impl("fractional_max_pool2d_backward.grad_input",
+         TORCH_FN((fractional_backward_out<2, ATEN_OP2(fractional_max_pool2d_backward, grad_input)>)));
+  m.impl("fractional_max_pool3d_backward.grad_input",
+         TORCH_FN((fractional_backward_out<3, ATEN_OP2(fractional_max_pool3d_backward, grad_input)>)));
+  m.impl("fractional_max_pool3d_backward", TORCH_FN(fractional3d_backward));
   m.impl("avg_pool2d.out", TORCH_FN((avg_pool_out<2, ATEN_OP2(avg_pool2d, out)>)));
   m.impl("avg_pool3d.out", TORCH_FN((avg_pool_out<3, ATEN_OP2(avg_pool3d, out)>)));
   m.impl("avg_pool2d_backward.grad_input",

@@ -57,6 +57,18 @@ typedef struct axon_pool_params {
 AXON_API axon_status_t axon_kernel_max_pool(axon_stream_t s, const axon_tensor_t *out, const axon_tensor_t *indices,
                                             const axon_tensor_t *in, const axon_pool_params_t *p);
 
+/* Enqueue fractional max pooling (Graham's, PyTorch's fractional_max_pool2d/3d): windows of kernel[0, nspatial)
+ * elements whose starts along a dim of input size I, output size O and kernel k follow the plane's sample u in
+ * [0, 1): start(i) = trunc((i + u) * a) - trunc(u * a) with a = (I - k) / (O - 1), in the dtype's arithmetic, and
+ * start(O - 1) = I - k; out[o] = the window's maximum by the rule of axon_kernel_max_pool, indices (not NULL) its
+ * offset. samples holds nspatial values per plane (in the plane order of in), of in's dtype, contiguous; 2d takes
+ * (W, H) from them, 3d (D, H, W), as PyTorch does. in and out float32 or float64, one dtype; every window must fit
+ * the input (O + k - 1 <= I) else INVALID_ARG. Its backward is axon_kernel_max_pool_backward. */
+AXON_API axon_status_t axon_kernel_fractional_max_pool(axon_stream_t s, const axon_tensor_t *out,
+                                                       const axon_tensor_t *indices, const axon_tensor_t *in,
+                                                       const axon_tensor_t *samples, const int64_t *kernel,
+                                                       int nspatial);
+
 /* Enqueue the backward of max pooling and adaptive max pooling: grad_in = 0, then grad_in[plane][indices[o]] +=
  * grad_out[o] for every o in output order. grad_out and indices have the forward output's shape, grad_in the
  * input's; nspatial says how many trailing dims are spatial. An index outside [0, plane size) fails the command. */
