@@ -25,27 +25,16 @@ typedef struct hist_args {
     const double *edges;         /* set by the kernel for floats: bins + 1 edges */
 } hist_args_t;
 
-/* v rounded to dtype's precision: PyTorch computes histc's float32 arithmetic in float, and its half-type
- * arithmetic in float rounded to the type after every operation; repeating each step in double and rounding the
- * same way gives the same bits (a double holds any one product or quotient of two floats exactly enough). */
-static double hist_round(axon_dtype_t dtype, double v) {
-    if (dtype == AXON_FLOAT64) return v;
-    float f = (float)v;
-    if (dtype == AXON_FLOAT32) return (double)f;
-    unsigned char tmp[2];
-    axon_convert_get(AXON_FLOAT32, dtype)((char *)tmp, 1, (const char *)&f, 1, 1);
-    axon_convert_get(dtype, AXON_FLOAT32)((char *)&f, 1, (const char *)tmp, 1, 1);
-    return (double)f;
-}
 
 /* The bin of a floating value already known to be in [edges[0], edges[bins]]: PyTorch's linear guess in the input's
- * arithmetic, then its search among the neighbouring edges. */
+ * arithmetic (float for float32, float rounded to the type after every operation for the half types: each step here
+ * in double, then axon_round_to), then its search among the neighbouring edges. */
 static int64_t hist_float_bin(const hist_args_t *a, double x) {
     const axon_dtype_t d = a->in.dtype;
     const double lo = a->edges[0], hi = a->edges[a->bins];
-    double t = hist_round(d, x - lo);
-    t = hist_round(d, t * hist_round(d, (double)a->bins));
-    t = hist_round(d, t / hist_round(d, hi - lo));
+    double t = axon_round_to(d, x - lo);
+    t = axon_round_to(d, t * axon_round_to(d, (double)a->bins));
+    t = axon_round_to(d, t / axon_round_to(d, hi - lo));
     int64_t pos = (int64_t)t;
     int64_t first = pos - 1 < 0 ? 0 : pos - 1;
     int64_t last = pos + 2 > a->bins + 1 ? a->bins + 1 : pos + 2;   /* one past the last edge to look at */
@@ -95,12 +84,12 @@ static void hist_chunk(void *ctx, int64_t begin, int64_t end, int slot) {
  * once to the input's dtype. */
 static void hist_edges(double *edges, int64_t bins, double lo, double hi, axon_dtype_t d) {
     const int64_t steps = bins + 1;
-    const double start = hist_round(d, lo), end = hist_round(d, hi);
+    const double start = axon_round_to(d, lo), end = axon_round_to(d, hi);
     const double step = d == AXON_FLOAT64 ? (end - start) / (double)(steps - 1)
                                           : (double)((float)(end - start) / (float)(steps - 1));
     const int64_t halfway = steps / 2;
     for (int64_t i = 0; i < steps; i++)
-        edges[i] = hist_round(d, i < halfway ? start + step * (double)i : end - step * (double)(steps - i - 1));
+        edges[i] = axon_round_to(d, i < halfway ? start + step * (double)i : end - step * (double)(steps - i - 1));
 }
 
 static axon_status_t hist_kernel(const void *args, const axon_exec_t *ex) {

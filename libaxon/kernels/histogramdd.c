@@ -24,17 +24,6 @@ typedef struct hdd_args {
     int64_t edge_at[AXON_MAX_DIMS], stride[AXON_MAX_DIMS];
 } hdd_args_t;
 
-/* v rounded to dtype's precision (the half types through float, as c10's arithmetic rounds them). */
-static double hdd_round(axon_dtype_t d, double v) {
-    if (d == AXON_FLOAT64) return v;
-    float f = (float)v;
-    if (d == AXON_FLOAT32) return (double)f;
-    unsigned char tmp[2];
-    axon_convert_get(AXON_FLOAT32, d)((char *)tmp, 1, (const char *)&f, 1, 1);
-    axon_convert_get(d, AXON_FLOAT32)((char *)&f, 1, (const char *)tmp, 1, 1);
-    return (double)f;
-}
-
 /* The first of e[lo, hi) greater than x, as an index: std::upper_bound's probes and comparison (x < e[mid]), so
  * that edges PyTorch does not check (unsorted, NaN) give its bins too. */
 static int64_t hdd_upper_bound(const double *e, int64_t lo, int64_t hi, double x) {
@@ -51,9 +40,9 @@ static int64_t hdd_bin(const hdd_args_t *a, const double *e, int64_t nb, double 
     int64_t pos;
     if (a->linear) {
         const axon_dtype_t d = a->in.dtype;
-        double t = hdd_round(d, x - e[0]);
-        t = hdd_round(d, t * hdd_round(d, (double)nb));
-        t = hdd_round(d, t / hdd_round(d, e[nb] - e[0]));
+        double t = axon_round_to(d, x - e[0]);
+        t = axon_round_to(d, t * axon_round_to(d, (double)nb));
+        t = axon_round_to(d, t / axon_round_to(d, e[nb] - e[0]));
         pos = (int64_t)t;
         const int64_t first = pos - 1 < 0 ? 0 : pos - 1, last = pos + 2 < nb + 1 ? pos + 2 : nb + 1;
         pos = hdd_upper_bound(e, first, last, x) - 1;

@@ -55,6 +55,19 @@ typedef void (*axon_convert_fn)(char *dst, int64_t dst_stride, const char *src, 
  * must be valid. */
 axon_convert_fn axon_convert_get(axon_dtype_t src, axon_dtype_t dst);
 
+/* v rounded to a floating dtype's precision, the half types through float32 as c10's arithmetic rounds them: one
+ * arithmetic step of PyTorch's in that dtype, repeated in double and rounded this way, gives PyTorch's bits (a double
+ * holds any one sum, product or quotient of two floats closely enough). */
+static inline double axon_round_to(axon_dtype_t d, double v) {
+    if (d == AXON_FLOAT64) return v;
+    float f = (float)v;
+    if (d == AXON_FLOAT32) return (double)f;
+    unsigned char tmp[2];
+    axon_convert_get(AXON_FLOAT32, d)((char *)tmp, 1, (const char *)&f, 1, 1);
+    axon_convert_get(d, AXON_FLOAT32)((char *)&f, 1, (const char *)tmp, 1, 1);
+    return (double)f;
+}
+
 /* ---- argument checks (tensor.c) ---- */
 
 /* axon_tensor_check, plus: data aligned for its dtype (kernels access elements through typed pointers), and no
