@@ -170,6 +170,13 @@ def test_nonzero_of_large_strided_input_and_static_form():
     for size in (0, 2, 3, 6):
         same(native(lambda: torch.nonzero_static(y.to("axon"), size=size, fill_value=-7)),
              torch.nonzero_static(y, size=size, fill_value=-7))
+    # one command without a read-back of the count: large inputs cut across blocks, an empty input all fill
+    for size in (1, 5000, 63000, 70000):
+        same(native(lambda: torch.nonzero_static(x.to("axon"), size=size, fill_value=-1)),
+             torch.nonzero_static(x, size=size, fill_value=-1))
+    for t in (torch.zeros(0, 3), torch.tensor(2.0), torch.tensor(0.0)):
+        same(native(lambda: torch.nonzero_static(t.to("axon"), size=3, fill_value=5)),
+             torch.nonzero_static(t, size=3, fill_value=5))
 
 
 @pytest.mark.parametrize("dtype", KERNEL_DTYPES, ids=dtype_id)

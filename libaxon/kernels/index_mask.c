@@ -1,5 +1,5 @@
 /* Compactions whose output size depends on the data (index_advanced.h): count_nonzero, nonzero, masked_select and
- * masked_scatter.
+ * masked_scatter; and nonzero_static, whose size is fixed (the first rows, then a fill).
  *
  * Each splits the row-major order of its shape into at most CMP_MAX_BLOCKS fixed blocks (fixed by the size, not by
  * the pool, so the result cannot depend on the thread count), counts the selected elements of each block in
@@ -17,13 +17,14 @@
 #define CMP_MAX_BLOCKS 256
 #define CMP_BUF 256          /* elements converted to bool at a time */
 
-enum cmp_kind { CMP_COUNT, CMP_NONZERO, CMP_SELECT, CMP_SCATTER };
+enum cmp_kind { CMP_COUNT, CMP_NONZERO, CMP_NONZERO_STATIC, CMP_SELECT, CMP_SCATTER };
 
 struct cmp_args {
     enum cmp_kind kind;
     axon_tensor_t test;      /* what decides selection: in (count, nonzero) or the mask (select, scatter) */
     axon_tensor_t data;      /* select: in; scatter: dst */
     axon_tensor_t out;       /* count: the int64 count; nonzero: [rows, ndim]; select: 1-d; scatter: 1-d source */
+    int64_t fill;            /* nonzero_static: the value of the rows past the count */
 };
 
 struct cmp_job {
@@ -68,6 +69,9 @@ static int64_t cmp_scan(const struct cmp_job *j, int64_t begin, int64_t end, int
             if (fill) {
                 int64_t r = rank + count, q = pos + i;
                 switch (a->kind) {
+                case CMP_NONZERO_STATIC:
+                    if (r >= a->out.sizes[0]) break;   /* past the rows kept */
+                    /* fall through */
                 case CMP_NONZERO:
                     for (int d = a->test.ndim - 1; d >= 0; d--) {
                         int64_t v = q % a->test.sizes[d];
@@ -106,6 +110,7 @@ static void cmp_fill_range(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
     struct cmp_job *j = ctx;
     for (int64_t b = begin; b < end; b++) {
+        if (j->a->kind == CMP_NONZERO_STATIC && j->offset[b] >= j->a->out.sizes[0]) continue;   /* nothing kept */
         int64_t lo = b * j->block, hi = lo + j->block < j->it.numel ? lo + j->block : j->it.numel;
         cmp_scan(j, lo, hi, j->offset[b], 1);
     }
@@ -137,6 +142,11 @@ static axon_status_t cmp_kernel(const void *args, const axon_exec_t *ex) {
             return axon_fail(AXON_ERROR_INVALID_ARG, "nonzero(): %" PRId64 " nonzero elements, the output has room "
                              "for %" PRId64, total, a->out.sizes[0]);
         break;
+    case CMP_NONZERO_STATIC:
+        for (int64_t r = total; r < a->out.sizes[0]; r++)
+            for (int d = 0; d < a->out.sizes[1]; d++)
+                memcpy((char *)a->out.data + (r * a->out.strides[0] + d * a->out.strides[1]) * 8, &a->fill, 8);
+        break;
     case CMP_SELECT:
         if (total != a->out.sizes[0])
             return axon_fail(AXON_ERROR_INVALID_ARG, "masked_select(): the mask selects %" PRId64 " elements, the "
@@ -154,7 +164,7 @@ static axon_status_t cmp_kernel(const void *args, const axon_exec_t *ex) {
 
 static axon_status_t cmp_launch(axon_stream_t s, const struct cmp_args *a, const char *op) {
     int64_t n = axon_tensor_numel(&a->test);
-    if (n == 0 && a->kind != CMP_COUNT) return AXON_OK;
+    if (n == 0 && a->kind != CMP_COUNT && a->kind != CMP_NONZERO_STATIC) return AXON_OK;
     axon_launch_t l = {cmp_kernel, a, sizeof *a, op, (uint64_t)n * (1 + axon_dtype_size(a->data.dtype))};
     return axon_stream_launch(s, &l);
 }
@@ -204,6 +214,23 @@ axon_status_t axon_kernel_nonzero(axon_stream_t s, const axon_tensor_t *out, con
     memset(&a, 0, sizeof a);
     a.kind = CMP_NONZERO, a.test = *in, a.data = *in, a.out = *out;
     return cmp_launch(s, &a, "nonzero");
+}
+
+axon_status_t axon_kernel_nonzero_static(axon_stream_t s, const axon_tensor_t *out, const axon_tensor_t *in,
+                                         int64_t fill_value) {
+    char sa[160], sb[160];
+    axon_status_t st;
+    if ((st = axon_kernel_check_operand(out, "nonzero_static", "out", 1)) != AXON_OK) return st;
+    if ((st = axon_kernel_check_operand(in, "nonzero_static", "in", 0)) != AXON_OK) return st;
+    if (in->ndim < 1 || out->dtype != AXON_INT64 || out->ndim != 2 || out->sizes[1] != in->ndim)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "nonzero_static(): out %s %s must be [rows, %d] int64 for in %s",
+                         axon_dtype_name(out->dtype), axon_shape_format(out, sa, sizeof sa), in->ndim,
+                         axon_shape_format(in, sb, sizeof sb));
+    if (out->sizes[0] == 0) return AXON_OK;
+    struct cmp_args a;
+    memset(&a, 0, sizeof a);
+    a.kind = CMP_NONZERO_STATIC, a.test = *in, a.data = *in, a.out = *out, a.fill = fill_value;
+    return cmp_launch(s, &a, "nonzero_static");
 }
 
 axon_status_t axon_kernel_masked_select(axon_stream_t s, const axon_tensor_t *out, const axon_tensor_t *in,

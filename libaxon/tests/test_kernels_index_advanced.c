@@ -232,6 +232,41 @@ static void test_nonzero_and_masked_ops_follow_row_major_order_of_strided_inputs
     axon_runtime_destroy(k.rt);
 }
 
+/* nonzero_static: the first rows of nonzero's coordinates across blocks, a cut count, and the fill past it. */
+static void test_nonzero_static_keeps_the_first_rows_and_fills_the_rest(void) {
+    kc_dev_t k = kc_open(4);
+    REQUIRE(k.rt);
+    enum { N = 20000 };                          /* several blocks of 4096 */
+    static float buf[N];
+    static int64_t all[N], part[2 * N];
+    int64_t count = 0;
+    for (int i = 0; i < N; i++) {
+        buf[i] = rnd() % 3 == 0 ? (float)i : 0.0f;
+        if (buf[i] != 0.0f) all[count++] = i;
+    }
+    const int64_t rows[3] = {count / 2, count, count + 7};
+    for (int c = 0; c < 3; c++) {
+        for (int64_t i = 0; i < 2 * N; i++) part[i] = 12345;
+        axon_tensor_t tin = T1(buf, AXON_FLOAT32, N), tout = T2(part, AXON_INT64, rows[c], 1);
+        CHECK_OK(axon_kernel_nonzero_static(k.s, &tout, &tin, -3));
+        CHECK_OK(axon_stream_sync(k.s));
+        int64_t bad = 0;
+        for (int64_t r = 0; r < rows[c]; r++) bad += part[r] != (r < count ? all[r] : -3);
+        bad += part[rows[c]] != 12345;           /* nothing written past the rows */
+        CHECK_EQ_I64(bad, 0);
+    }
+    /* an empty input fills every row */
+    int64_t two[4] = {0, 0, 0, 0};
+    axon_tensor_t empty = T2(buf, AXON_FLOAT32, 0, 2), t2 = T2(two, AXON_INT64, 2, 2);
+    CHECK_OK(axon_kernel_nonzero_static(k.s, &t2, &empty, 9));
+    CHECK_OK(axon_stream_sync(k.s));
+    for (int i = 0; i < 4; i++) CHECK(two[i] == 9);
+    axon_tensor_t wrong = T2(two, AXON_INT64, 2, 1);
+    CHECK_STATUS(axon_kernel_nonzero_static(k.s, &wrong, &empty, 0), AXON_ERROR_INVALID_ARG);
+    CHECK_MSG("nonzero_static(): out");
+    axon_runtime_destroy(k.rt);
+}
+
 static void test_bad_launch_arguments_are_refused(void) {
     kc_dev_t k = kc_open(1);
     REQUIRE(k.rt);
@@ -268,6 +303,7 @@ int main(void) {
     RUN(test_index_put_accumulate_bool_is_or_and_int8_wraps);
     RUN(test_out_of_range_index_fails_at_sync_and_writes_nothing);
     RUN(test_nonzero_and_masked_ops_follow_row_major_order_of_strided_inputs);
+    RUN(test_nonzero_static_keeps_the_first_rows_and_fills_the_rest);
     RUN(test_bad_launch_arguments_are_refused);
     return check_report();
 }

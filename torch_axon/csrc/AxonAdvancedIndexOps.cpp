@@ -263,11 +263,12 @@ at::Tensor nonzero(const at::Tensor& self) {
 at::Tensor nonzero_static(const at::Tensor& self, int64_t size, int64_t fill_value) {
   TORCH_CHECK(size >= 0, "nonzero_static: 'size' must be an non-negative integer, but got size: ", size);
   if (!nonzero_native(self)) return fall_back<ATEN_OP(nonzero_static)>(self, size, fill_value);
-  const at::Tensor all = at::nonzero(self);
+  // One command, no read-back of the count (the reason nonzero_static exists): the first `size` coordinates, then
+  // fill_value.
   at::Tensor out = at::empty({size, self.dim()}, self.options().dtype(at::kLong));
-  const int64_t n = std::min(size, all.size(0));
-  out.narrow(0, 0, n).copy_(all.narrow(0, 0, n));
-  out.narrow(0, n, size - n).fill_(fill_value);
+  if (self.dim() == 0 || size == 0) return out;
+  const axon_tensor_t o = describe(out, "nonzero_static"), s = describe(self, "nonzero_static");
+  AXON_CHECK(axon_kernel_nonzero_static(stream_of(self), &o, &s, fill_value));
   return out;
 }
 

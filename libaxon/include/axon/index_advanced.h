@@ -67,6 +67,12 @@ AXON_API axon_status_t axon_kernel_count_nonzero(axon_stream_t s, const axon_ten
  * (nonzero_static pads them itself). */
 AXON_API axon_status_t axon_kernel_nonzero(axon_stream_t s, const axon_tensor_t *out, const axon_tensor_t *in);
 
+/* nonzero_static: out [rows, in.ndim] int64 gets the coordinates of in's first `rows` nonzero elements (row-major
+ * order) and fill_value in every column of the rows past the count; a count above rows is cut, never an error, so
+ * the result needs no read-back of the count. in has ndim >= 1 (a 0-d in's result has no columns). */
+AXON_API axon_status_t axon_kernel_nonzero_static(axon_stream_t s, const axon_tensor_t *out, const axon_tensor_t *in,
+                                                  int64_t fill_value);
+
 /* out[j] = in[p_j] for the j-th p with mask[p] != 0, row-major over in's shape. mask (bool or uint8) has in's sizes
  * (0 strides broadcast); out is 1-d of in's dtype with exactly the number of set mask elements (counted with
  * axon_kernel_count_nonzero), else the command fails as nonzero does. */
