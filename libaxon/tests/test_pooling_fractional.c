@@ -1,6 +1,7 @@
 /* axon_kernel_fractional_max_pool (axon/pooling.h): window starts from the samples where the arithmetic is exact
- * (alpha = 2, samples 0.25 and 0.75, so the starts are known), maxima and indices against a direct scan, a NaN
- * winning its window, float32 and float64, 2d and 3d; bad input refused with a message. */
+ * (alpha = 7 / 4, samples 0.25 and 0.5, whose starts differ: [0, 2, 3, 5, 7] and [0, 2, 4, 6, 7]), maxima and
+ * indices against a direct scan, a NaN winning its window, float32 and float64, 2d and 3d; bad input refused with a
+ * message. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,11 +9,13 @@
 #include "axon/pooling.h"
 #include "kernels_check.h"
 
-/* Starts along a dim of 11 inputs, kernel 3, 5 outputs (alpha = 2): trunc((i + u) * 2) - trunc(u * 2), last 8. */
-static int64_t fp_start(double u, int64_t i) { return i == 4 ? 8 : (int64_t)((i + u) * 2) - (int64_t)(u * 2); }
+/* Starts along a dim of 10 inputs, kernel 3, 5 outputs (alpha = 7 / 4): trunc((i + u) * a) - trunc(u * a), last 7. */
+static int64_t fp_start(double u, int64_t i) {
+    return i == 4 ? 7 : (int64_t)((i + u) * 1.75) - (int64_t)(u * 1.75);
+}
 
 static void fp_check(kc_dev_t *k, axon_dtype_t d, int nsp) {
-    const int64_t P = 3, I = 11, O = 5, K = 3;
+    const int64_t P = 3, I = 10, O = 5, K = 3;
     const int64_t in_n = P * (nsp == 3 ? I * I * I : I * I), out_n = P * (nsp == 3 ? O * O * O : O * O);
     const size_t es = axon_dtype_size(d);
     double *x = malloc(sizeof(double) * (size_t)in_n), u[3 * 3];
@@ -21,7 +24,7 @@ static void fp_check(kc_dev_t *k, axon_dtype_t d, int nsp) {
     uint32_t st = 11;
     for (int64_t i = 0; i < in_n; i++) x[i] = (double)(kc_next_u24(&st) % 1000) / 8;
     x[5] = NAN;   /* plane 0: the windows over element 5 take it */
-    for (int i = 0; i < 9; i++) u[i] = (i % 2) ? 0.75 : 0.25;
+    for (int i = 0; i < 9; i++) u[i] = i % 3 == 0 ? 0.25 : 0.5;   /* the dims of planes 0 and 1 differ */
     for (int64_t i = 0; i < in_n; i++) {
         if (d == AXON_FLOAT64) ((double *)hx)[i] = x[i];
         else ((float *)hx)[i] = (float)x[i];
