@@ -434,10 +434,11 @@ def test_an_out_argument_keeps_the_conjugate_bit_the_kernel_set():
 
 
 def test_an_out_argument_moved_to_a_padded_layout_is_copied_whole():
-    # lstsq's CPU kernel returns a column-major solution with a leading dimension larger than its rows.
+    # lstsq's CPU kernel returns a column-major solution with a leading dimension larger than its rows (a broadcast
+    # batch, which libaxon's lstsq leaves to the host).
     g = torch.Generator().manual_seed(1)
-    a = torch.randn(3, 3, dtype=torch.float64, generator=g)
-    b = torch.randn(3, 4, dtype=torch.float64, generator=g)
+    a = torch.randn(2, 3, 3, dtype=torch.float64, generator=g)
+    b = torch.randn(1, 3, 4, dtype=torch.float64, generator=g)
     want = torch.linalg.lstsq(a, b).solution
     got = torch.linalg.lstsq(a.to("axon"), b.to("axon")).solution
     torch.testing.assert_close(got.cpu(), want, rtol=1e-10, atol=1e-10)

@@ -1,5 +1,5 @@
 """torch.linalg's factorizations and solves on libaxon (libaxon/include/axon/linalg.h, MKL's LAPACK): LU, solves,
-inverse, det/slogdet, triangular solves, Cholesky, eigh, SVD and QR against PyTorch CPU in every dtype CPU has for
+inverse, det/slogdet, triangular solves, Cholesky, eigh, SVD, QR and least squares against PyTorch CPU in every dtype CPU has for
 them, batched and broadcast, with gradients, out= and output strides as CPU's, and no host fallback; bad input
 (singular and non-positive-definite matrices, bad shapes and dtypes, pivots that are not an LU's) raises as on CPU."""
 
@@ -376,3 +376,38 @@ def test_repeated_calls_follow_each_calls_shapes_strides_and_arguments():
             torch.linalg.cholesky(torch.ones(2, 3, device="axon"))
         with pytest.raises(RuntimeError, match="must have length 3"):
             torch.linalg.cross(torch.ones(2, 4, device="axon"), torch.ones(2, 4, device="axon"))
+
+
+LSTSQ_CASES = [((5, 3), (5, 2)), ((3, 5), (3, 2)), ((2, 6, 4), (2, 6, 3)), ((5, 3), (5,)), ((4, 4), (4, 1))]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("driver", [None, "gels", "gelsy", "gelsd", "gelss"])
+@pytest.mark.parametrize("case", LSTSQ_CASES, ids=lambda c: f"{c[0]}-{c[1]}")
+def test_lstsq_matches_cpu_for_every_driver(case, driver, dtype):
+    a, b = matrix(case[0], dtype, seed=1), matrix(case[1], dtype, seed=2)
+    want = torch.linalg.lstsq(a, b, driver=driver)
+    got = native(torch.linalg.lstsq, a, b, driver=driver)
+    # solution: CPU's view of its [.., max(m, n), k] work buffer, strides included; residuals, rank, singular values
+    check(got.solution, want.solution, dtype)
+    check(got.residuals, want.residuals, dtype, strides=False)
+    assert torch.equal(got.rank.cpu(), want.rank)
+    check(got.singular_values, want.singular_values, dtype, strides=False)
+
+
+def test_lstsq_rank_deficiency_rcond_and_errors_as_on_cpu():
+    a = matrix((6, 4), torch.float64, seed=3)
+    a[:, 3] = a[:, 2]
+    b = matrix((6, 2), torch.float64, seed=4)
+    for driver in ("gelsy", "gelsd", "gelss"):
+        want = torch.linalg.lstsq(a, b, driver=driver)
+        got = native(torch.linalg.lstsq, a, b, driver=driver)
+        assert got.rank.item() == want.rank.item() == 3
+        assert got.residuals.shape == want.residuals.shape == (0,)   # not full rank: no residuals, as on CPU
+        torch.testing.assert_close((a @ got.solution.cpu() - b).norm(), (a @ want.solution - b).norm())
+    assert native(torch.linalg.lstsq, a, b, rcond=0.9, driver="gelsd").rank.item() == \
+        torch.linalg.lstsq(a, b, rcond=0.9, driver="gelsd").rank.item()
+    with pytest.raises(RuntimeError, match="parameter `driver` should be one of"):
+        torch.linalg.lstsq(a.to("axon"), b.to("axon"), driver="qr")
+    with pytest.raises(RuntimeError, match="input.size\\(-2\\) should match other.size\\(-2\\)|incompatible"):
+        torch.linalg.lstsq(a.to("axon"), b[:5].to("axon"))

@@ -32,6 +32,7 @@ struct linalg_args {
     linalg_matrix_fn fn;         /* one of fn and part_fn */
     linalg_part_fn part_fn;
     int64_t rhs;                 /* part_fn's count of right-hand sides */
+    double rcond;                /* lstsq: the singular value cut-off (< 0: machine precision) */
     const char *name;            /* static: the op's name for traces and errors */
 };
 
@@ -105,6 +106,11 @@ int la_geqrf(axon_dtype_t t, int m, int n, void *a, int lda, void *tau);
 int la_ormqr(axon_dtype_t t, int left, char trans, int m, int n, int k, const void *a, int lda, const void *tau,
              void *c, int ldc);
 int la_orgqr(axon_dtype_t t, int m, int n, int k, void *a, int lda, const void *tau);
+/* Least squares min |A X - B| (driver 0 gels, 1 gelsy, 2 gelsd, 3 gelss): b (ldb >= max(m, n)) becomes X in its
+ * first n rows; rank (gelsy, gelsd, gelss) and s (gelsd, gelss: min(m, n) real values) when not NULL; jpvt n zeroed
+ * ints (gelsy). */
+int la_gels_any(axon_dtype_t t, int driver, int m, int n, int nrhs, void *a, int lda, void *b, int ldb, double rcond,
+                int *jpvt, void *s, int *rank);
 
 /* The LAPACK character of op (N, T, C). */
 static inline char linalg_trans_char(axon_linalg_op_t op) {

@@ -174,6 +174,52 @@ int la_orgqr(axon_dtype_t t, int m, int n, int k, void *a, int lda, const void *
     default: return la_info(LAPACKE_zungqr(LA_CM, m, n, k, LA_CD(a), lda, LA_CD(tau)));
     }
 }
+
+int la_gels_any(axon_dtype_t t, int driver, int m, int n, int nrhs, void *a, int lda, void *b, int ldb, double rcond,
+                int *jpvt, void *s, int *rank) {
+    lapack_int r = 0;
+    int info;
+    const float rf = (float)rcond;
+    switch (driver) {
+    case 0:
+        switch (t) {
+        case AXON_FLOAT32: return la_info(LAPACKE_sgels(LA_CM, 'N', m, n, nrhs, a, lda, b, ldb));
+        case AXON_FLOAT64: return la_info(LAPACKE_dgels(LA_CM, 'N', m, n, nrhs, a, lda, b, ldb));
+        case AXON_COMPLEX64: return la_info(LAPACKE_cgels(LA_CM, 'N', m, n, nrhs, LA_CF(a), lda, LA_CF(b), ldb));
+        default: return la_info(LAPACKE_zgels(LA_CM, 'N', m, n, nrhs, LA_CD(a), lda, LA_CD(b), ldb));
+        }
+    case 1:
+        switch (t) {
+        case AXON_FLOAT32: info = LAPACKE_sgelsy(LA_CM, m, n, nrhs, a, lda, b, ldb, jpvt, rf, &r); break;
+        case AXON_FLOAT64: info = LAPACKE_dgelsy(LA_CM, m, n, nrhs, a, lda, b, ldb, jpvt, rcond, &r); break;
+        case AXON_COMPLEX64:
+            info = LAPACKE_cgelsy(LA_CM, m, n, nrhs, LA_CF(a), lda, LA_CF(b), ldb, jpvt, rf, &r);
+            break;
+        default: info = LAPACKE_zgelsy(LA_CM, m, n, nrhs, LA_CD(a), lda, LA_CD(b), ldb, jpvt, rcond, &r); break;
+        }
+        break;
+    case 2:
+        switch (t) {
+        case AXON_FLOAT32: info = LAPACKE_sgelsd(LA_CM, m, n, nrhs, a, lda, b, ldb, s, rf, &r); break;
+        case AXON_FLOAT64: info = LAPACKE_dgelsd(LA_CM, m, n, nrhs, a, lda, b, ldb, s, rcond, &r); break;
+        case AXON_COMPLEX64: info = LAPACKE_cgelsd(LA_CM, m, n, nrhs, LA_CF(a), lda, LA_CF(b), ldb, s, rf, &r); break;
+        default: info = LAPACKE_zgelsd(LA_CM, m, n, nrhs, LA_CD(a), lda, LA_CD(b), ldb, s, rcond, &r); break;
+        }
+        break;
+    default:
+        switch (t) {
+        case AXON_FLOAT32: info = LAPACKE_sgelss(LA_CM, m, n, nrhs, a, lda, b, ldb, s, rf, &r); break;
+        case AXON_FLOAT64: info = LAPACKE_dgelss(LA_CM, m, n, nrhs, a, lda, b, ldb, s, rcond, &r); break;
+        case AXON_COMPLEX64: info = LAPACKE_cgelss(LA_CM, m, n, nrhs, LA_CF(a), lda, LA_CF(b), ldb, s, rf, &r); break;
+        default: info = LAPACKE_zgelss(LA_CM, m, n, nrhs, LA_CD(a), lda, LA_CD(b), ldb, s, rcond, &r); break;
+        }
+        break;
+    }
+    if (rank) *rank = (int)r;
+    return la_info(info);
+}
+
 #else
 typedef int axon_linalg_lapack_unused; /* ISO C: a translation unit is not empty */
+
 #endif

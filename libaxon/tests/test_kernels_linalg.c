@@ -702,6 +702,66 @@ static void test_cross(void) {
 
 /* ---- bad input ---- */
 
+/* ---- least squares ---- */
+
+/* Every driver on tall [6, 3] matrices: the solution meets the normal equations A^H (A X - B) = 0; the rank is 3 and
+ * the singular values positive where the driver gives them; a wide [3, 5] system is solved exactly. */
+static void check_lstsq(axon_dtype_t t, int driver) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    const int64_t B = 2, rhs = 2, shapes[2][2] = {{6, 3}, {3, 5}};
+    for (int sh = 0; sh < 2; sh++) {
+        const int64_t m = shapes[sh][0], n = shapes[sh][1], lb = m > n ? m : n, mn = m < n ? m : n;
+        lc_t *a = alloc_lc(B * m * n), *b = alloc_lc(B * lb * rhs), *x = alloc_lc(B * lb * rhs), *sv = alloc_lc(B * mn);
+        fill_random(a, B * m * n, t, 41 + (uint64_t)sh);
+        fill_random(b, B * lb * rhs, t, 43 + (uint64_t)sh);   /* rows m.. of each b are ignored on input */
+        const axon_dtype_t rt = is_double(t) ? AXON_FLOAT64 : AXON_FLOAT32;
+        void *da = upload(&k, a, B * m * n, t), *db = upload(&k, b, B * lb * rhs, t);
+        void *dsv = kc_upload(&k, NULL, (size_t)(B * mn) * 8);
+        int64_t *drank = kc_upload(&k, NULL, (size_t)B * 8);
+        int32_t *dinfo = kc_upload(&k, NULL, (size_t)B * 4);
+        axon_tensor_t ta = mats(da, t, B, m, n), tb = mats(db, t, B, lb, rhs), tr = vecs(drank, AXON_INT64, B, 1),
+                      ts = vecs(dsv, rt, B, mn), ti = vecs(dinfo, AXON_INT32, B, 1);
+        const int rank = driver != AXON_LSTSQ_GELS, svs = driver >= AXON_LSTSQ_GELSD;
+        CHECK_OK(axon_kernel_lstsq(k.s, &ta, &tb, rank ? &tr : NULL, svs ? &ts : NULL, &ti,
+                                   (axon_lstsq_driver_t)driver, -1.0));
+        CHECK(download(&k, x, db, B * lb * rhs, t));
+        if (svs) CHECK(download(&k, sv, dsv, B * mn, rt));
+        int64_t ranks[2] = {0, 0};
+        if (rank) CHECK(kc_download(&k, ranks, drank, sizeof ranks));
+        for (int64_t q = 0; q < B; q++) {
+            const lc_t *aq = a + q * m * n, *bq = b + q * lb * rhs, *xq = x + q * lb * rhs;
+            long double worst = 0, scale = 1;
+            for (int64_t c = 0; c < rhs; c++) {
+                lc_t r[8];
+                for (int64_t i = 0; i < m; i++) {
+                    r[i] = -CM(bq, lb, i, c);
+                    for (int64_t j = 0; j < n; j++) r[i] += CM(aq, m, i, j) * CM(xq, lb, j, c);
+                    if (cabsl(CM(bq, lb, i, c)) > scale) scale = cabsl(CM(bq, lb, i, c));
+                }
+                for (int64_t j = 0; j < n; j++) {   /* (A^H r)_j */
+                    lc_t g = 0;
+                    for (int64_t i = 0; i < m; i++) g += conjl(CM(aq, m, i, j)) * r[i];
+                    if (cabsl(g) > worst) worst = cabsl(g);
+                }
+            }
+            CHECK(worst / scale <= 50 * tol_of(t));
+            if (rank) CHECK_EQ_I64(ranks[q], mn);
+            for (int64_t i = 0; svs && i < mn; i++) CHECK(creall(sv[q * mn + i]) > 0);
+        }
+        free(a), free(b), free(x), free(sv);
+        axon_mem_free(k.dev, da), axon_mem_free(k.dev, db), axon_mem_free(k.dev, dsv), axon_mem_free(k.dev, drank);
+        axon_mem_free(k.dev, dinfo);
+    }
+    axon_runtime_destroy(k.rt);
+}
+
+static void test_lstsq_every_driver(void) {
+    if (!axon_linalg_available()) return;
+    for (int d = 0; d < 4; d++)
+        for (int driver = AXON_LSTSQ_GELS; driver <= AXON_LSTSQ_GELSS; driver++) check_lstsq(dtypes[d], driver);
+}
+
 static void test_linalg_rejects_bad_input(void) {
     kc_dev_t k = kc_open(1);
     REQUIRE(k.rt);
@@ -760,6 +820,7 @@ int main(void) {
     RUN(test_eig_and_ldl);
     RUN(test_one_solve_is_split_over_the_pool);
     RUN(test_cross);
+    RUN(test_lstsq_every_driver);
     RUN(test_linalg_rejects_bad_input);
     return check_report();
 }

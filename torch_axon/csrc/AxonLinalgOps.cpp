@@ -17,6 +17,7 @@
 #include <torch/library.h>
 
 #include <initializer_list>
+#include <limits>
 #include <optional>
 #include <string_view>
 #include <tuple>
@@ -812,7 +813,74 @@ std::tuple<at::Tensor&, at::Tensor&> linalg_qr_out(const at::Tensor& A, c10::str
   return {Q, R};
 }
 
+// ---- least squares ----
+//
+// linalg_lstsq.out in the steps of ATen's linalg_lstsq_out_info, on libaxon's lstsq kernel: A copied column-major,
+// B into the first m rows of a column-major [..., max(m, n), k] work tensor, the driver (gelsy by default, as on
+// CPU) with rcond defaulting to eps * max(m, n); the residuals from rows n.. when m > n and the driver is not gelsy
+// (for gelsd and gelss only when every matrix has full rank), rank and singular values for the drivers that give
+// them, LAPACK's errors raised by ATen. Broadcast batches, a batched vector b, empty matrices and anything CPU
+// refuses go to the host, with CPU's errors.
+std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> lstsq_out(
+    const at::Tensor& A, const at::Tensor& B, std::optional<double> rcond, std::optional<c10::string_view> driver,
+    at::Tensor& solution, at::Tensor& residuals, at::Tensor& rank, at::Tensor& sv) {
+  const std::string_view name = driver.has_value() ? std::string_view(driver->data(), driver->size()) : "gelsy";
+  const int drv = name == "gels" ? 0 : name == "gelsy" ? 1 : name == "gelsd" ? 2 : name == "gelss" ? 3 : -1;
+  const bool vector = A.dim() == 2 && B.dim() == 1;
+  const at::Tensor B2 = vector ? B.unsqueeze(-1) : B;
+  const c10::ScalarType real = c10::toRealValueType(A.scalar_type());
+  bool ok = drv >= 0 && native({&A, &B}) && A.dim() >= 2 && B2.dim() == A.dim() &&
+            A.scalar_type() == B.scalar_type() && A.size(-2) == B2.size(-2) && A.numel() > 0 && B2.numel() > 0 &&
+            A.sizes().slice(0, A.dim() - 2) == B2.sizes().slice(0, B2.dim() - 2) &&
+            solution.scalar_type() == A.scalar_type() && residuals.scalar_type() == real &&
+            rank.scalar_type() == at::kLong && sv.scalar_type() == real;
+  for (const at::Tensor* t : {&solution, &residuals, &rank, &sv}) ok = ok && t->device() == A.device();
+  if (!ok) return fall_back<ATEN_OP2(linalg_lstsq, out)>(A, B, rcond, driver, solution, residuals, rank, sv);
+  const int64_t m = A.size(-2), n = A.size(-1), k = B2.size(-1), lb = std::max(m, n);
+  const std::vector<int64_t> batch(A.sizes().begin(), A.sizes().end() - 2);
+  const double eps = real == at::kFloat ? std::numeric_limits<float>::epsilon() : std::numeric_limits<double>::epsilon();
+  const double cut = rcond.has_value() ? *rcond : eps * static_cast<double>(lb);
+  const at::Tensor a = cm_copy(A);
+  std::vector<int64_t> wsizes(batch);
+  wsizes.push_back(lb);
+  wsizes.push_back(k);
+  at::Tensor work = cm_empty(wsizes, B.options());
+  if (lb > m) work.narrow(-2, m, lb - m).zero_();
+  work.narrow(-2, 0, m).copy_(B2);
+  const at::Tensor info = at::empty(batch, A.options().dtype(at::kInt));
+  std::vector<int64_t> svs(batch);
+  svs.push_back(std::min(m, n));
+  const at::Tensor r = drv != 0 ? at::empty(batch, A.options().dtype(at::kLong)) : at::Tensor();
+  const at::Tensor s_ = drv >= 2 ? at::empty(svs, A.options().dtype(real)) : at::Tensor();
+  const axon_tensor_t ad = describe(a, "lstsq"), wd = describe(work, "lstsq"), id = describe(info, "lstsq");
+  axon_tensor_t rd{}, sd{};
+  if (r.defined()) rd = describe(r, "lstsq");
+  if (s_.defined()) sd = describe(s_, "lstsq");
+  AXON_CHECK(axon_kernel_lstsq(stream_of(A), &ad, &wd, r.defined() ? &rd : nullptr, s_.defined() ? &sd : nullptr,
+                               &id, static_cast<axon_lstsq_driver_t>(drv), cut));
+  at::_linalg_check_errors(info, "torch.linalg.lstsq", A.dim() == 2);
+  at::Tensor res = at::empty({0}, A.options().dtype(real));
+  if (m > n && drv != 1 && (drv == 0 || r.eq(n).all().item<bool>())) {
+    const at::Tensor raw = work.narrow(-2, n, m - n);
+    res = raw.is_complex() ? at::real(raw * raw.conj()).sum(-2) : raw.pow(2).sum(-2);
+  }
+  // CPU's solution is a view of its work buffer (column-major, leading dimension max(m, n)): an empty out becomes
+  // that view here too; a given one gets a copy.
+  at::Tensor sol = work.narrow(-2, 0, n);
+  if (vector) sol = sol.squeeze(-1);
+  if (solution.numel() == 0) {
+    solution.set_(sol.storage(), sol.storage_offset(), sol.sizes(), sol.strides());
+  } else {
+    write_out(solution, sol.contiguous());
+  }
+  write_out(residuals, res);
+  write_out(rank, r.defined() ? r : at::empty({0}, A.options().dtype(at::kLong)));
+  write_out(sv, s_.defined() ? s_ : at::empty({0}, A.options().dtype(real)));
+  return {solution, residuals, rank, sv};
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("linalg_lstsq.out", TORCH_FN(lstsq_out));
   m.impl("linalg_lu_factor_ex", TORCH_FN(lu_factor_ex));
   m.impl("linalg_lu_factor_ex.out", TORCH_FN(lu_factor_ex_out));
   m.impl("linalg_lu_solve", TORCH_FN(lu_solve));

@@ -140,6 +140,24 @@ AXON_API axon_status_t axon_kernel_cross(axon_stream_t s, const axon_tensor_t *o
 AXON_API axon_status_t axon_kernel_ormqr(axon_stream_t s, const axon_tensor_t *a, const axon_tensor_t *tau,
                                          const axon_tensor_t *c, int left, axon_linalg_op_t op);
 
+/* Least squares: X minimizing |A X - B| per matrix (LAPACK's gels, gelsy, gelsd or gelss, as torch.linalg.lstsq's
+ * drivers), in place: a [batch, m, n] is overwritten, b [batch, max(m, n), k] holds B in its first m rows and gets X
+ * in its first n (rows n.. keep what LAPACK leaves there: for m > n and gels/gelsd/gelss, the residual's parts).
+ * rank [batch] int64 (gelsy, gelsd, gelss; NULL otherwise) gets the effective rank, sv [batch, min(m, n)] (real
+ * dtype; gelsd and gelss, else NULL) the singular values, info [batch] int32 LAPACK's info (gels: i > 0 when A is
+ * rank deficient; gelsd/gelss: SVD not converging). Singular values below rcond times the largest count as zero
+ * (rcond < 0: machine precision), for every driver but gels. */
+typedef enum axon_lstsq_driver {
+    AXON_LSTSQ_GELS = 0,
+    AXON_LSTSQ_GELSY = 1,
+    AXON_LSTSQ_GELSD = 2,
+    AXON_LSTSQ_GELSS = 3,
+} axon_lstsq_driver_t;
+
+AXON_API axon_status_t axon_kernel_lstsq(axon_stream_t s, const axon_tensor_t *a, const axon_tensor_t *b,
+                                         const axon_tensor_t *rank, const axon_tensor_t *sv,
+                                         const axon_tensor_t *info, axon_lstsq_driver_t driver, double rcond);
+
 AXON_EXTERN_C_END
 
 #endif
