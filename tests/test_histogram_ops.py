@@ -164,3 +164,20 @@ def test_histogram_errors_and_other_dtypes_match_cpu():
     want = torch.histogram(h, bins=5, range=(-1.0, 1.0))
     got = torch.histogram(h.to("axon"), bins=5, range=(-1.0, 1.0))
     assert torch.equal(got.hist.cpu(), want.hist)
+
+
+def test_histogram_out_forms_write_their_outs_natively():
+    x = torch.randn(500, generator=torch.Generator().manual_seed(6))
+    want = torch.histogram(x, bins=8, range=(-2.0, 2.0))
+    hist, edges = torch.empty(3, device="axon"), torch.empty(0, device="axon")
+    torch_axon.reset_fallback_stats()
+    got = torch.histogram(x.to("axon"), bins=8, range=(-2.0, 2.0), out=(hist, edges))
+    assert torch_axon.fallback_stats() == {}
+    assert got.hist is hist and got.bin_edges is edges
+    torch.testing.assert_close(hist.cpu(), want.hist)
+    torch.testing.assert_close(edges.cpu(), want.bin_edges, rtol=1e-6, atol=1e-6)
+    b = torch.tensor([-1.0, 0.0, 2.0])
+    got = torch.histogram(x.to("axon"), bins=b.to("axon"), out=(hist, edges))
+    assert torch.equal(got.hist.cpu(), torch.histogram(x, bins=b).hist)
+    with pytest.raises(RuntimeError, match="input tensor and hist tensor should have the same dtype"):  # the host
+        torch.histogram(x.to("axon"), bins=3, out=(torch.empty(0, device="axon", dtype=torch.float64), edges))

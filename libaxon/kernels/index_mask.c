@@ -201,15 +201,23 @@ axon_status_t axon_kernel_count_nonzero(axon_stream_t s, const axon_tensor_t *co
     return cmp_launch(s, &a, "count_nonzero");
 }
 
-axon_status_t axon_kernel_nonzero(axon_stream_t s, const axon_tensor_t *out, const axon_tensor_t *in) {
+/* nonzero's and nonzero_static's operands: out [rows, in.ndim] int64 for an in of ndim >= 1; `op` is "nonzero" or
+ * "nonzero_static". */
+static axon_status_t check_coords(const axon_tensor_t *out, const axon_tensor_t *in, const char *op) {
     char sa[160], sb[160];
     axon_status_t st;
-    if ((st = axon_kernel_check_operand(out, "nonzero", "out", 1)) != AXON_OK) return st;
-    if ((st = axon_kernel_check_operand(in, "nonzero", "in", 0)) != AXON_OK) return st;
+    if ((st = axon_kernel_check_operand(out, op, "out", 1)) != AXON_OK) return st;
+    if ((st = axon_kernel_check_operand(in, op, "in", 0)) != AXON_OK) return st;
     if (in->ndim < 1 || out->dtype != AXON_INT64 || out->ndim != 2 || out->sizes[1] != in->ndim)
-        return axon_fail(AXON_ERROR_INVALID_ARG, "nonzero(): out %s %s must be [rows, %d] int64 for in %s",
+        return axon_fail(AXON_ERROR_INVALID_ARG, "%s(): out %s %s must be [rows, %d] int64 for in %s", op,
                          axon_dtype_name(out->dtype), axon_shape_format(out, sa, sizeof sa), in->ndim,
                          axon_shape_format(in, sb, sizeof sb));
+    return AXON_OK;
+}
+
+axon_status_t axon_kernel_nonzero(axon_stream_t s, const axon_tensor_t *out, const axon_tensor_t *in) {
+    const axon_status_t st = check_coords(out, in, "nonzero");
+    if (st != AXON_OK) return st;
     struct cmp_args a;
     memset(&a, 0, sizeof a);
     a.kind = CMP_NONZERO, a.test = *in, a.data = *in, a.out = *out;
@@ -218,15 +226,8 @@ axon_status_t axon_kernel_nonzero(axon_stream_t s, const axon_tensor_t *out, con
 
 axon_status_t axon_kernel_nonzero_static(axon_stream_t s, const axon_tensor_t *out, const axon_tensor_t *in,
                                          int64_t fill_value) {
-    char sa[160], sb[160];
-    axon_status_t st;
-    if ((st = axon_kernel_check_operand(out, "nonzero_static", "out", 1)) != AXON_OK) return st;
-    if ((st = axon_kernel_check_operand(in, "nonzero_static", "in", 0)) != AXON_OK) return st;
-    if (in->ndim < 1 || out->dtype != AXON_INT64 || out->ndim != 2 || out->sizes[1] != in->ndim)
-        return axon_fail(AXON_ERROR_INVALID_ARG, "nonzero_static(): out %s %s must be [rows, %d] int64 for in %s",
-                         axon_dtype_name(out->dtype), axon_shape_format(out, sa, sizeof sa), in->ndim,
-                         axon_shape_format(in, sb, sizeof sb));
-    if (out->sizes[0] == 0) return AXON_OK;
+    const axon_status_t st = check_coords(out, in, "nonzero_static");
+    if (st != AXON_OK || out->sizes[0] == 0) return st;
     struct cmp_args a;
     memset(&a, 0, sizeof a);
     a.kind = CMP_NONZERO_STATIC, a.test = *in, a.data = *in, a.out = *out, a.fill = fill_value;

@@ -206,7 +206,44 @@ at::Tensor histogramdd_from_bin_tensors(const at::Tensor& self, at::TensorList b
   return hist_count(points, w, edges, false, density);
 }
 
+// The out= forms: the functional result copied into hist and bin_edges (resized as ATen resizes outs), or the host
+// when an out's dtype or device differs (its errors then).
+bool hist_outs_take(const at::Tensor& self, const at::Tensor& hist, const at::Tensor& bin_edges) {
+  return hist.scalar_type() == self.scalar_type() && bin_edges.scalar_type() == self.scalar_type() &&
+         hist.device() == self.device() && bin_edges.device() == self.device();
+}
+
+void hist_write(at::Tensor& out, const at::Tensor& result) {
+  at::native::resize_output(out, result.sizes());
+  out.copy_(result);
+}
+
+std::tuple<at::Tensor&, at::Tensor&> histogram_bin_ct_out(const at::Tensor& self, int64_t bins,
+                                                          std::optional<at::ArrayRef<double>> range,
+                                                          const std::optional<at::Tensor>& weight, bool density,
+                                                          at::Tensor& hist, at::Tensor& bin_edges) {
+  if (!hist_outs_take(self, hist, bin_edges))
+    return fall_back<ATEN_OP2(histogram, bin_ct_out)>(self, bins, range, weight, density, hist, bin_edges);
+  const auto [h, e] = histogram_bin_ct(self, bins, range, weight, density);
+  hist_write(hist, h);
+  hist_write(bin_edges, e);
+  return {hist, bin_edges};
+}
+
+std::tuple<at::Tensor&, at::Tensor&> histogram_bins_tensor_out(const at::Tensor& self, const at::Tensor& bins,
+                                                               const std::optional<at::Tensor>& weight, bool density,
+                                                               at::Tensor& hist, at::Tensor& bin_edges) {
+  if (!hist_outs_take(self, hist, bin_edges))
+    return fall_back<ATEN_OP2(histogram, bins_tensor_out)>(self, bins, weight, density, hist, bin_edges);
+  const auto [h, e] = histogram_bins_tensor(self, bins, weight, density);
+  hist_write(hist, h);
+  hist_write(bin_edges, e);
+  return {hist, bin_edges};
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("histogram.bin_ct_out", TORCH_FN(histogram_bin_ct_out));
+  m.impl("histogram.bins_tensor_out", TORCH_FN(histogram_bins_tensor_out));
   m.impl("histogram.bin_ct", TORCH_FN(histogram_bin_ct));
   m.impl("histogram.bins_tensor", TORCH_FN(histogram_bins_tensor));
   m.impl("_histogramdd_bin_edges", TORCH_FN(histogramdd_bin_edges));
