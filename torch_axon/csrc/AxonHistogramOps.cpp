@@ -107,8 +107,8 @@ bool hist_outer(const at::Tensor& points, std::optional<at::ArrayRef<double>> ra
 }
 
 // hist from points and edges (one per dim), then density's divisions.
-at::Tensor hist_count(const at::Tensor& points, const std::optional<at::Tensor>& w, const std::vector<at::Tensor>& edges,
-                      bool linear, bool density) {
+at::Tensor hist_count(const at::Tensor& points, const std::optional<at::Tensor>& w,
+                      const std::vector<at::Tensor>& edges, bool linear, bool density) {
   std::vector<int64_t> shape;
   std::vector<axon_tensor_t> ed;
   for (const at::Tensor& e : edges) {
