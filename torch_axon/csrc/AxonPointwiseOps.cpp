@@ -595,23 +595,25 @@ std::optional<at::Tensor> compare_direct(const at::Tensor& self, const at::Tenso
   return out;
 }
 
+// A comparison into a new bool tensor: the direct path, else the comparison iterator; nothing when libaxon declines.
+std::optional<at::Tensor> compare_new(const at::Tensor& self, const at::Tensor& other, axon_binary_op_t op) {
+  if (auto r = compare_direct(self, other, op)) return r;
+  at::Tensor out;
+  at::TensorIterator iter = at::TensorIterator::comparison_op(out, self, other);
+  if (run_binary(iter, op, axon_op_params_default(), iter.common_dtype())) return iter.output();
+  return std::nullopt;
+}
+
 // The functional forms of the comparisons (gt, eq, ...), registered directly for the reason binary_functional's are.
 template <axon_binary_op_t OP, class AtenOp>
 at::Tensor compare_functional(const at::Tensor& self, const at::Tensor& other) {
-  if (auto r = compare_direct(self, other, OP)) return *std::move(r);
-  at::Tensor out;
-  at::TensorIterator iter = at::TensorIterator::comparison_op(out, self, other);
-  if (run_binary(iter, OP, axon_op_params_default(), iter.common_dtype())) return iter.output();
+  if (auto r = compare_new(self, other, OP)) return *std::move(r);
   return fall_back<AtenOp>(self, other);
 }
 
 template <axon_binary_op_t OP, class AtenOp>
 at::Tensor compare_scalar_functional(const at::Tensor& self, const c10::Scalar& other) {
-  const at::Tensor wrapped = at::native::wrapped_scalar_tensor(other);
-  if (auto r = compare_direct(self, wrapped, OP)) return *std::move(r);
-  at::Tensor out;
-  at::TensorIterator iter = at::TensorIterator::comparison_op(out, self, wrapped);
-  if (run_binary(iter, OP, axon_op_params_default(), iter.common_dtype())) return iter.output();
+  if (auto r = compare_new(self, at::native::wrapped_scalar_tensor(other), OP)) return *std::move(r);
   return fall_back<AtenOp>(self, other);
 }
 
@@ -720,8 +722,8 @@ at::Tensor& result_of(at::TensorIteratorBase& iter, at::Tensor& out) {
   return out;
 }
 
-// addcmul and addcdiv into out, or into a new tensor when out is undefined (their functional forms, registered
-// directly for the reason binary_functional's are: the iterator allocates the output).
+// addcmul and addcdiv into out (their .out kernels), or into a new tensor when out is undefined (their functional
+// forms, registered directly for the reason binary_functional's are: the iterator allocates the output).
 at::Tensor& addcmul_into(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const c10::Scalar& value,
                          at::Tensor& out) {
   at::TensorIterator iter = ternary_iter(out, self, t1, t2);
@@ -746,16 +748,6 @@ at::Tensor& addcdiv_into(const at::Tensor& self, const at::Tensor& t1, const at:
   if (run_ternary(iter, AXON_TERNARY_ADDCDIV, p, iter.common_dtype())) return result_of(iter, out);
   if (!out.defined()) return out = fall_back<ATEN_OP(addcdiv)>(self, t1, t2, value);
   return fall_back<ATEN_OP2(addcdiv, out)>(self, t1, t2, value, out);
-}
-
-at::Tensor& addcmul_out(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const c10::Scalar& value,
-                        at::Tensor& out) {
-  return addcmul_into(self, t1, t2, value, out);
-}
-
-at::Tensor& addcdiv_out(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const c10::Scalar& value,
-                        at::Tensor& out) {
-  return addcdiv_into(self, t1, t2, value, out);
 }
 
 at::Tensor& addcmul_(at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const c10::Scalar& value) {
@@ -789,8 +781,8 @@ bool lerp_checks(const at::Tensor& self, const at::Tensor& end, const at::Tensor
   return keeps_dtype_in_float_ops(self.scalar_type());
 }
 
-// lerp into out, or into a new tensor when out is undefined (the functional forms, registered directly for the reason
-// binary_functional's are).
+// lerp into out (the .out kernels), or into a new tensor when out is undefined (the functional forms, registered
+// directly for the reason binary_functional's are).
 at::Tensor& lerp_scalar_into(const at::Tensor& self, const at::Tensor& end, const c10::Scalar& weight, at::Tensor& out) {
   if (lerp_checks(self, end, nullptr)) {
     const at::Tensor w = at::native::wrapped_scalar_tensor(weight);
@@ -808,14 +800,6 @@ at::Tensor& lerp_tensor_into(const at::Tensor& self, const at::Tensor& end, cons
   }
   if (!out.defined()) return out = fall_back<ATEN_OP2(lerp, Tensor)>(self, end, weight);
   return fall_back<ATEN_OP2(lerp, Tensor_out)>(self, end, weight, out);
-}
-
-at::Tensor& lerp_scalar_out(const at::Tensor& self, const at::Tensor& end, const c10::Scalar& weight, at::Tensor& out) {
-  return lerp_scalar_into(self, end, weight, out);
-}
-
-at::Tensor& lerp_tensor_out(const at::Tensor& self, const at::Tensor& end, const at::Tensor& weight, at::Tensor& out) {
-  return lerp_tensor_into(self, end, weight, out);
 }
 
 at::Tensor& lerp_scalar_(at::Tensor& self, const at::Tensor& end, const c10::Scalar& weight) {
@@ -960,7 +944,8 @@ at::Tensor clamp_numbers(const at::Tensor& self, const std::optional<c10::Scalar
   return clamp_out(self, min, max, out);
 }
 
-// clamp with tensor bounds into out, or into a new tensor when out is undefined (the functional forms).
+// clamp with tensor bounds into out (the .out kernel), or into a new tensor when out is undefined (the functional
+// forms).
 at::Tensor& clamp_tensor_into(const at::Tensor& self, const std::optional<at::Tensor>& min,
                               const std::optional<at::Tensor>& max, at::Tensor& out) {
   TORCH_CHECK(min.has_value() || max.has_value(), "torch.clamp: At least one of 'min' or 'max' must not be None");
@@ -974,11 +959,6 @@ at::Tensor& clamp_tensor_into(const at::Tensor& self, const std::optional<at::Te
   }
   if (!out.defined()) return out = fall_back<ATEN_OP2(clamp, Tensor)>(self, min, max);
   return fall_back<ATEN_OP2(clamp, Tensor_out)>(self, min, max, out);
-}
-
-at::Tensor& clamp_tensor_out(const at::Tensor& self, const std::optional<at::Tensor>& min,
-                             const std::optional<at::Tensor>& max, at::Tensor& out) {
-  return clamp_tensor_into(self, min, max, out);
 }
 
 at::Tensor clamp_tensor(const at::Tensor& self, const std::optional<at::Tensor>& min,
@@ -997,11 +977,11 @@ at::Tensor& clamp_max_out(const at::Tensor& self, const c10::Scalar& max, at::Te
 }
 
 at::Tensor& clamp_min_tensor_out(const at::Tensor& self, const at::Tensor& min, at::Tensor& out) {
-  return clamp_tensor_out(self, min, std::nullopt, out);
+  return clamp_tensor_into(self, min, std::nullopt, out);
 }
 
 at::Tensor& clamp_max_tensor_out(const at::Tensor& self, const at::Tensor& max, at::Tensor& out) {
-  return clamp_tensor_out(self, std::nullopt, max, out);
+  return clamp_tensor_into(self, std::nullopt, max, out);
 }
 
 at::Tensor& clamp_(at::Tensor& self, const std::optional<c10::Scalar>& min, const std::optional<c10::Scalar>& max) {
@@ -1415,8 +1395,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("logical_or.out", TORCH_FN((compare_out<AXON_BINARY_LOGICAL_OR, ATEN_OP2(logical_or, out)>)));
   m.impl("logical_xor.out", TORCH_FN((compare_out<AXON_BINARY_LOGICAL_XOR, ATEN_OP2(logical_xor, out)>)));
 
-  m.impl("addcmul.out", TORCH_FN(addcmul_out));
-  m.impl("addcdiv.out", TORCH_FN(addcdiv_out));
+  m.impl("addcmul.out", TORCH_FN(addcmul_into));
+  m.impl("addcdiv.out", TORCH_FN(addcdiv_into));
   m.impl("addcmul", TORCH_FN(addcmul));
   m.impl("addcmul_", TORCH_FN(addcmul_));
   m.impl("addcdiv_", TORCH_FN(addcdiv_));
@@ -1425,15 +1405,15 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("clamp_", TORCH_FN(clamp_));
   m.impl("clamp_.Tensor", TORCH_FN(clamp_tensor_));
   m.impl("addcdiv", TORCH_FN(addcdiv));
-  m.impl("lerp.Scalar_out", TORCH_FN(lerp_scalar_out));
-  m.impl("lerp.Tensor_out", TORCH_FN(lerp_tensor_out));
+  m.impl("lerp.Scalar_out", TORCH_FN(lerp_scalar_into));
+  m.impl("lerp.Tensor_out", TORCH_FN(lerp_tensor_into));
   m.impl("lerp.Scalar", TORCH_FN(lerp_scalar));
   m.impl("lerp.Tensor", TORCH_FN(lerp_tensor));
   m.impl("where.self_out", TORCH_FN(where_out));
   m.impl("where.self", TORCH_FN(where_self));
   m.impl("clamp", TORCH_FN(clamp_numbers));
   m.impl("clamp.out", TORCH_FN(clamp_out));
-  m.impl("clamp.Tensor_out", TORCH_FN(clamp_tensor_out));
+  m.impl("clamp.Tensor_out", TORCH_FN(clamp_tensor_into));
   m.impl("clamp_min.out", TORCH_FN(clamp_min_out));
   m.impl("clamp_min.Tensor_out", TORCH_FN(clamp_min_tensor_out));
   m.impl("clamp_max.Tensor_out", TORCH_FN(clamp_max_tensor_out));
