@@ -36,6 +36,10 @@ _, GN_MEAN, GN_RSTD = torch.ops.aten.native_group_norm(IMG, None, None, 8, 32, 4
 WDW3 = torch.randn(32, 1, 3, 3, generator=_gen)  # depthwise 3x3 over IMG's 32 channels
 WDW7 = torch.randn(32, 1, 7, 7, generator=_gen)
 aten = torch.ops.aten
+IMG_512 = torch.rand(1, 3, 512, 512, generator=_gen)           # an image for antialiased resizing
+FMP_SAMPLES = torch.rand(8, 32, 2, generator=_gen)             # fractional max pooling's samples for IMG
+LS_A = torch.randn(64, 100, 20, generator=_gen)                # a batch of least-squares problems
+LS_B = torch.randn(64, 100, 5, generator=_gen)
 # linear algebra: well-conditioned matrices, one large and batches of small ones
 SQ = torch.randn(512, 512, generator=_gen) + 512 ** 0.5 * torch.eye(512)
 SPD = SQ @ SQ.mT
@@ -245,6 +249,20 @@ CASES = {
     "index_fill columns": (T(A, IDX[0, :100]), lambda a, i: a.index_fill(1, i, 2.0)),
     "to half, rows of 16": (T(A.view(32768, 32)), lambda a: a[:, :16].half()),
     "expand [N, 1] to [N, 64]": (T(COL), lambda c: c.expand(16384, 64).contiguous()),
+    # session 42: ops that ran through the host fallback before
+    "interpolate bilinear antialias 512 -> 224": (T(IMG_512), lambda x: F.interpolate(
+        x, size=(224, 224), mode="bilinear", antialias=True)),
+    "interpolate bicubic antialias 512 -> 224": (T(IMG_512), lambda x: F.interpolate(
+        x, size=(224, 224), mode="bicubic", antialias=True)),
+    "histogram 100 bins": (T(A.view(-1)), lambda a: torch.histogram(a, bins=100)),
+    "histogram 100 bins weighted": (T(A.view(-1), B.view(-1).abs()),
+                                    lambda a, w: torch.histogram(a, bins=100, range=(-2.0, 2.0), weight=w)),
+    "histogramdd 16^3 bins": (T(A.view(-1, 4)[:, :3].contiguous()), lambda p: torch.histogramdd(p, bins=[16, 16, 16])),
+    "fractional_max_pool2d 3 -> 32": (T(IMG, FMP_SAMPLES), lambda x, u: F.fractional_max_pool2d(
+        x, 3, output_size=(32, 32), _random_samples=u)),
+    "lstsq gelsy [64, 100, 20]": (T(LS_A, LS_B), lambda a, b: torch.linalg.lstsq(a, b, driver="gelsy")),
+    "lstsq gelsd [64, 100, 20]": (T(LS_A, LS_B), lambda a, b: torch.linalg.lstsq(a, b, driver="gelsd")),
+    "nonzero_static 1000 of 1M": (T(MASK), lambda m: torch.nonzero_static(m, size=1000)),
 }
 
 
