@@ -53,6 +53,10 @@ CASES = {
     "addbmm_broadcast": (lambda c, a, b: torch.addbmm(c, a, b), [(6,), (3, 7, 2), (3, 2, 6)]),
     "addbmm_transposed": (lambda c, a, b: torch.addbmm(c, a.transpose(1, 2), b), [(5, 6), (4, 9, 5), (4, 9, 6)]),
     "trace": (lambda a: torch.trace(a), [(9, 7)]),
+    "trace_transposed_strided": (lambda a: torch.trace(a.t()[::2, 1::3]), [(12, 9)]),
+    "mv_function": (lambda a, v: torch.mv(a, v), [(33, 17), (17,)]),
+    "mv_strided_matrix": (lambda a, v: torch.mv(a[::2, 1:], v[::3]), [(12, 6), (15,)]),
+    "mv_empty_inner": (lambda a, v: torch.mv(a, v), [(5, 0), (0,)]),
     "vdot": (lambda u, v: torch.vdot(u, v), [(40,), (40,)]),
     "inner": (lambda u, v: torch.inner(u, v), [(12,), (12,)]),
     "addmv": (lambda c, a, v: torch.addmv(c, a, v, beta=0.5, alpha=2.0), [(33,), (33, 17), (17,)]),
@@ -80,7 +84,8 @@ def test_integer_matrix_products_are_exact(dtype):
 
 
 @pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.uint8], ids=str)
-@pytest.mark.parametrize("name", ["mv", "dot", "addmv", "vector_matrix"])
+@pytest.mark.parametrize("name", ["mv", "mv_function", "dot", "dot_strided", "addmv", "vector_matrix", "trace",
+                                  "trace_transposed_strided"])
 def test_integer_vector_products_are_exact(name, dtype):
     fn, shapes = CASES[name]
     g = torch.Generator().manual_seed(3)

@@ -422,6 +422,16 @@ def test_item_of_a_one_element_tensor_of_any_rank(shape):
     assert torch.full(shape, 2.5, device="axon").item() == 2.5
 
 
+def test_item_waits_for_the_work_queued_before_it_and_resolves_math_bits():
+    x = torch.arange(1 << 16, dtype=torch.float64, device="axon")
+    for _ in range(8):
+        x = x * 1.5 + 1.0
+    assert x[-1].item() == (torch.arange(1 << 16, dtype=torch.float64) * 1.5 ** 8 + sum(1.5 ** k for k in range(8)))[-1]
+    z = torch.tensor([1 + 2j, 3 - 4j], device="axon")
+    assert z.conj()[1].item() == 3 + 4j
+    assert torch.tensor([2.0, -3.0], device="axon")[1:]._neg_view().item() == 3.0
+
+
 def test_item_of_a_tensor_with_more_than_one_element_fails():
     with pytest.raises(RuntimeError, match="cannot be converted to Scalar"):
         torch.ones(2, device="axon").item()

@@ -174,7 +174,22 @@ at::Tensor& index_put_impl(at::Tensor& self, const IndexList& indices, const at:
 at::Tensor take(const at::Tensor& self, const at::Tensor& index) {
   TORCH_CHECK(index.scalar_type() == at::kLong, "take(): Expected a long tensor for index, but got ",
               index.scalar_type());
-  if (index.device() != self.device() || self.dim() > AXON_MAX_DIMS) return fall_back<ATEN_OP(take)>(self, index);
+  // Dtypes libaxon's kernels lack go to the host, for CPU's refusal of float8 and the like.
+  if (index.device() != self.device() || self.dim() > AXON_MAX_DIMS || !kernels_support(self.scalar_type()))
+    return fall_back<ATEN_OP(take)>(self, index);
+  if (self.is_contiguous() && self.numel() > 0 && index.dim() <= AXON_MAX_DIMS) {
+    // The index kernel over index's shape, self's elements at index * 1 (index()'s layout work, for one flat index,
+    // was most of a small take's time).
+    at::Tensor out = at::empty(index.sizes(), self.options());
+    if (out.numel() == 0) return out;
+    const axon_tensor_t o = describe_bytes(out, "take"), x = describe(index, "take");
+    axon_tensor_t src = o;
+    src.data = const_cast<void*>(self.const_data_ptr());
+    for (int d = 0; d < src.ndim; ++d) src.strides[d] = 0;
+    const int64_t size = self.numel(), stride = 1;
+    AXON_CHECK(axon_kernel_index(stream_of(self), &o, &src, &x, 1, &size, &stride));
+    return out;
+  }
   IndexList list;
   list.push_back(index);
   return torch_axon::index(self.reshape({-1}), list);

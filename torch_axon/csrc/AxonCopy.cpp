@@ -8,6 +8,7 @@
 // with conjugate or negative bits, and conversions from or to dtypes libaxon does not know (float8, uint16, ...).
 // Same-dtype copies of those dtypes stay on libaxon, which moves their bytes.
 #include <ATen/ATen.h>
+#include <ATen/Dispatch_v2.h>
 #include <ATen/MemoryOverlap.h>
 #include <torch/library.h>
 
@@ -159,6 +160,21 @@ at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
 
 c10::Scalar local_scalar_dense(const at::Tensor& self) {
   TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(), " elements cannot be converted to Scalar");
+  const c10::ScalarType t = self.scalar_type();
+  const bool plain_type = !c10::isQIntType(t) && !c10::isBitsType(t) && t != c10::kFloat4_e2m1fn_x2;
+  if (plain_type && !self.is_conj() && !self.is_neg()) {
+    // The element's bytes straight into a host buffer after the stream's work (item() sits in Python control flow:
+    // a host tensor and a full copy_ cost four times the read).
+    alignas(16) unsigned char bytes[16];
+    AXON_CHECK(axon_memcpy(bytes, self.const_data_ptr(), self.element_size(), AXON_COPY_DEVICE_TO_HOST,
+                           current_stream(self.device().index())));
+    c10::Scalar value;
+    AT_DISPATCH_V2(t, "_local_scalar_dense", AT_WRAP([&] {
+      value = c10::Scalar(*reinterpret_cast<const scalar_t*>(bytes));
+    }), AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), c10::kComplexHalf, c10::kHalf, c10::kBool, c10::kBFloat16,
+                   AT_EXPAND(AT_FLOAT8_TYPES), AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES));
+    return value;
+  }
   at::Tensor host = at::empty({}, self.options().device(c10::kCPU));
   copy_from(self.reshape({}), host, /*non_blocking=*/false);  // a [1] or [1, 1] tensor as the 0-dim host one
   return host.item();

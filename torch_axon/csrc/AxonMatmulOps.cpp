@@ -62,6 +62,26 @@ void launch(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b, con
   AXON_CHECK(axon_kernel_matmul(current_stream(out.device().index()), &od, &ad, &bd, &p));
 }
 
+// A 2-d descriptor of t's memory with the given sizes and strides (t's own dimensions ignored): vectors as rows or
+// columns without view ops.
+axon_tensor_t matrix_of(const at::Tensor& t, const int64_t* sizes, const int64_t* strides) {
+  axon_tensor_t d{};
+  d.data = const_cast<void*>(t.const_data_ptr());
+  d.dtype = *axon_dtype_of(t.scalar_type());
+  d.ndim = 2;
+  for (int k = 0; k < 2; ++k) {
+    d.sizes[k] = sizes[k];
+    d.strides[k] = strides[k];
+  }
+  return d;
+}
+
+void launch_described(const axon_tensor_t& out, const axon_tensor_t& a, const axon_tensor_t& b,
+                      c10::DeviceIndex device) {
+  const axon_gemm_params_t p = axon_gemm_params_default();
+  AXON_CHECK(axon_kernel_matmul(current_stream(device), &out, &a, &b, &p));
+}
+
 at::Tensor& mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
   check_operands("mm", self, mat2, 2, out);
   if (!product_dtype(self.scalar_type()) || out.is_conj()) return fall_back<ATEN_OP2(mm, out)>(self, mat2, out);
@@ -162,6 +182,25 @@ at::Tensor& addmv_out(const at::Tensor& self, const at::Tensor& mat, const at::T
   return out;
 }
 
+// mv: real products straight to the kernel with vec as an [m, 1] column and out as an [n, 1] one (ATen's composite
+// reaches addmv_ and its meta function first); anything else takes that composite's route, with its checks.
+at::Tensor mv(const at::Tensor& self, const at::Tensor& vec) {
+  const bool direct = self.dim() == 2 && vec.dim() == 1 && self.size(1) == vec.size(0) &&
+                      gemm_dtype(self.scalar_type()) && vec.scalar_type() == self.scalar_type() &&
+                      vec.device() == self.device();
+  if (!direct) {
+    at::Tensor result = at::empty({self.size(0)}, vec.options());
+    return at::addmv_(result, self, vec, 0, 1);
+  }
+  const int64_t n = self.size(0), m = self.size(1);
+  at::Tensor out = at::empty({n}, vec.options());
+  const int64_t out_sizes[2] = {n, 1}, out_strides[2] = {1, 1};
+  const int64_t vec_sizes[2] = {m, 1}, vec_strides[2] = {vec.stride(0), 1};
+  launch_described(matrix_of(out, out_sizes, out_strides), matrix_of(self, self.sizes().data(), self.strides().data()),
+                   matrix_of(vec, vec_sizes, vec_strides), self.device().index());
+  return out;
+}
+
 // dot and vdot (self conjugated) as a [1, n] x [n, 1] product.
 at::Tensor dot_product(const at::Tensor& self, const at::Tensor& other, bool conjugate) {
   const bool valid = self.dim() == 1 && other.dim() == 1 && self.scalar_type() == other.scalar_type() &&
@@ -169,6 +208,17 @@ at::Tensor dot_product(const at::Tensor& self, const at::Tensor& other, bool con
                      other.device() == self.device();
   if (!valid) return conjugate ? fall_back<ATEN_OP(vdot)>(self, other) : fall_back<ATEN_OP(dot)>(self, other);
   const int64_t n = self.numel();
+  if (gemm_dtype(self.scalar_type())) {
+    // Real: [1, n] x [n, 1] descriptors of the vectors themselves, into a 0-dim out (three views and mm's checks
+    // were most of a small dot's time).
+    at::Tensor out = at::empty({}, self.options());
+    const int64_t rows[2] = {1, n}, row_strides[2] = {n * self.stride(0), self.stride(0)};
+    const int64_t cols[2] = {n, 1}, col_strides[2] = {other.stride(0), 1};
+    const int64_t one[2] = {1, 1};
+    launch_described(matrix_of(out, one, one), matrix_of(self, rows, row_strides), matrix_of(other, cols, col_strides),
+                     self.device().index());
+    return out;
+  }
   at::Tensor out = at::empty({1, 1}, self.options());
   mm_out((conjugate ? self.conj() : self).view({1, n}), other.view({n, 1}), out);
   return out.view(at::IntArrayRef{});  // {} alone would pick view(ScalarType)
@@ -253,6 +303,7 @@ at::Tensor vdot(const at::Tensor& self, const at::Tensor& other) { return dot_pr
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("addmv.out", TORCH_FN(addmv_out));
+  m.impl("mv", TORCH_FN(mv));
   m.impl("addr", TORCH_FN(addr));
   m.impl("addr_", TORCH_FN(addr_));
   m.impl("addr.out", TORCH_FN(addr_out));
