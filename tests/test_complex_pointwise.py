@@ -238,3 +238,18 @@ def test_complex_and_polar_build_their_parts_natively(dtype):
             torch.polar(re.to("axon"), im.to("axon"))
         return
     check(native(torch.polar, re.abs(), im), torch.polar(re.abs(), im))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_polar_and_complex_of_strided_parts_into_a_strided_out_match_cpu(dtype):
+    g = torch.Generator().manual_seed(5)
+    r, t = torch.rand(9, 40, generator=g).to(dtype), (torch.rand(40, 9, generator=g) * 60 - 30).to(dtype)
+    want_p, want_c = torch.polar(r[::2], t.t()[::2]), torch.complex(r[::2], t.t()[::2])  # angles across blocks
+    check(native(lambda a, b: torch.polar(a[::2], b.t()[::2]), r, t), want_p)
+    out = torch.zeros(40, 5, dtype=want_p.dtype, device="axon").t()
+    native(lambda a, b: torch.complex(a[::2], b.t()[::2], out=out), r, t)
+    assert torch.equal(out.cpu(), want_c)
+    big_r, big_t = torch.rand(70001, generator=g).to(dtype), (torch.rand(70001, generator=g) * 200 - 100).to(dtype)
+    check(native(torch.polar, big_r, big_t), torch.polar(big_r, big_t))  # several chunks
+    with pytest.raises(RuntimeError, match="Expected object of scalar type"):
+        torch.polar(r.to("axon"), t.to(torch.float64 if dtype == torch.float32 else torch.float32).to("axon"))

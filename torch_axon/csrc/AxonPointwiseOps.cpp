@@ -81,16 +81,7 @@ bool describe_iter(at::TensorIteratorBase& iter, c10::ScalarType compute, axon_o
       ops.in_ptr[k] = nullptr;
       continue;
     }
-    axon_tensor_t d{};
-    d.data = iter.data_ptr(arg);
-    d.dtype = *dtype;
-    d.ndim = iter.ndim();
-    const auto strides = iter.strides(arg);
-    const int64_t elem = iter.element_size(arg);
-    for (int i = 0; i < d.ndim; ++i) {
-      d.sizes[i] = iter.shape()[i];
-      d.strides[i] = strides[i] / elem;
-    }
+    const axon_tensor_t d = describe_iter_operand(iter, arg, *dtype);
     if (is_output) {
       ops.out = d;
     } else {

@@ -1,5 +1,7 @@
 #include "AxonTensor.h"
 
+#include <ATen/TensorIterator.h>
+
 #include <c10/util/Exception.h>
 
 namespace torch_axon {
@@ -85,6 +87,20 @@ axon_tensor_t describe_one(const at::TensorBase& t, bool bytes, const char* op) 
 axon_tensor_t describe(const at::TensorBase& t, const char* op) { return describe_one(t, /*bytes=*/false, op); }
 
 axon_tensor_t describe_bytes(const at::TensorBase& t, const char* op) { return describe_one(t, /*bytes=*/true, op); }
+
+axon_tensor_t describe_iter_operand(const at::TensorIteratorBase& iter, int arg, axon_dtype_t dtype) {
+  axon_tensor_t d{};
+  d.data = iter.data_ptr(arg);
+  d.dtype = dtype;
+  d.ndim = iter.ndim();
+  const auto strides = iter.strides(arg);
+  const int64_t elem = iter.element_size(arg);
+  for (int i = 0; i < d.ndim; ++i) {
+    d.sizes[i] = iter.shape()[i];
+    d.strides[i] = strides[i] / elem;
+  }
+  return d;
+}
 
 axon_tensor_t describe_flat(const at::TensorBase& t, const char* op) {
   TORCH_CHECK(t.is_non_overlapping_and_dense(), op, ": expected a non-overlapping, dense tensor, got sizes ", t.sizes(),

@@ -9,6 +9,10 @@
 #include <optional>
 #include <vector>
 
+namespace at {
+struct TensorIteratorBase;
+}
+
 namespace torch_axon {
 
 // libaxon's dtype for t, or nullopt when libaxon's kernels do not handle it (e.g. fp8, uint32). Inline: every op asks
@@ -66,6 +70,10 @@ std::vector<axon_tensor_t> describe_flat_list(at::TensorList l, const char* op);
 // int64, complex128), for kernels that only move bytes (same-dtype copies, fills with a converted value). Works for
 // dtypes libaxon does not know (float8, uint16, complex32, ...).
 axon_tensor_t describe_bytes(const at::TensorBase& t, const char* op);
+
+// Operand `arg` of a built TensorIterator in its coalesced shape (iter.ndim() <= AXON_MAX_DIMS), strides in elements,
+// described as `dtype`.
+axon_tensor_t describe_iter_operand(const at::TensorIteratorBase& iter, int arg, axon_dtype_t dtype);
 
 // Descriptors of two tensors of the same shape for one element-wise kernel (dst, src of a copy): as describe() (or
 // describe_bytes() if `bytes`), with dimensions merged only where both tensors' strides allow.
