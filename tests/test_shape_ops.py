@@ -185,6 +185,25 @@ def test_equal_matches_cpu(dtype):
     assert native(lambda: torch.equal(x.to("axon").t().contiguous().t(), x.to("axon"))) is True
 
 
+def test_equal_follows_cpu_on_nan_signed_zero_conjugates_and_broadcast_views():
+    nan = float("nan")
+    pairs = [(torch.tensor([0.0, 1.0]), torch.tensor([-0.0, 1.0])),
+             (torch.tensor([1.0, nan]), torch.tensor([1.0, nan])),
+             (torch.tensor([1 + 2j, 3j]), torch.tensor([1 + 2j, 3j]).conj()),
+             (torch.tensor([1 - 2j, -3j]), torch.tensor([1 + 2j, 3j]).conj()),
+             (torch.ones(3, 1).expand(3, 4), torch.ones(3, 4)),
+             (torch.arange(1 << 18, dtype=torch.float64), torch.arange(1 << 18, dtype=torch.float64).flip(0).flip(0))]
+    for a, b in pairs:
+        assert native(lambda: torch.equal(a.to("axon"), b.to("axon"))) is torch.equal(a, b), (a, b)
+    last = torch.arange(1 << 18, dtype=torch.float64)
+    changed = last.clone()
+    changed[-1] = -1
+    assert native(lambda: torch.equal(last.to("axon"), changed.to("axon"))) is False
+    x = torch.tensor([1.0, nan])  # the same tensor: NaN still differs from itself
+    xa = x.to("axon")
+    assert native(lambda: torch.equal(xa, xa)) is torch.equal(x, x) is False
+
+
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=dtype_id)
 @pytest.mark.parametrize("start,end,steps,base", [(0, 1, 5, 10.0), (-2, 3, 33, 2.0), (1, -1, 4, 0.5)])
 def test_logspace_matches_cpu(dtype, start, end, steps, base):

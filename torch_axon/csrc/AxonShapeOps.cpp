@@ -13,6 +13,7 @@
 #include <ATen/native/Resize.h>
 #include <axon/kernels.h>
 #include <axon/linspace.h>
+#include <axon/reduce.h>
 #include <axon/shape.h>
 #include <c10/util/Exception.h>
 #include <torch/library.h>
@@ -360,6 +361,16 @@ bool equal(const at::Tensor& self, const at::Tensor& other) {
     return fall_back<ATEN_OP(equal)>(self, other);
   if (self.sizes() != other.sizes()) return false;
   if (self.numel() == 0) return true;
+  if (kernels_support(self.scalar_type()) && self.dim() <= AXON_MAX_DIMS && !self.is_conj() && !other.is_conj() &&
+      !self.is_neg() && !other.is_neg()) {
+    // One kernel whose answer goes straight to the host (eq, all and item() were three launches and a host tensor).
+    const axon_tensor_t a = describe(self, "equal"), b = describe(other, "equal");
+    axon_stream_t stream = stream_of(self);
+    unsigned char same = 0;
+    AXON_CHECK(axon_kernel_equal(stream, &a, &b, &same));
+    AXON_CHECK(axon_stream_sync(stream));
+    return same != 0;
+  }
   if (self.is_complex()) {  // equal parts, compared as real pairs (the native eq takes real dtypes)
     return at::eq(at::view_as_real(self.resolve_conj()), at::view_as_real(other.resolve_conj())).all().item<bool>();
   }

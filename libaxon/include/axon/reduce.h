@@ -104,6 +104,14 @@ AXON_API const char *axon_cumulative_op_name(axon_cumulative_op_t op);
 AXON_API axon_status_t axon_kernel_reduce(axon_stream_t s, axon_reduce_op_t op, const axon_tensor_t *out,
                                           const axon_tensor_t *in, const axon_reduce_params_t *params);
 
+/* Enqueue *same = whether a and b hold equal elements everywhere (torch.equal once shapes and dtypes agree): a and b
+ * have one dtype (any libaxon dtype) and the same sizes, any strides. Floats compare as numbers (a NaN equals
+ * nothing, -0 equals 0; float16 and bfloat16 widened), complex numbers part by part, bools as truth values. `same` is
+ * host memory the command writes (the answer goes nowhere but to the host): read it after axon_stream_sync(s).
+ * INVALID_ARG for mismatched shapes or dtypes, or a NULL `same`. */
+AXON_API axon_status_t axon_kernel_equal(axon_stream_t s, const axon_tensor_t *a, const axon_tensor_t *b,
+                                         unsigned char *same);
+
 /* Enqueue the max or min of in along dimension dim (negative counts from the end), in keepdim form: out_indices
  * (int64) and out_values (any real dtype, converted with the copy rules; may be NULL) have in's shape with size 1
  * at dim. Ties give the first index; a NaN beats every number and the first NaN wins, as in PyTorch. Values compare
