@@ -21,7 +21,7 @@ static const char *const unary_names[] = {
     "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_i0", "modified_bessel_i1",
     "modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "i0", "i0e",
     "i1", "i1e", "spherical_bessel_j0", "erfcx", "log_ndtr", "ndtri", "entr", "sinc", "erfinv", "nan_to_num",
-    "round_decimals", "angle", "frexp_mantissa", "frexp_exponent",
+    "round_decimals", "angle", "frexp_mantissa", "frexp_exponent", "renorm_factor",
 };
 _Static_assert(sizeof unary_names / sizeof unary_names[0] == AXON_UNARY_COUNT, "every axon_unary_op_t needs a name");
 
@@ -206,6 +206,7 @@ static void pw_unary_params(axon_unary_op_t op, const axon_op_params_t *p, pw_ct
         pw_slot(c, 1, p->value, axon_f64_to_i64(p->value));
         break;
     case AXON_UNARY_POLYGAMMA: pw_slot(c, 0, (double)p->polygamma_n, p->polygamma_n); break;
+    case AXON_UNARY_RENORM_FACTOR: pw_slot(c, 0, p->maxnorm, 0); break;
     case AXON_UNARY_NAN_TO_NUM:
         pw_slot(c, 0, p->nan_value, 0);
         pw_slot(c, 1, p->posinf_value, 0);

@@ -282,6 +282,8 @@ static inline double pw_frexp_exponent(double x) {
 }
 PW_FLOATS(PW_U, frexp_mantissa, ((W)pw_frexp_mantissa((double)x)))
 PW_FLOATS(PW_U, frexp_exponent, ((W)pw_frexp_exponent((double)x)))
+/* PyTorch's renorm_scale_factor: maxnorm and eps in the work type */
+PW_FLOATS(PW_U, renorm_factor, (x > p0 ? p0 / (x + (W)1e-7) : (W)1))
 /* erfinv in float (float32 and the half types): M. Giles' single-precision approximation ("Approximating the erfinv
  * function", GPU Computing Gems, 2011), one log and a degree-8 polynomial in w = -log((1 - x)(1 + x)) or in
  * sqrt(w), within about 4 ulp of float32's; both branches are computed and one selected, so the loop vectorizes
@@ -408,4 +410,5 @@ const pw_loop_fn axon_pw_unary_loops[AXON_UNARY_COUNT][AXON_DTYPE_COUNT] = {
     [AXON_UNARY_ANGLE] = {PW_F(angle)},
     [AXON_UNARY_FREXP_MANTISSA] = {PW_F(frexp_mantissa)},
     [AXON_UNARY_FREXP_EXPONENT] = {PW_F(frexp_exponent)},
+    [AXON_UNARY_RENORM_FACTOR] = {PW_F(renorm_factor)},
 };

@@ -92,6 +92,7 @@ static const op_case_t unary_cases[] = {
     {AXON_UNARY_ERFINV, F, ELSEWHERE, 0},      {AXON_UNARY_NAN_TO_NUM, F | I | B, EXACT, 0},
     {AXON_UNARY_ROUND_DECIMALS, F, EXACT, 0},  {AXON_UNARY_ANGLE, F | C, EXACT, 0},
     {AXON_UNARY_FREXP_MANTISSA, F, EXACT, 0},  {AXON_UNARY_FREXP_EXPONENT, F, EXACT, 0},
+    {AXON_UNARY_RENORM_FACTOR, F, ARITH, 0},
 };
 _Static_assert(sizeof unary_cases / sizeof unary_cases[0] == AXON_UNARY_COUNT, "a case for every unary op");
 
@@ -295,6 +296,7 @@ static long double unary_ref_f(int op, long double x, const axon_op_params_t *p)
         return isnan(x) ? p->nan_value : isinf(x) ? (x > 0 ? p->posinf_value : p->neginf_value) : x;
     case AXON_UNARY_ROUND_DECIMALS: return nearbyintl(x); /* the default decimals, 0 */
     case AXON_UNARY_ANGLE: return isnan(x) ? x : x < 0 ? pi : 0;
+    case AXON_UNARY_RENORM_FACTOR: return x > p->maxnorm ? p->maxnorm / (x + 1e-7L) : 1;
     case AXON_UNARY_FREXP_MANTISSA:
     case AXON_UNARY_FREXP_EXPONENT: {
         int e = 0;

@@ -9,6 +9,7 @@
 #include <ATen/Operators.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
+#include <axon/pointwise.h>
 #include <axon/reduce.h>
 #include <c10/util/Exception.h>
 #include <torch/library.h>
@@ -276,7 +277,8 @@ std::tuple<at::Tensor&, at::Tensor&> aminmax_out(const at::Tensor& self, std::op
 
 // renorm: PyTorch's own composition, on native ops. Each sub-tensor along dim is scaled to a p-norm of at most
 // maxnorm: the norms over the other dims (accumulated in float32 for float16 and bfloat16, as CPU does), a factor of
-// maxnorm / (norm + 1e-7) where a norm exceeds maxnorm and 1 elsewhere, in self's dtype, and a product.
+// maxnorm / (norm + 1e-7) where a norm exceeds maxnorm and 1 elsewhere (libaxon's RENORM_FACTOR, written over the
+// norms in place, or into self's dtype for the halves), and a product.
 at::Tensor& renorm_out(const at::Tensor& self, const c10::Scalar& p, int64_t dim, const c10::Scalar& maxnorm,
                        at::Tensor& out) {
   TORCH_CHECK(!p.isComplex(), "renorm: p must be real-valued");
@@ -296,9 +298,13 @@ at::Tensor& renorm_out(const at::Tensor& self, const c10::Scalar& p, int64_t dim
   const bool half = t == at::kHalf || t == at::kBFloat16;
   const at::Tensor norm = half ? at::linalg_vector_norm(self, p, reduce_dims, true, at::kFloat)
                                : at::linalg_vector_norm(self, p, reduce_dims, true);
-  const double limit = maxnorm.toDouble();
-  const at::Tensor factor = at::where(norm > limit, limit / (norm + 1e-7), at::ones_like(norm)).to(
-      c10::toRealValueType(t));
+  // The scale, as CPU's renorm_scale_factor kernel computes it, in the norm's dtype and stored in self's real dtype.
+  axon_op_params_t params = axon_op_params_default();
+  params.maxnorm = maxnorm.toDouble();
+  params.compute = *axon_dtype_of(norm.scalar_type());
+  const at::Tensor factor = half ? at::empty(norm.sizes(), norm.options().dtype(t)) : norm;
+  const axon_tensor_t fd = describe(factor, "renorm"), nd = describe(norm, "renorm");
+  AXON_CHECK(axon_kernel_unary(current_stream(self.device().index()), AXON_UNARY_RENORM_FACTOR, &fd, &nd, &params));
   at::native::resize_output(out, self.sizes());
   at::mul_out(out, self, factor);
   return out;

@@ -156,6 +156,8 @@ typedef enum axon_unary_op {
     AXON_UNARY_FREXP_MANTISSA,   /* m of x = m 2^e with 0.5 <= |m| < 1 (C's frexp); 0, inf and NaN stay. Floats */
     AXON_UNARY_FREXP_EXPONENT,   /* e of that, as a number of the compute dtype (0 for 0, inf and NaN): pass a
                                     floating params->compute and an int32 out for torch.frexp. Floats */
+    AXON_UNARY_RENORM_FACTOR,    /* x > maxnorm ? maxnorm / (x + 1e-7) : 1 in the work type: torch.renorm's scale of
+                                    a sub-tensor of norm x. Floats */
     AXON_UNARY_COUNT
 } axon_unary_op_t;
 
@@ -283,6 +285,7 @@ typedef struct axon_op_params {
     double nan_value, posinf_value, neginf_value; /* NAN_TO_NUM: 0, +inf, -inf (so infinities stay; PyTorch's
                                     defaults are the compute dtype's largest finite values, which the caller sets) */
     int64_t decimals;            /* ROUND_DECIMALS: 0 */
+    double maxnorm;              /* RENORM_FACTOR: 1 */
 } axon_op_params_t;
 
 static inline axon_op_params_t axon_op_params_default(void) {
@@ -299,6 +302,7 @@ static inline axon_op_params_t axon_op_params_default(void) {
     p.polygamma_n = 0;
     p.nan_value = 0.0, p.posinf_value = HUGE_VAL, p.neginf_value = -HUGE_VAL;
     p.decimals = 0;
+    p.maxnorm = 1.0;
     return p;
 }
 
