@@ -62,6 +62,8 @@ CASES = {
     "addmv": (lambda c, a, v: torch.addmv(c, a, v, beta=0.5, alpha=2.0), [(33,), (33, 17), (17,)]),
     "addmv_broadcast_scalar": (lambda c, a, v: torch.addmv(c, a, v), [(), (33, 17), (17,)]),
     "addmv_broadcast_one": (lambda c, a, v: torch.addmv(c, a, v, alpha=-1), [(1,), (33, 17), (17,)]),
+    "addmv_transposed_strided": (lambda c, a, v: torch.addmv(c[::2], a.t(), v[::2], beta=-1.0, alpha=0.5),
+                                 [(66,), (17, 33), (34,)]),
     "addmv_in_place": (lambda c, a, v: c.clone().addmv_(a, v, beta=2.0), [(33,), (33, 17), (17,)]),
     "addmv_out": (lambda c, a, v: torch.addmv(c, a, v, out=torch.empty(0, dtype=c.dtype, device=c.device)),
                   [(33,), (33, 17), (17,)]),
@@ -84,7 +86,8 @@ def test_integer_matrix_products_are_exact(dtype):
 
 
 @pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.uint8], ids=str)
-@pytest.mark.parametrize("name", ["mv", "mv_function", "dot", "dot_strided", "addmv", "vector_matrix", "trace",
+@pytest.mark.parametrize("name", ["mv", "mv_function", "dot", "dot_strided", "addmv", "addmv_broadcast_scalar",
+                                  "vector_matrix", "trace",
                                   "trace_transposed_strided"])
 def test_integer_vector_products_are_exact(name, dtype):
     fn, shapes = CASES[name]

@@ -165,8 +165,59 @@ at::Tensor& baddbmm_out(const at::Tensor& self, const at::Tensor& batch1, const 
 
 // out = beta * self + alpha * (mat @ vec), as addmm over [n, 1] views: mv, and matmul's matrix-vector case, reach it.
 // Operands PyTorch refuses go to the host fallback, which raises its errors.
+// addmv of real operands as one row product: vec as [1, m] times mat's transpose into out seen as [1, n], with self
+// (n elements, or one broadcast) as the kernel's row bias: no view, copy or meta function. False where it does not
+// apply (complex numbers, other dtypes or devices, shapes ATen refuses, an out that is not a fresh contiguous vector
+// of n elements apart from self).
+bool addmv_direct(const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec, const c10::Scalar& beta,
+                  const c10::Scalar& alpha, at::Tensor& out) {
+  const c10::ScalarType t = mat.scalar_type();
+  if (mat.dim() != 2 || vec.dim() != 1 || self.dim() > 1 || mat.size(1) != vec.size(0) || !gemm_dtype(t) ||
+      vec.scalar_type() != t || self.scalar_type() != t || vec.device() != mat.device() ||
+      self.device() != mat.device() || alpha.isComplex() || beta.isComplex()) {
+    return false;
+  }
+  const int64_t n = mat.size(0), m = mat.size(1);
+  if (self.numel() != n && self.numel() != 1) return false;
+  if (!out.defined()) {
+    out = at::empty({n}, mat.options());
+  } else if (out.scalar_type() != t || out.device() != mat.device() || out.dim() != 1 || out.size(0) != n ||
+             !out.is_contiguous() || out.is_conj() || out.is_neg() || out.is_alias_of(self) || out.is_alias_of(mat) ||
+             out.is_alias_of(vec)) {
+    return false;
+  }
+  if (n == 0) return true;
+  axon_gemm_params_t p = axon_gemm_params_default();
+  const bool integral = c10::isIntegralType(t, /*includeBool=*/false);  // PyTorch truncates alpha and beta there
+  p.alpha = integral ? static_cast<double>(alpha.toLong()) : alpha.toDouble();
+  const double beta_v = integral ? static_cast<double>(beta.toLong()) : beta.toDouble();
+  const int64_t bias_size[1] = {n}, bias_stride[1] = {self.numel() == 1 ? 0 : self.stride(0)};
+  axon_tensor_t bias = matrix_of(self, bias_size, bias_stride);
+  bias.ndim = 1;
+  if (beta_v != 0.0) {  // beta = 0 ignores self, NaN included
+    p.bias = &bias;
+    p.bias_scale = beta_v;
+  }
+  const int64_t out_sizes[2] = {1, n}, out_strides[2] = {n, 1};
+  const int64_t vec_sizes[2] = {1, m}, vec_strides[2] = {m * vec.stride(0), vec.stride(0)};
+  const int64_t mat_sizes[2] = {m, n}, mat_strides[2] = {mat.stride(1), mat.stride(0)};
+  const axon_tensor_t od = matrix_of(out, out_sizes, out_strides), ad = matrix_of(vec, vec_sizes, vec_strides),
+                      bd = matrix_of(mat, mat_sizes, mat_strides);
+  AXON_CHECK(axon_kernel_matmul(current_stream(mat.device().index()), &od, &ad, &bd, &p));
+  return true;
+}
+
+at::Tensor addmv(const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec, const c10::Scalar& beta,
+                 const c10::Scalar& alpha) {
+  at::Tensor out;
+  if (addmv_direct(self, mat, vec, beta, alpha, out)) return out;
+  out = at::empty({0}, mat.options());
+  return at::addmv_out(out, self, mat, vec, beta, alpha);
+}
+
 at::Tensor& addmv_out(const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec, const c10::Scalar& beta,
                       const c10::Scalar& alpha, at::Tensor& out) {
+  if (addmv_direct(self, mat, vec, beta, alpha, out)) return out;
   const bool valid = mat.dim() == 2 && vec.dim() == 1 && self.dim() <= 1 && mat.size(1) == vec.size(0) &&
                      (mat.size(0) == self.numel() || self.numel() == 1) &&
                      product_dtype(mat.scalar_type(), beta, alpha) && !out.is_conj() &&
@@ -302,6 +353,7 @@ at::Tensor dot(const at::Tensor& self, const at::Tensor& other) { return dot_pro
 at::Tensor vdot(const at::Tensor& self, const at::Tensor& other) { return dot_product(self, other, true); }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("addmv", TORCH_FN(addmv));
   m.impl("addmv.out", TORCH_FN(addmv_out));
   m.impl("mv", TORCH_FN(mv));
   m.impl("addr", TORCH_FN(addr));
