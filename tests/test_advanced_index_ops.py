@@ -241,6 +241,10 @@ def test_take_put_and_index_fill_match_cpu(dtype):
     same(native(lambda: torch.take(x.to("axon").t(), i.to("axon"))), torch.take(x.t(), i))
     src = sample(dtype, (2, 2), seed=5)
     same(native(lambda: x.to("axon").put_(i.to("axon"), src.to("axon"))), x.clone().put_(i, src))
+    flat_src = sample(dtype, (4,), seed=7)  # source pairs with index in index's row-major order, any shape
+    same(native(lambda: x.to("axon").put_(i.t().to("axon"), flat_src.to("axon"))), x.clone().put_(i.t(), flat_src))
+    same(native(lambda: x.to("axon").put_(torch.tensor(-2, device="axon"), flat_src[:1].to("axon"))),
+         x.clone().put_(torch.tensor(-2), flat_src[:1]))
     if dtype not in (torch.bool,):
         j = torch.tensor([3, 3, 0, 3])
         s4 = sample(dtype, (4,), seed=6)

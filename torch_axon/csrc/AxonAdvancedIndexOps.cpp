@@ -205,6 +205,26 @@ at::Tensor& put_(at::Tensor& self, const at::Tensor& index, const at::Tensor& so
   if (!self.is_contiguous() || self.numel() == 0 || index.device() != self.device() ||
       source.device() != self.device())
     return fall_back<ATEN_OP(put_)>(self, index, source, accumulate);
+  if (source.is_contiguous() && index.dim() <= AXON_MAX_DIMS && kernels_support(self.scalar_type())) {
+    // The index_put kernel over index's shape: self's elements at index * 1, source read in index's row-major order
+    // (put_'s pairing; index_put_impl's layout work, for one flat index, was most of a small put_'s time).
+    if (index.numel() == 0) return self;
+    at::assert_no_overlap(self, source);
+    at::assert_no_overlap(self, index);
+    const auto desc = accumulate ? describe : describe_bytes;
+    const axon_tensor_t x = describe(index, "put_");
+    axon_tensor_t dst = desc(self, "put_"), values = desc(source, "put_");
+    dst.ndim = values.ndim = x.ndim;
+    int64_t step = 1;
+    for (int d = x.ndim - 1; d >= 0; step *= x.sizes[d], --d) {
+      dst.sizes[d] = values.sizes[d] = x.sizes[d];
+      dst.strides[d] = 0;
+      values.strides[d] = step;
+    }
+    const int64_t size = self.numel(), stride = 1;
+    AXON_CHECK(axon_kernel_index_put(stream_of(self), &dst, &values, &x, 1, &size, &stride, accumulate ? 1 : 0));
+    return self;
+  }
   at::Tensor flat = self.view({-1});
   IndexList list;
   list.push_back(index.reshape({-1}));
