@@ -316,3 +316,20 @@ def test_channel_shuffle_bad_arguments_fail_like_cpu(shape, groups, message):
     for device in ("cpu", "axon"):
         with pytest.raises(RuntimeError, match=message):
             torch.channel_shuffle(torch.ones(shape, device=device), groups)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int8, torch.complex64, torch.bool, torch.float8_e4m3fn],
+                         ids=dtype_id)
+def test_narrow_copy_matches_cpu_with_cpus_errors(dtype):
+    x = torch.arange(120, dtype=torch.float32).view(4, 6, 5)
+    x = x > 60 if dtype == torch.bool else x.to(dtype)
+    bits = (lambda t: t.view(torch.uint8)) if dtype == torch.float8_e4m3fn else (lambda t: t)
+    for view in (lambda t: t, lambda t: t.transpose(0, 2)):
+        for args in ((1, 1, 3), (0, -2, 2), (2, 1, 3), (-1, 4, 0)):
+            got = native(lambda: view(x.to("axon")).narrow_copy(*args))
+            want = view(x).narrow_copy(*args)
+            assert got.is_contiguous() and got.shape == want.shape and torch.equal(bits(got.cpu()), bits(want))
+    for args, message in (((1, 5, 3), r"start \(5\) \+ length \(3\) exceeds dimension size \(6\)"),
+                          ((3, 0, 1), "Expected dim < "), ((0, 0, -1), r"length \(-1\) exceeds")):
+        with pytest.raises(RuntimeError, match=message):
+            x.to("axon").narrow_copy(*args)

@@ -422,7 +422,38 @@ at::Tensor channel_shuffle_native(const at::Tensor& self, c10::SymInt groups_sym
   return at::native_channel_shuffle(self, groups).contiguous(format);
 }
 
+// narrow_copy: one copy kernel from self's descriptor with the narrowed dimension's start and length (ATen's
+// composite makes a narrow view and clones it), with the checks and messages of CPU's narrow_copy kernel. Dtypes
+// libaxon cannot copy, more than AXON_MAX_DIMS dimensions and starts below -size take that composite.
+at::Tensor narrow_copy(const at::Tensor& self, int64_t dim, c10::SymInt start_sym, c10::SymInt length_sym) {
+  const int64_t length = length_sym.expect_int();
+  int64_t start = start_sym.expect_int();
+  TORCH_CHECK(self.dim() > 0, "narrow() cannot be applied to a 0-dim tensor.");
+  if (dim < 0) {
+    dim = at::maybe_wrap_dim(dim, self.dim());
+  } else {
+    TORCH_CHECK(dim < self.dim(), "Expected dim < static_cast<int64_t>(self_sizes.size()) to be true, but got false");
+  }
+  const int64_t size = self.size(dim);
+  if (self.dim() > AXON_MAX_DIMS || !axon_storage_dtype_of(self.scalar_type()) || start < -size)
+    return self.narrow_symint(dim, start_sym, length_sym).clone(at::MemoryFormat::Contiguous);
+  if (start < 0) start += size;
+  TORCH_CHECK(length >= 0 && start <= size - length, "start (", start, ") + length (", length,
+              ") exceeds dimension size (", size, ").");
+  std::vector<int64_t> sizes = self.sizes().vec();
+  sizes[dim] = length;
+  at::Tensor out = at::empty(sizes, self.options());
+  if (out.numel() == 0) return out;
+  axon_tensor_t src = describe_bytes(self, "narrow_copy");
+  const axon_tensor_t dst = describe_bytes(out, "narrow_copy");
+  src.data = static_cast<char*>(src.data) + start * self.stride(dim) * static_cast<int64_t>(self.element_size());
+  src.sizes[dim] = length;
+  AXON_CHECK(axon_kernel_copy(stream_of(self), &dst, &src));
+  return out;
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("narrow_copy", TORCH_FN(narrow_copy));
   m.impl("channel_shuffle", TORCH_FN(channel_shuffle_native));
   m.impl("unfold_backward", TORCH_FN(unfold_backward_sum));
   m.impl("tril.out", TORCH_FN(triangle_out<false>));
