@@ -423,8 +423,8 @@ at::Tensor channel_shuffle_native(const at::Tensor& self, c10::SymInt groups_sym
 }
 
 // narrow_copy: one copy kernel from self's descriptor with the narrowed dimension's start and length (ATen's
-// composite makes a narrow view and clones it), with the checks and messages of CPU's narrow_copy kernel. Dtypes
-// libaxon cannot copy, more than AXON_MAX_DIMS dimensions and starts below -size take that composite.
+// composite makes a narrow view and clones it), with the checks and messages of CPU's narrow_copy kernel. The copy
+// moves bytes, so every dtype takes it; more than AXON_MAX_DIMS dimensions and starts below -size take the composite.
 at::Tensor narrow_copy(const at::Tensor& self, int64_t dim, c10::SymInt start_sym, c10::SymInt length_sym) {
   const int64_t length = length_sym.expect_int();
   int64_t start = start_sym.expect_int();
@@ -435,7 +435,7 @@ at::Tensor narrow_copy(const at::Tensor& self, int64_t dim, c10::SymInt start_sy
     TORCH_CHECK(dim < self.dim(), "Expected dim < static_cast<int64_t>(self_sizes.size()) to be true, but got false");
   }
   const int64_t size = self.size(dim);
-  if (self.dim() > AXON_MAX_DIMS || !axon_storage_dtype_of(self.scalar_type()) || start < -size)
+  if (self.dim() > AXON_MAX_DIMS || self.is_quantized() || start < -size)
     return self.narrow_symint(dim, start_sym, length_sym).clone(at::MemoryFormat::Contiguous);
   if (start < 0) start += size;
   TORCH_CHECK(length >= 0 && start <= size - length, "start (", start, ") + length (", length,
