@@ -38,14 +38,21 @@ bool floats(std::initializer_list<const at::Tensor*> ts) {
   return true;
 }
 
-// t viewed (contiguous) as [outer, size(dim), inner].
-at::Tensor as_3d(const at::Tensor& t, int64_t dim) {
+// The descriptor of a contiguous t as [outer, size(dim), inner], without a view (a view's dispatch cost as much as a
+// small softmax). An output's pointer is taken as mutable (copy-on-write storage materialized).
+axon_tensor_t describe_3d(const at::Tensor& t, int64_t dim, const char* name, bool written = false) {
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < t.dim(); ++d) {
     if (d < dim) outer *= t.size(d);
     if (d > dim) inner *= t.size(d);
   }
-  return t.view({outer, t.dim() ? t.size(dim) : 1, inner});
+  axon_tensor_t desc = describe_flat(t, name);
+  if (written) desc.data = t.mutable_data_ptr();
+  const int64_t n = t.dim() ? t.size(dim) : 1;
+  desc.ndim = 3;
+  desc.sizes[0] = outer, desc.sizes[1] = n, desc.sizes[2] = inner;
+  desc.strides[0] = n * inner, desc.strides[1] = inner, desc.strides[2] = 1;
+  return desc;
 }
 
 // Runs launch(o) on a contiguous tensor o of out's (already resized) shape, copying back if out is strided.
@@ -71,10 +78,17 @@ at::Tensor& softmax_out(const at::Tensor& self, int64_t dim, bool half_to_float,
   const at::Tensor in = self.contiguous();
   const char* name = LOG ? "log_softmax" : "softmax";
   into_contiguous(out, [&](const at::Tensor& o) {
-    const axon_tensor_t td = describe(as_3d(in, d), name), od = describe(as_3d(o, d), name);
+    const axon_tensor_t od = describe_3d(o, d, name, /*written=*/true), td = describe_3d(in, d, name);
     AXON_CHECK(axon_kernel_softmax(current_stream(self.device().index()), &od, &td, 1, LOG));
   });
   return out;
+}
+
+// The functional forms, registered directly: PyTorch's route to `.out` runs the structured meta function first.
+template <bool LOG, class AtenOp>
+at::Tensor softmax_functional(const at::Tensor& self, int64_t dim, bool half_to_float) {
+  at::Tensor out = at::empty(self.sizes(), self.options().dtype(half_to_float ? at::kFloat : self.scalar_type()));
+  return softmax_out<LOG, AtenOp>(self, dim, half_to_float, out);
 }
 
 template <bool LOG, class AtenOp>
@@ -90,8 +104,8 @@ at::Tensor& softmax_backward_out(const at::Tensor& grad_output, const at::Tensor
   const at::Tensor g = grad_output.contiguous(), y = output.contiguous();
   const char* name = LOG ? "log_softmax_backward" : "softmax_backward";
   into_contiguous(grad_input, [&](const at::Tensor& o) {
-    const axon_tensor_t gd = describe(as_3d(g, d), name), yd = describe(as_3d(y, d), name);
-    const axon_tensor_t od = describe(as_3d(o, d), name);
+    const axon_tensor_t od = describe_3d(o, d, name, /*written=*/true);
+    const axon_tensor_t gd = describe_3d(g, d, name), yd = describe_3d(y, d, name);
     AXON_CHECK(axon_kernel_softmax_backward(current_stream(output.device().index()), &od, &gd, &yd, 1, LOG));
   });
   return grad_input;
@@ -230,6 +244,8 @@ std::tuple<at::Tensor, at::Tensor> fused_rms_norm_backward(const at::Tensor& gra
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_softmax", TORCH_FN((softmax_functional<false, ATEN_OP2(_softmax, out)>)));
+  m.impl("_log_softmax", TORCH_FN((softmax_functional<true, ATEN_OP2(_log_softmax, out)>)));
   m.impl("_softmax.out", TORCH_FN((softmax_out<false, ATEN_OP2(_softmax, out)>)));
   m.impl("_log_softmax.out", TORCH_FN((softmax_out<true, ATEN_OP2(_log_softmax, out)>)));
   m.impl("_softmax_backward_data.out",
