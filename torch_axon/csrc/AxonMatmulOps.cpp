@@ -163,8 +163,6 @@ at::Tensor& baddbmm_out(const at::Tensor& self, const at::Tensor& batch1, const 
   return out;
 }
 
-// out = beta * self + alpha * (mat @ vec), as addmm over [n, 1] views: mv, and matmul's matrix-vector case, reach it.
-// Operands PyTorch refuses go to the host fallback, which raises its errors.
 // addmv of real operands as one row product: vec as [1, m] times mat's transpose into out seen as [1, n], with self
 // (n elements, or one broadcast) as the kernel's row bias: no view, copy or meta function. False where it does not
 // apply (complex numbers, other dtypes or devices, shapes ATen refuses, an out that is not a fresh contiguous vector
@@ -215,6 +213,8 @@ at::Tensor addmv(const at::Tensor& self, const at::Tensor& mat, const at::Tensor
   return at::addmv_out(out, self, mat, vec, beta, alpha);
 }
 
+// out = beta * self + alpha * (mat @ vec): addmv_direct where it applies, else as addmm over [n, 1] views (in-place
+// and aliased outs, complex numbers). Operands PyTorch refuses go to the host fallback, which raises its errors.
 at::Tensor& addmv_out(const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec, const c10::Scalar& beta,
                       const c10::Scalar& alpha, at::Tensor& out) {
   if (addmv_direct(self, mat, vec, beta, alpha, out)) return out;
