@@ -62,20 +62,6 @@ void launch(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b, con
   AXON_CHECK(axon_kernel_matmul(current_stream(out.device().index()), &od, &ad, &bd, &p));
 }
 
-// A 2-d descriptor of t's memory with the given sizes and strides (t's own dimensions ignored): vectors as rows or
-// columns without view ops.
-axon_tensor_t matrix_of(const at::Tensor& t, const int64_t* sizes, const int64_t* strides) {
-  axon_tensor_t d{};
-  d.data = const_cast<void*>(t.const_data_ptr());
-  d.dtype = *axon_dtype_of(t.scalar_type());
-  d.ndim = 2;
-  for (int k = 0; k < 2; ++k) {
-    d.sizes[k] = sizes[k];
-    d.strides[k] = strides[k];
-  }
-  return d;
-}
-
 void launch_described(const axon_tensor_t& out, const axon_tensor_t& a, const axon_tensor_t& b,
                       c10::DeviceIndex device) {
   const axon_gemm_params_t p = axon_gemm_params_default();
@@ -164,24 +150,26 @@ at::Tensor& baddbmm_out(const at::Tensor& self, const at::Tensor& batch1, const 
 }
 
 // addmv of real operands as one row product: vec as [1, m] times mat's transpose into out seen as [1, n], with self
-// (n elements, or one broadcast) as the kernel's row bias: no view, copy or meta function. False where it does not
-// apply (complex numbers, other dtypes or devices, shapes ATen refuses, an out that is not a fresh contiguous vector
-// of n elements apart from self).
+// (n elements, or one broadcast) as the kernel's row bias: no view, copy or meta function. An undefined self is mv (no
+// bias). False where it does not apply (complex numbers, other dtypes or devices, shapes ATen refuses, an out that is
+// not a fresh contiguous vector of n elements apart from self).
 bool addmv_direct(const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec, const c10::Scalar& beta,
                   const c10::Scalar& alpha, at::Tensor& out) {
   const c10::ScalarType t = mat.scalar_type();
-  if (mat.dim() != 2 || vec.dim() != 1 || self.dim() > 1 || mat.size(1) != vec.size(0) || !gemm_dtype(t) ||
-      vec.scalar_type() != t || self.scalar_type() != t || vec.device() != mat.device() ||
-      self.device() != mat.device() || alpha.isComplex() || beta.isComplex()) {
+  if (mat.dim() != 2 || vec.dim() != 1 || mat.size(1) != vec.size(0) || !gemm_dtype(t) || vec.scalar_type() != t ||
+      vec.device() != mat.device() || alpha.isComplex() || beta.isComplex()) {
     return false;
   }
   const int64_t n = mat.size(0), m = mat.size(1);
-  if (self.numel() != n && self.numel() != 1) return false;
+  if (self.defined() && (self.dim() > 1 || self.scalar_type() != t || self.device() != mat.device() ||
+                         (self.numel() != n && self.numel() != 1))) {
+    return false;
+  }
   if (!out.defined()) {
     out = at::empty({n}, mat.options());
   } else if (out.scalar_type() != t || out.device() != mat.device() || out.dim() != 1 || out.size(0) != n ||
-             !out.is_contiguous() || out.is_conj() || out.is_neg() || out.is_alias_of(self) || out.is_alias_of(mat) ||
-             out.is_alias_of(vec)) {
+             !out.is_contiguous() || out.is_conj() || out.is_neg() || (self.defined() && out.is_alias_of(self)) ||
+             out.is_alias_of(mat) || out.is_alias_of(vec)) {
     return false;
   }
   if (n == 0) return true;
@@ -189,18 +177,19 @@ bool addmv_direct(const at::Tensor& self, const at::Tensor& mat, const at::Tenso
   const bool integral = c10::isIntegralType(t, /*includeBool=*/false);  // PyTorch truncates alpha and beta there
   p.alpha = integral ? static_cast<double>(alpha.toLong()) : alpha.toDouble();
   const double beta_v = integral ? static_cast<double>(beta.toLong()) : beta.toDouble();
-  const int64_t bias_size[1] = {n}, bias_stride[1] = {self.numel() == 1 ? 0 : self.stride(0)};
-  axon_tensor_t bias = matrix_of(self, bias_size, bias_stride);
-  bias.ndim = 1;
-  if (beta_v != 0.0) {  // beta = 0 ignores self, NaN included
+  axon_tensor_t bias{};
+  if (self.defined() && beta_v != 0.0) {  // beta = 0 ignores self, NaN included
+    const int64_t bias_size[1] = {n}, bias_stride[1] = {self.numel() == 1 ? 0 : self.stride(0)};
+    bias = describe_strided(self, 1, bias_size, bias_stride);
     p.bias = &bias;
     p.bias_scale = beta_v;
   }
   const int64_t out_sizes[2] = {1, n}, out_strides[2] = {n, 1};
   const int64_t vec_sizes[2] = {1, m}, vec_strides[2] = {m * vec.stride(0), vec.stride(0)};
   const int64_t mat_sizes[2] = {m, n}, mat_strides[2] = {mat.stride(1), mat.stride(0)};
-  const axon_tensor_t od = matrix_of(out, out_sizes, out_strides), ad = matrix_of(vec, vec_sizes, vec_strides),
-                      bd = matrix_of(mat, mat_sizes, mat_strides);
+  const axon_tensor_t od = describe_strided(out, 2, out_sizes, out_strides);
+  const axon_tensor_t ad = describe_strided(vec, 2, vec_sizes, vec_strides);
+  const axon_tensor_t bd = describe_strided(mat, 2, mat_sizes, mat_strides);
   AXON_CHECK(axon_kernel_matmul(current_stream(mat.device().index()), &od, &ad, &bd, &p));
   return true;
 }
@@ -233,23 +222,13 @@ at::Tensor& addmv_out(const at::Tensor& self, const at::Tensor& mat, const at::T
   return out;
 }
 
-// mv: real products straight to the kernel with vec as an [m, 1] column and out as an [n, 1] one (ATen's composite
-// reaches addmv_ and its meta function first); anything else takes that composite's route, with its checks.
+// mv: real products as addmv_direct without a bias (ATen's composite reaches addmv_ and its meta function first);
+// anything else takes that composite's route, with its checks.
 at::Tensor mv(const at::Tensor& self, const at::Tensor& vec) {
-  const bool direct = self.dim() == 2 && vec.dim() == 1 && self.size(1) == vec.size(0) &&
-                      gemm_dtype(self.scalar_type()) && vec.scalar_type() == self.scalar_type() &&
-                      vec.device() == self.device();
-  if (!direct) {
-    at::Tensor result = at::empty({self.size(0)}, vec.options());
-    return at::addmv_(result, self, vec, 0, 1);
-  }
-  const int64_t n = self.size(0), m = self.size(1);
-  at::Tensor out = at::empty({n}, vec.options());
-  const int64_t out_sizes[2] = {n, 1}, out_strides[2] = {1, 1};
-  const int64_t vec_sizes[2] = {m, 1}, vec_strides[2] = {vec.stride(0), 1};
-  launch_described(matrix_of(out, out_sizes, out_strides), matrix_of(self, self.sizes().data(), self.strides().data()),
-                   matrix_of(vec, vec_sizes, vec_strides), self.device().index());
-  return out;
+  at::Tensor out;
+  if (addmv_direct(at::Tensor(), self, vec, 0, 1, out)) return out;
+  at::Tensor result = at::empty({self.size(0)}, vec.options());
+  return at::addmv_(result, self, vec, 0, 1);
 }
 
 // dot and vdot (self conjugated) as a [1, n] x [n, 1] product.
@@ -266,8 +245,8 @@ at::Tensor dot_product(const at::Tensor& self, const at::Tensor& other, bool con
     const int64_t rows[2] = {1, n}, row_strides[2] = {n * self.stride(0), self.stride(0)};
     const int64_t cols[2] = {n, 1}, col_strides[2] = {other.stride(0), 1};
     const int64_t one[2] = {1, 1};
-    launch_described(matrix_of(out, one, one), matrix_of(self, rows, row_strides), matrix_of(other, cols, col_strides),
-                     self.device().index());
+    launch_described(describe_strided(out, 2, one, one), describe_strided(self, 2, rows, row_strides),
+                     describe_strided(other, 2, cols, col_strides), self.device().index());
     return out;
   }
   at::Tensor out = at::empty({1, 1}, self.options());

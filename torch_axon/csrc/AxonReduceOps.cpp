@@ -367,15 +367,9 @@ at::Tensor trace(const at::Tensor& self) {
   if (!libaxon_can_sum(self, out)) return at::sum(self.diagonal());
   // The diagonal as a descriptor (one stride, the two summed): a view and sum's dispatch were half of a small
   // trace's time.
-  axon_tensor_t in{}, od{};
-  in.data = const_cast<void*>(self.const_data_ptr());
-  in.dtype = *axon_dtype_of(t);
-  in.ndim = od.ndim = 1;
-  in.sizes[0] = std::min(self.size(0), self.size(1));
-  in.strides[0] = self.stride(0) + self.stride(1);
-  od.data = out.mutable_data_ptr();
-  od.dtype = *axon_dtype_of(out.scalar_type());
-  od.sizes[0] = od.strides[0] = 1;
+  const int64_t diag_size[1] = {std::min(self.size(0), self.size(1))};
+  const int64_t diag_stride[1] = {self.stride(0) + self.stride(1)}, one[1] = {1};
+  const axon_tensor_t in = describe_strided(self, 1, diag_size, diag_stride), od = describe_strided(out, 1, one, one);
   AXON_CHECK(axon_kernel_reduce(current_stream(self.device().index()), AXON_REDUCE_SUM, &od, &in, nullptr));
   return out;
 }

@@ -116,6 +116,19 @@ axon_tensor_t describe_flat(const at::TensorBase& t, const char* op) {
   return d;
 }
 
+axon_tensor_t describe_strided(const at::TensorBase& t, int ndim, const int64_t* sizes, const int64_t* strides) {
+  TORCH_INTERNAL_ASSERT(ndim >= 0 && ndim <= AXON_MAX_DIMS && kernels_support(t.scalar_type()));
+  axon_tensor_t d{};
+  d.data = const_cast<void*>(t.const_data_ptr());
+  d.dtype = *axon_dtype_of(t.scalar_type());
+  d.ndim = ndim;
+  for (int k = 0; k < ndim; ++k) {
+    d.sizes[k] = sizes[k];
+    d.strides[k] = strides[k];
+  }
+  return d;
+}
+
 std::vector<axon_tensor_t> describe_flat_list(at::TensorList l, const char* op) {
   std::vector<axon_tensor_t> out;
   out.reserve(l.size());

@@ -66,6 +66,11 @@ axon_tensor_t describe(const at::TensorBase& t, const char* op);
 axon_tensor_t describe_flat(const at::TensorBase& t, const char* op);
 std::vector<axon_tensor_t> describe_flat_list(at::TensorList l, const char* op);
 
+// A descriptor of t's memory from its data pointer with the given sizes and strides (in elements), t's own dimensions
+// ignored: diagonals, vectors as rows or columns, broadcasts, without a view op. The caller keeps it within t's
+// storage; t's dtype must be one libaxon knows (kernels_support).
+axon_tensor_t describe_strided(const at::TensorBase& t, int ndim, const int64_t* sizes, const int64_t* strides);
+
 // The descriptor of t's bytes: as describe(), but with the libaxon dtype of t's element size (uint8, int16, int32,
 // int64, complex128), for kernels that only move bytes (same-dtype copies, fills with a converted value). Works for
 // dtypes libaxon does not know (float8, uint16, complex32, ...).
