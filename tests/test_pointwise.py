@@ -12,6 +12,7 @@ TOL = {
     torch.float64: (1e-12, 1e-12),
     torch.bfloat16: (1.6e-2, 1e-2),
     torch.float16: (2e-3, 1e-3),
+    torch.complex64: (1e-5, 1e-6),
 }
 FLOATS = [torch.float32, torch.float64, torch.bfloat16, torch.float16]
 INTS = [torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64]
@@ -282,6 +283,49 @@ def test_ternary_ops_match_cpu():
                lambda x, y, z: torch.clamp(x, y, y + z.abs())):
         check_close(run_native(fn, a, b, c), fn(a, b, c))
     check_close(run_native(torch.where, cond, b, c), torch.where(cond, b, c))
+
+
+# Same-shape contiguous operands skip the iterator (one run per operand): every dtype the ops take, numbers as the
+# iterator would pass them, given outs (fresh, and out = self), and the iterator's refusals where it does not apply.
+def ternary_cases(dtype):
+    """name -> fn(x, y, z, **out) for the ternary ops dtype takes."""
+    cases = {"addcmul": lambda x, y, z, **o: torch.addcmul(x, y, z, value=3, **o)}
+    if dtype.is_floating_point or dtype.is_complex:
+        w = 0.25 + 0.5j if dtype.is_complex else 0.75
+        cases.update({
+            "addcdiv": lambda x, y, z, **o: torch.addcdiv(x, y, z, value=-2, **o),
+            "lerp_number": lambda x, y, z, **o: torch.lerp(x, y, w, **o),
+            "lerp_one": lambda x, y, z, **o: torch.lerp(x, y, 1.0, **o),  # exactly `end`
+            "lerp_tensor": lambda x, y, z, **o: torch.lerp(x, y, z, **o),
+        })
+    return cases
+
+
+@pytest.mark.parametrize("dtype", FLOATS + [torch.complex64, torch.int64], ids=str)
+def test_ternary_direct_path_matches_cpu(dtype):
+    real = torch.float32 if dtype.is_complex else dtype
+    a, b, c = (sample((3, 5), real, positive=k == 2, seed=k) for k in range(3))
+    if dtype.is_complex:
+        a, b, c = (torch.complex(t, t.flip(0)) for t in (a, b, c))
+    for name, fn in ternary_cases(dtype).items():
+        check_close(run_native(fn, a, b, c), fn(a, b, c))
+        fresh = run_native(lambda x, y, z: fn(x, y, z, out=torch.empty_like(x)), a, b, c)
+        check_close(fresh, fn(a, b, c))
+        x = a.to("axon")
+        run_native(lambda y, z: fn(x, y, z, out=x), b, c)
+        check_close(x, fn(a, b, c))
+        empty = torch.empty(0, 4, dtype=dtype, device="axon")
+        assert fn(empty, empty, empty).shape == (0, 4), name
+
+
+def test_ternary_direct_path_keeps_the_iterators_refusals():
+    x = sample((4, 4), torch.float32).to("axon")
+    flat = x.view(-1)
+    with pytest.raises(RuntimeError, match="unsupported operation"):  # out partly overlapping an input
+        torch.addcmul(flat[:8], flat[8:], flat[8:], out=flat[1:9])
+    for t in (x, x.cpu()):  # a complex weight for a real self, as on CPU
+        with pytest.raises(RuntimeError, match="value cannot be converted to type float without overflow"):
+            torch.lerp(t, t, 0.5j)
 
 
 def test_inplace_and_out_variants_write_the_given_tensor():

@@ -706,6 +706,27 @@ at::TensorIterator ternary_iter(at::Tensor& out, const at::Tensor& a, const at::
       .build();
 }
 
+// op(a, b, c) into out (given, or a new tensor when undefined) on the direct path: a, b and c (null: a number
+// already in params.operand[2]) contiguous, of one dtype and shape, out as for binary ops; false when it does not
+// apply. The iterator with four operands was most of a small lerp's or addcmul's time.
+bool ternary_direct(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, const at::Tensor* c,
+                    axon_ternary_op_t op, axon_op_params_t params) {
+  if (!same_dense(a, b) || (c && !same_dense(a, *c))) return false;
+  const auto d = axon_dtype_of(a.scalar_type());
+  if (!d || !axon_ternary_supports(op, *d)) return false;
+  if (!out.defined()) {
+    out = empty_dense_like(a);
+  } else if (!direct_out(out, a, b) || (c && !direct_out(out, a, *c))) {
+    return false;
+  }
+  if (out.numel() == 0) return true;
+  params.compute = *d;
+  const axon_tensor_t o = describe_run(out, *d, /*written=*/true), ad = describe_run(a, *d), bd = describe_run(b, *d);
+  const axon_tensor_t cd = c ? describe_run(*c, *d) : axon_tensor_t{};
+  AXON_CHECK(axon_kernel_ternary(current_stream(out.device().index()), op, &o, &ad, &bd, c ? &cd : nullptr, &params));
+  return true;
+}
+
 // After a successful run on an iterator built over out: out, or the iterator's own output when out was undefined
 // (a functional form, whose iterator allocated it).
 at::Tensor& result_of(at::TensorIteratorBase& iter, at::Tensor& out) {
@@ -717,9 +738,10 @@ at::Tensor& result_of(at::TensorIteratorBase& iter, at::Tensor& out) {
 // forms, registered directly for the reason binary_functional's are: the iterator allocates the output).
 at::Tensor& addcmul_into(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const c10::Scalar& value,
                          at::Tensor& out) {
-  at::TensorIterator iter = ternary_iter(out, self, t1, t2);
   axon_op_params_t p = axon_op_params_default();
   p.alpha = to_axon_scalar(value);
+  if (ternary_direct(out, self, t1, &t2, AXON_TERNARY_ADDCMUL, p)) return out;
+  at::TensorIterator iter = ternary_iter(out, self, t1, t2);
   if (run_ternary(iter, AXON_TERNARY_ADDCMUL, p, iter.common_dtype())) return result_of(iter, out);
   if (!out.defined()) return out = fall_back<ATEN_OP(addcmul)>(self, t1, t2, value);
   return fall_back<ATEN_OP2(addcmul, out)>(self, t1, t2, value, out);
@@ -733,9 +755,10 @@ at::Tensor& addcdiv_into(const at::Tensor& self, const at::Tensor& t1, const at:
               "(input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as (input + "
               "value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter "
               "implementation: (input + value * tensor1 / tensor2), for all dtypes.");
-  at::TensorIterator iter = ternary_iter(out, self, t1, t2);
   axon_op_params_t p = axon_op_params_default();
   p.alpha = to_axon_scalar(value);
+  if (ternary_direct(out, self, t1, &t2, AXON_TERNARY_ADDCDIV, p)) return out;
+  at::TensorIterator iter = ternary_iter(out, self, t1, t2);
   if (run_ternary(iter, AXON_TERNARY_ADDCDIV, p, iter.common_dtype())) return result_of(iter, out);
   if (!out.defined()) return out = fall_back<ATEN_OP(addcdiv)>(self, t1, t2, value);
   return fall_back<ATEN_OP2(addcdiv, out)>(self, t1, t2, value, out);
@@ -776,6 +799,17 @@ bool lerp_checks(const at::Tensor& self, const at::Tensor& end, const at::Tensor
 // directly for the reason binary_functional's are).
 at::Tensor& lerp_scalar_into(const at::Tensor& self, const at::Tensor& end, const c10::Scalar& weight, at::Tensor& out) {
   if (lerp_checks(self, end, nullptr)) {
+    // The weight as a number in the compute dtype's kind, as the iterator would pass it. A complex weight with a real
+    // self goes to the host, which refuses a nonzero imaginary part ("cannot be converted to type float").
+    const bool complex = c10::isComplexType(self.scalar_type());
+    if (!complex && weight.isComplex()) {
+      if (!out.defined()) return out = fall_back<ATEN_OP2(lerp, Scalar)>(self, end, weight);
+      return fall_back<ATEN_OP2(lerp, Scalar_out)>(self, end, weight, out);
+    }
+    axon_op_params_t p = axon_op_params_default();
+    const auto value = weight.toComplexDouble();
+    p.operand[2] = complex ? axon_scalar_complex(value.real(), value.imag()) : axon_scalar_float(value.real());
+    if (ternary_direct(out, self, end, nullptr, AXON_TERNARY_LERP, p)) return out;
     const at::Tensor w = at::native::wrapped_scalar_tensor(weight);
     at::TensorIterator iter = ternary_iter(out, self, end, w);
     if (run_ternary(iter, AXON_TERNARY_LERP, axon_op_params_default(), iter.common_dtype())) return result_of(iter, out);
@@ -786,6 +820,7 @@ at::Tensor& lerp_scalar_into(const at::Tensor& self, const at::Tensor& end, cons
 
 at::Tensor& lerp_tensor_into(const at::Tensor& self, const at::Tensor& end, const at::Tensor& weight, at::Tensor& out) {
   if (lerp_checks(self, end, &weight)) {
+    if (ternary_direct(out, self, end, &weight, AXON_TERNARY_LERP, axon_op_params_default())) return out;
     at::TensorIterator iter = ternary_iter(out, self, end, weight);
     if (run_ternary(iter, AXON_TERNARY_LERP, axon_op_params_default(), iter.common_dtype())) return result_of(iter, out);
   }
