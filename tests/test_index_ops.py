@@ -339,6 +339,20 @@ def test_cat_checks_like_cpu():
         torch.cat([a, a], out=torch.empty(0, dtype=torch.long, device="axon"))
     with pytest.raises(RuntimeError, match="zero-dimensional tensor"):
         torch.cat([torch.zeros((), device="axon")])
+    for parts in ([a, a.cpu()], [a.cpu(), a]):  # CUDA's rule: no silent copy between devices
+        with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+            torch.cat(parts)
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        torch.cat([a, a], out=torch.empty(0))
+
+
+def test_functional_cat_gives_cpus_dtype_and_memory_format():
+    x = sample(torch.float32, (2, 3, 4, 5)).to(memory_format=torch.channels_last)
+    for parts in ((x, x), (x, x.contiguous()), (x, x.double()), (x.int(), x.bool())):
+        for dim in (0, 1, 3):
+            got, want = native(lambda *t: torch.cat(t, dim), *parts), torch.cat(parts, dim)
+            assert got.stride() == want.stride() and got.dtype == want.dtype
+            same(got, want)
 
 
 @pytest.mark.parametrize("op", ["index_select", "gather", "scatter", "index_add", "embedding", "embedding_backward"])
