@@ -8,8 +8,8 @@ import pytest
 import torch
 
 import torch_axon  # noqa: F401
-from axon_testing import (ALL_DTYPES, KERNEL_DTYPES, assert_exact, assert_same_values, bits, dtype_id, native,
-                          sample, two_devices)
+from axon_testing import (ALL_DTYPES, KERNEL_DTYPES, assert_exact, assert_same_values, bits, dtype_id,
+                          libaxon_commands, native, sample, two_devices)
 
 all_dtypes = pytest.mark.parametrize("dtype", ALL_DTYPES, ids=dtype_id)
 kernel_dtypes = pytest.mark.parametrize("dtype", KERNEL_DTYPES, ids=dtype_id)
@@ -263,6 +263,28 @@ def test_converting_copies_of_arbitrary_values_match_cpu(src_dtype, dst_dtype):
     assert_same_values(x.to("axon").to(dst_dtype), x.to(dst_dtype))
     assert_same_values(x.to("axon", dst_dtype), x.to(dst_dtype))
     assert_same_values(x.to("axon").to("cpu", dst_dtype), x.to(dst_dtype))
+
+
+@pytest.mark.parametrize("other", KERNEL_DTYPES, ids=dtype_id)
+def test_complex32_conversions_run_on_the_device_as_float16_pairs(other):
+    # Rounding (70000 overflows float16), inf, NaN and -0.0 in both parts; strided and broadcast sources. Only
+    # complex32 -> bool (true if either part is nonzero) goes through the host.
+    x = sample(other, (4, 9))
+    if other.is_floating_point or other.is_complex:
+        x[0, :3] = torch.tensor([70000.0, 1e-8, -0.0]).to(other)
+    for src in (x, x.t().contiguous().t(), x[:, ::2], x[:1].expand(4, 9)):
+        want = src.to(torch.complex32)
+        a = src.to("axon")
+        assert_same_values(a.to(torch.complex32), want)
+        parts = ["tensor_copy"] if other.is_complex else ["tensor_copy", "fill"]  # real: zero imaginary parts
+        assert libaxon_commands(lambda: a.to(torch.complex32)) == parts
+        half = want.to("axon")
+        assert_same_values(half.to(other), want.to(other))
+        if other != torch.bool:
+            assert libaxon_commands(lambda: half.to(other)) == ["tensor_copy"]
+    out = torch.empty(9, 4, dtype=torch.complex32, device="axon").t()  # a strided destination
+    out.copy_(x.to("axon"))
+    assert_same_values(out, x.to(torch.complex32))
 
 
 def test_float64_to_bfloat16_and_float16_rounds_through_float32_as_pytorch_does():
