@@ -393,9 +393,24 @@ at::Tensor& hash_tensor_out(const at::Tensor& self, at::IntArrayRef dim, bool ke
     return fall_back<ATEN_OP2(hash_tensor, out)>(self, dim, keepdim, mode, out);
   const auto mask = reduced_dims(self, dim);
   at::native::resize_output(out, result_shape(self, mask, keepdim));
-  const at::Tensor bits = self.is_floating_point() ? self.to(at::kDouble).view(at::kLong) : self;
-  at::Tensor out_bits = out.view(at::kLong);
-  reduce(AXON_REDUCE_XOR, bits, mask, keepdim, out_bits, axon_reduce_params_default(), "hash_tensor");
+  // A float64 self is read as its bits (int64); narrower floats are widened into an int64 buffer of float64 bits by
+  // the copy kernel. .to() and the views were most of a small hash's time.
+  axon_stream_t stream = current_stream(self.device().index());
+  at::Tensor bits = self;
+  if (self.is_floating_point() && self.scalar_type() != at::kDouble) {
+    bits = at::empty(self.sizes(), self.options().dtype(at::kLong));
+    axon_tensor_t wide, narrow;
+    describe_pair(bits, self, /*bytes=*/false, "hash_tensor", &wide, &narrow);
+    wide.dtype = AXON_FLOAT64;
+    AXON_CHECK(axon_kernel_copy(stream, &wide, &narrow));
+  }
+  into_keepdim(bits, mask, out, [&](const at::Tensor& o) {
+    const auto desc = bits.is_floating_point() ? describe_bytes : describe;
+    const axon_tensor_t in = desc(bits, "hash_tensor");
+    const axon_tensor_t od = describe_bytes(o, "hash_tensor");  // uint64 as int64: the same bits
+    const axon_reduce_params_t params = axon_reduce_params_default();
+    AXON_CHECK(axon_kernel_reduce(stream, AXON_REDUCE_XOR, &od, &in, &params));
+  });
   return out;
 }
 
