@@ -5,6 +5,7 @@ import pytest
 import torch
 
 import torch_axon
+from axon_testing import libaxon_commands
 
 TOL = {torch.float32: (1e-4, 1e-4), torch.float64: (1e-10, 1e-10), torch.bfloat16: (3e-2, 3e-1),
        torch.float16: (3e-3, 3e-2)}
@@ -349,24 +350,32 @@ def test_trace_refuses_bool_and_vectors_like_cpu():
         assert str(cpu_err.value).split("\n")[0] in str(axon_err.value)
 
 
-@pytest.mark.parametrize("dtype", FLOATS + [torch.complex64, torch.int64, torch.bool], ids=str)
+@pytest.mark.parametrize("dtype", FLOATS + [torch.complex64, torch.int64, torch.int8, torch.bool], ids=str)
 def test_addr_matches_cpu_in_every_form(dtype):
-    """addr with beta 1 is one addcmul pass on axon, other betas and the integer and bool dtypes ATen's composite:
-    both against CPU, functional, in place and out=, with a broadcast self, without host fallback."""
+    """addr of real dtypes is libaxon's addr kernel (any beta and alpha), complex numbers with beta 1 an addcmul pass,
+    the rest (bool, other complex betas) ATen's composite: all against CPU, functional, in place and out=, with
+    broadcast selves and strided vectors, without host fallback."""
     def make(*shape, seed):
         x = rand(*shape, seed=seed)
         return (x > 0) if dtype == torch.bool else (x * 4).to(dtype)
-    m, u, v, row = make(6, 9, seed=1), make(6, seed=2), make(9, seed=3), make(9, seed=4)
+    m, u, v, row = make(6, 9, seed=1), make(6, seed=2), make(18, seed=3)[::2], make(9, seed=4)
+    column, scalar = make(6, 1, seed=5), make(seed=6)
     scalars = [(1, 1), (0, 1)] if dtype == torch.bool else [(1, 1), (1, 3), (0, 2), (2, -1)]
     for beta, alpha in scalars:
         fn = lambda a, b, c: torch.addr(a, b, c, beta=beta, alpha=alpha)  # noqa: E731
-        same(native(fn, m, u, v), fn(m, u, v))
-        same(native(fn, row, u, v), fn(row, u, v))
+        for self_ in (m, row, column, scalar):
+            same(native(fn, self_, u, v), fn(self_, u, v))
         inplace = lambda a, b, c: a.clone().addr_(b, c, beta=beta, alpha=alpha)  # noqa: E731
         same(native(inplace, m, u, v), inplace(m, u, v))
         out = torch.empty(6, 9, dtype=dtype, device="axon")
         torch.addr(row.to("axon"), u.to("axon"), v.to("axon"), beta=beta, alpha=alpha, out=out)
         same(out, fn(row, u, v))
+    if dtype.is_floating_point:  # beta 0 ignores self, NaN included; one kernel
+        nan = torch.full((6, 9), float("nan"), dtype=dtype)
+        fn = lambda a, b, c: torch.addr(a, b, c, beta=0, alpha=0.5)  # noqa: E731
+        same(native(fn, nan, u, v), fn(nan, u, v))
+        a, b, c = nan.to("axon"), u.to("axon"), v.to("axon")
+        assert libaxon_commands(lambda: torch.addr(a, b, c, beta=0.6, alpha=0.2)) == ["addr"]
 
 
 def test_addr_errors_and_gradients_match_cpu():

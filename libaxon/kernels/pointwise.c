@@ -43,7 +43,7 @@ _Static_assert(sizeof binary_names / sizeof binary_names[0] == AXON_BINARY_COUNT
                "every axon_binary_op_t needs a name");
 
 static const char *const ternary_names[] = {"where", "lerp", "addcmul", "addcdiv", "clamp", "glu_backward",
-                                            "prelu_backward"};
+                                            "prelu_backward", "addr"};
 _Static_assert(sizeof ternary_names / sizeof ternary_names[0] == AXON_TERNARY_COUNT,
                "every axon_ternary_op_t needs a name");
 
@@ -379,6 +379,7 @@ static axon_status_t pw_launch(axon_stream_t s, const pw_op_t *op, const axon_te
     if ((op->flags & PW_ALPHA) && (st = pw_alpha(op, p->alpha, compute, &a.ctx)) != AXON_OK) return st;
     if (op->arity == 1) pw_unary_params((axon_unary_op_t)op->op, p, &a.ctx);
     if (op->arity == 2) pw_binary_params((axon_binary_op_t)op->op, p, &a.ctx);
+    if (op->arity == 3 && op->op == AXON_TERNARY_ADDR) pw_slot(&a.ctx, 1, p->beta, axon_f64_to_i64(p->beta));
     uint64_t bytes = axon_dtype_size(out->dtype);
     a.flat = out_contiguous && out->dtype == a.result;
     a.flat_size[0] = bytes;
@@ -441,7 +442,7 @@ axon_status_t axon_kernel_ternary(axon_stream_t s, axon_ternary_op_t op, const a
     if ((unsigned)op >= AXON_TERNARY_COUNT)
         return axon_fail(AXON_ERROR_INVALID_ARG, "ternary: op %d is not an axon_ternary_op_t", (int)op);
     unsigned flags = op == AXON_TERNARY_WHERE ? PW_COND_FIRST
-                     : op == AXON_TERNARY_ADDCMUL || op == AXON_TERNARY_ADDCDIV ? PW_ALPHA
+                     : op == AXON_TERNARY_ADDCMUL || op == AXON_TERNARY_ADDCDIV || op == AXON_TERNARY_ADDR ? PW_ALPHA
                                                                                  : 0u;
     const pw_op_t d = {3, (int)op, ternary_names[op], axon_pw_ternary_loops[op], axon_pw_ternary_complex_loops[op],
                        flags};

@@ -1,4 +1,4 @@
-/* Ternary pointwise loops and their table: WHERE, LERP, ADDCMUL, ADDCDIV and CLAMP.
+/* Ternary pointwise loops and their table: WHERE, LERP, ADDCMUL, ADDCDIV, CLAMP, ADDR and two backward ops.
  *
  * Each loop has an all-arrays version and a general one in which any operand may be a number. Eight hand-written
  * versions would add little: in the general one the "is a number" tests are loop-invariant, and GCC's -O3 loop
@@ -57,6 +57,9 @@ PW_FLOATS(PW_T3, lerp, (fabs(z) < (W)0.5 ? x + z * (y - x) : y - (y - x) * ((W)1
 PW_FLOATS(PW_T3, addcmul, (x + p0 * y * z)) /* p0: value */
 PW_INTS(PW_T3, addcmul, ((W)((U)x + (U)p0 * (U)y * (U)z)))
 PW_FLOATS(PW_T3, addcdiv, (x + p0 * y / z))
+/* addr: p0 alpha, p1 beta; beta 0 drops x (its NaN and inf too), as PyTorch's addr kernel does */
+PW_FLOATS(PW_T3, addr, (p1 == 0 ? p0 * y * z : p1 * x + p0 * y * z))
+PW_INTS(PW_T3, addr, ((W)((U)p1 * (U)x + (U)p0 * (U)y * (U)z)))
 
 /* clamp(x, lo, hi) = min(max(x, lo), hi) with std::max/min, which passes a NaN x through; a NaN bound gives NaN. */
 /* x the gradient; glu: y the first half, z the second; prelu: y the input, z the weight. */
@@ -77,4 +80,5 @@ const pw_loop_fn axon_pw_ternary_loops[AXON_TERNARY_COUNT][AXON_DTYPE_COUNT] = {
     [AXON_TERNARY_CLAMP] = {PW_F(clamp) PW_I(clamp)},
     [AXON_TERNARY_GLU_BACKWARD] = {PW_F(glu_backward)},
     [AXON_TERNARY_PRELU_BACKWARD] = {PW_F(prelu_backward)},
+    [AXON_TERNARY_ADDR] = {PW_F(addr) PW_I(addr)},
 };

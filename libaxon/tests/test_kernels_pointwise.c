@@ -142,7 +142,7 @@ static const op_case_t ternary_cases[] = {
     {AXON_TERNARY_WHERE, F | I | B | C, EXACT, 0}, {AXON_TERNARY_LERP, F | C, ARITH, 0},
     {AXON_TERNARY_ADDCMUL, F | I | C, ARITH, 0},   {AXON_TERNARY_ADDCDIV, F | C, ARITH, 0},
     {AXON_TERNARY_CLAMP, F | I, EXACT, 0},     {AXON_TERNARY_GLU_BACKWARD, F, GRAD, 0},
-    {AXON_TERNARY_PRELU_BACKWARD, F, ROUND1, 0},
+    {AXON_TERNARY_PRELU_BACKWARD, F, ROUND1, 0},  {AXON_TERNARY_ADDR, F | I, ARITH, 0},
 };
 _Static_assert(sizeof ternary_cases / sizeof ternary_cases[0] == AXON_TERNARY_COUNT, "a case for every ternary op");
 
@@ -435,6 +435,9 @@ static long double ternary_ref_f(int op, long double x, long double y, long doub
         return x * y * s * (1 - s);
     }
     case AXON_TERNARY_PRELU_BACKWARD: return y > 0 ? x : z * x;
+    case AXON_TERNARY_ADDR:
+        *scale = fabsl(p->beta * x) + fabsl(v * y * z);
+        return p->beta == 0 ? v * y * z : p->beta * x + v * y * z;
     default: return NAN;
     }
 }
@@ -546,6 +549,7 @@ static i128 ternary_ref_i(int op, i128 x, i128 y, i128 z, const axon_op_params_t
     switch (op) {
     case AXON_TERNARY_WHERE: return x != 0 ? y : z;
     case AXON_TERNARY_ADDCMUL: return (i128)((u128)x + (u128)p->alpha.i * (u128)y * (u128)z);
+    case AXON_TERNARY_ADDR: return (i128)((u128)(int64_t)p->beta * (u128)x + (u128)p->alpha.i * (u128)y * (u128)z);
     case AXON_TERNARY_CLAMP: return x < y ? (y > z ? z : y) : x > z ? z : x;
     default: return 0;
     }
@@ -789,14 +793,21 @@ static void test_backward_ops_with_non_default_params(void) {
 static void test_every_ternary_op_matches_the_reference(void) {
     axon_op_params_t p = axon_op_params_default();
     check_family(3, ternary_cases, AXON_TERNARY_COUNT, &p);
-    p.alpha = axon_scalar_int(-2); /* addcmul / addcdiv `value`; an integer works for every dtype */
-    const op_case_t cases[] = {{AXON_TERNARY_ADDCMUL, F | I, ARITH, 0}, {AXON_TERNARY_ADDCDIV, F, ARITH, 0}};
+    p.alpha = axon_scalar_int(-2); /* addcmul / addcdiv `value`, addr's alpha; an integer works for every dtype */
+    const op_case_t cases[] = {{AXON_TERNARY_ADDCMUL, F | I, ARITH, 0}, {AXON_TERNARY_ADDCDIV, F, ARITH, 0},
+                               {AXON_TERNARY_ADDR, F | I, ARITH, 0}};
     kc_dev_t k = kc_open(2);
     REQUIRE(k.rt);
-    for (int c = 0; c < 2; c++)
+    for (int c = 0; c < 3; c++)
         for (int d = 0; d < NDT; d++)
             if ((cases[c].dtypes >> d) & 1 && check_pair(&k, 3, &cases[c], (axon_dtype_t)d, &p) != 0)
                 check_failures_in_test++;
+    for (double beta = 0; beta <= 3; beta += 3) { /* beta 0 drops a (its NaN and inf too); 3 scales it */
+        p.beta = beta;
+        for (int d = 0; d < NDT; d++)
+            if ((cases[2].dtypes >> d) & 1 && check_pair(&k, 3, &cases[2], (axon_dtype_t)d, &p) != 0)
+                check_failures_in_test++;
+    }
     axon_runtime_destroy(k.rt);
 }
 

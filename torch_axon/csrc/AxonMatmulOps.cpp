@@ -6,10 +6,12 @@
 // (bool, complex dot and vdot) runs through the host fallback.
 #include <ATen/ATen.h>
 #include <ATen/ExpandUtils.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/Operators.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/addr_native.h>
 #include <axon/gemm.h>
+#include <axon/pointwise.h>
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
@@ -283,18 +285,11 @@ at::Tensor& addbmm_(at::Tensor& self, const at::Tensor& batch1, const at::Tensor
   return addbmm_out(self, batch1, batch2, beta, alpha, self);
 }
 
-// addr: beta * self + alpha * outer(vec1, vec2). With beta 1 (the default) that is addcmul(self, vec1[:, None], vec2,
-// alpha), one pass over the matrix, where ATen's composite writes the outer product and then adds self to it; the
-// rest (other betas, integer and bool dtypes, arguments it refuses) goes to that composite, with its errors. (Its
-// out= form calls at::addr, so the functional form must never come back here for the composite.)
-bool addr_fuses(const at::Tensor& self, const at::Tensor& vec1, const at::Tensor& vec2, const c10::Scalar& beta,
-                c10::ScalarType out_type, c10::Device out_device) {
-  const c10::ScalarType t = self.scalar_type();
-  return vec1.dim() == 1 && vec2.dim() == 1 && vec1.scalar_type() == t && vec2.scalar_type() == t && out_type == t &&
-         (at::isFloatingType(t) || at::isComplexType(t)) && !beta.isComplex() && !beta.isBoolean() &&
-         beta.toDouble() == 1.0 && vec1.device() == self.device() && vec2.device() == self.device() &&
-         out_device == self.device() && at::is_expandable_to(self.sizes(), {vec1.size(0), vec2.size(0)});
-}
+// addr: beta * self + alpha * outer(vec1, vec2). Real dtypes are one ternary kernel (AXON_TERNARY_ADDR) over
+// [len(vec1), len(vec2)] with self broadcast, vec1 down the rows and vec2 across them by their strides: no view,
+// iterator or outer product. Complex numbers with beta 1 are addcmul(self, vec1[:, None], vec2, alpha); the rest
+// (bool, complex with other betas, arguments PyTorch refuses) goes to ATen's composite, with its errors. (Its out=
+// form calls at::addr, so the functional form must never come back here for the composite.)
 
 // CPU's checks, in its order and with its messages: 1-D vectors, then self expandable to [len(vec1), len(vec2)].
 void addr_check(const at::Tensor& self, const at::Tensor& vec1, const at::Tensor& vec2) {
@@ -304,10 +299,68 @@ void addr_check(const at::Tensor& self, const at::Tensor& vec1, const at::Tensor
     (void)self.expand({vec1.size(0), vec2.size(0)});   // raises expand's own error, as CPU's addr does
 }
 
+bool addr_operands_match(const at::Tensor& self, const at::Tensor& vec1, const at::Tensor& vec2) {
+  const c10::ScalarType t = self.scalar_type();
+  return vec1.scalar_type() == t && vec2.scalar_type() == t && vec1.device() == self.device() &&
+         vec2.device() == self.device();
+}
+
+// The ternary kernel into out (undefined: a new tensor); false where it does not apply. addr_check has run.
+bool addr_direct(const at::Tensor& self, const at::Tensor& vec1, const at::Tensor& vec2, const c10::Scalar& beta,
+                 const c10::Scalar& alpha, at::Tensor& out) {
+  const c10::ScalarType t = self.scalar_type();
+  const auto d = axon_dtype_of(t);
+  const bool integral = c10::isIntegralType(t, /*includeBool=*/false);
+  if (!addr_operands_match(self, vec1, vec2) || !d || !axon_ternary_supports(AXON_TERNARY_ADDR, *d) ||
+      beta.isComplex() || alpha.isComplex() || beta.isBoolean() || alpha.isBoolean() ||
+      (integral && (beta.isFloatingPoint() || alpha.isFloatingPoint()))) {  // PyTorch's refusals stay its own
+    return false;
+  }
+  const int64_t n = vec1.size(0), m = vec2.size(0);
+  if (!out.defined()) {
+    out = at::empty({n, m}, self.options());
+  } else {
+    if (out.scalar_type() != t || out.device() != self.device()) return false;
+    at::native::resize_output(out, {n, m});
+    if (!out.is_contiguous()) return false;
+    for (const at::Tensor* x : {&self, &vec1, &vec2}) {  // out = self (addr_) is fine: one element at a time
+      const at::MemOverlapStatus s = at::get_overlap_status(out, *x);
+      if (s != at::MemOverlapStatus::No && !(s == at::MemOverlapStatus::Full && x == &self)) return false;
+    }
+  }
+  if (out.numel() == 0) return true;
+  const int64_t sizes[2] = {n, m}, out_strides[2] = {m, 1};
+  int64_t self_strides[2] = {0, 0};
+  for (int64_t k = 0; k < self.dim(); ++k) {  // broadcast from the right: size-1 dimensions repeat
+    const int64_t at = 2 - self.dim() + k;
+    self_strides[at] = self.size(k) == 1 ? 0 : self.stride(k);
+  }
+  const int64_t vec1_strides[2] = {vec1.stride(0), 0}, vec2_strides[2] = {0, vec2.stride(0)};
+  const axon_tensor_t od = describe_strided(out, 2, sizes, out_strides);
+  const axon_tensor_t sd = describe_strided(self, 2, sizes, self_strides);
+  const axon_tensor_t ad = describe_strided(vec1, 2, sizes, vec1_strides);
+  const axon_tensor_t bd = describe_strided(vec2, 2, sizes, vec2_strides);
+  axon_op_params_t p = axon_op_params_default();
+  p.alpha = to_axon_scalar(alpha);
+  p.beta = integral ? static_cast<double>(beta.toLong()) : beta.toDouble();
+  p.compute = *d;
+  AXON_CHECK(axon_kernel_ternary(current_stream(self.device().index()), AXON_TERNARY_ADDR, &od, &sd, &ad, &bd, &p));
+  return true;
+}
+
+// Complex numbers with beta 1: addcmul's complex loop.
+bool addr_as_addcmul(const at::Tensor& self, const at::Tensor& vec1, const at::Tensor& vec2, const c10::Scalar& beta,
+                     c10::ScalarType out_type, c10::Device out_device) {
+  return addr_operands_match(self, vec1, vec2) && at::isComplexType(self.scalar_type()) &&
+         out_type == self.scalar_type() && out_device == self.device() && !beta.isComplex() && !beta.isBoolean() &&
+         beta.toDouble() == 1.0;
+}
+
 at::Tensor& addr_out(const at::Tensor& self, const at::Tensor& vec1, const at::Tensor& vec2, const c10::Scalar& beta,
                      const c10::Scalar& alpha, at::Tensor& out) {
   addr_check(self, vec1, vec2);
-  if (!addr_fuses(self, vec1, vec2, beta, out.scalar_type(), out.device()))
+  if (addr_direct(self, vec1, vec2, beta, alpha, out)) return out;
+  if (!addr_as_addcmul(self, vec1, vec2, beta, out.scalar_type(), out.device()))
     return at::native::math_addr_out(self, vec1, vec2, beta, alpha, out);
   return at::addcmul_out(out, self, vec1.unsqueeze(1), vec2, alpha);
 }
@@ -315,7 +368,9 @@ at::Tensor& addr_out(const at::Tensor& self, const at::Tensor& vec1, const at::T
 at::Tensor addr(const at::Tensor& self, const at::Tensor& vec1, const at::Tensor& vec2, const c10::Scalar& beta,
                 const c10::Scalar& alpha) {
   addr_check(self, vec1, vec2);
-  if (!addr_fuses(self, vec1, vec2, beta, self.scalar_type(), self.device()))
+  at::Tensor out;
+  if (addr_direct(self, vec1, vec2, beta, alpha, out)) return out;
+  if (!addr_as_addcmul(self, vec1, vec2, beta, self.scalar_type(), self.device()))
     return at::native::math_addr(self, vec1, vec2, beta, alpha);
   return at::addcmul(self, vec1.unsqueeze(1), vec2, alpha);
 }

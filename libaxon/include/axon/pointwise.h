@@ -259,6 +259,8 @@ typedef enum axon_ternary_op {
     /* Appended with batch norm's activation set; floats only. */
     AXON_TERNARY_GLU_BACKWARD,   /* a the gradient, b the first half, c the second: a b s (1 - s), s = sigmoid(c) */
     AXON_TERNARY_PRELU_BACKWARD, /* a the gradient, b the input, c the weight: b > 0 ? a : c a */
+    AXON_TERNARY_ADDR,           /* beta a + alpha b c (torch.addr over broadcast operands); beta 0 ignores a, NaN
+                                    included. Floats and ints (integer compute: an integer alpha and beta) */
     AXON_TERNARY_COUNT
 } axon_ternary_op_t;
 
@@ -269,7 +271,7 @@ typedef struct axon_op_params {
                                     bool compute dtypes need an INT64 or BOOL alpha (PyTorch refuses a float one) */
     double negative_slope;       /* LEAKY_RELU: 0.01 */
     double elu_alpha, elu_scale, elu_input_scale;  /* ELU: 1, 1, 1 */
-    double beta, threshold;      /* SOFTPLUS: 1, 20 */
+    double beta, threshold;      /* SOFTPLUS: 1, 20; ADDR reads beta too */
     double min_val, max_val;     /* HARDTANH: -1, 1 (converted to integer compute dtypes with the copy rules) */
     axon_scalar_t operand[3];    /* values of operands passed as NULL tensors; FLOAT64, INT64 or BOOL */
     /* Appended with the backward ops. negative_slope, elu_*, beta, threshold and min_val/max_val above serve the
