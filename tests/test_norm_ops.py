@@ -6,6 +6,7 @@ import torch
 import torch.nn.functional as F
 
 import torch_axon
+from axon_testing import libaxon_commands
 
 DTYPES = [torch.float32, torch.float64, torch.bfloat16, torch.float16]
 # (rtol, atol). libaxon computes in float64 and rounds once; CPU computes half types in float32 and float32 in
@@ -69,6 +70,23 @@ def test_softmax_of_strided_view_and_minus_inf_rows_matches_cpu(log):
     out = f(x.to("axon").t(), 0)
     assert torch_axon.fallback_stats() == {}
     close(out, f(x.t(), 0), TOL)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape,dim", [((5, 9), -1), ((5, 9, 4), 1), ((9,), 0)])
+def test_safe_softmax_zeroes_fully_masked_rows_and_matches_cpu(shape, dim, dtype):
+    # one -inf row (zeros, and zero gradients), one partly masked, one with a NaN among -infs (NaN, as on CPU)
+    x = sample(shape, dtype, scale=3.0)
+    rows = x.movedim(dim, -1)
+    rows[..., ::2] = float("-inf")
+    if x.dim() > 1:
+        rows[0] = float("-inf")
+        rows[1, 3] = float("nan")
+        rows[1, ::2] = float("-inf")
+    check(lambda t: torch.ops.aten._safe_softmax(t, dim), [x], dtype)
+    wide = torch.ops.aten._safe_softmax(x.to("axon"), dim, torch.float64)  # the dtype argument converts first
+    close(wide, torch.ops.aten._safe_softmax(x, dim, torch.float64), TOL)
+    assert libaxon_commands(lambda: torch.ops.aten._safe_softmax(x.to("axon"), dim)).count("safe_softmax") == 1
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)

@@ -22,6 +22,7 @@
 
 typedef struct sm_args {
     int backward, log;
+    int safe;                    /* _safe_softmax: rows of all -inf give 0 */
     int f32_exp;                 /* no float64 tensor: exp in float32 (expf is several times faster than exp, and its
                                     ~1 ulp float32 error is below what a float32 or half result can hold) */
     int f32_rows;                /* float32 along the last dim: the float fast paths (sm_rows_f32, sm_rows_f32_backward) */
@@ -30,7 +31,7 @@ typedef struct sm_args {
     const char *a;               /* in, or grad_out */
     const char *b;               /* NULL, or the forward's output */
     size_t es_out, es_a, es_b;
-    axon_convert_fn load_a, load_b, store;
+    axon_convert_fn load_a, load_b, store, load_out;
 } sm_args_t;
 
 static double sm_exp(const sm_args_t *a, double v) { return a->f32_exp ? (double)expf((float)v) : exp(v); }
@@ -215,12 +216,31 @@ AXON_CLONES static void sm_rows_f32_backward(const sm_args_t *a, int64_t r0, int
     }
 }
 
+/* _safe_softmax, after the softmax of m lanes at element offset off: a lane whose output came out NaN is checked,
+ * and zeroed if its inputs are all -inf. Only NaN lanes are re-read, so unmasked rows cost one load. */
+static void sm_zero_masked(const sm_args_t *a, int64_t off, int64_t m) {
+    const double zero = 0.0;
+    for (int64_t l = 0; l < m; l++) {
+        double v;
+        a->load_out((char *)&v, 1, a->out + (off + l) * (int64_t)a->es_out, 1, 1);
+        if (v == v) continue;
+        int masked = 1;
+        for (int64_t j = 0; j < a->len && masked; j++) {
+            a->load_a((char *)&v, 1, a->a + (off + j * a->inner + l) * (int64_t)a->es_a, 1, 1);
+            masked = v == -INFINITY;
+        }
+        for (int64_t j = 0; j < a->len && masked; j++)
+            a->store(a->out + (off + j * a->inner + l) * (int64_t)a->es_out, 1, (const char *)&zero, 1, 1);
+    }
+}
+
 static void sm_range(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
     const sm_args_t *a = ctx;
     if (a->f32_rows) {
         if (a->backward) sm_rows_f32_backward(a, begin, end);
         else sm_rows_f32(a, begin, end);
+        for (int64_t r = begin; r < end && a->safe; r++) sm_zero_masked(a, r * a->len, 1);
         return;
     }
     const int64_t nblk = (a->inner + SM_LANES - 1) / SM_LANES;
@@ -228,6 +248,7 @@ static void sm_range(void *ctx, int64_t begin, int64_t end, int slot) {
         int64_t o = u / nblk, l0 = (u % nblk) * SM_LANES;
         int64_t m = a->inner - l0 < SM_LANES ? a->inner - l0 : SM_LANES;
         sm_unit(a, o * a->len * a->inner + l0, m);
+        if (a->safe) sm_zero_masked(a, o * a->len * a->inner + l0, m);
     }
 }
 
@@ -264,7 +285,7 @@ static axon_status_t sm_check(const char *name, const char *role, const axon_ten
 }
 
 static axon_status_t sm_launch(axon_stream_t s, const char *name, const axon_tensor_t *out, const axon_tensor_t *a,
-                               const axon_tensor_t *b, int dim, int is_log) {
+                               const axon_tensor_t *b, int dim, int is_log, int safe) {
     axon_status_t st;
     if ((st = sm_check(name, b ? "grad_out" : "in", a, NULL, 0)) != AXON_OK) return st;
     if (b && (st = sm_check(name, "out", b, a, 0)) != AXON_OK) return st;
@@ -278,6 +299,7 @@ static axon_status_t sm_launch(axon_stream_t s, const char *name, const axon_ten
     memset(&g, 0, sizeof g);
     g.backward = b != NULL;
     g.log = is_log != 0;
+    g.safe = safe;
     g.f32_exp = out->dtype != AXON_FLOAT64 && a->dtype != AXON_FLOAT64 && (!b || b->dtype != AXON_FLOAT64);
     g.outer = 1;
     g.inner = 1;
@@ -295,6 +317,7 @@ static axon_status_t sm_launch(axon_stream_t s, const char *name, const axon_ten
     g.load_a = axon_convert_get(a->dtype, AXON_FLOAT64);
     g.load_b = b ? axon_convert_get(b->dtype, AXON_FLOAT64) : NULL;
     g.store = axon_convert_get(AXON_FLOAT64, out->dtype);
+    g.load_out = axon_convert_get(out->dtype, AXON_FLOAT64);
     g.f32_rows = g.inner == 1 && a->dtype == AXON_FLOAT32 && out->dtype == AXON_FLOAT32 &&
                  (!b || b->dtype == AXON_FLOAT32);
     uint64_t n = (uint64_t)axon_tensor_numel(a);
@@ -304,7 +327,11 @@ static axon_status_t sm_launch(axon_stream_t s, const char *name, const axon_ten
 
 axon_status_t axon_kernel_softmax(axon_stream_t s, const axon_tensor_t *out, const axon_tensor_t *in, int dim,
                                   int is_log) {
-    return sm_launch(s, is_log ? "log_softmax" : "softmax", out, in, NULL, dim, is_log);
+    return sm_launch(s, is_log ? "log_softmax" : "softmax", out, in, NULL, dim, is_log, 0);
+}
+
+axon_status_t axon_kernel_safe_softmax(axon_stream_t s, const axon_tensor_t *out, const axon_tensor_t *in, int dim) {
+    return sm_launch(s, "safe_softmax", out, in, NULL, dim, 0, 1);
 }
 
 axon_status_t axon_kernel_softmax_backward(axon_stream_t s, const axon_tensor_t *grad_in,
@@ -313,5 +340,5 @@ axon_status_t axon_kernel_softmax_backward(axon_stream_t s, const axon_tensor_t 
     if (out == NULL)
         return axon_fail(AXON_ERROR_INVALID_ARG, "softmax_backward: out (the forward's output) is NULL");
     return sm_launch(s, is_log ? "log_softmax_backward" : "softmax_backward", grad_in, grad_out, out, dim,
-                     is_log);
+                     is_log, 0);
 }

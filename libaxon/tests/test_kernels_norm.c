@@ -186,6 +186,50 @@ static void test_softmax_of_minus_inf_entries_is_zero_and_all_minus_inf_row_is_n
     axon_runtime_destroy(k.rt);
 }
 
+/* _safe_softmax: in rows x len x inner, along len, the lanes of row 0 are all -inf (zeros out), row 1 has -inf
+ * entries, row 2 a NaN among -infs (NaN out, as PyTorch), row 3 plain values: every row but 0 and 2 gives softmax's
+ * bits. Both paths: the float32 rows (inner 1) and the general lanes. */
+static int check_safe_softmax(const kc_dev_t *k, axon_dtype_t d, int64_t inner) {
+    const int64_t len = 6, rows = 4, n = rows * len * inner, sz[3] = {rows, len, inner};
+    nt_buf_t x = nt_make(k, d, n, -3, 3), y = nt_make(k, d, n, 0, 0), ref = nt_make(k, d, n, 0, 0);
+    for (int64_t j = 0; j < len; j++)
+        for (int64_t l = 0; l < inner; l++) {
+            nt_set(&x, (0 * len + j) * inner + l, -INFINITY);
+            if (j % 2) nt_set(&x, (1 * len + j) * inner + l, -INFINITY);
+            nt_set(&x, (2 * len + j) * inner + l, -INFINITY);
+        }
+    const int64_t nan_at = (2 * len + 3) * inner; /* lane 0 of row 2 */
+    char *p = (char *)x.h + nan_at * (int64_t)axon_dtype_size(d);
+    if (d == AXON_FLOAT32) *(float *)p = NAN;
+    else if (d == AXON_FLOAT64) *(double *)p = NAN;
+    else memcpy(p, &(uint16_t){d == AXON_FLOAT16 ? 0x7E00 : 0x7FC0}, 2); /* quiet NaNs */
+    nt_push(k, &x);
+    axon_tensor_t tx = nt_t(&x, 3, sz), ty = nt_t(&y, 3, sz), tr = nt_t(&ref, 3, sz);
+    int bad = axon_kernel_safe_softmax(k->s, &ty, &tx, 1) != AXON_OK || axon_kernel_softmax(k->s, &tr, &tx, 1, 0) !=
+              AXON_OK || !nt_pull(k, &y) || !nt_pull(k, &ref);
+    for (int64_t i = 0; i < n && !bad; i++) {
+        const int64_t row = i / (len * inner), lane = i % inner;
+        long double got = nt_get(&y, i), want = nt_get(&ref, i);
+        int ok = row == 0 ? got == 0 : (row == 2 && lane == 0) ? isnan(got) : row == 2 ? got == 0
+                 : got == want || (isnan(got) && isnan(want));
+        if (!ok) {
+            fprintf(stderr, "  safe_softmax %s inner %lld element %lld: got %Lg, softmax %Lg\n", axon_dtype_name(d),
+                    (long long)inner, (long long)i, got, want);
+            bad = 1;
+        }
+    }
+    nt_free(k, &x), nt_free(k, &y), nt_free(k, &ref);
+    return bad;
+}
+
+static void test_safe_softmax_zeroes_rows_of_all_minus_inf_only(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    for (size_t di = 0; di < sizeof nt_dtypes / sizeof nt_dtypes[0]; di++)
+        for (int64_t inner = 1; inner <= 3; inner += 2) CHECK(!check_safe_softmax(&k, nt_dtypes[di], inner));
+    axon_runtime_destroy(k.rt);
+}
+
 /* ---- layer norm and RMS norm ---- */
 
 /* rows x n layer norm (or RMS norm) forward and backward with optional affine parameters, against the reference.
@@ -389,6 +433,7 @@ static void test_norm_refuses_bad_input_with_messages(void) {
 int main(void) {
     RUN(test_softmax_matches_reference_on_last_and_middle_dims);
     RUN(test_softmax_of_minus_inf_entries_is_zero_and_all_minus_inf_row_is_nan);
+    RUN(test_safe_softmax_zeroes_rows_of_all_minus_inf_only);
     RUN(test_layer_norm_and_rms_norm_match_reference_forward_and_backward);
     RUN(test_layer_norm_float32_path_gives_the_general_paths_bits);
     RUN(test_norm_results_are_bitwise_identical_for_1_and_4_threads);

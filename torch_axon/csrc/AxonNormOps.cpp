@@ -91,6 +91,21 @@ at::Tensor softmax_functional(const at::Tensor& self, int64_t dim, bool half_to_
   return softmax_out<LOG, AtenOp>(self, dim, half_to_float, out);
 }
 
+// _safe_softmax (softmax with rows of all -inf giving 0; the math attention's softmax): one kernel instead of ATen's
+// composite of softmax, isneginf, all and where. Its autograd formula is softmax's backward of the result.
+at::Tensor safe_softmax(const at::Tensor& self, int64_t dim, std::optional<c10::ScalarType> dtype) {
+  const at::Tensor in = dtype ? self.to(*dtype) : self;
+  if (!floats({&in})) return fall_back<ATEN_OP(_safe_softmax)>(self, dim, dtype);
+  const int64_t d = at::maybe_wrap_dim(dim, in.dim());
+  at::Tensor out = at::empty(in.sizes(), in.options());
+  if (in.numel() == 0) return out;
+  const at::Tensor x = in.contiguous();
+  const axon_tensor_t od = describe_3d(out, d, "_safe_softmax", /*written=*/true);
+  const axon_tensor_t xd = describe_3d(x, d, "_safe_softmax");
+  AXON_CHECK(axon_kernel_safe_softmax(current_stream(self.device().index()), &od, &xd, 1));
+  return out;
+}
+
 template <bool LOG, class AtenOp>
 at::Tensor& softmax_backward_out(const at::Tensor& grad_output, const at::Tensor& output, int64_t dim,
                                  c10::ScalarType input_dtype, at::Tensor& grad_input) {
@@ -245,6 +260,7 @@ std::tuple<at::Tensor, at::Tensor> fused_rms_norm_backward(const at::Tensor& gra
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_softmax", TORCH_FN((softmax_functional<false, ATEN_OP2(_softmax, out)>)));
+  m.impl("_safe_softmax", TORCH_FN(safe_softmax));
   m.impl("_log_softmax", TORCH_FN((softmax_functional<true, ATEN_OP2(_log_softmax, out)>)));
   m.impl("_softmax.out", TORCH_FN((softmax_out<false, ATEN_OP2(_softmax, out)>)));
   m.impl("_log_softmax.out", TORCH_FN((softmax_out<true, ATEN_OP2(_log_softmax, out)>)));

@@ -38,6 +38,11 @@ AXON_EXTERN_C_BEGIN
 AXON_API axon_status_t axon_kernel_softmax(axon_stream_t s, const axon_tensor_t *out, const axon_tensor_t *in,
                                            int dim, int is_log);
 
+/* Enqueue out = softmax(in) along dim with rows of all -inf giving 0 instead of NaN (PyTorch's _safe_softmax: an
+ * attention row masked out entirely attends to nothing). A row with a NaN still gives NaN. */
+AXON_API axon_status_t axon_kernel_safe_softmax(axon_stream_t s, const axon_tensor_t *out, const axon_tensor_t *in,
+                                                int dim);
+
 /* Enqueue the softmax gradient along dim from the forward's output y and grad_out g:
  * grad_in = y * (g - sum(g * y)), or with is_log (y = log_softmax) grad_in = g - exp(y) * sum(g). Same shapes. */
 AXON_API axon_status_t axon_kernel_softmax_backward(axon_stream_t s, const axon_tensor_t *grad_in,
