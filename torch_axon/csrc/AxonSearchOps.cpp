@@ -49,6 +49,17 @@ bool native_search(const at::Tensor& seq, const at::Tensor& self, bool out_int32
   return true;
 }
 
+// A contiguous t's elements as `rows` rows (one row when rows is 0: the 1-d form), without a view op.
+axon_tensor_t describe_rows(const at::Tensor& t, int64_t rows) {
+  const int64_t n = t.numel();
+  if (rows == 0) {
+    const int64_t size[1] = {n}, stride[1] = {1};
+    return describe_strided(t, 1, size, stride);
+  }
+  const int64_t sizes[2] = {rows, rows ? n / rows : 0}, strides[2] = {sizes[1], 1};
+  return describe_strided(t, 2, sizes, strides);
+}
+
 at::Tensor& search_into(const at::Tensor& seq_in, const at::Tensor& self_in, bool right,
                         const std::optional<c10::string_view>& side, const std::optional<at::Tensor>& sorter,
                         at::Tensor& out) {
@@ -56,7 +67,10 @@ at::Tensor& search_into(const at::Tensor& seq_in, const at::Tensor& self_in, boo
   at::native::resize_output(out, self_in.sizes());
   if (self_in.numel() == 0) return out;
   const at::ScalarType common = at::promote_types(seq_in.scalar_type(), self_in.scalar_type());
-  const at::Tensor seq = seq_in.to(common).contiguous(), self = self_in.to(common).contiguous();
+  const auto as_common = [&](const at::Tensor& t) {  // .to() only where it converts (its dispatch is not free)
+    return (t.scalar_type() == common ? t : t.to(common)).contiguous();
+  };
+  const at::Tensor seq = as_common(seq_in), self = as_common(self_in);
   const int64_t m = seq.size(-1);
   const bool has_sorter = sorter.has_value() && sorter->defined();
   at::Tensor perm;
@@ -68,14 +82,11 @@ at::Tensor& search_into(const at::Tensor& seq_in, const at::Tensor& self_in, boo
     }
   }
   at::Tensor o = out.is_contiguous() ? out : at::empty(out.sizes(), out.options());
-  const int64_t rows = c10::multiply_integers(seq.sizes().begin(), seq.sizes().end() - 1);
-  const auto seq_view = seq.dim() > 1 ? seq.view({rows, m}) : seq.view({m});
-  const auto val_view = seq.dim() > 1 ? self.view({rows, -1}) : self.view({-1});
-  const auto out_view = seq.dim() > 1 ? o.view({rows, -1}) : o.view({-1});
-  const axon_tensor_t sd = describe(seq_view, "searchsorted"), vd = describe(val_view, "searchsorted"),
-                      od = describe(out_view, "searchsorted");
+  // [rows, m] sequences and [rows, k] values (1-d: [m] and [numel]).
+  const int64_t rows = seq.dim() > 1 ? c10::multiply_integers(seq.sizes().begin(), seq.sizes().end() - 1) : 0;
+  const axon_tensor_t sd = describe_rows(seq, rows), vd = describe_rows(self, rows), od = describe_rows(o, rows);
   axon_tensor_t pd{};
-  if (has_sorter) pd = describe(seq.dim() > 1 ? perm.view({rows, m}) : perm.view({m}), "searchsorted");
+  if (has_sorter) pd = describe_rows(perm, rows);
   AXON_CHECK(axon_kernel_searchsorted(current_stream(self.device().index()), &od, &sd, &vd,
                                       has_sorter ? &pd : nullptr, r));
   if (!o.is_same(out)) out.copy_(o);
@@ -94,7 +105,7 @@ at::Tensor searchsorted(const at::Tensor& seq, const at::Tensor& self, bool out_
                         std::optional<c10::string_view> side, const std::optional<at::Tensor>& sorter) {
   if (!native_search(seq, self, out_int32, right, side, sorter, nullptr))
     return fall_back<ATEN_OP2(searchsorted, Tensor)>(seq, self, out_int32, right, side, sorter);
-  at::Tensor out = at::empty({0}, self.options().dtype(out_int32 ? at::kInt : at::kLong));
+  at::Tensor out = at::empty(self.sizes(), self.options().dtype(out_int32 ? at::kInt : at::kLong));
   return search_into(seq, self, right, side, sorter, out);
 }
 
@@ -119,7 +130,7 @@ at::Tensor& bucketize_out(const at::Tensor& self, const at::Tensor& boundaries, 
 at::Tensor bucketize(const at::Tensor& self, const at::Tensor& boundaries, bool out_int32, bool right) {
   if (boundaries.dim() != 1 || !native_search(boundaries, self, out_int32, right, std::nullopt, std::nullopt, nullptr))
     return fall_back<ATEN_OP2(bucketize, Tensor)>(self, boundaries, out_int32, right);
-  at::Tensor out = at::empty({0}, self.options().dtype(out_int32 ? at::kInt : at::kLong));
+  at::Tensor out = at::empty(self.sizes(), self.options().dtype(out_int32 ? at::kInt : at::kLong));
   return search_into(boundaries, self, right, std::nullopt, std::nullopt, out);
 }
 
