@@ -122,6 +122,57 @@ def test_bad_input_raises_pytorch_errors():
         F.prelu(x, torch.ones(4, device="axon"))
 
 
+# Activations with parameters whose functional and in-place forms are bound directly (one kernel each, no iterator on
+# contiguous tensors): functional, in place and out=, contiguous and strided, with autograd, and PyTorch's errors.
+PARAM_OPS = {  # name: (functional, in-place, out=)
+    "gelu": (lambda x: F.gelu(x), lambda x: torch.ops.aten.gelu_(x),
+             lambda x, out: torch.ops.aten.gelu.out(x, out=out)),
+    "gelu_tanh": (lambda x: F.gelu(x, approximate="tanh"), lambda x: torch.ops.aten.gelu_(x, approximate="tanh"),
+                  lambda x, out: torch.ops.aten.gelu.out(x, approximate="tanh", out=out)),
+    "leaky_relu": (lambda x: F.leaky_relu(x, 0.2), lambda x: F.leaky_relu_(x, 0.2),
+                   lambda x, out: torch.ops.aten.leaky_relu.out(x, 0.2, out=out)),
+    "elu": (lambda x: F.elu(x, 1.5), lambda x: F.elu_(x, 1.5), lambda x, out: torch.ops.aten.elu.out(x, 1.5, out=out)),
+    "softplus": (lambda x: F.softplus(x, 2.0, 3.0), None,
+                 lambda x, out: torch.ops.aten.softplus.out(x, 2.0, 3.0, out=out)),
+    "polygamma_2": (lambda x: torch.polygamma(2, x.abs() + 0.5), None,
+                    lambda x, out: torch.polygamma(2, x.abs() + 0.5, out=out)),
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("name", list(PARAM_OPS))
+def test_parameterized_activations_in_every_form_match_cpu(name, dtype):
+    functional, inplace, into = PARAM_OPS[name]
+    if name.startswith("polygamma") and dtype in (torch.bfloat16, torch.float16):
+        pytest.skip("polygamma's CPU kernel takes float32 and float64 only")
+    check(functional, [sample((4, 7), dtype)])
+    for x in (sample((4, 7), dtype, seed=1), sample((7, 4), dtype, seed=1).t()):  # contiguous and strided
+        a = x.to("axon")
+        torch_axon.reset_fallback_stats()
+        close(functional(a), functional(x), TOL)
+        out = torch.empty(4, 7, dtype=dtype, device="axon")
+        close(into(a, out), functional(x), TOL)
+        if inplace is not None:
+            b = a.clone()
+            assert inplace(b).data_ptr() == b.data_ptr()
+            close(b, functional(x), TOL)
+        assert torch_axon.fallback_stats() == {}
+
+
+def test_parameterized_activations_refuse_what_cpu_refuses():
+    i = torch.arange(6, device="axon")
+    for fn in (F.gelu, lambda t: F.leaky_relu(t, 0.2), F.elu, F.softplus):
+        with pytest.raises(RuntimeError) as cpu_err:
+            fn(i.cpu())
+        with pytest.raises(RuntimeError) as axon_err:
+            fn(i)
+        assert str(cpu_err.value).split("\n")[0] in str(axon_err.value)
+    with pytest.raises(RuntimeError, match="approximate argument must be either none or tanh"):
+        F.gelu(torch.ones(3, device="axon"), approximate="fast")
+    with pytest.raises(RuntimeError, match="does not support negative n"):
+        torch.polygamma(-1, torch.ones(3, device="axon"))
+
+
 @pytest.mark.parametrize("op,kwargs", [(torch.ops.aten.silu_backward.default, {}),
                                        (torch.ops.aten.gelu_backward.default, {}),
                                        (torch.ops.aten.gelu_backward.default, {"approximate": "tanh"})])

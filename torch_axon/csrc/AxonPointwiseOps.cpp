@@ -282,21 +282,53 @@ at::Tensor isnan(const at::Tensor& self) {
   return unary_predicate_out<AXON_UNARY_ISNAN, ATEN_OP2(isnan, out)>(self, out);
 }
 
-at::Tensor& gelu_out(const at::Tensor& self, c10::string_view approximate, at::Tensor& out) {
-  at::TensorIterator iter = at::TensorIterator::unary_op(out, self);
-  const axon_unary_op_t op = approximate == "tanh" ? AXON_UNARY_GELU_TANH : AXON_UNARY_GELU;
+// A unary op with parameters into out (undefined: a new tensor, the functional form; out = self: the in-place form):
+// the direct path, else the iterator. False where the kernel cannot take it (the caller falls back, for PyTorch's
+// errors). The functional and in-place forms are bound directly for the reason unary_functional's are.
+template <bool FLOAT_OP>
+bool param_unary_into(at::Tensor& out, const at::Tensor& self, axon_unary_op_t op, const axon_op_params_t& p) {
+  if (unary_direct<FLOAT_OP>(out, self, op, p)) return true;
+  at::TensorIterator iter =
+      FLOAT_OP ? at::TensorIterator::unary_float_op(out, self) : at::TensorIterator::unary_op(out, self);
+  if (!run_unary(iter, op, p, iter.common_dtype())) return false;
+  if (!out.defined()) out = iter.output();
+  return true;
+}
+
+axon_unary_op_t gelu_op(c10::string_view approximate) {
   TORCH_CHECK(approximate == "tanh" || approximate == "none", "approximate argument must be either none or tanh.");
-  if (run_unary(iter, op, axon_op_params_default(), iter.common_dtype())) return out;
+  return approximate == "tanh" ? AXON_UNARY_GELU_TANH : AXON_UNARY_GELU;
+}
+
+at::Tensor& gelu_out(const at::Tensor& self, c10::string_view approximate, at::Tensor& out) {
+  if (param_unary_into<false>(out, self, gelu_op(approximate), axon_op_params_default())) return out;
   return fall_back<ATEN_OP2(gelu, out)>(self, approximate, out);
 }
 
-at::Tensor& polygamma_out(int64_t n, const at::Tensor& self, at::Tensor& out) {
+at::Tensor gelu(const at::Tensor& self, c10::string_view approximate) {
+  at::Tensor out;
+  if (param_unary_into<false>(out, self, gelu_op(approximate), axon_op_params_default())) return out;
+  return fall_back<ATEN_OP(gelu)>(self, approximate);
+}
+
+at::Tensor& gelu_(at::Tensor& self, c10::string_view approximate) { return gelu_out(self, approximate, self); }
+
+axon_op_params_t polygamma_params(int64_t n) {
   TORCH_CHECK(n >= 0, "polygamma(n, x) does not support negative n.");
-  at::TensorIterator iter = at::TensorIterator::unary_float_op(out, self);
   axon_op_params_t p = axon_op_params_default();
   p.polygamma_n = n;
-  if (run_unary(iter, AXON_UNARY_POLYGAMMA, p, iter.common_dtype())) return out;
+  return p;
+}
+
+at::Tensor& polygamma_out(int64_t n, const at::Tensor& self, at::Tensor& out) {
+  if (param_unary_into<true>(out, self, AXON_UNARY_POLYGAMMA, polygamma_params(n))) return out;
   return fall_back<ATEN_OP2(polygamma, out)>(n, self, out);
+}
+
+at::Tensor polygamma(int64_t n, const at::Tensor& self) {
+  at::Tensor out;
+  if (param_unary_into<true>(out, self, AXON_UNARY_POLYGAMMA, polygamma_params(n))) return out;
+  return fall_back<ATEN_OP(polygamma)>(n, self);
 }
 
 // zeta: PyTorch's CPU kernel is float32 and float64 only; the host raises its error for the half floats.
@@ -309,41 +341,75 @@ at::Tensor& special_zeta_out(const at::Tensor& self, const at::Tensor& other, at
   return fall_back<ATEN_OP2(special_zeta, out)>(self, other, out);
 }
 
-at::Tensor& softplus_out(const at::Tensor& self, const c10::Scalar& beta, const c10::Scalar& threshold, at::Tensor& out) {
-  at::TensorIterator iter = at::TensorIterator::unary_op(out, self);
+axon_op_params_t softplus_params(const c10::Scalar& beta, const c10::Scalar& threshold) {
   axon_op_params_t p = axon_op_params_default();
   p.beta = beta.toDouble();
   p.threshold = threshold.toDouble();
-  if (run_unary(iter, AXON_UNARY_SOFTPLUS, p, iter.common_dtype())) return out;
+  return p;
+}
+
+at::Tensor& softplus_out(const at::Tensor& self, const c10::Scalar& beta, const c10::Scalar& threshold, at::Tensor& out) {
+  if (param_unary_into<false>(out, self, AXON_UNARY_SOFTPLUS, softplus_params(beta, threshold))) return out;
   return fall_back<ATEN_OP2(softplus, out)>(self, beta, threshold, out);
 }
 
+at::Tensor softplus(const at::Tensor& self, const c10::Scalar& beta, const c10::Scalar& threshold) {
+  at::Tensor out;
+  if (param_unary_into<false>(out, self, AXON_UNARY_SOFTPLUS, softplus_params(beta, threshold))) return out;
+  return fall_back<ATEN_OP(softplus)>(self, beta, threshold);
+}
+
 at::Tensor& hardtanh_out(const at::Tensor& self, const c10::Scalar& min_val, const c10::Scalar& max_val, at::Tensor& out) {
-  at::TensorIterator iter = at::TensorIterator::unary_op(out, self);
   axon_op_params_t p = axon_op_params_default();
   p.min_val = min_val.toDouble();
   p.max_val = max_val.toDouble();
-  if (run_unary(iter, AXON_UNARY_HARDTANH, p, iter.common_dtype())) return out;
+  if (param_unary_into<false>(out, self, AXON_UNARY_HARDTANH, p)) return out;
   return fall_back<ATEN_OP2(hardtanh, out)>(self, min_val, max_val, out);
 }
 
-at::Tensor& leaky_relu_out(const at::Tensor& self, const c10::Scalar& slope, at::Tensor& out) {
-  at::TensorIterator iter = at::TensorIterator::unary_op(out, self);
+axon_op_params_t leaky_relu_params(const c10::Scalar& slope) {
   axon_op_params_t p = axon_op_params_default();
   p.negative_slope = slope.toDouble();
-  if (run_unary(iter, AXON_UNARY_LEAKY_RELU, p, iter.common_dtype())) return out;
+  return p;
+}
+
+at::Tensor& leaky_relu_out(const at::Tensor& self, const c10::Scalar& slope, at::Tensor& out) {
+  if (param_unary_into<false>(out, self, AXON_UNARY_LEAKY_RELU, leaky_relu_params(slope))) return out;
   return fall_back<ATEN_OP2(leaky_relu, out)>(self, slope, out);
 }
 
-at::Tensor& elu_out(const at::Tensor& self, const c10::Scalar& alpha, const c10::Scalar& scale,
-                    const c10::Scalar& input_scale, at::Tensor& out) {
-  at::TensorIterator iter = at::TensorIterator::unary_op(out, self);
+at::Tensor leaky_relu(const at::Tensor& self, const c10::Scalar& slope) {
+  at::Tensor out;
+  if (param_unary_into<false>(out, self, AXON_UNARY_LEAKY_RELU, leaky_relu_params(slope))) return out;
+  return fall_back<ATEN_OP(leaky_relu)>(self, slope);
+}
+
+at::Tensor& leaky_relu_(at::Tensor& self, const c10::Scalar& slope) { return leaky_relu_out(self, slope, self); }
+
+axon_op_params_t elu_params(const c10::Scalar& alpha, const c10::Scalar& scale, const c10::Scalar& input_scale) {
   axon_op_params_t p = axon_op_params_default();
   p.elu_alpha = alpha.toDouble();
   p.elu_scale = scale.toDouble();
   p.elu_input_scale = input_scale.toDouble();
-  if (run_unary(iter, AXON_UNARY_ELU, p, iter.common_dtype())) return out;
+  return p;
+}
+
+at::Tensor& elu_out(const at::Tensor& self, const c10::Scalar& alpha, const c10::Scalar& scale,
+                    const c10::Scalar& input_scale, at::Tensor& out) {
+  if (param_unary_into<false>(out, self, AXON_UNARY_ELU, elu_params(alpha, scale, input_scale))) return out;
   return fall_back<ATEN_OP2(elu, out)>(self, alpha, scale, input_scale, out);
+}
+
+at::Tensor elu(const at::Tensor& self, const c10::Scalar& alpha, const c10::Scalar& scale,
+               const c10::Scalar& input_scale) {
+  at::Tensor out;
+  if (param_unary_into<false>(out, self, AXON_UNARY_ELU, elu_params(alpha, scale, input_scale))) return out;
+  return fall_back<ATEN_OP(elu)>(self, alpha, scale, input_scale);
+}
+
+at::Tensor& elu_(at::Tensor& self, const c10::Scalar& alpha, const c10::Scalar& scale,
+                 const c10::Scalar& input_scale) {
+  return elu_out(self, alpha, scale, input_scale, self);
 }
 
 // hardtanh's functional and in-place forms have their own kernels (not routed through hardtanh.out).
@@ -1299,6 +1365,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   AXON_UNARY_I(lgamma, AXON_UNARY_LGAMMA, true)
   AXON_UNARY_I(digamma, AXON_UNARY_DIGAMMA, true)
   m.impl("polygamma.out", TORCH_FN(polygamma_out));
+  m.impl("polygamma", TORCH_FN(polygamma));
   // torch.special's Bessel and normal-distribution functions (those CPU defines for float32 and float64 only are
   // only those in libaxon's tables: the half types go to the host, which raises CPU's error)
   AXON_UNARY(special_bessel_j0, AXON_UNARY_BESSEL_J0, true)
@@ -1344,10 +1411,17 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("isneginf.out", TORCH_FN((unary_predicate_out<AXON_UNARY_ISNEGINF, ATEN_OP2(isneginf, out)>)));
   m.impl("signbit.out", TORCH_FN((unary_predicate_out<AXON_UNARY_SIGNBIT, ATEN_OP2(signbit, out)>)));
   m.impl("gelu.out", TORCH_FN(gelu_out));
+  m.impl("gelu", TORCH_FN(gelu));
+  m.impl("gelu_", TORCH_FN(gelu_));
   m.impl("softplus.out", TORCH_FN(softplus_out));
+  m.impl("softplus", TORCH_FN(softplus));
   m.impl("hardtanh.out", TORCH_FN(hardtanh_out));
   m.impl("leaky_relu.out", TORCH_FN(leaky_relu_out));
+  m.impl("leaky_relu", TORCH_FN(leaky_relu));
+  m.impl("leaky_relu_", TORCH_FN(leaky_relu_));
   m.impl("elu.out", TORCH_FN(elu_out));
+  m.impl("elu", TORCH_FN(elu));
+  m.impl("elu_", TORCH_FN(elu_));
   m.impl("hardtanh", TORCH_FN(hardtanh));
   m.impl("hardswish_", TORCH_FN(hardswish_));
   m.impl("hardtanh_", TORCH_FN(hardtanh_));
