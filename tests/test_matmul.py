@@ -138,6 +138,28 @@ def test_mismatched_shapes_and_dtypes_raise_cpu_messages():
         a @ torch.ones(3, 2, dtype=torch.float64, device="axon")
 
 
+@pytest.mark.parametrize("op", ["mm", "bmm", "addmm", "baddbmm"])
+def test_functional_products_check_before_allocating_with_cpus_messages(op):
+    # the functional forms are bound directly (no meta function): their checks and messages are CPU's
+    def run(x, y, device):
+        x, y, one = x.to(device), y.to(device), torch.ones((), device=device)  # a 0-dim self fits any product
+        return {"mm": lambda: torch.mm(x, y), "bmm": lambda: torch.bmm(x, y),
+                "addmm": lambda: torch.addmm(one, x, y), "baddbmm": lambda: torch.baddbmm(one, x, y)}[op]()
+    a = torch.ones(2, 3) if op in ("mm", "addmm") else torch.ones(4, 2, 3)
+    cases = [(a, a), (a, a.double().transpose(-1, -2)), (a.double(), a.transpose(-1, -2)),
+             (a.flatten(), a.transpose(-1, -2)), (a, a.flatten())]
+    if a.dim() == 3:
+        cases.append((a, torch.ones(5, 3, 2)))
+    for x, y in cases:
+        with pytest.raises((RuntimeError, IndexError)) as cpu_err:
+            run(x, y, "cpu")
+        with pytest.raises((RuntimeError, IndexError)) as axon_err:
+            run(x, y, "axon")
+        assert cpu_err.type == axon_err.type
+        assert str(cpu_err.value).split("\n")[0] == str(axon_err.value).split("\n")[0], (x.shape, y.shape)
+    same(native(lambda x, y: run(x, y, "axon"), a, a.transpose(-1, -2)), run(a, a.transpose(-1, -2), "cpu"))
+
+
 def test_linear_forward_and_backward_match_cpu_without_fallback():
     torch.manual_seed(0)
     lin = torch.nn.Linear(16, 4)

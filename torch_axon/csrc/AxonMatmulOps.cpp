@@ -9,11 +9,17 @@
 #include <ATen/MemoryOverlap.h>
 #include <ATen/Operators.h>
 #include <ATen/native/Resize.h>
+#include <ATen/ops/addmm_compositeexplicitautogradnonfunctional_dispatch.h>
 #include <ATen/ops/addr_native.h>
+#include <ATen/ops/baddbmm_compositeexplicitautogradnonfunctional_dispatch.h>
+#include <ATen/ops/bmm_compositeexplicitautogradnonfunctional_dispatch.h>
+#include <ATen/ops/mm_compositeexplicitautogradnonfunctional_dispatch.h>
 #include <axon/gemm.h>
 #include <axon/pointwise.h>
 #include <c10/util/Exception.h>
 #include <torch/library.h>
+
+#include <string_view>
 
 #include "AxonException.h"
 #include "AxonFallback.h"
@@ -38,8 +44,17 @@ bool product_dtype(c10::ScalarType t, const c10::Scalar& beta = 0, const c10::Sc
 void check_operands(const char* op, const at::Tensor& a, const at::Tensor& b, int64_t dims, const at::Tensor& out) {
   TORCH_CHECK(a.dim() == dims, op, ": self must be a ", dims, "D tensor");
   TORCH_CHECK(b.dim() == dims, op, ": mat2 must be a ", dims, "D tensor");
-  TORCH_CHECK(a.scalar_type() == b.scalar_type(), "expected m1 and m2 to have the same dtype, but got: ",
-              a.scalar_type(), " != ", b.scalar_type());
+  // CPU's kernels' messages (the meta functions leave dtypes to the kernels)
+  if (dims == 3) {
+    TORCH_CHECK(a.scalar_type() == b.scalar_type(), "expected scalar type ", a.scalar_type(), " but found ",
+                b.scalar_type());
+  } else if (std::string_view(op) == "addmm") {
+    TORCH_CHECK(a.scalar_type() == b.scalar_type(), "mat1 and mat2 must have the same dtype, but got ",
+                a.scalar_type(), " and ", b.scalar_type());
+  } else {
+    TORCH_CHECK(a.scalar_type() == b.scalar_type(), "expected m1 and m2 to have the same dtype, but got: ", a.dtype(),
+                " != ", b.dtype());
+  }
   TORCH_CHECK(out.scalar_type() == a.scalar_type(), op, ": expected out to have dtype ", a.scalar_type(),
               ", but got ", out.scalar_type());
   if (dims == 2) {
@@ -129,9 +144,9 @@ void add_product(const at::Tensor& input, const at::Tensor& a, const at::Tensor&
 
 at::Tensor& addmm_out(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2, const c10::Scalar& beta,
                       const c10::Scalar& alpha, at::Tensor& out) {
+  TORCH_CHECK(self.scalar_type() == mat2.scalar_type(), "self and mat2 must have the same dtype, but got ",
+              self.scalar_type(), " and ", mat2.scalar_type());
   check_operands("addmm", mat1, mat2, 2, out);
-  TORCH_CHECK(self.scalar_type() == mat1.scalar_type(), "self and mat2 must have the same dtype, but got ",
-              self.scalar_type(), " and ", mat1.scalar_type());
   if (!product_dtype(mat1.scalar_type(), beta, alpha) || out.is_conj()) {
     return fall_back<ATEN_OP2(addmm, out)>(self, mat1, mat2, beta, alpha, out);
   }
@@ -141,14 +156,51 @@ at::Tensor& addmm_out(const at::Tensor& self, const at::Tensor& mat1, const at::
 
 at::Tensor& baddbmm_out(const at::Tensor& self, const at::Tensor& batch1, const at::Tensor& batch2,
                         const c10::Scalar& beta, const c10::Scalar& alpha, at::Tensor& out) {
+  TORCH_CHECK(self.scalar_type() == batch1.scalar_type(), "Input dtypes must be the same, got: input ", self.dtype(),
+              ", batch1: ", batch1.dtype(), ", batch2: ", batch2.dtype());
   check_operands("baddbmm", batch1, batch2, 3, out);
-  TORCH_CHECK(self.scalar_type() == batch1.scalar_type(), "self and batch1 must have the same dtype, but got ",
-              self.scalar_type(), " and ", batch1.scalar_type());
   if (!product_dtype(batch1.scalar_type(), beta, alpha) || out.is_conj()) {
     return fall_back<ATEN_OP2(baddbmm, out)>(self, batch1, batch2, beta, alpha, out);
   }
   add_product(self.resolve_conj(), batch1.resolve_conj(), batch2.resolve_conj(), beta, alpha, out, "baddbmm");
   return out;
+}
+
+// The functional forms of the products, registered directly: PyTorch's generic route to `.out` runs the structured
+// meta function (its checks, and the output allocated through the dispatcher) before the .out kernel checks again.
+// Operands that would fail a check take that generic route, for the meta function's own messages.
+bool valid_product(const at::Tensor& a, const at::Tensor& b, int64_t dims, const at::Tensor* self = nullptr) {
+  if (a.dim() != dims || b.dim() != dims || a.scalar_type() != b.scalar_type()) return false;
+  if (a.size(-1) != b.size(-2) || (dims == 3 && a.size(0) != b.size(0))) return false;
+  return !self || (self->scalar_type() == a.scalar_type() && at::is_expandable_to(self->sizes(), product_shape(a, b)));
+}
+
+at::Tensor mm(const at::Tensor& self, const at::Tensor& mat2) {
+  if (!valid_product(self, mat2, 2)) return at::compositeexplicitautogradnonfunctional::mm(self, mat2);
+  at::Tensor out = at::empty(product_shape(self, mat2), self.options());
+  return mm_out(self, mat2, out);
+}
+
+at::Tensor bmm(const at::Tensor& self, const at::Tensor& mat2) {
+  if (!valid_product(self, mat2, 3)) return at::compositeexplicitautogradnonfunctional::bmm(self, mat2);
+  at::Tensor out = at::empty(product_shape(self, mat2), self.options());
+  return bmm_out(self, mat2, out);
+}
+
+at::Tensor addmm(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2, const c10::Scalar& beta,
+                 const c10::Scalar& alpha) {
+  if (!valid_product(mat1, mat2, 2, &self))
+    return at::compositeexplicitautogradnonfunctional::addmm(self, mat1, mat2, beta, alpha);
+  at::Tensor out = at::empty(product_shape(mat1, mat2), mat1.options());
+  return addmm_out(self, mat1, mat2, beta, alpha, out);
+}
+
+at::Tensor baddbmm(const at::Tensor& self, const at::Tensor& batch1, const at::Tensor& batch2,
+                   const c10::Scalar& beta, const c10::Scalar& alpha) {
+  if (!valid_product(batch1, batch2, 3, &self))
+    return at::compositeexplicitautogradnonfunctional::baddbmm(self, batch1, batch2, beta, alpha);
+  at::Tensor out = at::empty(product_shape(batch1, batch2), batch1.options());
+  return baddbmm_out(self, batch1, batch2, beta, alpha, out);
 }
 
 // addmv of real operands as one row product: vec as [1, m] times mat's transpose into out seen as [1, n], with self
@@ -396,9 +448,13 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("dot", TORCH_FN(dot));
   m.impl("vdot", TORCH_FN(vdot));
   m.impl("mm.out", TORCH_FN(mm_out));
+  m.impl("mm", TORCH_FN(mm));
   m.impl("bmm.out", TORCH_FN(bmm_out));
+  m.impl("bmm", TORCH_FN(bmm));
   m.impl("addmm.out", TORCH_FN(addmm_out));
+  m.impl("addmm", TORCH_FN(addmm));
   m.impl("baddbmm.out", TORCH_FN(baddbmm_out));
+  m.impl("baddbmm", TORCH_FN(baddbmm));
   m.impl("addbmm", TORCH_FN(addbmm));
   m.impl("addbmm_", TORCH_FN(addbmm_));
   m.impl("addbmm.out", TORCH_FN(addbmm_out));
