@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 import torch_axon
-from axon_testing import KERNEL_DTYPES, FLOAT_DTYPES, dtype_id, native, same, sample
+from axon_testing import KERNEL_DTYPES, FLOAT_DTYPES, dtype_id, libaxon_commands, native, same, sample
 
 GRAD_TOL = {torch.float32: (1e-5, 1e-5), torch.float64: (1e-12, 1e-12), torch.float16: (1e-3, 1e-3),
             torch.bfloat16: (1e-2, 1e-2)}
@@ -305,6 +305,43 @@ def test_channel_shuffle_backward_matches_cpu():
     F.channel_shuffle(x, 3).backward(g)
     native(lambda: F.channel_shuffle(xa, 3).backward(g.to("axon")))
     same(xa.grad, x.grad)
+
+
+@pytest.mark.parametrize("dtype", KERNEL_DTYPES, ids=dtype_id)
+def test_pixel_shuffle_and_unshuffle_are_one_copy_and_match_cpu(dtype):
+    for shape, r in (((2, 9, 2, 3), 3), ((8, 2, 2), 2), ((2, 1, 4, 3, 2), 1), ((2, 3, 4, 2, 1, 1), 1)):
+        x = sample(dtype, shape)
+        for view in (lambda t: t, lambda t: t.transpose(-1, -2)):  # contiguous and strided selves
+            v = view(x)
+            if v.size(-3) % (r * r) == 0:
+                got, want = native(lambda: F.pixel_shuffle(view(x.to("axon")), r)), F.pixel_shuffle(v, r)
+                assert got.shape == want.shape and torch.equal(got.cpu().view(torch.uint8), want.view(torch.uint8))
+            if v.size(-1) % r == 0 and v.size(-2) % r == 0:
+                got, want = native(lambda: F.pixel_unshuffle(view(x.to("axon")), r)), F.pixel_unshuffle(v, r)
+                assert got.shape == want.shape and torch.equal(got.cpu().view(torch.uint8), want.view(torch.uint8))
+    a = torch.randn(2, 8, 3, 3).to("axon")
+    assert libaxon_commands(lambda: F.pixel_shuffle(a, 2)) == ["tensor_copy"]
+    assert native(lambda: F.pixel_shuffle(torch.empty(1, 0, 1, 1, device="axon"), 1)).shape == (1, 0, 1, 1)
+    x = torch.randn(2, 8, 3, 3).contiguous(memory_format=torch.channels_last)  # CPU's format kept
+    got, want = F.pixel_shuffle(x.to("axon"), 2), F.pixel_shuffle(x, 2)
+    assert got.stride() == want.stride() and torch.equal(got.cpu(), want)
+
+
+def test_pixel_shuffle_backward_and_errors_match_cpu():
+    x = torch.randn(2, 8, 3, 3, dtype=torch.float64, requires_grad=True)
+    xa = x.detach().to("axon").requires_grad_()
+    g = torch.randn(2, 2, 6, 6, dtype=torch.float64)
+    F.pixel_shuffle(x, 2).backward(g)
+    native(lambda: F.pixel_shuffle(xa, 2).backward(g.to("axon")))
+    same(xa.grad, x.grad)
+    for fn in (lambda t: F.pixel_shuffle(t, 3), lambda t: F.pixel_shuffle(t, 0), lambda t: F.pixel_unshuffle(t, 2),
+               lambda t: F.pixel_shuffle(t[0, 0], 1)):
+        t = torch.ones(1, 4, 3, 3)
+        with pytest.raises(RuntimeError) as cpu_err:
+            fn(t)
+        with pytest.raises(RuntimeError) as axon_err:
+            fn(t.to("axon"))
+        assert str(cpu_err.value).split("\n")[0] == str(axon_err.value).split("\n")[0]
 
 
 @pytest.mark.parametrize("shape,groups,message", [

@@ -10,7 +10,10 @@
 #include <ATen/MemoryOverlap.h>
 #include <ATen/Operators.h>
 #include <ATen/WrapDimUtils.h>
+#include <ATen/native/PixelShuffle.h>
 #include <ATen/native/Resize.h>
+#include <ATen/ops/pixel_shuffle_compositeexplicitautogradnonfunctional_dispatch.h>
+#include <ATen/ops/pixel_unshuffle_compositeexplicitautogradnonfunctional_dispatch.h>
 #include <axon/kernels.h>
 #include <axon/linspace.h>
 #include <axon/reduce.h>
@@ -407,9 +410,45 @@ at::Tensor unfold_backward_sum(const at::Tensor& grad, c10::SymIntArrayRef input
   return out;
 }
 
-// channel_shuffle: PyTorch's checks, then native_channel_shuffle's composite form (a view as [n, groups, c / groups,
-// rest], transposed and made contiguous by the native copy) in self's suggested memory format. An empty input gives
-// an empty result of its shape (CPU returns an alias; a fresh tensor keeps this a non-view op).
+// ---- channel_shuffle, pixel_shuffle, pixel_unshuffle: one permuted copy each ----
+
+// out = self over `sizes`: the shape both are walked in, split so that each dimension has one stride in self
+// (src_strides) and one in out (dst_strides), in elements. One byte copy instead of ATen's composites of views and a
+// clone, whatever the dtype or the memory formats. False where it does not fit a descriptor (the composite runs).
+bool permuted_copy(const at::Tensor& self, const at::Tensor& out, const std::vector<int64_t>& sizes,
+                   const std::vector<int64_t>& src_strides, const std::vector<int64_t>& dst_strides, const char* op) {
+  if (sizes.size() > AXON_MAX_DIMS) return false;
+  if (out.numel() == 0) return true;
+  axon_tensor_t src = describe_bytes(self, op), dst = describe_bytes(out, op);
+  src.ndim = dst.ndim = static_cast<int>(sizes.size());
+  for (int k = 0; k < src.ndim; ++k) {
+    src.sizes[k] = dst.sizes[k] = sizes[k];
+    src.strides[k] = src_strides[k];
+    dst.strides[k] = dst_strides[k];
+  }
+  AXON_CHECK(axon_kernel_copy(stream_of(self), &dst, &src));
+  return true;
+}
+
+// The shared leading (batch) dimensions of self and out, before the last `keep`: sizes and both tensors' strides.
+struct Walk {
+  std::vector<int64_t> sizes, src, dst;
+};
+
+Walk batch_walk(const at::Tensor& self, const at::Tensor& out, int64_t keep) {
+  Walk w;
+  for (int64_t d = 0; d + keep < self.dim(); ++d) {
+    w.sizes.push_back(self.size(d));
+    w.src.push_back(self.stride(d));
+    w.dst.push_back(out.stride(d));
+  }
+  return w;
+}
+
+// channel_shuffle: PyTorch's checks, then out[n, k * groups + g, ...] = self[n, g * (c / groups) + k, ...] in one
+// copy, out in self's suggested memory format (ATen's composite: a view as [n, groups, c / groups, rest], transposed
+// and made contiguous in that format). An empty input gives an empty result of its shape (CPU returns an alias; a
+// fresh tensor keeps this a non-view op).
 at::Tensor channel_shuffle_native(const at::Tensor& self, c10::SymInt groups_sym) {
   TORCH_CHECK(self.dim() > 2, "channel_shuffle expects input with > 2 dims, but got input with sizes ",
               self.sizes());
@@ -418,8 +457,52 @@ at::Tensor channel_shuffle_native(const at::Tensor& self, c10::SymInt groups_sym
   TORCH_CHECK(c % groups == 0, "Number of channels must be divisible by groups. Got ", c, " channels and ", groups,
               " groups.");
   const auto format = self.suggest_memory_format();
-  if (self.numel() == 0) return at::empty(self.sizes(), self.options().memory_format(format));
+  at::Tensor out = at::empty(self.sizes(), self.options().memory_format(format));
+  if (self.numel() == 0) return out;
+  Walk w{{self.size(0), c / groups, groups}, {self.stride(0), self.stride(1), self.stride(1) * (c / groups)},
+         {out.stride(0), out.stride(1) * groups, out.stride(1)}};
+  for (int64_t d = 2; d < self.dim(); ++d) {
+    w.sizes.push_back(self.size(d));
+    w.src.push_back(self.stride(d));
+    w.dst.push_back(out.stride(d));
+  }
+  if (permuted_copy(self, out, w.sizes, w.src, w.dst, "channel_shuffle")) return out;
   return at::native_channel_shuffle(self, groups).contiguous(format);
+}
+
+// pixel_shuffle: [*, c r^2, h, w] -> [*, c, h r, w r], out[.., k, y r + i, x r + j] = self[.., k r^2 + i r + j, y, x],
+// out in self's suggested memory format as on CPU.
+at::Tensor pixel_shuffle(const at::Tensor& self, int64_t r) {
+  at::native::check_pixel_shuffle_shapes(self, r);
+  const int64_t c = self.size(-3) / (r * r), h = self.size(-2), w = self.size(-1);
+  std::vector<int64_t> shape(self.sizes().begin(), self.sizes().end() - 3);
+  shape.insert(shape.end(), {c, h * r, w * r});
+  at::Tensor out = at::empty(shape, self.options().memory_format(self.suggest_memory_format()));
+  Walk walk = batch_walk(self, out, 3);
+  const int64_t sc = self.stride(-3), sh = self.stride(-2), sw = self.stride(-1);
+  const int64_t oc = out.stride(-3), oh = out.stride(-2), ow = out.stride(-1);
+  walk.sizes.insert(walk.sizes.end(), {c, h, r, w, r});
+  walk.src.insert(walk.src.end(), {sc * r * r, sh, sc * r, sw, sc});
+  walk.dst.insert(walk.dst.end(), {oc, oh * r, oh, ow * r, ow});
+  if (permuted_copy(self, out, walk.sizes, walk.src, walk.dst, "pixel_shuffle")) return out;
+  return at::compositeexplicitautogradnonfunctional::pixel_shuffle(self, r);
+}
+
+// pixel_unshuffle: [*, c, h r, w r] -> [*, c r^2, h, w], its inverse.
+at::Tensor pixel_unshuffle(const at::Tensor& self, int64_t r) {
+  at::native::check_pixel_unshuffle_shapes(self, r);
+  const int64_t c = self.size(-3), h = self.size(-2) / r, w = self.size(-1) / r;
+  std::vector<int64_t> shape(self.sizes().begin(), self.sizes().end() - 3);
+  shape.insert(shape.end(), {c * r * r, h, w});
+  at::Tensor out = at::empty(shape, self.options().memory_format(self.suggest_memory_format()));
+  Walk walk = batch_walk(self, out, 3);
+  const int64_t sc = self.stride(-3), sh = self.stride(-2), sw = self.stride(-1);
+  const int64_t oc = out.stride(-3), oh = out.stride(-2), ow = out.stride(-1);
+  walk.sizes.insert(walk.sizes.end(), {c, r, r, h, w});
+  walk.src.insert(walk.src.end(), {sc, sh, sw, sh * r, sw * r});
+  walk.dst.insert(walk.dst.end(), {oc * r * r, oc * r, oc, oh, ow});
+  if (permuted_copy(self, out, walk.sizes, walk.src, walk.dst, "pixel_unshuffle")) return out;
+  return at::compositeexplicitautogradnonfunctional::pixel_unshuffle(self, r);
 }
 
 // narrow_copy: one copy kernel from self's descriptor with the narrowed dimension's start and length (ATen's
@@ -455,6 +538,8 @@ at::Tensor narrow_copy(const at::Tensor& self, int64_t dim, c10::SymInt start_sy
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("narrow_copy", TORCH_FN(narrow_copy));
   m.impl("channel_shuffle", TORCH_FN(channel_shuffle_native));
+  m.impl("pixel_shuffle", TORCH_FN(pixel_shuffle));
+  m.impl("pixel_unshuffle", TORCH_FN(pixel_unshuffle));
   m.impl("unfold_backward", TORCH_FN(unfold_backward_sum));
   m.impl("tril.out", TORCH_FN(triangle_out<false>));
   m.impl("triu.out", TORCH_FN(triangle_out<true>));
