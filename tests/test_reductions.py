@@ -445,3 +445,41 @@ def test_hash_tensor_of_views_into_out_and_its_errors():
     with pytest.raises(RuntimeError, match="Expected reduction dim to be specified"):
         torch.hash_tensor(torch.ones(0, device="axon"))
     assert torch.hash_tensor(torch.ones(0, 3, device="axon"), 1).shape == (0,)
+
+
+# torch.segment_reduce: the forward is libaxon's segment kernel (lengths or offsets, any axis, initial values, empty
+# segments, NaN in max and min); the backward is still the host's.
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("reduce", ["sum", "mean", "max", "min", "prod"])
+def test_segment_reduce_forward_is_native_and_matches_cpu(reduce, dtype):
+    x = sample((3, 7, 2), dtype, seed=4)
+    x[1, 0, 0] = float("nan")
+    lengths = torch.tensor([[2, 0, 4, 1], [3, 1, 0, 3], [7, 0, 0, 0]])
+    offsets = torch.cat([torch.zeros(3, 1, dtype=torch.long), lengths.cumsum(1)], 1)
+    for kwargs in ({"lengths": lengths}, {"lengths": lengths.int()}, {"offsets": offsets}, {"offsets": offsets.int()}):
+        for initial in (None, 0.5):
+            def fn(t, kwargs=kwargs, initial=initial):
+                counts = {k: v.to(t.device) for k, v in kwargs.items()}
+                return torch.segment_reduce(t, reduce, axis=1, initial=initial, **counts)
+            same(native(fn, x), fn(x))
+    flat, flat_lengths = sample((6,), dtype), torch.tensor([1, 2, 0, 3])  # axis 0 of a vector, unsafe
+    same(native(lambda t: torch.segment_reduce(t, reduce, lengths=flat_lengths.to("axon"), unsafe=True), flat),
+         torch.segment_reduce(flat, reduce, lengths=flat_lengths, unsafe=True))
+
+
+def test_segment_reduce_refuses_what_cpu_refuses_and_has_a_gradient():
+    x = torch.randn(6, dtype=torch.float64)
+    cases = [({"lengths": torch.tensor([1, 2, 2])}, "sum to data.size"), ({"lengths": torch.tensor([4, -1, 3])},
+             "negative value"), ({}, "Either lengths or offsets must be defined")]
+    for kwargs, message in cases:
+        for device in ("cpu", "axon"):
+            with pytest.raises(RuntimeError, match=message):
+                torch.segment_reduce(x.to(device), "sum", **{k: v.to(device) for k, v in kwargs.items()})
+    with pytest.raises(RuntimeError, match="unsupported reduction given! median"):
+        torch.segment_reduce(x.to("axon"), "median", lengths=torch.tensor([6], device="axon"))
+    grads = []
+    for device in ("cpu", "axon"):
+        leaf = x.detach().to(device).requires_grad_()
+        torch.segment_reduce(leaf, "mean", lengths=torch.tensor([2, 4], device=device)).sum().backward()
+        grads.append(leaf.grad.cpu())
+    torch.testing.assert_close(grads[1], grads[0])
