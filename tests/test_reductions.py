@@ -447,8 +447,8 @@ def test_hash_tensor_of_views_into_out_and_its_errors():
     assert torch.hash_tensor(torch.ones(0, 3, device="axon"), 1).shape == (0,)
 
 
-# torch.segment_reduce: the forward is libaxon's segment kernel (lengths or offsets, any axis, initial values, empty
-# segments, NaN in max and min); the backward is still the host's.
+# torch.segment_reduce: libaxon's segment kernels, forward and backward (lengths or offsets, any axis, initial values,
+# empty segments, NaN in max and min, ties and zeros in the gradients).
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16], ids=str)
 @pytest.mark.parametrize("reduce", ["sum", "mean", "max", "min", "prod"])
 def test_segment_reduce_forward_is_native_and_matches_cpu(reduce, dtype):
@@ -477,9 +477,16 @@ def test_segment_reduce_refuses_what_cpu_refuses_and_has_a_gradient():
                 torch.segment_reduce(x.to(device), "sum", **{k: v.to(device) for k, v in kwargs.items()})
     with pytest.raises(RuntimeError, match="unsupported reduction given! median"):
         torch.segment_reduce(x.to("axon"), "median", lengths=torch.tensor([6], device="axon"))
-    grads = []
-    for device in ("cpu", "axon"):
-        leaf = x.detach().to(device).requires_grad_()
-        torch.segment_reduce(leaf, "mean", lengths=torch.tensor([2, 4], device=device)).sum().backward()
-        grads.append(leaf.grad.cpu())
-    torch.testing.assert_close(grads[1], grads[0])
+    for reduce in ("sum", "mean", "max", "min", "prod"):
+        data = torch.tensor([[2.0, 2.0, -1.0, 3.0, 0.0, 3.0, 0.0, 5.0]] * 2, dtype=torch.float64)
+        data[1, 2] = float("nan")
+        grads = []
+        for device in ("cpu", "axon"):
+            leaf = data.detach().to(device).requires_grad_()
+            out = torch.segment_reduce(leaf, reduce, lengths=torch.tensor([[3, 0, 4, 1]] * 2, device=device), axis=1,
+                                       initial=0.5 if reduce == "prod" else None)
+            torch_axon.reset_fallback_stats()
+            out.backward(torch.tensor([[0.5, 2.0, -1.5, 3.0]] * 2, dtype=torch.float64, device=device))
+            assert device == "cpu" or torch_axon.fallback_stats() == {}, torch_axon.fallback_stats()
+            grads.append(leaf.grad.cpu())
+        torch.testing.assert_close(grads[1], grads[0], equal_nan=True)

@@ -1,6 +1,7 @@
 /* axon_kernel_segment_reduce (axon/segment.h) against a float64 reference: every reduction, float32 and float64, int32
  * and int64 lengths and offsets, with and without an initial value, inner sizes 1 and 3 over two rows, empty
- * segments, NaN propagation in max and min; malformed lengths and offsets fail the command; bad descriptors refused. */
+ * segments, NaN propagation in max and min; the backward's rules (ties, zeros, NaN in prod); malformed lengths and
+ * offsets fail the command; bad descriptors refused. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -105,6 +106,63 @@ static void test_every_reduction_matches_the_reference(void) {
     axon_runtime_destroy(k.rt);
 }
 
+/* The gradient of one segment of one lane by the rules in axon/segment.h, from its n elements x (stride 1). */
+static void ref_backward(axon_segment_reduce_t op, const double *x, int64_t len, double g, double y, double init,
+                         double *gi) {
+    int64_t count = 0;
+    for (int64_t e = 0; e < len; e++) count += x[e] != x[e] || x[e] == y;
+    for (int64_t e = 0; e < len; e++) {
+        if (op == AXON_SEGMENT_SUM) gi[e] = g;
+        else if (op == AXON_SEGMENT_MEAN) gi[e] = g / (double)len;
+        else if (op == AXON_SEGMENT_MAX || op == AXON_SEGMENT_MIN)
+            gi[e] = x[e] != x[e] || x[e] == y ? (count >= 2 && g > 0 ? g / (double)count : g) : 0.0;
+        else if (x[e] == x[e] && x[e] != 0) gi[e] = g * y / x[e];
+        else {
+            double others = init;
+            for (int64_t k = 0; k < len; k++) if (k != e) others *= x[k];
+            gi[e] = g * others;
+        }
+    }
+}
+
+/* float64 data [1, 9, 1] in segments 3, 0, 4, 2 with ties, zeros and a NaN; grads of mixed signs. */
+static void test_backward_matches_the_rules(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.s);
+    const double x[9] = {2, 2, -1, 3, 0, 3, 0, NAN, 5}, g[4] = {0.5, 2, -1.5, 3};
+    const int64_t lens[4] = {3, 0, 4, 2}, ds[3] = {1, 9, 1}, os[3] = {1, 4, 1}, ls[2] = {1, 4};
+    for (int op = 0; op < AXON_SEGMENT_COUNT; op++) {
+        for (int init = 0; init < 2; init++) {
+            double y[4], want[9] = {0}, got[9] = {0};
+            int64_t start = 0;
+            for (int s = 0; s < 4; s++) {
+                y[s] = ref((axon_segment_reduce_t)op, x + start, lens[s], 1, init, 0.5);
+                ref_backward((axon_segment_reduce_t)op, x + start, lens[s], g[s], y[s], init ? 0.5 : 1.0, want + start);
+                start += lens[s];
+            }
+            void *dx = kc_upload(&k, x, sizeof x), *dg = kc_upload(&k, g, sizeof g), *dy = kc_upload(&k, y, sizeof y);
+            void *dl = kc_upload(&k, lens, sizeof lens), *dgi = kc_upload(&k, got, sizeof got);
+            axon_tensor_t tx = kc_tensor(dx, AXON_FLOAT64, 3, ds, NULL);
+            axon_tensor_t tgi = kc_tensor(dgi, AXON_FLOAT64, 3, ds, NULL);
+            axon_tensor_t tg = kc_tensor(dg, AXON_FLOAT64, 3, os, NULL), ty = kc_tensor(dy, AXON_FLOAT64, 3, os, NULL);
+            axon_tensor_t tl = kc_tensor(dl, AXON_INT64, 2, ls, NULL);
+            CHECK_OK(axon_kernel_segment_reduce_backward(k.s, (axon_segment_reduce_t)op, &tgi, &tg, &ty, &tx, &tl, 0,
+                                                         init, 0.5));
+            CHECK(kc_download(&k, got, dgi, sizeof got));
+            for (int i = 0; i < 9; i++) {
+                if (!((got[i] != got[i] && want[i] != want[i]) || fabs(got[i] - want[i]) <= 1e-12 * fabs(want[i]))) {
+                    fprintf(stderr, "  backward op %d init %d element %d: got %g want %g\n", op, init, i, got[i],
+                            want[i]);
+                    check_failures_in_test++;
+                }
+            }
+            axon_mem_free(k.dev, dx), axon_mem_free(k.dev, dg), axon_mem_free(k.dev, dy);
+            axon_mem_free(k.dev, dl), axon_mem_free(k.dev, dgi);
+        }
+    }
+    axon_runtime_destroy(k.rt);
+}
+
 static void test_malformed_lengths_fail_the_command_and_bad_descriptors_are_refused(void) {
     kc_dev_t k = kc_open(2);
     REQUIRE(k.s);
@@ -139,6 +197,7 @@ static void test_malformed_lengths_fail_the_command_and_bad_descriptors_are_refu
 
 int main(void) {
     RUN(test_every_reduction_matches_the_reference);
+    RUN(test_backward_matches_the_rules);
     RUN(test_malformed_lengths_fail_the_command_and_bad_descriptors_are_refused);
     return check_report();
 }

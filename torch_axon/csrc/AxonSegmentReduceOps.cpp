@@ -1,5 +1,5 @@
-// torch.segment_reduce on libaxon's segment kernel (libaxon/include/axon/segment.h): PyTorch's checks and messages
-// here, the reduction there. Its backward (_segment_reduce_backward) still runs on the host fallback.
+// torch.segment_reduce and its backward (_segment_reduce_backward) on libaxon's segment kernels
+// (libaxon/include/axon/segment.h): PyTorch's checks and messages here, the reductions there.
 #include <ATen/ATen.h>
 #include <ATen/Operators.h>
 #include <ATen/WrapDimUtils.h>
@@ -85,7 +85,42 @@ at::Tensor segment_reduce(const at::Tensor& data, c10::string_view reduce, const
   return out;
 }
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) { m.impl("segment_reduce", TORCH_FN(segment_reduce)); }
+at::Tensor segment_reduce_backward(const at::Tensor& grad, const at::Tensor& output, const at::Tensor& data,
+                                   c10::string_view reduce, const std::optional<at::Tensor>& lengths,
+                                   const std::optional<at::Tensor>& offsets, int64_t axis,
+                                   const std::optional<at::Scalar>& initial) {
+  const auto op = segment_op_of(std::string_view(reduce.data(), reduce.size()));
+  TORCH_CHECK(op.has_value(), "unsupported reduction given! ", reduce);
+  axis = at::maybe_wrap_dim(axis, data.dim());
+  const bool has_offsets = offsets.has_value() && offsets->defined();
+  const bool has_lengths = lengths.has_value() && lengths->defined();
+  TORCH_CHECK(has_lengths || has_offsets, "segment_reduce(): Either lengths or offsets must be defined.");
+  const at::Tensor& counts = has_offsets ? *offsets : *lengths;
+  const bool native = segment_dtype(data.scalar_type()) && data.dim() <= AXON_MAX_DIMS &&
+                      grad.scalar_type() == data.scalar_type() && output.scalar_type() == data.scalar_type() &&
+                      grad.sizes() == output.sizes() && axis == counts.dim() - 1 &&
+                      (counts.scalar_type() == at::kLong || counts.scalar_type() == at::kInt) &&
+                      (!initial.has_value() || !initial->isComplex());
+  if (!native) {
+    return fall_back<ATEN_OP(_segment_reduce_backward)>(grad, output, data, reduce, lengths, offsets, axis, initial);
+  }
+  at::Tensor grad_in = at::zeros(data.sizes(), data.options());
+  if (data.numel() == 0 || output.numel() == 0) return grad_in;
+  const at::Tensor x = data.contiguous(), g = grad.contiguous(), y = output.contiguous(), c = counts.contiguous();
+  const int64_t csizes[2] = {c.numel() / c.size(axis), c.size(axis)}, cstrides[2] = {c.size(axis), 1};
+  const axon_tensor_t gid = describe_around(grad_in, axis), xd = describe_around(x, axis);
+  const axon_tensor_t gd = describe_around(g, axis), yd = describe_around(y, axis);
+  const axon_tensor_t cd = describe_strided(c, 2, csizes, cstrides);
+  AXON_CHECK(axon_kernel_segment_reduce_backward(current_stream(data.device().index()), *op, &gid, &gd, &yd, &xd, &cd,
+                                                 has_offsets ? 1 : 0, initial.has_value() ? 1 : 0,
+                                                 initial.has_value() ? initial->toDouble() : 0.0));
+  return grad_in;
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("segment_reduce", TORCH_FN(segment_reduce));
+  m.impl("_segment_reduce_backward", TORCH_FN(segment_reduce_backward));
+}
 
 }  // namespace
 }  // namespace torch_axon

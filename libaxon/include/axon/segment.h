@@ -29,6 +29,18 @@ AXON_API axon_status_t axon_kernel_segment_reduce(axon_stream_t s, axon_segment_
                                                   const axon_tensor_t *data, const axon_tensor_t *lengths,
                                                   int is_offsets, int has_initial, double initial);
 
+/* Enqueue the gradient of axon_kernel_segment_reduce: grad_in (data's shape) gets, for every element of a segment,
+ * sum: grad; mean: grad / length; max and min: grad at the elements equal to the result (or NaN), shared equally
+ * among them where there are several and grad is positive (PyTorch's rule); prod: grad * out / x, or grad times the
+ * product of the segment's other elements (and initial) where x is 0 or NaN. Elements outside every segment are not
+ * written (the caller zeroes grad_in). grad and out are out's shape; lengths, is_offsets and initial as for the
+ * forward, whose errors apply. */
+AXON_API axon_status_t axon_kernel_segment_reduce_backward(axon_stream_t s, axon_segment_reduce_t op,
+                                                           const axon_tensor_t *grad_in, const axon_tensor_t *grad,
+                                                           const axon_tensor_t *out, const axon_tensor_t *data,
+                                                           const axon_tensor_t *lengths, int is_offsets,
+                                                           int has_initial, double initial);
+
 AXON_EXTERN_C_END
 
 #endif
