@@ -1,0 +1,83 @@
+"""Per-call cost of ops on tiny tensors ([5, 5] and the like), axon against PyTorch CPU in one run: the overhead the
+kernels issue bounds at 1.5x CPU's. Each case is the op as a user calls it (functional forms, Python numbers), so the
+figure includes dispatch, checks, allocation and the launch.
+
+    python benchmarks/tiny_ops.py [--threads 2] [--reps 3000] [name ...]
+
+Per case: the best of 5 timings of `reps` calls (timing.best_us), CPU and axon interleaved case by case; ratio =
+axon / CPU, flagged with << at 1.5 or more. Names select cases by substring."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import warnings
+
+import torch
+import torch.nn.functional as F
+
+from timing import best_us
+
+
+def _r(*shape, dtype=torch.float32, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(shape, generator=g).to(dtype)
+
+
+# name: (make inputs on CPU, op over the inputs moved to the device)
+CASES = {
+    "add": (lambda: (_r(5, 5), _r(5, 5, seed=1)), lambda a, b: a + b),
+    "lerp_number": (lambda: (_r(5, 5), _r(5, 5, seed=1)), lambda a, b: torch.lerp(a, b, 0.5)),
+    "lerp_tensor": (lambda: (_r(5, 5), _r(5, 5, seed=1), _r(5, 5, seed=2)), torch.lerp),
+    "addcmul": (lambda: (_r(5, 5), _r(5, 5, seed=1), _r(5, 5, seed=2)), torch.addcmul),
+    "cat": (lambda: (_r(5, 5), _r(5, 5, seed=1)), lambda a, b: torch.cat([a, b], 1)),
+    "hstack": (lambda: (_r(5, 5), _r(5, 5, seed=1)), lambda a, b: torch.hstack([a, b])),
+    "chalf": (lambda: (_r(5, 5),), lambda a: a.chalf()),
+    "hash_tensor": (lambda: (_r(5, 5),), torch.hash_tensor),
+    "addr": (lambda: (_r(5, 5), _r(5), _r(5, seed=1)), lambda m, u, v: torch.addr(m, u, v, beta=0.6, alpha=0.2)),
+    "_safe_softmax": (lambda: (_r(5, 5),), lambda a: torch.ops.aten._safe_softmax(a, 1)),
+    "bucketize": (lambda: (_r(5), torch.linspace(-1, 1, 4)), torch.bucketize),
+    "leaky_relu": (lambda: (_r(5, 5),), lambda a: F.leaky_relu(a, 0.2)),
+    "gelu": (lambda: (_r(5, 5),), F.gelu),
+    "mm": (lambda: (_r(5, 5), _r(5, 5, seed=1)), torch.mm),
+    "bmm": (lambda: (_r(2, 5, 5), _r(2, 5, 5, seed=1)), torch.bmm),
+    "pixel_shuffle": (lambda: (_r(2, 8, 3, 3),), lambda a: F.pixel_shuffle(a, 2)),
+    "pixel_unshuffle": (lambda: (_r(2, 2, 6, 6),), lambda a: F.pixel_unshuffle(a, 2)),
+    "channel_shuffle": (lambda: (_r(2, 6, 3, 3),), lambda a: F.channel_shuffle(a, 3)),
+    "segment_reduce": (lambda: (_r(6, 4), torch.tensor([1, 2, 0, 3])),
+                       lambda x, n: torch.segment_reduce(x, "sum", lengths=n, unsafe=True)),
+    "item": (lambda: (_r(1),), lambda a: a.item()),
+    "trace": (lambda: (_r(5, 5),), torch.trace),
+    "mv": (lambda: (_r(5, 5), _r(5)), torch.mv),
+    "equal": (lambda: (_r(5, 5), _r(5, 5)), torch.equal),
+    "polar": (lambda: (_r(5, 5), _r(5, 5, seed=1)), torch.polar),
+}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("names", nargs="*")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--reps", type=int, default=3000)
+    args = p.parse_args()
+    os.environ.setdefault("AXON_THREADS", str(args.threads))  # both backends get the same thread count
+    import torch_axon  # noqa: F401
+
+    torch.set_num_threads(args.threads)
+    warnings.filterwarnings("ignore")  # complex32's "experimental" warning
+    print(f"| op | cpu us | axon us | axon / cpu |\n|---|---|---|---|")
+    for name, (make, op) in CASES.items():
+        if args.names and not any(n in name for n in args.names):
+            continue
+        inputs = make()
+        us = {}
+        for device in ("cpu", "axon"):
+            xs = [t.to(device) for t in inputs]
+            us[device] = best_us(lambda: op(*xs), device, args.reps)
+        ratio = us["axon"] / us["cpu"]
+        flag = " <<" if ratio >= 1.5 else ""
+        print(f"| {name} | {us['cpu']:.2f} | {us['axon']:.2f} | {ratio:.2f}{flag} |")
+
+
+if __name__ == "__main__":
+    main()
