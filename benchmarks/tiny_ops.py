@@ -27,6 +27,8 @@ def _r(*shape, dtype=torch.float32, seed=0):
 # name: (make inputs on CPU, op over the inputs moved to the device)
 CASES = {
     "add": (lambda: (_r(5, 5), _r(5, 5, seed=1)), lambda a, b: a + b),
+    "div_broadcast": (lambda: (_r(5, 5), _r(5, 1, seed=1)), lambda a, b: a / b),
+    "mul_row": (lambda: (_r(5, 5), _r(5, seed=1)), lambda a, b: a * b),
     "lerp_number": (lambda: (_r(5, 5), _r(5, 5, seed=1)), lambda a, b: torch.lerp(a, b, 0.5)),
     "lerp_tensor": (lambda: (_r(5, 5), _r(5, 5, seed=1), _r(5, 5, seed=2)), torch.lerp),
     "addcmul": (lambda: (_r(5, 5), _r(5, 5, seed=1), _r(5, 5, seed=2)), torch.addcmul),

@@ -328,6 +328,31 @@ def test_ternary_direct_path_keeps_the_iterators_refusals():
             torch.lerp(t, t, 0.5j)
 
 
+# A device operand of self's dtype that broadcasts into a contiguous self (or has its shape with other strides) takes
+# the direct path, read by its strides: every broadcast shape, in place and out=, comparisons, integer and bool ops.
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int64, torch.bool], ids=str)
+def test_binary_direct_path_with_broadcast_and_strided_operands_matches_cpu(dtype):
+    x = sample((4, 5, 6), dtype, seed=1)
+    others = [sample(s, dtype, seed=2) for s in ((6,), (5, 1), (4, 1, 6), (1, 1, 1), ())]
+    others.append(sample((6, 5, 4), dtype, seed=3).permute(2, 1, 0))  # self's shape, other strides
+    ops = [torch.add, torch.mul, torch.lt, torch.maximum]
+    if dtype == torch.bool:
+        ops = [torch.mul, torch.eq, torch.maximum]
+    if dtype.is_floating_point:
+        ops += [torch.div, lambda a, b: torch.sub(a, b, alpha=2)]
+    for other in others:
+        for op in ops:
+            check_close(run_native(op, x, other), op(x, other))
+            if op in (torch.add, torch.mul, torch.lt):  # out= forms
+                out = torch.empty(x.shape, dtype=op(x, other).dtype, device="axon")
+                run_native(lambda a, b: op(a, b, out=out), x, other)
+                check_close(out, op(x, other))
+        if dtype != torch.bool:
+            a = x.to("axon")
+            run_native(lambda t: a.mul_(t), other)
+            check_close(a, x * other)
+
+
 def test_inplace_and_out_variants_write_the_given_tensor():
     x = sample((6, 6), torch.float32)
     ax = x.to("axon")

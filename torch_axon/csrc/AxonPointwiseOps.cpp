@@ -469,16 +469,25 @@ axon_scalar_t number_value(const at::Tensor& number, c10::ScalarType compute) {
 
 // libaxon's dtype when op can run directly on self and other: same_dense or a number operand, a loop for the dtype,
 // and floats only for FLOAT_OP ops (true division promotes integers).
-// other as a 0-dim device tensor of self's dtype next to a dense self (x * scale, with scale a 0-dim buffer): one
-// element broadcast with a stride of 0, as the iterator would describe it.
-bool device_element_operand(const at::Tensor& self, const at::Tensor& other) {
-  return other.dim() == 0 && other.device() == self.device() && other.scalar_type() == self.scalar_type() &&
-         same_dense(self, self);
+// other as a device tensor of self's dtype that broadcasts into a contiguous self (x * scale with scale a 0-dim
+// buffer, x / norm with norm [n, 1], x + bias with bias [d]), or has self's shape with other strides: read by its
+// strides, with a stride of 0 along its size-1 and missing dimensions, as the iterator would describe it, so the
+// result has self's shape.
+bool broadcast_operand(const at::Tensor& self, const at::Tensor& other) {
+  if (other.device() != self.device() || other.scalar_type() != self.scalar_type() || other.dim() > self.dim() ||
+      self.dim() > AXON_MAX_DIMS || !same_dense(self, self)) {
+    return false;
+  }
+  for (int64_t k = 1; k <= other.dim(); ++k) {
+    const int64_t o = other.size(-k);
+    if (o != 1 && o != self.size(-k)) return false;
+  }
+  return true;
 }
 
 template <bool FLOAT_OP>
 std::optional<axon_dtype_t> direct_dtype(const at::Tensor& self, const at::Tensor& other, axon_binary_op_t op) {
-  if (!same_dense(self, other) && !number_operand(self, other) && !device_element_operand(self, other)) {
+  if (!same_dense(self, other) && !number_operand(self, other) && !broadcast_operand(self, other)) {
     return std::nullopt;
   }
   if (FLOAT_OP && !keeps_dtype_in_float_ops(self.scalar_type())) return std::nullopt;
@@ -487,17 +496,39 @@ std::optional<axon_dtype_t> direct_dtype(const at::Tensor& self, const at::Tenso
   return d;
 }
 
+// t (contiguous) described with its own sizes, for an operand broadcast to them.
+axon_tensor_t describe_dense(const at::Tensor& t, axon_dtype_t dtype, bool written) {
+  axon_tensor_t d = describe_run(t, dtype, written);
+  d.ndim = static_cast<int>(t.dim());
+  int64_t step = 1;
+  for (int k = d.ndim - 1; k >= 0; --k) {
+    d.sizes[k] = t.size(k);
+    d.strides[k] = step;
+    step *= t.size(k);
+  }
+  return d;
+}
+
 // op(self, other) on the direct path; other null: a number operand already in params.operand[1]. out is of the
 // inputs' dtype, or bool for the comparisons (whose params name the inputs' dtype as the compute dtype).
 void launch_direct(const at::Tensor& out, const at::Tensor& self, const at::Tensor* other, axon_dtype_t dtype,
                    axon_binary_op_t op, const axon_op_params_t& params) {
   if (out.numel() == 0) return;
-  const axon_tensor_t o = describe_run(out, out.scalar_type() == c10::kBool ? AXON_BOOL : dtype, /*written=*/true);
-  const axon_tensor_t a = describe_run(self, dtype);
-  axon_tensor_t b = other ? describe_run(*other, dtype) : axon_tensor_t{};
-  if (other && other->dim() == 0) {  // device_element_operand
-    b.sizes[0] = o.sizes[0];
-    b.strides[0] = 0;
+  const axon_dtype_t out_dtype = out.scalar_type() == c10::kBool ? AXON_BOOL : dtype;
+  axon_tensor_t o = describe_run(out, out_dtype, /*written=*/true), a = describe_run(self, dtype), b{};
+  if (other && !(other->sizes().equals(self.sizes()) && other->is_contiguous())) {
+    // broadcast_operand (or a strided other of self's shape): out and self with their dimensions
+    o = describe_dense(out, out_dtype, /*written=*/true);
+    a = describe_dense(self, dtype, /*written=*/false);
+    b = describe_run(*other, dtype);
+    b.ndim = o.ndim;
+    for (int k = 0; k < o.ndim; ++k) {
+      const int64_t j = k - (self.dim() - other->dim());  // other's dimension aligned with k, if any
+      b.sizes[k] = o.sizes[k];
+      b.strides[k] = j < 0 || other->size(j) == 1 ? 0 : other->stride(j);
+    }
+  } else if (other) {
+    b = describe_run(*other, dtype);
   }
   AXON_CHECK(axon_kernel_binary(current_stream(out.device().index()), op, &o, &a, other ? &b : nullptr, &params));
 }
