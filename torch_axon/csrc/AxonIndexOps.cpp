@@ -503,13 +503,13 @@ at::Tensor& cat_into(const at::ITensorListRef& list, int64_t dim, at::Tensor& ou
   const auto tensors = list.materialize();
   TORCH_CHECK(!tensors.empty(), "torch.cat(): expected a non-empty list of Tensors");
   const c10::Device device = tensors[0].get().device();
-  for (const at::Tensor& t : tensors) {
+  const auto check_device = [&](const at::Tensor& t) {
     TORCH_CHECK(t.device() == device, "Expected all tensors to be on the same device, but found at least two devices, ",
                 device, " and ", t.device(), "!");
-  }
+  };
+  for (const at::Tensor& t : tensors) check_device(t);
   const bool fresh = !out.defined();
-  TORCH_CHECK(fresh || out.device() == device, "Expected all tensors to be on the same device, but found at least two "
-              "devices, ", device, " and ", out.device(), "!");
+  if (!fresh) check_device(out);
   const at::ScalarType result = at::native::result_type(list), out_type = fresh ? result : out.scalar_type();
   // Dtypes libaxon does not know (complex32, float8, uint16..64) are joined as their bytes when no input needs a
   // conversion: the copy is exact whatever the element means.

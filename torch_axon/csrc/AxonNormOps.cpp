@@ -38,23 +38,6 @@ bool floats(std::initializer_list<const at::Tensor*> ts) {
   return true;
 }
 
-// The descriptor of a contiguous t as [outer, size(dim), inner], without a view (a view's dispatch cost as much as a
-// small softmax). An output's pointer is taken as mutable (copy-on-write storage materialized).
-axon_tensor_t describe_3d(const at::Tensor& t, int64_t dim, const char* name, bool written = false) {
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < t.dim(); ++d) {
-    if (d < dim) outer *= t.size(d);
-    if (d > dim) inner *= t.size(d);
-  }
-  axon_tensor_t desc = describe_flat(t, name);
-  if (written) desc.data = t.mutable_data_ptr();
-  const int64_t n = t.dim() ? t.size(dim) : 1;
-  desc.ndim = 3;
-  desc.sizes[0] = outer, desc.sizes[1] = n, desc.sizes[2] = inner;
-  desc.strides[0] = n * inner, desc.strides[1] = inner, desc.strides[2] = 1;
-  return desc;
-}
-
 // Runs launch(o) on a contiguous tensor o of out's (already resized) shape, copying back if out is strided.
 template <class Launch>
 void into_contiguous(at::Tensor& out, Launch launch) {
@@ -76,9 +59,8 @@ at::Tensor& softmax_out(const at::Tensor& self, int64_t dim, bool half_to_float,
   at::native::resize_output(out, self.sizes());
   if (self.numel() == 0) return out;
   const at::Tensor in = self.contiguous();
-  const char* name = LOG ? "log_softmax" : "softmax";
   into_contiguous(out, [&](const at::Tensor& o) {
-    const axon_tensor_t od = describe_3d(o, d, name, /*written=*/true), td = describe_3d(in, d, name);
+    const axon_tensor_t od = describe_around(o, d, /*written=*/true), td = describe_around(in, d);
     AXON_CHECK(axon_kernel_softmax(current_stream(self.device().index()), &od, &td, 1, LOG));
   });
   return out;
@@ -100,8 +82,8 @@ at::Tensor safe_softmax(const at::Tensor& self, int64_t dim, std::optional<c10::
   at::Tensor out = at::empty(in.sizes(), in.options());
   if (in.numel() == 0) return out;
   const at::Tensor x = in.contiguous();
-  const axon_tensor_t od = describe_3d(out, d, "_safe_softmax", /*written=*/true);
-  const axon_tensor_t xd = describe_3d(x, d, "_safe_softmax");
+  const axon_tensor_t od = describe_around(out, d, /*written=*/true);
+  const axon_tensor_t xd = describe_around(x, d);
   AXON_CHECK(axon_kernel_safe_softmax(current_stream(self.device().index()), &od, &xd, 1));
   return out;
 }
@@ -117,10 +99,9 @@ at::Tensor& softmax_backward_out(const at::Tensor& grad_output, const at::Tensor
   at::native::resize_output(grad_input, output.sizes());
   if (output.numel() == 0) return grad_input;
   const at::Tensor g = grad_output.contiguous(), y = output.contiguous();
-  const char* name = LOG ? "log_softmax_backward" : "softmax_backward";
   into_contiguous(grad_input, [&](const at::Tensor& o) {
-    const axon_tensor_t od = describe_3d(o, d, name, /*written=*/true);
-    const axon_tensor_t gd = describe_3d(g, d, name), yd = describe_3d(y, d, name);
+    const axon_tensor_t od = describe_around(o, d, /*written=*/true);
+    const axon_tensor_t gd = describe_around(g, d), yd = describe_around(y, d);
     AXON_CHECK(axon_kernel_softmax_backward(current_stream(output.device().index()), &od, &gd, &yd, 1, LOG));
   });
   return grad_input;

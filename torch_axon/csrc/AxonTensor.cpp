@@ -129,6 +129,19 @@ axon_tensor_t describe_strided(const at::TensorBase& t, int ndim, const int64_t*
   return d;
 }
 
+axon_tensor_t describe_around(const at::TensorBase& t, int64_t dim, bool written) {
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (d < dim) outer *= t.size(d);
+    if (d > dim) inner *= t.size(d);
+  }
+  const int64_t n = t.dim() ? t.size(dim) : 1;
+  const int64_t sizes[3] = {outer, n, inner}, strides[3] = {n * inner, inner, 1};
+  axon_tensor_t d = describe_strided(t, 3, sizes, strides);
+  if (written) d.data = t.mutable_data_ptr();
+  return d;
+}
+
 std::vector<axon_tensor_t> describe_flat_list(at::TensorList l, const char* op) {
   std::vector<axon_tensor_t> out;
   out.reserve(l.size());

@@ -71,6 +71,11 @@ std::vector<axon_tensor_t> describe_flat_list(at::TensorList l, const char* op);
 // storage; t's dtype must be one libaxon knows (kernels_support).
 axon_tensor_t describe_strided(const at::TensorBase& t, int ndim, const int64_t* sizes, const int64_t* strides);
 
+// A contiguous t as [outer, size(dim), inner] (a 0-dim t as [1, 1, 1]), without a view: the form of kernels that work
+// along one dimension (softmax, segment reductions). `written`: the pointer is taken as mutable (copy-on-write storage
+// materialized), for an output.
+axon_tensor_t describe_around(const at::TensorBase& t, int64_t dim, bool written = false);
+
 // The descriptor of t's bytes: as describe(), but with the libaxon dtype of t's element size (uint8, int16, int32,
 // int64, complex128), for kernels that only move bytes (same-dtype copies, fills with a converted value). Works for
 // dtypes libaxon does not know (float8, uint16, complex32, ...).
