@@ -53,6 +53,18 @@ CASES = {
     "mv": (lambda: (_r(5, 5), _r(5)), torch.mv),
     "equal": (lambda: (_r(5, 5), _r(5, 5)), torch.equal),
     "polar": (lambda: (_r(5, 5), _r(5, 5, seed=1)), torch.polar),
+    "cosine_similarity": (lambda: (_r(5, 5), _r(5, 5, seed=1)), F.cosine_similarity),
+    "clamp_min_0dim": (lambda: (_r(5), torch.tensor(0.1)), lambda a, m: a.clamp_min(m)),
+    "kron": (lambda: (_r(3, 3), _r(2, 2, seed=1)), torch.kron),
+    "max_pool1d": (lambda: (_r(2, 3, 8),), lambda a: F.max_pool1d(a, 2)),
+    "index_add_0dim": (lambda: (_r(), torch.tensor([0]), _r(seed=1)),
+                       lambda s, i, v: s.index_add(0, i, v)),
+    "view_copy": (lambda: (_r(5, 5),), lambda a: torch.view_copy(a, [25])),
+    "as_strided_scatter": (lambda: (_r(5, 5), _r(5, seed=1)),
+                           lambda a, b: torch.as_strided_scatter(a, b, (5,), (6,))),
+    "grid_sampler_2d": (lambda: (_r(1, 2, 5, 5), _r(1, 4, 4, 2, seed=1)),
+                        lambda a, g: F.grid_sample(a, g, align_corners=False)),
+    "pad_replicate": (lambda: (_r(1, 2, 5),), lambda a: F.pad(a, (2, 2), mode="replicate")),
 }
 
 

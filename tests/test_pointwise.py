@@ -758,6 +758,15 @@ TENSOR_BOUND_CASES = {
     "clamp_min tensor": lambda x, y: torch.clamp_min(x, y),
     "clamp_max tensor broadcast": lambda x, y: torch.clamp_max(x, y[0]),
     "clamp_min_ in place": lambda x, y: x.clone().clamp_min_(y),
+    "clamp_min_ 0-dim bound": lambda x, y: x.clone().clamp_min_(y[1, 2]),  # cosine_similarity's clamp by eps
+    "clamp_max_ column bound": lambda x, y: x.clone().clamp_max_(y[:, :1]),
+    "clamp_max_ strided bound": lambda x, y: x.clone().clamp_max_(y.t().contiguous().t()),
+    "clamp_min_ number": lambda x, y: x.clone().clamp_min_(1),
+    "clamp_max_ number": lambda x, y: x[:, ::2].clamp_max_(-1),  # a strided self: the generic route
+    "clamp_min 0-dim bound": lambda x, y: torch.clamp_min(x, y[0, 0]),
+    "clamp_max row bound": lambda x, y: torch.clamp_max(x, y[0]),
+    # a bound of a wider dtype: promoted, then cast to self (the generic route)
+    "clamp_min_ wider bound": lambda x, y: x.clone().clamp_min_(y.double() if x.is_floating_point() else y.long()),
     "rsub": lambda x, y: torch.rsub(x, y),
     "rsub alpha": lambda x, y: torch.rsub(x, y, alpha=3),
 }

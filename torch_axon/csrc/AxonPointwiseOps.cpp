@@ -20,6 +20,8 @@
 #include <ATen/native/TypeProperties.h>
 #include <ATen/ops/add_compositeexplicitautogradnonfunctional_dispatch.h>
 #include <ATen/ops/clamp_compositeexplicitautogradnonfunctional_dispatch.h>
+#include <ATen/ops/clamp_max_compositeexplicitautogradnonfunctional_dispatch.h>
+#include <ATen/ops/clamp_min_compositeexplicitautogradnonfunctional_dispatch.h>
 #include <ATen/ops/div_compositeexplicitautogradnonfunctional_dispatch.h>
 #include <ATen/ops/mul_compositeexplicitautogradnonfunctional_dispatch.h>
 #include <ATen/ops/pow_compositeexplicitautogradnonfunctional_dispatch.h>
@@ -1123,11 +1125,36 @@ at::Tensor clamp_min(const at::Tensor& self, const c10::Scalar& min) {
 at::Tensor clamp_max(const at::Tensor& self, const c10::Scalar& max) {
   return clamp_numbers(self, std::nullopt, max);
 }
-at::Tensor clamp_min_tensor(const at::Tensor& self, const at::Tensor& min) {
-  return clamp_tensor(self, min, std::nullopt);
+// clamp_min and clamp_max with one tensor bound: maximum or minimum on the direct path (a device bound of self's
+// dtype that broadcasts into self, or a 0-dim CPU number), else clamp's iterator.
+template <bool MIN>
+at::Tensor clamp_bound_tensor(const at::Tensor& self, const at::Tensor& bound) {
+  const axon_binary_op_t op = MIN ? AXON_BINARY_MAXIMUM : AXON_BINARY_MINIMUM;
+  if (!self.is_complex()) {
+    if (auto r = binary_direct<false>(self, bound, op, axon_op_params_default())) return *std::move(r);
+  }
+  return MIN ? clamp_tensor(self, bound, std::nullopt) : clamp_tensor(self, std::nullopt, bound);
 }
-at::Tensor clamp_max_tensor(const at::Tensor& self, const at::Tensor& max) {
-  return clamp_tensor(self, std::nullopt, max);
+
+// Their in-place forms (cosine_similarity clamps its norms by a 0-dim eps this way), with a tensor or a number bound;
+// off the direct path, PyTorch's generic in-place route (its meta function checks the shape and the cast to self).
+template <bool MIN>
+at::Tensor& clamp_bound_tensor_(at::Tensor& self, const at::Tensor& bound) {
+  const axon_binary_op_t op = MIN ? AXON_BINARY_MAXIMUM : AXON_BINARY_MINIMUM;
+  if (!self.is_complex() && binary_direct_into<false>(self, self, bound, op, axon_op_params_default())) return self;
+  return MIN ? at::compositeexplicitautogradnonfunctional::clamp_min_(self, bound)
+             : at::compositeexplicitautogradnonfunctional::clamp_max_(self, bound);
+}
+
+template <bool MIN>
+at::Tensor& clamp_bound_number_(at::Tensor& self, const c10::Scalar& bound) {
+  const axon_binary_op_t op = MIN ? AXON_BINARY_MAXIMUM : AXON_BINARY_MINIMUM;
+  if (!self.is_complex() && !bound.isComplex() &&
+      binary_direct_into<false>(self, self, at::native::wrapped_scalar_tensor(bound), op, axon_op_params_default())) {
+    return self;
+  }
+  return MIN ? at::compositeexplicitautogradnonfunctional::clamp_min_(self, bound)
+             : at::compositeexplicitautogradnonfunctional::clamp_max_(self, bound);
 }
 
 // rsub: other - alpha * self, which is sub with the operands swapped (its checks and messages too).
@@ -1553,8 +1580,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("clamp.Tensor", TORCH_FN(clamp_tensor));
   m.impl("clamp_min", TORCH_FN(clamp_min));
   m.impl("clamp_max", TORCH_FN(clamp_max));
-  m.impl("clamp_min.Tensor", TORCH_FN(clamp_min_tensor));
-  m.impl("clamp_max.Tensor", TORCH_FN(clamp_max_tensor));
+  m.impl("clamp_min.Tensor", TORCH_FN(clamp_bound_tensor<true>));
+  m.impl("clamp_max.Tensor", TORCH_FN(clamp_bound_tensor<false>));
+  m.impl("clamp_min_.Tensor", TORCH_FN(clamp_bound_tensor_<true>));
+  m.impl("clamp_max_.Tensor", TORCH_FN(clamp_bound_tensor_<false>));
+  m.impl("clamp_min_", TORCH_FN(clamp_bound_number_<true>));
+  m.impl("clamp_max_", TORCH_FN(clamp_bound_number_<false>));
 
   // gelu_backward and silu_backward: their functional forms too, which autograd calls. Without its own, silu's ran
   // ATen's composite formula on PrivateUse1 (five pointwise commands, 4.7x torch CPU's time).
