@@ -1,6 +1,7 @@
 /* Small kernels on an idle stream run inline on the launching thread (stream.c). What must not change: stream order
  * behind queued work, errors reported at the next synchronization point, events and queries, one command at a time
- * when several host threads launch on one stream, and kernels of unknown size (bytes 0) always queued. */
+ * when several host threads launch on one stream, and kernels of unknown size (bytes 0) always queued. Small
+ * device-to-device copies and fills follow the same rules. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -207,6 +208,42 @@ static void test_host_threads_sharing_a_stream_never_overlap_its_commands(void) 
     axon_runtime_destroy(rt);
 }
 
+/* A tiny clone or fill on an idle stream is done when the call returns (no wake of the executor); behind queued work
+ * it waits its turn and sees what that work wrote. */
+static void test_small_copies_and_fills_run_inline_in_stream_order(void) {
+    axon_runtime_t rt = check_runtime(1, 1 << 26, 2, NULL, NULL);
+    REQUIRE(rt);
+    axon_device_t d = check_device(rt, 0);
+    axon_stream_t s;
+    CHECK_OK(axon_stream_create(d, 0, &s));
+    unsigned char *a, *b;
+    CHECK_OK(axon_mem_alloc(d, 64, s, (void **)&a));
+    CHECK_OK(axon_mem_alloc(d, 64, s, (void **)&b));
+    CHECK_OK(axon_memset_async(a, 7, 64, s));
+    CHECK_OK(axon_stream_query(s)); /* nothing pending: it ran inline */
+    CHECK(a[0] == 7 && a[63] == 7);
+    CHECK_OK(axon_memcpy_async(b, a, 64, AXON_COPY_DEVICE_TO_DEVICE, s));
+    CHECK_OK(axon_stream_query(s));
+    CHECK(b[0] == 7 && b[63] == 7);
+
+    atomic_int gate = 0;
+    atomic_int *gp = &gate;
+    axon_launch_t g = {gate_kernel, &gp, sizeof gp, "gate", 0};
+    CHECK_OK(axon_stream_launch(s, &g));
+    CHECK_OK(axon_memset_async(a, 9, 64, s));
+    CHECK_OK(axon_memcpy_async(b, a, 64, AXON_COPY_DEVICE_TO_DEVICE, s));
+    sleep_ms(20);
+    CHECK(a[0] == 7 && b[0] == 7); /* both wait behind the gate */
+    CHECK_STATUS(axon_stream_query(s), AXON_ERROR_NOT_READY);
+    atomic_store(&gate, 1);
+    CHECK_OK(axon_stream_sync(s));
+    CHECK(a[0] == 9 && b[0] == 9 && b[63] == 9);
+    CHECK_OK(axon_mem_free(d, a));
+    CHECK_OK(axon_mem_free(d, b));
+    CHECK_OK(axon_stream_destroy(s));
+    axon_runtime_destroy(rt);
+}
+
 int main(void) {
     RUN(test_small_kernel_on_an_idle_stream_has_run_when_launch_returns);
     RUN(test_kernels_of_unknown_or_large_size_are_queued);
@@ -214,5 +251,6 @@ int main(void) {
     RUN(test_failed_inline_kernel_is_reported_once_at_the_next_sync);
     RUN(test_events_around_inline_kernels_complete_and_time_them);
     RUN(test_host_threads_sharing_a_stream_never_overlap_its_commands);
+    RUN(test_small_copies_and_fills_run_inline_in_stream_order);
     return check_report();
 }
