@@ -219,6 +219,13 @@ GS_INLINE static int32_t GS_NAME(gs_index32_)(GS_T x, int64_t size) {
     c = c < (GS_T)size ? c : (GS_T)size;
     return (int32_t)c;
 }
+/* gs_unnormalize_ as (v + 1) * u[0] - u[1], the same operations: its constants hoisted out of the loops, where
+ * reading them through `a` inside kept GCC's vector loops from running (it could not rule out that the block's stores
+ * alias the arguments, and the scalar loops ran instead: 2.6x CPU's time for op_db's grid_sampler_2d samples). */
+GS_INLINE static void GS_NAME(gs_unnormalize_consts_)(const gs_args_t *a, int64_t size, GS_T *u) {
+    u[0] = a->align ? (GS_T)(size - 1) / 2 : (GS_T)size / 2;
+    u[1] = a->align ? (GS_T)0 : (GS_T)0.5;
+}
 /* k if it indexes a dimension of `size`, else -1 */
 GS_INLINE static int32_t GS_NAME(gs_in_range32_)(int32_t k, int64_t size) {
     return (uint32_t)k < (uint32_t)size ? k : -1;
@@ -252,8 +259,8 @@ GS_INLINE static GS_T GS_NAME(gs_clip_3d_)(GS_T x, int64_t size) {
     do {                                                                                                       \
         if (a->interp == AXON_GRID_NEAREST) {                                                                  \
             for (int64_t j = 0; j < m; j++) {                                                                  \
-                const GS_T x = PAD(GS_NAME(gs_unnormalize_)(a, gx[j], W, &sx), W, rx);                         \
-                const GS_T y = PAD(GS_NAME(gs_unnormalize_)(a, gy[j], H, &sy), H, ry);                         \
+                const GS_T x = PAD((gx[j] + 1) * ux[0] - ux[1], W, rx);                         \
+                const GS_T y = PAD((gy[j] + 1) * uy[0] - uy[1], H, ry);                         \
                 const int32_t ix = GS_NAME(gs_in_range32_)(GS_NAME(gs_index32_)(GS_MATH(rint)(x), W), W);      \
                 const int32_t iy = GS_NAME(gs_in_range32_)(GS_NAME(gs_index32_)(GS_MATH(rint)(y), H), H);      \
                 bl->off32[0][j] = ix < 0 || iy < 0 ? -1 : iy * (int32_t)W + ix;                                \
@@ -263,16 +270,19 @@ GS_INLINE static GS_T GS_NAME(gs_clip_3d_)(GS_T x, int64_t size) {
             break;                                                                                             \
         }                                                                                                      \
         for (int64_t j = 0; j < m; j++) {                                                                      \
-            const GS_T x = PAD(GS_NAME(gs_unnormalize_)(a, gx[j], W, &sx), W, rx);                             \
-            const GS_T y = PAD(GS_NAME(gs_unnormalize_)(a, gy[j], H, &sy), H, ry);                             \
+            const GS_T x = PAD((gx[j] + 1) * ux[0] - ux[1], W, rx);                             \
+            const GS_T y = PAD((gy[j] + 1) * uy[0] - uy[1], H, ry);                             \
             const GS_T x0 = GS_MATH(floor)(x), tx = x - x0, y0 = GS_MATH(floor)(y), ty = y - y0;               \
             const int32_t kx = GS_NAME(gs_index32_)(x0, W), ky = GS_NAME(gs_index32_)(y0, H);                  \
-            const int32_t ix0 = GS_NAME(gs_in_range32_)(kx, W), ix1 = GS_NAME(gs_in_range32_)(kx + 1, W);      \
-            const int32_t iy0 = GS_NAME(gs_in_range32_)(ky, H), iy1 = GS_NAME(gs_in_range32_)(ky + 1, H);      \
-            bl->off32[0][j] = ix0 < 0 || iy0 < 0 ? -1 : iy0 * (int32_t)W + ix0;                                \
-            bl->off32[1][j] = ix1 < 0 || iy0 < 0 ? -1 : iy0 * (int32_t)W + ix1;                                \
-            bl->off32[2][j] = ix0 < 0 || iy1 < 0 ? -1 : iy1 * (int32_t)W + ix0;                                \
-            bl->off32[3][j] = ix1 < 0 || iy1 < 0 ? -1 : iy1 * (int32_t)W + ix1;                                \
+            /* 32-bit lanes throughout (the top-left tap's offset wraps where it is unused): with mixed widths \
+             * GCC vectorized this loop for AVX2 but not for AVX-512, whose masks it could not convert */     \
+            const uint32_t o = (uint32_t)ky * w32 + (uint32_t)kx;                                              \
+            const int32_t inx0 = (uint32_t)kx < w32, inx1 = (uint32_t)kx + 1 < w32;                            \
+            const int32_t iny0 = (uint32_t)ky < h32, iny1 = (uint32_t)ky + 1 < h32;                            \
+            bl->off32[0][j] = inx0 & iny0 ? (int32_t)o : -1;                                                   \
+            bl->off32[1][j] = inx1 & iny0 ? (int32_t)(o + 1) : -1;                                             \
+            bl->off32[2][j] = inx0 & iny1 ? (int32_t)(o + w32) : -1;                                           \
+            bl->off32[3][j] = inx1 & iny1 ? (int32_t)(o + w32 + 1) : -1;                                       \
             bl->w[0][j] = (1 - tx) * (1 - ty) * 1, bl->w[1][j] = tx * (1 - ty) * 1;                            \
             bl->w[2][j] = (1 - tx) * ty * 1, bl->w[3][j] = tx * ty * 1;                                        \
         }                                                                                                      \
@@ -282,7 +292,9 @@ GS_INLINE static GS_T GS_NAME(gs_clip_3d_)(GS_T x, int64_t size) {
 GS_INLINE static void GS_NAME(gs_block_taps_2d_forward_)(const gs_args_t *a, int64_t at0, int64_t m,
                                                         GS_NAME(gs_block_) *bl) {
     const int64_t H = a->in_sp[1], W = a->in_sp[2];
-    GS_T gx[GS_BLOCK], gy[GS_BLOCK], sx, sy;
+    const uint32_t w32 = (uint32_t)W, h32 = (uint32_t)H;
+    GS_T gx[GS_BLOCK], gy[GS_BLOCK], ux[2], uy[2];
+    GS_NAME(gs_unnormalize_consts_)(a, W, ux), GS_NAME(gs_unnormalize_consts_)(a, H, uy);
     if (a->dt_grid == (sizeof(GS_T) == 4 ? AXON_FLOAT32 : AXON_FLOAT64)) {
         const GS_T *g = (const GS_T *)a->grid + at0;
         for (int64_t j = 0; j < m; j++) gx[j] = g[2 * j], gy[j] = g[2 * j + 1];
@@ -307,9 +319,9 @@ GS_INLINE static void GS_NAME(gs_block_taps_2d_forward_)(const gs_args_t *a, int
     do {                                                                                                       \
         if (a->interp == AXON_GRID_NEAREST) {                                                                  \
             for (int64_t j = 0; j < m; j++) {                                                                  \
-                const GS_T x = PAD(GS_NAME(gs_unnormalize_)(a, gx[j], W, &sx), W, rx);                         \
-                const GS_T y = PAD(GS_NAME(gs_unnormalize_)(a, gy[j], H, &sy), H, ry);                         \
-                const GS_T z = PAD(GS_NAME(gs_unnormalize_)(a, gz[j], D, &sz), D, rz);                         \
+                const GS_T x = PAD((gx[j] + 1) * ux[0] - ux[1], W, rx);                         \
+                const GS_T y = PAD((gy[j] + 1) * uy[0] - uy[1], H, ry);                         \
+                const GS_T z = PAD((gz[j] + 1) * uz[0] - uz[1], D, rz);                         \
                 const int32_t ix = GS_NAME(gs_in_range32_)(GS_NAME(gs_index32_)(GS_MATH(rint)(x), W), W);      \
                 const int32_t iy = GS_NAME(gs_in_range32_)(GS_NAME(gs_index32_)(GS_MATH(rint)(y), H), H);      \
                 const int32_t iz = GS_NAME(gs_in_range32_)(GS_NAME(gs_index32_)(GS_MATH(rint)(z), D), D);      \
@@ -320,9 +332,9 @@ GS_INLINE static void GS_NAME(gs_block_taps_2d_forward_)(const gs_args_t *a, int
             break;                                                                                             \
         }                                                                                                      \
         for (int64_t j = 0; j < m; j++) {                                                                      \
-            const GS_T x = PAD(GS_NAME(gs_unnormalize_)(a, gx[j], W, &sx), W, rx);                             \
-            const GS_T y = PAD(GS_NAME(gs_unnormalize_)(a, gy[j], H, &sy), H, ry);                             \
-            const GS_T z = PAD(GS_NAME(gs_unnormalize_)(a, gz[j], D, &sz), D, rz);                             \
+            const GS_T x = PAD((gx[j] + 1) * ux[0] - ux[1], W, rx);                             \
+            const GS_T y = PAD((gy[j] + 1) * uy[0] - uy[1], H, ry);                             \
+            const GS_T z = PAD((gz[j] + 1) * uz[0] - uz[1], D, rz);                             \
             const GS_T x0 = GS_MATH(floor)(x), tx = x - x0, y0 = GS_MATH(floor)(y), ty = y - y0;               \
             const GS_T z0 = GS_MATH(floor)(z), tz = z - z0;                                                    \
             const int32_t kx = GS_NAME(gs_index32_)(x0, W), ky = GS_NAME(gs_index32_)(y0, H);                  \
@@ -356,7 +368,9 @@ GS_INLINE static void GS_NAME(gs_block_taps_2d_forward_)(const gs_args_t *a, int
 GS_INLINE static void GS_NAME(gs_block_taps_3d_forward_)(const gs_args_t *a, int64_t at0, int64_t m,
                                                         GS_NAME(gs_block_) *bl) {
     const int64_t D = a->in_sp[0], H = a->in_sp[1], W = a->in_sp[2];
-    GS_T gx[GS_BLOCK], gy[GS_BLOCK], gz[GS_BLOCK], sx, sy, sz;
+    GS_T gx[GS_BLOCK], gy[GS_BLOCK], gz[GS_BLOCK], ux[2], uy[2], uz[2];
+    GS_NAME(gs_unnormalize_consts_)(a, W, ux), GS_NAME(gs_unnormalize_consts_)(a, H, uy);
+    GS_NAME(gs_unnormalize_consts_)(a, D, uz);
     if (a->dt_grid == (sizeof(GS_T) == 4 ? AXON_FLOAT32 : AXON_FLOAT64)) {
         const GS_T *g = (const GS_T *)a->grid + at0;
         for (int64_t j = 0; j < m; j++) gx[j] = g[3 * j], gy[j] = g[3 * j + 1], gz[j] = g[3 * j + 2];
