@@ -64,6 +64,10 @@ CASES = {
                            lambda a, b: torch.as_strided_scatter(a, b, (5,), (6,))),
     "grid_sampler_2d": (lambda: (_r(1, 2, 5, 5), _r(1, 4, 4, 2, seed=1)),
                         lambda a, g: F.grid_sample(a, g, align_corners=False)),
+    "div_trunc": (lambda: (_r(5, 5), _r(5, 5, seed=1)), lambda a, b: torch.div(a, b, rounding_mode="trunc")),
+    "div_floor_number": (lambda: (_r(5, 5),), lambda a: torch.div(a, 3, rounding_mode="floor")),
+    "rpow": (lambda: (_r(5, 5),), lambda a: 2 ** a),
+    "layer_norm": (lambda: (_r(5, 5), _r(5, seed=1), _r(5, seed=2)), lambda a, w, b: F.layer_norm(a, (5,), w, b)),
     "pad_replicate": (lambda: (_r(1, 2, 5),), lambda a: F.pad(a, (2, 2), mode="replicate")),
 }
 

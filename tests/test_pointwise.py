@@ -787,3 +787,50 @@ def test_tensor_bounds_and_rsub_match_cpu_natively(name, dtype):
     want = fn(x, y)
     assert got.dtype == want.dtype and got.shape == want.shape
     torch.testing.assert_close(got, want, equal_nan=True, rtol=1e-2 if dtype == torch.bfloat16 else 1e-6, atol=1e-5)
+
+
+# div with a rounding mode: functional, in-place and out forms, on the direct path (same shape, a broadcast row, a
+# Python number) and through the iterator (a strided input, mixed dtypes).
+ROUNDING_DIV_CASES = {
+    "same shape": lambda x, y, m: torch.div(x, y, rounding_mode=m),
+    "broadcast row": lambda x, y, m: torch.div(x, y[0], rounding_mode=m),
+    "number": lambda x, y, m: torch.div(x, 3, rounding_mode=m),
+    "strided": lambda x, y, m: torch.div(x.t(), y, rounding_mode=m),
+    "mixed dtypes": lambda x, y, m: torch.div(x, y.double(), rounding_mode=m),
+    "in place": lambda x, y, m: x.clone().div_(y, rounding_mode=m),
+    "in place broadcast": lambda x, y, m: x.clone().div_(y[:, :1], rounding_mode=m),
+    "out": lambda x, y, m: torch.div(x, y, rounding_mode=m, out=torch.empty_like(x)),
+}
+
+
+@pytest.mark.parametrize("mode", ["trunc", "floor"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.int64, torch.int32], ids=str)
+@pytest.mark.parametrize("name", sorted(ROUNDING_DIV_CASES))
+def test_rounding_division_forms_match_cpu(name, dtype, mode):
+    g = torch.Generator().manual_seed(7)
+    x = (torch.randn(5, 5, generator=g) * 20).to(dtype)
+    y = (torch.randn(5, 5, generator=g) * 4).to(dtype)
+    if not dtype.is_floating_point:
+        y[y == 0] = 3   # integer division by zero raises (below)
+    fn = ROUNDING_DIV_CASES[name]
+    torch_axon.reset_fallback_stats()
+    got = fn(x.to("axon"), y.to("axon"), mode).cpu()
+    assert torch_axon.fallback_stats() == {}, torch_axon.fallback_stats()
+    want = fn(x, y, mode)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    if dtype == torch.bfloat16:
+        # CPU's vector loop rounds the quotient to bfloat16 before truncating it (-41.25 / -0.574 = 71.8 gives 72,
+        # its scalar loop 71): compare with the quotient rounded once, as axon and CPU's scalar loop compute it
+        want = fn(x.float(), y.float(), mode).to(got.dtype)
+    torch.testing.assert_close(got, want, rtol=0, atol=0)   # rounded quotients: the same values
+
+
+def test_rounding_division_refuses_like_cpu():
+    a = torch.tensor([7, -7], device="axon")
+    with pytest.raises(RuntimeError, match="rounding_mode to be one of None, 'trunc', or 'floor' but found 'up'"):
+        torch.div(a, 2, rounding_mode="up")
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        torch.div(a, torch.zeros(2, dtype=torch.long, device="axon"), rounding_mode="floor")
+        torch.axon.synchronize()
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output type Long"):
+        a.clone().div_(torch.ones(2, device="axon"), rounding_mode="trunc")

@@ -659,15 +659,41 @@ at::Tensor floor_divide(const at::Tensor& self, const at::Tensor& other) {
 
 at::Tensor& floor_divide_(at::Tensor& self, const at::Tensor& other) { return floor_divide_into(self, other, self); }
 
+// div's rounding modes as libaxon ops, with PyTorch's message for any other.
+axon_binary_op_t rounding_div(c10::string_view mode) {
+  TORCH_CHECK(mode == "trunc" || mode == "floor", "div expected rounding_mode to be one of None, 'trunc', or 'floor' "
+              "but found '", mode, "'");
+  return mode == "trunc" ? AXON_BINARY_DIV_TRUNC : AXON_BINARY_DIV_FLOOR;
+}
+
 at::Tensor& div_mode_out(const at::Tensor& self, const at::Tensor& other, std::optional<c10::string_view> mode,
                          at::Tensor& out) {
   if (!mode.has_value()) return binary_out<AXON_BINARY_DIV, true, ATEN_OP2(div, out)>(self, other, out);
-  TORCH_CHECK(*mode == "trunc" || *mode == "floor", "div expected rounding_mode to be one of None, 'trunc', or 'floor' "
-              "but found '", *mode, "'");
+  const axon_binary_op_t op = rounding_div(*mode);
+  if (binary_direct_into<false>(out, self, other, op, axon_op_params_default())) return out;
   at::TensorIterator iter = at::TensorIterator::borrowing_binary_op(out, self, other);
-  const axon_binary_op_t op = *mode == "trunc" ? AXON_BINARY_DIV_TRUNC : AXON_BINARY_DIV_FLOOR;
   if (run_binary(iter, op, axon_op_params_default(), iter.common_dtype())) return out;
   return fall_back<ATEN_OP2(div, out_mode)>(self, other, mode, out);
+}
+
+// The functional and in-place forms with a rounding mode, registered directly for the reason binary_functional's
+// are: the direct path when it applies, else one iterator (functional) or PyTorch's generic in-place route.
+at::Tensor div_mode(const at::Tensor& self, const at::Tensor& other, std::optional<c10::string_view> mode) {
+  if (!mode.has_value()) return binary_functional<AXON_BINARY_DIV, true, ATEN_OP2(div, Tensor)>(self, other);
+  const axon_binary_op_t op = rounding_div(*mode);
+  if (auto r = binary_direct<false>(self, other, op, axon_op_params_default())) return *std::move(r);
+  at::Tensor out;
+  at::TensorIterator iter = at::TensorIterator::binary_op(out, self, other);
+  if (run_binary(iter, op, axon_op_params_default(), iter.common_dtype())) return iter.output();
+  return fall_back<ATEN_OP2(div, Tensor_mode)>(self, other, mode);
+}
+
+at::Tensor& div_mode_(at::Tensor& self, const at::Tensor& other, std::optional<c10::string_view> mode) {
+  if (mode.has_value() && binary_direct_into<false>(self, self, other, rounding_div(*mode), axon_op_params_default()))
+    return self;
+  if (!mode.has_value() && binary_direct_into<true>(self, self, other, AXON_BINARY_DIV, axon_op_params_default()))
+    return self;
+  return at::compositeexplicitautogradnonfunctional::div_(self, other, mode);
 }
 
 // Comparisons and logical ops: computed in the inputs' common dtype, stored into out's dtype (normally bool).
@@ -1499,6 +1525,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   AXON_BINARY_OUT(mul, out, AXON_BINARY_MUL, false)
   AXON_BINARY_OUT(div, out, AXON_BINARY_DIV, true)
   m.impl("div.out_mode", TORCH_FN(div_mode_out));
+  m.impl("div.Tensor_mode", TORCH_FN(div_mode));
+  m.impl("div_.Tensor_mode", TORCH_FN(div_mode_));
   m.impl("floor_divide", TORCH_FN(floor_divide));
   m.impl("floor_divide_.Tensor", TORCH_FN(floor_divide_));
   m.impl("floor_divide.out", TORCH_FN(floor_divide_into));
