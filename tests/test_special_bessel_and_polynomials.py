@@ -15,6 +15,7 @@ TOL = {torch.float32: (1e-5, 1e-6), torch.float64: (1e-11, 1e-13), torch.bfloat1
 # CPU's Cephes J0, J1, Y0, Y1 are good to about 1e-7 absolute near the functions' zeros (see test_ops.py's
 # BESSEL_NEAR_ZEROS): compared with that atol, and against mpmath for accuracy.
 BESSEL_ATOL = 1e-6
+AIRY_ATOL = 1e-7
 
 
 def native(fn, *cpu_args):
@@ -57,6 +58,9 @@ UNARY = {  # name: (function, lo, hi, also the half types, atol)
     "ndtri": (torch.special.ndtri, 0, 1, False, None),
     "entr": (torch.special.entr, -1, 5, True, None),
     "sinc": (torch.sinc, -6, 6, True, None),
+    # CPU's Cephes Ai is good to 2e-8 relative above 1 and 3e-6 absolute on [-3.2, -2.09], a range left to the
+    # mpmath test below
+    "airy_ai": (torch.special.airy_ai, -2.0, 30, False, AIRY_ATOL),
 }
 
 
@@ -188,3 +192,18 @@ def test_half_types_are_refused_like_cpu():
 def test_heaviside_refuses_mixed_dtypes_like_cpu():
     with pytest.raises(RuntimeError, match="different dtypes"):
         torch.heaviside(torch.ones(3, device="axon"), torch.ones(3, dtype=torch.float64, device="axon"))
+
+
+def test_airy_ai_is_accurate_where_cpu_is_not():
+    # libaxon/kernels/special_airy.h: within 2e-11 absolute on the negative axis (CPU's Cephes code is 3e-6 off on
+    # [-3.2, -2.09]) and 1e-12 relative above 1, in each of its three regions and across their borders (-6.9 and 1)
+    mpmath.mp.dps = 30
+    x = torch.cat([torch.linspace(-30, 1, 311, dtype=torch.float64), torch.linspace(1, 100, 100, dtype=torch.float64),
+                   torch.tensor([-6.9, -6.9 - 1e-9, -2.5, -2.1, 1 + 1e-12])])
+    got = native(torch.special.airy_ai, x)
+    for g, v in zip(got.tolist(), x.tolist()):
+        want = float(mpmath.airyai(v))
+        assert abs(g - want) <= (1e-12 * abs(want) if v > 1 else 2e-11), (v, g, want)
+    xf = torch.linspace(-30, 30, 601)   # float32: computed in float64 and rounded once
+    want_f = torch.tensor([float(mpmath.airyai(v)) for v in xf.tolist()], dtype=torch.float64).float()
+    torch.testing.assert_close(native(torch.special.airy_ai, xf), want_f, rtol=2.4e-7, atol=1e-30)

@@ -21,7 +21,7 @@ static const char *const unary_names[] = {
     "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_i0", "modified_bessel_i1",
     "modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "i0", "i0e",
     "i1", "i1e", "spherical_bessel_j0", "erfcx", "log_ndtr", "ndtri", "entr", "sinc", "erfinv", "nan_to_num",
-    "round_decimals", "angle", "frexp_mantissa", "frexp_exponent", "renorm_factor",
+    "round_decimals", "angle", "frexp_mantissa", "frexp_exponent", "renorm_factor", "airy_ai",
 };
 _Static_assert(sizeof unary_names / sizeof unary_names[0] == AXON_UNARY_COUNT, "every axon_unary_op_t needs a name");
 

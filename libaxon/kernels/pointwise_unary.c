@@ -9,6 +9,7 @@
 #include <tgmath.h>
 
 #include "pointwise_impl.h"
+#include "special_airy.h"
 #include "special_bessel.h"
 #include "special_erf.h"
 #include "special_math.h"
@@ -253,6 +254,7 @@ PW_FLOATS(PW_U, polygamma, ((W)axon_polygamma(ctx->pi[0], (double)x))) /* pi[0] 
 
 /* torch.special's Bessel and normal-distribution functions, in float64 and rounded once. */
 PW_DOUBLES(PW_U, spherical_bessel_j0, ((W)axon_spherical_bessel_j0((double)x)))
+PW_DOUBLES(PW_U, airy_ai, ((W)axon_airy_ai((double)x)))
 PW_DOUBLES(PW_U, erfcx, ((W)axon_erfcx((double)x)))
 PW_DOUBLES(PW_U, log_ndtr, ((W)axon_log_ndtr((double)x)))
 static inline double pw_entr(double x) { return x != x ? x : x > 0 ? -x * log(x) : x == 0 ? 0.0 : -INFINITY; }
@@ -398,6 +400,7 @@ const pw_loop_fn axon_pw_unary_loops[AXON_UNARY_COUNT][AXON_DTYPE_COUNT] = {
     [AXON_UNARY_I1] = {PW_FLOATS(PW_BESSEL_ENTRY, i1)},
     [AXON_UNARY_I1E] = {PW_FLOATS(PW_BESSEL_ENTRY, i1e)},
     [AXON_UNARY_SPHERICAL_BESSEL_J0] = {PW_FD(spherical_bessel_j0)},
+    [AXON_UNARY_AIRY_AI] = {PW_FD(airy_ai)},
     [AXON_UNARY_ERFCX] = {PW_FD(erfcx)},
     [AXON_UNARY_LOG_NDTR] = {PW_FD(log_ndtr)},
     [AXON_UNARY_NDTRI] = {[AXON_FLOAT32] = axon_pw_ndtri_f32, [AXON_FLOAT64] = axon_pw_ndtri_f64},

@@ -92,7 +92,7 @@ static const op_case_t unary_cases[] = {
     {AXON_UNARY_ERFINV, F, ELSEWHERE, 0},      {AXON_UNARY_NAN_TO_NUM, F | I | B, EXACT, 0},
     {AXON_UNARY_ROUND_DECIMALS, F, EXACT, 0},  {AXON_UNARY_ANGLE, F | C, EXACT, 0},
     {AXON_UNARY_FREXP_MANTISSA, F, EXACT, 0},  {AXON_UNARY_FREXP_EXPONENT, F, EXACT, 0},
-    {AXON_UNARY_RENORM_FACTOR, F, ARITH, 0},
+    {AXON_UNARY_RENORM_FACTOR, F, ARITH, 0},   {AXON_UNARY_AIRY_AI, FD, ELSEWHERE, 0},
 };
 _Static_assert(sizeof unary_cases / sizeof unary_cases[0] == AXON_UNARY_COUNT, "a case for every unary op");
 

@@ -463,6 +463,58 @@ static void test_nextafter_round_decimals_and_nan_to_num_are_exact(void) {
     axon_runtime_destroy(k.rt);
 }
 
+/* airy_ai in each of its three regions and at their borders, against mpmath at 40 digits (the series region where
+ * PyTorch CPU's Cephes code is off by up to 3e-6 included: -2.5, -2.1). Tolerance: float64 within 2e-11 absolute on
+ * the negative axis (the series' cancellation, the asymptotic phase) and 1e-12 relative above 1, where the values
+ * fall to 1e-291; float32 within 2 ulps of the exact value rounded. */
+static void test_airy_ai_in_each_region(void) {
+    static const double known[][2] = {
+        {-20.0, -0.17640612707798468959}, {-7.5, 0.321775716380647875267},  {-6.9, 0.101687997739764515761},
+        {-5.0, 0.350761009024114319788},  {-2.5, -0.112325067692966089187}, {-2.1, 0.163484512999292737338},
+        {0.0, 0.35502805388781723926},    {0.5, 0.231693606480833489769},   {1.0, 0.135292416312881415524},
+        {1.5, 0.0717494970081054096736},  {5.0, 0.00010834442813607441735}, {30.0, 3.20821759155049557108e-49},
+        {100.0, 2.63448215208818448955e-291},
+    };
+    const int n = (int)(sizeof known / sizeof known[0]);
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    double x64[16], got64[16];
+    float x32[16], got32[16];
+    for (int i = 0; i < n; i++) x64[i] = known[i][0], x32[i] = (float)known[i][0];
+    const int64_t len[1] = {n};
+    void *dx = kc_upload(&k, x64, sizeof x64), *dy = kc_upload(&k, NULL, sizeof got64);
+    void *fx = kc_upload(&k, x32, sizeof x32), *fy = kc_upload(&k, NULL, sizeof got32);
+    REQUIRE(dx && dy && fx && fy);
+    const axon_op_params_t p = axon_op_params_default();
+    axon_tensor_t tx = kc_tensor(dx, AXON_FLOAT64, 1, len, NULL), ty = kc_tensor(dy, AXON_FLOAT64, 1, len, NULL);
+    axon_tensor_t ux = kc_tensor(fx, AXON_FLOAT32, 1, len, NULL), uy = kc_tensor(fy, AXON_FLOAT32, 1, len, NULL);
+    CHECK_OK(axon_kernel_unary(k.s, AXON_UNARY_AIRY_AI, &ty, &tx, &p));
+    CHECK_OK(axon_kernel_unary(k.s, AXON_UNARY_AIRY_AI, &uy, &ux, &p));
+    REQUIRE(kc_download(&k, got64, dy, sizeof got64) && kc_download(&k, got32, fy, sizeof got32));
+    for (int i = 0; i < n; i++) {
+        const double x = known[i][0], want = known[i][1];
+        const int ok64 = x > 1 ? fabs(got64[i] - want) <= 1e-12 * fabs(want) : fabs(got64[i] - want) <= 2e-11;
+        if (!ok64) fprintf(stderr, "  airy_ai(%g) = %.17g in float64, want %.17g\n", x, got64[i], want);
+        /* float32 where the argument is exact in float32 (-6.9 and -2.1 are not) */
+        const int ok32 = (double)(float)x != x || close_to(got32[i], want, 1, 0);
+        if (!ok32) fprintf(stderr, "  airy_ai(%g) = %.9g in float32, want %.9g\n", x, (double)got32[i], want);
+        CHECK(ok64 && ok32);
+    }
+    /* NaN at both infinities and for NaN, as PyTorch CPU */
+    const double special[3] = {INFINITY, -INFINITY, NAN};
+    const int64_t three[1] = {3};
+    double out3[3];
+    void *sx = kc_upload(&k, special, sizeof special), *sy = kc_upload(&k, NULL, sizeof out3);
+    REQUIRE(sx && sy);
+    axon_tensor_t ts = kc_tensor(sx, AXON_FLOAT64, 1, three, NULL), to = kc_tensor(sy, AXON_FLOAT64, 1, three, NULL);
+    CHECK_OK(axon_kernel_unary(k.s, AXON_UNARY_AIRY_AI, &to, &ts, &p));
+    REQUIRE(kc_download(&k, out3, sy, sizeof out3));
+    CHECK(isnan(out3[0]) && isnan(out3[1]) && isnan(out3[2]));
+    void *bufs[] = {dx, dy, fx, fy, sx, sy};
+    for (int i = 0; i < 6; i++) axon_mem_free(k.dev, bufs[i]);
+    axon_runtime_destroy(k.rt);
+}
+
 int main(void) {
     RUN(test_special_functions_at_known_values);
     RUN(test_nextafter_round_decimals_and_nan_to_num_are_exact);
@@ -470,5 +522,6 @@ int main(void) {
     RUN(test_lgamma_matches_long_double_over_a_range);
     RUN(test_float32_lgamma_matches_glibc_over_the_floats);
     RUN(test_incomplete_gamma_matches_closed_forms);
+    RUN(test_airy_ai_in_each_region);
     return check_report();
 }

@@ -1467,6 +1467,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   AXON_UNARY(special_i1, AXON_UNARY_I1, true)
   AXON_UNARY(special_i1e, AXON_UNARY_I1E, true)
   AXON_UNARY(special_spherical_bessel_j0, AXON_UNARY_SPHERICAL_BESSEL_J0, true)
+  AXON_UNARY(special_airy_ai, AXON_UNARY_AIRY_AI, true)
   AXON_UNARY(special_erfcx, AXON_UNARY_ERFCX, true)
   AXON_UNARY(special_log_ndtr, AXON_UNARY_LOG_NDTR, true)
   AXON_UNARY(special_ndtri, AXON_UNARY_NDTRI, true)

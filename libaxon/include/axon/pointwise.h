@@ -158,6 +158,7 @@ typedef enum axon_unary_op {
                                     floating params->compute and an int32 out for torch.frexp. Floats */
     AXON_UNARY_RENORM_FACTOR,    /* x > maxnorm ? maxnorm / (x + 1e-7) : 1 in the work type: torch.renorm's scale of
                                     a sub-tensor of norm x. Floats */
+    AXON_UNARY_AIRY_AI,          /* the Airy function Ai; NaN at +-inf, as PyTorch CPU. Floats, in float64 */
     AXON_UNARY_COUNT
 } axon_unary_op_t;
 
