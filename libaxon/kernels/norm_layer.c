@@ -195,9 +195,8 @@ static axon_status_t ln_kernel(const void *args, const axon_exec_t *ex) {
 static axon_status_t ln_check(const char *name, const char *role, const axon_tensor_t *t, int64_t numel,
                               const axon_tensor_t *shape, int dst) {
     if (t == NULL) return AXON_OK;
-    char what[64], sa[160], sb[160];
-    snprintf(what, sizeof what, "%s: %s", name, role);
-    axon_status_t st = dst ? axon_kernel_check_dst(t, what) : axon_kernel_check_src(t, what);
+    char sa[160], sb[160];
+    axon_status_t st = axon_kernel_check_operand(t, name, role, dst);
     if (st != AXON_OK) return st;
     if (!axon_dtype_is_floating(t->dtype))
         return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: %s dtype %s is not float32, float64, float16 or bfloat16",

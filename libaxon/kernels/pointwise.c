@@ -295,14 +295,9 @@ static axon_status_t pw_number(const pw_op_t *op, int k, axon_scalar_t v, axon_d
     return AXON_OK;
 }
 
-/* Check a descriptor; the message prefix ("add: b") is formatted only if the check fails, since this runs on every
- * launch of the hottest path and snprintf costs more than the checks. */
+/* Check a descriptor, its message prefixed "add: b" (formatted only on a failure). */
 static axon_status_t pw_check(const axon_tensor_t *t, int is_out, const pw_op_t *op, const char *role) {
-    axon_status_t st = is_out ? axon_kernel_check_dst(t, role) : axon_kernel_check_src(t, role);
-    if (st == AXON_OK) return st;
-    char what[64];
-    snprintf(what, sizeof what, "%s: %s", op->name, role);
-    return is_out ? axon_kernel_check_dst(t, what) : axon_kernel_check_src(t, what);
+    return axon_kernel_check_operand(t, op->name, role, is_out);
 }
 
 static axon_status_t pw_launch(axon_stream_t s, const pw_op_t *op, const axon_tensor_t *out,

@@ -224,9 +224,7 @@ static axon_status_t rng_kernel(const void *args, const axon_exec_t *ex) {
 /* Check dst for kind (floating dtypes only, if asked) and fill the common fields of a. */
 static axon_status_t rng_prepare(struct rng_args *a, enum rng_kind kind, const axon_tensor_t *dst, uint64_t seed,
                                  uint64_t offset, int floating_only) {
-    char what[32];
-    snprintf(what, sizeof what, "%s: dst", rng_names[kind]);
-    axon_status_t st = axon_kernel_check_dst(dst, what);
+    axon_status_t st = axon_kernel_check_operand(dst, rng_names[kind], "dst", 1);
     if (st != AXON_OK) return st;
     if (floating_only && !axon_dtype_is_floating(dst->dtype))
         return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: %s is not a floating dtype", rng_names[kind],
