@@ -165,7 +165,9 @@ static axon_status_t cmp_kernel(const void *args, const axon_exec_t *ex) {
 static axon_status_t cmp_launch(axon_stream_t s, const struct cmp_args *a, const char *op) {
     int64_t n = axon_tensor_numel(&a->test);
     if (n == 0 && a->kind != CMP_COUNT && a->kind != CMP_NONZERO_STATIC) return AXON_OK;
-    axon_launch_t l = {cmp_kernel, a, sizeof *a, op, (uint64_t)n * (1 + axon_dtype_size(a->data.dtype))};
+    /* + 8: the count's own bytes, so that an empty input's launch still states a size (bytes 0 would always queue
+     * it, and the host then waits a round trip through the executor for the count) */
+    axon_launch_t l = {cmp_kernel, a, sizeof *a, op, (uint64_t)n * (1 + axon_dtype_size(a->data.dtype)) + 8};
     return axon_stream_launch(s, &l);
 }
 
