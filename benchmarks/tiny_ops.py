@@ -68,6 +68,8 @@ CASES = {
     "div_floor_number": (lambda: (_r(5, 5),), lambda a: torch.div(a, 3, rounding_mode="floor")),
     "rpow": (lambda: (_r(5, 5),), lambda a: 2 ** a),
     "layer_norm": (lambda: (_r(5, 5), _r(5, seed=1), _r(5, seed=2)), lambda a, w, b: F.layer_norm(a, (5,), w, b)),
+    "one_minus": (lambda: (_r(5, 5),), lambda a: 1 - a),
+    "rsub_0dim": (lambda: (_r(5), _r()), torch.rsub),
     "pad_replicate": (lambda: (_r(1, 2, 5),), lambda a: F.pad(a, (2, 2), mode="replicate")),
 }
 

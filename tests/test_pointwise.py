@@ -769,6 +769,9 @@ TENSOR_BOUND_CASES = {
     "clamp_min_ wider bound": lambda x, y: x.clone().clamp_min_(y.double() if x.is_floating_point() else y.long()),
     "rsub": lambda x, y: torch.rsub(x, y),
     "rsub alpha": lambda x, y: torch.rsub(x, y, alpha=3),
+    "rsub 0-dim other": lambda x, y: torch.rsub(x, y[2, 3], alpha=2),   # the direct path, operands swapped
+    "rsub row other": lambda x, y: torch.rsub(x, y[0]),
+    "rsub broadcast self": lambda x, y: torch.rsub(y[0], x),   # the result has other's shape: sub's iterator
 }
 
 

@@ -514,7 +514,7 @@ axon_tensor_t describe_dense(const at::Tensor& t, axon_dtype_t dtype, bool writt
 // op(self, other) on the direct path; other null: a number operand already in params.operand[1]. out is of the
 // inputs' dtype, or bool for the comparisons (whose params name the inputs' dtype as the compute dtype).
 void launch_direct(const at::Tensor& out, const at::Tensor& self, const at::Tensor* other, axon_dtype_t dtype,
-                   axon_binary_op_t op, const axon_op_params_t& params) {
+                   axon_binary_op_t op, const axon_op_params_t& params, bool swapped = false) {
   if (out.numel() == 0) return;
   const axon_dtype_t out_dtype = out.scalar_type() == c10::kBool ? AXON_BOOL : dtype;
   axon_tensor_t o = describe_run(out, out_dtype, /*written=*/true), a = describe_run(self, dtype), b{};
@@ -532,7 +532,9 @@ void launch_direct(const at::Tensor& out, const at::Tensor& self, const at::Tens
   } else if (other) {
     b = describe_run(*other, dtype);
   }
-  AXON_CHECK(axon_kernel_binary(current_stream(out.device().index()), op, &o, &a, other ? &b : nullptr, &params));
+  const axon_tensor_t* first = swapped ? &b : &a;  // swapped: op(other, self), for rsub
+  const axon_tensor_t* second = swapped ? &a : (other ? &b : nullptr);
+  AXON_CHECK(axon_kernel_binary(current_stream(out.device().index()), op, &o, first, second, &params));
 }
 
 // launch_direct for a tensor or number other.
@@ -1185,6 +1187,18 @@ at::Tensor& clamp_bound_number_(at::Tensor& self, const c10::Scalar& bound) {
 
 // rsub: other - alpha * self, which is sub with the operands swapped (its checks and messages too).
 at::Tensor rsub_tensor(const at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha) {
+  // A device `other` of self's dtype that broadcasts into self (rsub(x, bias), a 0-dim other): sub on the direct
+  // path with the operands swapped; sub's own direct path cannot take a broadcast first operand.
+  if (!other.is_cpu()) {
+    check_subtraction(other, self);
+    if (const auto d = direct_dtype<false>(self, other, AXON_BINARY_SUB)) {
+      at::Tensor out = empty_dense_like(self);
+      axon_op_params_t p = axon_op_params_default();
+      p.alpha = to_axon_scalar(alpha);
+      launch_direct(out, self, &other, *d, AXON_BINARY_SUB, p, /*swapped=*/true);
+      return out;
+    }
+  }
   return at::sub(other, self, alpha);
 }
 
