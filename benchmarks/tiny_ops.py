@@ -70,6 +70,7 @@ CASES = {
     "layer_norm": (lambda: (_r(5, 5), _r(5, seed=1), _r(5, seed=2)), lambda a, w, b: F.layer_norm(a, (5,), w, b)),
     "one_minus": (lambda: (_r(5, 5),), lambda a: 1 - a),
     "rsub_0dim": (lambda: (_r(5), _r()), torch.rsub),
+    "softshrink": (lambda: (_r(5, 5),), lambda a: F.softshrink(a, 0.5)),
     "pad_replicate": (lambda: (_r(1, 2, 5),), lambda a: F.pad(a, (2, 2), mode="replicate")),
 }
 

@@ -118,6 +118,8 @@ def test_bad_input_raises_pytorch_errors():
         F.glu(x)
     with pytest.raises(RuntimeError, match="lambda must be in range"):
         F.softshrink(x, -1.0)
+    with pytest.raises(RuntimeError, match=r"lambda must be in range \[0, 65504\] for input dtype Half"):
+        F.softshrink(x.half(), 1e5)
     with pytest.raises(RuntimeError, match="Mismatch of parameter numbers and input channel size"):
         F.prelu(x, torch.ones(4, device="axon"))
 
@@ -227,3 +229,17 @@ def test_rrelu_training_draws_slopes_in_range_on_the_device(dtype):
     F.rrelu(inplace, lower, upper, training=True, inplace=True)
     for t in (again, inplace):
         torch.testing.assert_close(t.cpu(), out, rtol=0, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16], ids=str)
+def test_shrink_functional_forms_run_natively_on_any_layout(dtype):
+    # softshrink and hardshrink's functional forms are bound directly (one kernel, no meta function first)
+    x = (torch.randn(6, 8, generator=torch.Generator().manual_seed(3)) * 2).to(dtype)
+    for fn in (lambda t: F.softshrink(t, 0.5), lambda t: F.hardshrink(t, 0.7), lambda t: F.softshrink(t.t(), 0.0),
+               lambda t: F.hardshrink(t[:, ::2], -0.5)):
+        torch_axon.reset_fallback_stats()
+        got = fn(x.to("axon"))
+        assert torch_axon.fallback_stats() == {}
+        want = fn(x)
+        assert got.shape == want.shape and got.stride() == want.stride() and got.dtype == want.dtype
+        torch.testing.assert_close(got.cpu(), want, rtol=0, atol=0)

@@ -8,6 +8,7 @@
 #include <ATen/Operators.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
+#include <ATen/ops/softshrink_compositeexplicitautogradnonfunctional_dispatch.h>
 #include <axon/pointwise.h>
 #include <c10/util/Exception.h>
 #include <torch/library.h>
@@ -136,6 +137,24 @@ at::Tensor& hardshrink_out(const at::Tensor& self, const c10::Scalar& lambd, at:
   return fall_back<ATEN_OP2(hardshrink, out)>(self, lambd, out);
 }
 
+// The functional forms, registered directly: PyTorch's generic route runs the structured meta function and then the
+// .out kernel. A softshrink lambd outside [0, the dtype's largest value] takes that route for the meta function's
+// error.
+template <bool SOFT>
+at::Tensor shrink(const at::Tensor& self, const c10::Scalar& lambd) {
+  if (SOFT) {
+    const double l = lambd.toDouble();
+    const auto t = self.scalar_type();
+    const double largest = t == at::kHalf ? 65504.0 : t == at::kBFloat16 ? 3.3895313892515355e38
+                         : t == at::kFloat ? 3.4028234663852886e38 : 1.7976931348623157e308;
+    if (!(l >= 0 && l <= largest)) return at::compositeexplicitautogradnonfunctional::softshrink(self, lambd);
+  }
+  at::Tensor out = at::empty_like(self);
+  const axon_unary_op_t op = SOFT ? AXON_UNARY_SOFTSHRINK : AXON_UNARY_HARDSHRINK;
+  if (run(out, self, 1, op, {&self}, shrink_params(lambd), SOFT ? "softshrink" : "hardshrink")) return out;
+  return SOFT ? fall_back<ATEN_OP(softshrink)>(self, lambd) : fall_back<ATEN_OP(hardshrink)>(self, lambd);
+}
+
 template <class AtenOp>
 at::Tensor& shrink_backward_out(const at::Tensor& grad_output, const at::Tensor& self, const c10::Scalar& lambd,
                                 at::Tensor& grad_input) {
@@ -260,6 +279,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("logit_backward.grad_input", TORCH_FN(logit_backward_out));
   m.impl("softshrink.out", TORCH_FN(softshrink_out));
   m.impl("hardshrink.out", TORCH_FN(hardshrink_out));
+  m.impl("softshrink", TORCH_FN(shrink<true>));
+  m.impl("hardshrink", TORCH_FN(shrink<false>));
   m.impl("softshrink_backward.grad_input",
          TORCH_FN(shrink_backward_out<ATEN_OP2(softshrink_backward, grad_input)>));
   m.impl("hardshrink_backward.grad_input",
