@@ -111,9 +111,21 @@ def test_round_with_decimals(dtype, decimals):
     check(native(torch.round, x, decimals=decimals), torch.round(x, decimals=decimals), exact=True)
 
 
-def test_round_with_decimals_refuses_integers():
-    with pytest.raises(RuntimeError, match="round_mode not supported for integer input"):
-        torch.round(torch.tensor([1, 2], device="axon"), decimals=1)
+@pytest.mark.parametrize("decimals", [0, 1])
+def test_round_with_decimals_refuses_integers_like_cpu(decimals):
+    # CPU's round.decimals has no integer loop, not even for 0 places (plain round takes integers)
+    for device in ("cpu", "axon"):
+        with pytest.raises(NotImplementedError, match=r"round(_vml)?_cpu\" not implemented for 'Long'"):
+            torch.round(torch.tensor([1, 2], device=device), decimals=decimals)
+    assert torch.round(torch.tensor([1, 2], device="axon")).tolist() == [1, 2]
+
+
+@pytest.mark.parametrize("decimals", [0, 2, -1])
+def test_round_with_decimals_functional_in_place_and_strided(decimals):
+    x = uniform(-2000, 2000, torch.float32)
+    for fn in (lambda t: torch.round(t, decimals=decimals), lambda t: t.clone().round_(decimals=decimals),
+               lambda t: torch.round(t.t() if t.dim() > 1 else t[::3], decimals=decimals)):
+        check(native(fn, x), fn(x), exact=True)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])

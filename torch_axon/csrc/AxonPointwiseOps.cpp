@@ -1385,16 +1385,33 @@ at::Tensor& nan_to_num_out(const at::Tensor& self, std::optional<double> nan, st
 }
 
 // round(x, decimals): decimals 0 is plain round (integers included); otherwise floats only, as in PyTorch.
-at::Tensor& round_decimals_out(const at::Tensor& self, int64_t decimals, at::Tensor& out) {
-  if (decimals == 0) return unary_out<AXON_UNARY_ROUND, false, ATEN_OP2(round, out)>(self, out);
-  TORCH_CHECK(!c10::isIntegralType(self.scalar_type(), /*includeBool=*/true),
-              "round_mode not supported for integer input");
-  axon_op_params_t p = axon_op_params_default();
+// round to `decimals` places: ROUND for 0, else ROUND_DECIMALS. Integer inputs go to the host, whose kernels refuse
+// them with CPU's errors (round.decimals has no integer loop, even for 0 places).
+std::optional<axon_unary_op_t> round_op(const at::Tensor& self, int64_t decimals, axon_op_params_t& p) {
+  p = axon_op_params_default();
+  if (c10::isIntegralType(self.scalar_type(), /*includeBool=*/true)) return std::nullopt;
+  if (decimals == 0) return AXON_UNARY_ROUND;
   p.decimals = decimals;
-  at::TensorIterator iter = at::TensorIterator::unary_op(out, self);
-  if (run_unary(iter, AXON_UNARY_ROUND_DECIMALS, p, iter.common_dtype())) return out;
+  return AXON_UNARY_ROUND_DECIMALS;
+}
+
+at::Tensor& round_decimals_out(const at::Tensor& self, int64_t decimals, at::Tensor& out) {
+  axon_op_params_t p;
+  const auto op = round_op(self, decimals, p);
+  if (op && param_unary_into<false>(out, self, *op, p)) return out;
   return fall_back<ATEN_OP2(round, decimals_out)>(self, decimals, out);
 }
+
+// The functional and in-place forms, bound directly (one kernel on the direct path, no meta function first).
+at::Tensor round_decimals(const at::Tensor& self, int64_t decimals) {
+  axon_op_params_t p;
+  const auto op = round_op(self, decimals, p);
+  at::Tensor out;
+  if (op && param_unary_into<false>(out, self, *op, p)) return out;
+  return fall_back<ATEN_OP2(round, decimals)>(self, decimals);
+}
+
+at::Tensor& round_decimals_(at::Tensor& self, int64_t decimals) { return round_decimals_out(self, decimals, self); }
 
 // Each op's `.out` overload and its functional form: PyTorch's generic route from a structured op's functional form
 // to `.out` runs the meta function's iterator and allocates the output through the dispatcher before the `.out`
@@ -1493,6 +1510,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("frexp.Tensor_out", TORCH_FN(frexp_out));
   m.impl("nan_to_num.out", TORCH_FN(nan_to_num_out));
   m.impl("round.decimals_out", TORCH_FN(round_decimals_out));
+  m.impl("round.decimals", TORCH_FN(round_decimals));
+  m.impl("round_.decimals", TORCH_FN(round_decimals_));
   AXON_UNARY_I(sigmoid, AXON_UNARY_SIGMOID, true)
   AXON_UNARY_I(silu, AXON_UNARY_SILU, false)
   AXON_UNARY_I(mish, AXON_UNARY_MISH, false)
