@@ -72,6 +72,7 @@ CASES = {
     "rsub_0dim": (lambda: (_r(5), _r()), torch.rsub),
     "softshrink": (lambda: (_r(5, 5),), lambda a: F.softshrink(a, 0.5)),
     "round_decimals": (lambda: (_r(5, 5),), lambda a: torch.round(a, decimals=-3)),
+    "glu": (lambda: (_r(5, 6),), F.glu),
     "pad_replicate": (lambda: (_r(1, 2, 5),), lambda a: F.pad(a, (2, 2), mode="replicate")),
 }
 

@@ -192,6 +192,12 @@ at::Tensor& glu_out(const at::Tensor& self, int64_t dim, at::Tensor& out) {
   return fall_back<ATEN_OP2(glu, out)>(self, dim, out);
 }
 
+// The functional form, bound directly (PyTorch's generic route runs the meta function before glu.out).
+at::Tensor glu(const at::Tensor& self, int64_t dim) {
+  at::Tensor out = at::empty({0}, self.options());
+  return glu_out(self, dim, out);
+}
+
 at::Tensor& glu_backward_out(const at::Tensor& grad_output, const at::Tensor& self, int64_t dim,
                              at::Tensor& grad_input) {
   const int64_t d = glu_dim(self, dim);
@@ -287,6 +293,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
          TORCH_FN(shrink_backward_out<ATEN_OP2(hardshrink_backward, grad_input)>));
   m.impl("threshold.out", TORCH_FN(threshold_out));
   m.impl("glu.out", TORCH_FN(glu_out));
+  m.impl("glu", TORCH_FN(glu));
   m.impl("glu_backward", TORCH_FN(glu_backward));
   m.impl("glu_backward.grad_input", TORCH_FN(glu_backward_out));
   m.impl("_prelu_kernel", TORCH_FN(prelu_kernel));
