@@ -764,6 +764,11 @@ TENSOR_BOUND_CASES = {
     "clamp_min_ number": lambda x, y: x.clone().clamp_min_(1),
     "clamp_max_ number": lambda x, y: x[:, ::2].clamp_max_(-1),  # a strided self: the generic route
     "clamp_min 0-dim bound": lambda x, y: torch.clamp_min(x, y[0, 0]),
+    "clamp both tensor bounds": lambda x, y: torch.clamp(x, y, y + 2),   # clamp.Tensor's direct paths
+    "clamp_ both tensor bounds": lambda x, y: x.clone().clamp_(y, y + 2),
+    "clamp max tensor out": lambda x, y: torch.clamp(x, max=y, out=torch.empty_like(x)),
+    "clamp min row": lambda x, y: torch.clamp(x, min=y[0]),
+    "clamp broadcast bounds": lambda x, y: torch.clamp(x, y[0], y[:, :1] + 2),   # the iterator
     "clamp_max row bound": lambda x, y: torch.clamp_max(x, y[0]),
     # a bound of a wider dtype: promoted, then cast to self (the generic route)
     "clamp_min_ wider bound": lambda x, y: x.clone().clamp_min_(y.double() if x.is_floating_point() else y.long()),

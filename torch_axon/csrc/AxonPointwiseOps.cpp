@@ -1102,6 +1102,19 @@ at::Tensor clamp_numbers(const at::Tensor& self, const std::optional<c10::Scalar
 at::Tensor& clamp_tensor_into(const at::Tensor& self, const std::optional<at::Tensor>& min,
                               const std::optional<at::Tensor>& max, at::Tensor& out) {
   TORCH_CHECK(min.has_value() || max.has_value(), "torch.clamp: At least one of 'min' or 'max' must not be None");
+  if (!self.is_complex()) {  // the direct paths: bounds of self's dtype and layout, or one bound that broadcasts
+    if (min.has_value() && max.has_value()) {
+      if (ternary_direct(out, self, *min, &*max, AXON_TERNARY_CLAMP, axon_op_params_default())) return out;
+    } else {
+      const axon_binary_op_t op = min.has_value() ? AXON_BINARY_MAXIMUM : AXON_BINARY_MINIMUM;
+      const at::Tensor& bound = min.has_value() ? *min : *max;
+      if (!out.defined()) {
+        if (auto r = binary_direct<false>(self, bound, op, axon_op_params_default())) return out = *std::move(r);
+      } else if (binary_direct_into<false>(out, self, bound, op, axon_op_params_default())) {
+        return out;
+      }
+    }
+  }
   if (min.has_value() && max.has_value()) {
     at::TensorIterator iter = ternary_iter(out, self, *min, *max);
     if (run_ternary(iter, AXON_TERNARY_CLAMP, axon_op_params_default(), iter.common_dtype())) return result_of(iter, out);
