@@ -275,7 +275,7 @@ int64_t prepare_index_along(const char* op, const at::Tensor& self, int64_t dim,
   return dim;
 }
 
-// out = self for a scalar self (dim must be 0 or -1, as PyTorch takes for a scalar), seen as one element: index_add,
+// out = self for a scalar self (dim must be 0 or -1, as PyTorch takes for a scalar), seen as one element:
 // index_reduce and index_copy update it through that view.
 at::Tensor scalar_out_view(const at::Tensor& self, int64_t dim, at::Tensor& out) {
   at::maybe_wrap_dim(dim, static_cast<int64_t>(0));
@@ -319,9 +319,21 @@ at::Tensor& index_reduce_out(const at::Tensor& self, int64_t dim, const at::Tens
 at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
                           const at::Scalar& alpha, at::Tensor& out) {
   if (scalar_self(self, index) && source.dim() == 0 && index.dim() <= 1 && same_dtypes(self, source, out) &&
-      on_device_of(self, index) && on_device_of(self, source) && on_device_of(self, out)) {
-    at::Tensor o = scalar_out_view(self, dim, out);
-    index_add_out(o, 0, index.reshape({1}), source.view({1}), alpha, o);
+      kernels_support(self.scalar_type()) && on_device_of(self, index) && on_device_of(self, source) &&
+      on_device_of(self, out)) {
+    // A scalar self, index and source, each one element: described as such, without the views (three of them were
+    // most of the call's time)
+    at::maybe_wrap_dim(dim, static_cast<int64_t>(0));
+    TORCH_CHECK(is_index_dtype(index), "index_add_(): Expected dtype int32/int64 for index");
+    if (!out.is_same(self)) {
+      at::native::resize_output(out, {});
+      out.copy_(self);
+    }
+    const int64_t one = 1;
+    axon_tensor_t o = describe_strided(out, 1, &one, &one);
+    o.data = out.mutable_data_ptr();
+    const axon_tensor_t x = describe_strided(index, 1, &one, &one), s = describe_strided(source, 1, &one, &one);
+    AXON_CHECK(axon_kernel_index_add(stream_of(self), &o, 0, &x, &s, to_axon_scalar(alpha), AXON_INDEX_DEFAULT));
     return out;
   }
   if (!fits_dims(self) || source.dim() != self.dim() || !kernels_support(self.scalar_type()) ||
