@@ -330,8 +330,7 @@ at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor&
       out.copy_(self);
     }
     const int64_t one = 1;
-    axon_tensor_t o = describe_strided(out, 1, &one, &one);
-    o.data = out.mutable_data_ptr();
+    const axon_tensor_t o = describe_strided(out, 1, &one, &one, /*written=*/true);
     const axon_tensor_t x = describe_strided(index, 1, &one, &one), s = describe_strided(source, 1, &one, &one);
     AXON_CHECK(axon_kernel_index_add(stream_of(self), &o, 0, &x, &s, to_axon_scalar(alpha), AXON_INDEX_DEFAULT));
     return out;

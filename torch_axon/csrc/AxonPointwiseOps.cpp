@@ -1166,15 +1166,13 @@ at::Tensor clamp_min(const at::Tensor& self, const c10::Scalar& min) {
 at::Tensor clamp_max(const at::Tensor& self, const c10::Scalar& max) {
   return clamp_numbers(self, std::nullopt, max);
 }
-// clamp_min and clamp_max with one tensor bound: maximum or minimum on the direct path (a device bound of self's
-// dtype that broadcasts into self, or a 0-dim CPU number), else clamp's iterator.
-template <bool MIN>
-at::Tensor clamp_bound_tensor(const at::Tensor& self, const at::Tensor& bound) {
-  const axon_binary_op_t op = MIN ? AXON_BINARY_MAXIMUM : AXON_BINARY_MINIMUM;
-  if (!self.is_complex()) {
-    if (auto r = binary_direct<false>(self, bound, op, axon_op_params_default())) return *std::move(r);
-  }
-  return MIN ? clamp_tensor(self, bound, std::nullopt) : clamp_tensor(self, std::nullopt, bound);
+// clamp_min and clamp_max with one tensor bound: clamp_tensor_into's direct path (maximum or minimum), else its
+// iterator.
+at::Tensor clamp_min_tensor(const at::Tensor& self, const at::Tensor& min) {
+  return clamp_tensor(self, min, std::nullopt);
+}
+at::Tensor clamp_max_tensor(const at::Tensor& self, const at::Tensor& max) {
+  return clamp_tensor(self, std::nullopt, max);
 }
 
 // Their in-place forms (cosine_similarity clamps its norms by a 0-dim eps this way), with a tensor or a number bound;
@@ -1655,8 +1653,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("clamp.Tensor", TORCH_FN(clamp_tensor));
   m.impl("clamp_min", TORCH_FN(clamp_min));
   m.impl("clamp_max", TORCH_FN(clamp_max));
-  m.impl("clamp_min.Tensor", TORCH_FN(clamp_bound_tensor<true>));
-  m.impl("clamp_max.Tensor", TORCH_FN(clamp_bound_tensor<false>));
+  m.impl("clamp_min.Tensor", TORCH_FN(clamp_min_tensor));
+  m.impl("clamp_max.Tensor", TORCH_FN(clamp_max_tensor));
   m.impl("clamp_min_.Tensor", TORCH_FN(clamp_bound_tensor_<true>));
   m.impl("clamp_max_.Tensor", TORCH_FN(clamp_bound_tensor_<false>));
   m.impl("clamp_min_", TORCH_FN(clamp_bound_number_<true>));

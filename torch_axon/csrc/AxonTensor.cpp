@@ -116,10 +116,11 @@ axon_tensor_t describe_flat(const at::TensorBase& t, const char* op) {
   return d;
 }
 
-axon_tensor_t describe_strided(const at::TensorBase& t, int ndim, const int64_t* sizes, const int64_t* strides) {
+axon_tensor_t describe_strided(const at::TensorBase& t, int ndim, const int64_t* sizes, const int64_t* strides,
+                               bool written) {
   TORCH_INTERNAL_ASSERT(ndim >= 0 && ndim <= AXON_MAX_DIMS && kernels_support(t.scalar_type()));
   axon_tensor_t d{};
-  d.data = const_cast<void*>(t.const_data_ptr());
+  d.data = written ? t.mutable_data_ptr() : const_cast<void*>(t.const_data_ptr());
   d.dtype = *axon_dtype_of(t.scalar_type());
   d.ndim = ndim;
   for (int k = 0; k < ndim; ++k) {
@@ -137,9 +138,7 @@ axon_tensor_t describe_around(const at::TensorBase& t, int64_t dim, bool written
   }
   const int64_t n = t.dim() ? t.size(dim) : 1;
   const int64_t sizes[3] = {outer, n, inner}, strides[3] = {n * inner, inner, 1};
-  axon_tensor_t d = describe_strided(t, 3, sizes, strides);
-  if (written) d.data = t.mutable_data_ptr();
-  return d;
+  return describe_strided(t, 3, sizes, strides, written);
 }
 
 std::vector<axon_tensor_t> describe_flat_list(at::TensorList l, const char* op) {

@@ -68,12 +68,13 @@ std::vector<axon_tensor_t> describe_flat_list(at::TensorList l, const char* op);
 
 // A descriptor of t's memory from its data pointer with the given sizes and strides (in elements), t's own dimensions
 // ignored: diagonals, vectors as rows or columns, broadcasts, without a view op. The caller keeps it within t's
-// storage; t's dtype must be one libaxon knows (kernels_support).
-axon_tensor_t describe_strided(const at::TensorBase& t, int ndim, const int64_t* sizes, const int64_t* strides);
+// storage; t's dtype must be one libaxon knows (kernels_support). `written`: the pointer is taken as mutable
+// (copy-on-write storage materialized), for an output.
+axon_tensor_t describe_strided(const at::TensorBase& t, int ndim, const int64_t* sizes, const int64_t* strides,
+                               bool written = false);
 
 // A contiguous t as [outer, size(dim), inner] (a 0-dim t as [1, 1, 1]), without a view: the form of kernels that work
-// along one dimension (softmax, segment reductions). `written`: the pointer is taken as mutable (copy-on-write storage
-// materialized), for an output.
+// along one dimension (softmax, segment reductions). `written` as for describe_strided.
 axon_tensor_t describe_around(const at::TensorBase& t, int64_t dim, bool written = false);
 
 // The descriptor of t's bytes: as describe(), but with the libaxon dtype of t's element size (uint8, int16, int32,
