@@ -429,8 +429,9 @@ def test_hash_tensor_xors_the_bits_like_cpu(dtype, dim, keepdim):
 
 def test_hash_tensor_of_views_into_out_and_its_errors():
     x = torch.randn(40, 30, dtype=torch.float64)
+    x[0, :5] = torch.tensor([-0.0, float("inf"), -float("inf"), float("nan"), 1e-45])
     for view in (lambda t: t.t(), lambda t: t[::3, 1::2], lambda t: t.flip(0)):
-        for v in (x, x.float()):  # float64 read as its bits; float32 widened through a buffer
+        for v in (x, x.float(), x.half()):  # float64 read as its bits; narrower floats widened as they are loaded
             assert torch.equal(native(lambda t: torch.hash_tensor(view(t), 0), v).cpu(), torch.hash_tensor(view(v), 0))
     out = torch.empty(7, dtype=torch.uint64, device="axon")
     torch_axon.reset_fallback_stats()

@@ -158,10 +158,9 @@ axon_status_t axon_kernel_reduce(axon_stream_t s, axon_reduce_op_t op, const axo
                      rd_is_complex(out->dtype)))
         return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: complex dtypes are not supported (in %s, out %s)", name,
                          axon_dtype_name(in->dtype), axon_dtype_name(out->dtype));
-    if (op == AXON_REDUCE_XOR && (axon_dtype_is_floating(in->dtype) || axon_dtype_is_floating(out->dtype)))
+    if (op == AXON_REDUCE_XOR && axon_dtype_is_floating(out->dtype))
         return axon_fail(AXON_ERROR_UNSUPPORTED,
-                         "%s: in and out must have integer or bool dtypes, got in %s, out %s (to xor the bits of "
-                         "floats, view them as integers first)", name, axon_dtype_name(in->dtype),
+                         "%s: out must have an integer or bool dtype, got %s (the xor of bits is an integer)", name,
                          axon_dtype_name(out->dtype));
     if (!complex && rd_needs_floating_out(op) && !axon_dtype_is_floating(out->dtype))
         return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: out must have a floating dtype, got %s (in %s)", name,
@@ -219,6 +218,9 @@ axon_status_t axon_kernel_reduce(axon_stream_t s, axon_reduce_op_t op, const axo
     if (nonzero && (axon_dtype_is_floating(in->dtype) || rd_is_complex(in->dtype))) {
         a.pre = axon_convert_get(in->dtype, AXON_BOOL);
         a.load = axon_convert_get(AXON_BOOL, wd);
+    } else if (op == AXON_REDUCE_XOR && axon_dtype_is_floating(in->dtype)) {
+        /* the float64 bits of the values land in the int64 work buffer as they are; float64 is folded in place */
+        if (in->dtype != AXON_FLOAT64) a.load = axon_convert_get(in->dtype, AXON_FLOAT64);
     } else if (in->dtype != wd) {
         a.load = axon_convert_get(in->dtype, wd);
     }

@@ -129,7 +129,7 @@ static void test_every_op_and_dtype_over_every_layout_matches_reference(void) {
         for (int op = 0; op < AXON_REDUCE_OP_COUNT; op++)
             for (size_t li = 0; li < sizeof layouts / sizeof layouts[0]; li++)
                 for (size_t mi = 0; mi < sizeof masks / sizeof masks[0]; mi++) {
-                    if (op == AXON_REDUCE_XOR && rr_is_float(d)) continue; /* refused: test_xor_refuses_floats */
+                    if (op == AXON_REDUCE_XOR && rr_is_float(d)) continue; /* test_xor_of_floats_folds_their_float64_bits */
                     /* views other than the contiguous one get fewer masks: inner, outer, several */
                     if (li > 0 && mi >= 4) continue;
                     int bad = run_variants(&k, (axon_reduce_op_t)op, d, op == AXON_REDUCE_PROD ? h1 : h, 378,
@@ -302,8 +302,8 @@ static void test_float32_sum_of_1m_elements_is_accurate(void) {
 }
 
 /* XOR keeps all 64 bits: full-width int64 values (top bit included) over the inner, split and outer paths against
- * a host xor, int32 values sign-extended; an empty xor is 0; floating in or out is refused with a message. */
-static void test_xor_keeps_every_bit_and_refuses_floats(void) {
+ * a host xor, int32 values sign-extended; an empty xor is 0; a floating out is refused with a message. */
+static void test_xor_keeps_every_bit(void) {
     kc_dev_t k = kc_open(2);
     REQUIRE(k.rt);
     const int64_t rows = 3, cols = 70001, n = rows * cols;
@@ -355,18 +355,65 @@ static void test_xor_keeps_every_bit_and_refuses_floats(void) {
     CHECK(kc_download(&k, got, d5, sizeof(int64_t)));
     CHECK(got[0] == 0);
     axon_mem_free(k.dev, d5);
-    axon_tensor_t f_in = kc_tensor(dev, AXON_FLOAT64, 1, two, NULL);
     axon_tensor_t f_out = kc_tensor(dout, AXON_FLOAT64, 1, one, NULL);
-    CHECK_STATUS(axon_kernel_reduce(k.s, AXON_REDUCE_XOR, &o1, &f_in, NULL), AXON_ERROR_UNSUPPORTED);
-    CHECK_MSG("view them as integers");
     CHECK_STATUS(axon_kernel_reduce(k.s, AXON_REDUCE_XOR, &f_out, &i32, NULL), AXON_ERROR_UNSUPPORTED);
-    CHECK_MSG("xor");
+    CHECK_MSG("out must have an integer or bool dtype, got float64");
     CHECK_OK(axon_stream_sync(k.s));
     axon_mem_free(k.dev, dev);
     axon_mem_free(k.dev, dout);
     axon_mem_free(k.dev, d32);
     free(got);
     free(h);
+    axon_runtime_destroy(k.rt);
+}
+
+/* XOR of a floating in folds the bits of each value widened to float64 (torch.hash_tensor's definition): every
+ * floating dtype, with -0, infinities, a NaN and the smallest subnormal among the values, over rows (the split path
+ * for 70001 elements), columns (the outer path) and everything, against a host xor of (double)x's bits. */
+static void test_xor_of_floats_folds_their_float64_bits(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    static const axon_dtype_t dts[] = {AXON_FLOAT32, AXON_FLOAT64, AXON_FLOAT16, AXON_BFLOAT16};
+    static const long double tiny[] = {0x1p-149L, 0x1p-1074L, 0x1p-24L, 0x1p-133L};
+    const int64_t rows = 3, cols = 70001, n = rows * cols;
+    const int64_t isz[2] = {rows, cols}, per_row[2] = {rows, 1}, per_col[2] = {1, cols}, all[2] = {1, 1};
+    const int64_t *osz[3] = {per_row, per_col, all};
+    uint64_t *bits = malloc(sizeof(uint64_t) * (size_t)n), *got = malloc(sizeof(uint64_t) * (size_t)cols);
+    for (size_t di = 0; di < sizeof dts / sizeof dts[0]; di++) {
+        axon_dtype_t d = dts[di];
+        void *h = rr_fill(d, n, 0);
+        const long double special[] = {-0.0L, INFINITY, -INFINITY, NAN, tiny[di], -tiny[di]};
+        for (int j = 0; j < 6; j++) rr_set(d, h, 1000 * j + 7, special[j]);
+        for (int64_t i = 0; i < n; i++) {
+            double x = (double)rr_get(d, h, i);
+            memcpy(&bits[i], &x, sizeof x);
+        }
+        void *dev = rr_upload(&k, d, h, n), *dout = rr_upload(&k, AXON_INT64, NULL, cols);
+        axon_tensor_t in = kc_tensor(dev, d, 2, isz, NULL);
+        for (int c = 0; c < 3; c++) {
+            axon_tensor_t out = kc_tensor(dout, AXON_INT64, 2, osz[c], NULL);
+            CHECK_OK(axon_kernel_reduce(k.s, AXON_REDUCE_XOR, &out, &in, NULL));
+            const int64_t nout = osz[c][0] * osz[c][1];
+            CHECK(kc_download(&k, got, dout, sizeof(uint64_t) * (size_t)nout));
+            for (int64_t o = 0; o < nout; o++) {
+                uint64_t want = 0;
+                for (int64_t r = 0; r < rows; r++)
+                    for (int64_t j = 0; j < cols; j++)
+                        if ((c == 0 && r == o) || (c == 1 && j == o) || c == 2) want ^= bits[r * cols + j];
+                if (got[o] != want) {
+                    fprintf(stderr, "  xor of %s, case %d, output %lld: got %llx want %llx\n", axon_dtype_name(d), c,
+                            (long long)o, (unsigned long long)got[o], (unsigned long long)want);
+                    check_failures_in_test++;
+                    break;
+                }
+            }
+        }
+        axon_mem_free(k.dev, dev);
+        axon_mem_free(k.dev, dout);
+        free(h);
+    }
+    free(bits);
+    free(got);
     axon_runtime_destroy(k.rt);
 }
 
@@ -629,7 +676,8 @@ int main(void) {
     RUN(test_nan_propagates_through_every_path);
     RUN(test_nansum_is_sum_with_nans_zeroed);
     RUN(test_var_and_std_follow_the_correction);
-    RUN(test_xor_keeps_every_bit_and_refuses_floats);
+    RUN(test_xor_keeps_every_bit);
+    RUN(test_xor_of_floats_folds_their_float64_bits);
     RUN(test_complex_sum_and_mean_reduce_each_part);
     RUN(test_complex_nonzero_tests_look_at_both_parts);
     return check_report();

@@ -384,8 +384,8 @@ at::Tensor count_nonzero_dims(const at::Tensor& self, at::IntArrayRef dims) {
   return out;
 }
 
-// hash_tensor, mode 0: the xor of the elements' bits, floats widened to float64 and integers to int64, into uint64.
-// libaxon xors integers, so floats go in as their float64 bits viewed as int64, and out as int64 of the same bits.
+// hash_tensor, mode 0: the xor of the elements' bits, floats widened to float64 and integers to int64, into uint64,
+// which libaxon's XOR computes in one pass (uint64 out described as int64: the same bits).
 // uint16/32/64 selves (which CPU refuses), other modes and empty selves go to the host for CPU's own errors.
 at::Tensor& hash_tensor_out(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, int64_t mode, at::Tensor& out) {
   if (mode != 0 || !reducible(self.scalar_type()) || self.numel() == 0 ||
@@ -393,23 +393,10 @@ at::Tensor& hash_tensor_out(const at::Tensor& self, at::IntArrayRef dim, bool ke
     return fall_back<ATEN_OP2(hash_tensor, out)>(self, dim, keepdim, mode, out);
   const auto mask = reduced_dims(self, dim);
   at::native::resize_output(out, result_shape(self, mask, keepdim));
-  // A float64 self is read as its bits (int64); narrower floats are widened into an int64 buffer of float64 bits by
-  // the copy kernel. .to() and the views were most of a small hash's time.
-  axon_stream_t stream = current_stream(self.device().index());
-  at::Tensor bits = self;
-  if (self.is_floating_point() && self.scalar_type() != at::kDouble) {
-    bits = at::empty(self.sizes(), self.options().dtype(at::kLong));
-    axon_tensor_t wide, narrow;
-    describe_pair(bits, self, /*bytes=*/false, "hash_tensor", &wide, &narrow);
-    wide.dtype = AXON_FLOAT64;
-    AXON_CHECK(axon_kernel_copy(stream, &wide, &narrow));
-  }
-  into_keepdim(bits, mask, out, [&](const at::Tensor& o) {
-    const auto desc = bits.is_floating_point() ? describe_bytes : describe;
-    const axon_tensor_t in = desc(bits, "hash_tensor");
-    const axon_tensor_t od = describe_bytes(o, "hash_tensor");  // uint64 as int64: the same bits
+  into_keepdim(self, mask, out, [&](const at::Tensor& o) {
+    const axon_tensor_t in = describe(self, "hash_tensor"), od = describe_bytes(o, "hash_tensor");
     const axon_reduce_params_t params = axon_reduce_params_default();
-    AXON_CHECK(axon_kernel_reduce(stream, AXON_REDUCE_XOR, &od, &in, &params));
+    AXON_CHECK(axon_kernel_reduce(current_stream(self.device().index()), AXON_REDUCE_XOR, &od, &in, &params));
   });
   return out;
 }

@@ -29,7 +29,7 @@
  * +-inf, the arg reductions; the message names the op, as PyTorch's errors do); UNSUPPORTED for complex tensors
  * (except SUM and MEAN of a complex in into a complex out, which reduce the real and imaginary parts as two real
  * reductions, and ANY, ALL and COUNT_NONZERO of a complex in, where x != 0 when either part is) and for MEAN, NORM,
- * VAR, STD and LOGSUMEXP into a non-floating out, and for XOR with a floating or complex in or out. */
+ * VAR, STD and LOGSUMEXP into a non-floating out, and for XOR with a complex in or a floating out. */
 #ifndef AXON_REDUCE_H
 #define AXON_REDUCE_H
 
@@ -58,8 +58,8 @@ typedef enum axon_reduce_op {
     AXON_REDUCE_STD,             /* sqrt of VAR */
     AXON_REDUCE_LOGSUMEXP,       /* log(sum exp x), shifted by block maxima so it never overflows; empty: -inf */
     AXON_REDUCE_COUNT_NONZERO,   /* number of x != 0, counted in int64 */
-    AXON_REDUCE_XOR,             /* bitwise xor of the values as int64 (integer and bool in and out only: a caller
-                                    hashing floats reinterprets their bits as integers first); empty: 0 */
+    AXON_REDUCE_XOR,             /* bitwise xor of the values as int64, a floating in's values as the bits of
+                                    their float64 widening (torch.hash_tensor's); integer or bool out; empty: 0 */
     AXON_REDUCE_NANSUM,          /* SUM with NaN read as 0 (torch.nansum); integers sum as SUM; empty: 0 */
     AXON_REDUCE_OP_COUNT
 } axon_reduce_op_t;
