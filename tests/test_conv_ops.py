@@ -280,3 +280,20 @@ def test_double_backward_is_native_and_matches_cpu(transposed):
     assert not CONV_OPS & set(torch_axon.fallback_stats()), torch_axon.fallback_stats()
     for g, e in zip(got, penalty("cpu")):
         torch.testing.assert_close(g, e, rtol=1e-10, atol=1e-10)
+
+
+def test_convolution_and_matmul_leave_the_callers_torch_thread_count():
+    # libaxon sets OpenMP's per-thread count to 1 around its oneDNN primitives; a small kernel runs inline on the
+    # caller's thread, where torch.get_num_threads() reads the same setting, so the count must be put back (it was
+    # left at 1, and PyTorch's own CPU ops then ran on one thread).
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        for dtype in (torch.float32, torch.bfloat16):
+            x = torch.randn(1, 2, 5, 5, device="axon").to(dtype)
+            F.conv2d(x, torch.randn(3, 2, 3, 3, device="axon").to(dtype))
+            x[0, 0] @ x[0, 1]
+            torch.axon.synchronize()
+            assert torch.get_num_threads() == 2, dtype
+    finally:
+        torch.set_num_threads(before)

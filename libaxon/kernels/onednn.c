@@ -102,10 +102,24 @@ void axon_onednn_thread_trim(void) {
     }
 }
 
+/* Sets this thread's OpenMP thread count for oneDNN and returns the one to restore: a small kernel runs inline on the
+ * caller's thread, where PyTorch's own CPU ops read the same setting (torch.get_num_threads()). */
+static int onednn_threads_enter(int nthreads) {
+    const int prev = omp_get_max_threads();
+    if (prev != nthreads) omp_set_num_threads(nthreads);
+    return prev;
+}
+
+static void onednn_threads_leave(int nthreads, int prev) {
+    if (prev != nthreads) omp_set_num_threads(prev);
+}
+
 int axon_onednn_run(dnnl_primitive_t prim, dnnl_stream_t stream, int nthreads, int nargs, const dnnl_exec_arg_t *args) {
-    omp_set_num_threads(nthreads);
-    if (dnnl_primitive_execute(prim, stream, nargs, args) != dnnl_success) return -1;
-    return dnnl_stream_wait(stream) == dnnl_success ? 0 : -1;
+    const int prev = onednn_threads_enter(nthreads);
+    int rc = dnnl_primitive_execute(prim, stream, nargs, args) == dnnl_success ? 0 : -1;
+    if (rc == 0 && dnnl_stream_wait(stream) != dnnl_success) rc = -1;
+    onednn_threads_leave(nthreads, prev);
+    return rc;
 }
 
 dnnl_primitive_desc_t axon_onednn_pick(const_dnnl_op_desc_t op_desc, const_dnnl_primitive_attr_t attr,
@@ -113,10 +127,12 @@ dnnl_primitive_desc_t axon_onednn_pick(const_dnnl_op_desc_t op_desc, const_dnnl_
                                        int (*accept)(const char *impl)) {
     dnnl_primitive_desc_iterator_t it = NULL;
     dnnl_primitive_desc_t found = NULL;
-    omp_set_num_threads(nthreads);
-    if (!axon_onednn_available() ||
-        dnnl_primitive_desc_iterator_create(&it, op_desc, attr, onednn_engine, hint) != dnnl_success)
+    if (!axon_onednn_available()) return NULL;
+    const int prev = onednn_threads_enter(nthreads);
+    if (dnnl_primitive_desc_iterator_create(&it, op_desc, attr, onednn_engine, hint) != dnnl_success) {
+        onednn_threads_leave(nthreads, prev);
         return NULL;
+    }
     do {
         dnnl_primitive_desc_t pd = dnnl_primitive_desc_iterator_fetch(it);
         const char *impl = NULL;
@@ -127,6 +143,7 @@ dnnl_primitive_desc_t axon_onednn_pick(const_dnnl_op_desc_t op_desc, const_dnnl_
             dnnl_primitive_desc_destroy(pd);
     } while (!found && dnnl_primitive_desc_iterator_next(it) == dnnl_success);
     dnnl_primitive_desc_iterator_destroy(it);
+    onednn_threads_leave(nthreads, prev);
     return found;
 }
 

@@ -3,7 +3,8 @@
  *
  * Threads: Debian's oneDNN uses OpenMP (libgomp). libaxon runs every primitive on the calling pool participant alone,
  * with its OpenMP thread count (a per-thread setting) set to 1 before creating or running one, so oneDNN never starts
- * a team of its own that would compete with the pool for the same cores. */
+ * a team of its own that would compete with the pool for the same cores, and set back after: the calling thread may be
+ * the user's, whose count PyTorch's CPU ops use. */
 #ifndef AXON_ONEDNN_IMPL_H
 #define AXON_ONEDNN_IMPL_H
 
@@ -12,7 +13,9 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
-void omp_set_num_threads(int n); /* libgomp's, which oneDNN links; declared here so no -fopenmp is needed */
+/* libgomp's, which oneDNN links; declared here so no -fopenmp is needed */
+void omp_set_num_threads(int n);
+int omp_get_max_threads(void);
 
 /* 1 when the CPU engine could be created (once, on first use). */
 int axon_onednn_available(void);
