@@ -10,6 +10,7 @@
 
 #include "axon/grid_sample.h"
 #include "axon/stream.h"
+#include "grid_sample_gather.h"
 #include "internal.h"
 #include "kernels_impl.h"
 #include "spatial_impl.h"
@@ -20,6 +21,7 @@
 
 typedef struct gs_args {
     int ns, first, align, f64;                /* first = 3 - ns: the view's first real spatial dim */
+    int gather;                               /* axon_gs_taps_f32_avx512 runs here */
     axon_grid_interp_t interp;
     axon_grid_padding_t padding;
     int64_t N, C, in_sp[3], out_sp[3], isz, osz, nblk;   /* view [N, C, D, H, W]; nblk blocks per batch */
@@ -132,6 +134,7 @@ static axon_status_t gs_check(const char *op, const axon_grid_sample_params_t *p
     a->nblk = (a->osz + GS_BLOCK - 1) / GS_BLOCK;
     a->in = in->data, a->grid = grid->data, a->dt_in = in->dtype, a->dt_grid = grid->dtype, a->dt_out = o->dtype;
     a->f64 = in->dtype == AXON_FLOAT64 || grid->dtype == AXON_FLOAT64 || o->dtype == AXON_FLOAT64;
+    a->gather = axon_gs_gather_available();
     return AXON_OK;
 }
 
