@@ -5,8 +5,8 @@
  * which is the gradient through a log_softmax that produced log_probs, as PyTorch's CPU kernel defines it.
  *
  * Each batch element is independent: one per task of the pool. Sums of exponentials are shifted by their largest
- * term (0 when every term is -inf), evaluated in double, and every alpha and beta is rounded to the tensors' dtype
- * as it is stored, so float32 follows the same recursion CPU computes in float32. */
+ * term (0 when every term is -inf) and evaluated in the tensors' dtype (loss_ctc_body.h), float32 in float as on
+ * PyTorch CPU: in double, float32 took twice CPU's time, most of it in libm's double exp and log. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdatomic.h>
@@ -44,14 +44,6 @@ static inline int64_t ctc_prime(const ctc_args_t *a, int64_t b, int64_t off, int
     return s % 2 == 0 ? a->blank : ctc_label(a, b, off, s / 2);
 }
 
-/* log(exp(x) + exp(y) + exp(z)), shifted by the largest (0 if all are -inf). */
-static inline double ctc_lse3(double x, double y, double z) {
-    double m = x > y ? x : y;
-    m = m > z ? m : z;
-    if (m == -INFINITY) m = 0;
-    return log(exp(x - m) + exp(y - m) + exp(z - m)) + m;
-}
-
 /* The offset of element b's labels in a concatenated target (the sum of the earlier lengths). */
 static int64_t ctc_offset(const ctc_args_t *a, int64_t b) {
     int64_t off = 0;
@@ -72,76 +64,21 @@ static int ctc_valid(const ctc_args_t *a, int64_t b, int64_t off) {
     return 1;
 }
 
-static void ctc_forward_one(const ctc_args_t *a, int64_t b, int64_t off) {
-    const int f64 = a->f64;
-    const int64_t il = ctc_i64(&a->il, b), tl = ctc_i64(&a->tl, b), L = a->L, S = 2 * tl + 1;
-    char *al = (char *)a->alpha.data + b * a->T * L * (int64_t)(f64 ? 8 : 4);
-    const char *lp = a->lp.data;
-    for (int64_t i = 0; i < a->T * L; i++) axon_f3264_store(al, i, -INFINITY, f64);
-#define LP(t, c) axon_f3264_load(lp, ((t) * a->N + b) * a->C + (c), f64)
-#define AL(t, s) axon_f3264_load(al, (t) * L + (s), f64)
-    if (il == 0) { /* nothing to align: likelihood 1 for an empty target, else 0 */
-        axon_f3264_store(a->nll.data, b, tl == 0 ? -0.0 : INFINITY, f64);
-        return;
-    }
-    axon_f3264_store(al, 0, LP(0, a->blank), f64);
-    if (tl > 0) axon_f3264_store(al, 1, LP(0, ctc_label(a, b, off, 0)), f64);
-    for (int64_t t = 1; t < il; t++)
-        for (int64_t s = 0; s < S; s++) {
-            const int64_t cur = ctc_prime(a, b, off, s);
-            const double l1 = AL(t - 1, s), l2 = s > 0 ? AL(t - 1, s - 1) : -INFINITY;
-            const double l3 = s > 1 && ctc_prime(a, b, off, s - 2) != cur ? AL(t - 1, s - 2) : -INFINITY;
-            axon_f3264_store(al, t * L + s, ctc_lse3(l1, l2, l3) + LP(t, cur), f64);
-        }
-    const double ll = tl == 0 ? AL(il - 1, 0) : ctc_lse3(AL(il - 1, 2 * tl), AL(il - 1, 2 * tl - 1), -INFINITY);
-    axon_f3264_store(a->nll.data, b, -ll, f64);
-#undef AL
-#undef LP
-}
+#define CTC_T float
+#define CTC_NAME(x) x##f32
+#define CTC_M(fn) fn##f
+#include "loss_ctc_body.h"
+#undef CTC_M
+#undef CTC_NAME
+#undef CTC_T
 
-static void ctc_backward_one(const ctc_args_t *a, int64_t b, int64_t off) {
-    const int f64 = a->f64;
-    const int64_t il = ctc_i64(&a->il, b), tl = ctc_i64(&a->tl, b), L = a->L, S = 2 * tl + 1, C = a->C;
-    const size_t es = f64 ? 8 : 4;
-    const char *al = (const char *)a->alpha.data + b * a->T * L * (int64_t)es, *lp = a->lp.data;
-    char *be = (char *)a->beta.data + b * a->T * L * (int64_t)es, *gr = a->grad.data;
-    const double nll = axon_f3264_load(a->nll.data, b, f64), g = axon_f3264_load(a->gout.data, b, f64);
-#define LP(t, c) axon_f3264_load(lp, ((t) * a->N + b) * C + (c), f64)
-#define AL(t, s) axon_f3264_load(al, (t) * L + (s), f64)
-#define BE(t, s) axon_f3264_load(be, (t) * L + (s), f64)
-#define GI(t, c) (((t) * a->N + b) * C + (c))
-    const int zero = a->zero_infinity && nll == INFINITY;
-    /* grad[t, b, :] first holds log(sum over s labelled c of alpha beta): -inf, and 0 past the input */
-    for (int64_t t = 0; t < a->T; t++)
-        for (int64_t c = 0; c < C; c++) axon_f3264_store(gr, GI(t, c), t < il && !zero ? -INFINITY : 0.0, f64);
-    if (zero || il == 0) return;
-    for (int64_t i = 0; i < a->T * L; i++) axon_f3264_store(be, i, -INFINITY, f64);
-    axon_f3264_store(be, (il - 1) * L + 2 * tl, LP(il - 1, a->blank), f64);
-    axon_f3264_store(gr, GI(il - 1, a->blank), AL(il - 1, 2 * tl) + BE(il - 1, 2 * tl), f64);
-    if (tl > 0) {
-        const int64_t last = ctc_label(a, b, off, tl - 1);
-        axon_f3264_store(be, (il - 1) * L + 2 * tl - 1, LP(il - 1, last), f64);
-        axon_f3264_store(gr, GI(il - 1, last), AL(il - 1, 2 * tl - 1) + BE(il - 1, 2 * tl - 1), f64);
-    }
-    for (int64_t t = il - 2; t >= 0; t--)
-        for (int64_t s = S - 1; s >= 0; s--) {
-            const int64_t cur = ctc_prime(a, b, off, s);
-            const double l1 = BE(t + 1, s), l2 = s < S - 1 ? BE(t + 1, s + 1) : -INFINITY;
-            const double l3 = s < S - 2 && ctc_prime(a, b, off, s + 2) != cur ? BE(t + 1, s + 2) : -INFINITY;
-            axon_f3264_store(be, t * L + s, ctc_lse3(l1, l2, l3) + LP(t, cur), f64);
-            const double lab = AL(t, s) + BE(t, s), acc = axon_f3264_load(gr, GI(t, cur), f64);
-            axon_f3264_store(gr, GI(t, cur), acc == -INFINITY ? lab : ctc_lse3(acc, lab, -INFINITY), f64);
-        }
-    for (int64_t t = 0; t < il; t++)
-        for (int64_t c = 0; c < C; c++) {
-            const double l = LP(t, c), acc = axon_f3264_load(gr, GI(t, c), f64);
-            axon_f3264_store(gr, GI(t, c), (exp(l) - exp(acc + nll - l)) * g, f64);
-        }
-#undef GI
-#undef BE
-#undef AL
-#undef LP
-}
+#define CTC_T double
+#define CTC_NAME(x) x##f64
+#define CTC_M(fn) fn
+#include "loss_ctc_body.h"
+#undef CTC_M
+#undef CTC_NAME
+#undef CTC_T
 
 static void ctc_range(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
@@ -152,8 +89,8 @@ static void ctc_range(void *ctx, int64_t begin, int64_t end, int slot) {
             axon_ix_note_first(&j->bad, b);
             continue;
         }
-        if (j->a->backward) ctc_backward_one(j->a, b, off);
-        else ctc_forward_one(j->a, b, off);
+        if (j->a->backward) (j->a->f64 ? ctc_backward_one_f64 : ctc_backward_one_f32)(j->a, b, off);
+        else (j->a->f64 ? ctc_forward_one_f64 : ctc_forward_one_f32)(j->a, b, off);
     }
 }
 
