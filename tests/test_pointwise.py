@@ -842,3 +842,22 @@ def test_rounding_division_refuses_like_cpu():
         torch.axon.synchronize()
     with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output type Long"):
         a.clone().div_(torch.ones(2, device="axon"), rounding_mode="trunc")
+
+
+@pytest.mark.parametrize("op", ["add_", "sub_", "mul_", "div_"])
+def test_inplace_arithmetic_into_a_view_with_a_broadcast_other(op):
+    # a column of a matrix, the other broadcast along it (bilinear's _trilinear accumulates so): natively, through the
+    # .out route into self, with CPU's refusals of a shape self cannot hold and of a cast to an integer self
+    def run(device):
+        s = torch.arange(40.0, device=device).view(8, 5)
+        col = s[:, 1:2]
+        getattr(col, op)(torch.linspace(1, 2, 8, device=device).view(8, 1))
+        getattr(s[2:, 3:], op)(torch.tensor(3.0, device=device))
+        return s.cpu()
+    torch_axon.reset_fallback_stats()
+    assert torch.equal(run("axon"), run("cpu"))
+    assert torch_axon.fallback_stats() == {}
+    with pytest.raises(RuntimeError, match=r"output with shape \[3, 1\] doesn't match the broadcast shape \[3, 4\]"):
+        getattr(torch.ones(3, 1, device="axon"), op)(torch.ones(3, 4, device="axon"))
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output type Long"):
+        getattr(torch.ones(3, 2, dtype=torch.long, device="axon")[:, :1], op)(torch.full((3, 1), 0.5, device="axon"))
