@@ -861,3 +861,29 @@ def test_inplace_arithmetic_into_a_view_with_a_broadcast_other(op):
         getattr(torch.ones(3, 1, device="axon"), op)(torch.ones(3, 4, device="axon"))
     with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output type Long"):
         getattr(torch.ones(3, 2, dtype=torch.long, device="axon")[:, :1], op)(torch.full((3, 1), 0.5, device="axon"))
+
+
+@pytest.mark.parametrize("op", ["eq_", "ne_", "lt_", "le_", "gt_", "ge_"])
+def test_inplace_comparisons_store_in_selfs_dtype_like_cpu(op):
+    # 1 or 0 in self's dtype: float and integer selves, a tensor or a number other (NaN among the values), a broadcast
+    # other and a view self; sign_ and threshold_ take the same route into self
+    def run(device):
+        x = torch.tensor([[1.0, float("nan"), -2.0, 3.0], [0.5, 2.0, 2.0, -0.0]], device=device)
+        y = torch.tensor([[1.0, 1.0, -3.0, 3.0], [0.5, float("nan"), 2.5, 0.0]], device=device)
+        results = []
+        for self_dtype in (torch.float32, torch.int64, torch.bool, torch.bfloat16):
+            for other in (y, y[:1], 2.0, 1):
+                s = (x * 1).to(self_dtype)
+                getattr(s, op)(other.to(self_dtype) if isinstance(other, torch.Tensor) and self_dtype == torch.bool
+                               else other)
+                results.append(s.cpu())
+        v = (x * 1)[:, ::2]
+        getattr(v, op)(y[:, 1::2])
+        results += [v.cpu(), (x * 1).sign_().cpu(), torch.nn.functional.threshold_(x * 1, 0.7, -5.0).cpu()]
+        return results
+    torch_axon.reset_fallback_stats()
+    for got, want in zip(run("axon"), run("cpu")):
+        torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+    assert torch_axon.fallback_stats() == {}
+    with pytest.raises(RuntimeError, match=r"output with shape \[2, 1\] doesn't match the broadcast shape \[2, 3\]"):
+        getattr(torch.ones(2, 1, device="axon"), op)(torch.ones(2, 3, device="axon"))

@@ -173,6 +173,10 @@ at::Tensor& threshold_out(const at::Tensor& self, const c10::Scalar& threshold, 
   return fall_back<ATEN_OP2(threshold, out)>(self, threshold, value, out);
 }
 
+at::Tensor& threshold_inplace(at::Tensor& self, const c10::Scalar& threshold, const c10::Scalar& value) {
+  return threshold_out(self, threshold, value, self);
+}
+
 // ---- glu ----
 
 // dim wrapped, with PyTorch's checks.
@@ -292,6 +296,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("hardshrink_backward.grad_input",
          TORCH_FN(shrink_backward_out<ATEN_OP2(hardshrink_backward, grad_input)>));
   m.impl("threshold.out", TORCH_FN(threshold_out));
+  m.impl("threshold_", TORCH_FN(threshold_inplace));
   m.impl("glu.out", TORCH_FN(glu_out));
   m.impl("glu", TORCH_FN(glu));
   m.impl("glu_backward", TORCH_FN(glu_backward));
