@@ -419,3 +419,20 @@ def test_addr_errors_and_gradients_match_cpu():
         grads.append([t.grad.cpu() for t in leaves])
     for g_axon, g_cpu in zip(grads[1], grads[0]):
         torch.testing.assert_close(g_axon, g_cpu, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("batch", [0, 1, 40])
+def test_tiny_product_into_its_own_input(dtype, batch):
+    # products of a few hundred multiply-adds run as plain loops in libaxon, which must not read what they have already
+    # written when out is an input (mm(x, y, out=x)); the result is the product of the inputs as they were (the
+    # aliased product takes the library, whose order of sums differs: dtype tolerances)
+    g = torch.Generator().manual_seed(0)
+    shape = (batch, 3, 3) if batch else (3, 3)
+    x, y = (torch.randn(shape, generator=g).to(dtype).to("axon") for _ in range(2))
+    want = (x @ y).cpu()
+    (torch.bmm if batch else torch.mm)(x, y, out=x)
+    torch.testing.assert_close(x.cpu(), want)
+    y2 = y.clone()
+    (torch.bmm if batch else torch.mm)(x, y2, out=y2)
+    torch.testing.assert_close(y2.cpu(), (x @ y).cpu())

@@ -232,21 +232,22 @@ static void test_alpha_beta_and_bias(void) {
     }
 }
 
-/* Products of at most 512 multiply-adds run as plain loops (gemm.c, GEMM_NAIVE_MAX): float32 and float64 with every
- * operand and out layout, batches, alpha, beta (0 over a NaN out) and bias. */
+/* Products of at most 512 multiply-adds run as plain loops: whole (gemm.c, GEMM_SMALL_MAX over the batch; every
+ * floating dtype) or matrix by matrix (GEMM_NAIVE_MAX; float32 and float64), with every operand and out layout,
+ * batches, alpha, beta (0 over a NaN out) and bias. */
 static void test_tiny_products_match_the_reference(void) {
     REQUIRE(dev2.s);
-    const axon_dtype_t dts[] = {AXON_FLOAT32, AXON_FLOAT64};
+    const axon_dtype_t dts[] = {AXON_FLOAT32, AXON_FLOAT64, AXON_BFLOAT16, AXON_FLOAT16};
     const int64_t shapes[][3] = {{1, 4, 1}, {5, 5, 5}, {8, 3, 4}, {2, 7, 9}};
-    for (int d = 0; d < 2; d++)
+    for (int d = 0; d < 4; d++)
         for (int s = 0; s < 4; s++)
             for (int l = 0; l < LAY_BCAST_BATCH; l++)
                 for (int v = 0; v < 4; v++) {
                     mm_case_t c = basic(dts[d], shapes[s][0], shapes[s][1], shapes[s][2]);
                     c.la = l, c.lb = (l + v) % LAY_BCAST_BATCH, c.lo = (l + 2 * v) % LAY_BCAST_BATCH;
-                    c.batched = v >= 2, c.bsz = 8;
-                    c.alpha = v & 1 ? 0.5 : 1, c.beta = v == 1 ? -2 : v == 3 ? 0.25 : 0;
-                    c.nan_out = c.beta == 0, c.bias = v == 2 ? 2 : 0, c.bias_scale = 0.75;
+                    c.batched = v == 2, c.bsz = 8;
+                    c.alpha = v & 1 ? 0.5 : 1, c.beta = v == 1 ? -2 : v == 2 ? 0.5 : v == 3 ? 0.25 : 0;
+                    c.nan_out = c.beta == 0, c.bias = v >= 2 ? 2 : 0, c.bias_scale = 0.75;
                     CHECK_EQ_I64(run_case(&dev2, &c, NULL), 0);
                 }
 }
