@@ -301,6 +301,16 @@ static void test_float32_sum_of_1m_elements_is_accurate(void) {
     axon_runtime_destroy(k.rt);
 }
 
+/* The host xor of output o of a rows x cols matrix of words reduced over each row (c 0), each column (c 1) or all of
+ * it (c 2). */
+static uint64_t xor_want(const uint64_t *w, int64_t rows, int64_t cols, int c, int64_t o) {
+    uint64_t want = 0;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t j = 0; j < cols; j++)
+            if ((c == 0 && r == o) || (c == 1 && j == o) || c == 2) want ^= w[r * cols + j];
+    return want;
+}
+
 /* XOR keeps all 64 bits: full-width int64 values (top bit included) over the inner, split and outer paths against
  * a host xor, int32 values sign-extended; an empty xor is 0; a floating out is refused with a message. */
 static void test_xor_keeps_every_bit(void) {
@@ -326,10 +336,7 @@ static void test_xor_keeps_every_bit(void) {
         int64_t nout = osz[c][0] * osz[c][1];
         CHECK(kc_download(&k, got, dout, sizeof(int64_t) * (size_t)nout));
         for (int64_t o = 0; o < nout; o++) {
-            uint64_t want = 0;
-            for (int64_t r = 0; r < rows; r++)
-                for (int64_t j = 0; j < cols; j++)
-                    if ((c == 0 && r == o) || (c == 1 && j == o) || c == 2) want ^= (uint64_t)h[r * cols + j];
+            const uint64_t want = xor_want((const uint64_t *)h, rows, cols, c, o);
             if ((uint64_t)got[o] != want) {
                 fprintf(stderr, "  xor case %d output %lld: got %llx want %llx\n", c, (long long)o,
                         (unsigned long long)got[o], (unsigned long long)want);
@@ -396,10 +403,7 @@ static void test_xor_of_floats_folds_their_float64_bits(void) {
             const int64_t nout = osz[c][0] * osz[c][1];
             CHECK(kc_download(&k, got, dout, sizeof(uint64_t) * (size_t)nout));
             for (int64_t o = 0; o < nout; o++) {
-                uint64_t want = 0;
-                for (int64_t r = 0; r < rows; r++)
-                    for (int64_t j = 0; j < cols; j++)
-                        if ((c == 0 && r == o) || (c == 1 && j == o) || c == 2) want ^= bits[r * cols + j];
+                const uint64_t want = xor_want(bits, rows, cols, c, o);
                 if (got[o] != want) {
                     fprintf(stderr, "  xor of %s, case %d, output %lld: got %llx want %llx\n", axon_dtype_name(d), c,
                             (long long)o, (unsigned long long)got[o], (unsigned long long)want);
