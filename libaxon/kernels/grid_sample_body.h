@@ -516,8 +516,10 @@ AXON_CLONES static void GS_NAME(gs_forward_range_)(void *ctx, int64_t begin, int
     GS_T acc[GS_BLOCK];
     const int all_f32 = a->dt_in == AXON_FLOAT32 && a->dt_out == AXON_FLOAT32;
     const int all_f64 = a->dt_in == AXON_FLOAT64 && a->dt_out == AXON_FLOAT64 && sizeof(GS_T) == 8;
-    /* bilinear and trilinear float32 with AVX-512's gathers (grid_sample_gather.h), nearest with its copy loop */
+    /* bilinear and trilinear float32 and float64 with AVX-512's gathers (grid_sample_gather.h), nearest with its
+     * copy loop */
     const int gather = all_f32 && sizeof(GS_T) == 4 && a->gather && a->interp == AXON_GRID_BILINEAR;
+    const int gather64 = all_f64 && a->gather && a->interp == AXON_GRID_BILINEAR;
     for (int64_t b = begin; b < end; b++) {
         const int64_t n = b / a->nblk, p0 = b % a->nblk * GS_BLOCK;
         const int64_t m = a->osz - p0 < GS_BLOCK ? a->osz - p0 : GS_BLOCK;
@@ -541,7 +543,13 @@ AXON_CLONES static void GS_NAME(gs_forward_range_)(void *ctx, int64_t begin, int
                 const double *s = (const double *)a->in + src;
                 double *d = (double *)a->out + dst;
 #define GS_LOAD_F64(i) (GS_T)s[i]
-                GS_SAMPLE_BLOCK(GS_LOAD_F64);
+#ifdef AXON_GS_GATHER
+                if (gather64 && bl->narrow && !bl->sparse && (bl->n == 4 || bl->n == 8))
+                    axon_gs_taps_f64_avx512(s, bl->off32[0], (const double *)bl->w[0], GS_BLOCK, bl->n, bl->n == 8,
+                                            m, (double *)acc);
+                else
+#endif
+                    GS_SAMPLE_BLOCK(GS_LOAD_F64);
 #undef GS_LOAD_F64
                 for (int64_t j = 0; j < m; j++) d[j] = (double)acc[j];
             } else {

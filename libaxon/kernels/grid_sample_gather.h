@@ -1,4 +1,4 @@
-/* Grid sampling's float32 channel loop with AVX-512 gathers, for the forward of bilinear and trilinear blocks whose
+/* Grid sampling's float32 and float64 channel loops with AVX-512 gathers, for the forward of bilinear and trilinear blocks whose
  * offsets are int32 (grid_sample_body.h). GCC 12 vectorizes that loop with emulated gathers (a scalar load and an
  * insert per lane), which were most of a small sample's time. Header-only: grid_sample.c and its test include it. */
 #ifndef AXON_GRID_SAMPLE_GATHER_H
@@ -11,7 +11,7 @@
 #define AXON_GS_GATHER 1
 #endif
 
-/* 1 when this CPU runs axon_gs_taps_f32_avx512 (AVX-512F), else 0. Cannot fail. */
+/* 1 when this CPU runs axon_gs_taps_f32_avx512 and axon_gs_taps_f64_avx512 (AVX-512F), else 0. Cannot fail. */
 static inline int axon_gs_gather_available(void) {
 #ifdef AXON_GS_GATHER
     return __builtin_cpu_supports("avx512f");
@@ -41,6 +41,26 @@ __attribute__((target("avx512f"))) static void axon_gs_taps_f32_avx512(const flo
             sum = _mm512_add_ps(sum, skip ? _mm512_maskz_mul_ps(inside, wk, v) : _mm512_mul_ps(wk, v));
         }
         _mm512_mask_storeu_ps(acc + j, lanes, sum);
+    }
+}
+
+/* The same for float64: 8 lanes, their int32 offsets the low half of a 16-lane load. */
+__attribute__((target("avx512f"))) static void axon_gs_taps_f64_avx512(const double *s, const int32_t *off,
+                                                                        const double *w, int64_t pitch, int ntaps,
+                                                                        int skip, int64_t m, double *acc) {
+    const __m512i zero_i = _mm512_setzero_si512();
+    const __m512d zero = _mm512_setzero_pd();
+    for (int64_t j = 0; j < m; j += 8) {
+        const __mmask8 lanes = m - j >= 8 ? (__mmask8)0xFF : (__mmask8)((1u << (m - j)) - 1);
+        __m512d sum = zero;
+        for (int k = 0; k < ntaps; k++) {
+            const __m512i o = _mm512_maskz_loadu_epi32((__mmask16)lanes, off + k * pitch + j);
+            const __mmask8 inside = (__mmask8)_mm512_mask_cmpge_epi32_mask((__mmask16)lanes, o, zero_i);
+            const __m512d v = _mm512_mask_i32gather_pd(zero, inside, _mm512_castsi512_si256(o), s, 8);
+            const __m512d wk = _mm512_maskz_loadu_pd(lanes, w + k * pitch + j);
+            sum = _mm512_add_pd(sum, skip ? _mm512_maskz_mul_pd(inside, wk, v) : _mm512_mul_pd(wk, v));
+        }
+        _mm512_mask_storeu_pd(acc + j, lanes, sum);
     }
 }
 #endif

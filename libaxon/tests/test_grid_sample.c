@@ -288,44 +288,52 @@ static void test_non_finite_and_huge_coordinates(void) {
     axon_runtime_destroy(k.rt);
 }
 
-/* The AVX-512 gather loop of float32 (tri)linear blocks against the portable loop's arithmetic, bitwise: taps in
- * order from 0, a product and a sum rounded one by one, offsets outside (-1) reading nothing, NaN and infinite
- * weights, block lengths that leave a partial vector. */
+/* The AVX-512 gather loops of float32 and float64 (tri)linear blocks against the portable loop's arithmetic,
+ * bitwise: taps in order from 0, a product and a sum rounded one by one, offsets outside (-1) reading nothing, NaN and
+ * infinite weights, block lengths that leave a partial vector. */
+#ifdef AXON_GS_GATHER
+#define GATHER_CHECK(T, FN)                                                                                         \
+    do {                                                                                                            \
+        enum { PITCH = 64, PLANE = 300 };                                                                           \
+        T plane[PLANE], w[8][PITCH], got[PITCH];                                                                    \
+        int32_t off[8][PITCH];                                                                                      \
+        for (int i = 0; i < PLANE; i++) plane[i] = (T)(rr_rand() % 2001) / (T)97 - (T)10;                          \
+        plane[5] = (T)-0.0;                                                                                         \
+        for (int ntaps = 4; ntaps <= 8; ntaps += 4)                                                                 \
+            for (int64_t m = 1; m <= PITCH; m += 9) {                                                               \
+                for (int k = 0; k < ntaps; k++)                                                                     \
+                    for (int j = 0; j < PITCH; j++) {                                                               \
+                        off[k][j] = rr_rand() % 4 == 0 ? -1 : (int32_t)(rr_rand() % PLANE);                         \
+                        w[k][j] = (T)(rr_rand() % 1001) / (T)1000;                                                  \
+                    }                                                                                               \
+                w[0][0] = NAN, w[1][m - 1] = INFINITY, off[1][m - 1] = -1, off[0][m / 2] = 5;                       \
+                const int skip = ntaps == 8;                                                                        \
+                FN(plane, off[0], w[0], PITCH, ntaps, skip, m, got);                                                \
+                for (int64_t j = 0; j < m; j++) {                                                                   \
+                    T sum = 0;                                                                                      \
+                    for (int k = 0; k < ntaps; k++) {                                                               \
+                        const T v = off[k][j] >= 0 ? plane[off[k][j]] : (T)0;                                       \
+                        sum += skip ? (off[k][j] >= 0 ? w[k][j] * v : (T)0) : w[k][j] * v;                          \
+                    }                                                                                               \
+                    if (memcmp(&sum, &got[j], sizeof sum) != 0) {                                                   \
+                        fprintf(stderr, "  %s, %d taps, m %lld, point %lld: got %a want %a\n", #T, ntaps,            \
+                                (long long)m, (long long)j, (double)got[j], (double)sum);                           \
+                        check_failures_in_test++;                                                                   \
+                        break;                                                                                      \
+                    }                                                                                               \
+                }                                                                                                   \
+            }                                                                                                       \
+    } while (0)
+#endif
+
 static void test_gather_taps_match_the_portable_loop_bitwise(void) {
 #ifdef AXON_GS_GATHER
     if (!axon_gs_gather_available()) {
         printf("  (skipped: this CPU has no AVX-512F)\n");
         return;
     }
-    enum { PITCH = 64, PLANE = 300 };
-    float plane[PLANE], w[8][PITCH], got[PITCH];
-    int32_t off[8][PITCH];
-    for (int i = 0; i < PLANE; i++) plane[i] = (float)(rr_rand() % 2001) / 97.0f - 10.0f;
-    plane[5] = -0.0f;
-    for (int ntaps = 4; ntaps <= 8; ntaps += 4)
-        for (int64_t m = 1; m <= PITCH; m += 9) {
-            for (int k = 0; k < ntaps; k++)
-                for (int j = 0; j < PITCH; j++) {
-                    off[k][j] = rr_rand() % 4 == 0 ? -1 : (int32_t)(rr_rand() % PLANE);
-                    w[k][j] = (float)(rr_rand() % 1001) / 1000.0f;
-                }
-            w[0][0] = NAN, w[1][m - 1] = INFINITY, off[1][m - 1] = -1, off[0][m / 2] = 5;
-            const int skip = ntaps == 8;
-            axon_gs_taps_f32_avx512(plane, off[0], w[0], PITCH, ntaps, skip, m, got);
-            for (int64_t j = 0; j < m; j++) {
-                float sum = 0;
-                for (int k = 0; k < ntaps; k++) {
-                    const float v = off[k][j] >= 0 ? plane[off[k][j]] : 0.0f;
-                    sum += skip ? (off[k][j] >= 0 ? w[k][j] * v : 0.0f) : w[k][j] * v;
-                }
-                if (memcmp(&sum, &got[j], sizeof sum) != 0) {
-                    fprintf(stderr, "  %d taps, m %lld, point %lld: got %a want %a\n", ntaps, (long long)m,
-                            (long long)j, (double)got[j], (double)sum);
-                    check_failures_in_test++;
-                    break;
-                }
-            }
-        }
+    GATHER_CHECK(float, axon_gs_taps_f32_avx512);
+    GATHER_CHECK(double, axon_gs_taps_f64_avx512);
 #else
     printf("  (skipped: a build without the AVX-512 gather loop)\n");
 #endif
