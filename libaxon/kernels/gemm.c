@@ -885,6 +885,9 @@ static axon_dtype_t gemm_compute_dtype(axon_dtype_t d) {
  * as their other paths do; float64 in double. bfloat16 [5, 5] @ [5, 5] went through oneDNN's primitive in 3.2 us,
  * against CPU's 1.0. */
 #define GEMM_SMALL_MAX 512
+/* 16-bit products start at oneDNN's or the AMX kernel's fixed ~3 us, so plain loops pay further (bfloat16 baddbmm
+ * of [5, 5, 5] and [5, 5, 10], 1250 multiply-adds); at 16^3 the loop was the slower again. */
+#define GEMM_SMALL_MAX_16 2048
 
 #define GEMM_SMALL(T, W, LOAD, STORE, NAME)                                                                         \
     static void NAME(const struct gemm_args *g) {                                                                   \
@@ -945,7 +948,8 @@ static int gemm_small_try(const struct gemm_args *g) {
     if (g->a.dtype != dt || g->b.dtype != dt || (g->has_bias && g->bias.dtype != dt)) return 0;
     const double work = (double)g->out.sizes[0] * (double)g->out.sizes[1] * (double)g->out.sizes[2] *
                         (double)g->a.sizes[2];
-    if (work > GEMM_SMALL_MAX || gemm_out_meets_inputs(g)) return 0;
+    const int half = dt == AXON_BFLOAT16 || dt == AXON_FLOAT16;
+    if (work > (half ? GEMM_SMALL_MAX_16 : GEMM_SMALL_MAX) || gemm_out_meets_inputs(g)) return 0;
     switch (dt) {
     case AXON_FLOAT32: gemm_small_f32(g); return 1;
     case AXON_FLOAT64: gemm_small_f64(g); return 1;

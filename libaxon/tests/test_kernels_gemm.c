@@ -232,7 +232,7 @@ static void test_alpha_beta_and_bias(void) {
     }
 }
 
-/* Products of at most 512 multiply-adds run as plain loops: whole (gemm.c, GEMM_SMALL_MAX over the batch; every
+/* Products of at most 512 multiply-adds (2048 in 16 bits) run as plain loops: whole (gemm.c, GEMM_SMALL_MAX; every
  * floating dtype) or matrix by matrix (GEMM_NAIVE_MAX; float32 and float64), with every operand and out layout,
  * batches, alpha, beta (0 over a NaN out) and bias. */
 static void test_tiny_products_match_the_reference(void) {
