@@ -1,6 +1,7 @@
-/* Grid sampling's float32 and float64 channel loops with AVX-512 gathers, for the forward of bilinear and trilinear blocks whose
- * offsets are int32 (grid_sample_body.h). GCC 12 vectorizes that loop with emulated gathers (a scalar load and an
- * insert per lane), which were most of a small sample's time. Header-only: grid_sample.c and its test include it. */
+/* Grid sampling's float32 and float64 channel loops with AVX-512 gathers, for the forward of bilinear and trilinear
+ * blocks whose offsets are int32 (grid_sample_body.h). GCC 12 vectorizes that loop with emulated gathers (a scalar
+ * load and an insert per lane), which were most of a small sample's time. Header-only: grid_sample.c and its test
+ * include it. */
 #ifndef AXON_GRID_SAMPLE_GATHER_H
 #define AXON_GRID_SAMPLE_GATHER_H
 

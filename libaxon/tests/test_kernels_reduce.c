@@ -129,7 +129,8 @@ static void test_every_op_and_dtype_over_every_layout_matches_reference(void) {
         for (int op = 0; op < AXON_REDUCE_OP_COUNT; op++)
             for (size_t li = 0; li < sizeof layouts / sizeof layouts[0]; li++)
                 for (size_t mi = 0; mi < sizeof masks / sizeof masks[0]; mi++) {
-                    if (op == AXON_REDUCE_XOR && rr_is_float(d)) continue; /* test_xor_of_floats_folds_their_float64_bits */
+                    /* floats: test_xor_of_floats_folds_their_float64_bits */
+                    if (op == AXON_REDUCE_XOR && rr_is_float(d)) continue;
                     /* views other than the contiguous one get fewer masks: inner, outer, several */
                     if (li > 0 && mi >= 4) continue;
                     int bad = run_variants(&k, (axon_reduce_op_t)op, d, op == AXON_REDUCE_PROD ? h1 : h, 378,
