@@ -117,6 +117,36 @@ AXON_CLONES static void pa_forward_rows_f32(const pa_args_t *a, int64_t begin, i
     }
 }
 
+/* pa_forward_range's sums for 16-bit floats in and out: each window summed in double in the generic loop's order
+ * (the same bits), from typed loads and with the columns' spans computed once per call, where the generic loop
+ * loaded each element through a dtype switch and divided out every span (bfloat16 [2, 8, 8, 8] pooled to [8, 7]:
+ * 16 us against CPU's 8.4). */
+static void pa_forward_rows_16(const pa_args_t *a, int64_t begin, int64_t end) {
+    const axon_spatial_t *g = &a->g;
+    const int64_t per_plane = g->out[0] * g->out[1], ih = g->in[1], iw = g->in[2], ow_n = g->out[2];
+    const int bf16 = a->dt_src == AXON_BFLOAT16;
+    axon_pool_span_t wsp[PA_ROW_SPANS];
+    for (int64_t j = 0; j < ow_n; j++) wsp[j] = axon_pool_span(&a->w, g, 2, j);
+    for (int64_t r = begin; r < end; r++) {
+        const int64_t plane = r / per_plane, od = r % per_plane / g->out[1], oh = r % g->out[1];
+        axon_pool_span_t sp[3] = {axon_pool_span(&a->w, g, 0, od), axon_pool_span(&a->w, g, 1, oh), {0, 0, 1, 0}};
+        const uint16_t *x = (const uint16_t *)a->src + plane * g->in_size;
+        for (int64_t ow = 0; ow < ow_n; ow++) {
+            sp[2] = wsp[ow];
+            double sum = 0.0;
+            for (int64_t d = sp[0].first; d < sp[0].end; d++)
+                for (int64_t h = sp[1].first; h < sp[1].end; h++) {
+                    const uint16_t *row = x + (d * ih + h) * iw;
+                    for (int64_t w = sp[2].first; w < sp[2].end; w++)
+                        sum += bf16 ? axon_bf16_to_f32(row[w]) : axon_f16_to_f32(row[w]);
+                }
+            const double div = pa_divisor(&a->w, sp);
+            const int64_t n = axon_pool_span_count(sp[0]) * axon_pool_span_count(sp[1]) * axon_pool_span_count(sp[2]);
+            axon_spatial_store(a->dt_dst, a->dst, r * ow_n + ow, n > 0 && div != 0 ? sum / div : 0.0);
+        }
+    }
+}
+
 static void pa_forward_range(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
     const pa_args_t *a = ctx;
@@ -124,6 +154,11 @@ static void pa_forward_range(void *ctx, int64_t begin, int64_t end, int slot) {
     const int64_t per_plane = g->out[0] * g->out[1], ih = g->in[1], iw = g->in[2];
     if (a->dt_src == AXON_FLOAT32 && a->dt_dst == AXON_FLOAT32 && g->out[2] <= PA_ROW_SPANS) {
         pa_forward_rows_f32(a, begin, end);
+        return;
+    }
+    if ((a->dt_src == AXON_BFLOAT16 || a->dt_src == AXON_FLOAT16) && a->dt_dst == a->dt_src &&
+        g->out[2] <= PA_ROW_SPANS) {
+        pa_forward_rows_16(a, begin, end);
         return;
     }
     for (int64_t r = begin; r < end; r++) {
