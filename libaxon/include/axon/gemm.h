@@ -17,6 +17,10 @@
  * out = beta * out + bias_scale * bias. An out with no elements enqueues nothing.
  *
  * Dtypes: a, b, out and bias share one dtype.
+ *   - Small floating products first, whatever the dtype: a whole product of at most 512 multiply-adds (2048 for
+ *     bfloat16 and float16) over its batch, and each matrix of at most 512 of a larger float32 or float64 batch,
+ *     run as plain loops (each element's products summed in order of k; 16-bit in float32, rounded once), where a
+ *     library call's own set-up costs more than the product. Not when out shares memory with a or b.
  *   - float32 and float64: the BLAS library libaxon was built with (MKL, AXON_HAVE_MKL, else OpenBLAS,
  *     AXON_HAVE_OPENBLAS), called single-threaded from each participant of the device's worker pool on its own
  *     block of out; without either a portable blocked C GEMM. float32 exceptions, chosen by measurement
