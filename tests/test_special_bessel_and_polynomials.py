@@ -159,6 +159,22 @@ def test_heaviside_matches_cpu(dtype):
     v = torch.tensor([5, 7, 0, 1, 3, 2]).to(dtype)
     got, want = native(torch.heaviside, x, v), torch.heaviside(x, v)
     assert got.dtype == want.dtype and torch.equal(got, want)
+    # the in-place form into self, with a broadcast values, and CPU's refusals
+    s = x.to("axon")
+    s.heaviside_(v[:1].to("axon"))
+    assert torch.equal(s.cpu(), x.clone().heaviside_(v[:1]))
+
+
+def test_heaviside_refuses_what_cpu_refuses():
+    x = torch.tensor([-1.0, 0.0, 2.0], device="axon")
+    with pytest.raises(RuntimeError, match="heaviside is not yet implemented for tensors with different dtypes"):
+        torch.heaviside(x, torch.tensor([1.0], dtype=torch.float64, device="axon"))
+    with pytest.raises(RuntimeError, match="heaviside is not yet implemented for complex tensors"):
+        torch.heaviside(x.to(torch.complex64), x.to(torch.complex64))
+    with pytest.raises(RuntimeError, match="heaviside is not yet implemented for tensors with different dtypes"):
+        x.heaviside_(x.double())
+    with pytest.raises(RuntimeError, match=r"output with shape \[1\] doesn't match the broadcast shape \[3\]"):
+        torch.ones(1, device="axon").heaviside_(x)
 
 
 def test_gradients_match_cpu_without_fallback():
