@@ -943,13 +943,14 @@ static int gemm_out_meets_inputs(const struct gemm_args *g) {
     return olo < hi && lo < ohi;
 }
 
-static int gemm_small_try(const struct gemm_args *g) {
+/* meets: gemm_out_meets_inputs(g), which gemm_kernel computes once for both plain-loop paths. */
+static int gemm_small_try(const struct gemm_args *g, int meets) {
     const axon_dtype_t dt = g->out.dtype;
     if (g->a.dtype != dt || g->b.dtype != dt || (g->has_bias && g->bias.dtype != dt)) return 0;
     const double work = (double)g->out.sizes[0] * (double)g->out.sizes[1] * (double)g->out.sizes[2] *
                         (double)g->a.sizes[2];
     const int half = dt == AXON_BFLOAT16 || dt == AXON_FLOAT16;
-    if (work > (half ? GEMM_SMALL_MAX_16 : GEMM_SMALL_MAX) || gemm_out_meets_inputs(g)) return 0;
+    if (work > (half ? GEMM_SMALL_MAX_16 : GEMM_SMALL_MAX) || meets) return 0;
     switch (dt) {
     case AXON_FLOAT32: gemm_small_f32(g); return 1;
     case AXON_FLOAT64: gemm_small_f64(g); return 1;
@@ -962,7 +963,8 @@ static int gemm_small_try(const struct gemm_args *g) {
 static axon_status_t gemm_kernel(const void *args, const axon_exec_t *ex) {
     const struct gemm_args *g = args;
     axon_status_t st = AXON_OK;
-    if (gemm_small_try(g)) return AXON_OK;
+    const int meets = gemm_out_meets_inputs(g);
+    if (gemm_small_try(g, meets)) return AXON_OK;
     if (gemm_amx_few_try(g, ex, &st) || gemm_amx_try(g, ex, &st)) return st;
     const int route16 = gemm_16bit_route(g), avx16 = route16 == GEMM_16_KERNEL, mkl16 = route16 == GEMM_16_MKL;
     if (route16 == GEMM_16_LIBRARY && gemm_lowp_try(g, ex, &st)) return st;
@@ -977,7 +979,7 @@ static axon_status_t gemm_kernel(const void *args, const axon_exec_t *ex) {
     j.es = axon_dtype_size(cdt);
     j.adt = adt, j.bdt = bdt;
     j.alpha = g->alpha, j.beta = g->beta, j.bias_scale = g->bias_scale;
-    j.naive_ok = !gemm_out_meets_inputs(g);
+    j.naive_ok = !meets;
     gemm_mat_t a = {0}, b = {0};
     if (k > 0) { /* with k == 0 the operands are never read */
         if ((st = gemm_prepare(&a, &g->a, adt, ex->pool, AXON_GEMM_SCRATCH_A, &sa)) != AXON_OK) goto done;

@@ -262,9 +262,13 @@ at::Tensor& real_of_complex_out(const at::Tensor& self, at::Tensor& out) {
 }
 
 // sign refuses complex (sgn is its complex form); libaxon's SIGN of a complex dtype is sgn.
-at::Tensor& sign_out(const at::Tensor& self, at::Tensor& out) {
+void check_sign(const at::Tensor& self) {
   TORCH_CHECK(!self.is_complex(), "Unlike NumPy, torch.sign is not intended to support complex numbers. Please use "
               "torch.sgn instead.");
+}
+
+at::Tensor& sign_out(const at::Tensor& self, at::Tensor& out) {
+  check_sign(self);
   return unary_out<AXON_UNARY_SIGN, false, ATEN_OP2(sign, out)>(self, out);
 }
 
@@ -786,8 +790,7 @@ at::Tensor& compare_scalar_inplace(at::Tensor& self, const c10::Scalar& other) {
 }
 
 at::Tensor& sign_inplace(at::Tensor& self) {
-  TORCH_CHECK(!self.is_complex(), "Unlike NumPy, torch.sign is not intended to support complex numbers. Please use "
-              "torch.sgn instead.");
+  check_sign(self);
   return unary_out<AXON_UNARY_SIGN, false, ATEN_OP2(sign, out)>(self, self);
 }
 
@@ -1361,29 +1364,28 @@ at::Tensor& softplus_backward_out(const at::Tensor& grad, const at::Tensor& self
 }
 
 // heaviside: PyTorch refuses mixed dtypes rather than promote them.
-at::Tensor& heaviside_out(const at::Tensor& self, const at::Tensor& values, at::Tensor& out) {
+// PyTorch's refusals for heaviside, shared by its three forms.
+void check_heaviside(const at::Tensor& self, const at::Tensor& values) {
   TORCH_CHECK(!self.is_complex() && !values.is_complex(),
               "heaviside is not yet implemented for complex tensors.");
   TORCH_CHECK(self.scalar_type() == values.scalar_type(),
               "heaviside is not yet implemented for tensors with different dtypes.");
+}
+
+at::Tensor& heaviside_out(const at::Tensor& self, const at::Tensor& values, at::Tensor& out) {
+  check_heaviside(self, values);
   return binary_out<AXON_BINARY_HEAVISIDE, false, ATEN_OP2(heaviside, out)>(self, values, out);
 }
 
 // Its functional and in-place forms, bound for the reason binary_functional's are (PyTorch's generic route ran the
 // meta function and dispatched to heaviside.out: 1.4x CPU's time in op_db).
 at::Tensor heaviside(const at::Tensor& self, const at::Tensor& values) {
-  TORCH_CHECK(!self.is_complex() && !values.is_complex(),
-              "heaviside is not yet implemented for complex tensors.");
-  TORCH_CHECK(self.scalar_type() == values.scalar_type(),
-              "heaviside is not yet implemented for tensors with different dtypes.");
+  check_heaviside(self, values);
   return binary_functional<AXON_BINARY_HEAVISIDE, false, ATEN_OP(heaviside)>(self, values);
 }
 
 at::Tensor& heaviside_inplace(at::Tensor& self, const at::Tensor& values) {
-  TORCH_CHECK(!self.is_complex() && !values.is_complex(),
-              "heaviside is not yet implemented for complex tensors.");
-  TORCH_CHECK(self.scalar_type() == values.scalar_type(),
-              "heaviside is not yet implemented for tensors with different dtypes.");
+  check_heaviside(self, values);
   check_inplace_shape(self, {&values});
   return binary_out<AXON_BINARY_HEAVISIDE, false, ATEN_OP2(heaviside, out)>(self, values, self);
 }
