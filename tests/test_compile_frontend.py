@@ -709,9 +709,12 @@ def test_cache_written_in_place_and_read_eagerly_is_not_copied(tmp_path, monkeyp
     assert tc.stats()["eager_partitions"] == 0, tc.stats()
 
 
-def test_llama_decode_with_a_static_cache_is_one_program(tmp_path, monkeypatch):
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_llama_decode_with_a_static_cache_is_one_program(tmp_path, monkeypatch, dynamic):
     # Hugging Face Llama decoding against a StaticCache: each layer's cache update (index_copy_ on the cache tensors)
-    # runs inside the one program, writing the caches in place; logits and caches match CPU eager step after step
+    # runs inside the one program, writing the caches in place; logits and caches match CPU eager step after step.
+    # Under dynamic=True too, where the cache's length is a symbol and the keys' whole-dim slices (keys[:, :, :])
+    # were left eager, splitting the program in five
     from transformers import LlamaConfig, LlamaForCausalLM, StaticCache
 
     monkeypatch.setenv("AXON_DUMP_DIR", str(tmp_path))
@@ -729,7 +732,7 @@ def test_llama_decode_with_a_static_cache_is_one_program(tmp_path, monkeypatch):
         def decode(m, ids, pos, cache):
             return m(ids, past_key_values=cache, cache_position=pos, use_cache=True).logits
 
-        compiled = torch.compile(decode, backend="axon")
+        compiled = torch.compile(decode, backend="axon", dynamic=dynamic)
         for step in range(3):
             ids = torch.randint(0, 300, (2, 1), generator=torch.Generator().manual_seed(10 + step))
             pos = torch.tensor([7 + step])
@@ -739,7 +742,7 @@ def test_llama_decode_with_a_static_cache_is_one_program(tmp_path, monkeypatch):
             for a, b in zip(caches[DEV].layers, caches["cpu"].layers):
                 close(a.keys, b.keys)
                 close(a.values, b.values)
-        report = tc.explain(decode, model, ids.to(DEV), pos.to(DEV) + 1, caches[DEV])
+        report = tc.explain(decode, model, ids.to(DEV), pos.to(DEV) + 1, caches[DEV], dynamic=dynamic)
     parts = [p for g in report.graphs for p in g.partitions]
     assert len(parts) == 1 and parts[0].compiled, report
     assert not any("index_put" in op for _, op, _ in report.left_out), report.left_out
@@ -832,6 +835,33 @@ def test_hf_lm_training_with_dynamic_shapes_compiles_every_partition_and_matches
     s = tc.stats()
     assert s["eager_partitions"] == 0 and s["eager_graphs"] == 0, s
     assert s["graphs"] <= 4, s   # forward and backward graphs of the model and of the loss, compiled once
+
+
+def test_slices_of_symbolic_dims_stay_in_the_program():
+    # whole-dim slices (Hugging Face's mask[..., :] and a static cache's keys[:, :, :] under dynamic=True), static
+    # bounds, negative ends, a step, and an end the trace clamped to the dim: all lower to AXIR slices, and the
+    # elementwise run over the [s0, s1-2] slices fuses with a kernel symbol of its own; an end that is another
+    # symbol (x[:, :m.shape[0]]) stays eager, named by explain
+    def f(x):
+        return (x[:, :] * 2, x[:, : x.shape[1]] + 1, x[:, 2:5] * 3, x[:, -3:].sum(1), x[:, 1:-1] * x[:, :-2],
+                x[:, 2:100] + 1, x[1:, ::3] - 1)
+
+    compiled = torch.compile(f, backend="axon", dynamic=True)
+    for width in (6, 7, 12, 40):
+        x = sample((3, width), seed=width)
+        for got, want in zip(compiled(x.to(DEV)), f(x)):
+            close(got, want)
+    s = tc.stats()
+    assert s["graphs"] == 1 and s["partitions"] == 1 and s["eager_partitions"] == 0, s
+    assert s["program_calls"] == 4, s
+
+    def g(x, m):
+        return x[:, : m.shape[0]] * 3
+
+    x, m = sample((3, 9)), sample((4,))
+    report = tc.explain(g, x.to(DEV), m.to(DEV), dynamic=True)
+    close(torch.compile(g, backend="axon", dynamic=True)(x.to(DEV), m.to(DEV)), g(x, m))
+    assert any("slice" in op and "symbolic dimension" in why for _, op, why in report.left_out), report.left_out
 
 
 def test_symbolic_sizes_become_axir_dim_expressions(tmp_path, monkeypatch):

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "axir_impl.h"
 #include "compile_impl.h"
 
 #define FUSE_MAX_NODES (FUSED_MAX_REGS - FUSED_MAX_INPUTS)
@@ -78,25 +79,97 @@ static int used_outside(const group_t *g, const axon_axir_value_t *v) {
     return v->num_uses > inside;
 }
 
-/* e with f's symbols renamed to kf's (symbols are per function). NULL on allocation failure. */
-static const axon_sym_expr_t *remap_expr(axon_axir_module_t *m, const axon_axir_func_t *f, axon_axir_func_t *kf,
-                                         const axon_sym_expr_t *e) {
-    switch (e->kind) {
-    case AXON_SYM_CONST: return axon_sym_const(m, e->value);
-    case AXON_SYM_VAR: {
-        int32_t v = axon_axir_func_symbol(m, kf, f->symbols[e->var]);
-        return v < 0 ? NULL : axon_sym_var(m, v);
-    }
-    default: {
-        const axon_sym_expr_t *l = remap_expr(m, f, kf, e->lhs), *r = remap_expr(m, f, kf, e->rhs);
-        return l && r ? axon_sym_binary(m, e->kind, l, r) : NULL;
-    }
-    }
+/* How f's dims read inside a kernel. A kernel binds its symbols from its parameters' dims where one stands alone
+ * (the verifier and the program bind them so), so a dim whose symbols no input has alone, s1-2 of the inputs
+ * x[:, 1:-1] and x[:, :-2] of a [s0, s1] parameter, becomes a symbol of the kernel's own, bound by the inputs that
+ * have that dim; every other dim is renamed symbol by symbol. */
+#define FUSE_MAX_COMPOUND (FUSED_MAX_INPUTS * 4)
+typedef struct kernel_dims {
+    const axon_axir_func_t *f;
+    unsigned char *alone;        /* per symbol of f: an input has it as a whole dim */
+    const axon_sym_expr_t *compound[FUSE_MAX_COMPOUND];   /* simplified, in f's symbols */
+    int32_t kvar[FUSE_MAX_COMPOUND];                      /* the kernel's symbol for each; -1 until created */
+    int num_compound;
+} kernel_dims_t;
+
+/* 1 if every symbol of e is alone in an input's dim. */
+static int all_alone(const kernel_dims_t *kd, const axon_sym_expr_t *e) {
+    if (e->kind == AXON_SYM_CONST) return 1;
+    if (e->kind == AXON_SYM_VAR) return kd->alone[e->var];
+    return all_alone(kd, e->lhs) && all_alone(kd, e->rhs);
 }
 
-static int remap_type(axon_axir_module_t *m, const axon_axir_func_t *f, axon_axir_func_t *kf, axon_axir_type_t *t) {
+static int compound_index(axon_axir_module_t *m, const kernel_dims_t *kd, const axon_sym_expr_t *e) {
+    const axon_sym_expr_t *s = axon_sym_simplify(m, e);
+    for (int i = 0; s && i < kd->num_compound; i++)
+        if (axir_sym_compare(s, kd->compound[i]) == 0) return i;
+    return -1;
+}
+
+/* Fills kd from g's inputs; 0 (out of memory, or too many such dims) leaves the group unfused. */
+static int kernel_dims_init(axon_axir_module_t *m, const axon_axir_func_t *f, const group_t *g, kernel_dims_t *kd) {
+    memset(kd, 0, sizeof *kd);
+    kd->f = f;
+    kd->alone = calloc((size_t)(f->num_symbols > 0 ? f->num_symbols : 1), 1);
+    if (!kd->alone) return 0;
+    for (int k = 0; k < g->num_inputs; k++) {
+        const axon_axir_type_t *t = &g->inputs[k]->type;
+        for (int d = 0; d < t->rank; d++)
+            if (t->dims[d].expr && t->dims[d].expr->kind == AXON_SYM_VAR) kd->alone[t->dims[d].expr->var] = 1;
+    }
+    for (int k = 0; k < g->num_inputs; k++) {
+        const axon_axir_type_t *t = &g->inputs[k]->type;
+        for (int d = 0; d < t->rank; d++) {
+            const axon_sym_expr_t *e = t->dims[d].expr;
+            if (!e || all_alone(kd, e) || compound_index(m, kd, e) >= 0) continue;
+            const axon_sym_expr_t *s = axon_sym_simplify(m, e);
+            if (!s || kd->num_compound == FUSE_MAX_COMPOUND) return 0;
+            kd->kvar[kd->num_compound] = -1;
+            kd->compound[kd->num_compound++] = s;
+        }
+    }
+    return 1;
+}
+
+/* 1 if e can be spelled in the kernel's symbols. */
+static int expressible(axon_axir_module_t *m, const kernel_dims_t *kd, const axon_sym_expr_t *e) {
+    if (kd->num_compound > 0 && e->kind != AXON_SYM_CONST && compound_index(m, kd, e) >= 0) return 1;
+    if (e->kind == AXON_SYM_CONST) return 1;
+    if (e->kind == AXON_SYM_VAR) return kd->alone[e->var];
+    return expressible(m, kd, e->lhs) && expressible(m, kd, e->rhs);
+}
+
+static int type_expressible(axon_axir_module_t *m, const kernel_dims_t *kd, const axon_axir_type_t *t) {
     for (int d = 0; d < t->rank; d++)
-        if (t->dims[d].expr && !(t->dims[d].expr = remap_expr(m, f, kf, t->dims[d].expr))) return 0;
+        if (t->dims[d].expr && !expressible(m, kd, t->dims[d].expr)) return 0;
+    return 1;
+}
+
+/* e in the kernel kf's symbols (created as needed: f's by name, the kernel's own as "<kernel>_d<i>"). NULL on
+ * allocation failure; e must be expressible. */
+static const axon_sym_expr_t *remap_expr(axon_axir_module_t *m, kernel_dims_t *kd, axon_axir_func_t *kf,
+                                         const axon_sym_expr_t *e) {
+    if (e->kind == AXON_SYM_CONST) return axon_sym_const(m, e->value);
+    const int c = kd->num_compound > 0 ? compound_index(m, kd, e) : -1;
+    if (c >= 0) {
+        if (kd->kvar[c] < 0) {
+            char name[80];
+            snprintf(name, sizeof name, "%s_d%d", kf->name, c);
+            kd->kvar[c] = axon_axir_func_symbol(m, kf, name);
+        }
+        return kd->kvar[c] < 0 ? NULL : axon_sym_var(m, kd->kvar[c]);
+    }
+    if (e->kind == AXON_SYM_VAR) {
+        int32_t v = axon_axir_func_symbol(m, kf, kd->f->symbols[e->var]);
+        return v < 0 ? NULL : axon_sym_var(m, v);
+    }
+    const axon_sym_expr_t *l = remap_expr(m, kd, kf, e->lhs), *r = remap_expr(m, kd, kf, e->rhs);
+    return l && r ? axon_sym_binary(m, e->kind, l, r) : NULL;
+}
+
+static int remap_type(axon_axir_module_t *m, kernel_dims_t *kd, axon_axir_func_t *kf, axon_axir_type_t *t) {
+    for (int d = 0; d < t->rank; d++)
+        if (t->dims[d].expr && !(t->dims[d].expr = remap_expr(m, kd, kf, t->dims[d].expr))) return 0;
     return 1;
 }
 
@@ -111,6 +184,19 @@ static axon_status_t emit(axon_axir_module_t *m, axon_axir_func_t *f, group_t *g
         outs[nout++] = v;
     }
     if (nout == 0) return AXON_OK;
+    kernel_dims_t kd;
+    if (!kernel_dims_init(m, f, g, &kd)) {
+        free(kd.alone);
+        return AXON_OK;   /* leave the run unfused */
+    }
+    int spelled = 1;
+    for (int k = 0; k < g->num_inputs && spelled; k++) spelled = type_expressible(m, &kd, &g->inputs[k]->type);
+    for (int i = 0; i < g->num_nodes && spelled; i++)
+        spelled = type_expressible(m, &kd, &g->nodes[i]->results[0]->type);
+    if (!spelled) {
+        free(kd.alone);
+        return AXON_OK;   /* a dim the kernel could not bind from its inputs: leave the run unfused */
+    }
     char name[64];
     do snprintf(name, sizeof name, "fused_%d", (*counter)++);
     while (axon_axir_module_find(m, name));
@@ -118,12 +204,13 @@ static axon_status_t emit(axon_axir_module_t *m, axon_axir_func_t *f, group_t *g
     axon_axir_value_t **map = calloc((size_t)(f->next_value_id > 0 ? f->next_value_id : 1), sizeof *map);
     if (!kf || !map) {
         free(map);
+        free(kd.alone);
         return compile_diag(diag, NULL, AXON_ERROR_OUT_OF_MEMORY, "fuse: out of memory");
     }
     axon_status_t st = AXON_OK;
     for (int k = 0; k < g->num_inputs && st == AXON_OK; k++) {
         axon_axir_type_t t = g->inputs[k]->type;
-        map[g->inputs[k]->id] = remap_type(m, f, kf, &t) ? axon_axir_func_add_param(m, kf, NULL, &t) : NULL;
+        map[g->inputs[k]->id] = remap_type(m, &kd, kf, &t) ? axon_axir_func_add_param(m, kf, NULL, &t) : NULL;
         if (!map[g->inputs[k]->id]) st = AXON_ERROR_OUT_OF_MEMORY;
     }
     for (int i = 0; i < g->num_nodes && st == AXON_OK; i++) {
@@ -131,9 +218,10 @@ static axon_status_t emit(axon_axir_module_t *m, axon_axir_func_t *f, group_t *g
         axon_axir_value_t *ops[3];
         for (int k = 0; k < n->num_operands; k++) ops[k] = map[n->operands[k]->id];
         axon_axir_type_t t = n->results[0]->type;
-        axon_axir_node_t *c = remap_type(m, f, kf, &t) ? axon_axir_node_create(m, kf, NULL, n->op, NULL, n->num_operands,
-                                                                               ops, 1, &t, n->num_attrs, n->attrs)
-                                                       : NULL;
+        axon_axir_node_t *c = remap_type(m, &kd, kf, &t) ? axon_axir_node_create(m, kf, NULL, n->op, NULL,
+                                                                                 n->num_operands, ops, 1, &t,
+                                                                                 n->num_attrs, n->attrs)
+                                                         : NULL;
         if (!c) st = AXON_ERROR_OUT_OF_MEMORY;
         else map[n->results[0]->id] = c->results[0];
     }
@@ -145,6 +233,7 @@ static axon_status_t emit(axon_axir_module_t *m, axon_axir_func_t *f, group_t *g
     }
     if (st == AXON_OK) st = axon_axir_func_set_returns(m, kf, nout, kouts);
     free(map);
+    free(kd.alone);
     axon_axir_node_t *call = NULL;
     if (st == AXON_OK) {
         const char *callee = axon_axir_strdup(m, name, strlen(name));

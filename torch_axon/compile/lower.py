@@ -653,11 +653,66 @@ def _slice_bounds(size, start, end, step) -> tuple[int, int]:
     return start, end
 
 
+_OPEN_END = 1 << 62   # an end at or past this is "to the end" (FX writes sys.maxsize), as AXIR's slice reads it
+
+
+def _is_symbolic(d) -> bool:
+    e = expr_of(d)
+    return not (isinstance(e, int) or e.is_Integer)
+
+
+def _symbolic_slice(size, start, end, step, out_size) -> tuple[int, int] | None:
+    """The static bounds of a slice along a symbolic dim, when AXIR's slice gives exactly the traced result's size:
+    AXIR takes the ends of a symbolic dim to be in range (docs/axir.md), so the bounds are kept only where its size
+    formula equals the size the trace computed (under Dynamo's guards). An end equal to the dim itself is an open
+    end. None where they differ or a bound is symbolic: an end that is another symbol (mask[..., :key_length]), a
+    start past the end, clamping the trace resolved."""
+    from torch.utils._sympy.functions import FloorDiv
+
+    dim = expr_of(size)
+    start = 0 if start is None else start
+    if end is None or (isinstance(end, int) and end >= _OPEN_END) or (
+            not isinstance(end, int) and expr_of(end) == dim):
+        end = _OPEN_END
+    if _is_symbolic(start) or _is_symbolic(end):
+        return None
+    start, end = int(expr_of(start)), int(expr_of(end))
+    first = dim + start if start < 0 else sympy.Integer(start)
+    last = dim if end >= _OPEN_END else dim + end if end < 0 else sympy.Integer(end)
+    want = expr_of(out_size)
+
+    def sized(last):
+        length = last - first if step == 1 else FloorDiv(last - first + step - 1, step)
+        return sympy.simplify(length - want) == 0
+
+    if sized(last):
+        return start, end
+    # an end past the dim that the trace clamped to it (x[:, 2:100] under a guard that the dim is at most 100)
+    return (start, _OPEN_END) if end >= 0 and sized(dim) else None
+
+
+def _bound(a):
+    """A slice bound as a value: a SymInt graph input (a sequence length Dynamo passes) by its traced SymInt."""
+    if isinstance(a, fx.Node) and isinstance(a.meta.get("val"), (int, torch.SymInt)):
+        return a.meta["val"]
+    return a
+
+
 def _slice(L: Lowering, n: fx.Node):
     x = _val(n.args[0])
     dim = _wrap(_arg(n, 1, "dim", 0), x.dim())
     step = _static(_arg(n, 4, "step", 1), "slice step")
-    start, end = _slice_bounds(x.shape[dim], _arg(n, 2, "start"), _arg(n, 3, "end"), step)
+    if _is_symbolic(x.shape[dim]):
+        bounds = _symbolic_slice(x.shape[dim], _bound(_arg(n, 2, "start")), _bound(_arg(n, 3, "end")), step,
+                                 _out(n).shape[dim])
+        if bounds is None:
+            raise Unsupported(f"slice bounds of the symbolic dimension {expr_of(x.shape[dim])} that AXIR's slice "
+                              "would not size as traced")
+        if bounds == (0, _OPEN_END) and step == 1:
+            return L.tensor(n.args[0])   # the whole dim: the value itself
+        start, end = bounds
+    else:
+        start, end = _slice_bounds(x.shape[dim], _arg(n, 2, "start"), _arg(n, 3, "end"), step)
     return L.emit1("slice", [L.tensor(n.args[0])], {"dim": dim, "start": start, "end": end, "step": step}, _out(n),
                    n.name)
 
@@ -669,6 +724,13 @@ def _slice_scatter(L: Lowering, n: fx.Node):
     dim = _wrap(_arg(n, 2, "dim", 0), base.dim())
     if _static(_arg(n, 5, "step", 1), "slice_scatter step") != 1:
         raise Unsupported("slice_scatter with a step other than 1")
+    if _is_symbolic(base.shape[dim]):
+        # over a whole symbolic dim (the backward of x[:, :] under dynamic=True) the result is src
+        bounds = _symbolic_slice(base.shape[dim], _bound(_arg(n, 3, "start")), _bound(_arg(n, 4, "end")), 1,
+                                 _val(n.args[1]).shape[dim])
+        if bounds != (0, _OPEN_END):
+            raise Unsupported(f"slice_scatter into part of the symbolic dimension {expr_of(base.shape[dim])}")
+        return L.emit1("contiguous", [L.tensor(n.args[1])], {}, _out(n), n.name)
     start, end = _slice_bounds(base.shape[dim], _arg(n, 3, "start"), _arg(n, 4, "end"), 1)
     size = _static(base.shape[dim], "scattered dimension")
     b, parts = L.tensor(n.args[0]), []
