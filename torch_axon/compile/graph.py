@@ -154,12 +154,22 @@ def tier1_groups(wait: bool = False) -> int:
     return total
 
 
-def _eager_views(gm: fx.GraphModule) -> None:
-    # Eager nodes run on real tensors whose strides may differ from the fake ones traced (a kernel's meta function
-    # and its axon kernel need not agree on output layout): reshape is view where view works, a copy where not.
+def _eager_rewrites(gm: fx.GraphModule) -> None:
+    """Rewrites the nodes that run eagerly.
+    - Eager nodes run on real tensors whose strides may differ from the fake ones traced (a kernel's meta function
+      and its axon kernel need not agree on output layout): reshape is view where view works, a copy where not.
+    - prims.convert_element_type (what the decompositions make of a cast: the host's scalar arithmetic on symbolic
+      sizes under dynamic=True, a dozen and more per call) runs eagerly through its Python implementation, 20 us a
+      call against 3.4 for aten._to_copy, which makes the same dense copy."""
     for n in gm.graph.nodes:
-        if n.op == "call_function" and n.target in (aten.view.default, aten._unsafe_view.default):
+        if n.op != "call_function":
+            continue
+        if n.target in (aten.view.default, aten._unsafe_view.default):
             n.target = aten.reshape.default
+        elif n.target is torch.ops.prims.convert_element_type.default:
+            n.target = aten._to_copy.default
+            n.kwargs = {"dtype": n.args[1]}
+            n.args = (n.args[0],)
     gm.recompile()
 
 
@@ -212,7 +222,7 @@ def compile_graph(gm: fx.GraphModule, example_inputs, kind: str = "forward", rep
                 counters.bump("eager_partitions")
                 log.info("axon compile: %s partition %s runs eagerly: %s", kind, name, reason)
                 dump.write(f"{name}.eager.txt", reason + "\n")
-                _eager_views(sub)
+                _eager_rewrites(sub)
                 report.partitions.append(PartitionReport(name, _ops(sub), False, reason))
                 continue
             if dump.dir is not None:
@@ -226,7 +236,7 @@ def compile_graph(gm: fx.GraphModule, example_inputs, kind: str = "forward", rep
             if n.op == "call_function":
                 why = by_name.get(n.name) or "view or getitem outside the partitions (free eagerly)"
                 report.eager_nodes.append((n.name, str(n.target), why))
-        _eager_views(fused)
+        _eager_rewrites(fused)
         dump.graph("partitioned.py", fused)
         return make_boxed_func(fused)
     except Exception as e:  # noqa: BLE001  (never a whole-graph failure: the graph runs eagerly on axon)
