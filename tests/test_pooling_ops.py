@@ -74,6 +74,7 @@ AVG_CASES = [  # (shape, kernel, stride, padding, ceil_mode, count_include_pad, 
     ((2, 3, 9, 11), 3, 3, 0, False, True, None),           # 3 wide, two columns no window covers
     ((2, 3, 8, 8), 2, 2, 0, False, False, 3),              # every delta divided by the override
     ((2, 3, 20), 4, 4, 0, False, True, None),
+    ((1, 2, 600, 6), 2, 2, 0, False, True, None),         # 300 output rows: their spans computed per row
 ]
 
 
@@ -93,7 +94,9 @@ def test_avg_pool_forward_and_backward_match_cpu(case, dtype):
 
 
 ADAPTIVE_CASES = [((2, 3, 10), 4), ((3, 7), 3), ((2, 3, 7, 9), (3, 4)), ((2, 3, 5, 5), (7, 2)), ((3, 8, 8), 1),
-                  ((2, 2, 5, 4, 6), (2, 3, 4)), ((1, 2, 4, 4, 4), (4, 4, 4))]
+                  ((2, 2, 5, 4, 6), (2, 3, 4)), ((1, 2, 4, 4, 4), (4, 4, 4)),
+                  ((2, 8, 8, 8), (None, 7)), ((2, 3, 520, 6), (300, 4)), ((8, 16, 33, 33), (7, 5)),
+                  ((2, 3, 9, 10, 11), (4, 3, 5))]
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)

@@ -89,50 +89,102 @@ static int64_t pa_factor(const axon_pool_geom_t *w, axon_pool_span_t s) {
     return w->count_include_pad ? s.padded : axon_pool_span_count(s);
 }
 
-#define PA_ROW_SPANS 256 /* output columns whose spans and factors pa_forward_rows_f32 computes once per call */
+#define PA_ROW_SPANS 256 /* output positions along H and W whose spans and factors a row loop computes once per call */
 
-/* pa_forward_range for float32 in and out: the same sums in the same order (so the same bits), with each column's
- * span and divisor factor computed once per call instead of once per output (whose integer divisions cost more
- * than a small window's sum: a 2 x 2 average pool ran at torch CPU's time for a few floats per output). */
+/* What the row loops below compute once per call: the spans and divisor factors of every output column, and of
+ * every output row position along H when there are at most PA_ROW_SPANS (else per row). A row's (plane, od, oh) is
+ * stepped, not divided out of its number: three 64-bit divisions and the H span's two more per row were most of an
+ * adaptive pool of 8 x 8 planes to 8 x 7 (bfloat16 [2, 8, 8, 8]: 12.9 us against CPU's 9.2). */
+typedef struct pa_rows {
+    axon_pool_span_t w[PA_ROW_SPANS], h[PA_ROW_SPANS], d;   /* d: the current row's D span */
+    int64_t wf[PA_ROW_SPANS], hf[PA_ROW_SPANS], df;         /* divisor factors */
+    int64_t wn[PA_ROW_SPANS], hn[PA_ROW_SPANS], dn;         /* elements inside the input */
+    int h_table;                 /* h, hf and hn filled */
+    int64_t plane, od, oh;       /* the current row */
+} pa_rows_t;
+
+static void pa_rows_span(const pa_args_t *a, int k, int64_t o, axon_pool_span_t *sp, int64_t *f, int64_t *n) {
+    *sp = axon_pool_span(&a->w, &a->g, k, o);
+    *f = pa_factor(&a->w, *sp);
+    *n = axon_pool_span_count(*sp);
+}
+
+static void pa_rows_begin(const pa_args_t *a, int64_t begin, pa_rows_t *t) {
+    const axon_spatial_t *g = &a->g;
+    for (int64_t j = 0; j < g->out[2]; j++) pa_rows_span(a, 2, j, &t->w[j], &t->wf[j], &t->wn[j]);
+    t->h_table = g->out[1] <= PA_ROW_SPANS;
+    for (int64_t j = 0; t->h_table && j < g->out[1]; j++) pa_rows_span(a, 1, j, &t->h[j], &t->hf[j], &t->hn[j]);
+    const int64_t per_plane = g->out[0] * g->out[1];
+    t->plane = begin / per_plane, t->od = begin % per_plane / g->out[1], t->oh = begin % g->out[1];
+    pa_rows_span(a, 0, t->od, &t->d, &t->df, &t->dn);
+}
+
+/* The current row's D and H spans into sp[0..1]; *rf gets their divisor factors' product, *rn their counts'. */
+static inline void pa_rows_spans(const pa_args_t *a, const pa_rows_t *t, axon_pool_span_t *sp, int64_t *rf,
+                                 int64_t *rn) {
+    sp[0] = t->d;
+    if (t->h_table) {
+        sp[1] = t->h[t->oh];
+        *rf = t->df * t->hf[t->oh], *rn = t->dn * t->hn[t->oh];
+        return;
+    }
+    int64_t f, n;
+    pa_rows_span(a, 1, t->oh, &sp[1], &f, &n);
+    *rf = t->df * f, *rn = t->dn * n;
+}
+
+static inline void pa_rows_next(const pa_args_t *a, pa_rows_t *t) {
+    if (++t->oh < a->g.out[1]) return;
+    t->oh = 0;
+    if (++t->od == a->g.out[0]) t->od = 0, t->plane++;
+    pa_rows_span(a, 0, t->od, &t->d, &t->df, &t->dn);
+}
+
+/* The divisor of the window at column ow of a row whose D and H factors multiply to rf. */
+static inline double pa_row_divisor(const pa_args_t *a, const pa_rows_t *t, int64_t rf, int64_t ow) {
+    return a->w.divisor != 0 && !a->w.adaptive ? (double)a->w.divisor : (double)(rf * t->wf[ow]);
+}
+
+/* pa_forward_range for float32 in and out: the same sums in the same order (so the same bits), with spans and
+ * divisor factors from pa_rows_t instead of once per output (whose integer divisions cost more than a small
+ * window's sum: a 2 x 2 average pool ran at torch CPU's time for a few floats per output). */
 AXON_CLONES static void pa_forward_rows_f32(const pa_args_t *a, int64_t begin, int64_t end) {
     const axon_spatial_t *g = &a->g;
-    const int64_t per_plane = g->out[0] * g->out[1], ih = g->in[1], iw = g->in[2], ow_n = g->out[2];
-    axon_pool_span_t wsp[PA_ROW_SPANS];
-    int64_t wf[PA_ROW_SPANS];
-    for (int64_t j = 0; j < ow_n; j++) wsp[j] = axon_pool_span(&a->w, g, 2, j), wf[j] = pa_factor(&a->w, wsp[j]);
+    const int64_t ih = g->in[1], iw = g->in[2], ow_n = g->out[2];
+    pa_rows_t t;
+    pa_rows_begin(a, begin, &t);
     float *out = (float *)a->dst;
-    for (int64_t r = begin; r < end; r++) {
-        const int64_t plane = r / per_plane, od = r % per_plane / g->out[1], oh = r % g->out[1];
-        axon_pool_span_t sp[3] = {axon_pool_span(&a->w, g, 0, od), axon_pool_span(&a->w, g, 1, oh), {0, 0, 1, 0}};
-        const int64_t rf = pa_factor(&a->w, sp[0]) * pa_factor(&a->w, sp[1]);
-        const int64_t rn = axon_pool_span_count(sp[0]) * axon_pool_span_count(sp[1]);
-        const float *x = (const float *)a->src + plane * g->in_size;
+    for (int64_t r = begin; r < end; r++, pa_rows_next(a, &t)) {
+        axon_pool_span_t sp[3];
+        int64_t rf, rn;
+        pa_rows_spans(a, &t, sp, &rf, &rn);
+        const float *x = (const float *)a->src + t.plane * g->in_size;
         for (int64_t ow = 0; ow < ow_n; ow++) {
-            sp[2] = wsp[ow];
-            const double sum = pa_window_f32(x, sp, ih, iw);
-            const double div = a->w.divisor != 0 && !a->w.adaptive ? (double)a->w.divisor : (double)(rf * wf[ow]);
-            const int64_t n = rn * axon_pool_span_count(sp[2]);
+            sp[2] = t.w[ow];
+            const double sum = pa_window_f32(x, sp, ih, iw), div = pa_row_divisor(a, &t, rf, ow);
+            const int64_t n = rn * t.wn[ow];
             out[r * ow_n + ow] = (float)(n > 0 && div != 0 ? sum / div : 0.0);
         }
     }
 }
 
 /* pa_forward_range's sums for 16-bit floats in and out: each window summed in double in the generic loop's order
- * (the same bits), from typed loads and with the columns' spans computed once per call, where the generic loop
- * loaded each element through a dtype switch and divided out every span (bfloat16 [2, 8, 8, 8] pooled to [8, 7]:
- * 16 us against CPU's 8.4). */
+ * (the same bits), from typed loads, with pa_rows_t's spans and factors and a typed store, where the generic loop
+ * loaded and stored each element through a dtype switch and divided out every span. */
 static void pa_forward_rows_16(const pa_args_t *a, int64_t begin, int64_t end) {
     const axon_spatial_t *g = &a->g;
-    const int64_t per_plane = g->out[0] * g->out[1], ih = g->in[1], iw = g->in[2], ow_n = g->out[2];
+    const int64_t ih = g->in[1], iw = g->in[2], ow_n = g->out[2];
     const int bf16 = a->dt_src == AXON_BFLOAT16;
-    axon_pool_span_t wsp[PA_ROW_SPANS];
-    for (int64_t j = 0; j < ow_n; j++) wsp[j] = axon_pool_span(&a->w, g, 2, j);
-    for (int64_t r = begin; r < end; r++) {
-        const int64_t plane = r / per_plane, od = r % per_plane / g->out[1], oh = r % g->out[1];
-        axon_pool_span_t sp[3] = {axon_pool_span(&a->w, g, 0, od), axon_pool_span(&a->w, g, 1, oh), {0, 0, 1, 0}};
-        const uint16_t *x = (const uint16_t *)a->src + plane * g->in_size;
+    pa_rows_t t;
+    pa_rows_begin(a, begin, &t);
+    uint16_t *out = (uint16_t *)a->dst;
+    for (int64_t r = begin; r < end; r++, pa_rows_next(a, &t)) {
+        axon_pool_span_t sp[3];
+        int64_t rf, rn;
+        pa_rows_spans(a, &t, sp, &rf, &rn);
+        const uint16_t *x = (const uint16_t *)a->src + t.plane * g->in_size;
         for (int64_t ow = 0; ow < ow_n; ow++) {
-            sp[2] = wsp[ow];
+            sp[2] = t.w[ow];
             double sum = 0.0;
             for (int64_t d = sp[0].first; d < sp[0].end; d++)
                 for (int64_t h = sp[1].first; h < sp[1].end; h++) {
@@ -140,9 +192,10 @@ static void pa_forward_rows_16(const pa_args_t *a, int64_t begin, int64_t end) {
                     for (int64_t w = sp[2].first; w < sp[2].end; w++)
                         sum += bf16 ? axon_bf16_to_f32(row[w]) : axon_f16_to_f32(row[w]);
                 }
-            const double div = pa_divisor(&a->w, sp);
-            const int64_t n = axon_pool_span_count(sp[0]) * axon_pool_span_count(sp[1]) * axon_pool_span_count(sp[2]);
-            axon_spatial_store(a->dt_dst, a->dst, r * ow_n + ow, n > 0 && div != 0 ? sum / div : 0.0);
+            const double div = pa_row_divisor(a, &t, rf, ow);
+            const int64_t n = rn * t.wn[ow];
+            const double v = n > 0 && div != 0 ? sum / div : 0.0;
+            out[r * ow_n + ow] = bf16 ? axon_f64_to_bf16(v) : axon_f64_to_f16(v);
         }
     }
 }
