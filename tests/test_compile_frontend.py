@@ -867,6 +867,39 @@ def test_slices_of_symbolic_dims_stay_in_the_program(monkeypatch):
     assert any("slice" in op and "symbolic dimension" in why for _, op, why in report.left_out), report.left_out
 
 
+def test_float_arguments_under_dynamic_shapes_are_cast_inside_the_program():
+    # dynamic=True makes a Python float argument a float64 0-d CPU input that the graph casts to float32 before the
+    # device ops read it; the casts ran eagerly (prims.convert_element_type, 20 us each) and now run in the program
+    def f(x, scale, eps):
+        return torch.rsqrt(x * x * scale + eps) * x
+
+    compiled = torch.compile(f, backend="axon", dynamic=True)
+    x = sample((4, 6))
+    for scale, eps in ((0.5, 1e-5), (2.0, 1e-6), (3.0, 0.25)):
+        close(compiled(x.to(DEV), scale, eps), f(x, scale, eps))
+    s = tc.stats()
+    assert s["graphs"] == 1 and s["partitions"] == 1 and s["eager_partitions"] == 0, s
+    report = tc.explain(f, x.to(DEV), 0.5, 1e-5, dynamic=True)
+    assert not any("on cpu" in why for _, _, why in report.left_out), report.left_out
+
+
+def test_host_scalar_arithmetic_read_outside_the_programs_stays_on_the_host():
+    # t * 3 of a 0-d CPU input is a graph output: computed eagerly, it stays a CPU tensor as traced, while the cast
+    # that only the program reads joins the program
+    def f(x, t):
+        return x * t.double().float(), t * 3
+
+    compiled = torch.compile(f, backend="axon")
+    x, t = sample((3, 5)), torch.tensor(1.5)
+    got, want = compiled(x.to(DEV), t), f(x, t)
+    close(got[0], want[0])
+    assert got[1].device.type == "cpu" and torch.equal(got[1], want[1])
+    report = tc.explain(f, x.to(DEV), t)
+    left = {op: why for _, op, why in report.left_out}
+    assert any("mul" in op and "outside the compiled programs" in why for op, why in left.items()), left
+    assert not any("convert_element_type" in op or "_to_copy" in op for op in left), left
+
+
 def test_symbolic_sizes_become_axir_dim_expressions(tmp_path, monkeypatch):
     monkeypatch.setenv("AXON_DUMP_DIR", str(tmp_path))
 

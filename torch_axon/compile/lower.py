@@ -193,9 +193,11 @@ class Lowering:
         if fn is None:
             raise Unsupported(f"no AXIR lowering for {node.target}")
         out = node.meta.get("val")
+        on_host = host_scalar_op(node)
         for t in (out if isinstance(out, (list, tuple)) else [out]):
             if _is_tensor(t):
-                check_device(t, node)
+                if not on_host:
+                    check_device(t, node)
                 type_text(t)
         self.values[node] = fn(self, node)
 
@@ -287,6 +289,17 @@ def host_scalar(t) -> bool:
     """A 0-d CPU tensor (an optimizer's step count or bias correction when its state lives on the host): a program
     reads it as a 0-d tensor; each call copies the values to the device (graph.CompiledPartition)."""
     return _is_tensor(t) and t.device.type == "cpu" and t.dim() == 0 and not t.dtype.is_complex
+
+
+def host_scalar_op(node: fx.Node) -> bool:
+    """Arithmetic on host scalars alone (0-d CPU tensors in, one out: under dynamic=True the float attributes Dynamo
+    passes as float64 inputs, cast to float32 before the device ops read them). Such a node may join a program, which
+    computes it on the device from the scalars it is handed (graph.CompiledPartition copies them in), provided nothing
+    outside the programs reads its result (partition.classify sees to that)."""
+    if node.op != "call_function" or not host_scalar(node.meta.get("val")):
+        return False
+    operands = [a for a in (*node.args, *node.kwargs.values()) if isinstance(a, fx.Node)]
+    return bool(operands) and all(host_scalar(_val(a)) for a in operands)
 
 
 def check_device(t: torch.Tensor, node: fx.Node) -> None:
@@ -1257,6 +1270,8 @@ for _name, _kind in [("add", "arith"), ("sub", "arith"), ("mul", "arith"), ("div
     for _ov in ("Tensor", "Scalar"):
         if hasattr(_packet, _ov):
             LOWERINGS[getattr(_packet, _ov)] = _binary(_name, _kind)
+LOWERINGS[aten.true_divide.Tensor] = _binary("div", "arith")   # div without a rounding mode, by its older name
+LOWERINGS[aten.true_divide.Scalar] = _binary("div", "arith")
 LOWERINGS[aten.div.Tensor_mode] = _binary("div")
 LOWERINGS[aten.div.Scalar_mode] = _binary("div")
 LOWERINGS[aten.pow.Tensor_Tensor] = _binary("pow")

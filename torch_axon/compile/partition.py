@@ -22,7 +22,7 @@ import torch.fx as fx
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
-from .lower import VIEW_OPS, check_node
+from .lower import VIEW_OPS, check_node, host_scalar_op
 
 __all__ = ["classify", "draws", "partition"]
 
@@ -63,6 +63,13 @@ def classify(gm: fx.GraphModule, num_user_outputs: int | None = None) -> dict[fx
         verdict[n] = reason
     # A getitem takes its producer's verdict, which the loop above saw first; a producer whose getitem is aliased
     # stays fine (getitems never produce new memory).
+    # Host-scalar arithmetic (lower.host_scalar_op) joins a program only when programs alone read its result: a
+    # program hands back device tensors, and an eager op or the graph's output expects the host scalar traced. In
+    # reverse order, so that a chain of them (a float64 input cast to float32) is decided from its last link.
+    for n in reversed(gm.graph.nodes):
+        if verdict.get(n, "") is None and host_scalar_op(n) and any(
+                u.op != "call_function" or verdict.get(u) is not None for u in n.users):
+            verdict[n] = "a host scalar that code outside the compiled programs reads"
     return verdict
 
 
