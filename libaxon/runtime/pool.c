@@ -19,7 +19,13 @@
 #include "internal.h"
 
 #define AXON_POOL_MAX_JOBS 64              /* slots; one bit each in the open mask */
-#define AXON_POOL_SPIN_NS 50000            /* idle time a helper or waiting caller spins before it sleeps */
+/* Idle time a helper or waiting caller spins before it sleeps. A helper asleep when the next job comes costs that
+ * job a wake-up, 30-50 us on this project's 2-core VM: with 50 us, an eager Llama decode step (small ops a few tens
+ * of microseconds of host dispatch apart) woke the helper for most of its parallel ops and took 2.4-3.4 ms; with
+ * 100-500 us it took 1.6-1.9 ms, a synchronized loop of 512 x 384 x 384 products 540-570 us against 580-610, and
+ * tiny_ops.py's 49 cases (inline, no pool) kept their median (1.08x CPU either way). 2026-12-06, alternating
+ * processes with the value from the environment (benchmarks/compile.py's models, eager). */
+#define AXON_POOL_SPIN_NS 200000
 #define AXON_POOL_CHUNKS_PER_THREAD 4
 #define AXON_CACHE_LINE 64
 
