@@ -92,18 +92,20 @@ typedef struct kernel_dims {
     int num_compound;
 } kernel_dims_t;
 
-/* 1 if every symbol of e is alone in an input's dim. */
-static int all_alone(const kernel_dims_t *kd, const axon_sym_expr_t *e) {
-    if (e->kind == AXON_SYM_CONST) return 1;
-    if (e->kind == AXON_SYM_VAR) return kd->alone[e->var];
-    return all_alone(kd, e->lhs) && all_alone(kd, e->rhs);
-}
-
 static int compound_index(axon_axir_module_t *m, const kernel_dims_t *kd, const axon_sym_expr_t *e) {
     const axon_sym_expr_t *s = axon_sym_simplify(m, e);
     for (int i = 0; s && i < kd->num_compound; i++)
         if (axir_sym_compare(s, kd->compound[i]) == 0) return i;
     return -1;
+}
+
+/* 1 if e can be spelled in the kernel's symbols: constants, symbols alone in an input's dim, the compound dims
+ * named so far, and expressions of those. */
+static int expressible(axon_axir_module_t *m, const kernel_dims_t *kd, const axon_sym_expr_t *e) {
+    if (e->kind == AXON_SYM_CONST) return 1;
+    if (kd->num_compound > 0 && compound_index(m, kd, e) >= 0) return 1;
+    if (e->kind == AXON_SYM_VAR) return kd->alone[e->var];
+    return expressible(m, kd, e->lhs) && expressible(m, kd, e->rhs);
 }
 
 /* Fills kd from g's inputs; 0 (out of memory, or too many such dims) leaves the group unfused. */
@@ -121,7 +123,7 @@ static int kernel_dims_init(axon_axir_module_t *m, const axon_axir_func_t *f, co
         const axon_axir_type_t *t = &g->inputs[k]->type;
         for (int d = 0; d < t->rank; d++) {
             const axon_sym_expr_t *e = t->dims[d].expr;
-            if (!e || all_alone(kd, e) || compound_index(m, kd, e) >= 0) continue;
+            if (!e || expressible(m, kd, e)) continue;
             const axon_sym_expr_t *s = axon_sym_simplify(m, e);
             if (!s || kd->num_compound == FUSE_MAX_COMPOUND) return 0;
             kd->kvar[kd->num_compound] = -1;
@@ -129,14 +131,6 @@ static int kernel_dims_init(axon_axir_module_t *m, const axon_axir_func_t *f, co
         }
     }
     return 1;
-}
-
-/* 1 if e can be spelled in the kernel's symbols. */
-static int expressible(axon_axir_module_t *m, const kernel_dims_t *kd, const axon_sym_expr_t *e) {
-    if (kd->num_compound > 0 && e->kind != AXON_SYM_CONST && compound_index(m, kd, e) >= 0) return 1;
-    if (e->kind == AXON_SYM_CONST) return 1;
-    if (e->kind == AXON_SYM_VAR) return kd->alone[e->var];
-    return expressible(m, kd, e->lhs) && expressible(m, kd, e->rhs);
 }
 
 static int type_expressible(axon_axir_module_t *m, const kernel_dims_t *kd, const axon_axir_type_t *t) {
