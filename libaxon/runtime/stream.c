@@ -29,6 +29,7 @@
  * fills run inline too: a clone of a tiny tensor queued to the executor woke it for every call, and its spin then took
  * the second core of a 2-core host for 50 us each time. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -171,7 +172,13 @@ static int wait_for_work(axon_stream_t s, uint64_t tail) {
     for (int i = 0;; i++) {
         if (atomic_load_explicit(&s->head, memory_order_acquire) != tail) return 1;
         if (atomic_load(&s->stop)) return 0;
-        if ((i & 63) == 63 && axon_clock_ns() > deadline) break;
+        if ((i & 63) == 63) {
+            if (axon_clock_ns() > deadline) break;
+            /* The host this executor just woke (a synchronize) may have no core: the pool's helpers spin after a
+             * kernel too, and on 2 cores the pair held both, so the host ran only when this spin ended (a
+             * synchronize returned 48 us after the last kernel; with the yield, 9-11). */
+            sched_yield();
+        }
         cpu_relax();
     }
     /* Producers publish head and then read `sleeping`; we set `sleeping` and then read head (both seq_cst), so one
