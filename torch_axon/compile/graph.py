@@ -13,7 +13,7 @@ import threading
 
 import torch
 import torch.fx as fx
-from torch._functorch.aot_autograd import make_boxed_func
+from torch_axon import _C
 
 from . import counters
 from .dump import Dump
@@ -78,8 +78,6 @@ class CompiledPartition(torch.nn.Module):
         self.philox_inputs = [k for k, i in enumerate(tensor_positions) if placeholders[i] in philox]
 
     def forward(self, *args):
-        from torch_axon import _C
-
         counters.bump("program_calls")
         inputs = [args[i] for i in self.tensor_positions]
         if self.size_carriers:
@@ -96,6 +94,24 @@ class CompiledPartition(torch.nn.Module):
         if self.remap:
             outs = [outs[s] if isinstance(s, int) else s(args) for s in self.sources]
         return outs[0] if self.single else tuple(outs)
+
+    # Called from the partitioned graph's code once per run: straight to forward, without nn.Module's hook
+    # machinery (no hooks are ever registered on a partition; 4 Python frames a call).
+    __call__ = forward
+
+
+def boxed(gm: fx.GraphModule):
+    """What aot_autograd calls for a compiled graph: gm's generated code, called with one list of arguments. It calls
+    gm.forward itself, not gm: GraphModule's __call__ and nn.Module's add 4 Python frames a call (hooks and traceback
+    decoration, unused here). __wrapped__ is gm, as functools.wraps would set it (precompile saves it)."""
+    forward = gm.forward
+
+    def run(args):
+        return forward(*args)
+
+    run._boxed_call = True
+    run.__wrapped__ = gm
+    return run
 
 
 def _current_axon_device() -> torch.device:
@@ -122,8 +138,6 @@ _CACHE_SIZE = 256
 
 
 def _compile_text(text: str):
-    from torch_axon import _C
-
     with _cache_lock:
         prog = _cache.get(text)
         if prog is not None:
@@ -141,8 +155,6 @@ def _compile_text(text: str):
 def tier1_groups(wait: bool = False) -> int:
     """How many fused groups of the compiled programs run as tier-1 generated C now; with wait, after every program's
     tier-1 compile has finished (AXON_COMPILE_SYNC=1 makes compiles finish before the first run instead)."""
-    from torch_axon import _C
-
     with _cache_lock:
         programs = list(_cache.values())
     total = 0
@@ -226,8 +238,6 @@ def compile_graph(gm: fx.GraphModule, example_inputs, kind: str = "forward", rep
                 report.partitions.append(PartitionReport(name, _ops(sub), False, reason))
                 continue
             if dump.dir is not None:
-                from torch_axon import _C
-
                 dump.write(f"{name}.passes.axir", _C._program_text(program))
             setattr(fused, name, CompiledPartition(name, program, positions, sources, _single_output(sub), sub))
             report.partitions.append(PartitionReport(name, _ops(sub), True))
@@ -238,10 +248,10 @@ def compile_graph(gm: fx.GraphModule, example_inputs, kind: str = "forward", rep
                 report.eager_nodes.append((n.name, str(n.target), why))
         _eager_rewrites(fused)
         dump.graph("partitioned.py", fused)
-        return make_boxed_func(fused)
+        return boxed(fused)
     except Exception as e:  # noqa: BLE001  (never a whole-graph failure: the graph runs eagerly on axon)
         counters.bump("eager_graphs")
         report.error = f"{type(e).__name__}: {e}"
         log.warning("axon compile: %s graph runs eagerly after an error: %s", kind, report.error, exc_info=True)
         dump.write("error.txt", report.error + "\n")
-        return make_boxed_func(gm)
+        return boxed(gm)

@@ -132,7 +132,7 @@ def _graph_compiler(compile_fn, kind: str):
     def compiler(gm: fx.GraphModule, example_inputs):
         global _dirty
         boxed = compile_fn(gm, example_inputs)
-        fused = boxed.__wrapped__    # make_boxed_func(f) wraps f with functools.wraps
+        fused = boxed.__wrapped__    # graph.boxed(gm) keeps gm there
         try:
             payload = _dumps(fused)
         except Exception as e:  # noqa: BLE001  (not saved: the compile itself stands)
@@ -199,9 +199,9 @@ class AxonOutputCode(_output_code_base()):
         if self.stamp != stamp():
             raise RuntimeError(f"axon warm start: a saved {self.kind} graph was compiled by another torch_axon; "
                                f"delete {_dynamo_dir()} (or the entry) to compile again")
-        from torch._functorch._aot_autograd.utils import make_boxed_func
+        from .graph import boxed
 
-        self.fn = make_boxed_func(_loads(self.payload))
+        self.fn = boxed(_loads(self.payload))
 
     def set_triton_bundle(self, triton_bundle) -> None:
         pass
