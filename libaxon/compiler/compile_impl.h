@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "axon/compiler.h"
+#include "axon/gemm.h"
 #include "internal.h"
 
 /* ---- passes (pass_*.c): each edits f in place and reports a malformed or unsupported graph in diag ---- */
@@ -86,6 +87,9 @@ typedef struct prog_step {
     int temp[PROG_MAX_TEMPS];    /* step-local scratch buffers (contiguous copies, lse), PROG_NO_BUF if unused */
     int value, output;           /* COPY_OUT */
     const struct fused_prog *fused;   /* AXON_AXIR_OP_FUSED */
+    /* A matrix product's step: the fused group at step `epilogue` (0: none) may run as its epilogue, on each block of
+     * rows as the product finishes it; only view steps lie between (program_epilogue.c). */
+    int epilogue;
 } prog_step_t;
 
 struct axon_program {
@@ -137,6 +141,15 @@ void prog_contiguous(axon_tensor_t *t, void *data, axon_dtype_t dtype, int ndim,
 /* ---- steps (program_ops.c, program_views.c, fused_*.c) ---- */
 
 axon_status_t prog_run_node(prog_call_t *c, axon_stream_t s, const prog_step_t *st);
+/* Describes n's results that have storage of their own (c->desc), as prog_run_node does before it launches n. */
+axon_status_t prog_bind_results(prog_call_t *c, const axon_axir_node_t *n);
+/* Launches matrix-product node n (mm, bmm, addmm) with epilogue epi (NULL: none). */
+axon_status_t prog_run_gemm(prog_call_t *c, axon_stream_t s, const axon_axir_node_t *n, const axon_gemm_epilogue_t *epi);
+/* Plans the epilogues of p's matrix products (prog_step_t.epilogue; program_epilogue.c). */
+void program_plan_epilogues(axon_program_t *p);
+/* Runs step i, a matrix product with a planned epilogue, the view steps after it and, where this call's layout
+ * allows, its epilogue's group inside the product's command; *next: the first step still to run. */
+axon_status_t prog_run_with_epilogue(prog_call_t *c, axon_stream_t s, int i, int *next);
 /* Sets dst to a view of src with the given sizes if strides allow one (reshape, squeeze, unsqueeze); 0 if not. */
 int prog_restride(const axon_tensor_t *src, int ndim, const int64_t *sizes, axon_tensor_t *dst);
 /* View nodes: dst from src by descriptor arithmetic, sizes from the result type. reshape may copy into its own
@@ -165,5 +178,9 @@ void fused_destroy(struct fused_prog *fp);
 /* Enqueues one fused group: outputs and inputs as the call node's results and operands. */
 axon_status_t fused_launch(axon_stream_t s, const struct fused_prog *fp, int num_inputs, const axon_tensor_t *inputs,
                            int num_outputs, const axon_tensor_t *outputs);
+/* The same group as the epilogue of a matrix product that one of its inputs reads (axon/gemm.h): fills ctx (at least
+ * AXON_GEMM_EPILOGUE_MAX bytes, 16-byte aligned) and *epi. Groups that end in a reduction cannot be one. */
+axon_status_t fused_epilogue(const struct fused_prog *fp, int num_inputs, const axon_tensor_t *inputs,
+                             int num_outputs, const axon_tensor_t *outputs, void *ctx, axon_gemm_epilogue_t *epi);
 
 #endif

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "axon/gemm.h"
 #include "axon/stream.h"
 #include "fused_impl.h"
 
@@ -259,8 +260,9 @@ static axon_status_t fused_kernel(const void *args, const axon_exec_t *ex) {
     return AXON_OK;
 }
 
-axon_status_t fused_launch(axon_stream_t s, const struct fused_prog *fp, int num_inputs, const axon_tensor_t *inputs,
-                           int num_outputs, const axon_tensor_t *outputs) {
+/* The launch block of group fp over its inputs and outputs (the iteration space is their broadcast shape). */
+static axon_status_t fused_prepare(fused_args_t *ap, const struct fused_prog *fp, int num_inputs,
+                                   const axon_tensor_t *inputs, int num_outputs, const axon_tensor_t *outputs) {
     if (num_inputs != fp->num_inputs || num_outputs != fp->num_outputs || num_outputs < 1)
         return axon_fail(AXON_ERROR_INTERNAL, "fused: %d inputs and %d outputs for a group of %d and %d", num_inputs,
                          num_outputs, fp->num_inputs, fp->num_outputs);
@@ -303,7 +305,44 @@ axon_status_t fused_launch(axon_stream_t s, const struct fused_prog *fp, int num
     /* Rows of a quarter tile or more are tiled row by row, so that each tile is one run in memory (read in place). */
     if (a.ndim > 0 && a.sizes[a.ndim - 1] >= FUSED_TILE / 4)
         a.row_tiles = (a.sizes[a.ndim - 1] + FUSED_TILE - 1) / FUSED_TILE;
-    if (fp->reduce_op != AXON_AXIR_OP_INVALID ? a.rows == 0 : a.numel == 0) return AXON_OK;
+    *ap = a;
+    return AXON_OK;
+}
+
+axon_status_t fused_launch(axon_stream_t s, const struct fused_prog *fp, int num_inputs, const axon_tensor_t *inputs,
+                           int num_outputs, const axon_tensor_t *outputs) {
+    fused_args_t a;
+    axon_status_t st = fused_prepare(&a, fp, num_inputs, inputs, num_outputs, outputs);
+    if (st != AXON_OK || (fp->reduce_op != AXON_AXIR_OP_INVALID ? a.rows == 0 : a.numel == 0)) return st;
     axon_launch_t l = {fused_kernel, &a, sizeof a, "fused", 0};
     return axon_stream_launch(s, &l);
+}
+
+/* Elements [begin, end) of the iteration space on the calling thread, as fused_range's tiles would cover them. */
+static void fused_epilogue_range(const void *ctx, int64_t begin, int64_t end) {
+    const fused_args_t *a = ctx;
+    _Alignas(64) char regs[FUSED_MAX_REGS][FUSED_TILE * sizeof(double)];
+    _Alignas(64) char tmp[FUSED_TILE * sizeof(double)];
+    const char *ptr[FUSED_MAX_REGS];
+    const int64_t inner = a->ndim > 0 ? a->sizes[a->ndim - 1] : 1;
+    for (int64_t i0 = begin; i0 < end;) {
+        int64_t n = end - i0 < FUSED_TILE ? end - i0 : FUSED_TILE;
+        if (a->row_tiles > 0 && inner - i0 % inner < n) n = inner - i0 % inner;   /* tiles stay within a row */
+        fused_tile(a, regs, tmp, ptr, i0, n);
+        i0 += n;
+    }
+}
+
+_Static_assert(sizeof(fused_args_t) <= AXON_GEMM_EPILOGUE_MAX, "a fused group's launch block must fit a GEMM epilogue");
+
+axon_status_t fused_epilogue(const struct fused_prog *fp, int num_inputs, const axon_tensor_t *inputs,
+                             int num_outputs, const axon_tensor_t *outputs, void *ctx, axon_gemm_epilogue_t *epi) {
+    if (fp->reduce_op != AXON_AXIR_OP_INVALID)
+        return axon_fail(AXON_ERROR_INTERNAL, "fused: a group that ends in a reduction cannot be an epilogue");
+    axon_status_t st = fused_prepare(ctx, fp, num_inputs, inputs, num_outputs, outputs);
+    if (st != AXON_OK) return st;
+    epi->fn = fused_epilogue_range;
+    epi->ctx = ctx;
+    epi->ctx_size = sizeof(fused_args_t);
+    return AXON_OK;
 }

@@ -3,7 +3,8 @@
  * become a `kernel` function and one `fused` call in its place. A run is contiguous in program order,
  * so every value a member reads from outside is defined before the run starts, and the call can take the first
  * member's place. The call returns the members' results that anything after the run (or the return) reads.
- * Runs of one node stay as they are: a library launch is just as good. */
+ * Runs of one node stay as they are (a library launch is just as good), except where the node reads a matrix
+ * product: as a kernel it can run inside the product's command (a GEMM epilogue, program_epilogue.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -254,9 +255,24 @@ static int prefix_outputs(const group_t *g, int k) {
     return nout;
 }
 
+/* 1 if n reads a matrix product's result, itself or reshaped: a kernel of n alone can then be the product's
+ * epilogue (program_epilogue.c), which saves a pass over the product's result. */
+static int reads_product(const axon_axir_node_t *n) {
+    for (int k = 0; k < n->num_operands; k++) {
+        const axon_axir_value_t *v = n->operands[k];
+        while (v->def && (v->def->op == AXON_AXIR_OP_RESHAPE || v->def->op == AXON_AXIR_OP_SQUEEZE ||
+                          v->def->op == AXON_AXIR_OP_UNSQUEEZE))
+            v = v->def->operands[0];
+        if (v->def && (v->def->op == AXON_AXIR_OP_MM || v->def->op == AXON_AXIR_OP_BMM ||
+                       v->def->op == AXON_AXIR_OP_ADDMM))
+            return 1;
+    }
+    return 0;
+}
+
 /* Emits g's members as kernels: the whole run if its results fit a kernel, else the longest leading part whose
  * results do (a run of several small parameters' updates returns more than FUSED_MAX_OUTPUTS values), then the
- * rest the same way. */
+ * rest the same way. A run of one stays a library call unless it reads a matrix product. */
 static axon_status_t flush(axon_axir_module_t *m, axon_axir_func_t *f, group_t *g, int *counter,
                            axon_axir_diag_t *diag) {
     while (g->num_nodes > 1) {
@@ -275,6 +291,7 @@ static axon_status_t flush(axon_axir_module_t *m, axon_axir_func_t *f, group_t *
         memset(g, 0, sizeof *g);
         for (int i = 0; i < nrest; i++) try_add(m, g, rest[i]);
     }
+    if (g->num_nodes == 1 && !g->closed && reads_product(g->nodes[0])) return emit(m, f, g, counter, diag);
     return AXON_OK;
 }
 

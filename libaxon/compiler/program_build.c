@@ -354,5 +354,6 @@ axon_status_t program_build(axon_program_t *p, axon_axir_diag_t *diag) {
         if (bi >= 0 && last[v] > p->bufs[bi].last) p->bufs[bi].last = last[v];
     }
     free(last);
+    program_plan_epilogues(p);
     return AXON_OK;
 }

@@ -88,10 +88,12 @@ static axon_status_t run_reduction(prog_call_t *c, axon_stream_t s, const axon_a
     return axon_kernel_reduce(s, op, &out, in, &rp);
 }
 
-static axon_status_t run_addmm(prog_call_t *c, axon_stream_t s, const axon_axir_node_t *n) {
+static axon_status_t run_addmm(prog_call_t *c, axon_stream_t s, const axon_axir_node_t *n,
+                               const axon_gemm_epilogue_t *epi) {
     const axon_tensor_t *bias = operand(c, n, 0), *a = operand(c, n, 1), *b = operand(c, n, 2);
     const axon_tensor_t *out = &c->desc[n->results[0]->id];
     axon_gemm_params_t gp = axon_gemm_params_default();
+    gp.epilogue = epi;
     gp.alpha = compile_attr_float(n, "alpha", 1.0);
     double beta = compile_attr_float(n, "beta", 1.0);
     const int64_t cols = out->sizes[1];
@@ -321,8 +323,15 @@ static axon_status_t run_const(prog_call_t *c, axon_stream_t s, const axon_axir_
     return axon_kernel_fill(s, out, v);
 }
 
-axon_status_t prog_run_node(prog_call_t *c, axon_stream_t s, const prog_step_t *st) {
-    const axon_axir_node_t *n = st->node;
+axon_status_t prog_run_gemm(prog_call_t *c, axon_stream_t s, const axon_axir_node_t *n,
+                            const axon_gemm_epilogue_t *epi) {
+    if (n->op == AXON_AXIR_OP_ADDMM) return run_addmm(c, s, n, epi);
+    axon_gemm_params_t gp = axon_gemm_params_default();
+    gp.epilogue = epi;
+    return axon_kernel_matmul(s, &c->desc[n->results[0]->id], operand(c, n, 0), operand(c, n, 1), &gp);
+}
+
+axon_status_t prog_bind_results(prog_call_t *c, const axon_axir_node_t *n) {
     /* Results with storage of their own: contiguous over the workspace or the caller's output. */
     for (int r = 0; r < n->num_results; r++) {
         const axon_axir_value_t *v = n->results[r];
@@ -340,6 +349,13 @@ axon_status_t prog_run_node(prog_call_t *c, axon_stream_t s, const prog_step_t *
             t->strides[1] = sizes[3];
         }
     }
+    return AXON_OK;
+}
+
+axon_status_t prog_run_node(prog_call_t *c, axon_stream_t s, const prog_step_t *st) {
+    const axon_axir_node_t *n = st->node;
+    axon_status_t bs = prog_bind_results(c, n);
+    if (bs != AXON_OK) return bs;
     switch (axon_axir_op_class(n->op)) {
     case AXON_AXIR_CLASS_ELEMENTWISE: return run_elementwise(c, s, n);
     case AXON_AXIR_CLASS_REDUCTION: return run_reduction(c, s, n);
@@ -358,8 +374,7 @@ axon_status_t prog_run_node(prog_call_t *c, axon_stream_t s, const prog_step_t *
         for (int k = 0; k < n->num_operands; k++) ins[k] = *operand(c, n, k);
         return axon_kernel_cat(s, out, ins, n->num_operands, norm_dim(compile_attr_int(n, "dim", 0), out->ndim));
     }
-    case AXON_AXIR_OP_MM: case AXON_AXIR_OP_BMM: return axon_kernel_matmul(s, out, operand(c, n, 0), operand(c, n, 1), NULL);
-    case AXON_AXIR_OP_ADDMM: return run_addmm(c, s, n);
+    case AXON_AXIR_OP_MM: case AXON_AXIR_OP_BMM: case AXON_AXIR_OP_ADDMM: return prog_run_gemm(c, s, n, NULL);
     case AXON_AXIR_OP_EMBEDDING: return run_embedding(c, s, st);
     case AXON_AXIR_OP_GATHER:
         return axon_kernel_gather(s, out, operand(c, n, 0), (int)compile_attr_int(n, "dim", 0), operand(c, n, 1),

@@ -122,9 +122,10 @@ static axon_status_t program_run(const axon_program_t *p, axon_stream_t s, int n
     c.outputs = outputs;
     c.ws = workspace;
     for (int k = 0; k < p->num_inputs; k++) c.desc[p->func->params[k]->id] = inputs[k];
-    for (int i = 0; i < p->num_steps && st == AXON_OK; i++) {
+    for (int i = 0, next = 1; i < p->num_steps && st == AXON_OK; i = next, next = i + 1) {
         const prog_step_t *step = &p->steps[i];
         if (step->kind == PROG_STEP_COPY_OUT) st = axon_kernel_copy(s, &outputs[step->output], &c.desc[step->value]);
+        else if (step->epilogue) st = prog_run_with_epilogue(&c, s, i, &next);
         else st = prog_run_node(&c, s, step);
         if (st != AXON_OK && step->node) {
             char msg[512];

@@ -353,8 +353,9 @@ static axon_status_t tier1_kernel(const void *args, const axon_exec_t *ex) {
     return AXON_OK;
 }
 
-axon_status_t axon_tier1_launch(axon_stream_t s, axon_tier1_fn fn, int nops, const axon_tensor_t *ops,
-                                const axon_tensor_t *iter) {
+/* The launch block of fn over iter (operands ops: parameters, then results), its dimensions merged. */
+static axon_status_t tier1_prepare(tier1_args_t *ap, axon_tier1_fn fn, int nops, const axon_tensor_t *ops,
+                                   const axon_tensor_t *iter) {
     if (!fn || nops < 1 || nops > AXON_TIER1_MAX_OPERANDS)
         return axon_fail(AXON_ERROR_INVALID_ARG, "tier 1 launch: %d operands (1..%d)", nops, AXON_TIER1_MAX_OPERANDS);
     tier1_args_t a;
@@ -380,9 +381,35 @@ axon_status_t axon_tier1_launch(axon_stream_t s, axon_tier1_fn fn, int nops, con
             a.strides[k * AXON_MAX_DIMS + d] = iter->sizes[d] == 1 ? 0 : stride;
         }
     }
-    if (a.total == 0) return AXON_OK;
     tier1_coalesce(&a);
+    *ap = a;
+    return AXON_OK;
+}
+
+axon_status_t axon_tier1_launch(axon_stream_t s, axon_tier1_fn fn, int nops, const axon_tensor_t *ops,
+                                const axon_tensor_t *iter) {
+    tier1_args_t a;
+    axon_status_t st = tier1_prepare(&a, fn, nops, ops, iter);
+    if (st != AXON_OK || a.total == 0) return st;
     /* The block carries only the operands used; the fixed-size arrays keep the layout simple. */
     axon_launch_t l = {tier1_kernel, &a, sizeof a, "tier1_fused", 0};
     return axon_stream_launch(s, &l);
+}
+
+/* An epilogue's ranges are elements of the iteration space, which merging dimensions leaves in the same order. */
+static void tier1_epilogue_range(const void *ctx, int64_t begin, int64_t end) {
+    const tier1_args_t *a = ctx;
+    a->fn(a->ptrs, a->strides, a->sizes, a->rank, begin, end);
+}
+
+_Static_assert(sizeof(tier1_args_t) <= AXON_GEMM_EPILOGUE_MAX, "a tier-1 launch block must fit a GEMM epilogue");
+
+axon_status_t axon_tier1_epilogue(axon_tier1_fn fn, int nops, const axon_tensor_t *ops, const axon_tensor_t *iter,
+                                  void *ctx, axon_gemm_epilogue_t *epi) {
+    axon_status_t st = tier1_prepare(ctx, fn, nops, ops, iter);
+    if (st != AXON_OK) return st;
+    epi->fn = tier1_epilogue_range;
+    epi->ctx = ctx;
+    epi->ctx_size = sizeof(tier1_args_t);
+    return AXON_OK;
 }

@@ -20,6 +20,7 @@
 #include "axon/export.h"
 
 #include "axon/axir.h"
+#include "axon/gemm.h"
 #include "axon/stream.h"
 #include "axir_impl.h"
 
@@ -75,5 +76,10 @@ AXON_API void axon_tier1_destroy(axon_tier1_t *t);
  * then results, each in its own shape, broadcast to iter's as NumPy does), parallel over s's device pool. */
 AXON_API axon_status_t axon_tier1_launch(axon_stream_t s, axon_tier1_fn fn, int nops, const axon_tensor_t *ops,
                                 const axon_tensor_t *iter);
+
+/* fn over iter as the epilogue of a matrix product whose result it reads (axon/gemm.h): fills ctx (at least
+ * AXON_GEMM_EPILOGUE_MAX bytes, 16-byte aligned) and *epi; nothing runs until the product is launched with it. */
+AXON_API axon_status_t axon_tier1_epilogue(axon_tier1_fn fn, int nops, const axon_tensor_t *ops,
+                                           const axon_tensor_t *iter, void *ctx, axon_gemm_epilogue_t *epi);
 
 #endif

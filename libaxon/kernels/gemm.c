@@ -28,7 +28,10 @@ struct gemm_args {
     axon_tensor_t out, a, b, bias; /* out, a, b as 3-D views (a 2-D operand gets a batch of 1) */
     int has_bias;
     double alpha, beta, bias_scale;
+    axon_gemm_epilogue_fn epi;     /* NULL = none; its context follows this struct, at GEMM_ARGS_BYTES */
+    size_t epi_size;
 };
+#define GEMM_ARGS_BYTES ((sizeof(struct gemm_args) + 15) / 16 * 16)
 
 /* One operand ready for the library: matrices row-major (trans 0) or column-major (trans 1) with row stride ld. */
 typedef struct gemm_mat {
@@ -54,6 +57,9 @@ struct gemm_job {
     int64_t bm, bn, nbm, nbn;    /* each matrix of out is cut into nbm x nbn blocks of (at most) bm x bn */
     atomic_int failed;           /* a library call could not allocate */
     int naive_ok;                /* out shares no memory with a or b: small blocks may run gemm_naive_ */
+    axon_gemm_epilogue_fn epi;   /* the launch's epilogue, run per block of finished rows where a path knows them */
+    const void *epi_ctx;
+    int epi_rows;                /* the product's rows are out's own (no scratch, not swapped): blocks may run epi */
 };
 
 static int64_t gemm_min(int64_t x, int64_t y) { return x < y ? x : y; }
@@ -702,7 +708,8 @@ static int gemm_avx_wanted(int64_t bsz, int64_t m, int64_t n, int64_t k, int b_t
 
 struct gemm_avx_job {
     axon_gemm_avx512_t op;
-    const struct gemm_job *j;    /* whole matrices per participant: their operands */
+    const struct gemm_job *j;    /* the product: operands (whole matrices per participant) and epilogue */
+    int64_t z;                   /* rows and cols: the matrix of the batch being computed */
     atomic_int failed;
     float *bp, *ap, *local;      /* shared packed B (rows) or A (cols); each participant's scratch at local + slot * */
     size_t local_elems;          /* ... local_elems */
@@ -722,6 +729,7 @@ static void gemm_avx_whole(void *ctx, int64_t begin, int64_t end, int slot) {
         o.b = j->b.data + (size_t)(z * j->b.sb) * bes;
         o.c = (float *)j->c + z * j->csb;
         if (axon_gemm_avx512_run(&o) != 0) atomic_store(&w->failed, 1);
+        else if (j->epi && j->epi_rows) j->epi(j->epi_ctx, z * j->m * j->n, (z + 1) * j->m * j->n);
     }
 }
 
@@ -743,6 +751,12 @@ static void gemm_avx_rows(void *ctx, int64_t begin, int64_t end, int slot) {
     const int64_t r0 = begin * j->units / j->blocks * AXON_GEMM_AVX_MR;
     const int64_t r1 = gemm_min(j->op.m, end * j->units / j->blocks * AXON_GEMM_AVX_MR);
     axon_gemm_avx512_rows(&j->op, j->bp, j->c0, j->c1, r0, r1, j->local + (size_t)slot * j->local_elems);
+    /* The last chunk of panels finishes these rows: their epilogue runs now, on this thread, while they are in cache */
+    const struct gemm_job *g = j->j;
+    if (g->epi && g->epi_rows && j->c1 == j->np) {
+        const int64_t base = j->z * g->m * g->n;
+        g->epi(g->epi_ctx, base + r0 * g->n, base + r1 * g->n);
+    }
 }
 
 static void gemm_avx_cols(void *ctx, int64_t begin, int64_t end, int slot) {
@@ -752,7 +766,7 @@ static void gemm_avx_cols(void *ctx, int64_t begin, int64_t end, int slot) {
 
 /* The product j (k >= 1, float32): whole matrices per participant when the batch spreads evenly over the pool (or is
  * much larger than it), else matrix by matrix, each shared out over the pool. */
-static axon_status_t gemm_avx_run(const struct gemm_job *j, int64_t bsz, axon_pool_t pool) {
+static axon_status_t gemm_avx_run(const struct gemm_job *j, int64_t bsz, axon_pool_t pool, int *epi_done) {
     const int64_t m = j->m, n = j->n, k = j->k, nbias = j->bias_on_rows ? m : n;
     const double flop = 2.0 * (double)m * (double)n * (double)k;
     const int psize = axon_pool_size(pool), nparts = flop < 1e6 ? 1 : psize; /* smaller: one thread */
@@ -785,13 +799,14 @@ static axon_status_t gemm_avx_run(const struct gemm_job *j, int64_t bsz, axon_po
     o->alpha = (float)j->alpha, o->beta = (float)j->beta;
     o->bias = j->bias_on_rows ? NULL : bias;
     o->bias_rows = j->bias_on_rows ? bias : NULL;
+    w.j = j;
     if (whole) {
-        w.j = j;
         axon_parallel_for(pool, 0, bsz, bsz * flop < 1e6 ? bsz : 1, gemm_avx_whole, &w);
         free(bias);
         if (atomic_load(&w.failed))
             return axon_fail(AXON_ERROR_OUT_OF_MEMORY, "matmul: packed operands of a %" PRId64 " x %" PRId64 " x %"
                              PRId64 " float32 product", m, k, n);
+        *epi_done = j->epi != NULL && j->epi_rows;
         return AXON_OK;
     }
     if (cols) w.ap = mem;
@@ -807,6 +822,7 @@ static axon_status_t gemm_avx_run(const struct gemm_job *j, int64_t bsz, axon_po
     w.blocks = gemm_min(nblk, w.units);
     const size_t aes = axon_dtype_size(j->adt), bes = axon_dtype_size(j->bdt);
     for (int64_t z = 0; z < bsz; z++) {
+        w.z = z;
         o->a = j->a.data + (size_t)(z * j->a.sb) * aes;
         o->b = j->b.data + (size_t)(z * j->b.sb) * bes;
         o->c = (float *)j->c + z * j->csb;
@@ -825,6 +841,7 @@ static axon_status_t gemm_avx_run(const struct gemm_job *j, int64_t bsz, axon_po
     }
     axon_gemm_scratch_done(AXON_GEMM_SCRATCH_PACK, mem);
     free(bias);
+    *epi_done = j->epi != NULL && j->epi_rows && !cols;
     return AXON_OK;
 }
 
@@ -923,29 +940,13 @@ GEMM_SMALL(uint16_t, float, axon_bf16_to_f32, axon_f32_to_bf16, gemm_small_bf16)
 GEMM_SMALL(uint16_t, float, axon_f16_to_f32, axon_f32_to_f16, gemm_small_f16)
 #undef GEMM_SAME
 
-/* The bytes [*lo, *hi) that t's elements lie in. */
-static void gemm_extent(const axon_tensor_t *t, uintptr_t *lo, uintptr_t *hi) {
-    int64_t first = 0, last = 0;
-    for (int d = 0; d < t->ndim; d++) {
-        if (t->sizes[d] == 0) {
-            *lo = *hi = (uintptr_t)t->data;
-            return;
-        }
-        if (t->strides[d] < 0) first += (t->sizes[d] - 1) * t->strides[d];
-        else last += (t->sizes[d] - 1) * t->strides[d];
-    }
-    const int64_t es = (int64_t)axon_dtype_size(t->dtype);
-    *lo = (uintptr_t)t->data + (uintptr_t)(first * es);
-    *hi = (uintptr_t)t->data + (uintptr_t)((last + 1) * es);
-}
-
 /* 1 if out's memory meets a's or b's (mm(x, y, out=x)): the plain loops would read what they already wrote. */
 static int gemm_out_meets_inputs(const struct gemm_args *g) {
     uintptr_t olo, ohi, lo, hi;
-    gemm_extent(&g->out, &olo, &ohi);
-    gemm_extent(&g->a, &lo, &hi);
+    axon_tensor_extent(&g->out, &olo, &ohi);
+    axon_tensor_extent(&g->a, &lo, &hi);
     if (olo < hi && lo < ohi) return 1;
-    gemm_extent(&g->b, &lo, &hi);
+    axon_tensor_extent(&g->b, &lo, &hi);
     return olo < hi && lo < ohi;
 }
 
@@ -966,8 +967,8 @@ static int gemm_small_try(const struct gemm_args *g, int meets) {
     }
 }
 
-static axon_status_t gemm_kernel(const void *args, const axon_exec_t *ex) {
-    const struct gemm_args *g = args;
+/* The product of g; *epi_done = 1 when the path ran g's epilogue itself, block by block. */
+static axon_status_t gemm_product(const struct gemm_args *g, const axon_exec_t *ex, int *epi_done) {
     axon_status_t st = AXON_OK;
     const int meets = gemm_out_meets_inputs(g);
     if (gemm_small_try(g, meets)) return AXON_OK;
@@ -986,6 +987,8 @@ static axon_status_t gemm_kernel(const void *args, const axon_exec_t *ex) {
     j.adt = adt, j.bdt = bdt;
     j.alpha = g->alpha, j.beta = g->beta, j.bias_scale = g->bias_scale;
     j.naive_ok = !meets;
+    j.epi = g->epi;
+    j.epi_ctx = (const char *)g + GEMM_ARGS_BYTES;
     gemm_mat_t a = {0}, b = {0};
     if (k > 0) { /* with k == 0 the operands are never read */
         if ((st = gemm_prepare(&a, &g->a, adt, ex->pool, AXON_GEMM_SCRATCH_A, &sa)) != AXON_OK) goto done;
@@ -1025,6 +1028,7 @@ static axon_status_t gemm_kernel(const void *args, const axon_exec_t *ex) {
     }
     j.ldc = ldc;
     j.k = k;
+    j.epi_rows = !ctrans && !sc;
     if (!ctrans) {
         j.m = m, j.n = n, j.a = a, j.b = b;
     } else { /* out^T = b^T @ a^T: swap the operands and flip their transposes */
@@ -1034,7 +1038,7 @@ static axon_status_t gemm_kernel(const void *args, const axon_exec_t *ex) {
     }
     int64_t grain, blocks = gemm_split(&j, bsz, axon_pool_size(ex->pool), &grain);
     if (avx16 || (!mkl16 && cdt == AXON_FLOAT32 && gemm_avx_wanted(bsz, j.m, j.n, k, j.b.trans))) {
-        if ((st = gemm_avx_run(&j, bsz, ex->pool)) != AXON_OK) goto done;
+        if ((st = gemm_avx_run(&j, bsz, ex->pool, epi_done)) != AXON_OK) goto done;
         blocks = 0;
     }
     if (blocks > 0) axon_parallel_for(ex->pool, 0, blocks, grain, gemm_blocks, &j);
@@ -1052,6 +1056,31 @@ done:
     axon_gemm_scratch_done(AXON_GEMM_SCRATCH_C, sc);
     free(sbias);
     return st;
+}
+
+struct gemm_epi_job {
+    axon_gemm_epilogue_fn fn;
+    const void *ctx;
+    int64_t n;                   /* elements per row of out */
+};
+
+static void gemm_epi_rows(void *ctx, int64_t r0, int64_t r1, int slot) {
+    (void)slot;
+    const struct gemm_epi_job *e = ctx;
+    e->fn(e->ctx, r0 * e->n, r1 * e->n);
+}
+
+static axon_status_t gemm_kernel(const void *args, const axon_exec_t *ex) {
+    const struct gemm_args *g = args;
+    int epi_done = 0;
+    axon_status_t st = gemm_product(g, ex, &epi_done);
+    if (st != AXON_OK || !g->epi || epi_done) return st;
+    /* Paths that do not know when rows are final (libraries, scratch outputs, column splits): the epilogue runs over
+     * all of out afterwards, rows shared out over the pool. */
+    const int64_t rows = g->out.sizes[0] * g->out.sizes[1], n = g->out.sizes[2];
+    struct gemm_epi_job e = {g->epi, (const char *)g + GEMM_ARGS_BYTES, n};
+    axon_parallel_for(ex->pool, 0, rows, (AXON_KERNEL_GRAIN + n - 1) / n, gemm_epi_rows, &e);
+    return AXON_OK;
 }
 
 /* The batch of a 2-D view is 1 with stride 0. */
@@ -1123,6 +1152,19 @@ axon_status_t axon_kernel_matmul(axon_stream_t s, const axon_tensor_t *out, cons
     if (numel == 0) return AXON_OK;
     uint64_t bytes = (uint64_t)(axon_tensor_numel(a) + axon_tensor_numel(b) + numel * (prm.beta != 0 ? 2 : 1)) *
                      axon_dtype_size(dt);
-    axon_launch_t l = {gemm_kernel, &g, sizeof g, "matmul", bytes};
+    if (!prm.epilogue) {
+        axon_launch_t l = {gemm_kernel, &g, sizeof g, "matmul", bytes};
+        return axon_stream_launch(s, &l);
+    }
+    const axon_gemm_epilogue_t *e = prm.epilogue;
+    if (!e->fn || (e->ctx_size > 0 && !e->ctx) || e->ctx_size > AXON_GEMM_EPILOGUE_MAX)
+        return axon_fail(AXON_ERROR_INVALID_ARG, "matmul: epilogue without a function, or with a context of %zu bytes "
+                         "(at most %d)", e->ctx_size, AXON_GEMM_EPILOGUE_MAX);
+    g.epi = e->fn;
+    g.epi_size = e->ctx_size;
+    _Alignas(16) unsigned char block[GEMM_ARGS_BYTES + AXON_GEMM_EPILOGUE_MAX];
+    memcpy(block, &g, sizeof g);
+    if (e->ctx_size) memcpy(block + GEMM_ARGS_BYTES, e->ctx, e->ctx_size);
+    axon_launch_t l = {gemm_kernel, block, GEMM_ARGS_BYTES + e->ctx_size, "matmul", bytes};
     return axon_stream_launch(s, &l);
 }

@@ -33,6 +33,21 @@ int axon_dtype_is_integer(axon_dtype_t d) {
     return d == AXON_INT8 || d == AXON_UINT8 || d == AXON_INT16 || d == AXON_INT32 || d == AXON_INT64;
 }
 
+void axon_tensor_extent(const axon_tensor_t *t, uintptr_t *lo, uintptr_t *hi) {
+    int64_t first = 0, last = 0;
+    for (int d = 0; d < t->ndim; d++) {
+        if (t->sizes[d] == 0) {
+            *lo = *hi = (uintptr_t)t->data;
+            return;
+        }
+        if (t->strides[d] < 0) first += (t->sizes[d] - 1) * t->strides[d];
+        else last += (t->sizes[d] - 1) * t->strides[d];
+    }
+    const int64_t es = (int64_t)axon_dtype_size(t->dtype);
+    *lo = (uintptr_t)t->data + (uintptr_t)(first * es);
+    *hi = (uintptr_t)t->data + (uintptr_t)((last + 1) * es);
+}
+
 int64_t axon_tensor_numel(const axon_tensor_t *t) {
     int64_t n = 1;
     for (int i = 0; i < t->ndim; i++) n *= t->sizes[i];

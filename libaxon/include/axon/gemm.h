@@ -66,16 +66,30 @@
 
 AXON_EXTERN_C_BEGIN
 
+/* An epilogue: work the command does on out's elements once they are final, while they are still in cache (a
+ * compiled program's elementwise group that reads the product). fn(ctx, begin, end) covers elements [begin, end) of
+ * out in row-major order over its (batch, m, n) shape; ranges are whole rows and never overlap, and may run on any of
+ * the device's threads in any order, each range once, only after the product succeeded. ctx is ctx_size bytes
+ * (at most AXON_GEMM_EPILOGUE_MAX), copied at launch. */
+#define AXON_GEMM_EPILOGUE_MAX 8192
+typedef void (*axon_gemm_epilogue_fn)(const void *ctx, int64_t begin, int64_t end);
+typedef struct axon_gemm_epilogue {
+    axon_gemm_epilogue_fn fn;
+    const void *ctx;
+    size_t ctx_size;
+} axon_gemm_epilogue_t;
+
 typedef struct axon_gemm_params {
     double alpha;                /* scales a @ b; default 1 */
     double beta;                 /* scales out; default 0, and 0 means out is not read */
     const axon_tensor_t *bias;   /* NULL = no bias; else 1-D of size n, copied at launch */
     double bias_scale;           /* scales bias; default 1 (addmm's beta when its input is a broadcast vector) */
+    const axon_gemm_epilogue_t *epilogue;   /* NULL = none */
 } axon_gemm_params_t;
 
-/* alpha 1, beta 0, no bias, bias_scale 1. Cannot fail. */
+/* alpha 1, beta 0, no bias, bias_scale 1, no epilogue. Cannot fail. */
 static inline axon_gemm_params_t axon_gemm_params_default(void) {
-    axon_gemm_params_t p = {1.0, 0.0, NULL, 1.0};
+    axon_gemm_params_t p = {1.0, 0.0, NULL, 1.0, NULL};
     return p;
 }
 

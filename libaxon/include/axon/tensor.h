@@ -68,6 +68,9 @@ typedef struct axon_tensor {
 /* Product of the sizes (1 for ndim 0). Assumes a descriptor that passed axon_tensor_check. Cannot fail. */
 AXON_API int64_t axon_tensor_numel(const axon_tensor_t *t);
 
+/* The bytes [*lo, *hi) that t's elements span (lo == hi when it has none), whatever its strides. Cannot fail. */
+AXON_API void axon_tensor_extent(const axon_tensor_t *t, uintptr_t *lo, uintptr_t *hi);
+
 /* 1 if the elements lie in row-major order with no gaps (dimensions of size 1 may have any stride, as in PyTorch),
  * or if t has no elements; 0 otherwise. Cannot fail. */
 AXON_API int axon_tensor_is_contiguous(const axon_tensor_t *t);
