@@ -10,6 +10,7 @@
 #include "axon/compiler.h"
 #include "axon/gemm.h"
 #include "internal.h"
+#include "tier1.h"
 
 /* ---- passes (pass_*.c): each edits f in place and reports a malformed or unsupported graph in diag ---- */
 
@@ -45,6 +46,10 @@ int compile_map_unary(const axon_axir_node_t *n, axon_axir_op_t op, int *out);  
 int compile_map_binary(const axon_axir_node_t *n, axon_axir_op_t op, int *out);    /* n may be NULL: div = true div */
 /* 1 if the op's result is bool and its compute dtype is its operands' (comparisons, logical ops, isnan). */
 int compile_op_bool_result(axon_axir_op_t op);
+/* 1 for views that keep row-major order (reshape, squeeze, unsqueeze): over contiguous memory, the same bytes. */
+int compile_op_restride(axon_axir_op_t op);
+/* 1 for matrix products (mm, bmm, addmm). */
+int compile_op_product(axon_axir_op_t op);
 
 /* Attribute readers with defaults. */
 int64_t compile_attr_int(const axon_axir_node_t *n, const char *name, int64_t dflt);
@@ -143,6 +148,9 @@ void prog_contiguous(axon_tensor_t *t, void *data, axon_dtype_t dtype, int ndim,
 axon_status_t prog_run_node(prog_call_t *c, axon_stream_t s, const prog_step_t *st);
 /* Describes n's results that have storage of their own (c->desc), as prog_run_node does before it launches n. */
 axon_status_t prog_bind_results(prog_call_t *c, const axon_axir_node_t *n);
+/* Fused call node n's operands then results, as its group (interpreter or tier 1) takes them; ops holds at least
+ * FUSED_MAX_INPUTS + FUSED_MAX_OUTPUTS. The tier-1 function for it once loaded, else NULL. */
+axon_tier1_fn prog_group_operands(const prog_call_t *c, const axon_axir_node_t *n, axon_tensor_t *ops);
 /* Launches matrix-product node n (mm, bmm, addmm) with epilogue epi (NULL: none). */
 axon_status_t prog_run_gemm(prog_call_t *c, axon_stream_t s, const axon_axir_node_t *n, const axon_gemm_epilogue_t *epi);
 /* Plans the epilogues of p's matrix products (prog_step_t.epilogue; program_epilogue.c). */

@@ -132,6 +132,14 @@ int compile_op_bool_result(axon_axir_op_t op) {
     }
 }
 
+int compile_op_restride(axon_axir_op_t op) {
+    return op == AXON_AXIR_OP_RESHAPE || op == AXON_AXIR_OP_SQUEEZE || op == AXON_AXIR_OP_UNSQUEEZE;
+}
+
+int compile_op_product(axon_axir_op_t op) {
+    return op == AXON_AXIR_OP_MM || op == AXON_AXIR_OP_BMM || op == AXON_AXIR_OP_ADDMM;
+}
+
 axon_dtype_t compile_node_dtype(const axon_axir_node_t *n) {
     if (compile_op_bool_result(n->op) && n->num_operands > 0) return n->operands[0]->type.dtype;
     if (n->op == AXON_AXIR_OP_WHERE && n->num_operands == 3) return n->operands[1]->type.dtype;

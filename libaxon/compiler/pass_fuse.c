@@ -260,12 +260,8 @@ static int prefix_outputs(const group_t *g, int k) {
 static int reads_product(const axon_axir_node_t *n) {
     for (int k = 0; k < n->num_operands; k++) {
         const axon_axir_value_t *v = n->operands[k];
-        while (v->def && (v->def->op == AXON_AXIR_OP_RESHAPE || v->def->op == AXON_AXIR_OP_SQUEEZE ||
-                          v->def->op == AXON_AXIR_OP_UNSQUEEZE))
-            v = v->def->operands[0];
-        if (v->def && (v->def->op == AXON_AXIR_OP_MM || v->def->op == AXON_AXIR_OP_BMM ||
-                       v->def->op == AXON_AXIR_OP_ADDMM))
-            return 1;
+        while (v->def && compile_op_restride(v->def->op)) v = v->def->operands[0];
+        if (v->def && compile_op_product(v->def->op)) return 1;
     }
     return 0;
 }

@@ -91,10 +91,6 @@ static axon_status_t fused_for(build_t *b, const axon_axir_node_t *n, const stru
 }
 
 static int is_view(axon_axir_op_t op) { return axon_axir_op_class(op) == AXON_AXIR_CLASS_VIEW; }
-/* Views that keep row-major order: over contiguous memory they are the same bytes with another shape. */
-static int is_restride(axon_axir_op_t op) {
-    return op == AXON_AXIR_OP_RESHAPE || op == AXON_AXIR_OP_SQUEEZE || op == AXON_AXIR_OP_UNSQUEEZE;
-}
 
 /* Results that need storage: all but the optional ones nothing reads (the norms' statistics, the loss's total weight,
  * the norm backwards' gradients). */
@@ -324,7 +320,7 @@ axon_status_t program_build(axon_program_t *p, axon_axir_diag_t *diag) {
          * bytes in the same order: its source writes into the output instead. */
         if (v->buf < 0 && v->contiguous) {
             const axon_axir_value_t *src = r;
-            while (src->def && is_restride(src->def->op)) src = src->def->operands[0];
+            while (src->def && compile_op_restride(src->def->op)) src = src->def->operands[0];
             prog_val_t *sv = &p->vals[src->id];
             if (src != r && sv->buf >= 0 && sv->contiguous && p->bufs[sv->buf].output < 0 && src->def &&
                 !is_view(src->def->op)) {

@@ -14,14 +14,6 @@
 #include "fused_impl.h"
 #include "tier1.h"
 
-static int is_restride(axon_axir_op_t op) {
-    return op == AXON_AXIR_OP_RESHAPE || op == AXON_AXIR_OP_SQUEEZE || op == AXON_AXIR_OP_UNSQUEEZE;
-}
-
-static int is_gemm(axon_axir_op_t op) {
-    return op == AXON_AXIR_OP_MM || op == AXON_AXIR_OP_BMM || op == AXON_AXIR_OP_ADDMM;
-}
-
 static int in_set(const int *set, int n, int id) {
     for (int k = 0; k < n; k++)
         if (set[k] == id) return 1;
@@ -33,7 +25,7 @@ void program_plan_epilogues(axon_program_t *p) {
     if (env && strcmp(env, "0") == 0) return;
     for (int i = 0; i < p->num_steps; i++) {
         prog_step_t *st = &p->steps[i];
-        if (st->kind != PROG_STEP_NODE || !is_gemm(st->node->op)) continue;
+        if (st->kind != PROG_STEP_NODE || !compile_op_product(st->node->op)) continue;
         int chain[16], nchain = 0;   /* the product and its reshapes */
         chain[nchain++] = st->node->results[0]->id;
         for (int j = i + 1; j < p->num_steps; j++) {
@@ -42,7 +34,7 @@ void program_plan_epilogues(axon_program_t *p) {
             const axon_axir_node_t *n = sj->node;
             if (axon_axir_op_class(n->op) == AXON_AXIR_CLASS_VIEW) {
                 if (!in_set(chain, nchain, n->operands[0]->id)) continue;   /* a view of another value */
-                if (!is_restride(n->op) || nchain == 16) break;               /* reorders the product */
+                if (!compile_op_restride(n->op) || nchain == 16) break;               /* reorders the product */
                 chain[nchain++] = n->results[0]->id;
                 continue;
             }
@@ -106,11 +98,9 @@ axon_status_t prog_run_with_epilogue(prog_call_t *c, axon_stream_t s, int i, int
         return prog_run_gemm(c, s, n, NULL);
     }
     axon_tensor_t ops[FUSED_MAX_INPUTS + FUSED_MAX_OUTPUTS];
-    for (int k = 0; k < g->num_operands; k++) ops[k] = c->desc[g->operands[k]->id];
-    for (int r = 0; r < g->num_results; r++) ops[g->num_operands + r] = c->desc[g->results[r]->id];
+    axon_tier1_fn fn = prog_group_operands(c, g, ops);
     _Alignas(16) unsigned char ctx[AXON_GEMM_EPILOGUE_MAX];
     axon_gemm_epilogue_t epi;
-    axon_tier1_fn fn = c->p->tier1 ? axon_tier1_lookup(c->p->tier1, g->callee) : NULL;
     if (fn) e = axon_tier1_epilogue(fn, g->num_operands + g->num_results, ops, &c->desc[g->results[0]->id], ctx, &epi);
     else e = fused_epilogue(gs->fused, g->num_operands, ops, g->num_results, ops + g->num_operands, ctx, &epi);
     if (e != AXON_OK) return e;

@@ -323,6 +323,12 @@ static axon_status_t run_const(prog_call_t *c, axon_stream_t s, const axon_axir_
     return axon_kernel_fill(s, out, v);
 }
 
+axon_tier1_fn prog_group_operands(const prog_call_t *c, const axon_axir_node_t *n, axon_tensor_t *ops) {
+    for (int k = 0; k < n->num_operands; k++) ops[k] = *operand(c, n, k);
+    for (int r = 0; r < n->num_results; r++) ops[n->num_operands + r] = c->desc[n->results[r]->id];
+    return c->p->tier1 ? axon_tier1_lookup(c->p->tier1, n->callee) : NULL;
+}
+
 axon_status_t prog_run_gemm(prog_call_t *c, axon_stream_t s, const axon_axir_node_t *n,
                             const axon_gemm_epilogue_t *epi) {
     if (n->op == AXON_AXIR_OP_ADDMM) return run_addmm(c, s, n, epi);
@@ -398,11 +404,9 @@ axon_status_t prog_run_node(prog_call_t *c, axon_stream_t s, const prog_step_t *
     case AXON_AXIR_OP_NLL_LOSS_BACKWARD: case AXON_AXIR_OP_NLL_LOSS_LOG_SOFTMAX_BACKWARD: case AXON_AXIR_OP_DROPOUT:
         return run_contiguous(c, s, st);
     case AXON_AXIR_OP_FUSED: {
-        /* tier 1's generated function once it is loaded (operands: parameters, then results), else the interpreter */
-        axon_tier1_fn fn = c->p->tier1 ? axon_tier1_lookup(c->p->tier1, n->callee) : NULL;
+        /* tier 1's generated function once it is loaded, else the interpreter */
         axon_tensor_t ops[FUSED_MAX_INPUTS + FUSED_MAX_OUTPUTS];
-        for (int k = 0; k < n->num_operands; k++) ops[k] = *operand(c, n, k);
-        for (int r = 0; r < n->num_results; r++) ops[n->num_operands + r] = c->desc[n->results[r]->id];
+        axon_tier1_fn fn = prog_group_operands(c, n, ops);
         if (fn) return axon_tier1_launch(s, fn, n->num_operands + n->num_results, ops, out);
         return fused_launch(s, st->fused, n->num_operands, ops, n->num_results, ops + n->num_operands);
     }

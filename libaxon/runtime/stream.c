@@ -176,7 +176,7 @@ static int wait_for_work(axon_stream_t s, uint64_t tail) {
             if (axon_clock_ns() > deadline) break;
             /* The host this executor just woke (a synchronize) may have no core: the pool's helpers spin after a
              * kernel too, and on 2 cores the pair held both, so the host ran only when this spin ended (a
-             * synchronize returned 48 us after the last kernel; with the yield, 9-11). */
+             * synchronize returned 48 us after the last kernel; with the yield, 9-15). */
             sched_yield();
         }
         cpu_relax();
