@@ -693,10 +693,26 @@ static int gemm_avx_forced(void) {
     return gemm_avx_forced_flag;
 }
 
+/* A single float32 product with more than AXON_GEMM_SKINNY and at most GEMM_AVX_BT_ROWS rows, B stored (n, k) (a
+ * Linear's weight) and more than AXON_GEMM_SKINNY columns takes gemm_avx512_bt.c, which reads B in place, from
+ * GEMM_AVX_MIN multiply-adds up whatever the BLAS. Against the paths these had (MKL below 2^25 and above 2^27
+ * multiply-adds, the kernel's column panels between; F.linear with a bias, 2 threads, sync per call, medians of 7
+ * rounds of 3 x 30 calls alternated in one process, 2026-12-06): 32 x 512 x 512 139 -> 82 us, 64 x 512 x 512 191 ->
+ * 137, 32 x 768 x 768 291 -> 150, 128 x 768 x 768 607 -> 535, 64 x 512 x 2048 567 -> 495, 64 x 2048 x 512 598 -> 512,
+ * 128 x 768 x 3072 2157 -> 1867, 64 x 4096 x 4096 8946 -> 6586, 200 x 1024 x 4096 5333 -> 5173; at 256 rows even
+ * (256 x 512 x 512 509 -> 511, 256 x 384 x 384 263 -> 267, 256 x 768 x 768 1121 -> 1047), past them behind (512 x
+ * 384 x 384 1.14x the row blocks' time). */
+#define GEMM_AVX_BT_ROWS 256
+static int gemm_avx_bt_shape(int64_t bsz, int64_t m, int64_t n, int b_trans) {
+    return bsz == 1 && b_trans && m > AXON_GEMM_SKINNY && m <= GEMM_AVX_BT_ROWS && n > AXON_GEMM_SKINNY;
+}
+
 static int gemm_avx_wanted(int64_t bsz, int64_t m, int64_t n, int64_t k, int b_trans) {
     const double madds = (double)m * (double)n * (double)k;
     if (gemm_avx_forced()) return m > AXON_GEMM_SKINNY && n > AXON_GEMM_SKINNY && axon_gemm_avx512_available();
-    if (m <= AXON_GEMM_SKINNY || n <= AXON_GEMM_SKINNY || madds < GEMM_AVX_MIN || madds > GEMM_AVX_MAX) return 0;
+    if (m <= AXON_GEMM_SKINNY || n <= AXON_GEMM_SKINNY || madds < GEMM_AVX_MIN) return 0;
+    if (gemm_avx_bt_shape(bsz, m, n, b_trans)) return axon_gemm_avx512_available();
+    if (madds > GEMM_AVX_MAX) return 0;
 #ifdef AXON_HAVE_MKL
     if (bsz > 1 || !b_trans || madds < GEMM_AVX_MIN_MKL) return 0;
 #else
@@ -715,7 +731,23 @@ struct gemm_avx_job {
     size_t local_elems;          /* ... local_elems */
     int64_t np, units, blocks;   /* panels of B; rows: micro-panels of AXON_GEMM_AVX_MR rows, and their blocks */
     int64_t c0, c1;              /* rows: the chunk of panels packed in bp */
+    unsigned char *bt_packed;    /* bt: per participant, whether its A (in local) is packed */
 };
+
+/* Few rows times a weight stored (n, k) (gemm_avx512_bt.c): each participant packs the whole of A into its own part
+ * of the scratch when it takes its first blocks of columns, then computes them with B read in place. A packed once
+ * and shared made every participant stream the packed rows the others had written, from their caches: Linears on 2
+ * threads took 3-12% longer than with A packed twice (96 x 512 x 512 216 -> 209 us, 128 x 768 x 768 578 -> 539,
+ * 64 x 2048 x 512 557 -> 508; both forms alternated in one process, medians of 7 rounds of 3 x 30 calls). */
+static void gemm_avx_bt_cols(void *ctx, int64_t begin, int64_t end, int slot) {
+    struct gemm_avx_job *j = ctx;
+    float *ap = j->local + (size_t)slot * j->local_elems;
+    if (!j->bt_packed[slot]) {
+        axon_gemm_avx512_bt_pack_a(&j->op, ap, 0, axon_gemm_avx512_bt_groups(j->op.m));
+        j->bt_packed[slot] = 1;
+    }
+    axon_gemm_avx512_bt_cols(&j->op, ap, begin, end);
+}
 
 /* Matrices [begin, end) of the batch, each on this thread alone. */
 static void gemm_avx_whole(void *ctx, int64_t begin, int64_t end, int slot) {
@@ -775,12 +807,14 @@ static axon_status_t gemm_avx_run(const struct gemm_job *j, int64_t bsz, axon_po
     memset(&w, 0, sizeof w);
     atomic_init(&w.failed, 0);
     w.np = axon_gemm_avx512_panels(n);
-    const int cols = m < n && w.np >= 2 * nparts && axon_gemm_avx512_a_bytes(m, k) <= GEMM_AVX_COLS_BYTES;
+    const int bt = gemm_avx_bt_shape(bsz, m, n, j->b.trans) && j->adt == AXON_FLOAT32 && j->bdt == AXON_FLOAT32;
+    const int cols = !bt && m < n && w.np >= 2 * nparts && axon_gemm_avx512_a_bytes(m, k) <= GEMM_AVX_COLS_BYTES;
     const int64_t chunk = axon_gemm_avx512_chunk(k, n);
-    /* each part 64-byte aligned, as the packed panels of B need */
-    size_t shared = cols ? axon_gemm_avx512_a_bytes(m, k) : axon_gemm_avx512_b_bytes(k, chunk);
+    /* each part 64-byte aligned, as the packed panels of B need; bt: a flag per participant, then their As */
+    size_t shared = bt ? (size_t)nparts : cols ? axon_gemm_avx512_a_bytes(m, k) : axon_gemm_avx512_b_bytes(k, chunk);
     shared = (shared + 63) / 64 * 64;
-    w.local_elems = cols ? (size_t)k * AXON_GEMM_AVX_NR : axon_gemm_avx512_block_bytes(k) / sizeof(float);
+    w.local_elems = bt ? axon_gemm_avx512_bt_a_bytes(m, k) / sizeof(float)
+                  : cols ? (size_t)k * AXON_GEMM_AVX_NR : axon_gemm_avx512_block_bytes(k) / sizeof(float);
     w.local_elems = (w.local_elems + 15) / 16 * 16;
     float *bias = NULL, *mem = NULL;
     if (!whole)
@@ -809,9 +843,21 @@ static axon_status_t gemm_avx_run(const struct gemm_job *j, int64_t bsz, axon_po
         *epi_done = j->epi != NULL && j->epi_rows;
         return AXON_OK;
     }
+    w.local = mem + shared / sizeof(float);
+    if (bt) { /* bsz == 1 */
+        o->a = j->a.data, o->b = j->b.data, o->c = (float *)j->c;
+        w.bt_packed = (unsigned char *)mem;
+        memset(w.bt_packed, 0, (size_t)nparts);
+        const int64_t nb = axon_gemm_avx512_bt_blocks(n);
+        /* a few runs of adjacent blocks per participant: B's rows are read in order, balanced as threads come free */
+        const int64_t grain = nparts > 1 ? (nb + 4 * nparts - 1) / (4 * nparts) : nb;
+        axon_parallel_for(pool, 0, nb, grain, gemm_avx_bt_cols, &w);
+        axon_gemm_scratch_done(AXON_GEMM_SCRATCH_PACK, mem);
+        free(bias);
+        return AXON_OK;
+    }
     if (cols) w.ap = mem;
     else w.bp = mem;
-    w.local = mem + shared / sizeof(float);
     /* rows: blocks of at most about AXON_GEMM_AVX_MC rows, a multiple of nparts of them, each of whole micro-panels
      * and within one micro-panel of each other. Blocks of a fixed size (a multiple of 14 rows) left a short last one
      * and one participant with a block more: 512 x 384 x 384 (7 blocks of 70 rows and one of 22) at 1.28x torch

@@ -40,6 +40,7 @@
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #include <immintrin.h>
 
+#include "transpose16.h"
 #include "widen16.h"
 
 #define AVX_TARGET __attribute__((target("avx512f,avx512bw,avx512vl")))
@@ -47,37 +48,6 @@
 
 /* The packing routines are inlined once per kind of A and B (widen16.h's AXON_WIDEN_BY_KIND), so a float32 product
  * runs the same loads as before 16-bit sources existed. */
-
-/* 16 x 16 transpose of rows [0, nr) x columns [0, nc) at src (row stride rs elements of the kind; the rest zero,
- * nothing past it read): on return lane r of out[c] holds src[r * rs + c] as float32. */
-AVX_INLINE void avx_transpose16(const int kind, const char *src, int64_t rs, int64_t nr, int64_t nc, __m512 out[16]) {
-    const __mmask16 m = nc >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nc) - 1);
-    const int64_t es = axon_widen_size(kind);
-    __m512 r[16], t[16];
-    for (int q = 0; q < 16; q++) r[q] = q < nr ? axon_widen_load(kind, src + q * rs * es, m) : _mm512_setzero_ps();
-    for (int i = 0; i < 8; i++) {
-        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
-    for (int i = 0; i < 4; i++) {
-        const __m512d a = _mm512_castps_pd(t[4 * i]), b = _mm512_castps_pd(t[4 * i + 1]);
-        const __m512d c = _mm512_castps_pd(t[4 * i + 2]), d = _mm512_castps_pd(t[4 * i + 3]);
-        r[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
-        r[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
-        r[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
-        r[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
-    }
-    /* r[4i + c], 128-bit lane L: column 4L + c of rows 4i .. 4i + 3 */
-    for (int c = 0; c < 4; c++) {
-        const __m512 v1 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x88), v2 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xDD);
-        const __m512 w1 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x88);
-        const __m512 w2 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xDD);
-        out[c] = _mm512_shuffle_f32x4(v1, w1, 0x88);
-        out[4 + c] = _mm512_shuffle_f32x4(v2, w2, 0x88);
-        out[8 + c] = _mm512_shuffle_f32x4(v1, w1, 0xDD);
-        out[12 + c] = _mm512_shuffle_f32x4(v2, w2, 0xDD);
-    }
-}
 
 /* Rows [i0, i0 + mr) (mr <= AVX_MR) and depths [d0, d0 + kc) of op(A) into one micro-panel: kc x AVX_MR floats,
  * row d holding the mr elements of depth d0 + d (lanes past mr zero). */
@@ -100,7 +70,7 @@ AVX_INLINE void avx_pack_a_as(const int kind, const axon_gemm_avx512_t *op, floa
          * whatever the kind: 16-bit rows are read as far ahead in bytes) */
         for (int64_t r = 0; r < mr && d + 64 < kc; r++)
             _mm_prefetch(src + (r * op->lda + d) * es + 256, _MM_HINT_T0);
-        avx_transpose16(kind, src + d * es, op->lda, mr, nd, col);
+        axon_transpose16(kind, src + d * es, op->lda, mr, nd, col);
         for (int64_t q = 0; q < nd; q++) _mm512_mask_storeu_ps(dst + (d + q) * AVX_MR, keep, col[q]);
     }
 }
@@ -138,7 +108,7 @@ AVX_INLINE void avx_pack_b_as(const int kind, const axon_gemm_avx512_t *op, floa
             const char *src = (const char *)op->b + ((j0 + 16 * h) * op->ldb + d0) * es;
             for (int64_t r = 0; r < nr && r < 16 && d + 64 < kc; r++) /* as in avx_pack_a_as */
                 _mm_prefetch(src + (r * op->ldb + d) * es + 256, _MM_HINT_T0);
-            avx_transpose16(kind, src + d * es, op->ldb, nr, nd, col);
+            axon_transpose16(kind, src + d * es, op->ldb, nr, nd, col);
             for (int64_t q = 0; q < nd; q++) _mm512_storeu_ps(dst + (d + q) * AVX_NR + 16 * h, col[q]);
         }
     }

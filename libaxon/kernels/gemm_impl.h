@@ -209,6 +209,18 @@ void axon_gemm_avx512_pack_a(const axon_gemm_avx512_t *op, float *ap, int64_t u0
 void axon_gemm_avx512_rows(const axon_gemm_avx512_t *op, const float *bp, int64_t c0, int64_t c1, int64_t r0,
                            int64_t r1, float *ap);
 void axon_gemm_avx512_cols(const axon_gemm_avx512_t *op, const float *ap, int64_t p0, int64_t p1, float *bp);
+/* float32 products with few rows and B stored (n, k), unit stride along k (gemm_avx512_bt.c): op as above with src
+ * FLOAT32 and tb set. A is packed into panels of AXON_GEMM_BT_MR rows (axon_gemm_avx512_bt_a_bytes(m, k)) by groups
+ * of 16 rows, [g0, g1) of axon_gemm_avx512_bt_groups(m); then axon_gemm_avx512_bt_cols computes C's blocks of
+ * AXON_GEMM_BT_NR columns [b0, b1) of axon_gemm_avx512_bt_blocks(n), reading B in place. Buffers 64-byte aligned.
+ * Every element is one sum in depth order, whatever block a call gets. Never allocates. */
+#define AXON_GEMM_BT_MR 32
+#define AXON_GEMM_BT_NR 14
+int64_t axon_gemm_avx512_bt_groups(int64_t m);
+int64_t axon_gemm_avx512_bt_blocks(int64_t n);
+size_t axon_gemm_avx512_bt_a_bytes(int64_t m, int64_t k);
+void axon_gemm_avx512_bt_pack_a(const axon_gemm_avx512_t *op, float *ap, int64_t g0, int64_t g1);
+void axon_gemm_avx512_bt_cols(const axon_gemm_avx512_t *op, const float *ap, int64_t b0, int64_t b1);
 /* The whole of op on the calling thread (rows mode; B packed by chunks into the thread's kept scratch): 0, or -1
  * when that memory cannot be had (C unchanged). */
 int axon_gemm_avx512_run(const axon_gemm_avx512_t *op);

@@ -274,6 +274,32 @@ static void test_few_rows_split_by_panels(void) {
         }
 }
 
+/* Up to 256 rows times B stored (n, k) (gemm_avx512_bt.c: A packed in 32-row panels per thread, blocks of 14
+ * columns with B read in place, the whole depth one chain): rows around the 16-row vectors and 32-row panels, columns
+ * around the 14-column blocks, A stored either way, depths around the 16-wide transposes of A's packing, alpha, beta
+ * over NaN or not, a bias; a column-major out of few columns makes out^T the product, A^T the weight and the bias one
+ * per row. */
+static void test_few_rows_times_b_in_place(void) {
+    static const int64_t ms[] = {17, 31, 32, 33, 48, 49, 64, 65, 100, 255, 256};
+    static const int64_t ns[] = {17, 27, 28, 29, 43, 70, 300};
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++)
+        for (size_t j = 0; j < sizeof ns / sizeof ns[0]; j++) {
+            av_case_t c = av_plain(ms[i], 1 + (int64_t)(i * 7 + j * 5) % 40, ns[j]);
+            c.tb = 1, c.ta = (int)((i + j) & 1);
+            c.bias = (int)(j & 1), c.beta = i & 1 ? 0.5 : 0, c.nan_out = !(i & 1), c.alpha = j & 2 ? -2 : 1;
+            CHECK(av_check(&c) == 0);
+        }
+    static const int64_t ks[] = {1, 2, 15, 16, 17, 31, 257, 1025};
+    for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
+        av_case_t c = av_plain(40, ks[i], 60);
+        c.tb = 1, c.ta = (int)(i & 1), c.bias = 1;
+        CHECK(av_check(&c) == 0);
+    }
+    av_case_t c = av_plain(200, 300, 60); /* out^T = B^T A^T: 60 rows, the weight A (stored (m, k)) */
+    c.out_cm = 1, c.bias = 1, c.beta = 1;
+    CHECK(av_check(&c) == 0);
+}
+
 /* A single matrix past AV_ROWS_MIN, split by rows (B packed once, shared). */
 static void test_single_matrix_split_by_rows(void) {
     av_case_t c = av_plain(340, 330, 300);
@@ -354,6 +380,7 @@ int main(void) {
         RUN(test_alpha_beta_bias_and_nan_out);
         RUN(test_padded_and_column_major_out);
         RUN(test_few_rows_split_by_panels);
+        RUN(test_few_rows_times_b_in_place);
         RUN(test_single_matrix_split_by_rows);
         RUN(test_columns_past_one_chunk);
         RUN(test_batches);
