@@ -43,7 +43,8 @@ BT_TARGET static void bt_pack_group(const axon_gemm_avx512_t *op, float *ap, int
     const float *a = op->a;
     if (op->ta) { /* A stored k x m: each depth's rows are contiguous */
         const __mmask16 m = (__mmask16)((1u << nr) - 1);
-        for (int64_t d = 0; d < k; d++) _mm512_store_ps(dst + d * BT_MR, _mm512_maskz_loadu_ps(m, a + d * op->lda + i0));
+        for (int64_t d = 0; d < k; d++)
+            _mm512_store_ps(dst + d * BT_MR, _mm512_maskz_loadu_ps(m, a + d * op->lda + i0));
         return;
     }
     __m512 col[16];
