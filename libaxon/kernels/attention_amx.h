@@ -44,7 +44,7 @@ void at_amx_finish_rows(const at_args_t *a, int64_t b, int64_t h, int64_t i0, in
 /* 2^t for t <= 0 (a score minus its row's maximum, in units of ln 2), 0 below -126 (as at_vexp: a weight under
  * 2^-125 of the row's largest never matters), NaN kept: 2^f for f = t - round(t) in [-1/2, 1/2] by its Taylor
  * polynomial of degree 6 (relative error under 2e-7), scaled by 2^round(t) with vscalefps. */
-AT_AVX512 static inline __m512 at_exp2_512(__m512 t) {
+__attribute__((target("avx512f"))) static inline __m512 at_exp2_512(__m512 t) { /* inlined by any AVX-512 target */
     const __mmask16 live = _mm512_cmp_ps_mask(t, _mm512_set1_ps(-126.0f), _CMP_NLT_UQ); /* t >= -126 or NaN */
     const __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     const __m512 f = _mm512_sub_ps(t, n);

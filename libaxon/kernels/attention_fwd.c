@@ -161,7 +161,8 @@ size_t at_slot_bytes(const at_args_t *a) {
                          (a->f64 ? sizeof(double) : sizeof(float));
     const size_t other = a->path == AT_PATH_AMX_FWD ? at_amx_slot_bytes(a)
                          : a->path == AT_PATH_AMX_BWD ? at_amx_bwd_slot_bytes(a)
-                         : a->path == AT_PATH_FEW ? at_few_slot_bytes(a) : 0;
+                         : a->path == AT_PATH_FEW ? at_few_slot_bytes(a)
+                         : a->path == AT_PATH_F32V ? at_f32v_slot_bytes(a) : 0;
     return bytes > other ? bytes : other;
 }
 
@@ -203,6 +204,10 @@ static axon_status_t at_forward_kernel(const void *args, const axon_exec_t *ex) 
     if (at_few_usable(a)) {
         a->path = AT_PATH_FEW;
         return at_run(&j, ex->pool, at_few_units(a), work, at_few_forward_range, "attention");
+    }
+    if (at_f32v_usable(a)) {
+        a->path = AT_PATH_F32V;
+        return at_run(&j, ex->pool, at_f32v_units(a), work, at_f32v_forward_range, "attention");
     }
     if (!at_amx_usable(a)) return at_run(&j, ex->pool, units, work, at_forward_range, "attention");
     a->path = AT_PATH_AMX_FWD;

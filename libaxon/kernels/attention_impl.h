@@ -34,8 +34,9 @@ typedef struct at_operand {
 } at_operand_t;
 
 /* The tile code a command runs: attention_tile.h's (float32 or float64), the bfloat16 forward or backward on AMX tiles
- * (at_amx_usable, at_amx_bwd_usable) or the few-row bfloat16 forward (at_few_usable). */
-typedef enum { AT_PATH_FLOAT = 0, AT_PATH_AMX_FWD, AT_PATH_AMX_BWD, AT_PATH_FEW } at_path_t;
+ * (at_amx_usable, at_amx_bwd_usable), the few-row bfloat16 forward (at_few_usable) or the float32 forward on AVX-512
+ * register tiles (at_f32v_usable). */
+typedef enum { AT_PATH_FLOAT = 0, AT_PATH_AMX_FWD, AT_PATH_AMX_BWD, AT_PATH_FEW, AT_PATH_F32V } at_path_t;
 
 typedef struct at_args {
     int64_t B, Hq, Hkv, L, S, E, Ev, group;
@@ -143,6 +144,15 @@ int at_few_usable(const at_args_t *a);
 size_t at_few_slot_bytes(const at_args_t *a);
 int64_t at_few_units(const at_args_t *a);
 void at_few_forward_range(void *ctx, int64_t begin, int64_t end, int slot);
+
+/* The float32 forward on AVX-512 register tiles (attention_f32_avx512.c) for at least AT_AMX_MIN_ROWS query rows
+ * (fewer: the tile code's few-row products), q, k, v in float32 with unit stride along head dims of at most 128, no
+ * dropout, on a CPU with AVX-512F/BW/DQ/VL. Units as the tile code's (AT_BLOCK query rows of one head), at_f32v_units
+ * of them, at_f32v_slot_bytes of scratch each, run by at_f32v_forward_range. */
+int at_f32v_usable(const at_args_t *a);
+size_t at_f32v_slot_bytes(const at_args_t *a);
+int64_t at_f32v_units(const at_args_t *a);
+void at_f32v_forward_range(void *ctx, int64_t begin, int64_t end, int slot);
 
 /* Element n of the stream is kept iff its uniform (x >> 8) * 2^-24 is >= p. */
 static inline int at_dropout_keep(uint32_t x, double p) { return (double)(x >> 8) * 0x1p-24 >= p; }

@@ -2,7 +2,8 @@
  * float dtype, shapes that cross the 64-row/key tiles, causal with L < S and L > S, float and bool masks with
  * broadcasting and fully masked rows, GQA, dropout (the documented Philox decisions, same seed -> same bytes, 1 and
  * 3 threads bitwise identical: the one-pass and two-pass backward agree), a strided q, HF's layouts (heads in
- * [B, L, H, D] memory, a float padding mask expanded through a stride of 0) and decoding steps; bad input refused
+ * [B, L, H, D] memory, a float padding mask expanded through a stride of 0), decoding steps and the float32 forward
+ * on AVX-512 register tiles; bad input refused
  * with messages.
  *
  * Tolerance: |got - ref| <= tol * (1 + |ref|), tol 1e-10 (float64), 5e-5 (float32, computed in float32), 4e-3
@@ -290,6 +291,18 @@ static void test_head_dims_of_32_and_64_cross_the_amx_tiles(void) {
     run_all_dtypes((prob_t){0, 1, 2, 1, 80, 200, 64, 32, 1, 0, 0, 1});
 }
 
+/* float32 with 16 or more query rows and head dims up to 128, without dropout: the forward on AVX-512 register tiles
+ * where the CPU has them (attention_f32_avx512.c). Query rows by 4 with a tail, key blocks of 128 with tails (more
+ * than one: the online softmax rescales what earlier blocks summed), head dims of 1, 17 and 128 with value dims that
+ * differ and are not multiples of 16, float and bool masks (a fully masked row), causal, GQA, HF's layouts; a head
+ * dim of 129 stays on the tile code. */
+static void test_float32_forward_on_register_tiles(void) {
+    run_all_dtypes((prob_t){0, 1, 2, 2, 19, 257, 17, 40, 0, 1, 0, 0});
+    run_all_dtypes((prob_t){0, 2, 4, 2, 16, 129, 128, 128, 1, 0, 0, 0});
+    run_all_dtypes((prob_t){0, 1, 2, 1, 66, 130, 1, 3, 0, 2, 0, 1});
+    run_all_dtypes((prob_t){0, 1, 1, 1, 20, 20, 129, 129, 0, 3, 0, 0});
+}
+
 /* A few query rows with head dims multiples of 32: the bfloat16 forward on AVX512-BF16 dot products where the CPU
  * has them (attention_bf16_few.c). Decoding steps with grouped heads folded into rows (1, 2 and 3 of them), key
  * blocks of 256 with a tail that is not a multiple of 16, an expanded float mask, a bool mask, causal, 15 rows with
@@ -445,6 +458,7 @@ int main(void) {
     RUN(test_grouped_query_heads_share_key_value_heads);
     RUN(test_dropout_follows_the_documented_philox_decisions);
     RUN(test_head_dims_of_32_and_64_cross_the_amx_tiles);
+    RUN(test_float32_forward_on_register_tiles);
     RUN(test_a_few_query_rows_take_bf16_dot_products);
     RUN(test_dropout_is_deterministic_for_a_seed_and_any_thread_count);
     RUN(test_backward_reads_seed_and_offset_when_it_runs);
