@@ -1,7 +1,10 @@
 """torch.linalg's factorizations and solves on libaxon (libaxon/include/axon/linalg.h, MKL's LAPACK): LU, solves,
-inverse, det/slogdet, triangular solves, Cholesky, eigh, SVD, QR and least squares against PyTorch CPU in every dtype CPU has for
-them, batched and broadcast, with gradients, out= and output strides as CPU's, and no host fallback; bad input
-(singular and non-positive-definite matrices, bad shapes and dtypes, pivots that are not an LU's) raises as on CPU."""
+inverse, det/slogdet, triangular solves, Cholesky, eigh, SVD, QR, least squares and matrix_exp against PyTorch CPU
+in every dtype CPU has for them, batched and broadcast, with gradients, out= and output strides as CPU's, and no host
+fallback; bad input (singular and non-positive-definite matrices, bad shapes and dtypes, pivots that are not an
+LU's) raises as on CPU."""
+
+import math
 
 import pytest
 import torch
@@ -411,3 +414,73 @@ def test_lstsq_rank_deficiency_rcond_and_errors_as_on_cpu():
         torch.linalg.lstsq(a.to("axon"), b.to("axon"), driver="qr")
     with pytest.raises(RuntimeError, match="input.size\\(-2\\) should match other.size\\(-2\\)|incompatible"):
         torch.linalg.lstsq(a.to("axon"), b[:5].to("axon"))
+
+
+# --- matrix_exp (libaxon's scaling and squaring with the [13/13] Padé approximant, in float64 / complex128) --------
+
+
+def _expm_reference(a):
+    """exp(A) in float64 or complex128 by CPU's own method, as the reference both sides are held to."""
+    wide = torch.complex128 if a.dtype.is_complex else torch.float64
+    return torch.linalg.matrix_exp(a.to(wide))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape,scale", [((1, 1), 1.0), ((4, 4), 0.01), ((3, 7, 7), 1.0), ((2, 2, 16, 16), 3.0),
+                                         ((40, 40), 0.5), ((0, 3, 3), 1.0)], ids=str)
+def test_matrix_exp_matches_cpu(dtype, shape, scale):
+    # norms from about 0.01 (no scaling) to about 50 (a few squarings): entries scaled by 1/sqrt(n)
+    a = matrix(shape, dtype) * (scale / max(1, shape[-1]) ** 0.5)
+    got = native(torch.linalg.matrix_exp, a)
+    assert got.device.type == "axon" and got.dtype == dtype and got.shape == a.shape
+    if a.numel():
+        assert got.stride() == torch.linalg.matrix_exp(a).stride()
+    want = _expm_reference(a)
+    # float64 against CPU's float64 (both accurate to a few ulps of the norm); float32 rounded once from float64
+    rtol = 1e-5 if dtype in (torch.float32, torch.complex64) else 1e-10
+    atol = rtol * want.abs().max().item() if want.numel() else 0.0
+    torch.testing.assert_close(got.cpu().to(want.dtype), want, rtol=rtol, atol=atol)
+
+
+def test_matrix_exp_of_known_matrices():
+    zero = native(torch.linalg.matrix_exp, torch.zeros(3, 3))
+    assert torch.equal(zero.cpu(), torch.eye(3))
+    # a rotation generator: exp([[0, -t], [t, 0]]) = [[cos t, -sin t], [sin t, cos t]], t large enough to be scaled
+    t = 20.0
+    r = native(torch.linalg.matrix_exp, torch.tensor([[0.0, -t], [t, 0.0]], dtype=torch.float64)).cpu()
+    want = torch.tensor([[math.cos(t), -math.sin(t)], [math.sin(t), math.cos(t)]], dtype=torch.float64)
+    torch.testing.assert_close(r, want, rtol=1e-12, atol=1e-12)
+    # a nilpotent matrix: exp(N) = I + N + N^2 / 2 exactly
+    n = torch.tensor([[0.0, 1.0, 2.0], [0.0, 0.0, 3.0], [0.0, 0.0, 0.0]], dtype=torch.float64)
+    want = torch.eye(3, dtype=torch.float64) + n + n @ n / 2
+    torch.testing.assert_close(native(torch.linalg.matrix_exp, n).cpu(), want)
+
+
+def test_matrix_exp_of_nan_and_inf_is_nan_as_cpu():
+    for bad in (float("nan"), float("inf")):
+        a = torch.tensor([[bad, 1.0], [0.0, 1.0]])
+        got = native(torch.linalg.matrix_exp, a).cpu()
+        want = torch.linalg.matrix_exp(a)
+        assert torch.equal(got.isnan(), want.isnan()) and got.isnan().all()
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex128], ids=str)
+def test_matrix_exp_gradient_matches_cpu(dtype):
+    a = matrix((2, 4, 4), dtype) / 2
+    g = matrix((2, 4, 4), dtype, seed=3)
+    x = a.to("axon").requires_grad_()
+    torch_axon.reset_fallback_stats()
+    (torch.linalg.matrix_exp(x) * g.to("axon")).sum().abs().backward()
+    assert torch_axon.fallback_stats() == {}
+    y = a.clone().requires_grad_()
+    (torch.linalg.matrix_exp(y) * g).sum().abs().backward()
+    torch.testing.assert_close(x.grad.cpu(), y.grad, rtol=1e-9, atol=1e-9)
+
+
+def test_matrix_exp_refuses_non_square_input_as_cpu():
+    a = torch.randn(3, 4)
+    with pytest.raises(RuntimeError) as cpu_err:
+        torch.linalg.matrix_exp(a)
+    with pytest.raises(RuntimeError) as axon_err:
+        torch.linalg.matrix_exp(a.to("axon"))
+    assert str(cpu_err.value).split("\n")[0] in str(axon_err.value)

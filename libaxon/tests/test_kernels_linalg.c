@@ -1,7 +1,7 @@
 /* The linear-algebra kernels (axon/linalg.h), checked by what their results must satisfy, computed here in long
  * double: P L U = A, A X = B for every solve, A A^-1 = I, the determinant against an elimination of the test's own,
  * L L^H = A, A V = V diag(w) with V^H V = I, U diag(S) Vh = A, Q R = A with Q^H Q = I; the cross product against its
- * formula. Every dtype, a batch of three, 1 and 2 threads. Bad input is refused at launch (or, for pivots, when the
+ * formula; the matrix exponential against a long double Taylor series. Every dtype, a batch of three, 1 and 2 threads. Bad input is refused at launch (or, for pivots, when the
  * command runs). Without MKL the LAPACK kernels must say UNSUPPORTED. */
 #include <complex.h>
 #include <math.h>
@@ -702,6 +702,96 @@ static void test_cross(void) {
 
 /* ---- bad input ---- */
 
+/* ---- matrix exponential ---- */
+
+/* exp of the n x n column-major a in long double: Taylor's series on a / 2^s (norm under 1/2, 40 terms), squared s
+ * times. */
+static void ref_expm(const lc_t *a, int64_t n, lc_t *out) {
+    long double norm = 0;
+    for (int64_t j = 0; j < n; j++) {
+        long double c = 0;
+        for (int64_t i = 0; i < n; i++) c += cabsl(CM(a, n, i, j));
+        norm = c > norm ? c : norm;
+    }
+    int s = 0;
+    while (norm > 0.5L) norm /= 2, s++;
+    lc_t *x = alloc_lc(n * n), *term = alloc_lc(n * n), *t2 = alloc_lc(n * n);
+    for (int64_t q = 0; q < n * n; q++) x[q] = a[q] / powl(2.0L, s);
+    for (int64_t q = 0; q < n * n; q++) out[q] = term[q] = q % (n + 1) == 0; /* I */
+    for (int k = 1; k <= 40; k++) {
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t j = 0; j < n; j++) {
+                lc_t acc = 0;
+                for (int64_t l = 0; l < n; l++) acc += CM(term, n, i, l) * CM(x, n, l, j);
+                CM(t2, n, i, j) = acc / k;
+            }
+        memcpy(term, t2, (size_t)(n * n) * sizeof(lc_t));
+        for (int64_t q = 0; q < n * n; q++) out[q] += term[q];
+    }
+    for (int k = 0; k < s; k++) {
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t j = 0; j < n; j++) {
+                lc_t acc = 0;
+                for (int64_t l = 0; l < n; l++) acc += CM(out, n, i, l) * CM(out, n, l, j);
+                CM(t2, n, i, j) = acc;
+            }
+        memcpy(out, t2, (size_t)(n * n) * sizeof(lc_t));
+    }
+    free(x), free(term), free(t2);
+}
+
+/* A batch of three: norms about 0.3 (no scaling), 6 and 40 (3 squarings), against ref_expm relative to the result's
+ * largest element; then a NaN in one matrix makes only that matrix NaN. */
+static void check_matrix_exp(axon_dtype_t t, int threads, int64_t n) {
+    kc_dev_t k = kc_open(threads);
+    REQUIRE(k.rt);
+    const int64_t B = 3, nn = n * n;
+    const long double scales[3] = {0.3L, 6.0L, 40.0L};
+    lc_t *a = alloc_lc(B * nn), *got = alloc_lc(B * nn), *want = alloc_lc(nn);
+    fill_random(a, B * nn, t, 7 + (uint64_t)n);
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t q = 0; q < nn; q++) a[b * nn + q] *= scales[b] / n;
+    if (!is_double(t)) { /* the values the dtype holds */
+        void *d = upload(&k, a, B * nn, t);
+        download(&k, a, d, B * nn, t);
+        axon_mem_free(k.dev, d);
+    }
+    void *d = upload(&k, a, B * nn, t);
+    axon_tensor_t ta = mats(d, t, B, n, n);
+    CHECK_OK(axon_kernel_matrix_exp(k.s, &ta));
+    CHECK(download(&k, got, d, B * nn, t));
+    for (int64_t b = 0; b < B; b++) {
+        ref_expm(a + b * nn, n, want);
+        long double big = 0, err = 0;
+        for (int64_t q = 0; q < nn; q++) big = fmaxl(big, cabsl(want[q]));
+        for (int64_t q = 0; q < nn; q++) err = fmaxl(err, cabsl(got[b * nn + q] - want[q]));
+        if (!(err <= (is_double(t) ? 1e-12L : 1e-6L) * big)) {
+            fprintf(stderr, "  matrix_exp %s n %lld matrix %lld: error %Lg of %Lg\n", axon_dtype_name(t),
+                    (long long)n, (long long)b, err, big);
+            CHECK(0);
+        }
+    }
+    a[nn + nn / 2] = NAN; /* in the second matrix */
+    axon_mem_free(k.dev, d);
+    d = upload(&k, a, B * nn, t);
+    ta = mats(d, t, B, n, n);
+    CHECK_OK(axon_kernel_matrix_exp(k.s, &ta));
+    CHECK(download(&k, got, d, B * nn, t));
+    for (int64_t q = 0; q < B * nn; q++) CHECK((q / nn == 1) == (creall(got[q]) != creall(got[q])));
+    axon_mem_free(k.dev, d);
+    free(a), free(got), free(want);
+    axon_runtime_destroy(k.rt);
+}
+
+static void test_matrix_exp(void) {
+    for (int d = 0; d < 4; d++)
+        for (int threads = 1; threads <= 2; threads++) {
+            check_matrix_exp(dtypes[d], threads, 1);
+            check_matrix_exp(dtypes[d], threads, 5);
+            check_matrix_exp(dtypes[d], threads, 17);
+        }
+}
+
 /* ---- least squares ---- */
 
 /* Every driver on tall [6, 3] matrices: the solution meets the normal equations A^H (A X - B) = 0; the rank is 3 and
@@ -820,6 +910,7 @@ int main(void) {
     RUN(test_eig_and_ldl);
     RUN(test_one_solve_is_split_over_the_pool);
     RUN(test_cross);
+    RUN(test_matrix_exp);
     RUN(test_lstsq_every_driver);
     RUN(test_linalg_rejects_bad_input);
     return check_report();

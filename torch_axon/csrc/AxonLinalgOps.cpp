@@ -1,6 +1,6 @@
 // torch.linalg's factorizations and solves on libaxon's linear algebra (libaxon/include/axon/linalg.h): LU (factor,
 // solve, unpack, inverse, det, slogdet, solve_ex), triangular solves, Cholesky (factor, solve, inverse), LDL, eig,
-// eigh, SVD, QR (geqrf, householder_product, ormqr, linalg_qr), and linalg.cross.
+// eigh, SVD, QR (geqrf, householder_product, ormqr, linalg_qr), linalg.cross and linalg.matrix_exp.
 //
 // Each op first runs on meta tensors: ATen's meta functions check the arguments (with CPU's messages) and give the
 // outputs' sizes and strides, so the glue holds no shape rules of its own (their results are cached: AxonMetaCache.h).
@@ -528,6 +528,19 @@ at::Tensor apply_reflectors(const at::Tensor& A, const at::Tensor& tau, const at
   return in_layout(c, m);
 }
 
+// linalg_matrix_exp on a column-major copy. bfloat16 and float16 stay on the host: CPU computes them in their own
+// precision, where large norms overflow to NaN; libaxon's float64 result would round to infinities instead.
+at::Tensor matrix_exp(const at::Tensor& A) {
+  if (!native({&A})) return fall_back<ATEN_OP(linalg_matrix_exp)>(A);
+  const at::Tensor m = AXON_META(at::linalg_matrix_exp, A);
+  at::Tensor r = cm_copy(A);
+  if (r.numel() > 0) {
+    const axon_tensor_t d = describe(r, "matrix_exp");
+    AXON_CHECK(axon_kernel_matrix_exp(stream_of(A), &d));
+  }
+  return in_layout(r, m);
+}
+
 T2 qr(const at::Tensor& A, c10::string_view mode) {
   if (!native({&A})) return fall_back<ATEN_OP(linalg_qr)>(A, mode);
   auto [mQ, mR] = AXON_META(at::linalg_qr, A, mode);
@@ -926,6 +939,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("linalg_householder_product.out", TORCH_FN(householder_product_out));
   m.impl("linalg_qr", TORCH_FN(qr));
   m.impl("linalg_qr.out", TORCH_FN(linalg_qr_out));
+  m.impl("linalg_matrix_exp", TORCH_FN(matrix_exp));
   m.impl("ormqr", TORCH_FN(apply_reflectors));
   m.impl("ormqr.out", TORCH_FN(ormqr_out));
   m.impl("linalg_cross", TORCH_FN(cross));

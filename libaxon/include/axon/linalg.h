@@ -50,6 +50,11 @@ AXON_API axon_status_t axon_kernel_lu_factor(axon_stream_t s, const axon_tensor_
 AXON_API axon_status_t axon_kernel_lu_solve(axon_stream_t s, const axon_tensor_t *lu, const axon_tensor_t *pivots,
                                             const axon_tensor_t *b, axon_linalg_op_t op);
 
+/* The matrix exponential, in place: a [batch, n, n] becomes exp(A) (scaling and squaring with the [13/13] Padé
+ * approximant, in float64 or complex128 whatever the dtype; NaN everywhere for a matrix with a NaN or an infinity).
+ * Needs no LAPACK. */
+AXON_API axon_status_t axon_kernel_matrix_exp(axon_stream_t s, const axon_tensor_t *a);
+
 /* The inverse (getrf, then getri), in place: a [batch, n, n] becomes A^-1; info as getrf's. */
 AXON_API axon_status_t axon_kernel_inverse(axon_stream_t s, const axon_tensor_t *a, const axon_tensor_t *info);
 
