@@ -5,7 +5,8 @@
  * packed. With few rows each element of B serves few multiply-adds, the weight comes from memory (it is read once
  * per call) and the transposing pack, waiting on 32 row streams, cost 21-27% of the product (64 x 512 x 2048 on one
  * core, rdtsc around the pack in a throwaway harness; about as much with B in L2). Here the roles turn: A, small, is
- * packed once into panels of AXON_GEMM_BT_MR rows, depth-major (two vectors of rows per depth), and the kernel
+ * packed (by each thread for itself, gemm.c) into panels of AXON_GEMM_BT_MR rows, depth-major (two vectors of rows
+ * per depth), and the kernel
  * broadcasts B's elements from AXON_GEMM_BT_NR of its rows, each row read in order, so each element of B goes from
  * memory to the FMAs with no pass of its own. Per depth step: two vector loads of A, 14 broadcasts of B, 28 FMAs into
  * 28 accumulators (the block of C, 32 rows by 14 columns, held transposed); the block is transposed back when it is
