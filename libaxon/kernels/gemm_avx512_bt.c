@@ -6,11 +6,10 @@
  * per call) and the transposing pack, waiting on 32 row streams, cost 21-27% of the product (64 x 512 x 2048 on one
  * core, rdtsc around the pack in a throwaway harness; about as much with B in L2). Here the roles turn: A, small, is
  * packed (by each thread for itself, gemm.c) into panels of AXON_GEMM_BT_MR rows, depth-major (two vectors of rows
- * per depth), and the kernel
- * broadcasts B's elements from AXON_GEMM_BT_NR of its rows, each row read in order, so each element of B goes from
- * memory to the FMAs with no pass of its own. Per depth step: two vector loads of A, 14 broadcasts of B, 28 FMAs into
- * 28 accumulators (the block of C, 32 rows by 14 columns, held transposed); the block is transposed back when it is
- * stored, once per product, since the whole depth is one chain.
+ * per depth), and the kernel broadcasts B's elements from AXON_GEMM_BT_NR of its rows, each row read in order, so
+ * each element of B goes from memory to the FMAs with no pass of its own. Per depth step: two vector loads of A, 14
+ * broadcasts of B, 28 FMAs into 28 accumulators (the block of C, 32 rows by 14 columns, held transposed); the block
+ * is transposed back when it is stored, once per product, since the whole depth is one chain.
  *
  * Every element of C is one chain of FMAs in depth order (then alpha, beta * C and the biases, in gemm_avx512.c's
  * order), whatever block or thread computes it, so results are the same bits for any thread count. gemm.c decides
