@@ -9,10 +9,12 @@
  *
  * How: a unit is AT_BLOCK query rows of one head, as in the tile code, and keys go by AT_KBLOCK. Each key block is
  * packed transposed (head dim by keys, 16 keys per vector) into the unit's scratch; the scores of 4 query rows by 64
- * keys are 16 accumulators, each query element broadcast into 4 FMAs; the masks and the online softmax are the tile
- * code's (at_mask_scores_f32, at_softmax_update_f32); P V takes 4 rows by 32 head-dim columns (8 accumulators), the
- * value rows read where they lie. Every output element is one sum in a fixed order, so any thread count gives the
- * same bits. */
+ * keys are 16 accumulators, each query element broadcast into 4 FMAs; the masks are the tile code's
+ * (at_mask_scores_f32), its online softmax step runs on 16-lane vectors (at_f32v_softmax, with at_exp2_512); P V takes
+ * 8 rows by 32 head-dim columns (16 accumulators), the value rows read where they lie. Every output element is one
+ * sum in a fixed order, so any thread count gives the same bits. The alternated runs of rows by 4 and by 8 for P V
+ * (2 threads, SDPA [8, 12, 64, 32] masked, [4, 4, 128, 64] masked and causal, [2, 12, 256, 64]; three rounds of
+ * separate processes) gave 422-576 -> 382-429, 411-664 -> 393-432, 333-489 -> 303-328, 2294-2377 -> 2113-2300 us. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -49,7 +51,7 @@ typedef struct {
 } at_f32v_tiles_t;
 
 static size_t at_f32v_layout(const at_args_t *a, char *base, at_f32v_tiles_t *t) {
-    const size_t r = AT_BLOCK, kb = AT_KBLOCK; /* AT_BLOCK: a multiple of 4, the rows P V takes at a time */
+    const size_t r = AT_BLOCK, kb = AT_KBLOCK; /* AT_BLOCK: a multiple of 8, the rows P V takes at a time */
     size_t off = 0;
     t->kt = at_piece(base, &off, (size_t)a->E * kb, sizeof(float));
     t->s = at_piece(base, &off, r * kb, sizeof(float));
@@ -127,30 +129,31 @@ AT_F32V_TARGET static void at_f32v_scores(const float *q, int64_t ldq, int64_t m
     }
 }
 
-/* acc (m4 x ev, row stride evp, a multiple of 32) += p (m4 x n, row stride n) times V (n rows of ev values from v,
- * row stride ldv): rows by 4 (m4 a multiple of 4; p's rows past m are zeros), columns by 32. */
-AT_F32V_TARGET static void at_f32v_pv(const float *p, int64_t m4, int64_t n, const float *v, int64_t ldv, int64_t ev,
+/* acc (m8 x ev, row stride evp, a multiple of 32) += p (m8 x n, row stride n) times V (n rows of ev values from v,
+ * row stride ldv): rows by 8 (m8 a multiple of 8; p's rows past m are zeros), columns by 32 (16 accumulators: two
+ * value vectors and 8 weights per key for 16 FMAs). */
+AT_F32V_TARGET static void at_f32v_pv(const float *p, int64_t m8, int64_t n, const float *v, int64_t ldv, int64_t ev,
                                  int64_t evp, float *acc) {
-    for (int64_t r0 = 0; r0 < m4; r0 += 4) {
+    for (int64_t r0 = 0; r0 < m8; r0 += 8) {
         const float *p0 = p + r0 * n;
         float *a0 = acc + r0 * evp;
         for (int64_t c = 0; c < evp; c += 32) {
             const int64_t l0 = ev - c, l1 = ev - c - 16;
             const __mmask16 m0 = l0 >= 16 ? (__mmask16)0xFFFF : l0 <= 0 ? 0 : (__mmask16)((1u << l0) - 1);
             const __mmask16 m1 = l1 >= 16 ? (__mmask16)0xFFFF : l1 <= 0 ? 0 : (__mmask16)((1u << l1) - 1);
-            __m512 o[8];
-            for (int i = 0; i < 4; i++)
+            __m512 o[16];
+            for (int i = 0; i < 8; i++)
                 o[2 * i] = _mm512_loadu_ps(a0 + i * evp + c), o[2 * i + 1] = _mm512_loadu_ps(a0 + i * evp + c + 16);
             for (int64_t j = 0; j < n; j++) {
                 const __m512 lo = _mm512_maskz_loadu_ps(m0, v + j * ldv + c);
                 const __m512 hi = _mm512_maskz_loadu_ps(m1, v + j * ldv + c + 16);
-                for (int i = 0; i < 4; i++) {
+                for (int i = 0; i < 8; i++) {
                     const __m512 w = _mm512_set1_ps(p0[i * n + j]);
                     o[2 * i] = _mm512_fmadd_ps(w, lo, o[2 * i]);
                     o[2 * i + 1] = _mm512_fmadd_ps(w, hi, o[2 * i + 1]);
                 }
             }
-            for (int i = 0; i < 4; i++)
+            for (int i = 0; i < 8; i++)
                 _mm512_storeu_ps(a0 + i * evp + c, o[2 * i]), _mm512_storeu_ps(a0 + i * evp + c + 16, o[2 * i + 1]);
         }
     }
@@ -198,11 +201,11 @@ static void at_f32v_unit(at_job_t *j, int64_t u, at_f32v_tiles_t *t) {
     const at_args_t *a = j->a;
     const int64_t nrb = (a->L + AT_BLOCK - 1) / AT_BLOCK;
     const int64_t b = u / (a->Hq * nrb), h = u / nrb % a->Hq, i0 = u % nrb * AT_BLOCK, hk = h / a->group;
-    const int64_t m = a->L - i0 < AT_BLOCK ? a->L - i0 : AT_BLOCK, m4 = (m + 3) / 4 * 4, e = a->E, ev = a->Ev;
+    const int64_t m = a->L - i0 < AT_BLOCK ? a->L - i0 : AT_BLOCK, m8 = (m + 7) / 8 * 8, e = a->E, ev = a->Ev;
     const int64_t evp = at_round32(ev);
     const float *q = (const float *)(const void *)(a->q.data + (b * a->q.st[0] + h * a->q.st[1] + i0 * a->q.st[2]) * 4);
     for (int64_t r = 0; r < m; r++) t->mx[r] = -INFINITY, t->l[r] = 0;
-    memset(t->acc, 0, (size_t)(m4 * evp) * sizeof(float));
+    memset(t->acc, 0, (size_t)(m8 * evp) * sizeof(float));
     const int64_t jend = at_key_end_f32(a, i0, m);
     for (int64_t j0 = 0; j0 < jend; j0 += AT_KBLOCK) {
         const int64_t n = jend - j0 < AT_KBLOCK ? jend - j0 : AT_KBLOCK;
@@ -212,8 +215,8 @@ static void at_f32v_unit(at_job_t *j, int64_t u, at_f32v_tiles_t *t) {
         at_f32v_scores(q, a->q.st[2], m, e, t->kt, n, (float)a->scale, t->s);
         at_mask_scores_f32(a, t->mrow, b, h, i0, m, j0, n, t->s, n);
         at_f32v_softmax(t->s, m, n, t->mx, t->l, t->acc, evp);
-        memset(t->s + m * n, 0, (size_t)((m4 - m) * n) * sizeof(float));
-        at_f32v_pv(t->s, m4, n, (const float *)(const void *)v, a->v.st[2], ev, evp, t->acc);
+        memset(t->s + m * n, 0, (size_t)((m8 - m) * n) * sizeof(float));
+        at_f32v_pv(t->s, m8, n, (const float *)(const void *)v, a->v.st[2], ev, evp, t->acc);
     }
     at_amx_finish_rows(a, b, h, i0, m, t->acc, evp, t->mx, t->l, t->lse);
 }
