@@ -28,6 +28,11 @@ static inline void *at_piece(char *base, size_t *off, size_t count, size_t es) {
 /* Whether operand t is bfloat16 with unit stride along the head dim: rows the tile code reads as they are. */
 static inline int at_bf16_unit_rows(const at_operand_t *t) { return t->dtype == AXON_BFLOAT16 && t->st[3] == 1; }
 
+/* Row r0 of head h of batch b of a float32 operand (attention_f32_avx512.c). */
+static inline const float *at_f32_rows(const at_operand_t *t, int64_t b, int64_t h, int64_t r0) {
+    return (const float *)(const void *)(t->data + (b * t->st[0] + h * t->st[1] + r0 * t->st[2]) * 4);
+}
+
 /* Row r0 of head h of batch b of a bfloat16 operand. */
 static inline const uint16_t *at_bf16_rows(const at_operand_t *t, int64_t b, int64_t h, int64_t r0) {
     return (const uint16_t *)(const void *)(t->data + (b * t->st[0] + h * t->st[1] + r0 * t->st[2]) * 2);

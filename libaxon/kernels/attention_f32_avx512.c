@@ -75,6 +75,11 @@ int64_t at_f32v_units(const at_args_t *a) { return a->B * a->Hq * ((a->L + AT_BL
 
 #define AT_F32V_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
 
+/* The lanes of a 16-lane vector that hold the `left` elements still to go (all from 16 on, none below 1). */
+static inline __mmask16 at_f32v_lanes(int64_t left) {
+    return left >= 16 ? (__mmask16)0xFFFF : left <= 0 ? (__mmask16)0 : (__mmask16)((1u << left) - 1);
+}
+
 /* n keys (row stride ldk, e values each) into kt: e rows of np = n rounded up to 16 floats, keys past n zero. */
 AT_F32V_TARGET static void at_f32v_pack_keys(const float *k, int64_t ldk, int64_t n, int64_t e, float *kt) {
     const int64_t np = (n + 15) / 16 * 16;
@@ -122,7 +127,7 @@ AT_F32V_TARGET static void at_f32v_scores(const float *q, int64_t ldq, int64_t m
             for (int i = 0; i < 4 && r0 + i < m; i++)
                 for (int v = 0; v < nv; v++) {
                     const int64_t at = j + 16 * v, left = n - at;
-                    const __mmask16 keep = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+                    const __mmask16 keep = at_f32v_lanes(left);
                     _mm512_mask_storeu_ps(s + (r0 + i) * n + at, keep, _mm512_mul_ps(c[i][v], vs));
                 }
         }
@@ -138,9 +143,7 @@ AT_F32V_TARGET static void at_f32v_pv(const float *p, int64_t m8, int64_t n, con
         const float *p0 = p + r0 * n;
         float *a0 = acc + r0 * evp;
         for (int64_t c = 0; c < evp; c += 32) {
-            const int64_t l0 = ev - c, l1 = ev - c - 16;
-            const __mmask16 m0 = l0 >= 16 ? (__mmask16)0xFFFF : l0 <= 0 ? 0 : (__mmask16)((1u << l0) - 1);
-            const __mmask16 m1 = l1 >= 16 ? (__mmask16)0xFFFF : l1 <= 0 ? 0 : (__mmask16)((1u << l1) - 1);
+            const __mmask16 m0 = at_f32v_lanes(ev - c), m1 = at_f32v_lanes(ev - c - 16);
             __m512 o[16];
             for (int i = 0; i < 8; i++)
                 o[2 * i] = _mm512_loadu_ps(a0 + i * evp + c), o[2 * i + 1] = _mm512_loadu_ps(a0 + i * evp + c + 16);
@@ -169,7 +172,7 @@ AT_F32V_TARGET static void at_f32v_softmax(float *s, int64_t m, int64_t n, float
         float *row = s + r * n;
         __m512 top = _mm512_set1_ps(mx[r]);
         for (int64_t c = 0; c < n; c += 16) {
-            const __mmask16 k = n - c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - c)) - 1);
+            const __mmask16 k = at_f32v_lanes(n - c);
             top = _mm512_max_ps(_mm512_mask_loadu_ps(ninf, k, row + c), top); /* a NaN score: top kept */
         }
         const float t = _mm512_reduce_max_ps(top);
@@ -180,7 +183,7 @@ AT_F32V_TARGET static void at_f32v_softmax(float *s, int64_t m, int64_t n, float
         const __m512 vt = _mm512_set1_ps(t);
         __m512 sum = _mm512_setzero_ps();
         for (int64_t c = 0; c < n; c += 16) {
-            const __mmask16 k = n - c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - c)) - 1);
+            const __mmask16 k = at_f32v_lanes(n - c);
             const __m512 x = _mm512_mask_loadu_ps(ninf, k, row + c);
             const __m512 p = at_exp2_512(_mm512_mul_ps(_mm512_sub_ps(x, vt), log2e));
             _mm512_mask_storeu_ps(row + c, k, p);
@@ -203,20 +206,18 @@ static void at_f32v_unit(at_job_t *j, int64_t u, at_f32v_tiles_t *t) {
     const int64_t b = u / (a->Hq * nrb), h = u / nrb % a->Hq, i0 = u % nrb * AT_BLOCK, hk = h / a->group;
     const int64_t m = a->L - i0 < AT_BLOCK ? a->L - i0 : AT_BLOCK, m8 = (m + 7) / 8 * 8, e = a->E, ev = a->Ev;
     const int64_t evp = at_round32(ev);
-    const float *q = (const float *)(const void *)(a->q.data + (b * a->q.st[0] + h * a->q.st[1] + i0 * a->q.st[2]) * 4);
+    const float *q = at_f32_rows(&a->q, b, h, i0);
     for (int64_t r = 0; r < m; r++) t->mx[r] = -INFINITY, t->l[r] = 0;
     memset(t->acc, 0, (size_t)(m8 * evp) * sizeof(float));
     const int64_t jend = at_key_end_f32(a, i0, m);
     for (int64_t j0 = 0; j0 < jend; j0 += AT_KBLOCK) {
         const int64_t n = jend - j0 < AT_KBLOCK ? jend - j0 : AT_KBLOCK;
-        const char *k = a->k.data + (b * a->k.st[0] + hk * a->k.st[1] + j0 * a->k.st[2]) * 4;
-        const char *v = a->v.data + (b * a->v.st[0] + hk * a->v.st[1] + j0 * a->v.st[2]) * 4;
-        at_f32v_pack_keys((const float *)(const void *)k, a->k.st[2], n, e, t->kt);
+        at_f32v_pack_keys(at_f32_rows(&a->k, b, hk, j0), a->k.st[2], n, e, t->kt);
         at_f32v_scores(q, a->q.st[2], m, e, t->kt, n, (float)a->scale, t->s);
         at_mask_scores_f32(a, t->mrow, b, h, i0, m, j0, n, t->s, n);
         at_f32v_softmax(t->s, m, n, t->mx, t->l, t->acc, evp);
         memset(t->s + m * n, 0, (size_t)((m8 - m) * n) * sizeof(float));
-        at_f32v_pv(t->s, m8, n, (const float *)(const void *)v, a->v.st[2], ev, evp, t->acc);
+        at_f32v_pv(t->s, m8, n, at_f32_rows(&a->v, b, hk, j0), a->v.st[2], ev, evp, t->acc);
     }
     at_amx_finish_rows(a, b, h, i0, m, t->acc, evp, t->mx, t->l, t->lse);
 }

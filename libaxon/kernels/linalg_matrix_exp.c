@@ -16,7 +16,7 @@
 #include "internal.h"
 #include "linalg_impl.h"
 
-/* The [13/13] Padé coefficients b_0 .. b_13 and theta_13 (Higham 2005, table 2.3 and section 2). */
+/* The [13/13] Padé coefficients b_0 .. b_13 and theta_13, the largest 1-norm it takes unscaled (Higham 2005). */
 static const double mexp_b[14] = {64764752532480000.0, 32382376266240000.0, 7771770303897600.0,
                                   1187353796428800.0,  129060195264000.0,   10559470521600.0,
                                   670442572800.0,      33522128640.0,       1323241920.0,
