@@ -18,6 +18,14 @@ CHILD = textwrap.dedent("""
     import torch
     import torch_axon, torch_axon.compile as tc
     from torch._dynamo.utils import counters
+    from torch._dynamo.guards import CheckFunctionManager
+
+    builds = [0]   # guard managers built (a loaded frame's guards should be built once)
+    build_guards = CheckFunctionManager.build_guards
+    def counted(self, *args, **kwargs):
+        builds[0] += 1
+        return build_guards(self, *args, **kwargs)
+    CheckFunctionManager.build_guards = counted
 
     model_name, batch = sys.argv[1], int(sys.argv[2])
     torch.manual_seed(0)
@@ -52,6 +60,7 @@ CHILD = textwrap.dedent("""
         expected, got = expected.last_hidden_state, got.last_hidden_state
     print(json.dumps({
         "grad_err": grad_err,
+        "guard_builds": builds[0],
         "frames": counters["stats"]["unique_graphs"],
         "hits": counters["dynamo_cache"]["dynamo_cache_hit"],
         "graphs": tc.stats()["graphs"],
@@ -85,6 +94,7 @@ def test_second_process_skips_tracing_and_matches_cpu(tmp_path):
     warm = run(tmp_path)
     assert warm["hits"] == 1 and warm["frames"] == 0 and warm["graphs"] == 0, warm
     assert warm["programs"] >= 1, warm          # the saved AXIR compiled again, run as a libaxon program
+    assert warm["guard_builds"] == 1, warm      # filtered when saved: not built a second time for the filter
     assert warm["err"] < 1e-4, warm
 
 
@@ -126,6 +136,7 @@ def test_decorated_forward(tmp_path):
     assert cold["frames"] == 1 and cold["err"] < 1e-4, cold
     warm = run(tmp_path, model="gpt2", batch=2)
     assert warm["hits"] == 1 and warm["frames"] == 0 and warm["graphs"] == 0, warm
+    assert warm["guard_builds"] == 1, warm
     assert warm["err"] < 1e-4, warm
 
 
