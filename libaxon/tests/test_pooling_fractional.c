@@ -1,13 +1,33 @@
 /* axon_kernel_fractional_max_pool (axon/pooling.h): window starts from the samples where the arithmetic is exact
  * (alpha = 7 / 4, samples 0.25 and 0.5, whose starts differ: [0, 2, 3, 5, 7] and [0, 2, 4, 6, 7]), maxima and
- * indices against a direct scan, a NaN winning its window, float32 and float64, 2d and 3d; bad input refused with a
- * message. */
+ * indices against a direct scan, a NaN winning its window, float32, float64, float16 and bfloat16 (where those
+ * starts are exact too), 2d and 3d; bad input refused with a message. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../kernels/dtype.h"
 #include "axon/pooling.h"
 #include "kernels_check.h"
+
+/* v in dtype d at p[i], and back as a double. */
+static void fp_put(axon_dtype_t d, void *p, int64_t i, double v) {
+    switch (d) {
+    case AXON_FLOAT64: ((double *)p)[i] = v; break;
+    case AXON_FLOAT16: ((uint16_t *)p)[i] = axon_f64_to_f16(v); break;
+    case AXON_BFLOAT16: ((uint16_t *)p)[i] = axon_f64_to_bf16(v); break;
+    default: ((float *)p)[i] = (float)v; break;
+    }
+}
+
+static double fp_get(axon_dtype_t d, const void *p, int64_t i) {
+    switch (d) {
+    case AXON_FLOAT64: return ((const double *)p)[i];
+    case AXON_FLOAT16: return axon_f16_to_f32(((const uint16_t *)p)[i]);
+    case AXON_BFLOAT16: return axon_bf16_to_f32(((const uint16_t *)p)[i]);
+    default: return ((const float *)p)[i];
+    }
+}
 
 /* Starts along a dim of 10 inputs, kernel 3, 5 outputs (alpha = 7 / 4): trunc((i + u) * a) - trunc(u * a), last 7. */
 static int64_t fp_start(double u, int64_t i) {
@@ -25,14 +45,11 @@ static void fp_check(kc_dev_t *k, axon_dtype_t d, int nsp) {
     for (int64_t i = 0; i < in_n; i++) x[i] = (double)(kc_next_u24(&st) % 1000) / 8;
     x[5] = NAN;   /* plane 0: the windows over element 5 take it */
     for (int i = 0; i < 9; i++) u[i] = i % 3 == 0 ? 0.25 : 0.5;   /* the dims of planes 0 and 1 differ */
-    for (int64_t i = 0; i < in_n; i++) {
-        if (d == AXON_FLOAT64) ((double *)hx)[i] = x[i];
-        else ((float *)hx)[i] = (float)x[i];
+    for (int64_t i = 0; i < in_n; i++) {   /* the reference takes the values as rounded to d */
+        fp_put(d, hx, i, x[i]);
+        x[i] = fp_get(d, hx, i);
     }
-    for (int i = 0; i < 9; i++) {
-        if (d == AXON_FLOAT64) ((double *)hu)[i] = u[i];
-        else ((float *)hu)[i] = (float)u[i];
-    }
+    for (int i = 0; i < 9; i++) fp_put(d, hu, i, u[i]);
     void *dx = kc_upload(k, hx, (size_t)in_n * es), *du = kc_upload(k, hu, (size_t)(P * nsp) * es);
     void *dy = kc_upload(k, NULL, (size_t)out_n * es), *di = kc_upload(k, NULL, sizeof(int64_t) * (size_t)out_n);
     int64_t si[4] = {P, I, I, I}, so[4] = {P, O, O, O}, ks[3] = {K, K, K}, su = P * nsp;
@@ -59,7 +76,7 @@ static void fp_check(kc_dev_t *k, axon_dtype_t d, int nsp) {
                         const double v = x[p * ip + i];
                         if (v > best || isnan(v)) best = v, at = i;
                     }
-            const double got = d == AXON_FLOAT64 ? ((double *)hy)[p * op + o] : ((float *)hy)[p * op + o];
+            const double got = fp_get(d, hy, p * op + o);
             if (hi[p * op + o] != at || !(got == best || (isnan(got) && isnan(best)))) bad++;
         }
     if (bad) {
@@ -77,6 +94,8 @@ static void test_windows_maxima_and_indices_match_the_reference(void) {
     fp_check(&k, AXON_FLOAT64, 2);
     fp_check(&k, AXON_FLOAT32, 3);
     fp_check(&k, AXON_FLOAT64, 3);
+    fp_check(&k, AXON_FLOAT16, 2);
+    fp_check(&k, AXON_BFLOAT16, 3);
     CHECK_OK(axon_stream_sync(k.s));
     axon_runtime_destroy(k.rt);
 }
@@ -96,6 +115,10 @@ static void test_bad_arguments_are_refused_with_a_message(void) {
     CHECK_MSG("2 values per plane");
     axon_tensor_t half = kc_tensor(buf, AXON_FLOAT16, 3, si, NULL), half_out = kc_tensor(buf, AXON_FLOAT16, 3, so, NULL);
     CHECK_STATUS(axon_kernel_fractional_max_pool(k.s, &half_out, &idx, &half, &tu, ok, 2), AXON_ERROR_UNSUPPORTED);
+    CHECK_MSG("samples float32 (one floating dtype)");
+    axon_tensor_t ints = kc_tensor(buf, AXON_INT32, 3, si, NULL), ints_out = kc_tensor(buf, AXON_INT32, 3, so, NULL);
+    axon_tensor_t ints_u = kc_vector(u, AXON_INT32, 4);
+    CHECK_STATUS(axon_kernel_fractional_max_pool(k.s, &ints_out, &idx, &ints, &ints_u, ok, 2), AXON_ERROR_UNSUPPORTED);
     CHECK_STATUS(axon_kernel_fractional_max_pool(k.s, &out, &idx, &in, &tu, ok, 1), AXON_ERROR_INVALID_ARG);
     CHECK_OK(axon_stream_sync(k.s));
     axon_runtime_destroy(k.rt);

@@ -252,7 +252,7 @@ std::tuple<at::Tensor&, at::Tensor&> fractional_out(const at::Tensor& self, c10:
                                                     at::Tensor& out, at::Tensor& indices) {
   const int64_t nd = self.dim(), n = static_cast<int64_t>(N);
   const c10::ScalarType t = self.scalar_type();
-  bool ok = (t == at::kFloat || t == at::kDouble) && out.scalar_type() == t && samples.scalar_type() == t &&
+  bool ok = floats({&self}) && out.scalar_type() == t && samples.scalar_type() == t &&
             indices.scalar_type() == at::kLong && (nd == n + 1 || nd == n + 2) && self.numel() > 0 &&
             kernel_size.size() == N && output_size.size() == N && samples.dim() == 3 && samples.size(2) == n &&
             samples.device() == self.device() && out.device() == self.device() && indices.device() == self.device();

@@ -62,7 +62,8 @@ AXON_API axon_status_t axon_kernel_max_pool(axon_stream_t s, const axon_tensor_t
  * [0, 1): start(i) = trunc((i + u) * a) - trunc(u * a) with a = (I - k) / (O - 1), in the dtype's arithmetic, and
  * start(O - 1) = I - k; out[o] = the window's maximum by the rule of axon_kernel_max_pool, indices (not NULL) its
  * offset. samples holds nspatial values per plane (in the plane order of in), of in's dtype, contiguous; 2d takes
- * (W, H) from them, 3d (D, H, W), as PyTorch does. in and out float32 or float64, one dtype; every window must fit
+ * (W, H) from them, 3d (D, H, W), as PyTorch does. in, out and samples of one floating dtype (float16 and bfloat16:
+ * each step of the starts' arithmetic rounded to the dtype, as PyTorch CPU's Half and BFloat16); every window must fit
  * the input (O + k - 1 <= I) else INVALID_ARG. Its backward is axon_kernel_max_pool_backward. */
 AXON_API axon_status_t axon_kernel_fractional_max_pool(axon_stream_t s, const axon_tensor_t *out,
                                                        const axon_tensor_t *indices, const axon_tensor_t *in,
