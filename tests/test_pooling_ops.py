@@ -355,8 +355,8 @@ def test_fractional_max_pool_matches_cpu_exactly_and_natively(case, dtype):
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
 def test_fractional_max_pool_16bit_starts_round_like_cpu(dtype):
-    # Window starts where rounding each step to the dtype moves them: many outputs over a long dim, samples near the
-    # ends of [0, 1), and alpha = 93 / 30 (not exact in 16 bits). Starts computed in float32 would differ from CPU's.
+    # Window starts where rounding each step to the dtype moves them: 31 outputs over 100 inputs (alpha = 93 / 30, not
+    # exact in 16 bits) with W samples 0.999 and 0.123. Starts computed in float32 differ from CPU's (the test fails).
     x = sample((4, 3, 2, 100), dtype)
     u = torch.tensor([0.999, 0.5, 0.123, 0.25], dtype=dtype).repeat(6).view(4, 3, 2)   # (W, H) per plane
     want, want_i = F.fractional_max_pool2d(x, (1, 7), output_size=(2, 31), return_indices=True, _random_samples=u)
