@@ -458,6 +458,19 @@ def test_unsupported_ops_run_eagerly_and_results_match():
     assert s["eager_graphs"] == 0, s
 
 
+
+def test_complex_logaddexp_compiles():
+    # core ATen's decomposition of complex logaddexp holds a complex NaN constant that FX prints as `nan+nanj`: the
+    # backend keeps the op whole (an eager op between programs), and the compile goes through.
+    def f(x):
+        z = x.to(torch.complex64) / 4
+        return x * torch.logaddexp(z, z.flip(-1)).real + torch.logaddexp(x, 2 * x)
+
+    x = sample((3, 8))
+    got = torch.compile(f, backend="axon")(x.to("axon"))
+    torch.testing.assert_close(got.cpu(), f(x), rtol=1e-5, atol=1e-5)
+    assert tc.stats()["graphs"] >= 1
+
 def test_explain_names_the_unsupported_op(capsys):
     torch.manual_seed(0)
     model = WithCumsum().to(DEV)

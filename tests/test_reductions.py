@@ -337,6 +337,45 @@ def test_logcumsumexp_matches_cpu_with_infinities_and_nan(dtype, dim):
 
 
 @pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128], ids=str)
+def test_complex_prod_logsumexp_and_logcumsumexp_match_cpu(dtype):
+    # libaxon computes them in complex128 as c10::complex does: products by the textbook formula, logsumexp shifted by
+    # the largest real part, logcumsumexp by PyTorch's log-add-exp (imaginary parts outside (-pi, pi] kept).
+    g = torch.Generator().manual_seed(3)
+    unit = torch.polar(1 + 0.05 * torch.rand(4, 6, 9, generator=g, dtype=torch.float64),
+                       6 * torch.rand(4, 6, 9, generator=g, dtype=torch.float64)).to(dtype)
+    wide = torch.complex(6 * torch.rand(4, 6, 9, generator=g, dtype=torch.float64) - 3,
+                         10 * torch.rand(4, 6, 9, generator=g, dtype=torch.float64) - 5).to(dtype)
+    special = wide.clone()
+    special[0, 1, 2] = complex(float("nan"), 1.0)
+    special[1, 2] = complex(float("-inf"), 0.5)   # a row of -inf real parts
+    special[2, 3, 4] = complex(float("inf"), 0.25)
+    special[3, 0, 7] = complex(1.0, float("nan"))
+    cases = [
+        (unit, lambda t: torch.prod(t, 2)), (unit, lambda t: torch.prod(t.transpose(0, 2), 1, keepdim=True)),
+        (unit, lambda t: torch.prod(t)), (unit, lambda t: torch.prod(t.real.contiguous(), 1, dtype=dtype)),
+        (wide, lambda t: torch.logsumexp(t, 2)), (wide, lambda t: torch.logsumexp(t, (0, 2), keepdim=True)),
+        (special, lambda t: torch.logsumexp(t, 2)), (special, lambda t: torch.logsumexp(t, 0)),
+        (wide, lambda t: torch.logcumsumexp(t, 2)), (wide, lambda t: torch.logcumsumexp(t.transpose(0, 2), 1)),
+        (special, lambda t: torch.logcumsumexp(t, 2)), (special, lambda t: torch.logcumsumexp(t, 1)),
+    ]
+    for x, fn in cases:
+        same(native(fn, x), fn(x))
+    out = torch.empty(4, 6, dtype=dtype, device="axon")
+    native(lambda t: torch.logcumsumexp(t, 0, out=out), wide[:, :, 0])
+    same(out, torch.logcumsumexp(wide[:, :, 0], 0))
+    for fn in (lambda t: torch.prod(t, 1), lambda t: torch.logsumexp(t, 1), lambda t: torch.logcumsumexp(t, 2)):
+        xa, xc = unit.to("axon").requires_grad_(), unit.clone().requires_grad_()
+        torch_axon.reset_fallback_stats()
+        fn(xa).abs().sum().backward()
+        assert torch_axon.fallback_stats() == {}, torch_axon.fallback_stats()
+        fn(xc).abs().sum().backward()
+        same(xa.grad, xc.grad)
+    empty = torch.empty(3, 0, dtype=dtype)
+    same(native(lambda t: torch.prod(t, 1), empty), torch.prod(empty, 1))
+    same(native(lambda t: torch.logsumexp(t, 1), empty), torch.logsumexp(empty, 1))
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128], ids=str)
 @pytest.mark.parametrize("op", ["cumsum", "cumprod"])
 def test_complex_scans_match_cpu_forward_and_backward(op, dtype):
     # libaxon scans complex lines in complex128, as PyTorch CPU accumulates both complex dtypes.

@@ -154,8 +154,11 @@ axon_status_t axon_kernel_reduce(axon_stream_t s, axon_reduce_op_t op, const axo
     /* ANY, ALL and COUNT_NONZERO of a complex in test x != 0 (either part nonzero) like any other in. */
     const int tests_nonzero = op == AXON_REDUCE_ANY || op == AXON_REDUCE_ALL || op == AXON_REDUCE_COUNT_NONZERO;
     int complex = (rd_is_complex(in->dtype) && !tests_nonzero) || rd_is_complex(out->dtype);
-    if (complex && !((op == AXON_REDUCE_SUM || op == AXON_REDUCE_MEAN) && rd_is_complex(in->dtype) &&
-                     rd_is_complex(out->dtype)))
+    /* complex products and log-sum-exps run on their own (reduce_complex.c); sums and means reduce the parts */
+    const int whole_complex = complex && (op == AXON_REDUCE_PROD || op == AXON_REDUCE_LOGSUMEXP) &&
+                              rd_is_complex(out->dtype);
+    if (complex && !whole_complex &&
+        !((op == AXON_REDUCE_SUM || op == AXON_REDUCE_MEAN) && rd_is_complex(in->dtype) && rd_is_complex(out->dtype)))
         return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: complex dtypes are not supported (in %s, out %s)", name,
                          axon_dtype_name(in->dtype), axon_dtype_name(out->dtype));
     if (op == AXON_REDUCE_XOR && axon_dtype_is_floating(out->dtype))
@@ -171,6 +174,7 @@ axon_status_t axon_kernel_reduce(axon_stream_t s, axon_reduce_op_t op, const axo
         return axon_fail(AXON_ERROR_INVALID_ARG,
                          "%s: out shape %s is not in shape %s with size 1 on the reduced dimensions", name,
                          axon_shape_format(out, sa, sizeof sa), axon_shape_format(in, sb, sizeof sb));
+    if (whole_complex) return axon_rd_complex(s, op, out, in);
     if (complex && in->ndim < AXON_MAX_DIMS) { /* one pass over the pairs, not one per part */
         axon_tensor_t pi, po;
         rd_pairs_view(in, &pi);

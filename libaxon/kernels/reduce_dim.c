@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "complex_c128.h"
 #include "dtype.h"
 #include "internal.h"
 #include "reduce_impl.h"
@@ -108,24 +109,19 @@ typedef union rdim_buf {
     axon_c128_t c[RD_BLOCK / 2];
 } rdim_buf_t;
 
-/* A complex scan line, in complex128 (PyTorch's CPU accumulation type for both complex dtypes), products as
- * c10::complex computes them: (a + bi)(c + di) = (ac - bd) + (ad + bc)i, the running value on the left. */
+/* A complex scan line, in complex128 (PyTorch's CPU accumulation type for both complex dtypes), as c10::complex
+ * computes (complex_c128.h): products with the running value on the left, logcumsumexp's log-add-exp of the new
+ * element and the running value (which starts at -inf). */
 static void rdim_line_complex(const rdim_args_t *a, char *const *p) {
     rdim_buf_t buf;
-    const int prod = a->scan_kind == RDIM_SCAN_PROD;
-    axon_c128_t acc = {prod ? 1.0 : 0.0, 0.0};
+    const int prod = a->scan_kind == RDIM_SCAN_PROD, lse = a->scan_kind == RDIM_SCAN_LSE;
+    axon_c128_t acc = axon_c128(prod ? 1.0 : lse ? -INFINITY : 0.0, 0.0);
     for (int64_t t0 = 0; t0 < a->len; t0 += RD_BLOCK / 2) {
         int64_t m = a->len - t0 < RD_BLOCK / 2 ? a->len - t0 : RD_BLOCK / 2;
         a->load((char *)buf.c, 1, p[0] + t0 * a->dstride[0] * (int64_t)a->es[0], a->dstride[0], m);
         for (int64_t i = 0; i < m; i++) {
             const axon_c128_t x = buf.c[i];
-            if (prod) {
-                const double re = acc.re * x.re - acc.im * x.im;
-                acc.im = acc.re * x.im + acc.im * x.re;
-                acc.re = re;
-            } else {
-                acc.re += x.re, acc.im += x.im;
-            }
+            acc = prod ? axon_c128_mul(acc, x) : lse ? axon_c128_log_add_exp(x, acc) : axon_c128_add(acc, x);
             buf.c[i] = acc;
         }
         a->store(p[1] + t0 * a->dstride[1] * (int64_t)a->es[1], a->dstride[1], (const char *)buf.c, 1, m);
@@ -438,11 +434,7 @@ axon_status_t axon_kernel_cumulative(axon_stream_t s, axon_cumulative_op_t op, c
     axon_status_t st;
     if ((st = axon_kernel_check_operand(out, name, "out", 1)) != AXON_OK) return st;
     if ((st = axon_kernel_check_operand(in, name, "in", 0)) != AXON_OK) return st;
-    const int lse = op == AXON_CUMULATIVE_LOGSUMEXP;
-    if ((st = rdim_check_dim(name, in, &dim, !lse)) != AXON_OK) return st;
-    if (lse && rd_is_complex(out->dtype))
-        return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: complex dtypes are not supported (out %s)", name,
-                         axon_dtype_name(out->dtype));
+    if ((st = rdim_check_dim(name, in, &dim, 1)) != AXON_OK) return st;
     if (rd_is_complex(in->dtype) && !rd_is_complex(out->dtype))
         return axon_fail(AXON_ERROR_INVALID_ARG, "%s: a complex in (%s) needs a complex out, got %s", name,
                          axon_dtype_name(in->dtype), axon_dtype_name(out->dtype));

@@ -111,6 +111,9 @@ extern const rd_work_ops_t axon_rd_work_ops[RD_W_COUNT];
 
 static inline int rd_is_complex(axon_dtype_t d) { return d == AXON_COMPLEX64 || d == AXON_COMPLEX128; }
 
+/* axon_kernel_reduce's PROD and LOGSUMEXP with a complex out, once its arguments are checked (reduce_complex.c). */
+axon_status_t axon_rd_complex(axon_stream_t s, axon_reduce_op_t op, const axon_tensor_t *out, const axon_tensor_t *in);
+
 /* 1 if kind has a lane-wise form (every kind but RD_VAR and RD_LSE). */
 static inline int rd_kind_is_simple(rd_kind_t k) { return k != RD_VAR && k != RD_LSE; }
 

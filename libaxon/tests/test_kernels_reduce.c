@@ -3,6 +3,8 @@
  * accuracy over 1M elements; empty reductions; NaN propagation; var/std corrections.
  * Tolerances (rr_tol): relative 1e-12 for float64, 2e-6 for float32, 2^-10 for float16, 2^-7 for bfloat16, of
  * max(|result|, sum of |terms|); integer and bool results exact. */
+#include <complex.h>
+
 #include "reduce_ref.h"
 
 static const axon_dtype_t all_dtypes[] = {AXON_FLOAT32, AXON_FLOAT64, AXON_BFLOAT16, AXON_FLOAT16, AXON_INT32,
@@ -476,15 +478,119 @@ static void test_complex_sum_and_mean_reduce_each_part(void) {
     CHECK_OK(axon_kernel_reduce(k.s, AXON_REDUCE_SUM, &out, &in, NULL));
     REQUIRE(kc_download(&k, gf, dout, sizeof gf));
     CHECK(fabs(gf[0] - re) <= 1e-6 * mag && fabs(gf[1] - im) <= 1e-6 * mag);
-    /* refused: an op other than SUM and MEAN; complex in, real out */
+    /* refused: an op other than SUM, MEAN, PROD and LOGSUMEXP; complex in, real out */
     in = kc_tensor(dev, AXON_COMPLEX128, 2, sz, NULL), out = kc_tensor(dout, AXON_COMPLEX128, 2, o1, NULL);
-    CHECK_STATUS(axon_kernel_reduce(k.s, AXON_REDUCE_PROD, &out, &in, NULL), AXON_ERROR_UNSUPPORTED);
+    CHECK_STATUS(axon_kernel_reduce(k.s, AXON_REDUCE_AMAX, &out, &in, NULL), AXON_ERROR_UNSUPPORTED);
     CHECK_MSG("complex");
+    out = kc_tensor(dout, AXON_FLOAT64, 2, o1, NULL);
+    CHECK_STATUS(axon_kernel_reduce(k.s, AXON_REDUCE_PROD, &out, &in, NULL), AXON_ERROR_UNSUPPORTED);
     out = kc_tensor(dout, AXON_FLOAT64, 2, o1, NULL);
     CHECK_STATUS(axon_kernel_reduce(k.s, AXON_REDUCE_SUM, &out, &in, NULL), AXON_ERROR_UNSUPPORTED);
     CHECK_OK(axon_stream_sync(k.s));
     axon_mem_free(k.dev, dev);
     axon_mem_free(k.dev, devf);
+    axon_mem_free(k.dev, dout);
+    axon_runtime_destroy(k.rt);
+}
+
+/* The reference of one complex output over n elements (x[i] = (re, im)): PROD as c10::complex multiplies, from 1;
+ * LOGSUMEXP as PyTorch's composite: shifted by the largest real part m (NaN if any real part is; 0 if infinite),
+ * log(sum exp(z - m)) + m. In long double. */
+static void rc_ref(int lse, const long double (*x)[2], int64_t n, int64_t step, long double *re, long double *im) {
+    long double complex acc = lse ? 0 : 1;
+    long double m = -INFINITY;
+    for (int64_t i = 0; i < n && lse; i++) m = isnan(x[i * step][0]) || x[i * step][0] > m ? x[i * step][0] : m;
+    if (isinf(m)) m = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const long double a = x[i * step][0], b = x[i * step][1];
+        if (lse) acc += cexpl(CMPLXL(a - m, b));
+        else acc = CMPLXL(creall(acc) * a - cimagl(acc) * b, creall(acc) * b + cimagl(acc) * a);
+    }
+    if (lse) acc = clogl(acc) + m;
+    *re = creall(acc), *im = cimagl(acc);
+}
+
+/* PROD and LOGSUMEXP of complex64 and complex128 (and float32 into complex128) over dim 1, dim 0 of a transposed view
+ * and everything, against rc_ref; a NaN real part, all -inf and a +inf real part in LOGSUMEXP rows; empty
+ * reductions give 1 and -inf. */
+static void test_complex_prod_and_logsumexp_match_a_long_double_reference(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    enum { R = 6, C = 9, N = R * C };
+    static long double x[2][N][2];   /* [0]: PROD's values (near the unit circle), [1]: LOGSUMEXP's */
+    for (int64_t e = 0; e < N; e++) {
+        const long double t = (long double)((int)(rr_rand() % 1000) - 500) / 150;
+        const long double r = 1 + (long double)((int)(rr_rand() % 41) - 20) / 200;
+        x[0][e][0] = r * cosl(t), x[0][e][1] = r * sinl(t);
+        x[1][e][0] = (long double)((int)(rr_rand() % 601) - 300) / 100;
+        x[1][e][1] = (long double)((int)(rr_rand() % 1001) - 500) / 100;
+    }
+    x[1][1 * C + 4][0] = NAN;
+    for (int c = 0; c < C; c++) x[1][2 * C + c][0] = -INFINITY;
+    x[1][3 * C + 2][0] = INFINITY;
+    const axon_dtype_t ins[] = {AXON_COMPLEX64, AXON_COMPLEX128, AXON_FLOAT32};
+    const axon_dtype_t outs[] = {AXON_COMPLEX64, AXON_COMPLEX128, AXON_COMPLEX128};
+    for (int lse = 0; lse < 2; lse++)
+        for (int c = 0; c < 3; c++) {
+            const axon_dtype_t d = ins[c], od = outs[c];
+            const size_t es = axon_dtype_size(d), oes = axon_dtype_size(od);
+            long double v[N][2];
+            unsigned char h[N * 16], got[N * 16];
+            for (int64_t e = 0; e < N; e++) {   /* the values as stored in d, for the reference too */
+                if (d == AXON_COMPLEX64) {
+                    ((float *)h)[2 * e] = (float)x[lse][e][0], ((float *)h)[2 * e + 1] = (float)x[lse][e][1];
+                    v[e][0] = ((float *)h)[2 * e], v[e][1] = ((float *)h)[2 * e + 1];
+                } else if (d == AXON_COMPLEX128) {
+                    ((double *)h)[2 * e] = (double)x[lse][e][0], ((double *)h)[2 * e + 1] = (double)x[lse][e][1];
+                    v[e][0] = ((double *)h)[2 * e], v[e][1] = ((double *)h)[2 * e + 1];
+                } else {
+                    ((float *)h)[e] = (float)x[lse][e][0];
+                    v[e][0] = ((float *)h)[e], v[e][1] = 0;
+                }
+            }
+            void *dev = kc_upload(&k, h, N * es), *dout = kc_upload(&k, NULL, N * oes);
+            const axon_reduce_op_t op = lse ? AXON_REDUCE_LOGSUMEXP : AXON_REDUCE_PROD;
+            /* 0: [R, C] over dim 1; 1: the [C, R] transpose over dim 0; 2: everything */
+            for (int form = 0; form < 3; form++) {
+                const int64_t sz[2] = {R, C}, o1[2] = {R, 1}, tsz[2] = {C, R}, tst[2] = {1, C}, o0[2] = {1, R};
+                const int64_t osz[2] = {1, 1};
+                axon_tensor_t in = form == 1 ? kc_tensor(dev, d, 2, tsz, tst) : kc_tensor(dev, d, 2, sz, NULL);
+                axon_tensor_t out = kc_tensor(dout, od, 2, form == 0 ? o1 : form == 1 ? o0 : osz, NULL);
+                CHECK_OK(axon_kernel_reduce(k.s, op, &out, &in, NULL));
+                REQUIRE(kc_download(&k, got, dout, (form == 2 ? 1 : R) * oes));
+                for (int64_t o = 0; o < (form == 2 ? 1 : R); o++) {
+                    long double re, im;
+                    rc_ref(lse, (const long double (*)[2])v + (form == 2 ? 0 : o * C), form == 2 ? N : C, 1, &re,
+                           &im);
+                    const long double gre = od == AXON_COMPLEX64 ? ((float *)got)[2 * o] : ((double *)got)[2 * o];
+                    const long double gim =
+                        od == AXON_COMPLEX64 ? ((float *)got)[2 * o + 1] : ((double *)got)[2 * o + 1];
+                    const long double tol = (od == AXON_COMPLEX64 ? 4e-6L : 1e-13L) * (1 + fabsl(re) + fabsl(im));
+                    const int ok = (isnan(re) ? isnan(gre) : isinf(re) ? gre == re : fabsl(gre - re) <= tol) &&
+                                   (isnan(im) ? isnan(gim) : fabsl(gim - im) <= tol);
+                    if (!ok) {
+                        fprintf(stderr, "  %s %s -> %s form %d output %lld: (%Lg, %Lg) want (%Lg, %Lg)\n",
+                                axon_reduce_op_name(op), axon_dtype_name(d), axon_dtype_name(od), form, (long long)o,
+                                gre, gim, re, im);
+                        check_failures_in_test++;
+                    }
+                }
+            }
+            axon_mem_free(k.dev, dev);
+            axon_mem_free(k.dev, dout);
+        }
+    /* empty: a [2, 0] complex64 tensor over dim 1 */
+    void *dout = kc_upload(&k, NULL, 64);
+    const int64_t esz[2] = {2, 0}, eo[2] = {2, 1};
+    axon_tensor_t ein = kc_tensor(dout, AXON_COMPLEX64, 2, esz, NULL);
+    axon_tensor_t eout = kc_tensor(dout, AXON_COMPLEX64, 2, eo, NULL);
+    float g[4];
+    CHECK_OK(axon_kernel_reduce(k.s, AXON_REDUCE_PROD, &eout, &ein, NULL));
+    REQUIRE(kc_download(&k, g, dout, sizeof g));
+    CHECK(g[0] == 1 && g[1] == 0 && g[2] == 1 && g[3] == 0);
+    CHECK_OK(axon_kernel_reduce(k.s, AXON_REDUCE_LOGSUMEXP, &eout, &ein, NULL));
+    REQUIRE(kc_download(&k, g, dout, sizeof g));
+    CHECK(g[0] == -INFINITY && g[1] == 0 && g[2] == -INFINITY && g[3] == 0);
     axon_mem_free(k.dev, dout);
     axon_runtime_destroy(k.rt);
 }
@@ -685,5 +791,6 @@ int main(void) {
     RUN(test_xor_of_floats_folds_their_float64_bits);
     RUN(test_complex_sum_and_mean_reduce_each_part);
     RUN(test_complex_nonzero_tests_look_at_both_parts);
+    RUN(test_complex_prod_and_logsumexp_match_a_long_double_reference);
     return check_report();
 }

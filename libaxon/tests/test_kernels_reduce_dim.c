@@ -2,6 +2,8 @@
  * outer dims, views, ties, NaN, in-place scans, complex scans, logcumsumexp, cummax and cummin's latest-index rule);
  * every reduction bitwise identical with 1 and 2 threads on more than 1M elements; bad input refused at launch with
  * messages. */
+#include <complex.h>
+
 #include "reduce_ref.h"
 
 static const axon_dtype_t dim_dtypes[] = {AXON_FLOAT32, AXON_FLOAT64, AXON_BFLOAT16, AXON_FLOAT16,
@@ -221,6 +223,27 @@ static void run_all(int threads, const float *h, int64_t R, int64_t C, unsigned 
 /* Complex cumsum and cumprod (complex64 and complex128 out; a float32 in converted to complex128) along both dims of
  * row-major and transposed views, against long double complex arithmetic; complex products stay near the unit
  * circle so that the error bound is relative to |result|. */
+/* logcumsumexp's step as PyTorch computes it (complex_c128.h), in long double: x or acc holding a NaN gives NaN, the
+ * operand with the smaller real part is the min, equal infinite real parts keep the min (-inf), else
+ * log1p(exp(min - max)) + max (its imaginary part is max's plus an angle: no wrapping into (-pi, pi]). */
+static void lcse_ref(long double xre, long double xim, long double *are, long double *aim) {
+    long double lre, lim, hre, him;
+    if (isnan(*are) || isnan(*aim)) return;
+    if (isnan(xre) || isnan(xim)) {
+        *are = *aim = NAN;
+        return;
+    }
+    if (xre < *are) lre = xre, lim = xim, hre = *are, him = *aim;
+    else lre = *are, lim = *aim, hre = xre, him = xim;
+    if (!isfinite(lre) && lre == hre) {
+        if (lre < 0) *are = lre, *aim = lim;
+        return;   /* +inf: not reached by the reference's inputs */
+    }
+    long double complex e = cexpl(CMPLXL(lre - hre, lim - him));
+    long double complex r = clogl(1 + e);
+    *are = creall(r) + hre, *aim = cimagl(r) + him;
+}
+
 static void test_complex_scans_match_a_long_double_reference(void) {
     kc_dev_t k = kc_open(2);
     REQUIRE(k.rt);
@@ -245,7 +268,7 @@ static void test_complex_scans_match_a_long_double_reference(void) {
             else ((float *)h)[e] = (float)hre[e];
         }
         void *dev = kc_upload(&k, h, N * es), *dout = kc_upload(&k, NULL, N * oes);
-        for (int op = 0; op <= AXON_CUMULATIVE_PROD; op++)
+        for (int op = 0; op <= AXON_CUMULATIVE_LOGSUMEXP; op++)
             for (int v = 0; v < 2; v++)
                 for (int dim = 0; dim < 2; dim++) {
                     const int64_t *s = v ? tsz : sz, *st = v ? colmajor : rowmajor;
@@ -256,6 +279,7 @@ static void test_complex_scans_match_a_long_double_reference(void) {
                     for (int64_t i = 0; i < s[0] && !bad; i++)
                         for (int64_t j = 0; j < s[1] && !bad; j++) {
                             long double are = op == AXON_CUMULATIVE_PROD, aim = 0, scale = 0;
+                            if (op == AXON_CUMULATIVE_LOGSUMEXP) are = -INFINITY;
                             for (int64_t t = 0; t <= (dim ? j : i); t++) {
                                 int64_t e = (dim ? i : t) * st[0] + (dim ? t : j) * st[1];
                                 long double xre = d == AXON_COMPLEX64 ? (long double)((float *)h)[2 * e]
@@ -266,11 +290,13 @@ static void test_complex_scans_match_a_long_double_reference(void) {
                                 if (op == AXON_CUMULATIVE_PROD) {
                                     long double re = are * xre - aim * xim;
                                     aim = are * xim + aim * xre, are = re;
+                                } else if (op == AXON_CUMULATIVE_LOGSUMEXP) {
+                                    lcse_ref(xre, xim, &are, &aim);
                                 } else {
                                     are += xre, aim += xim, scale += fabsl(xre) + fabsl(xim);
                                 }
                             }
-                            if (op == AXON_CUMULATIVE_PROD) scale = sqrtl(are * are + aim * aim);
+                            if (op != AXON_CUMULATIVE_SUM) scale = 1 + sqrtl(are * are + aim * aim);
                             int64_t o = i * s[1] + j;
                             long double gre = od == AXON_COMPLEX64 ? ((float *)got)[2 * o] : ((double *)got)[2 * o];
                             long double gim =
@@ -291,17 +317,85 @@ static void test_complex_scans_match_a_long_double_reference(void) {
         free(h);
         free(got);
     }
-    /* A complex in needs a complex out; logcumsumexp has no complex form. */
+    /* A complex in needs a complex out; an integer out has no logcumsumexp. */
     void *buf = kc_upload(&k, NULL, 64 * 16);
     const int64_t n8[1] = {8};
     axon_tensor_t cin = kc_tensor(buf, AXON_COMPLEX64, 1, n8, NULL);
     axon_tensor_t rout = kc_tensor((char *)buf + 512, AXON_FLOAT32, 1, n8, NULL);
     CHECK_STATUS(axon_kernel_cumulative(k.s, AXON_CUMULATIVE_SUM, &rout, &cin, 0), AXON_ERROR_INVALID_ARG);
     CHECK_MSG("needs a complex out");
-    CHECK_STATUS(axon_kernel_cumulative(k.s, AXON_CUMULATIVE_LOGSUMEXP, &cin, &cin, 0), AXON_ERROR_UNSUPPORTED);
-    CHECK_MSG("complex");
+    axon_tensor_t iout = kc_tensor((char *)buf + 512, AXON_INT32, 1, n8, NULL);
+    CHECK_STATUS(axon_kernel_cumulative(k.s, AXON_CUMULATIVE_LOGSUMEXP, &iout, &iout, 0), AXON_ERROR_UNSUPPORTED);
+    CHECK_MSG("not floating");
     CHECK_OK(axon_stream_sync(k.s));
     axon_mem_free(k.dev, buf);
+    axon_runtime_destroy(k.rt);
+}
+
+/* Complex logcumsumexp over lines whose imaginary parts leave (-pi, pi] (PyTorch's step adds an angle to the max's
+ * imaginary part; a principal-branch log(exp(a) + exp(b)) would wrap them) and whose real parts hold NaN, -inf and
+ * +inf: complex64 and complex128 against the long double step, along both dims. */
+static void test_complex_logcumsumexp_keeps_pytorchs_branch_and_special_values(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    enum { R = 7, C = 41, N = R * C };
+    const int64_t sz[2] = {R, C};
+    long double hre[N], him[N];
+    for (int64_t e = 0; e < N; e++) {
+        hre[e] = (long double)((int)(rr_rand() % 601) - 300) / 100;   /* [-3, 3] */
+        him[e] = (long double)((int)(rr_rand() % 1001) - 500) / 100;  /* [-5, 5] */
+    }
+    hre[2 * C + 5] = NAN;                  /* row 2 NaN from column 5 on; column 5 NaN from row 2 on */
+    him[3 * C + 9] = NAN;                  /* a NaN imaginary part */
+    hre[4 * C + 0] = -INFINITY;            /* row 4 starts at -inf (its first value, then finite ones) */
+    hre[5 * C + 0] = hre[5 * C + 1] = -INFINITY;   /* two -inf in a row: the min is kept */
+    hre[6 * C + 3] = INFINITY;             /* +inf: log(exp(min) + exp(max)) once both are +inf */
+    hre[6 * C + 4] = INFINITY;
+    for (int c = 0; c < 2; c++) {
+        const axon_dtype_t d = c ? AXON_COMPLEX128 : AXON_COMPLEX64;
+        const size_t es = axon_dtype_size(d);
+        unsigned char *h = malloc(N * es), *got = malloc(N * es);
+        for (int64_t e = 0; e < N; e++) {
+            if (c) ((double *)h)[2 * e] = (double)hre[e], ((double *)h)[2 * e + 1] = (double)him[e];
+            else ((float *)h)[2 * e] = (float)hre[e], ((float *)h)[2 * e + 1] = (float)him[e];
+        }
+        void *dev = kc_upload(&k, h, N * es), *dout = kc_upload(&k, NULL, N * es);
+        for (int dim = 0; dim < 2; dim++) {
+            axon_tensor_t in = kc_tensor(dev, d, 2, sz, NULL), out = kc_tensor(dout, d, 2, sz, NULL);
+            CHECK_OK(axon_kernel_cumulative(k.s, AXON_CUMULATIVE_LOGSUMEXP, &out, &in, dim));
+            CHECK(kc_download(&k, got, dout, N * es));
+            int bad = 0;
+            for (int64_t line = 0; line < (dim ? R : C) && !bad; line++) {
+                long double are = -INFINITY, aim = 0;
+                for (int64_t t = 0; t < (dim ? C : R) && !bad; t++) {
+                    const int64_t e = dim ? line * C + t : t * C + line;
+                    const long double xre = c ? ((double *)h)[2 * e] : ((float *)h)[2 * e];
+                    const long double xim = c ? ((double *)h)[2 * e + 1] : ((float *)h)[2 * e + 1];
+                    if (!isfinite(are) && are == xre && are > 0) {   /* +inf and +inf: log(exp(min) + exp(max)) */
+                        long double complex r = clogl(cexpl(CMPLXL(are, aim)) + cexpl(CMPLXL(xre, xim)));
+                        are = creall(r), aim = cimagl(r);
+                    } else {
+                        lcse_ref(xre, xim, &are, &aim);
+                    }
+                    const long double gre = c ? ((double *)got)[2 * e] : ((float *)got)[2 * e];
+                    const long double gim = c ? ((double *)got)[2 * e + 1] : ((float *)got)[2 * e + 1];
+                    const long double tol = (c ? 1e-13L : 4e-6L) * (1 + fabsl(are) + fabsl(aim));
+                    const int same_re = isnan(are) ? isnan(gre) : isinf(are) ? gre == are : fabsl(gre - are) <= tol;
+                    const int same_im = isnan(aim) ? isnan(gim) : fabsl(gim - aim) <= tol;
+                    if (!same_re || !same_im) {
+                        fprintf(stderr, "  %s dim %d at %lld: (%Lg, %Lg) want (%Lg, %Lg)\n", axon_dtype_name(d), dim,
+                                (long long)e, gre, gim, are, aim);
+                        bad = 1;
+                    }
+                }
+            }
+            if (bad) check_failures_in_test++;
+        }
+        axon_mem_free(k.dev, dev);
+        axon_mem_free(k.dev, dout);
+        free(h);
+        free(got);
+    }
     axon_runtime_destroy(k.rt);
 }
 
@@ -456,6 +550,7 @@ int main(void) {
     RUN(test_arg_reduce_matches_reference_with_first_ties_and_nan);
     RUN(test_cumulative_matches_reference_and_runs_in_place);
     RUN(test_complex_scans_match_a_long_double_reference);
+    RUN(test_complex_logcumsumexp_keeps_pytorchs_branch_and_special_values);
     RUN(test_logcumsumexp_and_running_extremes_match_references);
     RUN(test_sum_scans_of_several_rows_at_once_match_row_by_row);
     RUN(test_results_are_identical_with_1_and_2_threads);

@@ -81,7 +81,8 @@ bool libaxon_can_test(const at::Tensor& self, const at::Tensor& out) {
   return self.dim() <= AXON_MAX_DIMS && kernels_support(self.scalar_type()) && reducible(out.scalar_type());
 }
 
-// cumsum and cumprod also take a complex out (from a complex or a real self): libaxon scans in complex128.
+// prod, logsumexp and the scans also take a complex out (from a complex or a real self): libaxon computes them in
+// complex128.
 bool libaxon_can_scan(const at::Tensor& self, const at::Tensor& out) {
   if (out.is_complex()) {  // complex64 and complex128; complex32 stays the host's
     return self.dim() <= AXON_MAX_DIMS && kernels_support(self.scalar_type()) && kernels_support(out.scalar_type());
@@ -131,7 +132,7 @@ at::Tensor& mean_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool k
 
 at::Tensor& prod_int_out(const at::Tensor& self, int64_t dim, bool keepdim, std::optional<c10::ScalarType> dtype,
                          at::Tensor& out) {
-  if (!libaxon_can_take(self, out)) return fall_back<ATEN_OP2(prod, int_out)>(self, dim, keepdim, dtype, out);
+  if (!libaxon_can_scan(self, out)) return fall_back<ATEN_OP2(prod, int_out)>(self, dim, keepdim, dtype, out);
   const int64_t d[1] = {dim};
   reduce(AXON_REDUCE_PROD, self, reduced_dims(self, at::IntArrayRef(d)), keepdim, out, axon_reduce_params_default(),
          "prod");
@@ -140,7 +141,7 @@ at::Tensor& prod_int_out(const at::Tensor& self, int64_t dim, bool keepdim, std:
 
 // prod over every element: the one-dimension product over a flat view.
 at::Tensor prod_all(const at::Tensor& self, std::optional<c10::ScalarType> dtype) {
-  if (!reducible(self.scalar_type()) || self.dim() > AXON_MAX_DIMS) return fall_back<ATEN_OP(prod)>(self, dtype);
+  if (!kernels_support(self.scalar_type()) || self.dim() > AXON_MAX_DIMS) return fall_back<ATEN_OP(prod)>(self, dtype);
   return at::prod(self.reshape({-1}), 0, false, dtype);
 }
 
@@ -311,7 +312,8 @@ at::Tensor& renorm_out(const at::Tensor& self, const c10::Scalar& p, int64_t dim
 }
 
 at::Tensor& logsumexp_out(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, at::Tensor& out) {
-  if (!libaxon_can_take(self, out) || !at::isFloatingType(out.scalar_type())) {
+  const bool complex = out.is_complex() && libaxon_can_scan(self, out);
+  if (!complex && (!libaxon_can_take(self, out) || !at::isFloatingType(out.scalar_type()))) {
     return fall_back<ATEN_OP2(logsumexp, out)>(self, dim, keepdim, out);
   }
   reduce(AXON_REDUCE_LOGSUMEXP, self, reduced_dims(self, dim), keepdim, out, axon_reduce_params_default(),
@@ -479,9 +481,9 @@ at::Tensor& cumulative_out(const at::Tensor& self, int64_t dim, std::optional<c1
   return out;
 }
 
-// logcumsumexp of a real floating self (complex goes to the host), into a new tensor.
+// logcumsumexp of a floating or complex self, into a new tensor.
 at::Tensor log_cumsum_exp(const at::Tensor& self, int64_t dim) {
-  if (!at::isFloatingType(self.scalar_type()) || !libaxon_can_take(self, self))
+  if (!(at::isFloatingType(self.scalar_type()) || self.is_complex()) || !libaxon_can_scan(self, self))
     return fall_back<ATEN_OP(_logcumsumexp)>(self, dim);
   at::Tensor out = at::empty(self.sizes(), self.options());
   if (self.numel() == 0) return out;
@@ -494,7 +496,7 @@ at::Tensor log_cumsum_exp(const at::Tensor& self, int64_t dim) {
 }
 
 at::Tensor& log_cumsum_exp_out(const at::Tensor& self, int64_t dim, at::Tensor& out) {
-  if (!at::isFloatingType(self.scalar_type()) || out.scalar_type() != self.scalar_type())
+  if (!(at::isFloatingType(self.scalar_type()) || self.is_complex()) || out.scalar_type() != self.scalar_type())
     return fall_back<ATEN_OP2(_logcumsumexp, out)>(self, dim, out);
   at::native::resize_output(out, self.sizes());
   out.copy_(log_cumsum_exp(self, dim));

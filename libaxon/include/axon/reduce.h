@@ -28,7 +28,9 @@
  * both), an out-of-range op or dimension, a reduction with no identity over zero elements (AMAX, AMIN, NORM with p =
  * +-inf, the arg reductions; the message names the op, as PyTorch's errors do); UNSUPPORTED for complex tensors
  * (except SUM and MEAN of a complex in into a complex out, which reduce the real and imaginary parts as two real
- * reductions, and ANY, ALL and COUNT_NONZERO of a complex in, where x != 0 when either part is) and for MEAN, NORM,
+ * reductions; PROD and LOGSUMEXP into a complex out, in complex128 as c10::complex computes, LOGSUMEXP shifted by
+ * the largest real part as PyTorch's composite is; and ANY, ALL and COUNT_NONZERO of a complex in, where x != 0 when
+ * either part is) and for MEAN, NORM,
  * VAR, STD and LOGSUMEXP into a non-floating out, and for XOR with a complex in or a floating out. */
 #ifndef AXON_REDUCE_H
 #define AXON_REDUCE_H
@@ -90,7 +92,8 @@ typedef enum axon_arg_reduce_op {
 typedef enum axon_cumulative_op {
     AXON_CUMULATIVE_SUM = 0,
     AXON_CUMULATIVE_PROD,
-    AXON_CUMULATIVE_LOGSUMEXP,   /* log(sum exp) of the prefix; floating out only, PyTorch's log-add-exp in float64 */
+    AXON_CUMULATIVE_LOGSUMEXP,   /* log(sum exp) of the prefix; floating or complex out, PyTorch's log-add-exp in
+                                  * float64 or complex128 */
     AXON_CUMULATIVE_OP_COUNT
 } axon_cumulative_op_t;
 
@@ -123,8 +126,9 @@ AXON_API axon_status_t axon_kernel_arg_reduce(axon_stream_t s, axon_arg_reduce_o
 
 /* Enqueue out[..., i, ...] = op(in[..., 0..i, ...]) along dim (negative counts from the end); out has in's shape.
  * Accumulates in float64 for floating out (as PyTorch's CPU kernels do: a sequential scan has no pairwise option,
- * and float64 keeps float32's error at one rounding per element), in complex128 for complex out (SUM and PROD only:
- * UNSUPPORTED for LOGSUMEXP) and in int64 for integer and bool out (wrapping), converting on store. out may be the
+ * and float64 keeps float32's error at one rounding per element), in complex128 for complex out (as c10::complex
+ * computes: LOGSUMEXP with PyTorch's rules for NaN and infinite real parts) and in int64 for integer and bool out
+ * (wrapping; LOGSUMEXP: UNSUPPORTED), converting on store. out may be the
  * very same view as in (in-place). INVALID_ARG for a bad dim or shapes, or a complex in with a real out. */
 AXON_API axon_status_t axon_kernel_cumulative(axon_stream_t s, axon_cumulative_op_t op, const axon_tensor_t *out,
                                               const axon_tensor_t *in, int dim);
