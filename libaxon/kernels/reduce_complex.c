@@ -2,7 +2,10 @@
  * into a reduction of each part: each output is one sequential pass over its elements in complex128 (PyTorch CPU's
  * accumulation type for both complex dtypes), in in's memory order, outputs shared out over the pool, so a result
  * never depends on the thread count.
- *   PROD: the product by c10::complex's formula (complex_c128.h), from 1.
+ *   PROD: the product by c10::complex's formula (complex_c128.h), from 1, in RC_LANES interleaved partial products
+ *     (element k of an output into lane k % RC_LANES), multiplied together in lane order at the end: one chain of
+ *     dependent multiplies per output ran at 12.7x torch CPU's time on [64, 4096] complex64 rows, 8 scalar lanes
+ *     2.6x, the lanes as vectors 2.0x (CPU multiplies in complex64).
  *   LOGSUMEXP: PyTorch's composite form, max-shifted by the largest real part m (0 when m is infinite):
  *     log(sum exp(z - m)) + m, a NaN real part making m NaN. Two passes over each output's elements.
  * Complex reductions are rare, and an output's elements are not split over threads: a whole-tensor product runs on
@@ -12,10 +15,14 @@
 
 #include "complex_c128.h"
 #include "internal.h"
+#include "kernels_impl.h"
 #include "reduce_impl.h"
 
 /* Elements converted to complex128 at a time. */
 #define RC_CHUNK 256
+/* PROD's independent partial products per output. */
+#define RC_LANES 32
+typedef double rc_vec_t __attribute__((vector_size(RC_LANES * sizeof(double))));
 
 typedef struct rc_args {
     int lse;                     /* LOGSUMEXP, else PROD */
@@ -29,8 +36,37 @@ typedef struct rc_walk {
     const rc_args_t *a;
     int pass;                    /* LOGSUMEXP: 0 finds m, 1 sums */
     double m;
-    axon_c128_t acc;
+    axon_c128_t acc;             /* LOGSUMEXP's sum */
+    double re[RC_LANES], im[RC_LANES];   /* PROD's partial products */
+    int64_t k;                   /* PROD: elements so far */
 } rc_walk_t;
+
+/* PROD of the n elements of x into w's lanes, element k of the output into lane k % RC_LANES (the full rounds of
+ * lanes vectorize across them). */
+AXON_CLONES static void rc_prod(rc_walk_t *w, const axon_c128_t *x, int64_t n) {
+    int64_t j = 0;
+    for (; j < n && w->k % RC_LANES != 0; j++, w->k++) {
+        const int l = (int)(w->k % RC_LANES);
+        const double re = w->re[l] * x[j].re - w->im[l] * x[j].im;
+        w->im[l] = w->re[l] * x[j].im + w->im[l] * x[j].re, w->re[l] = re;
+    }
+    /* a round of lanes as GCC vectors (four AVX-512 vectors each for the real and the imaginary parts, independent
+     * chains enough to hide the multiplies' latency): GCC left the plain loop scalar, 3 cycles per element */
+    rc_vec_t ar, ai;
+    memcpy(&ar, w->re, sizeof ar), memcpy(&ai, w->im, sizeof ai);
+    for (; j + RC_LANES <= n; j += RC_LANES, w->k += RC_LANES) {
+        rc_vec_t xr, xi;
+        for (int l = 0; l < RC_LANES; l++) xr[l] = x[j + l].re, xi[l] = x[j + l].im;
+        const rc_vec_t re = ar * xr - ai * xi;
+        ai = ar * xi + ai * xr, ar = re;
+    }
+    memcpy(w->re, &ar, sizeof ar), memcpy(w->im, &ai, sizeof ai);
+    for (; j < n; j++, w->k++) {
+        const int l = (int)(w->k % RC_LANES);
+        const double re = w->re[l] * x[j].re - w->im[l] * x[j].im;
+        w->im[l] = w->re[l] * x[j].im + w->im[l] * x[j].re, w->re[l] = re;
+    }
+}
 
 static void rc_run(void *ctx, char *const *ptr, const int64_t *stride, int64_t n, int64_t pos) {
     (void)pos;
@@ -41,10 +77,13 @@ static void rc_run(void *ctx, char *const *ptr, const int64_t *stride, int64_t n
     for (int64_t i = 0; i < n; i += RC_CHUNK) {
         const int64_t m = n - i < RC_CHUNK ? n - i : RC_CHUNK;
         a->load((char *)buf, 1, ptr[0] + i * step, stride[0], m);
+        if (!a->lse) {
+            rc_prod(w, buf, m);
+            continue;
+        }
         for (int64_t j = 0; j < m; j++) {
             const axon_c128_t z = buf[j];
-            if (!a->lse) w->acc = axon_c128_mul(w->acc, z);
-            else if (w->pass == 0) w->m = isnan(z.re) || z.re > w->m ? z.re : w->m;   /* a NaN, once taken, stays */
+            if (w->pass == 0) w->m = isnan(z.re) || z.re > w->m ? z.re : w->m;   /* a NaN, once taken, stays */
             else w->acc = axon_c128_add(w->acc, axon_c128_exp(axon_c128(z.re - w->m, z.im)));
         }
     }
@@ -54,11 +93,15 @@ static void rc_outputs(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
     const rc_args_t *a = ctx;
     for (int64_t o = begin; o < end; o++) {
-        rc_walk_t w = {a, 0, -INFINITY, axon_c128(a->lse ? 0.0 : 1.0, 0.0)};
+        rc_walk_t w;
+        memset(&w, 0, sizeof w);
+        w.a = a, w.m = -INFINITY;
+        for (int l = 0; l < RC_LANES; l++) w.re[l] = 1.0;
         axon_iter_t it = a->red;
         it.data[0] = axon_iter_at(&a->kept, 0, o) + a->red_shift;
         axon_iter_runs(&it, 0, it.numel, rc_run, &w);
-        axon_c128_t r = w.acc;
+        axon_c128_t r = axon_c128(w.re[0], w.im[0]);
+        for (int l = 1; l < RC_LANES; l++) r = axon_c128_mul(r, axon_c128(w.re[l], w.im[l]));
         if (a->lse) {
             if (isinf(w.m)) w.m = 0.0;
             w.pass = 1;
