@@ -579,6 +579,37 @@ static void test_complex_prod_and_logsumexp_match_a_long_double_reference(void) 
             axon_mem_free(k.dev, dev);
             axon_mem_free(k.dev, dout);
         }
+    /* PROD over dims 1 and 2 of a [2, 35, 3] slice of [2, 35, 4]: 105 elements per output in 35 runs of 3, so the
+     * lanes' rounds cross run boundaries */
+    {
+        enum { B = 2, M = 35, K = 4 };
+        static double hb[B * M * K][2];
+        long double v3[B * M * 3][2];
+        for (int64_t e = 0; e < B * M * K; e++) {
+            const double t = (double)((int)(rr_rand() % 1000) - 500) / 150;
+            const double r = 1 + (double)((int)(rr_rand() % 41) - 20) / 400;
+            hb[e][0] = r * cos(t), hb[e][1] = r * sin(t);
+        }
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t i = 0; i < M * 3; i++)
+                v3[b * M * 3 + i][0] = hb[(b * M + i / 3) * K + i % 3][0],
+                v3[b * M * 3 + i][1] = hb[(b * M + i / 3) * K + i % 3][1];
+        void *dev = kc_upload(&k, hb, sizeof hb), *dout = kc_upload(&k, NULL, 64);
+        const int64_t sz[3] = {B, M, 3}, st[3] = {M * K, K, 1}, osz[3] = {B, 1, 1};
+        axon_tensor_t in = kc_tensor(dev, AXON_COMPLEX128, 3, sz, st);
+        axon_tensor_t out = kc_tensor(dout, AXON_COMPLEX128, 3, osz, NULL);
+        CHECK_OK(axon_kernel_reduce(k.s, AXON_REDUCE_PROD, &out, &in, NULL));
+        double g3[B][2];
+        REQUIRE(kc_download(&k, g3, dout, sizeof g3));
+        for (int b = 0; b < B; b++) {
+            long double re, im;
+            rc_ref(0, (const long double (*)[2])v3 + b * M * 3, M * 3, 1, &re, &im);
+            const long double tol = 1e-13L * (1 + fabsl(re) + fabsl(im));
+            CHECK(fabsl(g3[b][0] - re) <= tol && fabsl(g3[b][1] - im) <= tol);
+        }
+        axon_mem_free(k.dev, dev);
+        axon_mem_free(k.dev, dout);
+    }
     /* empty: a [2, 0] complex64 tensor over dim 1 */
     void *dout = kc_upload(&k, NULL, 64);
     const int64_t esz[2] = {2, 0}, eo[2] = {2, 1};
