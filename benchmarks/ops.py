@@ -201,6 +201,17 @@ def cases():
                 lambda d: (lambda q, k, v: (lambda: torch.nn.functional.scaled_dot_product_attention(
                     q, k, v, enable_gqa=True)))(torch.randn(1, 16, 1, 64, device=d).bfloat16(),
                                                 *(torch.randn(1, 8, 1024, 64, device=d).bfloat16() for _ in range(2)))))
+    # Complex reductions and scans (computed in complex128, as CPU accumulates them) and 16-bit fractional pooling.
+    def rows_c64(d):
+        g = torch.Generator().manual_seed(0)
+        return torch.polar(1 + 0.05 * torch.rand(64, 4096, generator=g), 6 * torch.rand(64, 4096, generator=g)).to(d)
+    for name, fn in (("prod c64", lambda t: torch.prod(t, 1)), ("logsumexp c64", lambda t: torch.logsumexp(t, 1)),
+                     ("logcumsumexp c64", lambda t: torch.logcumsumexp(t, 1))):
+        out.append((name, "64x4096", lambda d, fn=fn: (lambda x: (lambda: fn(x)))(rows_c64(d))))
+    out.append(("fractional_max_pool2d bf16", "8x32x64x64 k3",
+                lambda d: (lambda x, u: (lambda: torch.nn.functional.fractional_max_pool2d(
+                    x, 3, output_size=(32, 32), _random_samples=u)))(
+                        torch.randn(8, 32, 64, 64, device=d).bfloat16(), torch.rand(8, 32, 2, device=d).bfloat16())))
     sizes = (64, 256, 1024) if ARGS.quick else (64, 256, 1024, 2048, 4096)
     # float16 has no dot-product unit of its own here (products widen to float32): measured against the FMA peak.
     for dtype, tag, peak in ((torch.float32, "fp32", "fp32"), (torch.bfloat16, "bf16", "bf16"),
