@@ -14,6 +14,7 @@
 
 #include "gemm_impl.h"
 #include "internal.h"
+#include "kernels_impl.h"
 #include "linalg_impl.h"
 
 /* The [13/13] Padé coefficients b_0 .. b_13 and theta_13, the largest 1-norm it takes unscaled (Higham 2005). */
@@ -113,22 +114,12 @@ static int mexp_one(const linalg_args_t *a, int64_t i) {
     if (dt == AXON_FLOAT64) return mexp_real((double *)(void *)p, n);
     if (dt == AXON_COMPLEX128) return mexp_cplx((double complex *)(void *)p, n);
     const int cplx = dt == AXON_COMPLEX64;
-    void *w = malloc((size_t)nn * (cplx ? sizeof(double complex) : sizeof(double)));
+    const axon_dtype_t wd = cplx ? AXON_COMPLEX128 : AXON_FLOAT64;
+    char *w = malloc((size_t)nn * axon_dtype_size(wd));
     if (!w) return LINALG_NOMEM;
-    const float *f = (const float *)(const void *)p;
-    int rc;
-    if (cplx) {
-        double complex *z = w;
-        for (int64_t q = 0; q < nn; q++) z[q] = CMPLX(f[2 * q], f[2 * q + 1]);
-        if ((rc = mexp_cplx(z, n)) == 0)
-            for (int64_t q = 0; q < nn; q++)
-                ((float *)(void *)p)[2 * q] = (float)creal(z[q]), ((float *)(void *)p)[2 * q + 1] = (float)cimag(z[q]);
-    } else {
-        double *d = w;
-        for (int64_t q = 0; q < nn; q++) d[q] = f[q];
-        if ((rc = mexp_real(d, n)) == 0)
-            for (int64_t q = 0; q < nn; q++) ((float *)(void *)p)[q] = (float)d[q];
-    }
+    axon_convert_get(dt, wd)(w, 1, p, 1, nn);
+    const int rc = cplx ? mexp_cplx((double complex *)(void *)w, n) : mexp_real((double *)(void *)w, n);
+    if (rc == 0) axon_convert_get(wd, dt)(p, 1, w, 1, nn);
     free(w);
     return rc;
 }

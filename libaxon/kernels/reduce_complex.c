@@ -41,15 +41,17 @@ typedef struct rc_walk {
     int64_t k;                   /* PROD: elements so far */
 } rc_walk_t;
 
-/* PROD of the n elements of x into w's lanes, element k of the output into lane k % RC_LANES (the full rounds of
- * lanes vectorize across them). */
+/* One element of PROD into lane k % RC_LANES (k: the output's elements so far). */
+static inline void rc_prod_one(rc_walk_t *w, axon_c128_t x) {
+    const int l = (int)(w->k++ % RC_LANES);
+    const axon_c128_t r = axon_c128_mul(axon_c128(w->re[l], w->im[l]), x);
+    w->re[l] = r.re, w->im[l] = r.im;
+}
+
+/* PROD of the n elements of x into w's lanes (the full rounds of lanes vectorize across them). */
 AXON_CLONES static void rc_prod(rc_walk_t *w, const axon_c128_t *x, int64_t n) {
     int64_t j = 0;
-    for (; j < n && w->k % RC_LANES != 0; j++, w->k++) {
-        const int l = (int)(w->k % RC_LANES);
-        const double re = w->re[l] * x[j].re - w->im[l] * x[j].im;
-        w->im[l] = w->re[l] * x[j].im + w->im[l] * x[j].re, w->re[l] = re;
-    }
+    for (; j < n && w->k % RC_LANES != 0; j++) rc_prod_one(w, x[j]);
     /* a round of lanes as GCC vectors (four AVX-512 vectors each for the real and the imaginary parts, independent
      * chains enough to hide the multiplies' latency): GCC left the plain loop scalar, 3 cycles per element */
     rc_vec_t ar, ai;
@@ -61,11 +63,7 @@ AXON_CLONES static void rc_prod(rc_walk_t *w, const axon_c128_t *x, int64_t n) {
         ai = ar * xi + ai * xr, ar = re;
     }
     memcpy(w->re, &ar, sizeof ar), memcpy(w->im, &ai, sizeof ai);
-    for (; j < n; j++, w->k++) {
-        const int l = (int)(w->k % RC_LANES);
-        const double re = w->re[l] * x[j].re - w->im[l] * x[j].im;
-        w->im[l] = w->re[l] * x[j].im + w->im[l] * x[j].re, w->re[l] = re;
-    }
+    for (; j < n; j++) rc_prod_one(w, x[j]);
 }
 
 static void rc_run(void *ctx, char *const *ptr, const int64_t *stride, int64_t n, int64_t pos) {
