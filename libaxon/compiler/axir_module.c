@@ -141,9 +141,9 @@ static const char *const axir_dtype_names[AXON_DTYPE_COUNT] = {
     [AXON_FLOAT32] = "f32", [AXON_FLOAT64] = "f64", [AXON_FLOAT16] = "f16",   [AXON_BFLOAT16] = "bf16",
     [AXON_INT8] = "i8",     [AXON_UINT8] = "u8",    [AXON_INT16] = "i16",     [AXON_INT32] = "i32",
     [AXON_INT64] = "i64",   [AXON_BOOL] = "bool",   [AXON_COMPLEX64] = "c64", [AXON_COMPLEX128] = "c128",
-    [AXON_UINT16] = "u16",  [AXON_UINT32] = "u32",  [AXON_UINT64] = "u64",
+    [AXON_UINT16] = "u16",  [AXON_UINT32] = "u32",  [AXON_UINT64] = "u64",   [AXON_COMPLEX32] = "c32",
 };
-_Static_assert(AXON_DTYPE_COUNT == 15, "name the new dtype in axir_dtype_names and docs/axir.md");
+_Static_assert(AXON_DTYPE_COUNT == 16, "name the new dtype in axir_dtype_names and docs/axir.md");
 
 const char *axon_axir_dtype_name(axon_dtype_t d) {
     if ((int)d < 0 || d >= AXON_DTYPE_COUNT) return "invalid";

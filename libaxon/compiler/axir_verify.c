@@ -72,7 +72,7 @@ static int dim_ok(const axon_axir_func_t *f, axon_axir_dim_t d, int allow_negati
 static int type_ok(vctx_t *v, const axon_axir_type_t *t, int line, int col, const char *what, const char *name) {
     if ((int)t->dtype < 0 || t->dtype >= AXON_DTYPE_COUNT)
         return vfail(v, line, col, "%s%s has an unknown dtype %d", what, name, (int)t->dtype);
-    if (t->dtype == AXON_UINT16 || t->dtype == AXON_UINT32 || t->dtype == AXON_UINT64)
+    if (t->dtype == AXON_UINT16 || t->dtype == AXON_UINT32 || t->dtype == AXON_UINT64 || t->dtype == AXON_COMPLEX32)
         return vfail(v, line, col, "%s%s has dtype %s, a storage dtype that AXIR programs do not take", what, name,
                      axon_axir_dtype_name(t->dtype));
     if (t->rank < 0 || t->rank > AXON_MAX_DIMS)

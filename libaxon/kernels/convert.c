@@ -41,6 +41,7 @@ AXON_CONVERT_FROM(_, AXON_COMPLEX128, c128, axon_c128_t)
 AXON_CONVERT_FROM(_, AXON_UINT16, u16, uint16_t)
 AXON_CONVERT_FROM(_, AXON_UINT32, u32, uint32_t)
 AXON_CONVERT_FROM(_, AXON_UINT64, u64, uint64_t)
+AXON_CONVERT_FROM(_, AXON_COMPLEX32, c32, axon_c32_t)
 
 /* float32 (and float64) -> float16 with the conversion instruction (F16C, AVX-512F) where the CPU has it: the same
  * bits as axon_f32_to_f16 (round to nearest even, NaNs quieted keeping their top payload bits), and 3x faster than
@@ -126,7 +127,7 @@ static const axon_convert_fn convert_table[AXON_DTYPE_COUNT][AXON_DTYPE_COUNT] =
     AXON_CONVERT_ROW(AXON_INT16, i16),     AXON_CONVERT_ROW(AXON_INT32, i32),   AXON_CONVERT_ROW(AXON_INT64, i64),
     AXON_CONVERT_ROW(AXON_BOOL, b8),       AXON_CONVERT_ROW(AXON_COMPLEX64, c64),
     AXON_CONVERT_ROW(AXON_COMPLEX128, c128), AXON_CONVERT_ROW(AXON_UINT16, u16),  AXON_CONVERT_ROW(AXON_UINT32, u32),
-    AXON_CONVERT_ROW(AXON_UINT64, u64),
+    AXON_CONVERT_ROW(AXON_UINT64, u64),    AXON_CONVERT_ROW(AXON_COMPLEX32, c32),
 };
 
 /* Same-dtype copies move bytes: no rounding trip through float for halves, bool bytes kept as they are. */

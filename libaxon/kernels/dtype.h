@@ -22,6 +22,11 @@ typedef struct axon_c128 {
     double re, im;
 } axon_c128_t;
 
+/* complex32: float16 parts, loaded as complex64 (its natural value). */
+typedef struct axon_c32 {
+    uint16_t re, im;
+} axon_c32_t;
+
 /* Every dtype with its short name (used to paste function names) and its storage type. */
 #define AXON_DTYPE_LIST(X, ...)                  \
     X(__VA_ARGS__, AXON_FLOAT32, f32, float)     \
@@ -38,7 +43,8 @@ typedef struct axon_c128 {
     X(__VA_ARGS__, AXON_COMPLEX128, c128, axon_c128_t) \
     X(__VA_ARGS__, AXON_UINT16, u16, uint16_t)   \
     X(__VA_ARGS__, AXON_UINT32, u32, uint32_t)   \
-    X(__VA_ARGS__, AXON_UINT64, u64, uint64_t)
+    X(__VA_ARGS__, AXON_UINT64, u64, uint64_t)   \
+    X(__VA_ARGS__, AXON_COMPLEX32, c32, axon_c32_t)
 
 /* ---- bit access (memcpy compiles to a register move) ---- */
 
@@ -177,6 +183,7 @@ static inline uint64_t axon_f64_to_u64(double x) {
 #define AXON_LOAD_u16(x) ((int32_t)(x))
 #define AXON_LOAD_u32(x) ((int64_t)(x))
 #define AXON_LOAD_u64(x) (x)
+#define AXON_LOAD_c32(x) axon_c32_load(x)
 
 /* ---- stores: natural value -> storage, one function per (natural type, destination) ---- */
 
@@ -233,6 +240,29 @@ AXON_TARGET_INT(u32, uint32_t, u32)
 AXON_TARGET_INT(u64, uint64_t, u64)
 AXON_TARGET_COMPLEX(c64, axon_c64_t, float)
 AXON_TARGET_COMPLEX(c128, axon_c128_t, double)
+
+/* complex32: each part rounded to float16 as a real float16 target rounds it (float64 through float32, as c10's
+ * complex<Half> is built from a complex<float>). */
+static inline axon_c32_t axon_c32_of_parts(uint16_t re, uint16_t im) {
+    axon_c32_t r = {re, im};
+    return r;
+}
+static inline axon_c32_t axon_c32_of_f32(float v) { return axon_c32_of_parts(axon_f32_to_f16(v), 0); }
+static inline axon_c32_t axon_c32_of_f64(double v) { return axon_c32_of_parts(axon_f64_to_f16(v), 0); }
+static inline axon_c32_t axon_c32_of_i32(int32_t v) { return axon_c32_of_f32((float)v); }
+static inline axon_c32_t axon_c32_of_i64(int64_t v) { return axon_c32_of_f32((float)v); }
+static inline axon_c32_t axon_c32_of_u64(uint64_t v) { return axon_c32_of_f32((float)v); }
+static inline axon_c32_t axon_c32_of_c64(axon_c64_t v) {
+    return axon_c32_of_parts(axon_f32_to_f16(v.re), axon_f32_to_f16(v.im));
+}
+static inline axon_c32_t axon_c32_of_c128(axon_c128_t v) {
+    return axon_c32_of_parts(axon_f64_to_f16(v.re), axon_f64_to_f16(v.im));
+}
+
+static inline axon_c64_t axon_c32_load(axon_c32_t v) {
+    axon_c64_t r = {axon_f16_to_f32(v.re), axon_f16_to_f32(v.im)};
+    return r;
+}
 
 /* bool: != 0; a complex value is true when either part is nonzero (PyTorch does not take the real part here). */
 static inline uint8_t axon_b8_of_f32(float v) { return v != 0; }

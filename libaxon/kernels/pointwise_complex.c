@@ -8,8 +8,10 @@
  *   - a quotient first scales both operands by the divisor's larger part, as PyTorch's vectorized division does, so
  *     that squaring the divisor neither overflows nor underflows; over 0 each part is divided by +0, as there;
  *   - abs is the hypotenuse (complex64 squares in double, which cannot overflow, and rounds once);
- *   - sgn is z / |z|, 0 at 0; reciprocal is the scaled quotient 1 / z (PyTorch's conj(z) / |z|^2 overflows for
- *     parts beyond 1e19 in complex64).
+ *   - sgn is each part over |z|, 0 at 0, as PyTorch's vector kernels (its scalar loop, which takes the tails of
+ *     short runs and complex32, divides by |z| + 0i as a complex number: NaN in both parts for an infinite |z|);
+ *   - reciprocal is the scaled quotient 1 / z (PyTorch's conj(z) / |z|^2 overflows for parts beyond 1e19 in
+ *     complex64).
  * The transcendental functions are C99's <complex.h> ones: libstdc++'s std::exp, std::log, std::sin... for
  * std::complex call these very functions, so the branch cuts and special values are PyTorch CPU's. */
 #include <complex.h>
@@ -238,7 +240,9 @@ PC_BOTH(PC_UNARY_FN, silu, T, PC(div, x)(x, PC(add, x)(PC_REAL(x, 1), PC(exp, x)
 PC_BOTH(PC_UNARY_FN, logical_not, B, !PC(nonzero, x)(x))
 
 PC_BOTH(PC_BINARY_FN, add, T, PC(add, x)(x, PC(mul, x)(alpha, y))) /* alpha: PyTorch's x + alpha * y */
-PC_BOTH(PC_BINARY_FN, sub, T, PC(sub, x)(x, PC(mul, x)(alpha, y)))
+/* PyTorch's sub is add with -alpha: x - alpha y would differ in the sign of a zero (-0 - (1 * -0) is -0; CPU's
+ * -0 + (-1 * -0) is +0) */
+PC_BOTH(PC_BINARY_FN, sub, T, PC(add, x)(x, PC(mul, x)(PC(neg, x)(alpha), y)))
 PC_BOTH(PC_BINARY_FN, mul, T, PC(mul, x)(x, y))
 PC_BOTH(PC_BINARY_FN, div, T, PC(div, x)(x, y))
 PC_BOTH(PC_BINARY_FN, pow, T, PC(pow, x)(x, y))

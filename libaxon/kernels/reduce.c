@@ -153,6 +153,10 @@ axon_status_t axon_kernel_reduce(axon_stream_t s, axon_reduce_op_t op, const axo
     if ((st = axon_kernel_check_operand(in, name, "in", 0)) != AXON_OK) return st;
     /* ANY, ALL and COUNT_NONZERO of a complex in test x != 0 (either part nonzero) like any other in. */
     const int tests_nonzero = op == AXON_REDUCE_ANY || op == AXON_REDUCE_ALL || op == AXON_REDUCE_COUNT_NONZERO;
+    /* complex32 is a storage dtype: read only to test x != 0, as PyTorch CPU reduces it in nothing else */
+    if ((in->dtype == AXON_COMPLEX32 && !tests_nonzero) || out->dtype == AXON_COMPLEX32)
+        return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: complex32 is not supported (in %s, out %s)", name,
+                         axon_dtype_name(in->dtype), axon_dtype_name(out->dtype));
     int complex = (rd_is_complex(in->dtype) && !tests_nonzero) || rd_is_complex(out->dtype);
     /* complex products and log-sum-exps run on their own (reduce_complex.c); sums and means reduce the parts */
     const int whole_complex = complex && (op == AXON_REDUCE_PROD || op == AXON_REDUCE_LOGSUMEXP) &&
@@ -219,7 +223,7 @@ axon_status_t axon_kernel_reduce(axon_stream_t s, axon_reduce_op_t op, const axo
     axon_dtype_t wd = axon_rd_work_ops[a.op.work].dtype;
     int nonzero = a.op.kind == RD_NZ_MAX || a.op.kind == RD_NZ_MIN ||
                   (a.op.kind == RD_NZ_SUM && op == AXON_REDUCE_COUNT_NONZERO);
-    if (nonzero && (axon_dtype_is_floating(in->dtype) || rd_is_complex(in->dtype))) {
+    if (nonzero && (axon_dtype_is_floating(in->dtype) || rd_is_complex(in->dtype) || in->dtype == AXON_COMPLEX32)) {
         a.pre = axon_convert_get(in->dtype, AXON_BOOL);
         a.load = axon_convert_get(AXON_BOOL, wd);
     } else if (op == AXON_REDUCE_XOR && axon_dtype_is_floating(in->dtype)) {

@@ -9,15 +9,16 @@
 static const char *const dtype_names[] = {
     "float32", "float64", "float16", "bfloat16", "int8", "uint8",
     "int16",   "int32",   "int64",   "bool",     "complex64", "complex128",
-    "uint16",  "uint32",  "uint64",
+    "uint16",  "uint32",  "uint64",   "complex32",
 };
 _Static_assert(sizeof dtype_names / sizeof dtype_names[0] == AXON_DTYPE_COUNT, "every axon_dtype_t needs a name");
 
-static const unsigned char dtype_sizes[] = {4, 8, 2, 2, 1, 1, 2, 4, 8, 1, 8, 16, 2, 4, 8};
+static const unsigned char dtype_sizes[] = {4, 8, 2, 2, 1, 1, 2, 4, 8, 1, 8, 16, 2, 4, 8, 4};
 _Static_assert(sizeof dtype_sizes == AXON_DTYPE_COUNT, "every axon_dtype_t needs a size");
 
-/* Alignment the kernels need: that of the storage type (a complex is aligned like its parts). */
-static const unsigned char dtype_aligns[] = {4, 8, 2, 2, 1, 1, 2, 4, 8, 1, 4, 8, 2, 4, 8};
+/* Alignment the kernels need: that of the storage type (a complex is aligned like its parts, but complex32 like
+ * PyTorch's c10::complex<Half>, alignas(4): copies move it as one 32-bit word). */
+static const unsigned char dtype_aligns[] = {4, 8, 2, 2, 1, 1, 2, 4, 8, 1, 4, 8, 2, 4, 8, 4};
 _Static_assert(sizeof dtype_aligns == AXON_DTYPE_COUNT, "every axon_dtype_t needs an alignment");
 _Static_assert(_Alignof(axon_c128_t) <= 8 && sizeof(axon_c128_t) == 16, "complex128 is two packed doubles");
 

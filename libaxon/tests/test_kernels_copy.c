@@ -78,6 +78,10 @@ static ref_val_t ref_load(axon_dtype_t d, const void *p) {
     case AXON_UINT16: v.is_int = 1, v.i = *(const uint16_t *)p; break;
     case AXON_UINT32: v.is_int = 1, v.i = *(const uint32_t *)p; break;
     case AXON_UINT64: v.is_int = 1, v.is_u64 = 1, v.i = (int64_t)*(const uint64_t *)p; break;
+    case AXON_COMPLEX32:
+        v.re = ref_half_decode(((const uint16_t *)p)[0], 10, 15);
+        v.im = ref_half_decode(((const uint16_t *)p)[1], 10, 15);
+        break;
     default: break;
     }
     return v;
@@ -128,6 +132,10 @@ static void ref_store(axon_dtype_t d, void *p, ref_val_t v) {
     case AXON_UINT16: *(uint16_t *)p = (uint16_t)narrow; break;
     case AXON_UINT32: *(uint32_t *)p = v.is_int ? (uint32_t)v.i : (uint32_t)ref_trunc_unsigned(v.re, 32); break;
     case AXON_UINT64: *(uint64_t *)p = v.is_int ? (uint64_t)v.i : ref_trunc_unsigned(v.re, 64); break;
+    case AXON_COMPLEX32: /* each part as a float16 (through float32); an integer's imaginary part is zero */
+        ((uint16_t *)p)[0] = ref_half_encode(x, 10, 15);
+        ((uint16_t *)p)[1] = ref_half_encode(v.is_int ? 0.0L : (long double)(float)v.im, 10, 15);
+        break;
     default: break;
     }
 }
@@ -136,8 +144,11 @@ static void ref_store(axon_dtype_t d, void *p, ref_val_t v) {
 static int same_element(axon_dtype_t d, const void *a, const void *b) {
     if (memcmp(a, b, dsz(d)) == 0) return 1;
     if (d == AXON_BOOL || is_int_dtype(d)) return 0;
-    size_t parts = d == AXON_COMPLEX64 || d == AXON_COMPLEX128 ? 2 : 1, ps = dsz(d) / parts;
-    axon_dtype_t pd = d == AXON_COMPLEX64 ? AXON_FLOAT32 : d == AXON_COMPLEX128 ? AXON_FLOAT64 : d;
+    size_t parts = d == AXON_COMPLEX64 || d == AXON_COMPLEX128 || d == AXON_COMPLEX32 ? 2 : 1, ps = dsz(d) / parts;
+    axon_dtype_t pd = d == AXON_COMPLEX64    ? AXON_FLOAT32
+                      : d == AXON_COMPLEX128 ? AXON_FLOAT64
+                      : d == AXON_COMPLEX32  ? AXON_FLOAT16
+                                             : d;
     for (size_t k = 0; k < parts; k++) {
         ref_val_t x = ref_load(pd, (const char *)a + k * ps), y = ref_load(pd, (const char *)b + k * ps);
         if (!(isnan(x.re) && isnan(y.re)) && memcmp((const char *)a + k * ps, (const char *)b + k * ps, ps) != 0)
@@ -174,7 +185,7 @@ static void make_source(axon_dtype_t d, void *buf) {
         }
         if (is_int_dtype(d)) v.is_int = 1, v.i = int_values[k % NINT];
         else v.re = float_values[k % NFLOAT], v.im = float_values[(k + 5) % NFLOAT];
-        if (d == AXON_COMPLEX64 || d == AXON_COMPLEX128) {
+        if (d == AXON_COMPLEX64 || d == AXON_COMPLEX128 || d == AXON_COMPLEX32) {
             ref_store(d, (char *)buf + k * dsz(d), v);
         } else {
             v.im = 0;

@@ -15,6 +15,7 @@
 #include <complex.h>
 #include <math.h>
 
+#include "../kernels/dtype.h"
 #include "axon/pointwise.h"
 #include "kernels_check.h"
 
@@ -329,8 +330,84 @@ static void test_numbers_strides_and_mixed_dtypes(void) {
     axon_runtime_destroy(k.rt);
 }
 
+/* PyTorch's sub is x + (-alpha) y: with a -0 real part in x and y, the result's real part is +0 (x - alpha y gives
+ * -0), in both complex dtypes. */
+static void test_sub_negates_alpha_as_pytorch(void) {
+    kc_dev_t k = kc_open(1);
+    REQUIRE(k.rt);
+    static const float x64[2] = {-0.0f, 0.0f};
+    static const double x128[2] = {-0.0, 0.0};
+    float g64[2];
+    double g128[2];
+    void *d64 = kc_upload(&k, x64, sizeof x64), *d128 = kc_upload(&k, x128, sizeof x128);
+    void *o64 = kc_upload(&k, NULL, sizeof g64), *o128 = kc_upload(&k, NULL, sizeof g128);
+    REQUIRE(d64 && d128 && o64 && o128);
+    int64_t one[1] = {1};
+    axon_op_params_t p = axon_op_params_default();
+    p.operand[1] = axon_scalar_complex(-0.0, -3.0);
+    axon_tensor_t a = kc_tensor(d64, AXON_COMPLEX64, 1, one, NULL), oa = kc_tensor(o64, AXON_COMPLEX64, 1, one, NULL);
+    axon_tensor_t b = kc_tensor(d128, AXON_COMPLEX128, 1, one, NULL);
+    axon_tensor_t ob = kc_tensor(o128, AXON_COMPLEX128, 1, one, NULL);
+    CHECK_OK(axon_kernel_binary(k.s, AXON_BINARY_SUB, &oa, &a, NULL, &p));
+    CHECK_OK(axon_kernel_binary(k.s, AXON_BINARY_SUB, &ob, &b, NULL, &p));
+    REQUIRE(kc_download(&k, g64, o64, sizeof g64) && kc_download(&k, g128, o128, sizeof g128));
+    CHECK(g64[0] == 0 && !signbit(g64[0]) && g64[1] == 3.0f);
+    CHECK(g128[0] == 0 && !signbit(g128[0]) && g128[1] == 3.0);
+    axon_mem_free(k.dev, d64);
+    axon_mem_free(k.dev, d128);
+    axon_mem_free(k.dev, o64);
+    axon_mem_free(k.dev, o128);
+    axon_runtime_destroy(k.rt);
+}
+
+/* complex32, a storage dtype: operands load as complex64, the op computes in complex64 and the result rounds to
+ * float16 parts once (to nearest even), as PyTorch CPU computes complex32 products; complex32 is no compute dtype. */
+static void test_complex32_operands_compute_in_complex64(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    enum { M = 300 };
+    static uint16_t xs[M][2], ys[M][2], got[M][2];
+    for (int i = 0; i < M; i++) {
+        for (int part = 0; part < 2; part++) {
+            xs[i][part] = axon_f32_to_f16((float)((rnd() - 0.5) * 200));
+            ys[i][part] = axon_f32_to_f16((float)((rnd() - 0.5) * 3));
+        }
+    }
+    xs[0][0] = 0x7C00; /* +inf real part: inf * y.re + (-x.im) * y.im */
+    void *dx = kc_upload(&k, xs, sizeof xs), *dy = kc_upload(&k, ys, sizeof ys);
+    void *dout = kc_upload(&k, NULL, sizeof got);
+    REQUIRE(dx && dy && dout);
+    int64_t sizes[1] = {M};
+    axon_tensor_t x = kc_tensor(dx, AXON_COMPLEX32, 1, sizes, NULL), y = kc_tensor(dy, AXON_COMPLEX32, 1, sizes, NULL);
+    axon_tensor_t out = kc_tensor(dout, AXON_COMPLEX32, 1, sizes, NULL);
+    axon_op_params_t p = axon_op_params_default();
+    p.compute = AXON_COMPLEX64;
+    CHECK_OK(axon_kernel_binary(k.s, AXON_BINARY_MUL, &out, &x, &y, &p));
+    REQUIRE(kc_download(&k, got, dout, sizeof got));
+    int bad = 0;
+    for (int i = 0; i < M; i++) {
+        float a = axon_f16_to_f32(xs[i][0]), b = axon_f16_to_f32(xs[i][1]);
+        float c = axon_f16_to_f32(ys[i][0]), d = axon_f16_to_f32(ys[i][1]);
+        volatile float ac = a * c, bd = b * d, ad = a * d, bc = b * c; /* unfused, as the kernel's formula */
+        uint16_t re = axon_f32_to_f16(ac - bd), im = axon_f32_to_f16(ad + bc);
+        int nan_re = (re & 0x7FFF) > 0x7C00 && (got[i][0] & 0x7FFF) > 0x7C00;
+        bad += (got[i][0] != re && !nan_re) || got[i][1] != im;
+    }
+    CHECK(bad == 0);
+    /* complex32 itself is no compute dtype */
+    p.compute = AXON_COMPLEX32;
+    CHECK_STATUS(axon_kernel_binary(k.s, AXON_BINARY_MUL, &out, &x, &y, &p), AXON_ERROR_UNSUPPORTED);
+    CHECK_OK(axon_stream_sync(k.s));
+    axon_mem_free(k.dev, dx);
+    axon_mem_free(k.dev, dy);
+    axon_mem_free(k.dev, dout);
+    axon_runtime_destroy(k.rt);
+}
+
 int main(void) {
     RUN(test_every_complex_op_matches_the_reference);
     RUN(test_numbers_strides_and_mixed_dtypes);
+    RUN(test_sub_negates_alpha_as_pytorch);
+    RUN(test_complex32_operands_compute_in_complex64);
     return check_report();
 }

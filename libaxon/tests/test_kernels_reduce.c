@@ -626,8 +626,8 @@ static void test_complex_prod_and_logsumexp_match_a_long_double_reference(void) 
     axon_runtime_destroy(k.rt);
 }
 
-/* ANY, ALL and COUNT_NONZERO of complex64 and complex128 rows: an element is nonzero when either part is (a zero of
- * either sign in both parts is zero; a NaN part is nonzero). */
+/* ANY, ALL and COUNT_NONZERO of complex64, complex128 and complex32 rows: an element is nonzero when either part is
+ * (a zero of either sign in both parts is zero; a NaN part is nonzero). complex32 is read for these tests only. */
 static void test_complex_nonzero_tests_look_at_both_parts(void) {
     kc_dev_t k = kc_open(1);
     REQUIRE(k.rt);
@@ -639,13 +639,22 @@ static void test_complex_nonzero_tests_look_at_both_parts(void) {
                                {{1, 1}, {NAN, 0}, {0, -3}}};
     const int64_t want_count[R] = {0, 1, 1, 3};
     float hf[R][C][2];
-    for (int r = 0; r < R; r++)
-        for (int c = 0; c < C; c++) hf[r][c][0] = (float)h[r][c][0], hf[r][c][1] = (float)h[r][c][1];
-    void *dev = kc_upload(&k, h, sizeof h), *devf = kc_upload(&k, hf, sizeof hf), *dout = kc_upload(&k, NULL, 256);
-    REQUIRE(dev && devf && dout);
+    uint16_t hh[R][C][2];
+    for (int r = 0; r < R; r++) {
+        for (int c = 0; c < C; c++) {
+            for (int part = 0; part < 2; part++) {
+                hf[r][c][part] = (float)h[r][c][part];
+                hh[r][c][part] = ref_half_encode(hf[r][c][part], 10, 15);
+            }
+        }
+    }
+    void *dev = kc_upload(&k, h, sizeof h), *devf = kc_upload(&k, hf, sizeof hf), *devh = kc_upload(&k, hh, sizeof hh);
+    void *dout = kc_upload(&k, NULL, 256);
+    REQUIRE(dev && devf && devh && dout);
     const int64_t sz[2] = {R, C}, o1[2] = {R, 1};
-    for (int f = 0; f < 2; f++) {
-        axon_tensor_t in = kc_tensor(f ? devf : dev, f ? AXON_COMPLEX64 : AXON_COMPLEX128, 2, sz, NULL);
+    static const axon_dtype_t dtypes[3] = {AXON_COMPLEX128, AXON_COMPLEX64, AXON_COMPLEX32};
+    for (int f = 0; f < 3; f++) {
+        axon_tensor_t in = kc_tensor(f == 2 ? devh : f ? devf : dev, dtypes[f], 2, sz, NULL);
         axon_tensor_t ob = kc_tensor(dout, AXON_BOOL, 2, o1, NULL), oc = kc_tensor(dout, AXON_INT64, 2, o1, NULL);
         uint8_t got[R];
         int64_t count[R];
@@ -659,8 +668,13 @@ static void test_complex_nonzero_tests_look_at_both_parts(void) {
         REQUIRE(kc_download(&k, count, dout, sizeof count));
         for (int r = 0; r < R; r++) CHECK(count[r] == want_count[r]);
     }
+    /* any other reduction of complex32 is refused, naming it */
+    axon_tensor_t in = kc_tensor(devh, AXON_COMPLEX32, 2, sz, NULL), of = kc_tensor(dout, AXON_FLOAT32, 2, o1, NULL);
+    CHECK_STATUS(axon_kernel_reduce(k.s, AXON_REDUCE_SUM, &of, &in, NULL), AXON_ERROR_UNSUPPORTED);
+    CHECK_MSG("complex32");
     axon_mem_free(k.dev, dev);
     axon_mem_free(k.dev, devf);
+    axon_mem_free(k.dev, devh);
     axon_mem_free(k.dev, dout);
     axon_runtime_destroy(k.rt);
 }

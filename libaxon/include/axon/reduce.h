@@ -29,9 +29,9 @@
  * +-inf, the arg reductions; the message names the op, as PyTorch's errors do); UNSUPPORTED for complex tensors
  * (except SUM and MEAN of a complex in into a complex out, which reduce the real and imaginary parts as two real
  * reductions; PROD and LOGSUMEXP into a complex out, in complex128 as c10::complex computes, LOGSUMEXP shifted by
- * the largest real part as PyTorch's composite is; and ANY, ALL and COUNT_NONZERO of a complex in, where x != 0 when
- * either part is) and for MEAN, NORM,
- * VAR, STD and LOGSUMEXP into a non-floating out, and for XOR with a complex in or a floating out. */
+ * the largest real part as PyTorch's composite is; and ANY, ALL and COUNT_NONZERO of a complex in, complex32
+ * included, where x != 0 when either part is; complex32 in no other op) and for MEAN, NORM, VAR, STD and LOGSUMEXP
+ * into a non-floating out, and for XOR with a complex in or a floating out. */
 #ifndef AXON_REDUCE_H
 #define AXON_REDUCE_H
 

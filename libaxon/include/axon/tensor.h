@@ -22,7 +22,9 @@ AXON_EXTERN_C_BEGIN
 /* Element types. Append only: the values are part of the ABI and the name table is checked against the count.
  * AXON_BOOL is one byte holding 0 or 1; complex types are (real, imaginary) pairs of float / double.
  * AXON_UINT16/32/64 are storage dtypes, as in PyTorch, which computes little in them: copies and casts take them, and
- * so do the operands and results of pointwise ops that compute in another dtype; no kernel computes in them. */
+ * so do the operands and results of pointwise ops that compute in another dtype; no kernel computes in them.
+ * AXON_COMPLEX32 is a storage dtype too: (real, imaginary) pairs of float16, which such ops read as complex64 and
+ * round back on store, as PyTorch CPU computes complex32 arithmetic in complex<float>. */
 typedef enum axon_dtype {
     AXON_FLOAT32 = 0,
     AXON_FLOAT64 = 1,
@@ -39,6 +41,7 @@ typedef enum axon_dtype {
     AXON_UINT16 = 12,            /* storage dtypes: see below */
     AXON_UINT32 = 13,
     AXON_UINT64 = 14,
+    AXON_COMPLEX32 = 15,         /* storage dtype */
     AXON_DTYPE_COUNT
 } axon_dtype_t;
 
