@@ -143,6 +143,13 @@ at::Tensor& index_put_impl(at::Tensor& self, const IndexList& indices, const at:
   TORCH_CHECK_INDEX(indices.size() <= static_cast<size_t>(self.dim()), "too many indices for tensor of dimension ",
                     self.dim(), " (got ", indices.size(), ")");
   const bool here = values.device() == self.device() || (values.is_cpu() && values.dim() == 0);
+  if (here && accumulate && self.scalar_type() == c10::kComplexHalf && values.scalar_type() == c10::kComplexHalf) {
+    // c10::complex<Half>'s += adds part by part in float and rounds each to float16: the float16 accumulation on
+    // the real views (whose trailing dimension of parts no index reaches).
+    at::Tensor parts = at::view_as_real(self);
+    index_put_impl(parts, indices, at::view_as_real(values.to(self.device())), true, unsafe);
+    return self;
+  }
   if (!here || (accumulate && !kernels_support(self.scalar_type())))
     return fall_back<ATEN_OP(_index_put_impl_)>(self, indices, values, accumulate, unsafe);
   TORCH_CHECK(values.scalar_type() == self.scalar_type(), "Index put requires the source and destination dtypes "
@@ -267,13 +274,14 @@ at::Tensor& index_fill_tensor(at::Tensor& self, int64_t dim, const at::Tensor& i
 // The number of nonzero elements of t, read back to the host (waits for the stream).
 int64_t count_nonzero_sync(const at::Tensor& t, const char* op) {
   at::Tensor count = at::empty({}, t.options().dtype(at::kLong));
-  const axon_tensor_t c = describe(count, op), d = describe(t, op);
+  const axon_tensor_t c = describe(count, op), d = describe_storage(t, op);
   AXON_CHECK(axon_kernel_count_nonzero(stream_of(t), &c, &d));
   return count.item<int64_t>();
 }
 
+// Any dtype libaxon converts to bool (complex32 and uint16/32/64 included), as CPU's nonzero takes them.
 bool nonzero_native(const at::Tensor& self) {
-  return self.dim() <= AXON_MAX_DIMS && kernels_support(self.scalar_type());
+  return self.dim() <= AXON_MAX_DIMS && axon_storage_dtype_of(self.scalar_type()).has_value();
 }
 
 at::Tensor& nonzero_out(const at::Tensor& self, at::Tensor& out) {
@@ -284,7 +292,7 @@ at::Tensor& nonzero_out(const at::Tensor& self, at::Tensor& out) {
   const int64_t n = count_nonzero_sync(self, "nonzero");
   at::native::resize_output(out, {n, self.dim()});
   if (n == 0 || self.dim() == 0) return out;
-  const axon_tensor_t o = describe(out, "nonzero"), s = describe(self, "nonzero");
+  const axon_tensor_t o = describe(out, "nonzero"), s = describe_storage(self, "nonzero");
   AXON_CHECK(axon_kernel_nonzero(stream_of(self), &o, &s));
   return out;
 }
@@ -302,7 +310,7 @@ at::Tensor nonzero_static(const at::Tensor& self, int64_t size, int64_t fill_val
   // fill_value.
   at::Tensor out = at::empty({size, self.dim()}, self.options().dtype(at::kLong));
   if (self.dim() == 0 || size == 0) return out;
-  const axon_tensor_t o = describe(out, "nonzero_static"), s = describe(self, "nonzero_static");
+  const axon_tensor_t o = describe(out, "nonzero_static"), s = describe_storage(self, "nonzero_static");
   AXON_CHECK(axon_kernel_nonzero_static(stream_of(self), &o, &s, fill_value));
   return out;
 }

@@ -5,8 +5,7 @@
 //   - host-to-device and device-to-host copies return only when the host memory may be reused, unless the host side
 //     is pinned and non_blocking=True, in which case they are asynchronous and the pinned block is held for the stream.
 // Two cases go through the host instead, synchronously, with PyTorch's CPU kernels doing the element work: tensors
-// with conjugate or negative bits, and conversions from or to dtypes libaxon does not know (float8, uint16, ...)
-// except complex32 on the device, converted as pairs of float16.
+// with conjugate or negative bits, and conversions from or to dtypes libaxon does not know (float8, bits types).
 // Same-dtype copies of those dtypes stay on libaxon, which moves their bytes.
 #include <ATen/ATen.h>
 #include <ATen/Dispatch_v2.h>
@@ -124,46 +123,6 @@ void copy_through_host(const at::Tensor& src, const at::Tensor& dst) {
   }
 }
 
-// Conversions between complex32, which libaxon does not know, and the dtypes it does, on one axon device: a complex32
-// element is its real and imaginary float16s side by side. complex <-> complex32 is one copy over a trailing
-// dimension of the two parts; real -> complex32 copies into the real parts and fills the imaginary ones with zero;
-// complex32 -> real copies the real parts (bool excepted: it tests both parts). False where this does not apply, and
-// the host converts.
-bool copy_complex_half(const at::Tensor& src, const at::Tensor& dst) {
-  const bool to_half = dst.scalar_type() == c10::kComplexHalf, from_half = src.scalar_type() == c10::kComplexHalf;
-  if (to_half == from_half) return false;
-  const c10::ScalarType other = to_half ? src.scalar_type() : dst.scalar_type();
-  if (src.device() != dst.device() || src.device().type() != kAxon || !kernels_support(other) ||
-      (from_half && other == c10::kBool) || !fits_pair(dst, src)) {
-    return false;
-  }
-  axon_tensor_t d, s;
-  describe_pair(dst, src, /*bytes=*/true, "copy_", &d, &s);
-  axon_tensor_t& half = to_half ? d : s;
-  axon_tensor_t& wide = to_half ? s : d;
-  const bool complex = c10::isComplexType(other);
-  if (complex && half.ndim == AXON_MAX_DIMS) return false;
-  half.dtype = AXON_FLOAT16;
-  wide.dtype = complex ? (other == c10::kComplexFloat ? AXON_FLOAT32 : AXON_FLOAT64) : *axon_dtype_of(other);
-  for (axon_tensor_t* t : {&half, &wide}) {
-    if (t == &wide && !complex) continue;
-    for (int k = 0; k < t->ndim; ++k) t->strides[k] *= 2;  // in parts, not elements
-    if (complex) {
-      t->sizes[t->ndim] = 2;
-      t->strides[t->ndim] = 1;
-      ++t->ndim;
-    }
-  }
-  axon_stream_t stream = current_stream(dst.device().index());
-  AXON_CHECK(axon_kernel_copy(stream, &d, &s));
-  if (to_half && !complex) {
-    axon_tensor_t imag = d;
-    imag.data = static_cast<char*>(d.data) + sizeof(c10::Half);
-    AXON_CHECK(axon_kernel_fill(stream, &imag, axon_scalar_float(0.0)));
-  }
-  return true;
-}
-
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
   TORCH_CHECK(dst.defined() && self.defined(), "copy_: undefined tensor");
   TORCH_CHECK(dst.device().type() == kAxon || self.device().type() == kAxon, "axon copy between ", self.device(),
@@ -186,7 +145,6 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   const bool math_bits = src.is_conj() || src.is_neg() || dst.is_conj() || dst.is_neg();
   const bool libaxon_casts = axon_storage_dtype_of(src.scalar_type()) && axon_storage_dtype_of(dst.scalar_type());
   const bool foreign_conversion = src.scalar_type() != dst.scalar_type() && !libaxon_casts;
-  if (!math_bits && foreign_conversion && copy_complex_half(src, dst)) return dst;
   if (math_bits || foreign_conversion) {
     copy_through_host(src, dst);
   } else {

@@ -316,8 +316,31 @@ at::Tensor& index_reduce_out(const at::Tensor& self, int64_t dim, const at::Tens
 
 // ---- index_add ----
 
+// complex32: c10::complex<Half>'s += adds part by part in float and rounds each to float16, which is libaxon's
+// float16 index_add on the two tensors' real views. An alpha other than 1 scales source first (mul rounds the
+// product to complex32 as CPU's source * alpha does).
+bool index_add_complex32(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+                         const at::Scalar& alpha, at::Tensor& out) {
+  if (self.scalar_type() != c10::kComplexHalf || !same_dtypes(self, source, out) || source.dim() != self.dim() ||
+      !on_device_of(self, source) || !on_device_of(self, out)) {
+    return false;
+  }
+  dim = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  if (!out.is_same(self)) {
+    at::native::resize_output(out, self.sizes());
+    out.copy_(self);
+  }
+  // 0-dim tensors as vectors of one element (the real views' trailing dimension must not be the one indexed)
+  at::Tensor parts = at::view_as_real(out.dim() == 0 ? out.view({1}) : out);
+  const at::Tensor scaled = alpha.equal(1) ? source : at::mul(source, alpha);
+  const at::Tensor src = at::view_as_real(scaled.dim() == 0 ? scaled.view({1}) : scaled);
+  at::index_add_out(parts, parts, dim, index, src);
+  return true;
+}
+
 at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
                           const at::Scalar& alpha, at::Tensor& out) {
+  if (index_add_complex32(self, dim, index, source, alpha, out)) return out;
   if (scalar_self(self, index) && source.dim() == 0 && index.dim() <= 1 && same_dtypes(self, source, out) &&
       kernels_support(self.scalar_type()) && on_device_of(self, index) && on_device_of(self, source) &&
       on_device_of(self, out)) {

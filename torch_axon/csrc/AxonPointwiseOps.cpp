@@ -44,8 +44,13 @@
 namespace torch_axon {
 namespace {
 
-// A number operand's value in the kind libaxon expects for the compute dtype.
+// A number operand's value in the kind libaxon expects for the compute dtype. For complex32, the number rounded to
+// it first, as CPU's kernels take it (original_scalar_value<c10::complex<Half>>).
 axon_scalar_t scalar_operand(at::TensorIteratorBase& iter, int arg, c10::ScalarType compute) {
+  if (compute == c10::kComplexHalf) {
+    const c10::complex<float> z = iter.original_scalar_value<c10::complex<c10::Half>>(arg);
+    return axon_scalar_complex(z.real(), z.imag());
+  }
   if (c10::isComplexType(compute)) {
     const auto z = iter.original_scalar_value<c10::complex<double>>(arg);
     return axon_scalar_complex(z.real(), z.imag());
@@ -67,7 +72,7 @@ struct Operands {
 // caller already put into params.operand).
 bool describe_iter(at::TensorIteratorBase& iter, c10::ScalarType compute, axon_op_params_t& params, Operands& ops,
                    unsigned numbers = 0) {
-  if (iter.ndim() > AXON_MAX_DIMS || !kernels_support(compute)) return false;
+  if (iter.ndim() > AXON_MAX_DIMS) return false;  // (the callers have checked that libaxon computes in `compute`)
   std::array<int, 3> slot{};
   for (int k = 0, next = 0; k < 3; ++k) {
     while (next < 3 && (numbers & (1u << next))) ops.in_ptr[next++] = nullptr;
@@ -97,9 +102,38 @@ bool describe_iter(at::TensorIteratorBase& iter, c10::ScalarType compute, axon_o
 
 axon_stream_t stream_of(at::TensorIteratorBase& iter) { return current_stream(iter.device(0).index()); }
 
+// The ops PyTorch CPU defines for complex32, each computed as c10::complex<Half>'s operators compute it: in
+// complex<float>, rounded once to complex32. Elsewhere CPU refuses the dtype ("not implemented for 'ComplexHalf'"),
+// and so does the fallback here.
+bool complex32_op(axon_unary_op_t op) {
+  return op == AXON_UNARY_NEG || op == AXON_UNARY_ABS || op == AXON_UNARY_SIGN || op == AXON_UNARY_CONJ ||
+         op == AXON_UNARY_ISNAN;
+}
+bool complex32_op(axon_binary_op_t op) {
+  return op == AXON_BINARY_ADD || op == AXON_BINARY_SUB || op == AXON_BINARY_MUL || op == AXON_BINARY_EQ ||
+         op == AXON_BINARY_NE;
+}
+bool complex32_op(axon_ternary_op_t) { return false; }  // CPU's addcmul rounds each step: not one complex64 op
+
+// libaxon's compute dtype for PyTorch's: its own, or complex64 for complex32 in the ops above (libaxon reads and
+// stores complex32 as a storage dtype).
+template <class Op>
+std::optional<axon_dtype_t> compute_dtype(c10::ScalarType t, Op op) {
+  if (t == c10::kComplexHalf) return complex32_op(op) ? std::optional<axon_dtype_t>(AXON_COMPLEX64) : std::nullopt;
+  return axon_dtype_of(t);
+}
+
+bool is_one(const axon_scalar_t& v) {
+  switch (v.dtype) {
+    case AXON_FLOAT64: return v.f == 1.0;
+    case AXON_COMPLEX128: return v.f == 1.0 && v.imag == 0.0;
+    default: return v.i == 1;  // int64, bool
+  }
+}
+
 bool run_unary(at::TensorIteratorBase& iter, axon_unary_op_t op, axon_op_params_t params, c10::ScalarType compute) {
   Operands ops;
-  const auto cd = axon_dtype_of(compute);
+  const auto cd = compute_dtype(compute, op);
   if (!cd || !axon_unary_supports(op, *cd) || !describe_iter(iter, compute, params, ops)) return false;
   params.compute = *cd;  // the iterator's common dtype, also when out= has another dtype
   if (iter.numel() > 0) AXON_CHECK(axon_kernel_unary(stream_of(iter), op, &ops.out, ops.in_ptr[0], &params));
@@ -109,10 +143,11 @@ bool run_unary(at::TensorIteratorBase& iter, axon_unary_op_t op, axon_op_params_
 
 bool run_binary(at::TensorIteratorBase& iter, axon_binary_op_t op, axon_op_params_t params, c10::ScalarType compute) {
   Operands ops;
-  const auto cd = axon_dtype_of(compute);
+  const auto cd = compute_dtype(compute, op);
   if (!cd || !axon_binary_supports(op, *cd) || !describe_iter(iter, compute, params, ops)) return false;
   params.compute = *cd;  // the iterator's common dtype, also when out= has another dtype
   if (ops.in_ptr[0] == nullptr && ops.in_ptr[1] == nullptr) return false;  // two numbers: let the host do it
+  if (compute == c10::kComplexHalf && !is_one(params.alpha)) return false;  // see add_sub_complex32
   if (iter.numel() > 0) {
     AXON_CHECK(axon_kernel_binary(stream_of(iter), op, &ops.out, ops.in_ptr[0], ops.in_ptr[1], &params));
   }
@@ -123,7 +158,7 @@ bool run_binary(at::TensorIteratorBase& iter, axon_binary_op_t op, axon_op_param
 bool run_ternary(at::TensorIteratorBase& iter, axon_ternary_op_t op, axon_op_params_t params, c10::ScalarType compute,
                  unsigned numbers = 0) {
   Operands ops;
-  const auto cd = axon_dtype_of(compute);
+  const auto cd = compute_dtype(compute, op);
   if (!cd || !axon_ternary_supports(op, *cd) || !describe_iter(iter, compute, params, ops, numbers)) return false;
   params.compute = *cd;  // the iterator's common dtype, also when out= has another dtype
   if (!ops.in_ptr[0] && !ops.in_ptr[1] && !ops.in_ptr[2]) return false;
@@ -595,9 +630,32 @@ void check_subtraction(const at::Tensor& self, const at::Tensor& other) {
               "use the `~` or `logical_not()` operator instead.");
 }
 
+// complex32 with an alpha other than 1: CPU computes a + alpha b in c10::complex<Half>, whose product rounds to
+// complex32 before the sum (sub is add with -alpha). Here the product is mul (which rounds as CPU's does), then the
+// plain sum of the parts as float16 (add's own x + 1 * y would turn an infinite part of the product into NaN).
+// (A float16 operand is first converted to complex32, as CPU's iterator converts it.)
+bool complex32_scaled(const at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha) {
+  return (self.scalar_type() == c10::kComplexHalf || other.scalar_type() == c10::kComplexHalf) && !alpha.equal(1) &&
+         self.device().type() == kAxon && other.device() == self.device() &&
+         at::result_type(self, other) == c10::kComplexHalf;
+}
+
+at::Tensor complex32_parts(const at::Tensor& t) { return at::view_as_real(t.to(c10::kComplexHalf)); }
+
+at::Tensor complex32_scaled_product(const at::Tensor& other, const c10::Scalar& alpha, axon_binary_op_t op) {
+  return at::view_as_real(at::mul(other.to(c10::kComplexHalf), op == AXON_BINARY_SUB ? -alpha : alpha));
+}
+
 template <axon_binary_op_t OP, class AtenOp>
 at::Tensor& add_sub_out(const at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha, at::Tensor& out) {
   if (OP == AXON_BINARY_SUB) check_subtraction(self, other);
+  if (complex32_scaled(self, other, alpha) && out.scalar_type() == c10::kComplexHalf && out.device() == self.device()) {
+    const at::Tensor product = complex32_scaled_product(other, alpha, OP);
+    at::native::resize_output(out, at::infer_size_dimvector(self.sizes(), other.sizes()));
+    at::Tensor parts = at::view_as_real(out);
+    at::add_out(parts, complex32_parts(self), product);
+    return out;
+  }
   axon_op_params_t p = axon_op_params_default();
   p.alpha = to_axon_scalar(alpha);
   if (binary_direct_into<false>(out, self, other, OP, p)) return out;
@@ -623,6 +681,8 @@ at::Tensor binary_functional(const at::Tensor& self, const at::Tensor& other) {
 template <axon_binary_op_t OP, class AtenOp>
 at::Tensor add_sub_functional(const at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha) {
   if (OP == AXON_BINARY_SUB) check_subtraction(self, other);
+  if (complex32_scaled(self, other, alpha))
+    return at::view_as_complex(at::add(complex32_parts(self), complex32_scaled_product(other, alpha, OP)));
   axon_op_params_t p = axon_op_params_default();
   p.alpha = to_axon_scalar(alpha);
   if (auto r = binary_direct<false>(self, other, OP, p)) return *std::move(r);

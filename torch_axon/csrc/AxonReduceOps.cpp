@@ -76,9 +76,11 @@ bool libaxon_can_sum(const at::Tensor& self, const at::Tensor& out) {
   return libaxon_can_take(self, out);
 }
 
-// any, all and count_nonzero also take a complex self: libaxon tests x != 0 on both parts.
+// any, all and count_nonzero also take a complex self, complex32 included: libaxon tests x != 0 on both parts.
+bool testable(c10::ScalarType t) { return kernels_support(t) || t == c10::kComplexHalf; }
+
 bool libaxon_can_test(const at::Tensor& self, const at::Tensor& out) {
-  return self.dim() <= AXON_MAX_DIMS && kernels_support(self.scalar_type()) && reducible(out.scalar_type());
+  return self.dim() <= AXON_MAX_DIMS && testable(self.scalar_type()) && reducible(out.scalar_type());
 }
 
 // prod, logsumexp and the scans also take a complex out (from a complex or a real self): libaxon computes them in
@@ -108,13 +110,20 @@ void reduce(axon_reduce_op_t op, const at::Tensor& self, const std::bitset<kMaxD
             at::Tensor& out, const axon_reduce_params_t& params, const char* name) {
   at::native::resize_output(out, result_shape(self, mask, keepdim));
   into_keepdim(self, mask, out, [&](const at::Tensor& o) {
-    const axon_tensor_t in = describe(self, name), od = describe(o, name);
+    const axon_tensor_t in = describe_storage(self, name), od = describe(o, name);
     AXON_CHECK(axon_kernel_reduce(current_stream(self.device().index()), op, &od, &in, &params));
   });
 }
 
 at::Tensor& sum_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                     std::optional<c10::ScalarType> dtype, at::Tensor& out) {
+  // complex32 as CPU: no kernel, so a refusal, except over no elements (zeros); autograd reaches it, as index_put's
+  // backward into broadcast values
+  if (self.scalar_type() == c10::kComplexHalf || out.scalar_type() == c10::kComplexHalf) {
+    TORCH_CHECK(self.numel() == 0, "\"sum_cpu\" not implemented for 'ComplexHalf'");
+    at::native::resize_output(out, result_shape(self, reduced_dims(self, dim), keepdim));
+    return out.zero_();
+  }
   if (!libaxon_can_sum(self, out)) return fall_back<ATEN_OP2(sum, IntList_out)>(self, dim, keepdim, dtype, out);
   reduce(AXON_REDUCE_SUM, self, reduced_dims(self, dim), keepdim, out, axon_reduce_params_default(), "sum");
   return out;
@@ -238,7 +247,7 @@ at::Tensor var_std(const at::Tensor& self, at::OptionalIntArrayRef dim, const st
                    bool keepdim) {
   const c10::ScalarType dtype = at::isComplexType(self.scalar_type()) ? c10::toRealValueType(self.scalar_type())
                                                                        : self.scalar_type();
-  if (!kernels_support(self.scalar_type()) || self.dim() > AXON_MAX_DIMS) {
+  if (!testable(self.scalar_type()) || self.dim() > AXON_MAX_DIMS) {  // complex32 too: its parts' variances
     return fall_back<AtenOp>(self, dim, correction, keepdim);
   }
   at::Tensor out = at::empty({0}, self.options().dtype(dtype));
@@ -323,6 +332,14 @@ at::Tensor& logsumexp_out(const at::Tensor& self, at::IntArrayRef dim, bool keep
 
 at::Tensor& vector_norm_out(const at::Tensor& self, const c10::Scalar& ord, at::OptionalIntArrayRef dim, bool keepdim,
                             std::optional<c10::ScalarType> dtype, at::Tensor& out) {
+  // complex32 as CPU computes it: the magnitudes and their reduction in float32, rounded to float16 once at the end
+  if (self.scalar_type() == c10::kComplexHalf && !dtype && out.scalar_type() == c10::kHalf &&
+      out.device() == self.device()) {
+    const at::Tensor wide = at::linalg_vector_norm(at::abs(self.to(c10::kComplexFloat)), ord, dim, keepdim);
+    at::native::resize_output(out, wide.sizes());
+    out.copy_(wide);
+    return out;
+  }
   // a complex vector's norm is its magnitudes' (out is real; a dtype, if given, is the complex type computed in)
   if (self.is_complex() && kernels_support(self.scalar_type()) && (!dtype || at::isComplexType(*dtype)) &&
       out.scalar_type() == c10::toRealValueType(dtype.value_or(self.scalar_type())) && out.device() == self.device())
@@ -377,7 +394,7 @@ at::Tensor trace(const at::Tensor& self) {
 }
 
 at::Tensor count_nonzero_dims(const at::Tensor& self, at::IntArrayRef dims) {
-  if (!kernels_support(self.scalar_type()) || self.dim() > AXON_MAX_DIMS) {
+  if (!testable(self.scalar_type()) || self.dim() > AXON_MAX_DIMS) {
     return fall_back<ATEN_OP2(count_nonzero, dim_IntList)>(self, dims);
   }
   at::Tensor out = at::empty({0}, self.options().dtype(at::kLong));

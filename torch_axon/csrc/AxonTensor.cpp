@@ -88,6 +88,14 @@ axon_tensor_t describe(const at::TensorBase& t, const char* op) { return describ
 
 axon_tensor_t describe_bytes(const at::TensorBase& t, const char* op) { return describe_one(t, /*bytes=*/true, op); }
 
+axon_tensor_t describe_storage(const at::TensorBase& t, const char* op) {
+  const auto dtype = axon_storage_dtype_of(t.scalar_type());
+  TORCH_CHECK(dtype.has_value(), op, ": dtype ", t.scalar_type(), " is not supported by axon kernels");
+  axon_tensor_t d = describe_one(t, /*bytes=*/true, op);
+  d.dtype = *dtype;
+  return d;
+}
+
 axon_tensor_t describe_iter_operand(const at::TensorIteratorBase& iter, int arg, axon_dtype_t dtype) {
   axon_tensor_t d{};
   d.data = iter.data_ptr(arg);

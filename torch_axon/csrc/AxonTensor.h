@@ -35,10 +35,11 @@ inline std::optional<axon_dtype_t> axon_dtype_of(c10::ScalarType t) {
   }
 }
 
-// axon_dtype_of, and libaxon's storage dtypes uint16/32/64: what copies take, and what pointwise kernels read and write
-// as operands while computing in another dtype (PyTorch computes little in these dtypes either).
+// axon_dtype_of, and libaxon's storage dtypes uint16/32/64 and complex32: what copies take, and what pointwise kernels
+// read and write as operands while computing in another dtype (PyTorch computes little in these dtypes either).
 inline std::optional<axon_dtype_t> axon_storage_dtype_of(c10::ScalarType t) {
   switch (t) {
+    case c10::ScalarType::ComplexHalf: return AXON_COMPLEX32;
     case c10::ScalarType::UInt16: return AXON_UINT16;
     case c10::ScalarType::UInt32: return AXON_UINT32;
     case c10::ScalarType::UInt64: return AXON_UINT64;
@@ -81,6 +82,10 @@ axon_tensor_t describe_around(const at::TensorBase& t, int64_t dim, bool written
 // int64, complex128), for kernels that only move bytes (same-dtype copies, fills with a converted value). Works for
 // dtypes libaxon does not know (float8, uint16, complex32, ...).
 axon_tensor_t describe_bytes(const at::TensorBase& t, const char* op);
+
+// As describe(), but in libaxon's storage dtype of t (uint16/32/64 and complex32 included; axon_storage_dtype_of),
+// for kernels that read such operands through their conversions (nonzero's and any's tests of x != 0).
+axon_tensor_t describe_storage(const at::TensorBase& t, const char* op);
 
 // Operand `arg` of a built TensorIterator in its coalesced shape (iter.ndim() <= AXON_MAX_DIMS), strides in elements,
 // described as `dtype`.
