@@ -19,16 +19,17 @@
 /* Layouts an image operand may have; the command needs one that all of them share. */
 enum { CV_CONTIGUOUS = 1, CV_CHANNELS_LAST = 2 };
 
-/* A present operand: well-formed, float, of dtype dt (dt < 0: sets it), and contiguous, or (an image operand, when
- * layouts is not NULL) contiguous or channels-last: *layouts keeps the layouts every image operand so far has. */
+/* A present operand: well-formed, float or int64, of dtype dt (dt < 0: sets it), and contiguous, or (an image
+ * operand, when layouts is not NULL) contiguous or channels-last: *layouts keeps the layouts every image operand so
+ * far has. */
 static axon_status_t cv_operand_in(const char *op, const char *role, const axon_tensor_t *t, int dst, int *dt,
                                    int *layouts) {
     char sa[160];
     axon_status_t st = axon_kernel_check_operand(t, op, role, dst);
     if (st != AXON_OK) return st;
-    if (!axon_dtype_is_floating(t->dtype))
-        return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: %s dtype %s is not float32, float64, float16 or bfloat16", op,
-                         role, axon_dtype_name(t->dtype));
+    if (!axon_dtype_is_floating(t->dtype) && t->dtype != AXON_INT64)
+        return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: %s dtype %s is not float32, float64, float16, bfloat16 or int64",
+                         op, role, axon_dtype_name(t->dtype));
     if (*dt < 0) *dt = (int)t->dtype;
     else if ((int)t->dtype != *dt)
         return axon_fail(AXON_ERROR_INVALID_ARG, "%s: %s dtype %s differs from in's %s", op, role,
@@ -220,6 +221,8 @@ axon_status_t axon_kernel_conv_backward(axon_stream_t s, const axon_tensor_t *gr
         if ((st = cv_shape(op, "grad_weight", grad_weight, weight->ndim, weight->sizes)) != AXON_OK) return st;
     }
     if ((st = cv_vector(op, "grad_bias", grad_bias, shape[1], 1, &dt)) != AXON_OK) return st;
+    if (dt == AXON_INT64)
+        return axon_fail(AXON_ERROR_UNSUPPORTED, "%s: int64 convolutions have no gradient", op);
     a.dt = (axon_dtype_t)dt;
     a.nhwc = !(layouts & CV_CONTIGUOUS), a.w_nhwc = !(wlayouts & CV_CONTIGUOUS);
     a.w = weight->data;

@@ -46,7 +46,7 @@
 typedef struct conv_job {
     const conv_args_t *a;
     const conv_geom_t *g;
-    int f64;                         /* compute in float64 (else float32) */
+    axon_dtype_t cdt;                /* the compute dtype: float32, float64, or int64 (forward only, wrapping) */
     int direct;                      /* dt is the compute dtype: tensors are used in place */
     size_t es, esc;                  /* bytes per element of dt and of the compute dtype */
     axon_convert_fn ld, st;          /* dt -> compute dtype, compute dtype -> dt */
@@ -68,7 +68,12 @@ static int64_t ce_min(int64_t a, int64_t b) { return a < b ? a : b; }
 
 static int ce_gemm(const conv_job_t *j, int ta, int tb, int64_t m, int64_t n, int64_t k, const char *a,
                    int64_t lda, const char *b, int64_t ldb, double beta, char *c, int64_t ldc) {
-    if (j->f64)
+    if (j->cdt == AXON_INT64) {
+        axon_gemm_i64(ta, tb, m, n, k, 1, (const int64_t *)a, lda, (const int64_t *)b, ldb, (int64_t)beta,
+                      (int64_t *)c, ldc);
+        return 0;
+    }
+    if (j->cdt == AXON_FLOAT64)
         return axon_gemm_f64(ta, tb, m, n, k, 1.0, (const double *)a, lda, (const double *)b, ldb, beta,
                              (double *)c, ldc);
     return axon_gemm_f32(ta, tb, m, n, k, 1.0f, (const float *)a, lda, (const float *)b, ldb, (float)beta,
@@ -81,9 +86,10 @@ static void ce_prefill(const conv_job_t *j, char *c, int64_t ldc, const char *bi
         char *row = c + (size_t)(r * ldc) * j->esc;
         if (bias == NULL) {
             memset(row, 0, (size_t)m * j->esc);
-        } else if (j->f64) {
-            double v = ((const double *)bias)[r];
-            for (int64_t i = 0; i < m; i++) ((double *)row)[i] = v;
+        } else if (j->esc == 8) { /* float64 or int64: the bias's bits */
+            uint64_t v;
+            memcpy(&v, bias + (size_t)r * 8, 8);
+            for (int64_t i = 0; i < m; i++) ((uint64_t *)row)[i] = v;
         } else {
             float v = ((const float *)bias)[r];
             for (int64_t i = 0; i < m; i++) ((float *)row)[i] = v;
@@ -301,7 +307,8 @@ static void ce_add_bias(const conv_job_t *j, char *acc, const char *bias, int64_
     const conv_geom_t *g = j->g;
     for (int64_t c = 0; c < cn; c++)
         for (int64_t i = 0; i < g->xsp; i++) {
-            if (j->f64) ((double *)acc)[c * g->xsp + i] += ((const double *)bias)[c];
+            if (j->cdt == AXON_INT64) ((uint64_t *)acc)[c * g->xsp + i] += ((const uint64_t *)bias)[c];
+            else if (j->cdt == AXON_FLOAT64) ((double *)acc)[c * g->xsp + i] += ((const double *)bias)[c];
             else ((float *)acc)[c * g->xsp + i] += ((const float *)bias)[c];
         }
 }
@@ -336,7 +343,7 @@ static void ce_backward_data_folded(conv_job_t *j, int64_t begin, int64_t end) {
                     memcpy(acc + (size_t)(r * g->xsp) * j->esc, col + (size_t)(r * M + f * g->ysp) * j->esc,
                            (size_t)g->ysp * j->esc);
             else if (have)
-                conv_col2im_ld(g, col + (size_t)(f * g->ysp) * j->esc, acc, j->f64, 0, g->ysp, nrows, M);
+                conv_col2im_ld(g, col + (size_t)(f * g->ysp) * j->esc, acc, j->cdt, 0, g->ysp, nrows, M);
             if (j->bias) ce_add_bias(j, acc, j->bias + (size_t)(gi * g->cxg + c0) * j->esc, cn);
             j->st(a->x_out + (size_t)(((n0 + f) * g->cx + gi * g->cxg + c0) * g->xsp) * j->es, 1, acc, 1,
                   cn * g->xsp);
@@ -382,7 +389,7 @@ static void ce_backward_data(void *ctx, int64_t begin, int64_t end, int slot) {
                 rc = ce_gemm(j, 1, 0, nrows, m, g->cyg, w, g->rows, yb, ldy, 1.0, acc + (size_t)p0 * j->esc, g->xsp);
             } else {
                 rc = ce_gemm(j, 1, 0, nrows, m, g->cyg, w, g->rows, yb, ldy, 0.0, col, m);
-                if (rc == 0) conv_col2im(g, col, acc, j->f64, p0, m, nrows);
+                if (rc == 0) conv_col2im(g, col, acc, j->cdt, p0, m, nrows);
             }
             if (rc != 0) atomic_store(&j->failed, 1);
         }
@@ -451,7 +458,7 @@ static void ce_weight_reduce(void *ctx, int64_t begin, int64_t end, int slot) {
     const int64_t total = j->g->cy * j->g->rows;
     for (int64_t i = begin; i < end; i++) {
         for (int64_t ch = 1; ch < j->nch; ch++) {
-            if (j->f64) ((double *)j->parts)[i] += ((const double *)j->parts)[ch * total + i];
+            if (j->cdt == AXON_FLOAT64) ((double *)j->parts)[i] += ((const double *)j->parts)[ch * total + i];
             else ((float *)j->parts)[i] += ((const float *)j->parts)[ch * total + i];
         }
     }
@@ -547,9 +554,9 @@ axon_status_t conv_execute(const void *args, const axon_exec_t *ex) {
     memset(&j, 0, sizeof j);
     atomic_init(&j.failed, 0);
     j.a = a, j.g = g;
-    j.f64 = a->dt == AXON_FLOAT64;
-    j.direct = a->dt == AXON_FLOAT32 || a->dt == AXON_FLOAT64;
-    const axon_dtype_t cdt = j.f64 ? AXON_FLOAT64 : AXON_FLOAT32;
+    j.direct = a->dt == AXON_FLOAT32 || a->dt == AXON_FLOAT64 || a->dt == AXON_INT64;
+    const axon_dtype_t cdt = j.direct ? a->dt : AXON_FLOAT32;
+    j.cdt = cdt;
     j.es = axon_dtype_size(a->dt), j.esc = axon_dtype_size(cdt);
     j.ld = axon_convert_get(a->dt, cdt), j.st = axon_convert_get(cdt, a->dt);
     ce_blocks(&j, nparts);
@@ -566,7 +573,7 @@ axon_status_t conv_execute(const void *args, const axon_exec_t *ex) {
         if (b && (j.bias = ce_to_compute(&j, b, nbias, &bown)) == NULL) goto oom;
     }
     j.fold = ce_fold(&j, nparts, small);
-    const int dw = conv_depthwise_applies(g);
+    const int dw = cdt != AXON_INT64 && conv_depthwise_applies(g);
     if (dw && (a->y_out || a->x_out || a->w_out)) {
         if ((st = conv_depthwise_run(a, ex, j.w, j.bias, small)) != AXON_OK) goto done;
     } else if (a->y_out && !conv_onednn_phase(a, ex, CONV_ONEDNN_FORWARD)) {

@@ -27,12 +27,16 @@ typedef struct c2_walk {
     const char *ccol;
     size_t es_c;
     char *acc;                       /* col2im target */
-    int is_f64;
+    axon_dtype_t cdt;                /* its dtype: float32, float64 or int64 */
     int64_t cld;                     /* row stride of the column buffer, in elements (>= m) */
 } c2_walk_t;
 
-static void c2_add(char *acc, int64_t stride, const char *src, int64_t n, int is_f64) {
-    if (is_f64) {
+static void c2_add(char *acc, int64_t stride, const char *src, int64_t n, axon_dtype_t cdt) {
+    if (cdt == AXON_INT64) { /* wrapping, as PyTorch's integer convolutions */
+        uint64_t *a = (uint64_t *)acc;
+        const uint64_t *s = (const uint64_t *)src;
+        for (int64_t i = 0; i < n; i++) a[i * stride] += s[i];
+    } else if (cdt == AXON_FLOAT64) {
         double *a = (double *)acc;
         const double *s = (const double *)src;
         for (int64_t i = 0; i < n; i++) a[i * stride] += s[i];
@@ -75,7 +79,7 @@ static void c2_row(const c2_walk_t *w, int64_t r, int64_t p0, int64_t m) {
                 memset(dst + (size_t)(b - ow) * es_c, 0, (size_t)(ow + len - b) * es_c);
             }
         } else if (b > a) {
-            c2_add(w->acc + (size_t)xoff * es_c, s2, w->ccol + (size_t)coff * es_c, b - a, w->is_f64);
+            c2_add(w->acc + (size_t)xoff * es_c, s2, w->ccol + (size_t)coff * es_c, b - a, w->cdt);
         }
         j += len;
         ow = 0;
@@ -96,15 +100,15 @@ void conv_im2col(const conv_geom_t *g, const char *x, size_t es_x, axon_convert_
     conv_im2col_ld(g, x, es_x, ld, col, es_c, p0, m, nrows, m);
 }
 
-void conv_col2im_ld(const conv_geom_t *g, const char *col, char *acc, int is_f64, int64_t p0, int64_t m,
+void conv_col2im_ld(const conv_geom_t *g, const char *col, char *acc, axon_dtype_t cdt, int64_t p0, int64_t m,
                     int64_t nrows, int64_t col_ld) {
     c2_walk_t w;
     memset(&w, 0, sizeof w);
-    w.g = g, w.scatter = 1, w.ccol = col, w.acc = acc, w.is_f64 = is_f64, w.es_c = is_f64 ? 8 : 4, w.cld = col_ld;
+    w.g = g, w.scatter = 1, w.ccol = col, w.acc = acc, w.cdt = cdt, w.es_c = axon_dtype_size(cdt), w.cld = col_ld;
     for (int64_t r = 0; r < nrows; r++) c2_row(&w, r, p0, m);
 }
 
-void conv_col2im(const conv_geom_t *g, const char *col, char *acc, int is_f64, int64_t p0, int64_t m,
+void conv_col2im(const conv_geom_t *g, const char *col, char *acc, axon_dtype_t cdt, int64_t p0, int64_t m,
                  int64_t nrows) {
-    conv_col2im_ld(g, col, acc, is_f64, p0, m, nrows, m);
+    conv_col2im_ld(g, col, acc, cdt, p0, m, nrows, m);
 }

@@ -36,12 +36,12 @@ void conv_im2col_ld(const conv_geom_t *g, const char *x, size_t es_x, axon_conve
                     int64_t p0, int64_t m, int64_t nrows, int64_t col_ld);
 
 /* The adjoint: acc[c * xsp + position] += col[r * m + j] over the same index map (padding reads are dropped).
- * col and acc are float64 if is_f64, else float32. */
-void conv_col2im(const conv_geom_t *g, const char *col, char *acc, int is_f64, int64_t p0, int64_t m,
+ * col and acc are of dtype cdt: float32, float64 or int64 (which wraps). */
+void conv_col2im(const conv_geom_t *g, const char *col, char *acc, axon_dtype_t cdt, int64_t p0, int64_t m,
                  int64_t nrows);
 
 /* conv_col2im reading rows col_ld elements apart (>= m). */
-void conv_col2im_ld(const conv_geom_t *g, const char *col, char *acc, int is_f64, int64_t p0, int64_t m,
+void conv_col2im_ld(const conv_geom_t *g, const char *col, char *acc, axon_dtype_t cdt, int64_t p0, int64_t m,
                     int64_t nrows, int64_t col_ld);
 
 /* The command's argument block: up to four phases, each skipped when its output is NULL. Data pointers are of

@@ -15,7 +15,7 @@ typedef struct i2c_args {
     axon_convert_fn copy;            /* im2col: the dtype's own element copy */
     const char *src;
     char *dst;
-    int is_f64;                      /* col2im */
+    axon_dtype_t cdt;                /* col2im: float32 or float64 */
 } i2c_args_t;
 
 static void i2c_im2col_range(void *ctx, int64_t begin, int64_t end, int slot) {
@@ -34,7 +34,7 @@ static void i2c_col2im_range(void *ctx, int64_t begin, int64_t end, int slot) {
     for (int64_t q = begin; q < end; q++) {
         char *img = a->dst + (size_t)(q * g->xsp) * a->es;
         memset(img, 0, (size_t)g->xsp * a->es);
-        conv_col2im(g, a->src + (size_t)(q * g->ksp * g->ysp) * a->es, img, a->is_f64, 0, g->ysp, g->ksp);
+        conv_col2im(g, a->src + (size_t)(q * g->ksp * g->ysp) * a->es, img, a->cdt, 0, g->ysp, g->ksp);
     }
 }
 
@@ -95,7 +95,7 @@ static axon_status_t i2c_launch(axon_stream_t s, int fold, const axon_tensor_t *
     if (a.planes == 0 || g->xsp == 0) return AXON_OK;
     a.es = axon_dtype_size(image->dtype);
     a.copy = fold ? NULL : axon_convert_get(image->dtype, image->dtype);
-    a.is_f64 = image->dtype == AXON_FLOAT64;
+    a.cdt = image->dtype == AXON_FLOAT64 ? AXON_FLOAT64 : AXON_FLOAT32;
     a.src = fold ? cols->data : image->data;
     a.dst = fold ? image->data : cols->data;
     const uint64_t bytes = (uint64_t)a.planes * (uint64_t)(g->xsp + g->ksp * g->ysp) * a.es;

@@ -407,6 +407,81 @@ static void test_conv_of_empty_batch_gives_zero_weight_and_bias_gradients(void) 
     axon_runtime_destroy(k.rt);
 }
 
+/* int64 forwards (plain and transposed, 2-D, groups, stride, padding, dilation, bias) against a direct loop in
+ * uint64 arithmetic: values near 2^62 make products and sums wrap, as PyTorch's integer convolutions do; the
+ * result is exact in any order. Gradients are refused. */
+static uint64_t ct_i64_value(int64_t i) {
+    return (uint64_t)((i * 2654435761u) % 1999) * ((i % 7 == 0) ? (1ull << 52) : 1);
+}
+
+static void ct_i64_case(kc_dev_t *k, int transposed) {
+    enum { N = 2, G = 2, CIG = 3, OG = 2, H = 7, W = 6, KH = 3, KW = 2 };
+    const int64_t s0 = 2, s1 = 1, p0 = 1, p1 = 0, d0 = 1, d1 = 2, op0 = transposed ? 1 : 0;
+    const int64_t span0 = d0 * (KH - 1) + 1, span1 = d1 * (KW - 1) + 1;
+    const int64_t Y0 = transposed ? (H - 1) * s0 - 2 * p0 + span0 + op0 : (H + 2 * p0 - span0) / s0 + 1;
+    const int64_t Y1 = transposed ? (W - 1) * s1 - 2 * p1 + span1 : (W + 2 * p1 - span1) / s1 + 1;
+    const int64_t cin = G * CIG, cout = G * OG;
+    const int64_t in_sz[4] = {N, cin, H, W}, out_sz[4] = {N, cout, Y0, Y1};
+    const int64_t w_sz[4] = {transposed ? cin : cout, transposed ? OG : CIG, KH, KW}, b_sz[1] = {cout};
+    const int64_t nin = N * cin * H * W, nw = cin * OG * KH * KW, nout = N * cout * Y0 * Y1;
+    uint64_t *x = malloc(sizeof(uint64_t) * (size_t)nin), *w = malloc(sizeof(uint64_t) * (size_t)nw);
+    uint64_t *want = calloc((size_t)nout, sizeof(uint64_t)), *got = malloc(sizeof(uint64_t) * (size_t)nout);
+    uint64_t b[G * OG];
+    REQUIRE(x && w && want && got);
+    for (int64_t i = 0; i < nin; i++) x[i] = ct_i64_value(i) - 900;
+    for (int64_t i = 0; i < nw; i++) w[i] = ct_i64_value(i + 5000) - 1000;
+    for (int64_t i = 0; i < cout; i++) b[i] = ct_i64_value(i + 77) << 10;
+    /* the plain map: image position (ih, iw) of channel g*CIG+c meets output (oh, ow) of channel g*OG+o */
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t g = 0; g < G; g++)
+            for (int64_t o = 0; o < OG; o++)
+                for (int64_t c = 0; c < CIG; c++)
+                    for (int64_t kh = 0; kh < KH; kh++)
+                        for (int64_t kw = 0; kw < KW; kw++)
+                            for (int64_t a0 = 0; a0 < (transposed ? H : Y0); a0++)
+                                for (int64_t a1 = 0; a1 < (transposed ? W : Y1); a1++) {
+                                    /* plain: a is the output position; transposed: a is the input position */
+                                    const int64_t q0 = a0 * s0 - p0 + kh * d0, q1 = a1 * s1 - p1 + kw * d1;
+                                    const int64_t lim0 = transposed ? Y0 : H, lim1 = transposed ? Y1 : W;
+                                    if (q0 < 0 || q0 >= lim0 || q1 < 0 || q1 >= lim1) continue;
+                                    const int64_t ci = g * CIG + c, co = g * OG + o;
+                                    const uint64_t wv = transposed ? w[((ci * OG + o) * KH + kh) * KW + kw]
+                                                                   : w[((co * CIG + c) * KH + kh) * KW + kw];
+                                    if (!transposed)
+                                        want[((n * cout + co) * Y0 + a0) * Y1 + a1] +=
+                                            x[((n * cin + ci) * H + q0) * W + q1] * wv;
+                                    else
+                                        want[((n * cout + co) * Y0 + q0) * Y1 + q1] +=
+                                            x[((n * cin + ci) * H + a0) * W + a1] * wv;
+                                }
+    for (int64_t i = 0; i < nout; i++) want[i] += b[i / (Y0 * Y1) % cout];
+    void *dx = kc_upload(k, x, sizeof(uint64_t) * (size_t)nin), *dw = kc_upload(k, w, sizeof(uint64_t) * (size_t)nw);
+    void *db = kc_upload(k, b, sizeof b), *dout = kc_upload(k, NULL, sizeof(uint64_t) * (size_t)nout);
+    REQUIRE(dx && dw && db && dout);
+    axon_tensor_t tin = kc_tensor(dx, AXON_INT64, 4, in_sz, NULL), tw = kc_tensor(dw, AXON_INT64, 4, w_sz, NULL);
+    axon_tensor_t tb = kc_tensor(db, AXON_INT64, 1, b_sz, NULL), tout = kc_tensor(dout, AXON_INT64, 4, out_sz, NULL);
+    axon_conv_params_t p = axon_conv_params_default(2);
+    p.stride[0] = s0, p.stride[1] = s1, p.padding[0] = p0, p.padding[1] = p1, p.dilation[0] = d0, p.dilation[1] = d1;
+    p.groups = G, p.transposed = transposed, p.output_padding[0] = op0;
+    CHECK_OK(axon_kernel_conv(k->s, &tout, &tin, &tw, &tb, &p));
+    REQUIRE(kc_download(k, got, dout, sizeof(uint64_t) * (size_t)nout));
+    int bad = 0;
+    for (int64_t i = 0; i < nout; i++) bad += got[i] != want[i];
+    CHECK(bad == 0);
+    CHECK_STATUS(axon_kernel_conv_backward(k->s, &tin, NULL, NULL, &tout, &tin, &tw, &p), AXON_ERROR_UNSUPPORTED);
+    CHECK_MSG("int64 convolutions have no gradient");
+    axon_mem_free(k->dev, dx), axon_mem_free(k->dev, dw), axon_mem_free(k->dev, db), axon_mem_free(k->dev, dout);
+    free(x), free(w), free(want), free(got);
+}
+
+static void test_int64_conv_wraps_like_pytorch(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.s != NULL);
+    ct_i64_case(&k, 0);
+    ct_i64_case(&k, 1);
+    axon_runtime_destroy(k.rt);
+}
+
 static void test_conv_refuses_bad_input_with_messages(void) {
     kc_dev_t k = kc_open(1);
     REQUIRE(k.s != NULL);
@@ -514,6 +589,7 @@ int main(void) {
     RUN(test_channels_last_conv_matches_direct_reference_with_one_thread);
     RUN(test_channels_last_conv_matches_direct_reference_with_four_threads);
     RUN(test_conv_of_empty_batch_gives_zero_weight_and_bias_gradients);
+    RUN(test_int64_conv_wraps_like_pytorch);
     RUN(test_conv_refuses_bad_input_with_messages);
     return check_report();
 }

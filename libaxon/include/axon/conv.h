@@ -26,8 +26,10 @@
  * (axon/gemm.h). A transposed convolution is the adjoint of a plain one, so it runs the plain convolution's
  * grad_input path and vice versa.
  *
- * Dtypes: in, weight, bias, out (and the gradients) are float32, float64, float16 or bfloat16, all of one dtype.
- * float64 computes in float64; the other three accumulate in float32 and round once on store. A bfloat16/float16
+ * Dtypes: in, weight, bias, out (and the gradients) are float32, float64, float16 or bfloat16, all of one dtype,
+ * or int64 for the forward (plain and transposed; no gradient, UNSUPPORTED), which wraps on overflow as PyTorch's
+ * integer convolutions do, exact in any order. float64 computes in float64; the other three accumulate in float32
+ * and round once on store. A bfloat16/float16
  * forward multiplies through oneDNN when libaxon has it (as libaxon's GEMM does); everything else converts half
  * types to float32 scratch. Sums may be ordered differently for another thread count: results for 1 and 4 threads
  * agree within rounding, not bit for bit.
