@@ -212,6 +212,15 @@ def cases():
                 lambda d: (lambda x, u: (lambda: torch.nn.functional.fractional_max_pool2d(
                     x, 3, output_size=(32, 32), _random_samples=u)))(
                         torch.randn(8, 32, 64, 64, device=d).bfloat16(), torch.rand(8, 32, 2, device=d).bfloat16())))
+    def c32(d, seed):
+        g = torch.Generator().manual_seed(seed)
+        return torch.randn(1 << 20, generator=g, dtype=torch.complex64).to(torch.complex32).to(d)
+    out.append(("mul c32", "1M", lambda d: (lambda x, y: (lambda: x * y))(c32(d, 0), c32(d, 1))))
+    out.append(("abs c32", "1M", lambda d: (lambda x: (lambda: x.abs()))(c32(d, 0))))
+    out.append(("conv2d int64", "8x16x32x32 k3",
+                lambda d: (lambda x, w: (lambda: torch.nn.functional.conv2d(x, w, padding=1)))(
+                    torch.randint(-100, 100, (8, 16, 32, 32), device=d),
+                    torch.randint(-9, 9, (32, 16, 3, 3), device=d))))
     sizes = (64, 256, 1024) if ARGS.quick else (64, 256, 1024, 2048, 4096)
     # float16 has no dot-product unit of its own here (products widen to float32): measured against the FMA peak.
     for dtype, tag, peak in ((torch.float32, "fp32", "fp32"), (torch.bfloat16, "bf16", "bf16"),

@@ -251,13 +251,31 @@ def test_mixed_dtypes_are_refused_like_cpu():
     assert "should be the same" in cpu_error(F.conv2d, x.to("axon"), w.to("axon"))
 
 
-def test_integer_convolution_runs_through_the_fallback_like_cpu():
-    # libaxon's kernels are float only; PyTorch's CPU convolution takes integers, so the host fallback runs it.
-    x, w = torch.arange(32).reshape(1, 2, 4, 4), torch.ones(3, 2, 3, 3, dtype=torch.int64)
+INT64_CASES = [
+    ("conv1d", F.conv1d, (2, 4, 11), (6, 2, 3), dict(stride=2, padding=1, groups=2)),
+    ("conv2d", F.conv2d, (2, 3, 7, 6), (4, 3, 3, 2), dict(stride=(2, 1), padding=(1, 0), dilation=(1, 2))),
+    ("conv3d", F.conv3d, (1, 2, 5, 4, 4), (3, 2, 2, 3, 2), dict(padding=1)),
+    ("conv_transpose1d", F.conv_transpose1d, (2, 4, 6), (4, 3, 3), dict(stride=2, output_padding=1, groups=2)),
+    ("conv_transpose2d", F.conv_transpose2d, (1, 3, 5, 4), (3, 2, 3, 3), dict(stride=2, padding=1, dilation=(2, 1))),
+    ("conv_transpose3d", F.conv_transpose3d, (1, 2, 3, 3, 2), (2, 2, 2, 2, 2), dict(stride=(1, 2, 1))),
+]
+
+
+@pytest.mark.parametrize("case", INT64_CASES, ids=[c[0] for c in INT64_CASES])
+def test_int64_convolutions_run_natively_and_wrap_like_cpu(case):
+    # PyTorch's CPU convolution takes int64 (im2col and an integer product, which wraps on overflow); so does
+    # libaxon's, exactly, in any summation order. Values near 2^52 make the products and sums wrap.
+    _, fn, xs, ws, kw = case
+    g = torch.Generator().manual_seed(3)
+    x = torch.randint(-2**20, 2**20, xs, generator=g) * torch.randint(1, 2**31, xs, generator=g)
+    w = torch.randint(-2**40, 2**40, ws, generator=g)
+    out_channels = ws[1] * kw.get("groups", 1) if "transpose" in case[0] else ws[0]
+    b = torch.randint(-9, 9, (out_channels,), generator=g)
     torch_axon.reset_fallback_stats()
-    out = F.conv2d(x.to("axon"), w.to("axon"), padding=1)
-    assert torch_axon.fallback_stats() == {"aten::convolution": 1}
-    assert torch.equal(out.cpu(), F.conv2d(x, w, padding=1))
+    for bias in (None, b):
+        got = fn(x.to("axon"), w.to("axon"), None if bias is None else bias.to("axon"), **kw)
+        assert torch.equal(got.cpu(), fn(x, w, bias, **kw))
+    assert torch_axon.fallback_stats() == {}, torch_axon.fallback_stats()
 
 
 @pytest.mark.parametrize("transposed", [False, True], ids=["conv2d", "conv_transpose2d"])

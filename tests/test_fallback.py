@@ -43,12 +43,13 @@ def strict():
 
 @pytest.mark.parametrize("op", [
     lambda t: torch.linalg.matrix_exp(t.to(torch.bfloat16)),
-    lambda t: torch.nn.functional.conv1d((t * 100).long()[None], (t[:2] * 100).long()[:, :, None]),
+    lambda t: torch.nn.functional.interpolate((t.abs() * 25500).to(torch.uint8)[None, None], size=(9, 4),
+                                              mode="bicubic"),
     lambda t: torch.nn.functional.interpolate((t.abs() * 25500).to(torch.uint8)[None, None], size=(3, 3),
                                               mode="bilinear", antialias=True),
     lambda t: torch.logaddexp(t.to(torch.complex64), t.t().to(torch.complex64)),
     lambda t: t @ t.t(),
-], ids=["matrix_exp_bfloat16", "conv1d_int64", "bilinear_antialias_uint8",
+], ids=["matrix_exp_bfloat16", "bicubic_uint8", "bilinear_antialias_uint8",
         "logaddexp_complex", "matmul"])
 def test_an_op_without_a_native_kernel_matches_cpu(op):
     x = sample(torch.float32, (6, 6)).nan_to_num(0, 1e3, -1e3) / 100

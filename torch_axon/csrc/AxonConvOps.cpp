@@ -31,11 +31,14 @@ bool is_float(c10::ScalarType t) {
   return t == at::kFloat || t == at::kDouble || t == at::kHalf || t == at::kBFloat16;
 }
 
-// Whether the kernels take these operands: floats of one dtype, 1 to 3 spatial dimensions. Mixed float dtypes are
-// refused with the message PyTorch's CPU convolution gives.
-bool native(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) {
-  if (!is_float(input.scalar_type()) || !is_float(weight.scalar_type()) ||
-      (bias.defined() && !is_float(bias.scalar_type())))
+// The forward also takes int64 (libaxon's wraps as CPU's does); integer tensors have no gradients.
+bool takes(c10::ScalarType t, bool forward) { return is_float(t) || (forward && t == at::kLong); }
+
+// Whether the kernels take these operands: floats of one dtype (or int64 for the forward), 1 to 3 spatial
+// dimensions. Mixed dtypes are refused with the message PyTorch's CPU convolution gives.
+bool native(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias, bool forward = false) {
+  if (!takes(input.scalar_type(), forward) || !takes(weight.scalar_type(), forward) ||
+      (bias.defined() && !takes(bias.scalar_type(), forward)))
     return false;
   TORCH_CHECK(input.scalar_type() == weight.scalar_type(), "Input type (", input.scalar_type(),
               ") and weight type (", weight.scalar_type(), ") should be the same");
@@ -88,7 +91,7 @@ at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& w
                                     c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, bool transposed,
                                     c10::SymIntArrayRef output_padding, c10::SymInt groups) {
   const at::Tensor bias = bias_opt.has_value() && bias_opt->defined() ? bias_opt->contiguous() : at::Tensor();
-  if (!native(input, weight, bias))
+  if (!native(input, weight, bias, /*forward=*/true))
     return fall_back_symint<ATEN_OP(convolution)>(input, weight, bias_opt, stride, padding, dilation, transposed,
                                                   output_padding, groups);
   const char* name = transposed ? "conv_transpose" : "conv";
