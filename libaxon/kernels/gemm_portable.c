@@ -9,6 +9,7 @@
 
 #include "dtype.h"
 #include "gemm_impl.h"
+#include "kernels_impl.h"
 
 #define GEMM_MR 4
 #define GEMM_KC 256
@@ -93,8 +94,9 @@ GEMM_PORTABLE(float, axon_gemm_portable_f32, 32, 512)
 GEMM_PORTABLE(double, axon_gemm_portable_f64, 16, 256)
 
 /* Integer GEMM: a plain loop (PyTorch's CPU integer mm is one too). Products and sums go through uint64_t so that
- * overflow wraps instead of being undefined; the row of C is accumulated in chunks so B is read along its rows. */
-void axon_gemm_i64(int ta, int tb, int64_t m, int64_t n, int64_t k, int64_t alpha, const int64_t *a, int64_t lda,
+ * overflow wraps instead of being undefined; the row of C is accumulated in chunks so B is read along its rows.
+ * Cloned per ISA: AVX-512 multiplies 64-bit lanes in one instruction (vpmullq), which the baseline build lacks. */
+AXON_CLONES void axon_gemm_i64(int ta, int tb, int64_t m, int64_t n, int64_t k, int64_t alpha, const int64_t *a, int64_t lda,
                    const int64_t *b, int64_t ldb, int64_t beta, int64_t *c, int64_t ldc) {
     enum { CHUNK = 256 };
     uint64_t acc[CHUNK];

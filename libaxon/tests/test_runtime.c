@@ -141,6 +141,11 @@ static void test_devices_report_their_properties(void) {
 #endif
     CHECK(axon_cpu_feature_name(AXON_CPU_AVX512BF16) && strcmp(axon_cpu_feature_name(AXON_CPU_AVX512BF16), "avx512_bf16") == 0);
     CHECK(axon_cpu_feature_name(3) == NULL);
+    const char *fp16 = axon_cpu_feature_name(AXON_CPU_AMX_FP16);
+    CHECK(fp16 && strcmp(fp16, "amx_fp16") == 0);
+    CHECK(axon_cpu_feature_name(AXON_CPU_AMX_FP16 << 1) == NULL);
+    /* the AMX product kinds come with the tiles */
+    CHECK(!(p.cpu_features & (AXON_CPU_AMX_INT8 | AXON_CPU_AMX_FP16)) || (p.cpu_features & AXON_CPU_AMX));
     CHECK_STATUS(axon_device_get(rt, 2, &d), AXON_ERROR_INVALID_ARG);
     CHECK_MSG("invalid device index 2");
     CHECK(d == NULL);

@@ -88,6 +88,8 @@ enum axon_cpu_feature {
     AXON_CPU_AVX512FP16 = 1u << 6,
     AXON_CPU_AMX = 1u << 7,
     AXON_CPU_F16C = 1u << 8,
+    AXON_CPU_AMX_INT8 = 1u << 9,   /* AMX tiles' int8 products (also what PyTorch checks before oneDNN's float8) */
+    AXON_CPU_AMX_FP16 = 1u << 10,  /* and float16 products */
 };
 
 /* Name of one feature bit ("avx512_bf16"), NULL if bit is not exactly one known feature. */
