@@ -1,6 +1,7 @@
 """torch._scaled_mm on float8 operands: natively on axon (no host fallback), the same bits as PyTorch CPU's float32
 emulation for every scale form CPU takes (one scale, per-row and per-column scales), with a bias, for float32,
-bfloat16 and float16 results; float8 results from the host, bit for bit; bad operands raise CPU's errors."""
+bfloat16 and float16 results; float8 results rounded as CPU rounds them on this machine, bit for bit; _scaled_mm_v2
+with one tensor-wise or row-wise scale per operand; bad operands raise CPU's errors."""
 
 import pytest
 import torch
@@ -57,16 +58,30 @@ def test_bias_and_row_and_column_scales_match_cpu():
     same(*both(a, b, torch.tensor(1.5), torch.tensor(0.25), bias=bias.bfloat16(), out_dtype=torch.bfloat16))
 
 
-@pytest.mark.parametrize("f8", F8, ids=str)
-def test_float8_results_take_the_host_path_and_match_cpu_bit_for_bit(f8):
-    # CPU turns an e4m3fn overflow into NaN where a cast saturates: float8 results are the host's, exactly
-    a, b = operands(f8, f8, seed=3)
-    args = (a, b, torch.tensor(300.0), torch.tensor(0.5))
+@pytest.mark.parametrize("fb", F8, ids=str)
+@pytest.mark.parametrize("fa", F8, ids=str)
+@pytest.mark.parametrize("scale_result", [None, 4.0, 3.0], ids=["none", "4", "3"])
+def test_float8_results_match_cpu_bit_for_bit(fa, fb, scale_result):
+    # CPU rounds a float8 result one of two ways, by machine and operands: oneDNN's kernel (through float16, an
+    # e4m3fn overflow NaN, scale_result not applied) or its emulation (times 1 / scale_result, a saturating cast).
+    # Small integers keep every float32 sum exact, so both sides round the very same products.
+    g = torch.Generator().manual_seed(6)
+    a = torch.randint(-8, 9, (12, 16), generator=g).float().to(fa)
+    b = torch.randint(-8, 9, (20, 16), generator=g).float().to(fb).t()
+    args = (a, b, torch.tensor(4.0), torch.tensor(1.5))
+    # scale_result counts only with out_dtype given (CPU ignores it otherwise)
+    kw = {} if scale_result is None else {"scale_result": torch.tensor(scale_result)}
+    if scale_result == 3.0:
+        kw["out_dtype"] = fa
     torch_axon.reset_fallback_stats()
-    result = torch._scaled_mm(*[t.to("axon") for t in args], scale_result=torch.tensor(4.0, device="axon"))
-    assert torch_axon.fallback_stats() == {"aten::_scaled_mm.out": 1}
-    expected = torch._scaled_mm(*args, scale_result=torch.tensor(4.0))
-    assert result.dtype == f8 and torch.equal(result.cpu().float().nan_to_num(7.0), expected.float().nan_to_num(7.0))
+    result = torch._scaled_mm(*[t.to("axon") for t in args],
+                              **{k: v.to("axon") if isinstance(v, torch.Tensor) else v for k, v in kw.items()})
+    assert torch_axon.fallback_stats() == {}, torch_axon.fallback_stats()
+    expected = torch._scaled_mm(*args, **kw)
+    assert result.dtype == fa
+    assert torch.equal(result.cpu().view(torch.uint8), expected.view(torch.uint8))
+    if scale_result is None and fa == torch.float8_e4m3fn:
+        assert expected.float().isnan().any() or expected.float().abs().max() == 448  # overflow is exercised
 
 
 def test_out_variant_and_empty_inner_dim():
@@ -93,3 +108,30 @@ def test_bad_operands_raise_cpus_errors():
             torch._scaled_mm(x.to("axon"), y.to("axon"), s.to("axon"), s.to("axon"))
     with pytest.raises(ValueError):
         torch._scaled_mm(a.float().to("axon"), b.to("axon"), s.to("axon"), s.to("axon"))
+
+
+def v2(a, b, sa, recipe, sb, out_dtype, **kwargs):
+    return torch._scaled_mm_v2(a, b, [sa], [recipe], [0], [sb], [recipe], [0], kwargs.get("bias"), out_dtype)
+
+
+@pytest.mark.parametrize("recipe", [0, 1], ids=["tensorwise", "rowwise"])
+@pytest.mark.parametrize("out_dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_scaled_mm_v2_with_one_scale_per_operand_is_native(recipe, out_dtype):
+    a, b = operands(torch.float8_e4m3fn, torch.float8_e5m2, m=15, k=16, n=32, seed=3)
+    g = torch.Generator().manual_seed(4)
+    sa = torch.rand(1, generator=g) + 0.5 if recipe == 0 else torch.rand(15, 1, generator=g) + 0.5
+    sb = torch.rand(1, generator=g) + 0.5 if recipe == 0 else torch.rand(1, 32, generator=g) + 0.5
+    torch_axon.reset_fallback_stats()
+    got = v2(a.to("axon"), b.to("axon"), sa.to("axon"), recipe, sb.to("axon"), out_dtype)
+    assert torch_axon.fallback_stats() == {}, torch_axon.fallback_stats()
+    same(got.cpu(), v2(a, b, sa, recipe, sb, out_dtype))
+
+
+def test_scaled_mm_v2_float8_results_come_from_the_host():
+    a, b = operands(torch.float8_e4m3fn, torch.float8_e4m3fn, m=15, k=16, n=32, seed=5)
+    one = torch.ones(1)
+    torch_axon.reset_fallback_stats()
+    got = v2(a.to("axon"), b.to("axon"), one.to("axon"), 0, one.to("axon"), torch.float8_e4m3fn)
+    assert torch_axon.fallback_stats() == {"aten::_scaled_mm_v2": 1}
+    want = v2(a, b, one, 0, one, torch.float8_e4m3fn)
+    assert torch.equal(got.cpu().view(torch.uint8), want.view(torch.uint8))
