@@ -186,6 +186,16 @@ def test_autograd_through_abs_and_mul():
     exact(ay.grad, y.grad)
 
 
+@pytest.mark.parametrize("dtype", [torch.uint16, torch.uint32, torch.uint64], ids=str)
+def test_nonzero_of_unsigned_storage_dtypes_is_refused_as_on_cpu(dtype):
+    t = torch.tensor([1, 0, 3]).to(dtype)
+    with pytest.raises(RuntimeError, match="not implemented") as cpu:
+        torch.nonzero(t)
+    with pytest.raises(RuntimeError, match="not implemented") as axon:
+        torch.nonzero(t.to("axon"))
+    assert str(axon.value).splitlines()[0] == str(cpu.value).splitlines()[0]
+
+
 @pytest.mark.parametrize("fn", [torch.exp, torch.reciprocal, lambda t: t / t, lambda t: t.sum(),
                                 lambda t: t.sum(0, keepdim=True)], ids=["exp", "reciprocal", "div", "sum", "sum_dim"])
 def test_ops_cpu_refuses_stay_refused(fn):

@@ -279,9 +279,11 @@ int64_t count_nonzero_sync(const at::Tensor& t, const char* op) {
   return count.item<int64_t>();
 }
 
-// Any dtype libaxon converts to bool (complex32 and uint16/32/64 included), as CPU's nonzero takes them.
+// The dtypes CPU's nonzero takes: libaxon's own and complex32 (read through its conversion to bool); CPU refuses
+// uint16/32/64, and so does the fallback.
 bool nonzero_native(const at::Tensor& self) {
-  return self.dim() <= AXON_MAX_DIMS && axon_storage_dtype_of(self.scalar_type()).has_value();
+  const c10::ScalarType t = self.scalar_type();
+  return self.dim() <= AXON_MAX_DIMS && (kernels_support(t) || t == c10::kComplexHalf);
 }
 
 at::Tensor& nonzero_out(const at::Tensor& self, at::Tensor& out) {
