@@ -147,7 +147,7 @@ bool run_binary(at::TensorIteratorBase& iter, axon_binary_op_t op, axon_op_param
   if (!cd || !axon_binary_supports(op, *cd) || !describe_iter(iter, compute, params, ops)) return false;
   params.compute = *cd;  // the iterator's common dtype, also when out= has another dtype
   if (ops.in_ptr[0] == nullptr && ops.in_ptr[1] == nullptr) return false;  // two numbers: let the host do it
-  if (compute == c10::kComplexHalf && !is_one(params.alpha)) return false;  // see add_sub_complex32
+  if (compute == c10::kComplexHalf && !is_one(params.alpha)) return false;  // see complex32_scaled
   if (iter.numel() > 0) {
     AXON_CHECK(axon_kernel_binary(stream_of(iter), op, &ops.out, ops.in_ptr[0], ops.in_ptr[1], &params));
   }
