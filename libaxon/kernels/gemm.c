@@ -986,7 +986,9 @@ GEMM_SMALL(uint16_t, float, axon_bf16_to_f32, axon_f32_to_bf16, gemm_small_bf16)
 GEMM_SMALL(uint16_t, float, axon_f16_to_f32, axon_f32_to_f16, gemm_small_f16)
 #undef GEMM_SAME
 
-/* 1 if out's memory meets a's or b's (mm(x, y, out=x)): the plain loops would read what they already wrote. */
+/* 1 if out's memory meets a's or b's (mm(x, y, out=x)): the plain loops would read what they already wrote, and the
+ * libraries and kernels may write blocks of out while other threads still read (pack) the operands (MKL's small
+ * products on an AVX2 EPYC cleared out first and returned zeros), so such a product is computed into scratch. */
 static int gemm_out_meets_inputs(const struct gemm_args *g) {
     uintptr_t olo, ohi, lo, hi;
     axon_tensor_extent(&g->out, &olo, &ohi);
@@ -1018,9 +1020,9 @@ static axon_status_t gemm_product(const struct gemm_args *g, const axon_exec_t *
     axon_status_t st = AXON_OK;
     const int meets = gemm_out_meets_inputs(g);
     if (gemm_small_try(g, meets)) return AXON_OK;
-    if (gemm_amx_few_try(g, ex, &st) || gemm_amx_try(g, ex, &st)) return st;
+    if (!meets && (gemm_amx_few_try(g, ex, &st) || gemm_amx_try(g, ex, &st))) return st;
     const int route16 = gemm_16bit_route(g), avx16 = route16 == GEMM_16_KERNEL, mkl16 = route16 == GEMM_16_MKL;
-    if (route16 == GEMM_16_LIBRARY && gemm_lowp_try(g, ex, &st)) return st;
+    if (route16 == GEMM_16_LIBRARY && !meets && gemm_lowp_try(g, ex, &st)) return st;
     const axon_dtype_t cdt = gemm_compute_dtype(g->out.dtype), adt = avx16 || mkl16 ? g->out.dtype : cdt;
     const axon_dtype_t bdt = avx16 || mkl16 || route16 == GEMM_16_DOT ? g->out.dtype : cdt;
     const int64_t bsz = g->out.sizes[0], m = g->out.sizes[1], n = g->out.sizes[2], k = g->a.sizes[2];
@@ -1045,7 +1047,7 @@ static axon_status_t gemm_product(const struct gemm_args *g, const axon_exec_t *
     /* A 16-bit product with few columns is computed transposed (into a column-major scratch), so that the kernel's
      * 32-column panels are not mostly padding. */
     const int sc_cm = avx16 && n <= AXON_GEMM_SKINNY && n < m;
-    if (g->out.dtype == cdt && gemm_layout(m, n, g->out.strides[1], g->out.strides[2], &ctrans, &ldc)) {
+    if (!meets && g->out.dtype == cdt && gemm_layout(m, n, g->out.strides[1], g->out.strides[2], &ctrans, &ldc)) {
         j.c = g->out.data;
         j.csb = g->out.strides[0];
     } else {
