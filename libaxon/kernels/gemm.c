@@ -703,15 +703,48 @@ static int gemm_avx_forced(void) {
  * (256 x 512 x 512 509 -> 511, 256 x 384 x 384 263 -> 267, 256 x 768 x 768 1121 -> 1047), past them behind (512 x
  * 384 x 384 1.14x the row blocks' time). */
 #define GEMM_AVX_BT_ROWS 256
+/* Without AVX-512 gemm_avx2_bt.c takes them from 2 rows: gemm_skinny.c's dot form has only its portable loops there
+ * (an AVX2 clone without fused multiply-adds) and MKL packs the weight. F.linear with a bias against torch CPU (AMD
+ * EPYC Zen 3, 2 threads, best of 7 x 5-200 calls, 2026-12-07; before -> after): 64 x 512 x 2048 0.98 -> 0.70 of CPU's
+ * time, 64 x 2048 x 512 0.85 -> 0.72, 32 x 768 x 768 0.94 -> 0.65, 128 x 768 x 768 1.02 -> 0.87, 256 x 512 x 512
+ * 1.00 -> 1.01; 16 x 4096 x 4096 1.58 (17.9 ms) -> 0.29 (3.3 ms), 4 x 4096 x 4096 0.68 -> 0.30, 16 x 768 x 768 3.80
+ * -> 0.56, 8 x 2048 x 2048 1.66 -> 0.39. One row stays a matrix-vector product (1 x 2048 x 2048 took 1.4x CPU's time
+ * here, 7 of its 8 lanes idle), and past 256 rows the kernel measured even with MKL or behind (512 x 1024 x 256
+ * 1.19x). */
 static int gemm_avx_bt_shape(int64_t bsz, int64_t m, int64_t n, int b_trans) {
-    return bsz == 1 && b_trans && m > AXON_GEMM_SKINNY && m <= GEMM_AVX_BT_ROWS && n > AXON_GEMM_SKINNY;
+    const int64_t least = axon_gemm_avx512_available() ? AXON_GEMM_SKINNY + 1 : 2;
+    return bsz == 1 && b_trans && m >= least && m <= GEMM_AVX_BT_ROWS && n > AXON_GEMM_SKINNY;
+}
+
+/* The kernel those products take: gemm_avx512_bt.c, or on a CPU without AVX-512 gemm_avx2_bt.c (the same scheme on
+ * 8-lane vectors); NULL when neither runs here. */
+typedef struct gemm_bt_kernel {
+    int64_t (*groups)(int64_t m);
+    int64_t (*blocks)(int64_t n);
+    size_t (*a_bytes)(int64_t m, int64_t k);
+    void (*pack_a)(const axon_gemm_avx512_t *op, float *ap, int64_t g0, int64_t g1);
+    void (*cols)(const axon_gemm_avx512_t *op, const float *ap, int64_t b0, int64_t b1);
+} gemm_bt_kernel_t;
+
+static const gemm_bt_kernel_t gemm_bt_avx512 = {axon_gemm_avx512_bt_groups, axon_gemm_avx512_bt_blocks,
+                                                axon_gemm_avx512_bt_a_bytes, axon_gemm_avx512_bt_pack_a,
+                                                axon_gemm_avx512_bt_cols};
+static const gemm_bt_kernel_t gemm_bt_avx2 = {axon_gemm_avx2_bt_groups, axon_gemm_avx2_bt_blocks,
+                                              axon_gemm_avx2_bt_a_bytes, axon_gemm_avx2_bt_pack_a,
+                                              axon_gemm_avx2_bt_cols};
+
+static const gemm_bt_kernel_t *gemm_bt_kernel(void) {
+    if (axon_gemm_avx512_available()) return &gemm_bt_avx512;
+    return axon_gemm_avx2_bt_available() ? &gemm_bt_avx2 : NULL;
 }
 
 static int gemm_avx_wanted(int64_t bsz, int64_t m, int64_t n, int64_t k, int b_trans) {
     const double madds = (double)m * (double)n * (double)k;
-    if (gemm_avx_forced()) return m > AXON_GEMM_SKINNY && n > AXON_GEMM_SKINNY && axon_gemm_avx512_available();
+    if (gemm_avx_forced())
+        return (m > AXON_GEMM_SKINNY && n > AXON_GEMM_SKINNY && axon_gemm_avx512_available()) ||
+               (gemm_avx_bt_shape(bsz, m, n, b_trans) && gemm_bt_kernel());
+    if (gemm_avx_bt_shape(bsz, m, n, b_trans) && madds >= GEMM_AVX_MIN) return gemm_bt_kernel() != NULL;
     if (m <= AXON_GEMM_SKINNY || n <= AXON_GEMM_SKINNY || madds < GEMM_AVX_MIN) return 0;
-    if (gemm_avx_bt_shape(bsz, m, n, b_trans)) return axon_gemm_avx512_available();
     if (madds > GEMM_AVX_MAX) return 0;
 #ifdef AXON_HAVE_MKL
     if (bsz > 1 || !b_trans || madds < GEMM_AVX_MIN_MKL) return 0;
@@ -732,6 +765,7 @@ struct gemm_avx_job {
     int64_t np, units, blocks;   /* panels of B; rows: micro-panels of AXON_GEMM_AVX_MR rows, and their blocks */
     int64_t c0, c1;              /* rows: the chunk of panels packed in bp */
     unsigned char *bt_packed;    /* bt: per participant, whether its A (in local) is packed */
+    const gemm_bt_kernel_t *bt;  /* bt: the kernel */
 };
 
 /* Few rows times a weight stored (n, k) (gemm_avx512_bt.c): each participant packs the whole of A into its own part
@@ -743,10 +777,10 @@ static void gemm_avx_bt_cols(void *ctx, int64_t begin, int64_t end, int slot) {
     struct gemm_avx_job *j = ctx;
     float *ap = j->local + (size_t)slot * j->local_elems;
     if (!j->bt_packed[slot]) {
-        axon_gemm_avx512_bt_pack_a(&j->op, ap, 0, axon_gemm_avx512_bt_groups(j->op.m));
+        j->bt->pack_a(&j->op, ap, 0, j->bt->groups(j->op.m));
         j->bt_packed[slot] = 1;
     }
-    axon_gemm_avx512_bt_cols(&j->op, ap, begin, end);
+    j->bt->cols(&j->op, ap, begin, end);
 }
 
 /* Matrices [begin, end) of the batch, each on this thread alone. */
@@ -807,13 +841,15 @@ static axon_status_t gemm_avx_run(const struct gemm_job *j, int64_t bsz, axon_po
     memset(&w, 0, sizeof w);
     atomic_init(&w.failed, 0);
     w.np = axon_gemm_avx512_panels(n);
-    const int bt = gemm_avx_bt_shape(bsz, m, n, j->b.trans) && j->adt == AXON_FLOAT32 && j->bdt == AXON_FLOAT32;
+    const int bt = gemm_avx_bt_shape(bsz, m, n, j->b.trans) && j->adt == AXON_FLOAT32 && j->bdt == AXON_FLOAT32 &&
+                   gemm_bt_kernel() != NULL;
     const int cols = !bt && m < n && w.np >= 2 * nparts && axon_gemm_avx512_a_bytes(m, k) <= GEMM_AVX_COLS_BYTES;
     const int64_t chunk = axon_gemm_avx512_chunk(k, n);
     /* each part 64-byte aligned, as the packed panels of B need; bt: a flag per participant, then their As */
     size_t shared = bt ? (size_t)nparts : cols ? axon_gemm_avx512_a_bytes(m, k) : axon_gemm_avx512_b_bytes(k, chunk);
     shared = (shared + 63) / 64 * 64;
-    w.local_elems = bt ? axon_gemm_avx512_bt_a_bytes(m, k) / sizeof(float)
+    w.bt = bt ? gemm_bt_kernel() : NULL;
+    w.local_elems = bt ? w.bt->a_bytes(m, k) / sizeof(float)
                   : cols ? (size_t)k * AXON_GEMM_AVX_NR : axon_gemm_avx512_block_bytes(k) / sizeof(float);
     w.local_elems = (w.local_elems + 15) / 16 * 16;
     float *bias = NULL, *mem = NULL;
@@ -848,7 +884,7 @@ static axon_status_t gemm_avx_run(const struct gemm_job *j, int64_t bsz, axon_po
         o->a = j->a.data, o->b = j->b.data, o->c = (float *)j->c;
         w.bt_packed = (unsigned char *)mem;
         memset(w.bt_packed, 0, (size_t)nparts);
-        const int64_t nb = axon_gemm_avx512_bt_blocks(n);
+        const int64_t nb = w.bt->blocks(n);
         /* a few runs of adjacent blocks per participant: B's rows are read in order, balanced as threads come free */
         const int64_t grain = nparts > 1 ? (nb + 4 * nparts - 1) / (4 * nparts) : nb;
         axon_parallel_for(pool, 0, nb, grain, gemm_avx_bt_cols, &w);

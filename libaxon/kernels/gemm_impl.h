@@ -221,6 +221,17 @@ int64_t axon_gemm_avx512_bt_blocks(int64_t n);
 size_t axon_gemm_avx512_bt_a_bytes(int64_t m, int64_t k);
 void axon_gemm_avx512_bt_pack_a(const axon_gemm_avx512_t *op, float *ap, int64_t g0, int64_t g1);
 void axon_gemm_avx512_bt_cols(const axon_gemm_avx512_t *op, const float *ap, int64_t b0, int64_t b1);
+/* The same for AVX2 and FMA (gemm_avx2_bt.c), for CPUs without AVX-512: panels of AXON_GEMM_BT2_MR rows packed by
+ * groups of 8 rows, blocks of AXON_GEMM_BT2_NR columns. axon_gemm_avx2_bt_available: 1 when the CPU runs AVX2 and
+ * FMA. */
+#define AXON_GEMM_BT2_MR 16
+#define AXON_GEMM_BT2_NR 6
+int axon_gemm_avx2_bt_available(void);
+int64_t axon_gemm_avx2_bt_groups(int64_t m);
+int64_t axon_gemm_avx2_bt_blocks(int64_t n);
+size_t axon_gemm_avx2_bt_a_bytes(int64_t m, int64_t k);
+void axon_gemm_avx2_bt_pack_a(const axon_gemm_avx512_t *op, float *ap, int64_t g0, int64_t g1);
+void axon_gemm_avx2_bt_cols(const axon_gemm_avx512_t *op, const float *ap, int64_t b0, int64_t b1);
 /* The whole of op on the calling thread (rows mode; B packed by chunks into the thread's kept scratch): 0, or -1
  * when that memory cannot be had (C unchanged). */
 int axon_gemm_avx512_run(const axon_gemm_avx512_t *op);

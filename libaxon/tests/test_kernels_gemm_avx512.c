@@ -41,6 +41,7 @@ static int64_t av_depth(int64_t m, int64_t n, int64_t k) {
 }
 
 static int av_avx16_runs; /* ... and takes bfloat16 products (no AMX) */
+static int av_avx2_bt_runs; /* no AVX-512F but AVX2 and FMA: gemm_avx2_bt.c takes 2 to 256 rows times B (n, k) */
 
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
 static float rnd(void) {
@@ -58,6 +59,7 @@ typedef struct av_case {
     int bias, nan_out;
     axon_dtype_t dt;             /* of the inputs, bias and out: FLOAT32, BFLOAT16 or FLOAT16 */
     int library;                 /* computed by the BLAS: 1 and 2 threads may sum in different orders */
+    int in_place_b;              /* computed by gemm_avx512_bt.c or gemm_avx2_bt.c: the same bits on any thread count */
 } av_case_t;
 
 static size_t av_size(const av_case_t *c) { return c->dt == AXON_FLOAT32 ? 4 : 2; }
@@ -155,7 +157,7 @@ static int av_check(const av_case_t *c) {
     }
     int64_t diff = 0;
     for (int64_t q = 0; q < no; q++) diff += memcmp(C1 + q * es, C2 + q * es, es) != 0;
-    if (diff && !c->library && (c->dt == AXON_FLOAT32 ? av_kernel_runs : av_avx16_runs)) {
+    if (diff && !c->library && (c->dt == AXON_FLOAT32 ? av_kernel_runs || c->in_place_b : av_avx16_runs)) {
         fprintf(stderr, "  1 vs 2 threads: %lld elements differ\n", (long long)diff);
         bad++;
     }
@@ -275,28 +277,31 @@ static void test_few_rows_split_by_panels(void) {
 }
 
 /* Up to 256 rows times B stored (n, k) (gemm_avx512_bt.c: A packed in 32-row panels per thread, blocks of 14
- * columns with B read in place, the whole depth one chain): rows around the 16-row vectors and 32-row panels, columns
- * around the 14-column blocks, A stored either way, depths around the 16-wide transposes of A's packing, alpha, beta
- * over NaN or not, a bias; a column-major out of few columns makes out^T the product, A^T the weight and the bias one
- * per row. */
+ * columns with B read in place, the whole depth one chain; without AVX-512 gemm_avx2_bt.c from 2 rows, 16-row panels
+ * and blocks of 6 columns): rows around the 8- and 16-row vectors and 16- and 32-row panels, columns around the 6- and
+ * 14-column blocks, A stored either way, depths around the 8- and 16-wide transposes of A's packing, alpha, beta over
+ * NaN or not, a bias; a column-major out of few columns makes out^T the product, A^T the weight and the bias one per
+ * row. With AVX-512 up to 16 rows go to gemm_skinny.c instead (only the accuracy is checked there). */
+static int av_in_place_b(int64_t m) { return av_kernel_runs ? m > 16 : av_avx2_bt_runs && m >= 2; }
+
 static void test_few_rows_times_b_in_place(void) {
-    static const int64_t ms[] = {17, 31, 32, 33, 48, 49, 64, 65, 100, 255, 256};
-    static const int64_t ns[] = {17, 27, 28, 29, 43, 70, 300};
+    static const int64_t ms[] = {2, 3, 7, 8, 9, 16, 17, 31, 32, 33, 48, 49, 64, 65, 100, 255, 256};
+    static const int64_t ns[] = {17, 23, 24, 25, 27, 28, 29, 43, 70, 300};
     for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++)
         for (size_t j = 0; j < sizeof ns / sizeof ns[0]; j++) {
             av_case_t c = av_plain(ms[i], 1 + (int64_t)(i * 7 + j * 5) % 40, ns[j]);
-            c.tb = 1, c.ta = (int)((i + j) & 1);
+            c.tb = 1, c.ta = (int)((i + j) & 1), c.in_place_b = av_in_place_b(ms[i]);
             c.bias = (int)(j & 1), c.beta = i & 1 ? 0.5 : 0, c.nan_out = !(i & 1), c.alpha = j & 2 ? -2 : 1;
             CHECK(av_check(&c) == 0);
         }
-    static const int64_t ks[] = {1, 2, 15, 16, 17, 31, 257, 1025};
+    static const int64_t ks[] = {1, 2, 7, 8, 9, 15, 16, 17, 31, 257, 1025};
     for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
-        av_case_t c = av_plain(40, ks[i], 60);
-        c.tb = 1, c.ta = (int)(i & 1), c.bias = 1;
+        av_case_t c = av_plain(i & 2 ? 5 : 40, ks[i], 60);
+        c.tb = 1, c.ta = (int)(i & 1), c.bias = 1, c.in_place_b = av_in_place_b(c.m);
         CHECK(av_check(&c) == 0);
     }
     av_case_t c = av_plain(200, 300, 60); /* out^T = B^T A^T: 60 rows, the weight A (stored (m, k)) */
-    c.out_cm = 1, c.bias = 1, c.beta = 1;
+    c.out_cm = 1, c.bias = 1, c.beta = 1, c.in_place_b = av_in_place_b(60);
     CHECK(av_check(&c) == 0);
 }
 
@@ -368,6 +373,7 @@ int main(void) {
     av_kernel_runs = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                      __builtin_cpu_supports("avx512vl");
     av_avx16_runs = av_kernel_runs && !__builtin_cpu_supports("amx-bf16");
+    av_avx2_bt_runs = !av_kernel_runs && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     if (!av_kernel_runs) fprintf(stderr, "no AVX-512F/BW/VL: the cases check the library path's accuracy only\n");
     dev1 = kc_open(1);
     dev2 = kc_open(2);
