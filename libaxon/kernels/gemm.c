@@ -841,14 +841,15 @@ static axon_status_t gemm_avx_run(const struct gemm_job *j, int64_t bsz, axon_po
     memset(&w, 0, sizeof w);
     atomic_init(&w.failed, 0);
     w.np = axon_gemm_avx512_panels(n);
+    const gemm_bt_kernel_t *bt_kernel = gemm_bt_kernel();
     const int bt = gemm_avx_bt_shape(bsz, m, n, j->b.trans) && j->adt == AXON_FLOAT32 && j->bdt == AXON_FLOAT32 &&
-                   gemm_bt_kernel() != NULL;
+                   bt_kernel != NULL;
     const int cols = !bt && m < n && w.np >= 2 * nparts && axon_gemm_avx512_a_bytes(m, k) <= GEMM_AVX_COLS_BYTES;
     const int64_t chunk = axon_gemm_avx512_chunk(k, n);
     /* each part 64-byte aligned, as the packed panels of B need; bt: a flag per participant, then their As */
     size_t shared = bt ? (size_t)nparts : cols ? axon_gemm_avx512_a_bytes(m, k) : axon_gemm_avx512_b_bytes(k, chunk);
     shared = (shared + 63) / 64 * 64;
-    w.bt = bt ? gemm_bt_kernel() : NULL;
+    w.bt = bt ? bt_kernel : NULL;
     w.local_elems = bt ? w.bt->a_bytes(m, k) / sizeof(float)
                   : cols ? (size_t)k * AXON_GEMM_AVX_NR : axon_gemm_avx512_block_bytes(k) / sizeof(float);
     w.local_elems = (w.local_elems + 15) / 16 * 16;
