@@ -510,13 +510,31 @@ static void rc_ref(int lse, const long double (*x)[2], int64_t n, int64_t step, 
     *re = creall(acc), *im = cimagl(acc);
 }
 
+/* PROD of n complex128 values as libaxon computes it, to the bit: element i into partial product i % 16 by the
+ * textbook formula, the 16 multiplied together in order at the end. */
+static void rc_lanes_ref(const double (*x)[2], int64_t n, double *re, double *im) {
+    double lr[16], li[16];
+    for (int l = 0; l < 16; l++) lr[l] = 1, li[l] = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const int l = (int)(i % 16);
+        const double a = lr[l], b = li[l];
+        lr[l] = a * x[i][0] - b * x[i][1], li[l] = a * x[i][1] + b * x[i][0];
+    }
+    double a = lr[0], b = li[0];
+    for (int l = 1; l < 16; l++) {
+        const double c = a * lr[l] - b * li[l];
+        b = a * li[l] + b * lr[l], a = c;
+    }
+    *re = a, *im = b;
+}
+
 /* PROD and LOGSUMEXP of complex64 and complex128 (and float32 into complex128) over dim 1, dim 0 of a transposed view
  * and everything, against rc_ref; a NaN real part, all -inf and a +inf real part in LOGSUMEXP rows; empty
  * reductions give 1 and -inf. */
 static void test_complex_prod_and_logsumexp_match_a_long_double_reference(void) {
     kc_dev_t k = kc_open(2);
     REQUIRE(k.rt);
-    enum { R = 6, C = 9, N = R * C };
+    enum { R = 6, C = 41, N = R * C }; /* rows of 41: whole rounds of the 16 lanes and a rest */
     static long double x[2][N][2];   /* [0]: PROD's values (near the unit circle), [1]: LOGSUMEXP's */
     for (int64_t e = 0; e < N; e++) {
         const long double t = (long double)((int)(rr_rand() % 1000) - 500) / 150;
@@ -568,6 +586,13 @@ static void test_complex_prod_and_logsumexp_match_a_long_double_reference(void) 
                     const long double tol = (od == AXON_COMPLEX64 ? 4e-6L : 1e-13L) * (1 + fabsl(re) + fabsl(im));
                     const int ok = (isnan(re) ? isnan(gre) : isinf(re) ? gre == re : fabsl(gre - re) <= tol) &&
                                    (isnan(im) ? isnan(gim) : fabsl(gim - im) <= tol);
+                    /* complex128 products in place: the same bits as rc_lanes_ref, whichever vector form ran */
+                    if (!lse && d == AXON_COMPLEX128 && form != 1) {
+                        double lre, lim;
+                        rc_lanes_ref((const double (*)[2])h + (form == 2 ? 0 : o * C), form == 2 ? N : C, &lre, &lim);
+                        CHECK(memcmp(&lre, (double *)got + 2 * o, sizeof lre) == 0);
+                        CHECK(memcmp(&lim, (double *)got + 2 * o + 1, sizeof lim) == 0);
+                    }
                     if (!ok) {
                         fprintf(stderr, "  %s %s -> %s form %d output %lld: (%Lg, %Lg) want (%Lg, %Lg)\n",
                                 axon_reduce_op_name(op), axon_dtype_name(d), axon_dtype_name(od), form, (long long)o,
