@@ -522,9 +522,10 @@ def test_non_contiguous_operands_match_cpu():
 # them: (a's shape, b's shape, a view of a applied first).
 SHORT_ROW_LAYOUTS = [
     ((700, 3), (3,), None),                        # a bias of 3 over rows: the same row everywhere
-    ((300, 16), (300, 1), None),                   # one value per row (x * scale[:, None])
-    ((64, 5), (64, 1), None),                      # ... in rows too short for a call each
-    ((40, 1, 9), (1, 30, 9), None),                # both broadcast: rows gathered from b
+    ((300, 16), (300, 1), None),                   # one value per row (x * scale[:, None]), spread over a group
+    ((64, 5), (64, 1), None),                      # ... in rows of 5
+    ((40, 200), (40, 1), None),                    # ... in rows long enough for a loop call each
+    ((40, 1, 9), (1, 30, 9), None),                # both broadcast: rows gathered from b, groups across dim 1
     ((9, 70), (70, 9), "t"),                       # a transposed: rows of 9 with stride 70
     ((50, 24), (50, 12), "even"),                  # a strided along its rows
     ((3, 4, 6, 5), (4, 1, 5), "flip"),             # negative strides, three broadcast dims

@@ -29,6 +29,12 @@
  * run itself (about 20 ns a run against 1 ns for 16 floats). */
 #define PW_SHORT_ROW 256
 
+/* Rows of one value per row (x * scale[:, None]) up to this many elements have it spread over a buffer for a group of
+ * rows (pw_rows_range), longer ones take a loop call per row with the value as a number (pw_rows_each_range). A call
+ * per row took, against the spread, 4.8x the time in rows of 8, 3.4x in rows of 16, 1.4x in 64, the same in 128 and
+ * 0.86x in 256 ([2^20 / R, R] float32 times [2^20 / R, 1], 1 thread, a Zen 3, 2026-12-07). */
+#define PW_SPREAD_ROW 128
+
 /* How pw_rows_range feeds operand k to the loop. */
 enum pw_row_kind {
     PW_ROW_NUMBER,               /* a number, or one element broadcast over everything: the loop's number version */
@@ -166,8 +172,8 @@ static void pw_rows_prepare(struct pw_job *j) {
         else
             j->row_kind[k] = outer_zero ? PW_ROW_SAME : PW_ROW_GATHER;
         /* Spreading a row's one value over a buffer costs more than a call of the loop's number version, unless
-         * the rows are very short. Unary loops have no number version. */
-        if (j->row_kind[k] == PW_ROW_GATHER && it->strides[t][0] == 0 && a->arity > 1 && it->sizes[0] >= 8)
+         * the rows are short. Unary loops have no number version. */
+        if (j->row_kind[k] == PW_ROW_GATHER && it->strides[t][0] == 0 && a->arity > 1 && it->sizes[0] > PW_SPREAD_ROW)
             j->row_values = 1;
     }
 }
@@ -182,35 +188,47 @@ static inline void pw_hold_row(const struct pw_job *j, int k, const char *p, pw_
         pw_hold(j, k, p, v);
 }
 
-/* One row of R elements of a same-dtype operand into dst: inline copies of 1, 2, 4 or 8-byte elements (a call of the
- * conversion table's copy per row of a few elements cost as much as the rest), the table's function otherwise. */
-#define PW_ROW_COPY(T)                                                                                         \
+/* Rows [0, g) of a same-dtype operand, row i at src + i * step bytes with its elements stride apart, into dst one after
+ * another, R elements each: typed copies inline, compiled per instruction set, so that a short row costs a few vector
+ * moves (a call of the conversion table's copy per row of a few elements cost as much as the rest); stride 0 spreads
+ * the row's one value (x * scale[:, None]). */
+#define PW_ROWS_COPY(T)                                                                                        \
     do {                                                                                                       \
         T *d = (T *)dst;                                                                                       \
-        const T *p = (const T *)src;                                                                           \
-        if (stride == 0) {                                                                                     \
-            axon_fill_elements(dst, 1, R, src, sizeof(T));                                                     \
-        } else if (stride == 1) {                                                                              \
-            for (int64_t i = 0; i < R; i++) d[i] = p[i];                                                       \
-        } else {                                                                                               \
-            for (int64_t i = 0; i < R; i++) d[i] = p[i * stride];                                              \
+        for (int64_t i = 0; i < g; i++, d += R) {                                                              \
+            const T *p = (const T *)(src + i * step);                                                          \
+            if (stride == 0) {                                                                                 \
+                const T v = *p;                                                                                \
+                for (int64_t l = 0; l < R; l++) d[l] = v;                                                      \
+            } else if (stride == 1) {                                                                          \
+                for (int64_t l = 0; l < R; l++) d[l] = p[l];                                                   \
+            } else {                                                                                           \
+                for (int64_t l = 0; l < R; l++) d[l] = p[l * stride];                                          \
+            }                                                                                                  \
         }                                                                                                      \
-        return;                                                                                                \
     } while (0)
 
-static void pw_row_load(const struct pw_job *j, int k, char *dst, const char *src, int64_t stride, int64_t R) {
-    if (j->a->in[k].dtype == j->a->load[k]) {
-        switch (j->load_size[k]) {
-        case 1: PW_ROW_COPY(uint8_t);
-        case 2: PW_ROW_COPY(uint16_t);
-        case 4: PW_ROW_COPY(uint32_t);
-        case 8: PW_ROW_COPY(uint64_t);
-        default: break;
-        }
+AXON_CLONES static void pw_rows_copy(char *dst, const char *src, int64_t step, int64_t g, int64_t R, int64_t stride,
+                                     size_t es) {
+    switch (es) {
+    case 1: PW_ROWS_COPY(uint8_t); break;
+    case 2: PW_ROWS_COPY(uint16_t); break;
+    case 4: PW_ROWS_COPY(uint32_t); break;
+    default: PW_ROWS_COPY(uint64_t); break;
     }
-    j->load_fn[k](dst, 1, src, stride, R);
 }
-#undef PW_ROW_COPY
+#undef PW_ROWS_COPY
+
+/* Rows [0, g) of operand k (as pw_rows_copy) converted into its load dtype in dst. */
+static void pw_rows_load(const struct pw_job *j, int k, char *dst, const char *src, int64_t step, int64_t g,
+                         int64_t R, int64_t stride) {
+    const size_t es = j->load_size[k];
+    if (j->a->in[k].dtype == j->a->load[k] && (es == 1 || es == 2 || es == 4 || es == 8)) {
+        pw_rows_copy(dst, src, step, g, R, stride, es);
+        return;
+    }
+    for (int64_t i = 0; i < g; i++) j->load_fn[k](dst + i * R * (int64_t)es, 1, src + i * step, stride, R);
+}
 
 /* The operands that are one value for every row (numbers, and tensors broadcast over everything) into in[] (held
  * for the latter); returns the loop's number mask. */
@@ -260,7 +278,7 @@ static void pw_rows_each_range(void *ctx, int64_t begin, int64_t end, int slot) 
             } else if (st == 1 && a->in[k].dtype == a->load[k]) {
                 in[k] = p;
             } else {
-                pw_row_load(j, k, (char *)c.buf[k], p, st, R);
+                pw_rows_load(j, k, (char *)c.buf[k], p, 0, 1, R, st);
                 in[k] = (const char *)c.buf[k];
             }
         }
@@ -273,7 +291,10 @@ static void pw_rows_each_range(void *ctx, int64_t begin, int64_t end, int slot) 
 }
 
 /* Rows [begin, end) of an iterator whose rows are short: groups of rows converted into the chunk's buffers (unless
- * packed) so that the loop runs once per group, not once per row; out stored row by row unless packed. */
+ * packed) so that the loop runs once per group, not once per row; out stored row by row unless packed. A group's rows
+ * are taken in runs along dimension 1, where each tensor's rows are a fixed step apart: a step of the row cursor per
+ * row kept its offsets in memory, a store and a reload per tensor and row (rows of 8 floats times one value each took
+ * 1.7x the time of these runs, 1 thread on a Zen 3). */
 static void pw_rows_range(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
     struct pw_chunk c;
@@ -289,23 +310,31 @@ static void pw_rows_range(void *ctx, int64_t begin, int64_t end, int slot) {
     for (int k = 0; k < a->arity; k++)
         if (j->slot[k] >= 0 && j->row_kind[k] != PW_ROW_NUMBER && j->row_kind[k] != PW_ROW_PACKED)
             in[k] = (const char *)c.buf[k];
-    axon_iter_row_t cur, out_row;
+    /* the group's runs: first row and out's offset; rows have 2 elements or more (size-1 dims are dropped) */
+    int64_t run_row[PW_BLOCK / 2 + 1], run_out[PW_BLOCK / 2 + 1];
+    axon_iter_row_t cur;
     axon_iter_row_seek(it, &cur, begin);
     int same_filled = 0, gathers = 0;
     for (int k = 0; k < a->arity; k++) gathers |= j->row_kind[k] == PW_ROW_GATHER;
+    const int64_t out_step = it->strides[0][1] * (int64_t)j->out_size;
     for (int64_t r0 = begin; r0 < end; r0 += G) {
         const int64_t g = end - r0 < G ? end - r0 : G;
-        out_row = cur;
-        /* the rows' pointers are needed only to gather, to fill the same-row buffers (the first group), or to store */
-        const int walk = gathers || !same_filled || !j->out_packed;
-        for (int64_t i = 0; walk && i < g; i++) {
+        int runs = 0;
+        /* the rows' offsets are needed only to gather, to fill the same-row buffers (the first group), or to store */
+        for (int64_t i = 0; (gathers || !same_filled || !j->out_packed) && i < g; runs++) {
+            const int64_t run = g - i < it->sizes[1] - cur.idx[1] ? g - i : it->sizes[1] - cur.idx[1];
             for (int k = 0; k < a->arity; k++) {
                 const int t = j->slot[k];
                 if (j->row_kind[k] == PW_ROW_GATHER || (j->row_kind[k] == PW_ROW_SAME && !same_filled))
-                    pw_row_load(j, k, (char *)c.buf[k] + i * R * (int64_t)j->load_size[k], it->data[t] + cur.off[t],
-                                it->strides[t][0], R);
+                    pw_rows_load(j, k, (char *)c.buf[k] + i * R * (int64_t)j->load_size[k], it->data[t] + cur.off[t],
+                                 it->strides[t][1] * (int64_t)j->in_size[k], run, R, it->strides[t][0]);
             }
+            run_row[runs] = i, run_out[runs] = cur.off[0];
+            /* onto the run's last row, then past it (wrapping dimension 1 if it ends there) */
+            for (int t = 0; t < it->ntensors; t++) cur.off[t] += (run - 1) * it->strides[t][1] * (int64_t)it->esize[t];
+            cur.idx[1] += run - 1;
             axon_iter_row_next(it, &cur);
+            i += run;
         }
         same_filled = 1;
         for (int k = 0; k < a->arity; k++)
@@ -314,11 +343,11 @@ static void pw_rows_range(void *ctx, int64_t begin, int64_t end, int slot) {
         char *o = j->out_packed ? it->data[0] + r0 * R * (int64_t)j->result_size : (char *)c.buf[3];
         c.bad |= a->loop(o, in, sm, g * R, &a->ctx);
         if (j->out_packed) continue;
-        for (int64_t i = 0; i < g; i++) {
-            j->store_fn(it->data[0] + out_row.off[0], it->strides[0][0],
-                        (const char *)c.buf[3] + i * R * (int64_t)j->result_size, 1, R);
-            axon_iter_row_next(it, &out_row);
-        }
+        run_row[runs] = g;
+        for (int q = 0; q < runs; q++)
+            for (int64_t i = run_row[q]; i < run_row[q + 1]; i++)
+                j->store_fn(it->data[0] + run_out[q] + (i - run_row[q]) * out_step, it->strides[0][0],
+                            (const char *)c.buf[3] + i * R * (int64_t)j->result_size, 1, R);
     }
     if (c.bad) atomic_store_explicit(&c.j->bad, 1, memory_order_relaxed);
 }
@@ -395,8 +424,8 @@ axon_status_t axon_pw_kernel(const void *args, const axon_exec_t *ex) {
     if (j.it.ndim >= 2 && j.it.sizes[0] <= PW_SHORT_ROW && j.it.sizes[0] <= j.block) {
         pw_rows_prepare(&j);
         const int64_t rows = j.it.numel / j.it.sizes[0], grain = AXON_KERNEL_GRAIN / j.it.sizes[0];
-        axon_parallel_for(ex->pool, 0, rows, grain < 1 ? 1 : grain, j.row_values ? pw_rows_each_range : pw_rows_range,
-                          &j);
+        axon_parallel_for(ex->pool, 0, rows, grain < 1 ? 1 : grain,
+                          j.row_values ? pw_rows_each_range : pw_rows_range, &j);
     } else {
         axon_parallel_for(ex->pool, 0, j.it.numel, AXON_KERNEL_GRAIN, pw_range, &j);
     }
