@@ -241,6 +241,7 @@ CASES = {
     "add [N, 3] + [3]": (T(A.view(-1)[:3 * 349525].view(349525, 3), B[0, :3]), lambda a, b: a + b),
     "mul [N, 16] * [16]": (T(A.view(65536, 16), B[0, :16]), lambda a, b: a * b),
     "mul [N, 64] * [N, 1]": (T(A.view(16384, 64), COL), lambda a, b: a * b),
+    "mul [N, 16] * [N, 1]": (T(A.view(65536, 16), COL.repeat(4, 1)), lambda a, b: a * b),
     "kron 64x64 16x16": (T(A[:64, :64], B[:16, :16]), lambda a, b: torch.kron(a, b)),
     "nansum": (T(A_NAN), lambda a: torch.nansum(a)),
     "nansum dim1": (T(A_NAN), lambda a: torch.nansum(a, 1)),
