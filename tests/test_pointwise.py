@@ -1,6 +1,8 @@
 """Native pointwise ops (libaxon's pointwise kernels behind TensorIterator): results against PyTorch CPU, with
 per-dtype tolerances, and no host fallback for the ops that have a kernel."""
 
+import functools
+
 import pytest
 import torch
 
@@ -524,7 +526,9 @@ SHORT_ROW_LAYOUTS = [
     ((700, 3), (3,), None),                        # a bias of 3 over rows: the same row everywhere
     ((300, 16), (300, 1), None),                   # one value per row (x * scale[:, None]), spread over a group
     ((64, 5), (64, 1), None),                      # ... in rows of 5
-    ((40, 200), (40, 1), None),                    # ... in rows long enough for a loop call each
+    ((40, 200), (40, 1), None),                    # ... in rows of 200: the op's row loop, or a loop call each
+    ((30, 32), (30, 1), None),                     # ... rows of 32 and 64: the row loop's own bodies
+    ((20, 1), (20, 64), None),                     # ... a, not b, with one value per row
     ((40, 1, 9), (1, 30, 9), None),                # both broadcast: rows gathered from b, groups across dim 1
     ((9, 70), (70, 9), "t"),                       # a transposed: rows of 9 with stride 70
     ((50, 24), (50, 12), "even"),                  # a strided along its rows
@@ -549,6 +553,8 @@ def test_short_broadcast_rows_match_cpu(layout, dtype):
         return x
 
     ops = [torch.mul, torch.add] if dtype != torch.bool else [torch.logical_xor, torch.eq]
+    if dtype.is_floating_point:  # the rest of the ops with a row loop, alpha included
+        ops += [functools.partial(torch.sub, alpha=0.5), torch.div]
     for op in ops:
         check_close(run_native(lambda x, y: op(viewed(x), y), a, b), op(viewed(a), b))
         # mixed dtypes (a conversion per row) and an out= that is not contiguous (a store per row)

@@ -363,6 +363,7 @@ static axon_status_t pw_launch(axon_stream_t s, const pw_op_t *op, const axon_te
     pw_args_t a;
     memset(&a, 0, sizeof a);
     a.loop = loop;
+    if (op->arity == 2 && PW_COMPLEX_COLUMN(compute) < 0) a.row_loop = axon_pw_binary_row_loops[op->op][compute];
     a.name = op->name;
     a.arity = op->arity;
     a.compute = compute;

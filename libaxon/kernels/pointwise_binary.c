@@ -73,6 +73,46 @@ double (hypot)(double, double) PW_SIMD;
 
 #define PW_B2(op, EXPR, DE, dn, T, WT, UT) PW_BINARY_FN(op, EXPR, T, PW_ST_##dn, DE, dn, T, WT, UT)
 
+/* The row form (pw_row_loop_fn) of a loop that PW_B2 defines with the same EXPR. Rows of 32 and 64 elements get
+ * bodies of their own, a few straight vector operations per row (the general loop: 1.4x the time in rows of 32
+ * floats); constant rows of 8 and 16 GCC vectorized across rows, with permutes, at 2.5x the general loop's time, and
+ * the executor spreads those instead (PW_ROW_LOOP_MIN). V names the row's value, E the element read. */
+#define PW_ROWS_LOOP(LEN, V, E, dn, EXPR)                                                                        \
+    for (int64_t r = 0; r < g; r++, out += (LEN), e += (LEN)) {                                                  \
+        const W V = v[r];                                                                                        \
+        for (int64_t i = 0; i < (LEN); i++) {                                                                    \
+            const W E = PW_LD_##dn(e[i]);                                                                        \
+            out[i] = PW_ST_##dn(EXPR);                                                                           \
+        }                                                                                                        \
+    }
+#define PW_ROWS_LENGTHS(V, E, dn, EXPR)                                                                          \
+    switch (R) {                                                                                                 \
+    case 32: PW_ROWS_LOOP(32, V, E, dn, EXPR) break;                                                         \
+    case 64: PW_ROWS_LOOP(64, V, E, dn, EXPR) break;                                                         \
+    default: PW_ROWS_LOOP(R, V, E, dn, EXPR) break;                                                          \
+    }
+#define PW_BINARY_ROW_FN(op, EXPR, DE, dn, T, WT, UT)                                                             \
+    AXON_CLONES                                                                                                  \
+    static int pw_binary_rows_##op##_##dn(char *o, const char *const *in, int which, int64_t g, int64_t R,       \
+                                          const pw_ctx_t *ctx) {                                                 \
+        typedef WT W;                                                                                            \
+        typedef UT U;                                                                                            \
+        PW_PARAMS(ctx);                                                                                          \
+        int bad = 0;                                                                                             \
+        T *restrict out = (T *)o;                                                                                \
+        const W *restrict v = (const W *)in[which];                                                             \
+        const T *restrict e = (const T *)in[1 - which];                                                          \
+        if (which == 1) {                                                                                        \
+            PW_ROWS_LENGTHS(y, x, dn, EXPR)                                                                      \
+        } else {                                                                                                 \
+            PW_ROWS_LENGTHS(x, y, dn, EXPR)                                                                      \
+        }                                                                                                        \
+        return bad;                                                                                              \
+    }
+/* A loop and its row form. */
+#define PW_B2R(op, EXPR, DE, dn, T, WT, UT)                                                                      \
+    PW_B2(op, EXPR, DE, dn, T, WT, UT) PW_BINARY_ROW_FN(op, EXPR, DE, dn, T, WT, UT)
+
 #ifdef AXON_HAVE_LIBMVEC
 /* The body on multiples of PW_SIMD_PAD elements, the rest through zero-padded blocks of that size (an operand that is
  * a number, sm bit 0 for a and bit 1 for b, stays one). */
@@ -152,10 +192,10 @@ PW_INTS(PW_INT_HELPERS, _)
 
 /* ---- floats ---- */
 
-PW_FLOATS(PW_B2, add, (x + p0 * y)) /* p0 alpha */
-PW_FLOATS(PW_B2, sub, (x - p0 * y))
-PW_FLOATS(PW_B2, mul, (x * y))
-PW_FLOATS(PW_B2, div, (x / y))
+PW_FLOATS(PW_B2R, add, (x + p0 * y)) /* p0 alpha */
+PW_FLOATS(PW_B2R, sub, (x - p0 * y))
+PW_FLOATS(PW_B2R, mul, (x * y))
+PW_FLOATS(PW_B2R, div, (x / y))
 /* div_floor, remainder and fmod of the float dtypes: pointwise_fmod.c */
 PW_FLOATS(PW_B2, div_trunc, (PW_TRUNC(x / y)))
 PW_FLOATS(PW_B2S, pow, (pow(x, y)))
@@ -448,4 +488,13 @@ const pw_loop_fn axon_pw_binary_loops[AXON_BINARY_COUNT][AXON_DTYPE_COUNT] = {
                                    PW_ENTRY(nextafter, AXON_BFLOAT16, bf16, uint16_t, float, uint32_t)},
     [AXON_BINARY_GCD] = {PW_I(gcd)},
     [AXON_BINARY_LCM] = {PW_I(lcm)},
+};
+
+#define PW_ROW_ENTRY(op, DE, dn, T, WT, UT) [DE] = pw_binary_rows_##op##_##dn,
+
+const pw_row_loop_fn axon_pw_binary_row_loops[AXON_BINARY_COUNT][AXON_DTYPE_COUNT] = {
+    [AXON_BINARY_ADD] = {PW_FLOATS(PW_ROW_ENTRY, add)},
+    [AXON_BINARY_SUB] = {PW_FLOATS(PW_ROW_ENTRY, sub)},
+    [AXON_BINARY_MUL] = {PW_FLOATS(PW_ROW_ENTRY, mul)},
+    [AXON_BINARY_DIV] = {PW_FLOATS(PW_ROW_ENTRY, div)},
 };

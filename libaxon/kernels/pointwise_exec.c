@@ -35,6 +35,12 @@
  * 0.86x in 256 ([2^20 / R, R] float32 times [2^20 / R, 1], 1 thread, a Zen 3, 2026-12-07). */
 #define PW_SPREAD_ROW 128
 
+/* Rows of one value per row from this many elements take the op's row loop where it has one (pw_row_loop_fn): the
+ * spread's stores doubled the stores per element, [2^20 / R, R] float32 times [2^20 / R, 1] on a Zen 3, 1 thread:
+ * rows of 32 223 -> 145 us, 64 211 -> 147, 128 194 -> 150 (x * 2.0 on the same tensor 121); rows of 8 and 16 were
+ * no faster than spread (the loop's setup per row). */
+#define PW_ROW_LOOP_MIN 32
+
 /* How pw_rows_range feeds operand k to the loop. */
 enum pw_row_kind {
     PW_ROW_NUMBER,               /* a number, or one element broadcast over everything: the loop's number version */
@@ -50,6 +56,7 @@ struct pw_job {
     enum pw_row_kind row_kind[3];
     int out_packed;              /* out is at data + position * size, in the result dtype */
     int row_values;              /* an operand has one value per row: pw_rows_each_range, a loop call per row */
+    int row_which;               /* the operand with one value per row that the op's row loop takes, or -1 */
     axon_convert_fn load_fn[3];  /* operand k's dtype -> its load dtype */
     axon_convert_fn store_fn;    /* result dtype -> out's dtype */
     size_t in_size[3], load_size[3], out_size, result_size;
@@ -176,6 +183,16 @@ static void pw_rows_prepare(struct pw_job *j) {
         if (j->row_kind[k] == PW_ROW_GATHER && it->strides[t][0] == 0 && a->arity > 1 && it->sizes[0] > PW_SPREAD_ROW)
             j->row_values = 1;
     }
+    /* A binary op with a row form, one operand with one value per row and the other an array: the row loop, on groups
+     * of rows, with neither a spread nor a call per row */
+    j->row_which = -1;
+    for (int k = 0; a->row_loop && a->arity == 2 && it->sizes[0] >= PW_ROW_LOOP_MIN && k < 2; k++) {
+        const int t = j->slot[k], other = j->slot[1 - k];
+        if (t >= 0 && other >= 0 && j->row_kind[k] == PW_ROW_GATHER && it->strides[t][0] == 0 &&
+            j->row_kind[1 - k] != PW_ROW_NUMBER)
+            j->row_which = k;
+    }
+    if (j->row_which >= 0) j->row_values = 0;
 }
 
 /* pw_hold for an operand already in its load dtype, other than the ones widened (float16, bfloat16, bool): the
@@ -228,6 +245,39 @@ static void pw_rows_load(const struct pw_job *j, int k, char *dst, const char *s
         return;
     }
     for (int64_t i = 0; i < g; i++) j->load_fn[k](dst + i * R * (int64_t)es, 1, src + i * step, stride, R);
+}
+
+/* Rows [i, i + g) of operand k's values, one per row at src + (row - i) * step, as work values into dst (the row
+ * loop's array of them). */
+static void pw_rows_values(const struct pw_job *j, int k, char *dst, int64_t i, const char *src, int64_t step,
+                           int64_t g) {
+    const axon_dtype_t d = j->a->load[k];
+    const size_t ws = d == AXON_FLOAT16 || d == AXON_BFLOAT16 ? sizeof(float) : j->load_size[k];
+    /* the common cases inline: a call of memcpy per value cost more than the row loop saves */
+    if (j->a->in[k].dtype == d && d == AXON_FLOAT32) {
+        float *w = (float *)(void *)dst + i;
+        for (int64_t q = 0; q < g; q++) memcpy(&w[q], src + q * step, sizeof *w);
+        return;
+    }
+    if (j->a->in[k].dtype == d && d == AXON_FLOAT64) {
+        double *w = (double *)(void *)dst + i;
+        for (int64_t q = 0; q < g; q++) memcpy(&w[q], src + q * step, sizeof *w);
+        return;
+    }
+    if (j->a->in[k].dtype == d && (d == AXON_FLOAT16 || d == AXON_BFLOAT16)) {
+        float *w = (float *)(void *)dst + i;
+        for (int64_t q = 0; q < g; q++) {
+            uint16_t h;
+            memcpy(&h, src + q * step, sizeof h);
+            w[q] = d == AXON_FLOAT16 ? axon_f16_to_f32(h) : axon_bf16_to_f32(h);
+        }
+        return;
+    }
+    for (int64_t q = 0; q < g; q++) {
+        pw_value_t v;
+        pw_hold_row(j, k, src + q * step, &v);
+        memcpy(dst + (i + q) * (int64_t)ws, v.bytes, ws);
+    }
 }
 
 /* The operands that are one value for every row (numbers, and tensors broadcast over everything) into in[] (held
@@ -325,7 +375,10 @@ static void pw_rows_range(void *ctx, int64_t begin, int64_t end, int slot) {
             const int64_t run = g - i < it->sizes[1] - cur.idx[1] ? g - i : it->sizes[1] - cur.idx[1];
             for (int k = 0; k < a->arity; k++) {
                 const int t = j->slot[k];
-                if (j->row_kind[k] == PW_ROW_GATHER || (j->row_kind[k] == PW_ROW_SAME && !same_filled))
+                if (k == j->row_which)
+                    pw_rows_values(j, k, (char *)c.buf[k], i, it->data[t] + cur.off[t],
+                                   it->strides[t][1] * (int64_t)j->in_size[k], run);
+                else if (j->row_kind[k] == PW_ROW_GATHER || (j->row_kind[k] == PW_ROW_SAME && !same_filled))
                     pw_rows_load(j, k, (char *)c.buf[k] + i * R * (int64_t)j->load_size[k], it->data[t] + cur.off[t],
                                  it->strides[t][1] * (int64_t)j->in_size[k], run, R, it->strides[t][0]);
             }
@@ -341,7 +394,8 @@ static void pw_rows_range(void *ctx, int64_t begin, int64_t end, int slot) {
             if (j->row_kind[k] == PW_ROW_PACKED)
                 in[k] = it->data[j->slot[k]] + r0 * R * (int64_t)j->in_size[k];
         char *o = j->out_packed ? it->data[0] + r0 * R * (int64_t)j->result_size : (char *)c.buf[3];
-        c.bad |= a->loop(o, in, sm, g * R, &a->ctx);
+        c.bad |= j->row_which >= 0 ? a->row_loop(o, in, j->row_which, g, R, &a->ctx)
+                                   : a->loop(o, in, sm, g * R, &a->ctx);
         if (j->out_packed) continue;
         run_row[runs] = g;
         for (int q = 0; q < runs; q++)

@@ -34,9 +34,17 @@ typedef struct pw_ctx {
  * input. Returns nonzero if an integer division by zero was seen (the result is then unspecified). */
 typedef int (*pw_loop_fn)(char *out, const char *const *in, unsigned scalar, int64_t n, const pw_ctx_t *ctx);
 
+/* A binary loop over g rows of R elements in which operand `which` (0: a, 1: b) has one value per row: in[which]
+ * points at g work values (float for float16 and bfloat16, else the storage type), the other operand at g * R elements
+ * of its load dtype at stride 1; out holds g * R elements. The same expression as the op's pw_loop_fn, so the same
+ * bits; x * s[:, None] runs without spreading s's values over a buffer or a loop call per row. */
+typedef int (*pw_row_loop_fn)(char *out, const char *const *in, int which, int64_t g, int64_t R, const pw_ctx_t *ctx);
+
 /* The loop tables (pointwise_unary.c, _binary.c, _ternary.c): NULL where the op is not defined for the dtype. */
 extern const pw_loop_fn axon_pw_unary_loops[AXON_UNARY_COUNT][AXON_DTYPE_COUNT];
 extern const pw_loop_fn axon_pw_binary_loops[AXON_BINARY_COUNT][AXON_DTYPE_COUNT];
+/* The binary ops that also have a pw_row_loop_fn (the float arithmetic); NULL elsewhere. */
+extern const pw_row_loop_fn axon_pw_binary_row_loops[AXON_BINARY_COUNT][AXON_DTYPE_COUNT];
 extern const pw_loop_fn axon_pw_ternary_loops[AXON_TERNARY_COUNT][AXON_DTYPE_COUNT];
 
 /* The complex loops (pointwise_complex.c), column 0 for complex64 and 1 for complex128: the real tables leave the
@@ -60,6 +68,7 @@ typedef union pw_value {
 /* A launch's argument block, copied into the stream: everything the executor needs, decided on the host. */
 typedef struct pw_args {
     pw_loop_fn loop;
+    pw_row_loop_fn row_loop;     /* the op's row form, or NULL */
     const char *name;            /* static op name, for the division-by-zero message */
     int arity;                   /* 1, 2 or 3 */
     unsigned scalar;             /* bit k: operand k is the number value[k], in[k] is unused */
