@@ -37,7 +37,7 @@
 
 /* Rows of one value per row from this many elements take the op's row loop where it has one (pw_row_loop_fn): the
  * spread's stores doubled the stores per element, [2^20 / R, R] float32 times [2^20 / R, 1] on a Zen 3, 1 thread:
- * rows of 32 223 -> 145 us, 64 211 -> 147, 128 194 -> 150 (x * 2.0 on the same tensor 121); rows of 8 and 16 were
+ * rows of 32 223 -> 148 us, 64 211 -> 146, 128 194 -> 163 (x * 2.0 on the same tensor 110); rows of 8 and 16 were
  * no faster than spread (the loop's setup per row). */
 #define PW_ROW_LOOP_MIN 32
 
@@ -254,14 +254,12 @@ static void pw_rows_values(const struct pw_job *j, int k, char *dst, int64_t i, 
     const axon_dtype_t d = j->a->load[k];
     const size_t ws = d == AXON_FLOAT16 || d == AXON_BFLOAT16 ? sizeof(float) : j->load_size[k];
     /* the common cases inline: a call of memcpy per value cost more than the row loop saves */
-    if (j->a->in[k].dtype == d && d == AXON_FLOAT32) {
-        float *w = (float *)(void *)dst + i;
-        for (int64_t q = 0; q < g; q++) memcpy(&w[q], src + q * step, sizeof *w);
-        return;
-    }
-    if (j->a->in[k].dtype == d && d == AXON_FLOAT64) {
-        double *w = (double *)(void *)dst + i;
-        for (int64_t q = 0; q < g; q++) memcpy(&w[q], src + q * step, sizeof *w);
+    if (j->a->in[k].dtype == d && (d == AXON_FLOAT32 || d == AXON_FLOAT64)) {
+        char *w = dst + i * (int64_t)ws;
+        for (int64_t q = 0; q < g; q++) {
+            if (ws == 4) memcpy(w + q * 4, src + q * step, 4);
+            else memcpy(w + q * 8, src + q * step, 8);
+        }
         return;
     }
     if (j->a->in[k].dtype == d && (d == AXON_FLOAT16 || d == AXON_BFLOAT16)) {

@@ -22,8 +22,9 @@
 
 /* Elements converted to complex128 at a time. */
 #define RC_CHUNK 256
-/* PROD's independent partial products per output: 8 vectors of 2 complex128 each, which with a vector's temporaries
- * fit AVX2's 16 registers (32 lanes spilled there: 4.0x torch CPU's time on [64, 4096] complex64 rows on a Zen 3). */
+/* PROD's independent partial products per output: with AVX2, 4 vectors of real parts and 4 of imaginary ones, which
+ * with their temporaries fit 16 registers (32 lanes spilled there: 4.0x torch CPU's time on [64, 4096] complex64
+ * rows on a Zen 3). */
 #define RC_LANES 16 /* rc_rounds_avx2 names its 4 groups */
 
 typedef struct rc_args {
@@ -58,7 +59,7 @@ static inline axon_c128_t rc_at(const char *x, int64_t i, int c64) {
 }
 
 /* PROD of the n elements of x (complex64 when c64, else complex128) into w's lanes: the elements before the next
- * full round of lanes one by one, then full rounds by rounds(w, x + j * element size, their count, c64), then the rest. */
+ * full round of lanes one by one, then the full rounds by `rounds`, then the rest one by one. */
 typedef void (*rc_rounds_fn)(rc_walk_t *w, const char *x, int64_t rounds, int c64);
 
 static void rc_prod_with(rc_walk_t *w, const char *x, int64_t n, int c64, rc_rounds_fn rounds) {
