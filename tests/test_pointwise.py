@@ -528,6 +528,10 @@ SHORT_ROW_LAYOUTS = [
     ((64, 5), (64, 1), None),                      # ... in rows of 5
     ((40, 200), (40, 1), None),                    # ... in rows of 200: the op's row loop, or a loop call each
     ((30, 32), (30, 1), None),                     # ... rows of 32 and 64: the row loop's own bodies
+    ((300, 8), (300, 1), None),                    # ... rows of 8 and 16: vector bodies for float32 and float64
+    ((60, 2), (60, 16), "even"),                   # ... the values two elements apart
+    ((37, 32), (37, 1), "even"),                   # ... rows of 16 at stride 2, converted into a buffer
+    ((4, 1, 6, 1), (1, 5, 1, 16), None),           # kron's layout: the same row of b under each value of a
     ((20, 1), (20, 64), None),                     # ... a, not b, with one value per row
     ((40, 1, 9), (1, 30, 9), None),                # both broadcast: rows gathered from b, groups across dim 1
     ((9, 70), (70, 9), "t"),                       # a transposed: rows of 9 with stride 70
@@ -575,6 +579,17 @@ def test_short_broadcast_rows_match_cpu(layout, dtype):
         cond = sample(b_shape, torch.bool, seed=5)
         check_close(run_native(lambda c, x, y: torch.where(c, viewed(x), y), cond, a, b),
                     torch.where(cond, viewed(a), b))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("row", [8, 16, 32, 40])
+def test_short_rows_in_place_with_one_value_per_row(row, dtype):
+    # out is the rows' own operand: the row loop reads each row before writing it
+    x, s = sample((70, row), dtype, seed=7), sample((70, 1), dtype, seed=8)
+    for name in ["mul_", "div_", "add_", "sub_"]:
+        got = x.to("axon")
+        getattr(got, name)(s.to("axon"))
+        check_close(got, getattr(x.clone(), name)(s))
 
 
 def test_short_rows_integer_division_by_zero_raises():

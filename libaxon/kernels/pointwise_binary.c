@@ -75,39 +75,68 @@ double (hypot)(double, double) PW_SIMD;
 
 /* The row form (pw_row_loop_fn) of a loop that PW_B2 defines with the same EXPR. Rows of 32 and 64 elements get
  * bodies of their own, a few straight vector operations per row (the general loop: 1.4x the time in rows of 32
- * floats); constant rows of 8 and 16 GCC vectorized across rows, with permutes, at 2.5x the general loop's time, and
- * the executor spreads those instead (PW_ROW_LOOP_MIN). V names the row's value, E the element read. */
+ * floats). Rows of 8 and 16 float32 or float64 elements are written as GCC vectors of 32 bytes, the row's value a
+ * scalar operand of each vector operation: left to the vectorizer, constant rows that short were vectorized across
+ * rows, with permutes, at 2.5x the general loop's time. V names the row's value, E the element read. */
 #define PW_ROWS_LOOP(LEN, V, E, dn, EXPR)                                                                        \
-    for (int64_t r = 0; r < g; r++, out += (LEN), e += (LEN)) {                                                  \
-        const W V = v[r];                                                                                        \
+    for (int64_t r = 0; r < g; r++) {                                                                            \
+        const W V = v[r * vstep];                                                                                \
+        const ST *restrict er = e + r * estep;                                                                    \
+        ST *restrict orow = out + r * ostep;                                                                      \
         for (int64_t i = 0; i < (LEN); i++) {                                                                    \
-            const W E = PW_LD_##dn(e[i]);                                                                        \
-            out[i] = PW_ST_##dn(EXPR);                                                                           \
+            const W E = PW_LD_##dn(er[i]);                                                                       \
+            orow[i] = PW_ST_##dn(EXPR);                                                                          \
         }                                                                                                        \
     }
+typedef float pw_f32x8 __attribute__((vector_size(32)));
+typedef double pw_f64x4 __attribute__((vector_size(32)));
+#define PW_ROWS_VECTORS(VT, LEN, V, E, EXPR)                                                                     \
+    for (int64_t r = 0; r < g; r++) {                                                                            \
+        const W V = v[r * vstep];                                                                                \
+        for (int q = 0; q < (LEN) / (int)(sizeof(VT) / sizeof(ST)); q++) {                                        \
+            VT E;                                                                                                \
+            memcpy(&E, e + r * estep + q * (int64_t)(sizeof(VT) / sizeof(ST)), sizeof E);                         \
+            const VT res = (EXPR);                                                                               \
+            memcpy(out + r * ostep + q * (int64_t)(sizeof(VT) / sizeof(ST)), &res, sizeof res);                   \
+        }                                                                                                        \
+    }
+#define PW_ROWS_FIXED_f32(V, E, dn, EXPR)                                                                        \
+    case 8: PW_ROWS_VECTORS(pw_f32x8, 8, V, E, EXPR) break;                                                      \
+    case 16: PW_ROWS_VECTORS(pw_f32x8, 16, V, E, EXPR) break;                                                    \
+    case 32: PW_ROWS_VECTORS(pw_f32x8, 32, V, E, EXPR) break;                                                    \
+    case 64: PW_ROWS_VECTORS(pw_f32x8, 64, V, E, EXPR) break;
+#define PW_ROWS_FIXED_f64(V, E, dn, EXPR)                                                                        \
+    case 8: PW_ROWS_VECTORS(pw_f64x4, 8, V, E, EXPR) break;                                                      \
+    case 16: PW_ROWS_VECTORS(pw_f64x4, 16, V, E, EXPR) break;                                                    \
+    case 32: PW_ROWS_VECTORS(pw_f64x4, 32, V, E, EXPR) break;                                                    \
+    case 64: PW_ROWS_VECTORS(pw_f64x4, 64, V, E, EXPR) break;
+#define PW_ROWS_FIXED_HALF(V, E, dn, EXPR)                                                                       \
+    case 32: PW_ROWS_LOOP(32, V, E, dn, EXPR) break;                                                             \
+    case 64: PW_ROWS_LOOP(64, V, E, dn, EXPR) break;
+#define PW_ROWS_FIXED_f16 PW_ROWS_FIXED_HALF
+#define PW_ROWS_FIXED_bf16 PW_ROWS_FIXED_HALF
 #define PW_ROWS_LENGTHS(V, E, dn, EXPR)                                                                          \
     switch (R) {                                                                                                 \
-    case 32: PW_ROWS_LOOP(32, V, E, dn, EXPR) break;                                                         \
-    case 64: PW_ROWS_LOOP(64, V, E, dn, EXPR) break;                                                         \
-    default: PW_ROWS_LOOP(R, V, E, dn, EXPR) break;                                                          \
+    PW_ROWS_FIXED_##dn(V, E, dn, EXPR)                                                                           \
+    default: PW_ROWS_LOOP(R, V, E, dn, EXPR) break;                                                              \
     }
 #define PW_BINARY_ROW_FN(op, EXPR, DE, dn, T, WT, UT)                                                             \
     AXON_CLONES                                                                                                  \
-    static int pw_binary_rows_##op##_##dn(char *o, const char *const *in, int which, int64_t g, int64_t R,       \
-                                          const pw_ctx_t *ctx) {                                                 \
+    static int pw_binary_rows_##op##_##dn(const pw_rows_t *rows, const pw_ctx_t *ctx) {                          \
         typedef WT W;                                                                                            \
         typedef UT U;                                                                                            \
+        typedef T ST; /* the rows' storage type, for the bodies above */                                         \
         PW_PARAMS(ctx);                                                                                          \
-        int bad = 0;                                                                                             \
-        T *restrict out = (T *)o;                                                                                \
-        const W *restrict v = (const W *)in[which];                                                             \
-        const T *restrict e = (const T *)in[1 - which];                                                          \
-        if (which == 1) {                                                                                        \
+        T *out = (T *)rows->out;                                                                                 \
+        const W *v = (const W *)rows->v;                                                                         \
+        const T *e = (const T *)rows->e;                                                                         \
+        const int64_t g = rows->g, R = rows->R, ostep = rows->ostep, vstep = rows->vstep, estep = rows->estep;   \
+        if (rows->which == 1) {                                                                                  \
             PW_ROWS_LENGTHS(y, x, dn, EXPR)                                                                      \
         } else {                                                                                                 \
             PW_ROWS_LENGTHS(x, y, dn, EXPR)                                                                      \
         }                                                                                                        \
-        return bad;                                                                                              \
+        return 0;                                                                                                \
     }
 /* A loop and its row form. */
 #define PW_B2R(op, EXPR, DE, dn, T, WT, UT)                                                                      \

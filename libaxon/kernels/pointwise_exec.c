@@ -37,9 +37,11 @@
 
 /* Rows of one value per row from this many elements take the op's row loop where it has one (pw_row_loop_fn): the
  * spread's stores doubled the stores per element, [2^20 / R, R] float32 times [2^20 / R, 1] on a Zen 3, 1 thread:
- * rows of 32 223 -> 148 us, 64 211 -> 146, 128 194 -> 163 (x * 2.0 on the same tensor 110); rows of 8 and 16 were
- * no faster than spread (the loop's setup per row). */
-#define PW_ROW_LOOP_MIN 32
+ * rows of 32 223 -> 148 us, 64 211 -> 146, 128 194 -> 163 (x * 2.0 on the same tensor 110). float32 and float64 rows
+ * of 8 and 16 have vector bodies of their own (pointwise_binary.c); the half types' rows of 8 and 16 stay spread. */
+static int64_t pw_row_loop_min(axon_dtype_t compute) {
+    return compute == AXON_FLOAT32 || compute == AXON_FLOAT64 ? 8 : 32;
+}
 
 /* How pw_rows_range feeds operand k to the loop. */
 enum pw_row_kind {
@@ -186,7 +188,7 @@ static void pw_rows_prepare(struct pw_job *j) {
     /* A binary op with a row form, one operand with one value per row and the other an array: the row loop, on groups
      * of rows, with neither a spread nor a call per row */
     j->row_which = -1;
-    for (int k = 0; a->row_loop && a->arity == 2 && it->sizes[0] >= PW_ROW_LOOP_MIN && k < 2; k++) {
+    for (int k = 0; a->row_loop && a->arity == 2 && it->sizes[0] >= pw_row_loop_min(a->compute) && k < 2; k++) {
         const int t = j->slot[k], other = j->slot[1 - k];
         if (t >= 0 && other >= 0 && j->row_kind[k] == PW_ROW_GATHER && it->strides[t][0] == 0 &&
             j->row_kind[1 - k] != PW_ROW_NUMBER)
@@ -373,10 +375,7 @@ static void pw_rows_range(void *ctx, int64_t begin, int64_t end, int slot) {
             const int64_t run = g - i < it->sizes[1] - cur.idx[1] ? g - i : it->sizes[1] - cur.idx[1];
             for (int k = 0; k < a->arity; k++) {
                 const int t = j->slot[k];
-                if (k == j->row_which)
-                    pw_rows_values(j, k, (char *)c.buf[k], i, it->data[t] + cur.off[t],
-                                   it->strides[t][1] * (int64_t)j->in_size[k], run);
-                else if (j->row_kind[k] == PW_ROW_GATHER || (j->row_kind[k] == PW_ROW_SAME && !same_filled))
+                if (j->row_kind[k] == PW_ROW_GATHER || (j->row_kind[k] == PW_ROW_SAME && !same_filled))
                     pw_rows_load(j, k, (char *)c.buf[k] + i * R * (int64_t)j->load_size[k], it->data[t] + cur.off[t],
                                  it->strides[t][1] * (int64_t)j->in_size[k], run, R, it->strides[t][0]);
             }
@@ -392,14 +391,71 @@ static void pw_rows_range(void *ctx, int64_t begin, int64_t end, int slot) {
             if (j->row_kind[k] == PW_ROW_PACKED)
                 in[k] = it->data[j->slot[k]] + r0 * R * (int64_t)j->in_size[k];
         char *o = j->out_packed ? it->data[0] + r0 * R * (int64_t)j->result_size : (char *)c.buf[3];
-        c.bad |= j->row_which >= 0 ? a->row_loop(o, in, j->row_which, g, R, &a->ctx)
-                                   : a->loop(o, in, sm, g * R, &a->ctx);
+        c.bad |= a->loop(o, in, sm, g * R, &a->ctx);
         if (j->out_packed) continue;
         run_row[runs] = g;
         for (int q = 0; q < runs; q++)
             for (int64_t i = run_row[q]; i < run_row[q + 1]; i++)
                 j->store_fn(it->data[0] + run_out[q] + (i - run_row[q]) * out_step, it->strides[0][0],
                             (const char *)c.buf[3] + i * R * (int64_t)j->result_size, 1, R);
+    }
+    if (c.bad) atomic_store_explicit(&c.j->bad, 1, memory_order_relaxed);
+}
+
+/* Rows [begin, end) through the op's row loop (j->row_which has one value per row): runs of rows along dimension 1,
+ * where each tensor's rows are a fixed step apart, at most a group of rows per call. The values (float32 and float64
+ * stored as such), the other operand's rows and out's rows are used in place when their rows have stride 1 in the
+ * loop's dtype, with the run's steps (kron's repeated rows: a step of 0); anything else goes through the chunk's
+ * buffers, and out is then stored row by row. */
+static void pw_row_loop_range(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    struct pw_chunk c;
+    c.j = ctx;
+    c.bad = 0;
+    const struct pw_job *j = c.j;
+    const pw_args_t *a = j->a;
+    const axon_iter_t *it = &j->it;
+    const int w = j->row_which, ke = 1 - w, tv = j->slot[w], te = j->slot[ke];
+    const int64_t R = it->sizes[0], G = j->block / R;
+    const int v_direct = a->in[w].dtype == a->load[w] && (a->load[w] == AXON_FLOAT32 || a->load[w] == AXON_FLOAT64);
+    const int e_direct = it->strides[te][0] == 1 && a->in[ke].dtype == a->load[ke];
+    const int o_direct = it->strides[0][0] == 1 && a->out.dtype == a->result;
+    pw_rows_t rows;
+    rows.which = w;
+    rows.R = R;
+    axon_iter_row_t cur;
+    axon_iter_row_seek(it, &cur, begin);
+    for (int64_t r = begin; r < end;) {
+        int64_t g = end - r < G ? end - r : G;
+        if (g > it->sizes[1] - cur.idx[1]) g = it->sizes[1] - cur.idx[1];
+        const char *pv = it->data[tv] + cur.off[tv], *pe = it->data[te] + cur.off[te];
+        char *po = it->data[0] + cur.off[0];
+        rows.g = g;
+        if (v_direct) {
+            rows.v = pv, rows.vstep = it->strides[tv][1];
+        } else {
+            pw_rows_values(j, w, (char *)c.buf[w], 0, pv, it->strides[tv][1] * (int64_t)j->in_size[w], g);
+            rows.v = (const char *)c.buf[w], rows.vstep = 1;
+        }
+        if (e_direct) {
+            rows.e = pe, rows.estep = it->strides[te][1];
+        } else {
+            pw_rows_load(j, ke, (char *)c.buf[ke], pe, it->strides[te][1] * (int64_t)j->in_size[ke], g, R,
+                         it->strides[te][0]);
+            rows.e = (const char *)c.buf[ke], rows.estep = R;
+        }
+        rows.out = o_direct ? po : (char *)c.buf[3];
+        rows.ostep = o_direct ? it->strides[0][1] : R;
+        c.bad |= a->row_loop(&rows, &a->ctx);
+        if (!o_direct)
+            for (int64_t i = 0; i < g; i++)
+                j->store_fn(po + i * it->strides[0][1] * (int64_t)j->out_size, it->strides[0][0],
+                            (const char *)c.buf[3] + i * R * (int64_t)j->result_size, 1, R);
+        /* onto the run's last row, then past it (wrapping dimension 1 if it ends there) */
+        for (int t = 0; t < it->ntensors; t++) cur.off[t] += (g - 1) * it->strides[t][1] * (int64_t)it->esize[t];
+        cur.idx[1] += g - 1;
+        axon_iter_row_next(it, &cur);
+        r += g;
     }
     if (c.bad) atomic_store_explicit(&c.j->bad, 1, memory_order_relaxed);
 }
@@ -477,7 +533,8 @@ axon_status_t axon_pw_kernel(const void *args, const axon_exec_t *ex) {
         pw_rows_prepare(&j);
         const int64_t rows = j.it.numel / j.it.sizes[0], grain = AXON_KERNEL_GRAIN / j.it.sizes[0];
         axon_parallel_for(ex->pool, 0, rows, grain < 1 ? 1 : grain,
-                          j.row_values ? pw_rows_each_range : pw_rows_range, &j);
+                          j.row_which >= 0 ? pw_row_loop_range : j.row_values ? pw_rows_each_range : pw_rows_range,
+                          &j);
     } else {
         axon_parallel_for(ex->pool, 0, j.it.numel, AXON_KERNEL_GRAIN, pw_range, &j);
     }

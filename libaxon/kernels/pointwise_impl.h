@@ -34,11 +34,19 @@ typedef struct pw_ctx {
  * input. Returns nonzero if an integer division by zero was seen (the result is then unspecified). */
 typedef int (*pw_loop_fn)(char *out, const char *const *in, unsigned scalar, int64_t n, const pw_ctx_t *ctx);
 
-/* A binary loop over g rows of R elements in which operand `which` (0: a, 1: b) has one value per row: in[which]
- * points at g work values (float for float16 and bfloat16, else the storage type), the other operand at g * R elements
- * of its load dtype at stride 1; out holds g * R elements. The same expression as the op's pw_loop_fn, so the same
- * bits; x * s[:, None] runs without spreading s's values over a buffer or a loop call per row. */
-typedef int (*pw_row_loop_fn)(char *out, const char *const *in, int which, int64_t g, int64_t R, const pw_ctx_t *ctx);
+/* The row form of a binary loop (x * scale[:, None]): g rows of R elements in which operand `which` (0: a, 1: b) has
+ * one value per row. Row r's value is at v + r * vstep (work values: float for float16 and bfloat16, else the storage
+ * type), the other operand's row at e + r * estep (its load dtype) and out's row at out + r * ostep; rows are at stride
+ * 1 and steps count elements (estep 0: the same row for every value). The same expression as the op's pw_loop_fn, so
+ * the same bits; x * s[:, None] runs without spreading s's values over a buffer or a loop call per row. */
+typedef struct pw_rows {
+    char *out;
+    const char *v, *e;
+    int64_t ostep, vstep, estep;
+    int64_t g, R;
+    int which;
+} pw_rows_t;
+typedef int (*pw_row_loop_fn)(const pw_rows_t *rows, const pw_ctx_t *ctx);
 
 /* The loop tables (pointwise_unary.c, _binary.c, _ternary.c): NULL where the op is not defined for the dtype. */
 extern const pw_loop_fn axon_pw_unary_loops[AXON_UNARY_COUNT][AXON_DTYPE_COUNT];
