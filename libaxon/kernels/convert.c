@@ -81,6 +81,25 @@ __attribute__((target("avx,f16c"))) static void f64_to_f16_f16c(uint16_t *restri
     for (; i < n; i++) d[i] = axon_f64_to_f16(s[i]);
 }
 
+/* float16 -> float32 (exact) with the instruction likewise: the generated loop's vectorized bit arithmetic took 3x
+ * torch CPU's time for a million halves on a Zen 3. A signaling NaN comes back quiet, as from PyTorch's own
+ * vectorized conversion. */
+__attribute__((target("avx512f"))) static void f16_to_f32_avx512(float *restrict d, const uint16_t *restrict s,
+                                                                  int64_t n) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(d + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(s + i))));
+    for (; i < n; i++) d[i] = axon_f16_to_f32(s[i]);
+}
+
+__attribute__((target("avx,f16c"))) static void f16_to_f32_f16c(float *restrict d, const uint16_t *restrict s,
+                                                                 int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(s + i))));
+    for (; i < n; i++) d[i] = axon_f16_to_f32(s[i]);
+}
+
 /* 2: AVX-512F, 1: F16C, 0: neither (first callers may all store it). */
 static int f16_level(void) {
     static _Atomic int known = -1;
@@ -113,7 +132,21 @@ static void axon_convert_f32_f16_fast(char *restrict dst, int64_t ds, const char
     }
 }
 #define AXON_CONVERT_F32_F16 axon_convert_f32_f16_fast
+
+static void axon_convert_f16_f32_fast(char *restrict dst, int64_t ds, const char *restrict src, int64_t ss,
+                                      int64_t n) {
+    const int level = f16_level();
+    if (ds != 1 || ss != 1 || level == 0) {
+        axon_convert_f16_f32(dst, ds, src, ss, n);
+    } else if (level == 2) {
+        f16_to_f32_avx512((float *)(void *)dst, (const uint16_t *)(const void *)src, n);
+    } else {
+        f16_to_f32_f16c((float *)(void *)dst, (const uint16_t *)(const void *)src, n);
+    }
+}
+#define AXON_CONVERT_F16_F32 axon_convert_f16_f32_fast
 #else
+#define AXON_CONVERT_F16_F32 axon_convert_f16_f32
 #define AXON_CONVERT_F32_F16 axon_convert_f32_f16
 #define AXON_CONVERT_F64_F16 axon_convert_f64_f16
 #endif
@@ -177,6 +210,7 @@ axon_convert_fn axon_convert_get(axon_dtype_t src, axon_dtype_t dst) {
     AXON_ASSERT((unsigned)src < AXON_DTYPE_COUNT && (unsigned)dst < AXON_DTYPE_COUNT);
     if (src == AXON_FLOAT32 && dst == AXON_FLOAT16) return AXON_CONVERT_F32_F16;
     if (src == AXON_FLOAT64 && dst == AXON_FLOAT16) return AXON_CONVERT_F64_F16;
+    if (src == AXON_FLOAT16 && dst == AXON_FLOAT32) return AXON_CONVERT_F16_F32;
     if (src != dst) return convert_table[src][dst];
     switch (axon_dtype_size(src)) {
     case 1: return axon_copy_raw_uint8_t;
