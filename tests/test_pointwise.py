@@ -592,6 +592,37 @@ def test_short_rows_in_place_with_one_value_per_row(row, dtype):
         check_close(got, getattr(x.clone(), name)(s))
 
 
+def _halves_with_specials(n, seed):
+    """n float16 values: normals over the whole range, subnormals, zeros of both signs, infinities and NaNs."""
+    g = torch.Generator().manual_seed(seed)
+    bits = torch.randint(0, 1 << 16, (n,), generator=g, dtype=torch.int32).to(torch.int16)
+    x = bits.view(torch.float16).clone()
+    x[:8] = torch.tensor([0.0, -0.0, float("inf"), float("-inf"), float("nan"), 6e-8, -6e-8, 65504.0])
+    return x
+
+
+@pytest.mark.parametrize("n", [300, 4099])
+def test_float16_ops_round_once_as_cpu(n):
+    # from 1024 elements float16 ops run the float32 loop between the CPU's conversion instructions; below, the
+    # float16 loop: either way each result is the float result rounded once, CPU's bits exactly
+    a, b = _halves_with_specials(n, 11), _halves_with_specials(n, 12)
+    c = torch.rand(n, generator=torch.Generator().manual_seed(13)) > 0.5
+    cases = {
+        "add": lambda x, y: x + y, "sub": lambda x, y: x - y, "mul": lambda x, y: x * y, "div": lambda x, y: x / y,
+        "mul number": lambda x, y: x * 0.3, "maximum": torch.maximum, "minimum": torch.minimum,
+        "lt": lambda x, y: x < y, "eq": lambda x, y: x == y, "neg": lambda x, y: -x, "abs": lambda x, y: x.abs(),
+        "clamp": lambda x, y: x.clamp(-2.5, 3.0), "transposed": lambda x, y: x.view(-1, 1).expand(-1, 3).t() * 2,
+    }
+    for name, fn in cases.items():
+        want, got = fn(a, b), run_native(fn, a, b).cpu()
+        torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True, msg=lambda m: f"{name}: {m}")
+    want = torch.where(c, a, b)
+    torch.testing.assert_close(run_native(torch.where, c, a, b).cpu(), want, rtol=0, atol=0, equal_nan=True)
+    got = a.to("axon")
+    got.mul_(b.to("axon"))  # in place: out is an operand
+    torch.testing.assert_close(got.cpu(), a * b, rtol=0, atol=0, equal_nan=True)
+
+
 def test_short_rows_integer_division_by_zero_raises():
     x = torch.ones(100, 7, dtype=torch.int64, device="axon")
     d = torch.ones(100, 1, dtype=torch.int64, device="axon")
