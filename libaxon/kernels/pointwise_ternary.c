@@ -1,8 +1,9 @@
 /* Ternary pointwise loops and their table: WHERE, LERP, ADDCMUL, ADDCDIV, CLAMP, ADDR and two backward ops.
  *
- * Each loop has an all-arrays version and a general one in which any operand may be a number. Eight hand-written
- * versions would add little: in the general one the "is a number" tests are loop-invariant, and GCC's -O3 loop
- * unswitching turns them into separate loops anyway. WHERE's first operand is the condition, read as bool whatever
+ * Each loop has an all-arrays version, versions for the common numbers (b and c, c, or b: clamp(x, lo, hi), lerp(x,
+ * y, 0.3)) and a general one in which any operand may be a number, whose loop-invariant "is a number" tests GCC's
+ * -O3 loop unswitching takes out where the body is small: the bfloat16 bodies were too large for it, and clamp(x, -1,
+ * 1) in bfloat16 ran unvectorized at 16x torch CPU's time. WHERE's first operand is the condition, read as bool whatever
  * the compute dtype, so the generator takes the first operand's storage type and load separately. */
 #include <tgmath.h>
 
@@ -28,6 +29,26 @@
             for (int64_t i = 0; i < n; i++) {                                                                    \
                 const WA x = (WA)LDA(a[i]);                                                                      \
                 const W y = PW_LD_##dn(b[i]), z = PW_LD_##dn(c[i]);                                              \
+                out[i] = PW_ST_##dn(EXPR);                                                                       \
+            }                                                                                                    \
+        } else if (sm == 6) { /* clamp(x, lo, hi), where(c, x, 0.0) with two numbers */                       \
+            const W y = *(const W *)in[1], z = *(const W *)in[2];                                                \
+            for (int64_t i = 0; i < n; i++) {                                                                    \
+                const WA x = (WA)LDA(a[i]);                                                                      \
+                out[i] = PW_ST_##dn(EXPR);                                                                       \
+            }                                                                                                    \
+        } else if (sm == 4) { /* lerp(x, y, 0.3) */                                                              \
+            const W z = *(const W *)in[2];                                                                       \
+            for (int64_t i = 0; i < n; i++) {                                                                    \
+                const WA x = (WA)LDA(a[i]);                                                                      \
+                const W y = PW_LD_##dn(b[i]);                                                                    \
+                out[i] = PW_ST_##dn(EXPR);                                                                       \
+            }                                                                                                    \
+        } else if (sm == 2) {                                                                                    \
+            const W y = *(const W *)in[1];                                                                       \
+            for (int64_t i = 0; i < n; i++) {                                                                    \
+                const WA x = (WA)LDA(a[i]);                                                                      \
+                const W z = PW_LD_##dn(c[i]);                                                                    \
                 out[i] = PW_ST_##dn(EXPR);                                                                       \
             }                                                                                                    \
         } else {                                                                                                 \
