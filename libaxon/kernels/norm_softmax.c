@@ -19,19 +19,23 @@
 
 #define SM_LANES 64
 #define SM_CHUNK 4096           /* doubles: two buffers are 64 KiB of a worker's (8 MiB default) stack */
+#define SM_HALF_ROW 4096        /* floats: half_rows' three row buffers are 48 KiB */
 
 typedef struct sm_args {
     int backward, log;
     int safe;                    /* _safe_softmax: rows of all -inf give 0 */
     int f32_exp;                 /* no float64 tensor: exp in float32 (expf is several times faster than exp, and its
                                     ~1 ulp float32 error is below what a float32 or half result can hold) */
-    int f32_rows;                /* float32 along the last dim: the float fast paths (sm_rows_f32, sm_rows_f32_backward) */
+    int f32_rows;                /* float32 along the last dim: the float fast paths (sm_row_f32, sm_row_f32_backward) */
+    int half_rows;               /* float16 or bfloat16 along the last dim, rows of up to SM_HALF_ROW: the same, through
+                                    float buffers */
     int64_t outer, len, inner;
     char *out;                   /* out, or grad_in */
     const char *a;               /* in, or grad_out */
     const char *b;               /* NULL, or the forward's output */
     size_t es_out, es_a, es_b;
     axon_convert_fn load_a, load_b, store, load_out;
+    axon_convert_fn to_float_a, to_float_b, from_float; /* half_rows' conversions */
 } sm_args_t;
 
 static double sm_exp(const sm_args_t *a, double v) { return a->f32_exp ? (double)expf((float)v) : exp(v); }
@@ -149,70 +153,89 @@ static void sm_unit(const sm_args_t *a, int64_t off, int64_t m) {
  * into one serial chain of scalar vmaxss (a third of a float32 softmax's time at 1024 x 1024). Lane k is still the
  * maximum or sum of elements k, k + 16, ... in order, so the results are the same bits. */
 _Static_assert(SM_PARTS == sizeof(v16f) / sizeof(float), "one lane per partial result");
-AXON_CLONES static void sm_rows_f32(const sm_args_t *a, int64_t r0, int64_t r1) {
-    const int64_t n = a->len;
-    for (int64_t r = r0; r < r1; r++) {
-        const float *x = (const float *)(const void *)a->a + r * n;
-        float *y = (float *)(void *)a->out + r * n;
-        /* The maximum in SM_PARTS lanes too (a NaN is skipped here, but reaches every output through its exp and the
-         * sum). */
-        v16f vmax = v16_splat(-INFINITY);
-        int64_t i0 = 0;
-        for (; i0 + SM_PARTS <= n; i0 += SM_PARTS) vmax = v16_max(v16_load(x + i0), vmax);
-        float pmax[SM_PARTS];
-        memcpy(pmax, &vmax, sizeof pmax);
-        for (; i0 < n; i0++) pmax[0] = x[i0] > pmax[0] ? x[i0] : pmax[0];
-        float mx = -INFINITY;
-        for (int k = 0; k < SM_PARTS; k++) mx = pmax[k] > mx ? pmax[k] : mx;
-        float part[SM_PARTS] = {0};
-        int64_t i = 0;
-        if (a->log) { /* the exponentials are only summed: not stored, one pass over y less */
-            for (; i + SM_PARTS <= n; i += SM_PARTS)
-                for (int k = 0; k < SM_PARTS; k++) part[k] += pw_expf(x[i + k] - mx);
-            for (; i < n; i++) part[i % SM_PARTS] += pw_expf(x[i] - mx);
-        } else {
-            for (int64_t q = 0; q < n; q++) y[q] = pw_expf(x[q] - mx); /* a plain map: vectorizes */
-            v16f vsum = v16_splat(0);
-            for (; i + SM_PARTS <= n; i += SM_PARTS) vsum = v16_add(vsum, v16_load(y + i));
-            memcpy(part, &vsum, sizeof part);
-            for (; i < n; i++) part[i % SM_PARTS] += y[i];
-        }
-        float sum = 0;
-        for (int k = 0; k < SM_PARTS; k++) sum += part[k];
-        if (a->log) {
-            const float shift = mx + logf(sum);
-            for (int64_t j = 0; j < n; j++) y[j] = x[j] - shift;
-        } else {
-            const float inv = 1.0f / sum;
-            for (int64_t j = 0; j < n; j++) y[j] *= inv;
-        }
+/* One row of n floats, x into y (y may be a buffer of the row's own). */
+AXON_CLONES static void sm_row_f32(const sm_args_t *a, const float *x, float *y, int64_t n) {
+    /* The maximum in SM_PARTS lanes too (a NaN is skipped here, but reaches every output through its exp and the
+     * sum). */
+    v16f vmax = v16_splat(-INFINITY);
+    int64_t i0 = 0;
+    for (; i0 + SM_PARTS <= n; i0 += SM_PARTS) vmax = v16_max(v16_load(x + i0), vmax);
+    float pmax[SM_PARTS];
+    memcpy(pmax, &vmax, sizeof pmax);
+    for (; i0 < n; i0++) pmax[0] = x[i0] > pmax[0] ? x[i0] : pmax[0];
+    float mx = -INFINITY;
+    for (int k = 0; k < SM_PARTS; k++) mx = pmax[k] > mx ? pmax[k] : mx;
+    float part[SM_PARTS] = {0};
+    int64_t i = 0;
+    if (a->log) { /* the exponentials are only summed: not stored, one pass over y less */
+        for (; i + SM_PARTS <= n; i += SM_PARTS)
+            for (int k = 0; k < SM_PARTS; k++) part[k] += pw_expf(x[i + k] - mx);
+        for (; i < n; i++) part[i % SM_PARTS] += pw_expf(x[i] - mx);
+    } else {
+        for (int64_t q = 0; q < n; q++) y[q] = pw_expf(x[q] - mx); /* a plain map: vectorizes */
+        v16f vsum = v16_splat(0);
+        for (; i + SM_PARTS <= n; i += SM_PARTS) vsum = v16_add(vsum, v16_load(y + i));
+        memcpy(part, &vsum, sizeof part);
+        for (; i < n; i++) part[i % SM_PARTS] += y[i];
+    }
+    float sum = 0;
+    for (int k = 0; k < SM_PARTS; k++) sum += part[k];
+    if (a->log) {
+        const float shift = mx + logf(sum);
+        for (int64_t j = 0; j < n; j++) y[j] = x[j] - shift;
+    } else {
+        const float inv = 1.0f / sum;
+        for (int64_t j = 0; j < n; j++) y[j] *= inv;
     }
 }
 
 /* The backward of float32 rows along the last dimension, in float as PyTorch's CPU kernel computes it:
  * log-softmax: g - exp(y) * sum(g); softmax: y * (g - sum(g * y)). The sums use SM_PARTS partial sums, as above. */
-AXON_CLONES static void sm_rows_f32_backward(const sm_args_t *a, int64_t r0, int64_t r1) {
+AXON_CLONES static void sm_row_f32_backward(const sm_args_t *a, const float *g, const float *y, float *o,
+                                             int64_t n) {
+    float part[SM_PARTS] = {0};
+    int64_t i = 0;
+    if (a->log) {
+        for (; i + SM_PARTS <= n; i += SM_PARTS)
+            for (int k = 0; k < SM_PARTS; k++) part[k] += g[i + k];
+        for (; i < n; i++) part[i % SM_PARTS] += g[i];
+    } else {
+        for (; i + SM_PARTS <= n; i += SM_PARTS)
+            for (int k = 0; k < SM_PARTS; k++) part[k] += g[i + k] * y[i + k];
+        for (; i < n; i++) part[i % SM_PARTS] += g[i] * y[i];
+    }
+    float sum = 0;
+    for (int k = 0; k < SM_PARTS; k++) sum += part[k];
+    if (a->log)
+        for (int64_t j = 0; j < n; j++) o[j] = g[j] - pw_expf(y[j]) * sum;
+    else
+        for (int64_t j = 0; j < n; j++) o[j] = y[j] * (g[j] - sum);
+}
+
+/* Rows [r0, r1) along the last dimension in float: float32 in place; float16 and bfloat16 rows (a->half_rows)
+ * converted into float buffers and the result rounded once, as PyTorch's CPU kernel computes them (the float64 path
+ * took 7x its time on [1024, 1024] float16). */
+static void sm_rows_float(const sm_args_t *a, int64_t r0, int64_t r1) {
     const int64_t n = a->len;
-    for (int64_t r = r0; r < r1; r++) {
-        const float *g = (const float *)(const void *)a->a + r * n, *y = (const float *)(const void *)a->b + r * n;
-        float *o = (float *)(void *)a->out + r * n;
-        float part[SM_PARTS] = {0};
-        int64_t i = 0;
-        if (a->log) {
-            for (; i + SM_PARTS <= n; i += SM_PARTS)
-                for (int k = 0; k < SM_PARTS; k++) part[k] += g[i + k];
-            for (; i < n; i++) part[i % SM_PARTS] += g[i];
-        } else {
-            for (; i + SM_PARTS <= n; i += SM_PARTS)
-                for (int k = 0; k < SM_PARTS; k++) part[k] += g[i + k] * y[i + k];
-            for (; i < n; i++) part[i % SM_PARTS] += g[i] * y[i];
+    if (!a->half_rows) {
+        for (int64_t r = r0; r < r1; r++) {
+            const float *x = (const float *)(const void *)a->a + r * n, *yb = NULL;
+            float *o = (float *)(void *)a->out + r * n;
+            if (a->backward) yb = (const float *)(const void *)a->b + r * n, sm_row_f32_backward(a, x, yb, o, n);
+            else sm_row_f32(a, x, o, n);
         }
-        float sum = 0;
-        for (int k = 0; k < SM_PARTS; k++) sum += part[k];
-        if (a->log)
-            for (int64_t j = 0; j < n; j++) o[j] = g[j] - pw_expf(y[j]) * sum;
-        else
-            for (int64_t j = 0; j < n; j++) o[j] = y[j] * (g[j] - sum);
+        return;
+    }
+    float x[SM_HALF_ROW], y[SM_HALF_ROW], o[SM_HALF_ROW];
+    for (int64_t r = r0; r < r1; r++) {
+        a->to_float_a((char *)x, 1, a->a + r * n * (int64_t)a->es_a, 1, n);
+        if (a->backward) {
+            a->to_float_b((char *)y, 1, a->b + r * n * (int64_t)a->es_b, 1, n);
+            sm_row_f32_backward(a, x, y, o, n);
+        } else {
+            sm_row_f32(a, x, o, n);
+        }
+        a->from_float(a->out + r * n * (int64_t)a->es_out, 1, (const char *)o, 1, n);
     }
 }
 
@@ -237,9 +260,8 @@ static void sm_zero_masked(const sm_args_t *a, int64_t off, int64_t m) {
 static void sm_range(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
     const sm_args_t *a = ctx;
-    if (a->f32_rows) {
-        if (a->backward) sm_rows_f32_backward(a, begin, end);
-        else sm_rows_f32(a, begin, end);
+    if (a->f32_rows || a->half_rows) {
+        sm_rows_float(a, begin, end);
         for (int64_t r = begin; r < end && a->safe; r++) sm_zero_masked(a, r * a->len, 1);
         return;
     }
@@ -319,6 +341,13 @@ static axon_status_t sm_launch(axon_stream_t s, const char *name, const axon_ten
     g.load_out = axon_convert_get(out->dtype, AXON_FLOAT64);
     g.f32_rows = g.inner == 1 && a->dtype == AXON_FLOAT32 && out->dtype == AXON_FLOAT32 &&
                  (!b || b->dtype == AXON_FLOAT32);
+    const axon_dtype_t h = a->dtype;
+    g.half_rows = g.inner == 1 && (h == AXON_FLOAT16 || h == AXON_BFLOAT16) && out->dtype == h && (!b || b->dtype == h) &&
+                  g.len <= SM_HALF_ROW;
+    if (g.half_rows) {
+        g.to_float_a = g.to_float_b = axon_convert_get(h, AXON_FLOAT32);
+        g.from_float = axon_convert_get(AXON_FLOAT32, h);
+    }
     uint64_t n = (uint64_t)axon_tensor_numel(a);
     axon_launch_t l = {sm_kernel, &g, sizeof g, name, n * (g.es_a + g.es_b + g.es_out)};
     return axon_stream_launch(s, &l);
