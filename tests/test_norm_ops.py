@@ -114,6 +114,18 @@ def test_layer_norm_forward_and_backward_match_cpu(shape, normalized, affine, dt
     check(lambda x, *wb: F.layer_norm(x, normalized, *wb, eps=1e-5), inputs, dtype, grad_tol=tol)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("n", [64, 4096, 4100])
+def test_half_layer_norm_with_float32_weight_matches_cpu(n, dtype):
+    # half rows up to 4096 go through float buffers (the weight and bias converted once per range), longer ones
+    # through the float64 chunks: a float32 weight and bias, as mixed-precision models keep them
+    x, w, b = sample((9, n), dtype, scale=2.0) + 0.5, sample((n,), torch.float32, 1) + 1.0, sample((n,), torch.float32, 2)
+    torch_axon.reset_fallback_stats()
+    got = F.layer_norm(x.to("axon"), (n,), w.to("axon"), b.to("axon"))
+    assert torch_axon.fallback_stats() == {}
+    close(got, F.layer_norm(x, (n,), w, b), TOL)
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_nn_layer_norm_module_is_native_and_returns_stats_like_cuda(dtype):
     x = sample((3, 16), dtype)

@@ -16,10 +16,13 @@
 #include "kernels_impl.h"
 
 #define LN_CHUNK 1024
+#define LN_HALF_ROW 4096 /* floats: the half path's four row buffers are 64 KiB of a worker's stack */
 
 typedef struct ln_args {
     int rms;
-    int f32;                     /* forward with float32 in, out, weight and bias: ln_forward_row_f32 */
+    int f32;                     /* forward with float32 in, out, weight and bias: ln_forward_row_float in place */
+    int half;                    /* forward with float16 or bfloat16 in and out, rows of up to LN_HALF_ROW: the same
+                                    through float buffers */
     int64_t rows, n;
     double eps;
     /* Forward: out, in, w, b, mean, rstd. Backward: gi, go, in, w, mean, rstd, gw, gb. NULL = absent. */
@@ -28,6 +31,7 @@ typedef struct ln_args {
     size_t es_out, es_mean, es_rstd, es_gw, es_gb, es_in, es_go, es_w, es_b;
     axon_convert_fn ld_in, ld_go, ld_w, ld_b, ld_mean, ld_rstd;
     axon_convert_fn st_out, st_mean, st_rstd, st_gw, st_gb;
+    axon_convert_fn in_to_float, w_to_float, b_to_float, out_from_float; /* half's conversions */
 } ln_args_t;
 
 static int64_t ln_min(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -46,12 +50,14 @@ static double ln_scalar(axon_convert_fn ld, const char *p, size_t es, int64_t i)
 
 #define LN_PARTS AXON_PARTS /* the partial sums of kernels_impl.h */
 
-/* ln_forward_row for float32 in, out, weight and bias (each of the last two may be absent): the same float64 sums in
- * the same order (element i into part i % LN_PARTS, in row order: a row's chunks start at multiples of LN_CHUNK) and
- * the same expression per element, so the same bits, without converting every chunk through a stack buffer three
- * times and the weight and bias once per row. */
-AXON_CLONES static void ln_forward_row_f32(const ln_args_t *a, int64_t r) {
-    const float *x = (const float *)a->in + r * a->n, *w = (const float *)a->w, *b = (const float *)a->b;
+/* ln_forward_row for rows read as float: float32 in, out, weight and bias in place (each of the last two may be
+ * absent), float16 and bfloat16 through float buffers (ln_forward_range). The same float64 sums in the same order
+ * (element i into part i % LN_PARTS, in row order: a row's chunks start at multiples of LN_CHUNK) and the same
+ * expression per element, so the same bits (a half's float result rounds to it as the float64 path's result does,
+ * through float), without converting every chunk through a stack buffer three times and the weight and bias once per
+ * row. x is row r's input, y its output. */
+AXON_CLONES static void ln_forward_row_float(const ln_args_t *a, const float *x, float *y, const float *w,
+                                             const float *b, int64_t r) {
     const int64_t n = a->n, bulk = n - n % LN_PARTS;
     double mean = 0.0, part[LN_PARTS] = {0};
     if (!a->rms) {
@@ -65,7 +71,6 @@ AXON_CLONES static void ln_forward_row_f32(const ln_args_t *a, int64_t r) {
         for (int k = 0; k < LN_PARTS; k++) part[k] += ((double)x[i + k] - mean) * ((double)x[i + k] - mean);
     for (int64_t i = bulk; i < n; i++) part[i - bulk] += ((double)x[i] - mean) * ((double)x[i] - mean);
     const double rstd = 1.0 / sqrt(axon_parts_total(part) / (double)n + a->eps);
-    float *y = (float *)a->out + r * n;
     for (int64_t i = 0; i < n; i++) {
         const double wi = w ? (double)w[i] : 1.0, bi = b ? (double)b[i] : 0.0;
         y[i] = (float)(((double)x[i] - mean) * rstd * wi + bi);
@@ -138,7 +143,22 @@ static void ln_forward_range(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
     const ln_args_t *a = ctx;
     if (a->f32) {
-        for (int64_t r = begin; r < end; r++) ln_forward_row_f32(a, r);
+        for (int64_t r = begin; r < end; r++)
+            ln_forward_row_float(a, (const float *)(const void *)a->in + r * a->n,
+                                 (float *)(void *)a->out + r * a->n, (const float *)(const void *)a->w,
+                                 (const float *)(const void *)a->b, r);
+        return;
+    }
+    if (a->half) {
+        /* the weight and bias once per range, each row in and out through a buffer */
+        float x[LN_HALF_ROW], y[LN_HALF_ROW], w[LN_HALF_ROW], b[LN_HALF_ROW];
+        if (a->w) a->w_to_float((char *)w, 1, a->w, 1, a->n);
+        if (a->b) a->b_to_float((char *)b, 1, a->b, 1, a->n);
+        for (int64_t r = begin; r < end; r++) {
+            a->in_to_float((char *)x, 1, a->in + r * a->n * (int64_t)a->es_in, 1, a->n);
+            ln_forward_row_float(a, x, y, a->w ? w : NULL, a->b ? b : NULL, r);
+            a->out_from_float(a->out + r * a->n * (int64_t)a->es_out, 1, (const char *)y, 1, a->n);
+        }
         return;
     }
     for (int64_t r = begin; r < end; r++) ln_forward_row(a, r);
@@ -222,6 +242,11 @@ static void *ln_data(const axon_tensor_t *t) { return t ? t->data : NULL; }
 static axon_convert_fn ln_ld(const axon_tensor_t *t) { return t ? axon_convert_get(t->dtype, AXON_FLOAT64) : NULL; }
 static axon_convert_fn ln_st(const axon_tensor_t *t) { return t ? axon_convert_get(AXON_FLOAT64, t->dtype) : NULL; }
 
+/* An absent weight or bias, or one whose values float holds exactly (float32, float16, bfloat16). */
+static int ln_floatish(const axon_tensor_t *t) {
+    return !t || t->dtype == AXON_FLOAT32 || t->dtype == AXON_FLOAT16 || t->dtype == AXON_BFLOAT16;
+}
+
 /* Shared launch: t[] = {out/grad_in, mean, rstd, in, weight, bias, grad_out, grad_weight, grad_bias}. */
 enum { LN_OUT, LN_MEAN, LN_RSTD, LN_IN, LN_W, LN_B, LN_GO, LN_GW, LN_GB, LN_NT };
 
@@ -275,6 +300,14 @@ static axon_status_t ln_launch(axon_stream_t s, const char *name, int rms, int b
     a.st_out = ln_st(t[LN_OUT]), a.st_gw = ln_st(t[LN_GW]), a.st_gb = ln_st(t[LN_GB]);
     a.f32 = !backward && t[LN_IN]->dtype == AXON_FLOAT32 && t[LN_OUT]->dtype == AXON_FLOAT32 &&
             (!t[LN_W] || t[LN_W]->dtype == AXON_FLOAT32) && (!t[LN_B] || t[LN_B]->dtype == AXON_FLOAT32);
+    const axon_dtype_t h = t[LN_IN]->dtype;
+    a.half = !backward && (h == AXON_FLOAT16 || h == AXON_BFLOAT16) && t[LN_OUT]->dtype == h && n <= LN_HALF_ROW &&
+             ln_floatish(t[LN_W]) && ln_floatish(t[LN_B]);
+    if (a.half) {
+        a.in_to_float = axon_convert_get(h, AXON_FLOAT32), a.out_from_float = axon_convert_get(AXON_FLOAT32, h);
+        if (t[LN_W]) a.w_to_float = axon_convert_get(t[LN_W]->dtype, AXON_FLOAT32);
+        if (t[LN_B]) a.b_to_float = axon_convert_get(t[LN_B]->dtype, AXON_FLOAT32);
+    }
     if (!backward) a.st_mean = ln_st(t[LN_MEAN]), a.st_rstd = ln_st(t[LN_RSTD]);
     axon_launch_t l = {ln_kernel, &a, sizeof a, name, (uint64_t)numel * (a.es_in + a.es_out + a.es_go)};
     return axon_stream_launch(s, &l);
