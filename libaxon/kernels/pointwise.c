@@ -315,11 +315,12 @@ static int pw_has_f16c(void) {
 
 /* Whether a float16 op may take its float32 loop (PW_F16_AS_F32_MIN): every tensor operand and out are float16 (a
  * bool out for the comparisons), so each conversion is exact or the loop's own final rounding. nextafter steps in
- * float16's own units and has a loop of its own. */
+ * float16's own units, neg and abs work on the sign bit: they keep their float16 loops. */
 static int pw_f16_as_f32(const pw_op_t *op, axon_dtype_t compute, const axon_tensor_t *out,
                          const axon_tensor_t *const *ins, int64_t n) {
     if (compute != AXON_FLOAT16 || n < PW_F16_AS_F32_MIN || !pw_has_f16c()) return 0;
     if (op->arity == 2 && op->op == AXON_BINARY_NEXTAFTER) return 0;
+    if (op->arity == 1 && (op->op == AXON_UNARY_NEG || op->op == AXON_UNARY_ABS)) return 0; /* sign-bit loops */
     if (pw_loop_of(op->loops, op->complex_loops, AXON_FLOAT32) == NULL) return 0;
     if (out->dtype != ((op->flags & PW_BOOL_RESULT) ? AXON_BOOL : AXON_FLOAT16)) return 0;
     for (int k = 0; k < op->arity; k++)
