@@ -238,7 +238,8 @@ def test_single_value_per_channel_running_var_is_nan_as_cpu():
 
 # ---- group norm ----
 
-GN_CASES = [((4, 6, 5), 3), ((2, 4, 3, 3), 2), ((3, 8), 4), ((2, 6, 2, 2, 2), 1), ((2, 4, 70), 4)]
+GN_CASES = [((4, 6, 5), 3), ((2, 4, 3, 3), 2), ((3, 8), 4), ((2, 6, 2, 2, 2), 1), ((2, 4, 70), 4),
+            ((2, 8, 16, 16), 4), ((1, 4, 80, 80), 1)]  # the last rows past 16384: halves on the float64 path
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)

@@ -18,6 +18,9 @@ typedef struct gn_args {
     int backward;
     int f32;                    /* float32 tensors: gn_forward_row_f32 (in, out, weight, bias) or gn_backward_row_f32
                                  * (in, grad_out, weight, grad_in) */
+    int half;                   /* forward of float16 or bfloat16 in and out, rows of up to GN_HALF_ROW and up to
+                                 * GN_HALF_CHANNELS channels: gn_forward_row_float through buffers */
+    axon_convert_fn in_to_float, w_to_float, b_to_float, out_from_float; /* half's conversions */
     double *ab;                 /* gn_backward_row_f32's channel sums, in the command's own copy of the args */
     int64_t n, c, s, groups, d; /* d = channels per group */
     double eps;
@@ -30,17 +33,21 @@ static int64_t gn_min(int64_t a, int64_t b) { return a < b ? a : b; }
 static void gn_forward_row(const gn_args_t *a, int64_t r) {
     double x[AXON_NORM_CHUNK];
     const int64_t len = a->d * a->s, base = r * len, c0 = (r % a->groups) * a->d;
-    double sum = 0.0, ss = 0.0;
+    /* the sums in AXON_PARTS partial sums (element i of a chunk into part i % AXON_PARTS; chunks are whole multiples
+     * of it): one running sum was a chain of dependent adds, 4x the float32 path's time in float16 */
+    double sum = 0.0, ss = 0.0, part[AXON_PARTS];
     for (int pass = 0; pass < 2; pass++) {
         const double mean = sum / (double)len;
+        memset(part, 0, sizeof part);
         for (int64_t j = 0; j < len; j += AXON_NORM_CHUNK) {
             int64_t m = gn_min(AXON_NORM_CHUNK, len - j);
             axon_norm_load(&a->in, x, base + j, m, 0.0);
-            if (pass == 0)
-                for (int64_t i = 0; i < m; i++) sum += x[i];
-            else
-                for (int64_t i = 0; i < m; i++) ss += (x[i] - mean) * (x[i] - mean);
+            if (pass == 1)
+                for (int64_t i = 0; i < m; i++) x[i] = (x[i] - mean) * (x[i] - mean);
+            axon_parts_add(part, x, m);
         }
+        if (pass == 0) sum = axon_parts_total(part);
+        else ss = axon_parts_total(part);
     }
     const double mean = sum / (double)len, rstd = 1.0 / sqrt(ss / (double)len + a->eps);
     axon_norm_put(&a->mean, r, mean);
@@ -57,15 +64,18 @@ static void gn_forward_row(const gn_args_t *a, int64_t r) {
     }
 }
 
-/* gn_forward_row for float32 in, out, weight and bias (each of the last two may be absent), without converting each
- * chunk through a stack buffer: float64 statistics and the same expression per element, but the sums spread over
+/* gn_forward_row for rows read as float, x into y: float32 in, out, weight and bias (each of the last two may be
+ * absent) in place, float16 and bfloat16 rows of up to GN_HALF_ROW through float buffers (gn_rows), without
+ * converting each chunk through a float64 stack buffer: float64 statistics and the same expression per element, but the sums spread over
  * GN_PARTS running partial sums (element i into part i % GN_PARTS, the tail into the first parts in order) so that
  * they vectorize, where one running sum is a chain of dependent adds (so not gn_forward_row's bits). The order
  * depends on the row length alone, not on the thread count. */
 #define GN_PARTS 32
-AXON_CLONES static void gn_forward_row_f32(const gn_args_t *a, int64_t r) {
+#define GN_HALF_ROW 16384     /* floats: the half rows' two buffers are 128 KiB of a worker's (8 MiB) stack */
+#define GN_HALF_CHANNELS 2048
+AXON_CLONES static void gn_forward_row_float(const gn_args_t *a, int64_t r, const float *x, float *y, const float *w,
+                                             const float *b) {
     const int64_t len = a->d * a->s, bulk = len - len % GN_PARTS, c0 = (r % a->groups) * a->d;
-    const float *x = (const float *)a->in.p + r * len, *w = (const float *)a->w.p, *b = (const float *)a->b.p;
     double part[GN_PARTS] = {0}, sum = 0.0, ss = 0.0;
     for (int64_t i = 0; i < bulk; i += GN_PARTS)
         for (int k = 0; k < GN_PARTS; k++) part[k] += (double)x[i + k];
@@ -85,7 +95,6 @@ AXON_CLONES static void gn_forward_row_f32(const gn_args_t *a, int64_t r) {
      * with a large mean, then one scale and one shift per channel. Each element is within about 2 ulp of
      * |x_hat * w| + |b| of the exact result (as torch CPU's float32 group norm), where float64 rounded once. */
     const float mhi = (float)mean, mlo = (float)(mean - (double)mhi);
-    float *y = (float *)a->out.p + r * len;
     for (int64_t k = 0; k < a->d; k++) {
         const float scale = (float)(rstd * (w ? (double)w[c0 + k] : 1.0)), shift = b ? b[c0 + k] : 0.0f;
         const float *xk = x + k * a->s;
@@ -175,13 +184,34 @@ static void gn_channels_f32(void *ctx, int64_t begin, int64_t end, int slot) {
     }
 }
 
+/* The forward of half rows: the weight and bias converted once per range, each row in and out through a buffer. */
+static void gn_half_rows(const gn_args_t *a, int64_t begin, int64_t end) {
+    float x[GN_HALF_ROW], y[GN_HALF_ROW], w[GN_HALF_CHANNELS], b[GN_HALF_CHANNELS];
+    const int64_t len = a->d * a->s;
+    if (a->w.p) a->w_to_float((char *)w, 1, a->w.p, 1, a->c);
+    if (a->b.p) a->b_to_float((char *)b, 1, a->b.p, 1, a->c);
+    for (int64_t r = begin; r < end; r++) {
+        a->in_to_float((char *)x, 1, a->in.p + r * len * (int64_t)a->in.es, 1, len);
+        gn_forward_row_float(a, r, x, y, a->w.p ? w : NULL, a->b.p ? b : NULL);
+        a->out_from_float(a->out.p + r * len * (int64_t)a->out.es, 1, (const char *)y, 1, len);
+    }
+}
+
 static void gn_rows(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
     const gn_args_t *a = ctx;
+    if (a->half) {
+        gn_half_rows(a, begin, end);
+        return;
+    }
     for (int64_t r = begin; r < end; r++) {
+        const int64_t len = a->d * a->s;
         if (a->backward && a->f32) gn_backward_row_f32(a, r);
         else if (a->backward) gn_backward_row(a, r);
-        else if (a->f32) gn_forward_row_f32(a, r);
+        else if (a->f32)
+            gn_forward_row_float(a, r, (const float *)(const void *)a->in.p + r * len,
+                                 (float *)(void *)a->out.p + r * len, (const float *)(const void *)a->w.p,
+                                 (const float *)(const void *)a->b.p);
         else gn_forward_row(a, r);
     }
 }
@@ -229,6 +259,11 @@ static axon_status_t gn_kernel(const void *args, const axon_exec_t *ex) {
     return AXON_OK;
 }
 
+/* An absent weight or bias, or one whose values float holds exactly. */
+static int gn_floatish(const axon_tensor_t *t) {
+    return !t || t->dtype == AXON_FLOAT32 || t->dtype == AXON_FLOAT16 || t->dtype == AXON_BFLOAT16;
+}
+
 /* Check in and groups and fill the shape fields of a. */
 static axon_status_t gn_shape(const char *op, const axon_tensor_t *in, int64_t groups, gn_args_t *a) {
     axon_status_t st = axon_norm_check(op, "in", in, 0, in, 0);
@@ -266,6 +301,14 @@ axon_status_t axon_kernel_group_norm(axon_stream_t s, const axon_tensor_t *out, 
     a.mean = axon_norm_ref(mean), a.rstd = axon_norm_ref(rstd);
     a.f32 = in->dtype == AXON_FLOAT32 && out->dtype == AXON_FLOAT32 && (!weight || weight->dtype == AXON_FLOAT32) &&
             (!bias || bias->dtype == AXON_FLOAT32);
+    const axon_dtype_t h = in->dtype;
+    a.half = (h == AXON_FLOAT16 || h == AXON_BFLOAT16) && out->dtype == h && a.d * a.s <= GN_HALF_ROW &&
+             a.c <= GN_HALF_CHANNELS && gn_floatish(weight) && gn_floatish(bias);
+    if (a.half) {
+        a.in_to_float = axon_convert_get(h, AXON_FLOAT32), a.out_from_float = axon_convert_get(AXON_FLOAT32, h);
+        if (weight) a.w_to_float = axon_convert_get(weight->dtype, AXON_FLOAT32);
+        if (bias) a.b_to_float = axon_convert_get(bias->dtype, AXON_FLOAT32);
+    }
     axon_launch_t l = {gn_kernel, &a, sizeof a, op, (uint64_t)axon_tensor_numel(in) * 2u * axon_dtype_size(in->dtype)};
     return axon_stream_launch(s, &l);
 }
