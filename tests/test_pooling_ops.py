@@ -52,8 +52,9 @@ def test_max_pool_forward_indices_and_backward_match_cpu(case, return_indices, d
     check(fn, sample(shape, dtype), tol=EXACT)
 
 
-def test_max_pool_propagates_nan_like_cpu():
-    x = sample((1, 2, 6, 6), torch.float32)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=str)
+def test_max_pool_propagates_nan_like_cpu(dtype):
+    x = sample((1, 2, 6, 6), dtype)
     x[0, 0, 1, 1] = float("nan")
     x[0, 1, 4, 3] = float("nan")
     check(lambda x: F.max_pool2d(x, 3, 1, 1, return_indices=True), x, tol=EXACT)

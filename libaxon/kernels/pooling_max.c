@@ -66,13 +66,27 @@ PM_FORWARD_RANGE(pm_forward_range_int, int64_t, axon_spatial_load_int, axon_spat
  * tap number with divisions (four 64-bit divisions per output were most of a 2x2 pool's time). */
 #define PM_TAP_TABLE 1024
 
-/* pm_forward_range for float32 in and out and fixed windows. Outputs whose window lies inside the row along w
- * (every tap kw valid) are taken a block at a time, tap by tap in the generic loop's order with its update rule, the
- * winning tap's number kept per output (so the comparisons vectorize across outputs); the index is rebuilt from it.
- * Same values and indices as the generic loop; the few outputs at the row's ends go through it. */
-AXON_CLONES static void pm_forward_rows_f32(void *ctx, int64_t begin, int64_t end, int slot) {
-    (void)slot;
-    const pm_args_t *a = ctx;
+/* The element kinds of pm_forward_rows (a constant in each inlined copy): float32, and the halves read as float (exact)
+ * and stored back from it (the maximum is one of the window's elements, so exact too; a NaN comes back quiet). */
+enum { PM_F32, PM_BF16, PM_F16 };
+static inline __attribute__((always_inline)) float pm_ld(const int kind, const char *p, int64_t i) {
+    if (kind == PM_F32) return ((const float *)(const void *)p)[i];
+    const uint16_t h = ((const uint16_t *)(const void *)p)[i];
+    return kind == PM_BF16 ? axon_bf16_to_f32(h) : axon_f16_to_f32(h);
+}
+static inline __attribute__((always_inline)) void pm_st(const int kind, char *p, int64_t i, float v) {
+    if (kind == PM_F32) ((float *)(void *)p)[i] = v;
+    else ((uint16_t *)(void *)p)[i] = kind == PM_BF16 ? axon_f32_to_bf16(v) : axon_f32_to_f16(v);
+}
+
+/* pm_forward_range for float32, float16 and bfloat16 in and out (the same dtype) and fixed windows. Outputs whose
+ * window lies inside the row along w (every tap kw valid) are taken a block at a time, tap by tap in the generic
+ * loop's order with its update rule, the winning tap's number kept per output (so the comparisons vectorize across
+ * outputs); the index is rebuilt from it. Same values and indices as the generic loop (float16 took it at 9x
+ * float32's time); the few outputs at the row's ends go through the same rule one at a time. */
+static inline __attribute__((always_inline)) void pm_forward_rows(const pm_args_t *a, int64_t begin, int64_t end,
+                                                                  const int kind) {
+    const size_t es = kind == PM_F32 ? 4 : 2;
     const axon_spatial_t *g = &a->g;
     const int64_t per_plane = g->out[0] * g->out[1], ih = g->in[1], iw = g->in[2], ow_n = g->out[2];
     const int64_t k2 = a->w.k[2], s2 = a->w.s[2], p2 = a->w.p[2], d2 = a->w.d[2];
@@ -86,8 +100,8 @@ AXON_CLONES static void pm_forward_rows_f32(void *ctx, int64_t begin, int64_t en
     for (int64_t r = begin; r < end; r++) {
         const int64_t plane = r / per_plane, od = r % per_plane / g->out[1], oh = r % g->out[1];
         const axon_pool_span_t sd = axon_pool_span(&a->w, g, 0, od), sh = axon_pool_span(&a->w, g, 1, oh);
-        const float *in = (const float *)a->in + plane * g->in_size;
-        float *out = (float *)a->out + r * ow_n;
+        const char *in = a->in + plane * g->in_size * (int64_t)es;
+        char *out = a->out + r * ow_n * (int64_t)es;
         int64_t *idx = a->idx ? (int64_t *)a->idx + r * ow_n : NULL;
         const int64_t nh = axon_pool_span_count(sh) > 0 ? axon_pool_span_count(sh) : 1; /* 1: tap 0 decodes */
         const int64_t taps = axon_pool_span_count(sd) * axon_pool_span_count(sh) * k2;
@@ -105,15 +119,15 @@ AXON_CLONES static void pm_forward_rows_f32(void *ctx, int64_t begin, int64_t en
             for (int64_t d = sd.first; d < sd.end; d += sd.step)
                 for (int64_t h = sh.first; h < sh.end; h += sh.step)
                     for (int64_t kw = 0; kw < k2; kw++, t++) {
-                        const float *src = in + (d * ih + h) * iw + b0 * s2 - p2 + kw * d2;
+                        const char *src = in + ((d * ih + h) * iw + b0 * s2 - p2 + kw * d2) * (int64_t)es;
                         for (int64_t j = 0; j < m; j++) {
-                            const float v = src[j * s2];
+                            const float v = pm_ld(kind, src, j * s2);
                             const int up = v > mx[j] || v != v;
                             mx[j] = up ? v : mx[j];
                             tap[j] = up ? t : tap[j];
                         }
                     }
-            memcpy(out + b0, mx, (size_t)m * sizeof(float));
+            for (int64_t j = 0; j < m; j++) pm_st(kind, out, b0 + j, mx[j]);
             if (idx == NULL) continue;
             if (table) {
                 for (int64_t j = 0; j < m; j++) idx[b0 + j] = tap_offset[tap[j]] + (b0 + j) * s2;
@@ -135,14 +149,27 @@ AXON_CLONES static void pm_forward_rows_f32(void *ctx, int64_t begin, int64_t en
                 for (int64_t d = sd.first; d < sd.end; d += sd.step)
                     for (int64_t h = sh.first; h < sh.end; h += sh.step)
                         for (int64_t w = sw.first; w < sw.end; w += sw.step) {
-                            const float v = in[(d * ih + h) * iw + w];
+                            const float v = pm_ld(kind, in, (d * ih + h) * iw + w);
                             if (v > m || v != v) m = v, best = (d * ih + h) * iw + w;
                         }
-                out[ow] = m;
+                pm_st(kind, out, ow, m);
                 if (idx) idx[ow] = best;
             }
         }
     }
+}
+
+AXON_CLONES static void pm_forward_rows_f32(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    pm_forward_rows(ctx, begin, end, PM_F32);
+}
+AXON_CLONES static void pm_forward_rows_bf16(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    pm_forward_rows(ctx, begin, end, PM_BF16);
+}
+AXON_CLONES static void pm_forward_rows_f16(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    pm_forward_rows(ctx, begin, end, PM_F16);
 }
 
 /* Channels per block of pm_forward_rows_cl's vector loop (maxima and indices on the stack). */
@@ -200,10 +227,12 @@ static axon_status_t pm_forward_kernel(const void *args, const axon_exec_t *ex) 
     const int64_t window = a->w.adaptive ? 1 + a->g.in_size / a->g.out_size : a->w.k[0] * a->w.k[1] * a->w.k[2];
     const int64_t work = a->g.out[2] * window;
     int64_t grain = AXON_KERNEL_GRAIN / (work > 0 ? work : 1);
-    const int f32 = !a->w.adaptive && a->dt_in == AXON_FLOAT32 && a->dt_out == AXON_FLOAT32 && window < INT32_MAX;
-    const axon_range_fn body = f32                                    ? pm_forward_rows_f32
-                               : axon_dtype_is_floating(a->dt_in) ? pm_forward_range
-                                                                  : pm_forward_range_int;
+    const int fixed = !a->w.adaptive && a->dt_in == a->dt_out && window < INT32_MAX;
+    const axon_range_fn body = fixed && a->dt_in == AXON_FLOAT32    ? pm_forward_rows_f32
+                               : fixed && a->dt_in == AXON_BFLOAT16 ? pm_forward_rows_bf16
+                               : fixed && a->dt_in == AXON_FLOAT16  ? pm_forward_rows_f16
+                               : axon_dtype_is_floating(a->dt_in)   ? pm_forward_range
+                                                                    : pm_forward_range_int;
     axon_parallel_for(ex->pool, 0, rows, grain < 1 ? 1 : grain, body, (void *)a);
     return AXON_OK;
 }
