@@ -118,6 +118,34 @@ static inline uint16_t axon_f64_to_f16(double f) { return axon_f32_to_f16((float
 
 static inline uint16_t axon_f64_to_bf16(double f) { return axon_f32_to_bf16((float)f); }
 
+/* float32 and the 16-bit floats read as float (exact) and stored from it, for kernels that inline one copy of a loop
+ * per kind with the kind a constant (so each copy has no dtype switch): AXON_FK_F32, AXON_FK_BF16, AXON_FK_F16, and
+ * AXON_FK_F16_SCALAR for loops that stay scalar (gathers): float16 through C's _Float16 conversions, which GCC emits
+ * as the F16C instructions in clones that have them (a libgcc call elsewhere), where the bit arithmetic of
+ * axon_f16_to_f32 and axon_f32_to_f16 is a dozen instructions per element; the vectorized loops keep the latter. */
+enum { AXON_FK_F32, AXON_FK_BF16, AXON_FK_F16, AXON_FK_F16_SCALAR };
+static inline __attribute__((always_inline)) float axon_fk_load(const int kind, const void *p, int64_t i) {
+    if (kind == AXON_FK_F32) return ((const float *)p)[i];
+#ifdef __FLT16_MAX__
+    if (kind == AXON_FK_F16_SCALAR) return (float)((const _Float16 *)p)[i];
+#endif
+    const uint16_t h = ((const uint16_t *)p)[i];
+    return kind == AXON_FK_BF16 ? axon_bf16_to_f32(h) : axon_f16_to_f32(h);
+}
+static inline __attribute__((always_inline)) void axon_fk_store(const int kind, void *p, int64_t i, float v) {
+    if (kind == AXON_FK_F32) {
+        ((float *)p)[i] = v;
+        return;
+    }
+#ifdef __FLT16_MAX__
+    if (kind == AXON_FK_F16_SCALAR) {
+        ((_Float16 *)p)[i] = (_Float16)v;
+        return;
+    }
+#endif
+    ((uint16_t *)p)[i] = kind == AXON_FK_BF16 ? axon_f32_to_bf16(v) : axon_f32_to_f16(v);
+}
+
 /* ---- floating -> integer ----
  * Truncation toward zero when in range; out of range and NaN give the minimum, as x86's cvttss2si does (and so as
  * PyTorch does there). The cast is always applied to an in-range value, so there is no undefined behaviour and no

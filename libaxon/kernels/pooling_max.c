@@ -66,27 +66,15 @@ PM_FORWARD_RANGE(pm_forward_range_int, int64_t, axon_spatial_load_int, axon_spat
  * tap number with divisions (four 64-bit divisions per output were most of a 2x2 pool's time). */
 #define PM_TAP_TABLE 1024
 
-/* The element kinds of pm_forward_rows (a constant in each inlined copy): float32, and the halves read as float (exact)
- * and stored back from it (the maximum is one of the window's elements, so exact too; a NaN comes back quiet). */
-enum { PM_F32, PM_BF16, PM_F16 };
-static inline __attribute__((always_inline)) float pm_ld(const int kind, const char *p, int64_t i) {
-    if (kind == PM_F32) return ((const float *)(const void *)p)[i];
-    const uint16_t h = ((const uint16_t *)(const void *)p)[i];
-    return kind == PM_BF16 ? axon_bf16_to_f32(h) : axon_f16_to_f32(h);
-}
-static inline __attribute__((always_inline)) void pm_st(const int kind, char *p, int64_t i, float v) {
-    if (kind == PM_F32) ((float *)(void *)p)[i] = v;
-    else ((uint16_t *)(void *)p)[i] = kind == PM_BF16 ? axon_f32_to_bf16(v) : axon_f32_to_f16(v);
-}
-
 /* pm_forward_range for float32, float16 and bfloat16 in and out (the same dtype) and fixed windows. Outputs whose
  * window lies inside the row along w (every tap kw valid) are taken a block at a time, tap by tap in the generic
  * loop's order with its update rule, the winning tap's number kept per output (so the comparisons vectorize across
  * outputs); the index is rebuilt from it. Same values and indices as the generic loop (float16 took it at 9x
- * float32's time); the few outputs at the row's ends go through the same rule one at a time. */
+ * float32's time): halves are read as float and the maximum, one of the window's elements, stored back exactly (a NaN
+ * comes back quiet). The few outputs at the row's ends go through the same rule one at a time. */
 static inline __attribute__((always_inline)) void pm_forward_rows(const pm_args_t *a, int64_t begin, int64_t end,
                                                                   const int kind) {
-    const size_t es = kind == PM_F32 ? 4 : 2;
+    const size_t es = kind == AXON_FK_F32 ? 4 : 2;
     const axon_spatial_t *g = &a->g;
     const int64_t per_plane = g->out[0] * g->out[1], ih = g->in[1], iw = g->in[2], ow_n = g->out[2];
     const int64_t k2 = a->w.k[2], s2 = a->w.s[2], p2 = a->w.p[2], d2 = a->w.d[2];
@@ -121,13 +109,13 @@ static inline __attribute__((always_inline)) void pm_forward_rows(const pm_args_
                     for (int64_t kw = 0; kw < k2; kw++, t++) {
                         const char *src = in + ((d * ih + h) * iw + b0 * s2 - p2 + kw * d2) * (int64_t)es;
                         for (int64_t j = 0; j < m; j++) {
-                            const float v = pm_ld(kind, src, j * s2);
+                            const float v = axon_fk_load(kind, src, j * s2);
                             const int up = v > mx[j] || v != v;
                             mx[j] = up ? v : mx[j];
                             tap[j] = up ? t : tap[j];
                         }
                     }
-            for (int64_t j = 0; j < m; j++) pm_st(kind, out, b0 + j, mx[j]);
+            for (int64_t j = 0; j < m; j++) axon_fk_store(kind, out, b0 + j, mx[j]);
             if (idx == NULL) continue;
             if (table) {
                 for (int64_t j = 0; j < m; j++) idx[b0 + j] = tap_offset[tap[j]] + (b0 + j) * s2;
@@ -149,10 +137,10 @@ static inline __attribute__((always_inline)) void pm_forward_rows(const pm_args_
                 for (int64_t d = sd.first; d < sd.end; d += sd.step)
                     for (int64_t h = sh.first; h < sh.end; h += sh.step)
                         for (int64_t w = sw.first; w < sw.end; w += sw.step) {
-                            const float v = pm_ld(kind, in, (d * ih + h) * iw + w);
+                            const float v = axon_fk_load(kind, in, (d * ih + h) * iw + w);
                             if (v > m || v != v) m = v, best = (d * ih + h) * iw + w;
                         }
-                pm_st(kind, out, ow, m);
+                axon_fk_store(kind, out, ow, m);
                 if (idx) idx[ow] = best;
             }
         }
@@ -161,15 +149,15 @@ static inline __attribute__((always_inline)) void pm_forward_rows(const pm_args_
 
 AXON_CLONES static void pm_forward_rows_f32(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
-    pm_forward_rows(ctx, begin, end, PM_F32);
+    pm_forward_rows(ctx, begin, end, AXON_FK_F32);
 }
 AXON_CLONES static void pm_forward_rows_bf16(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
-    pm_forward_rows(ctx, begin, end, PM_BF16);
+    pm_forward_rows(ctx, begin, end, AXON_FK_BF16);
 }
 AXON_CLONES static void pm_forward_rows_f16(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
-    pm_forward_rows(ctx, begin, end, PM_F16);
+    pm_forward_rows(ctx, begin, end, AXON_FK_F16);
 }
 
 /* Channels per block of pm_forward_rows_cl's vector loop (maxima and indices on the stack). */

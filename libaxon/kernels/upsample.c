@@ -135,7 +135,7 @@ typedef struct up_cols {
     int64_t idx[UP_CHUNK][4];
     double w[UP_CHUNK][4];
     /* two-tap columns again, one array per tap, as float32 weights and int32 indices (when the row is short
-     * enough): what up_bilinear_row_f32's vector loop reads */
+     * enough): what up_bilinear_row's loop reads */
     int32_t idx0[UP_CHUNK], idx1[UP_CHUNK];
     float w0[UP_CHUNK], w1[UP_CHUNK];
 } up_cols_t;
@@ -189,24 +189,48 @@ static int up_nearest_row(const up_args_t *a, size_t es, int64_t i0, int64_t o0,
     }
 }
 
-/* Bilinear float32 rows (one D tap, two H taps, two W taps per column), in float32 as PyTorch's CPU kernel computes
- * them (each row's two columns blended, then the two rows), from one array per tap (int32 indices, float weights):
- * in float64 from the interleaved taps it ran at 1.6x torch CPU's time. (GCC 12 keeps this loop scalar: it emits no
- * gathers under its generic tuning.) Other dtypes and tap counts keep UP_FORWARD_ROW's float64 sums. */
-AXON_CLONES static int up_bilinear_row_f32(const up_args_t *a, int64_t i0, int64_t o0, int64_t ih, int64_t iw,
-                                           const up_taps_t *td, const up_taps_t *th, const up_cols_t *c, int64_t m) {
-    if (a->dt_src != AXON_FLOAT32 || a->dt_dst != AXON_FLOAT32 || td->n != 1 || th->n != 2 || c->n != 2 ||
-        iw > INT32_MAX)
-        return 0;
-    const float *restrict r0 = (const float *)a->src + i0 + (td->idx[0] * ih + th->idx[0]) * iw;
-    const float *restrict r1 = (const float *)a->src + i0 + (td->idx[0] * ih + th->idx[1]) * iw;
+/* Bilinear rows (one D tap, two H taps, two W taps per column) of float32, float16 or bfloat16 (src and dst the same
+ * dtype, the kind a constant in each inlined copy), in float as PyTorch's CPU kernel computes them (each row's two
+ * columns blended, then the two rows), from one array per tap (int32 indices, float weights): in float64 from the
+ * interleaved taps float32 ran at 1.6x torch CPU's time, and float16 at 3x. Halves are read as float and the result
+ * rounded once. (GCC 12 keeps this loop scalar: it emits no gathers under its generic tuning.) Other dtypes and tap
+ * counts keep UP_FORWARD_ROW's float64 sums. */
+static inline __attribute__((always_inline)) void up_bilinear_row(const up_args_t *a, int64_t i0, int64_t o0,
+                                                                  int64_t ih, int64_t iw, const up_taps_t *td,
+                                                                  const up_taps_t *th, const up_cols_t *c, int64_t m,
+                                                                  const int kind) {
+    const size_t es = kind == AXON_FK_F32 ? 4 : 2;
+    const char *r0 = a->src + (i0 + (td->idx[0] * ih + th->idx[0]) * iw) * (int64_t)es;
+    const char *r1 = a->src + (i0 + (td->idx[0] * ih + th->idx[1]) * iw) * (int64_t)es;
     const float h0 = (float)(td->w[0] * th->w[0]), h1 = (float)(td->w[0] * th->w[1]);
     const int32_t *restrict x0 = c->idx0, *restrict x1 = c->idx1;
     const float *restrict w0 = c->w0, *restrict w1 = c->w1;
-    float *restrict dst = (float *)a->dst + o0;
-    for (int64_t j = 0; j < m; j++)
-        dst[j] = h0 * (w0[j] * r0[x0[j]] + w1[j] * r0[x1[j]]) + h1 * (w0[j] * r1[x0[j]] + w1[j] * r1[x1[j]]);
-    return 1;
+    char *dst = a->dst + o0 * (int64_t)es;
+    for (int64_t j = 0; j < m; j++) {
+        const float top = w0[j] * axon_fk_load(kind, r0, x0[j]) + w1[j] * axon_fk_load(kind, r0, x1[j]);
+        const float bottom = w0[j] * axon_fk_load(kind, r1, x0[j]) + w1[j] * axon_fk_load(kind, r1, x1[j]);
+        axon_fk_store(kind, dst, j, h0 * top + h1 * bottom);
+    }
+}
+#define UP_BILINEAR_ROW_FN(name, kind)                                                                            \
+    AXON_CLONES static void name(const up_args_t *a, int64_t i0, int64_t o0, int64_t ih, int64_t iw,            \
+                                 const up_taps_t *td, const up_taps_t *th, const up_cols_t *c, int64_t m) {      \
+        up_bilinear_row(a, i0, o0, ih, iw, td, th, c, m, kind);                                                  \
+    }
+UP_BILINEAR_ROW_FN(up_bilinear_row_f32, AXON_FK_F32)
+UP_BILINEAR_ROW_FN(up_bilinear_row_bf16, AXON_FK_BF16)
+UP_BILINEAR_ROW_FN(up_bilinear_row_f16, AXON_FK_F16_SCALAR)
+
+/* The bilinear row of the launch's dtype, if its rows take one (nonzero when done). */
+static int up_bilinear_rows(const up_args_t *a, int64_t i0, int64_t o0, int64_t ih, int64_t iw, const up_taps_t *td,
+                            const up_taps_t *th, const up_cols_t *c, int64_t m) {
+    if (a->dt_src != a->dt_dst || td->n != 1 || th->n != 2 || c->n != 2 || iw > INT32_MAX) return 0;
+    switch (a->dt_src) {
+    case AXON_FLOAT32: up_bilinear_row_f32(a, i0, o0, ih, iw, td, th, c, m); return 1;
+    case AXON_BFLOAT16: up_bilinear_row_bf16(a, i0, o0, ih, iw, td, th, c, m); return 1;
+    case AXON_FLOAT16: up_bilinear_row_f16(a, i0, o0, ih, iw, td, th, c, m); return 1;
+    default: return 0;
+    }
 }
 
 /* Output rows [begin, end) (row r = plane, od, oh), a chunk of columns at a time. */
@@ -224,7 +248,7 @@ static void up_forward_range(void *ctx, int64_t begin, int64_t end, int slot) {
             const up_taps_t td = up_taps(a, 0, od), th = up_taps(a, 1, oh);
             const int64_t i0 = plane * g->in_size, o0 = r * g->out[2] + ow0;
             if (up_nearest_row(a, axon_dtype_size(a->dt_src), i0, o0, ih, iw, &td, &th, &cols, m) ||
-                up_bilinear_row_f32(a, i0, o0, ih, iw, &td, &th, &cols, m))
+                up_bilinear_rows(a, i0, o0, ih, iw, &td, &th, &cols, m))
                 continue;
             if (a->dt_src == AXON_FLOAT32 && a->dt_dst == AXON_FLOAT32) {
                 UP_FORWARD_ROW(UP_LOAD_F32, UP_STORE_F32);
