@@ -114,6 +114,16 @@ def test_layer_norm_forward_and_backward_match_cpu(shape, normalized, affine, dt
     check(lambda x, *wb: F.layer_norm(x, normalized, *wb, eps=1e-5), inputs, dtype, grad_tol=tol)
 
 
+def test_float32_layer_norm_of_rows_with_a_large_mean_stays_accurate():
+    # the float32 output subtracts the mean split into two floats: as exact as float64's x - mean, though each row's
+    # mean is 1e4 standard deviations from 0 (computed in float, x - mean would lose 13 bits)
+    x = sample((6, 1000), torch.float32) + 1e4
+    w, b = sample((1000,), torch.float32, 1) + 1.0, sample((1000,), torch.float32, 2)
+    got = F.layer_norm(x.to("axon"), (1000,), w.to("axon"), b.to("axon")).cpu()
+    want = F.layer_norm(x.double(), (1000,), w.double(), b.double()).float()
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=2e-5)
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("n", [64, 4096, 4100])
 def test_half_layer_norm_with_float32_weight_matches_cpu(n, dtype):
