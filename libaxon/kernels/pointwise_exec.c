@@ -340,6 +340,14 @@ static void pw_rows_each_range(void *ctx, int64_t begin, int64_t end, int slot) 
     if (c.bad) atomic_store_explicit(&c.j->bad, 1, memory_order_relaxed);
 }
 
+/* The cursor past a run of `run` rows along dimension 1 (which must not cross its end): onto the run's last row, then
+ * one row on, wrapping dimension 1 if the run ends it. */
+static inline void pw_rows_past_run(const axon_iter_t *it, axon_iter_row_t *cur, int64_t run) {
+    for (int t = 0; t < it->ntensors; t++) cur->off[t] += (run - 1) * it->strides[t][1] * (int64_t)it->esize[t];
+    cur->idx[1] += run - 1;
+    axon_iter_row_next(it, cur);
+}
+
 /* Rows [begin, end) of an iterator whose rows are short: groups of rows converted into the chunk's buffers (unless
  * packed) so that the loop runs once per group, not once per row; out stored row by row unless packed. A group's rows
  * are taken in runs along dimension 1, where each tensor's rows are a fixed step apart: a step of the row cursor per
@@ -380,10 +388,7 @@ static void pw_rows_range(void *ctx, int64_t begin, int64_t end, int slot) {
                                  it->strides[t][1] * (int64_t)j->in_size[k], run, R, it->strides[t][0]);
             }
             run_row[runs] = i, run_out[runs] = cur.off[0];
-            /* onto the run's last row, then past it (wrapping dimension 1 if it ends there) */
-            for (int t = 0; t < it->ntensors; t++) cur.off[t] += (run - 1) * it->strides[t][1] * (int64_t)it->esize[t];
-            cur.idx[1] += run - 1;
-            axon_iter_row_next(it, &cur);
+            pw_rows_past_run(it, &cur, run);
             i += run;
         }
         same_filled = 1;
@@ -451,10 +456,7 @@ static void pw_row_loop_range(void *ctx, int64_t begin, int64_t end, int slot) {
             for (int64_t i = 0; i < g; i++)
                 j->store_fn(po + i * it->strides[0][1] * (int64_t)j->out_size, it->strides[0][0],
                             (const char *)c.buf[3] + i * R * (int64_t)j->result_size, 1, R);
-        /* onto the run's last row, then past it (wrapping dimension 1 if it ends there) */
-        for (int t = 0; t < it->ntensors; t++) cur.off[t] += (g - 1) * it->strides[t][1] * (int64_t)it->esize[t];
-        cur.idx[1] += g - 1;
-        axon_iter_row_next(it, &cur);
+        pw_rows_past_run(it, &cur, g);
         r += g;
     }
     if (c.bad) atomic_store_explicit(&c.j->bad, 1, memory_order_relaxed);
