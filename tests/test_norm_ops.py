@@ -129,7 +129,8 @@ def test_float32_layer_norm_of_rows_with_a_large_mean_stays_accurate():
 def test_half_layer_norm_with_float32_weight_matches_cpu(n, dtype):
     # half rows up to 4096 go through float buffers (the weight and bias converted once per range), longer ones
     # through the float64 chunks: a float32 weight and bias, as mixed-precision models keep them
-    x, w, b = sample((9, n), dtype, scale=2.0) + 0.5, sample((n,), torch.float32, 1) + 1.0, sample((n,), torch.float32, 2)
+    x = sample((9, n), dtype, scale=2.0) + 0.5
+    w, b = sample((n,), torch.float32, 1) + 1.0, sample((n,), torch.float32, 2)
     torch_axon.reset_fallback_stats()
     got = F.layer_norm(x.to("axon"), (n,), w.to("axon"), b.to("axon"))
     assert torch_axon.fallback_stats() == {}

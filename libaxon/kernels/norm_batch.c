@@ -147,7 +147,8 @@ AXON_CLONES static void bn_forward_channel_float(const bn_args_t *a, int64_t c) 
             const float *x = bn_floats(&a->in, a->in_to_float, xb, base + j, m);
             float *y = a->out_from_float ? yb : (float *)(void *)a->out.p + base + j;
             for (int64_t i = 0; i < m; i++) y[i] = ((x[i] - mhi) - mlo) * scale + shift;
-            if (a->out_from_float) a->out_from_float(a->out.p + (base + j) * (int64_t)a->out.es, 1, (const char *)yb, 1, m);
+            if (a->out_from_float)
+                a->out_from_float(a->out.p + (base + j) * (int64_t)a->out.es, 1, (const char *)yb, 1, m);
         }
     }
 }

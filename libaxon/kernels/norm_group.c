@@ -66,10 +66,10 @@ static void gn_forward_row(const gn_args_t *a, int64_t r) {
 
 /* gn_forward_row for rows read as float, x into y: float32 in, out, weight and bias (each of the last two may be
  * absent) in place, float16 and bfloat16 rows of up to GN_HALF_ROW through float buffers (gn_rows), without
- * converting each chunk through a float64 stack buffer: float64 statistics and the same expression per element, but the sums spread over
- * GN_PARTS running partial sums (element i into part i % GN_PARTS, the tail into the first parts in order) so that
- * they vectorize, where one running sum is a chain of dependent adds (so not gn_forward_row's bits). The order
- * depends on the row length alone, not on the thread count. */
+ * converting each chunk through a float64 stack buffer: float64 statistics and the same expression per element, the
+ * sums spread over GN_PARTS running partial sums (element i into part i % GN_PARTS, the tail into the first parts in
+ * order; gn_forward_row uses fewer, so these are not its bits). The order depends on the row length alone, not on
+ * the thread count. */
 #define GN_PARTS 32
 #define GN_HALF_ROW 16384     /* floats: the half rows' two buffers are 128 KiB of a worker's (8 MiB) stack */
 #define GN_HALF_CHANNELS 2048

@@ -26,7 +26,7 @@ typedef struct sm_args {
     int safe;                    /* _safe_softmax: rows of all -inf give 0 */
     int f32_exp;                 /* no float64 tensor: exp in float32 (expf is several times faster than exp, and its
                                     ~1 ulp float32 error is below what a float32 or half result can hold) */
-    int f32_rows;                /* float32 along the last dim: the float fast paths (sm_row_f32, sm_row_f32_backward) */
+    int f32_rows;                /* float32 along the last dim: the float paths (sm_row_f32, sm_row_f32_backward) */
     int half_rows;               /* float16 or bfloat16 along the last dim, rows of up to SM_HALF_ROW: the same, through
                                     float buffers */
     int64_t outer, len, inner;
@@ -342,8 +342,8 @@ static axon_status_t sm_launch(axon_stream_t s, const char *name, const axon_ten
     g.f32_rows = g.inner == 1 && a->dtype == AXON_FLOAT32 && out->dtype == AXON_FLOAT32 &&
                  (!b || b->dtype == AXON_FLOAT32);
     const axon_dtype_t h = a->dtype;
-    g.half_rows = g.inner == 1 && (h == AXON_FLOAT16 || h == AXON_BFLOAT16) && out->dtype == h && (!b || b->dtype == h) &&
-                  g.len <= SM_HALF_ROW;
+    g.half_rows = g.inner == 1 && (h == AXON_FLOAT16 || h == AXON_BFLOAT16) && out->dtype == h &&
+                  (!b || b->dtype == h) && g.len <= SM_HALF_ROW;
     if (g.half_rows) {
         g.to_float_a = g.to_float_b = axon_convert_get(h, AXON_FLOAT32);
         g.from_float = axon_convert_get(AXON_FLOAT32, h);

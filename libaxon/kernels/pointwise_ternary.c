@@ -2,9 +2,9 @@
  *
  * Each loop has an all-arrays version, versions for the common numbers (b and c, c, or b: clamp(x, lo, hi), lerp(x,
  * y, 0.3)) and a general one in which any operand may be a number, whose loop-invariant "is a number" tests GCC's
- * -O3 loop unswitching takes out where the body is small: the bfloat16 bodies were too large for it, and clamp(x, -1,
- * 1) in bfloat16 ran unvectorized at 16x torch CPU's time. WHERE's first operand is the condition, read as bool whatever
- * the compute dtype, so the generator takes the first operand's storage type and load separately. */
+ * -O3 loop unswitching takes out where the body is small: the bfloat16 bodies were too large for it, and
+ * clamp(x, -1, 1) in bfloat16 ran unvectorized at 16x torch CPU's time. WHERE's first operand is the condition, read
+ * as bool whatever the compute dtype, so the generator takes the first operand's storage type and load separately. */
 #include <tgmath.h>
 
 #include "pointwise_impl.h"
