@@ -101,7 +101,7 @@ __attribute__((target("avx,f16c"))) static void f16_to_f32_f16c(float *restrict 
 }
 
 /* 2: AVX-512F, 1: F16C, 0: neither (first callers may all store it). */
-static int f16_level(void) {
+int axon_convert_f16_level(void) {
     static _Atomic int known = -1;
     int level = atomic_load_explicit(&known, memory_order_relaxed);
     if (level < 0) {
@@ -113,7 +113,7 @@ static int f16_level(void) {
 
 static void axon_convert_f64_f16_fast(char *restrict dst, int64_t ds, const char *restrict src, int64_t ss,
                                       int64_t n) {
-    if (ds != 1 || ss != 1 || f16_level() == 0)
+    if (ds != 1 || ss != 1 || axon_convert_f16_level() == 0)
         axon_convert_f64_f16(dst, ds, src, ss, n);
     else
         f64_to_f16_f16c((uint16_t *)(void *)dst, (const double *)(const void *)src, n);
@@ -122,7 +122,7 @@ static void axon_convert_f64_f16_fast(char *restrict dst, int64_t ds, const char
 
 static void axon_convert_f32_f16_fast(char *restrict dst, int64_t ds, const char *restrict src, int64_t ss,
                                       int64_t n) {
-    const int level = f16_level();
+    const int level = axon_convert_f16_level();
     if (ds != 1 || ss != 1 || level == 0) {
         axon_convert_f32_f16(dst, ds, src, ss, n);
     } else if (level == 2) {
@@ -135,7 +135,7 @@ static void axon_convert_f32_f16_fast(char *restrict dst, int64_t ds, const char
 
 static void axon_convert_f16_f32_fast(char *restrict dst, int64_t ds, const char *restrict src, int64_t ss,
                                       int64_t n) {
-    const int level = f16_level();
+    const int level = axon_convert_f16_level();
     if (ds != 1 || ss != 1 || level == 0) {
         axon_convert_f16_f32(dst, ds, src, ss, n);
     } else if (level == 2) {
@@ -146,6 +146,7 @@ static void axon_convert_f16_f32_fast(char *restrict dst, int64_t ds, const char
 }
 #define AXON_CONVERT_F16_F32 axon_convert_f16_f32_fast
 #else
+int axon_convert_f16_level(void) { return 0; }
 #define AXON_CONVERT_F16_F32 axon_convert_f16_f32
 #define AXON_CONVERT_F32_F16 axon_convert_f32_f16
 #define AXON_CONVERT_F64_F16 axon_convert_f64_f16

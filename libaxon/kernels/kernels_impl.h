@@ -55,6 +55,10 @@ typedef void (*axon_convert_fn)(char *dst, int64_t dst_stride, const char *src, 
  * must be valid. */
 axon_convert_fn axon_convert_get(axon_dtype_t src, axon_dtype_t dst);
 
+/* How float16 <-> float32 conversions of contiguous runs go: 2 AVX-512F's instructions, 1 F16C's, 0 bit arithmetic
+ * (detected once). */
+int axon_convert_f16_level(void);
+
 /* v rounded to a floating dtype's precision, the half types through float32 as c10's arithmetic rounds them: one
  * arithmetic step of PyTorch's in that dtype, repeated in double and rounded this way, gives PyTorch's bits (a double
  * holds any one sum, product or quotient of two floats closely enough). */

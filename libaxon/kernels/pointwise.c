@@ -3,11 +3,9 @@
  * (pointwise_exec.c) only runs what was decided here. */
 #include <inttypes.h>
 #include <math.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "cpu.h"
 #include "internal.h"
 #include "kernels_impl.h"
 #include "pointwise_impl.h"
@@ -303,29 +301,18 @@ static axon_status_t pw_number(const pw_op_t *op, int k, axon_scalar_t v, axon_d
  * ops keep the float16 loop and the executor's flat path. */
 #define PW_F16_AS_F32_MIN 1024
 
-static int pw_has_f16c(void) {
-    static _Atomic int known = -1;
-    int has = atomic_load_explicit(&known, memory_order_relaxed);
-    if (has < 0) {
-        has = (axon_cpu_features() & AXON_CPU_F16C) != 0;
-        atomic_store_explicit(&known, has, memory_order_relaxed);
-    }
-    return has;
-}
-
-/* Whether a float16 op may take its float32 loop (PW_F16_AS_F32_MIN): every tensor operand and out are float16 (a
- * bool out for the comparisons), so each conversion is exact or the loop's own final rounding. nextafter steps in
- * float16's own units, neg and abs work on the sign bit: they keep their float16 loops. */
-static int pw_f16_as_f32(const pw_op_t *op, axon_dtype_t compute, const axon_tensor_t *out,
-                         const axon_tensor_t *const *ins, int64_t n) {
-    if (compute != AXON_FLOAT16 || n < PW_F16_AS_F32_MIN || !pw_has_f16c()) return 0;
-    if (op->arity == 2 && op->op == AXON_BINARY_NEXTAFTER) return 0;
-    if (op->arity == 1 && (op->op == AXON_UNARY_NEG || op->op == AXON_UNARY_ABS)) return 0; /* sign-bit loops */
-    if (pw_loop_of(op->loops, op->complex_loops, AXON_FLOAT32) == NULL) return 0;
-    if (out->dtype != ((op->flags & PW_BOOL_RESULT) ? AXON_BOOL : AXON_FLOAT16)) return 0;
+/* The float32 loop a float16 op may take instead of its own (PW_F16_AS_F32_MIN), or NULL: every tensor operand and
+ * out are float16 (a bool out for the comparisons), so each conversion is exact or the loop's own final rounding.
+ * nextafter steps in float16's own units, neg and abs work on the sign bit: they keep their float16 loops. */
+static pw_loop_fn pw_f16_as_f32(const pw_op_t *op, axon_dtype_t compute, const axon_tensor_t *out,
+                                const axon_tensor_t *const *ins, int64_t n) {
+    if (compute != AXON_FLOAT16 || n < PW_F16_AS_F32_MIN || axon_convert_f16_level() == 0) return NULL;
+    if (op->arity == 2 && op->op == AXON_BINARY_NEXTAFTER) return NULL;
+    if (op->arity == 1 && (op->op == AXON_UNARY_NEG || op->op == AXON_UNARY_ABS)) return NULL; /* sign-bit loops */
+    if (out->dtype != ((op->flags & PW_BOOL_RESULT) ? AXON_BOOL : AXON_FLOAT16)) return NULL;
     for (int k = 0; k < op->arity; k++)
-        if (ins[k] && !(k == 0 && (op->flags & PW_COND_FIRST)) && ins[k]->dtype != AXON_FLOAT16) return 0;
-    return 1;
+        if (ins[k] && !(k == 0 && (op->flags & PW_COND_FIRST)) && ins[k]->dtype != AXON_FLOAT16) return NULL;
+    return pw_loop_of(op->loops, op->complex_loops, AXON_FLOAT32);
 }
 
 /* Check a descriptor, its message prefixed "add: b" (formatted only on a failure). */
@@ -393,10 +380,11 @@ static axon_status_t pw_launch(axon_stream_t s, const pw_op_t *op, const axon_te
                              operand_names[k], pw_describe(desc, sizeof desc, out, ins, op->arity, p));
     }
 
-    const int as_f32 = pw_f16_as_f32(op, compute, out, ins, n);
+    const pw_loop_fn f32_loop = pw_f16_as_f32(op, compute, out, ins, n);
+    const int as_f32 = f32_loop != NULL;
     pw_args_t a;
     memset(&a, 0, sizeof a);
-    a.loop = as_f32 ? pw_loop_of(op->loops, op->complex_loops, AXON_FLOAT32) : loop;
+    a.loop = as_f32 ? f32_loop : loop;
     a.name = op->name;
     a.arity = op->arity;
     a.compute = as_f32 ? AXON_FLOAT32 : compute;

@@ -249,23 +249,21 @@ static void pw_rows_load(const struct pw_job *j, int k, char *dst, const char *s
     for (int64_t i = 0; i < g; i++) j->load_fn[k](dst + i * R * (int64_t)es, 1, src + i * step, stride, R);
 }
 
-/* Rows [i, i + g) of operand k's values, one per row at src + (row - i) * step, as work values into dst (the row
- * loop's array of them). */
-static void pw_rows_values(const struct pw_job *j, int k, char *dst, int64_t i, const char *src, int64_t step,
-                           int64_t g) {
+/* g rows of operand k's values, one per row at src + row * step, as work values into dst (the row loop's array of
+ * them). */
+static void pw_rows_values(const struct pw_job *j, int k, char *dst, const char *src, int64_t step, int64_t g) {
     const axon_dtype_t d = j->a->load[k];
     const size_t ws = d == AXON_FLOAT16 || d == AXON_BFLOAT16 ? sizeof(float) : j->load_size[k];
     /* the common cases inline: a call of memcpy per value cost more than the row loop saves */
     if (j->a->in[k].dtype == d && (d == AXON_FLOAT32 || d == AXON_FLOAT64)) {
-        char *w = dst + i * (int64_t)ws;
         for (int64_t q = 0; q < g; q++) {
-            if (ws == 4) memcpy(w + q * 4, src + q * step, 4);
-            else memcpy(w + q * 8, src + q * step, 8);
+            if (ws == 4) memcpy(dst + q * 4, src + q * step, 4);
+            else memcpy(dst + q * 8, src + q * step, 8);
         }
         return;
     }
     if (j->a->in[k].dtype == d && (d == AXON_FLOAT16 || d == AXON_BFLOAT16)) {
-        float *w = (float *)(void *)dst + i;
+        float *w = (float *)(void *)dst;
         for (int64_t q = 0; q < g; q++) {
             uint16_t h;
             memcpy(&h, src + q * step, sizeof h);
@@ -276,7 +274,7 @@ static void pw_rows_values(const struct pw_job *j, int k, char *dst, int64_t i, 
     for (int64_t q = 0; q < g; q++) {
         pw_value_t v;
         pw_hold_row(j, k, src + q * step, &v);
-        memcpy(dst + (i + q) * (int64_t)ws, v.bytes, ws);
+        memcpy(dst + q * (int64_t)ws, v.bytes, ws);
     }
 }
 
@@ -439,7 +437,7 @@ static void pw_row_loop_range(void *ctx, int64_t begin, int64_t end, int slot) {
         if (v_direct) {
             rows.v = pv, rows.vstep = it->strides[tv][1];
         } else {
-            pw_rows_values(j, w, (char *)c.buf[w], 0, pv, it->strides[tv][1] * (int64_t)j->in_size[w], g);
+            pw_rows_values(j, w, (char *)c.buf[w], pv, it->strides[tv][1] * (int64_t)j->in_size[w], g);
             rows.v = (const char *)c.buf[w], rows.vstep = 1;
         }
         if (e_direct) {
