@@ -100,6 +100,19 @@ __attribute__((target("avx,f16c"))) static void f16_to_f32_f16c(float *restrict 
     for (; i < n; i++) d[i] = axon_f16_to_f32(s[i]);
 }
 
+/* float16 -> float64 through the exact float32: the kernels that load halves into float64 chunks (losses,
+ * reductions) spent most of their time in the generated loop's bit arithmetic. */
+__attribute__((target("avx,f16c"))) static void f16_to_f64_f16c(double *restrict d, const uint16_t *restrict s,
+                                                                 int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 f = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(s + i)));
+        _mm256_storeu_pd(d + i, _mm256_cvtps_pd(_mm256_castps256_ps128(f)));
+        _mm256_storeu_pd(d + i + 4, _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1)));
+    }
+    for (; i < n; i++) d[i] = (double)axon_f16_to_f32(s[i]);
+}
+
 /* 2: AVX-512F, 1: F16C, 0: neither (first callers may all store it). */
 int axon_convert_f16_level(void) {
     static _Atomic int known = -1;
@@ -145,11 +158,21 @@ static void axon_convert_f16_f32_fast(char *restrict dst, int64_t ds, const char
     }
 }
 #define AXON_CONVERT_F16_F32 axon_convert_f16_f32_fast
+
+static void axon_convert_f16_f64_fast(char *restrict dst, int64_t ds, const char *restrict src, int64_t ss,
+                                      int64_t n) {
+    if (ds != 1 || ss != 1 || axon_convert_f16_level() == 0)
+        axon_convert_f16_f64(dst, ds, src, ss, n);
+    else
+        f16_to_f64_f16c((double *)(void *)dst, (const uint16_t *)(const void *)src, n);
+}
+#define AXON_CONVERT_F16_F64 axon_convert_f16_f64_fast
 #else
 int axon_convert_f16_level(void) { return 0; }
 #define AXON_CONVERT_F16_F32 axon_convert_f16_f32
 #define AXON_CONVERT_F32_F16 axon_convert_f32_f16
 #define AXON_CONVERT_F64_F16 axon_convert_f64_f16
+#define AXON_CONVERT_F16_F64 axon_convert_f16_f64
 #endif
 
 #define AXON_CONVERT_ENTRY(sn, DE, dn, DT) [DE] = axon_convert_##sn##_##dn,
@@ -212,6 +235,7 @@ axon_convert_fn axon_convert_get(axon_dtype_t src, axon_dtype_t dst) {
     if (src == AXON_FLOAT32 && dst == AXON_FLOAT16) return AXON_CONVERT_F32_F16;
     if (src == AXON_FLOAT64 && dst == AXON_FLOAT16) return AXON_CONVERT_F64_F16;
     if (src == AXON_FLOAT16 && dst == AXON_FLOAT32) return AXON_CONVERT_F16_F32;
+    if (src == AXON_FLOAT16 && dst == AXON_FLOAT64) return AXON_CONVERT_F16_F64;
     if (src != dst) return convert_table[src][dst];
     switch (axon_dtype_size(src)) {
     case 1: return axon_copy_raw_uint8_t;

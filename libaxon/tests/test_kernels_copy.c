@@ -722,35 +722,53 @@ static void test_float64_to_float16_rounds_through_float32(void) {
     free(got);
 }
 
-/* float16 -> float32 over every half bit pattern, contiguous (the conversion instruction where the CPU has it, in
- * blocks of 8 or 16 with a rest) and at stride 2 (the plain loop): the reference's value exactly, and each NaN a NaN
- * of the same sign whose payload is the half's moved up 13 bits, the quiet bit set or kept. */
-static void test_float16_to_float32_over_every_bit_pattern(void) {
+/* float16 -> float32 and float64 over every half bit pattern, contiguous (the conversion instruction where the CPU
+ * has it, in blocks of 8 or 16 with a rest) and at stride 2 (the plain loop): the reference's value exactly, and each
+ * NaN a NaN of the same sign whose payload is the half's moved up to the top of the wider mantissa, the quiet bit set
+ * or kept. */
+static void test_float16_to_float32_and_float64_over_every_bit_pattern(void) {
     enum { N = 65536 + 5 };
     uint16_t *host = malloc(N * sizeof *host);
-    float *got = malloc(N * sizeof *got);
+    double *got = malloc(N * sizeof *got); /* room for either width */
     REQUIRE(host && got);
     for (size_t i = 0; i < N; i++) host[i] = (uint16_t)(i * 40503u); /* odd: a permutation of the 65536 patterns */
     kc_dev_t k = kc_open(2);
     REQUIRE(k.rt);
     uint16_t *src = kc_upload(&k, host, N * sizeof *host);
-    float *dst = kc_upload(&k, NULL, N * sizeof *got);
+    double *dst = kc_upload(&k, NULL, N * sizeof *got);
     REQUIRE(src && dst);
-    for (int step = 1; step <= 2; step++) {
-        const int64_t n = N / step, stride = step;
-        axon_tensor_t ts = kc_tensor(src, AXON_FLOAT16, 1, &n, &stride), td = kc_tensor(dst, AXON_FLOAT32, 1, &n, NULL);
-        REQUIRE(axon_kernel_copy(k.s, &td, &ts) == AXON_OK && kc_download(&k, got, dst, (size_t)n * sizeof *got));
-        int64_t bad = 0;
-        for (int64_t i = 0; i < n; i++) {
-            const uint16_t h = host[i * step];
-            uint32_t u;
-            memcpy(&u, &got[i], 4);
-            if ((h & 0x7C00) == 0x7C00 && (h & 0x3FF))
-                bad += (u >> 31) != (uint32_t)(h >> 15) || ((u >> 13) & 0x1FFu) != (h & 0x1FFu) || !isnan(got[i]);
-            else
-                bad += got[i] != (float)ref_half_decode(h, 10, 15);
+    for (int wide = 0; wide <= 1; wide++) {
+        const size_t es = wide ? 8 : 4;
+        for (int step = 1; step <= 2; step++) {
+            const int64_t n = N / step, stride = step;
+            axon_tensor_t ts = kc_tensor(src, AXON_FLOAT16, 1, &n, &stride);
+            axon_tensor_t td = kc_tensor(dst, wide ? AXON_FLOAT64 : AXON_FLOAT32, 1, &n, NULL);
+            REQUIRE(axon_kernel_copy(k.s, &td, &ts) == AXON_OK && kc_download(&k, got, dst, (size_t)n * es));
+            int64_t bad = 0;
+            for (int64_t i = 0; i < n; i++) {
+                const uint16_t h = host[i * step];
+                double v;
+                uint64_t top; /* sign and the 9 payload bits below the quiet bit, where the half's were */
+                if (wide) {
+                    uint64_t u;
+                    memcpy(&v, &got[i], 8);
+                    memcpy(&u, &got[i], 8);
+                    top = (u >> 63) << 9 | ((u >> 42) & 0x1FFu);
+                } else {
+                    float f;
+                    uint32_t u;
+                    memcpy(&f, (const char *)got + i * 4, 4);
+                    memcpy(&u, &f, 4);
+                    v = f;
+                    top = (uint64_t)(u >> 31) << 9 | ((u >> 13) & 0x1FFu);
+                }
+                if ((h & 0x7C00) == 0x7C00 && (h & 0x3FF))
+                    bad += top != ((uint64_t)(h >> 15) << 9 | (h & 0x1FFu)) || !isnan(v);
+                else
+                    bad += v != (double)ref_half_decode(h, 10, 15);
+            }
+            CHECK_EQ_I64(bad, 0);
         }
-        CHECK_EQ_I64(bad, 0);
     }
     axon_runtime_destroy(k.rt);
     free(host);
@@ -859,7 +877,7 @@ int main(void) {
     RUN(test_large_copies_do_not_depend_on_the_thread_count);
     RUN(test_float32_to_float16_over_a_sweep_of_bit_patterns);
     RUN(test_float64_to_float16_rounds_through_float32);
-    RUN(test_float16_to_float32_over_every_bit_pattern);
+    RUN(test_float16_to_float32_and_float64_over_every_bit_pattern);
     RUN(test_same_dtype_transposes_move_every_element);
     RUN(test_short_rows_fill_a_padded_interior);
     return check_report();
