@@ -1,7 +1,9 @@
 """Warm start of torch.compile(backend="axon") (torch_axon/compile/precompile.py): a second process on the same
 compile cache runs the compiled model without Dynamo tracing or aot_autograd (no frame compiled, no graph compiled
 by axon), and its results match PyTorch CPU. Also what must fall back to a normal compile: another input shape, a
-corrupt entry, an entry written by another torch_axon; and that nothing is saved without AXON_WARM_START."""
+corrupt entry, an entry written by another torch_axon; and that nothing is saved without AXON_WARM_START. Frames
+that Dynamo compiles on their own because of a graph break (in a property's getter, in a decorator's wrapper) and a
+compiled optimizer step are saved and loaded too (precompile.py's repairs of PyTorch 2.13's caching precompile)."""
 
 import json
 import os
@@ -146,3 +148,98 @@ def test_training_step(tmp_path):
     warm = run(tmp_path, train=True)
     assert warm["hits"] == 1 and warm["frames"] == 0 and warm["graphs"] == 0, warm
     assert warm["err"] < 1e-4 and warm["grad_err"] < 1e-4, warm
+
+
+# A module of its own (Dynamo's package names code by module and qualified name, and checks its source lines): a
+# graph break inside a decorator's wrapper (whose free variable `fn` gets a guard) and inside a property's getter,
+# as Hugging Face's `can_return_tuple` and `loss_function` have in a training step.
+BREAKS = textwrap.dedent("""
+    import functools
+    import torch
+
+    def wrapped(fn):
+        @functools.wraps(fn)
+        def wrapper(self, *args, **kwargs):
+            out = fn(self, *args, **kwargs)
+            torch._dynamo.graph_break()
+            return out * 2.0 if fn.__name__ == "forward" else out
+        return wrapper
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(16, 8)
+            self._scale = 0.5
+
+        @property
+        def scale(self):
+            torch._dynamo.graph_break()
+            return self._scale
+
+        @wrapped
+        def forward(self, x):
+            return torch.nn.functional.gelu(self.lin(x)) * self.scale
+""")
+
+BREAKS_CHILD = textwrap.dedent("""
+    import json, sys
+    import torch, torch_axon, torch_axon.compile as tc
+    from torch._dynamo.utils import counters
+    import breaks
+
+    torch.manual_seed(0)
+    cpu, x = breaks.Net(), torch.randn(4, 16)
+    net = breaks.Net().to("axon")
+    net.load_state_dict(cpu.state_dict())
+    options = {"guard_filter_fn": tc.guard_filter}
+    if sys.argv[1] == "forward":
+        err = (torch.compile(net, backend="axon", options=options)(x.to("axon")).cpu() - cpu(x)).abs().max().item()
+    else:   # a whole training step compiled: forward, loss, backward and AdamW
+        def make_step(model):
+            opt = torch.optim.AdamW(model.parameters(), lr=0.1)
+            def step(x):
+                loss = model(x).square().mean()
+                loss.backward()
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+                return loss
+            return step
+        ref, step = make_step(cpu), torch.compile(make_step(net), backend="axon", options=options)
+        for _ in range(2):
+            ref(x)
+            step(x.to("axon"))
+        err = (net.lin.weight.detach().cpu() - cpu.lin.weight.detach()).abs().max().item()
+    print(json.dumps({"hits": counters["dynamo_cache"]["dynamo_cache_hit"],
+                      "frames": counters["stats"]["unique_graphs"], "err": err}))
+""")
+
+
+def run_breaks(tmp_path, kind):
+    (tmp_path / "breaks.py").write_text(BREAKS)
+    (tmp_path / "child.py").write_text(BREAKS_CHILD)
+    cache = tmp_path / "cache"
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(cache), AXON_CACHE_DIR=str(cache), AXON_COMPILE_SYNC="1",
+               AXON_WARM_START="1")
+    proc = subprocess.run([sys.executable, str(tmp_path / "child.py"), kind], env=env, capture_output=True,
+                          text=True, timeout=600, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "not saved" not in proc.stderr, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_graph_breaks_in_a_wrapper_and_a_property(tmp_path):
+    cold = run_breaks(tmp_path, "forward")
+    assert cold["hits"] == 0 and cold["frames"] >= 1 and cold["err"] < 1e-5, cold
+    warm = run_breaks(tmp_path, "forward")
+    assert warm["hits"] == 1 and warm["frames"] == 0, warm
+    assert warm["err"] < 1e-5, warm
+
+
+def test_compiled_optimizer_step(tmp_path):
+    # The optimizer's frame holds the parameters as graph attributes, so Dynamo leaves it out of the package and
+    # compiles it again in the second process; the forward and backward frames load.
+    cold = run_breaks(tmp_path, "step")
+    assert cold["hits"] == 0 and cold["err"] < 1e-4, cold
+    warm = run_breaks(tmp_path, "step")
+    assert warm["hits"] == 1 and warm["frames"] < cold["frames"], (cold, warm)
+    assert warm["err"] < 1e-4, warm

@@ -73,6 +73,8 @@ def enable(on: bool = True) -> None:
         _prune_stale()
         _unique_global_names()
         _load_guards_once()
+        _name_property_code()
+        _allow_bypassed_frames()
 
 
 def _unique_global_names() -> None:
@@ -107,6 +109,75 @@ def _load_guards_once() -> None:
 
     load_guard_manager._axon_once = True
     package.load_guard_manager = load_guard_manager
+
+
+def _name_property_code() -> None:
+    # A graph break inside a property's getter (Hugging Face's `loss_function`, which logs a warning Dynamo cannot
+    # trace, in every training step) makes Dynamo compile the getter's frame on its own, and the package must name
+    # that code for a later process. PyTorch 2.13's _get_code_source walks the qualified name to
+    # `PreTrainedModel.loss_function`, finds a property where it expects a function, and raises PackageError: the
+    # whole torch.compile() failed with warm start on. The code is named through the property's accessor instead
+    # (`fget.__code__`), which the loader's attribute walk (_lookup_code) follows as it is.
+    from torch._dynamo import package
+
+    find = package._get_code_source
+    if getattr(find, "_axon_properties", False):
+        return
+
+    @functools.wraps(find)
+    def get_code_source(code: types.CodeType) -> tuple[str, str]:
+        try:
+            return find(code)
+        except package.PackageError:
+            named = _property_accessor(code)
+            if named is None:
+                raise
+            return named
+
+    get_code_source._axon_properties = True
+    package._get_code_source = get_code_source
+
+
+def _allow_bypassed_frames() -> None:
+    # Dynamo leaves a frame out of its package (bypass_package) when the frame's graph holds parameters as
+    # attributes, as an optimizer step's does (static addresses), and then builds that frame's guards without their
+    # saved state; PyTorch 2.13's convert_frame still asserts that the saved state exists, so any compiled optimizer
+    # step failed with warm start on ("check_fn.guards_state must not be None"). A bypassed frame's entry ignores
+    # the state it is given (CompilePackage.add_guarded_code returns early), so an empty one is handed over; the
+    # frame compiles in each process as it does without warm start, the rest of the package still loads.
+    from torch._dynamo.guards import CheckFunctionManager
+
+    init = CheckFunctionManager.__init__
+    if getattr(init, "_axon_bypass", False):
+        return
+
+    @functools.wraps(init)
+    def __init__(self, f_code, output_graph, *args, **kwargs):
+        init(self, f_code, output_graph, *args, **kwargs)
+        if self.guards_state is None and kwargs.get("save_guards") and getattr(output_graph, "package", 0) is None:
+            self.guards_state = b""
+
+    __init__._axon_bypass = True
+    CheckFunctionManager.__init__ = __init__
+
+
+def _property_accessor(code: types.CodeType) -> tuple[str, str] | None:
+    """(qualified name of the property, path from it to code) when code is a property accessor's, else None."""
+    import inspect
+
+    module = inspect.getmodule(code)
+    *owner_path, name = code.co_qualname.split(".")
+    owner: Any = module
+    for part in owner_path:
+        owner = getattr(owner, part, None)
+    if module is None or not inspect.isclass(owner) or not isinstance(owner.__dict__.get(name), property):
+        return None
+    prop = owner.__dict__[name]
+    for accessor in ("fget", "fset", "fdel"):
+        fn = getattr(prop, accessor)
+        if inspect.isfunction(fn) and fn.__code__ is code:
+            return code.co_qualname, f"{accessor}.__code__"
+    return None
 
 
 @functools.cache
@@ -322,13 +393,22 @@ def _loads(payload: bytes) -> torch.nn.Module:
 def guard_filter(entries) -> list[bool]:
     """A torch.compile guard_filter_fn that drops guards on the contents of function closures: in a warm start they
     cannot be rebuilt when the function is a decorator's wrapper (Hugging Face's forward methods), and they guard
-    values fixed when the model's source was imported (whose changes Dynamo's source checksums catch).
+    values fixed when the model's source was imported (whose changes Dynamo's source checksums catch). Those are
+    reached through a `__closure__` attribute, or, in a frame Dynamo compiles on its own (a decorator's wrapper
+    with a graph break in it), are the frame's free variables themselves (`L['func']`).
     It also clears each guard's source stack, which only annotates a recompile reason with the model's file and line:
     formatting them is 10-15% of GPT-2's warm start (2248 guards)."""
     for e in entries:
         e.orig_guard.stack = None
         e.orig_guard.user_stack = None
-    return ["__closure__" not in e.name for e in entries]
+    return ["__closure__" not in e.name and not _in_cell(e.orig_guard.originating_source) for e in entries]
+
+
+def _in_cell(source) -> bool:
+    """Whether a guard's source starts at the contents of one of its frame's cells (co_freevars, co_cellvars)."""
+    while getattr(source, "base", None) is not None:
+        source = source.base
+    return bool(getattr(source, "is_derefed_cell_contents", False))
 
 
 def _is_axon(artifact) -> bool:
