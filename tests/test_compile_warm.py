@@ -151,8 +151,9 @@ def test_training_step(tmp_path):
 
 
 # A module of its own (Dynamo's package names code by module and qualified name, and checks its source lines): a
-# graph break inside a decorator's wrapper (whose free variable `fn` gets a guard) and inside a property's getter,
-# as Hugging Face's `can_return_tuple` and `loss_function` have in a training step.
+# graph break inside a decorator's wrapper (whose free variable `fn` gets a guard), inside a property's getter and
+# inside the output's constructor, as Hugging Face's `can_return_tuple`, `loss_function` and model outputs have in a
+# training step.
 BREAKS = textwrap.dedent("""
     import functools
     import torch
@@ -162,8 +163,13 @@ BREAKS = textwrap.dedent("""
         def wrapper(self, *args, **kwargs):
             out = fn(self, *args, **kwargs)
             torch._dynamo.graph_break()
-            return out * 2.0 if fn.__name__ == "forward" else out
+            return Box(out * 2.0 if fn.__name__ == "forward" else out)
         return wrapper
+
+    class Box:   # like Hugging Face's model outputs: a frame compiled after the call's last graph, with no graph
+        def __init__(self, value):
+            torch._dynamo.graph_break()
+            self.value = value
 
     class Net(torch.nn.Module):
         def __init__(self):
@@ -193,12 +199,13 @@ BREAKS_CHILD = textwrap.dedent("""
     net.load_state_dict(cpu.state_dict())
     options = {"guard_filter_fn": tc.guard_filter}
     if sys.argv[1] == "forward":
-        err = (torch.compile(net, backend="axon", options=options)(x.to("axon")).cpu() - cpu(x)).abs().max().item()
+        got = torch.compile(net, backend="axon", options=options)(x.to("axon")).value
+        err = (got.cpu() - cpu(x).value).abs().max().item()
     else:   # a whole training step compiled: forward, loss, backward and AdamW
         def make_step(model):
             opt = torch.optim.AdamW(model.parameters(), lr=0.1)
             def step(x):
-                loss = model(x).square().mean()
+                loss = model(x).value.square().mean()
                 loss.backward()
                 opt.step()
                 opt.zero_grad(set_to_none=True)
@@ -210,7 +217,8 @@ BREAKS_CHILD = textwrap.dedent("""
             step(x.to("axon"))
         err = (net.lin.weight.detach().cpu() - cpu.lin.weight.detach()).abs().max().item()
     print(json.dumps({"hits": counters["dynamo_cache"]["dynamo_cache_hit"],
-                      "frames": counters["stats"]["unique_graphs"], "err": err}))
+                      "frames": counters["stats"]["unique_graphs"], "traced": counters["frames"]["total"],
+                      "err": err}))
 """)
 
 
@@ -231,7 +239,7 @@ def test_graph_breaks_in_a_wrapper_and_a_property(tmp_path):
     cold = run_breaks(tmp_path, "forward")
     assert cold["hits"] == 0 and cold["frames"] >= 1 and cold["err"] < 1e-5, cold
     warm = run_breaks(tmp_path, "forward")
-    assert warm["hits"] == 1 and warm["frames"] == 0, warm
+    assert warm["hits"] == 1 and warm["frames"] == 0 and warm["traced"] == 0, warm   # the output's frame too
     assert warm["err"] < 1e-5, warm
 
 
@@ -241,5 +249,5 @@ def test_compiled_optimizer_step(tmp_path):
     cold = run_breaks(tmp_path, "step")
     assert cold["hits"] == 0 and cold["err"] < 1e-4, cold
     warm = run_breaks(tmp_path, "step")
-    assert warm["hits"] == 1 and warm["frames"] < cold["frames"], (cold, warm)
+    assert warm["hits"] == 1 and warm["frames"] < cold["frames"] and warm["traced"] < cold["traced"], (cold, warm)
     assert warm["err"] < 1e-4, warm

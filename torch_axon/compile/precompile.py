@@ -55,7 +55,7 @@ __all__ = ["enable", "enabled", "guard_filter", "save", "stamp"]
 
 _STAMP_FILE = "axon.stamp"
 _enabled = False
-_dirty = False   # a graph was compiled (not loaded) since the last save
+_dirty = False   # a graph or a frame was compiled (not loaded) since the last save
 
 
 def enabled() -> bool:
@@ -75,6 +75,7 @@ def enable(on: bool = True) -> None:
         _load_guards_once()
         _name_property_code()
         _allow_bypassed_frames()
+        _save_later_frames()
 
 
 def _unique_global_names() -> None:
@@ -159,6 +160,36 @@ def _allow_bypassed_frames() -> None:
 
     __init__._axon_bypass = True
     CheckFunctionManager.__init__ = __init__
+
+
+def _save_later_frames() -> None:
+    # The package is saved by the first call of a compiled graph after a compile, but Dynamo may compile more frames
+    # of the same package after the last graph of a call has run: a training step's model output's __init__ (Hugging
+    # Face's ModelOutput wrapper, compiled on its own after the loss's graph break) was never saved, and every warm
+    # start traced it again (0.4 s of GPT-2's training step). A frame's guarded code marks the package dirty too:
+    # the next call of a compiled graph saves it, and so does the process's exit.
+    import atexit
+
+    from torch._dynamo.package import CompilePackage
+
+    add = CompilePackage.add_guarded_code
+    if getattr(add, "_axon_dirty", False):
+        return
+
+    @functools.wraps(add)
+    def add_guarded_code(self, *args, **kwargs):
+        global _dirty
+        add(self, *args, **kwargs)
+        _dirty = True
+
+    add_guarded_code._axon_dirty = True
+    CompilePackage.add_guarded_code = add_guarded_code
+    atexit.register(_save_at_exit)
+
+
+def _save_at_exit() -> None:
+    if _dirty and enabled():
+        save()
 
 
 def _property_accessor(code: types.CodeType) -> tuple[str, str] | None:
