@@ -775,19 +775,20 @@ static void test_float16_to_float32_and_float64_over_every_bit_pattern(void) {
     free(got);
 }
 
-/* Same-dtype transposes of 4- and 8-byte elements (16 x 16 blocks through a buffer, edges row by row): a [3, 211, 77]
- * source read as its [0, 2, 1] and [2, 1, 0] permutations, every element checked. */
+/* Same-dtype transposes of 1-, 2-, 4- and 8-byte elements (square blocks through a buffer, 32 or 16 elements on an
+ * edge; the edges row by row): a [3, 211, 77] source read as its [0, 2, 1] and [2, 1, 0] permutations, every element
+ * checked. */
 static void test_same_dtype_transposes_move_every_element(void) {
     kc_dev_t k = kc_open(2);
     REQUIRE(k.rt);
     enum { A = 3, B = 211, C = 77, N = A * B * C };
-    const axon_dtype_t dts[] = {AXON_FLOAT32, AXON_INT64};
+    const axon_dtype_t dts[] = {AXON_FLOAT32, AXON_INT64, AXON_BFLOAT16, AXON_INT8};
     uint64_t *host = malloc(8 * N), *out = malloc(8 * N);
     REQUIRE(host && out);
-    for (size_t t = 0; t < 2; t++) {
+    for (size_t t = 0; t < sizeof dts / sizeof dts[0]; t++) {
         const size_t es = dsz(dts[t]);
         for (int i = 0; i < N; i++) {
-            const uint64_t v = (uint64_t)i * 0x9E3779B97F4A7C15u;
+            const uint64_t v = ((uint64_t)i + 1) * 0x9E3779B97F4A7C15u >> (64 - 8 * es); /* the bits that vary */
             memcpy((char *)host + (size_t)i * es, &v, es);
         }
         void *src = kc_upload(&k, host, N * es), *dst = kc_upload(&k, NULL, N * es);
