@@ -50,11 +50,11 @@ static void copy_range(void *ctx, int64_t begin, int64_t end, int slot) {
 
 /* One square block of a transpose: its runs of src (contiguous: 16 elements of 4 bytes, 32 of 2, one 64-byte line
  * each; 16 of 8 bytes, two lines; 32 of 1, half a line, so that a [n, 32, h, w] image's channels make a block) into a
- * buffer, then contiguous runs of dst out of it. Each line of either
- * side is then touched once per block: a tile's rows, 4 KiB apart in a [1024, 1024] transpose, all map to the same
- * L1 set, so a row-by-row walk that comes back to each line 16 times finds it evicted (2.5x CPU's time on AMD Zen 4;
- * 2.3x for 2-byte elements on Zen 3 before they had blocks). sc: src's stride between the runs, dr: dst's; in
- * elements. */
+ * buffer, then contiguous runs of dst out of it. Each line of either side is then touched once per block: a tile's
+ * rows, 4 KiB apart in a [1024, 1024] transpose, all map to the same L1 set, so a row-by-row walk that comes back to
+ * each line 16 times finds it evicted (2.5x CPU's time on AMD Zen 4; 2.3x for 2-byte elements on Zen 3 before they had
+ * blocks). sc: src's stride between the runs, dr: dst's; in elements.
+ */
 #define COPY_BLOCK_DEFINE(NAME, T, B)                                                                              \
     static void NAME(char *dst, int64_t dr, const char *src, int64_t sc) {                                       \
         T buf[B][B];                                                                                               \
