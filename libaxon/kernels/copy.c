@@ -53,8 +53,7 @@ static void copy_range(void *ctx, int64_t begin, int64_t end, int slot) {
  * buffer, then contiguous runs of dst out of it. Each line of either side is then touched once per block: a tile's
  * rows, 4 KiB apart in a [1024, 1024] transpose, all map to the same L1 set, so a row-by-row walk that comes back to
  * each line 16 times finds it evicted (2.5x CPU's time on AMD Zen 4; 2.3x for 2-byte elements on Zen 3 before they had
- * blocks). sc: src's stride between the runs, dr: dst's; in elements.
- */
+ * blocks). sc: src's stride between the runs, dr: dst's; in elements. */
 #define COPY_BLOCK_DEFINE(NAME, T, B)                                                                              \
     static void NAME(char *dst, int64_t dr, const char *src, int64_t sc) {                                       \
         T buf[B][B];                                                                                               \
