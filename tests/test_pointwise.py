@@ -603,12 +603,14 @@ def _halves_with_specials(n, seed):
 
 @pytest.mark.parametrize("n", [300, 4099])
 def test_float16_ops_round_once_as_cpu(n):
-    # from 1024 elements float16 ops run the float32 loop between the CPU's conversion instructions; below, the
-    # float16 loop: either way each result is the float result rounded once, CPU's bits exactly
+    # float16 add, sub, mul and div run on the conversion instructions (eight lanes, then a tail); from 1024
+    # elements other float16 ops run the float32 loop between conversion passes; below, the float16 loop: either way
+    # each result is the float result rounded once, CPU's bits exactly
     a, b = _halves_with_specials(n, 11), _halves_with_specials(n, 12)
     c = torch.rand(n, generator=torch.Generator().manual_seed(13)) > 0.5
     cases = {
         "add": lambda x, y: x + y, "sub": lambda x, y: x - y, "mul": lambda x, y: x * y, "div": lambda x, y: x / y,
+        "number over": lambda x, y: 2.5 / x, "number minus": lambda x, y: 0.3 - x, "plus number": lambda x, y: x + 7,
         "mul number": lambda x, y: x * 0.3, "maximum": torch.maximum, "minimum": torch.minimum,
         "lt": lambda x, y: x < y, "eq": lambda x, y: x == y, "neg": lambda x, y: -x, "abs": lambda x, y: x.abs(),
         "clamp": lambda x, y: x.clamp(-2.5, 3.0), "transposed": lambda x, y: x.view(-1, 1).expand(-1, 3).t() * 2,
@@ -621,6 +623,54 @@ def test_float16_ops_round_once_as_cpu(n):
     got = a.to("axon")
     got.mul_(b.to("axon"))  # in place: out is an operand
     torch.testing.assert_close(got.cpu(), a * b, rtol=0, atol=0, equal_nan=True)
+    _check_half_alpha(a, b)
+
+
+def _check_half_alpha(a, b):
+    # add and sub with alpha: alpha in the tensors' dtype, x + alpha * y in float, rounded once, as PyTorch's
+    # vectorized CPU loop computes it (the product of two halves is exact in float). Its scalar tail rounds the
+    # product to half first, so CPU's own last elements can differ by an ulp: the reference is the formula.
+    for alpha in (0.7, 3, -1.1):
+        a16 = torch.tensor(alpha).to(a.dtype).float()
+        for name, fn, sign in (("add", torch.add, 1), ("sub", torch.sub, -1)):
+            want = (a.float() + (sign * a16) * b.float()).to(a.dtype)
+            got = run_native(lambda x, y: fn(x, y, alpha=alpha), a, b).cpu()
+            torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True,
+                                       msg=lambda m: f"{name} alpha {alpha}: {m}")
+
+
+@pytest.mark.parametrize("n", [300, 4099])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_half_ops_with_a_number_take_it_as_cpu(dtype, n):
+    # PyTorch's CPU kernels read a number in the tensors' dtype (x + 0.3 adds 0.30029296875 in float16), except mul
+    # and the divisions, which read it in float: either way CPU's bits exactly
+    x = (torch.randn(n, generator=torch.Generator().manual_seed(31)) * 4).to(dtype)
+    cases = {
+        "add": lambda t: t + 0.3, "sub": lambda t: t - 0.3, "rsub": lambda t: 0.3 - t, "add int": lambda t: t + 3,
+        "add alpha": lambda t: torch.add(t, 0.3, alpha=2), "mul": lambda t: t * 0.3, "div": lambda t: t / 0.3,
+        "div floor": lambda t: torch.div(t, 0.3, rounding_mode="floor"),
+        "div trunc": lambda t: torch.div(t, 0.3, rounding_mode="trunc"), "remainder": lambda t: t % 0.3,
+        "fmod": lambda t: torch.fmod(t, 0.3), "rpow": lambda t: 1.3 ** t,  # (x ** 1.3: powf can be an ulp off)
+        "lt": lambda t: t < 1.1, "eq": lambda t: t == 1.1, "clamp": lambda t: t.clamp(min=0.3),
+    }
+    for name, fn in cases.items():
+        torch.testing.assert_close(run_native(fn, x).cpu(), fn(x), rtol=0, atol=0, equal_nan=True,
+                                   msg=lambda m: f"{name}: {m}")
+
+
+@pytest.mark.parametrize("R", [37, 64, 1000])
+def test_float16_rows_with_one_value_per_row_as_cpu(R):
+    # x * s[:, None] and the like: the row loop (on the conversion instructions for the four arithmetic ops), with
+    # the row's value as either operand, CPU's bits exactly
+    x, r = _halves_with_specials(24 * R, 21).view(24, R), _halves_with_specials(24, 22)[:, None]
+    cases = {
+        "mul": lambda x, r: x * r, "value over": lambda x, r: r / x, "over value": lambda x, r: x / r,
+        "value minus": lambda x, r: r - x, "maximum": torch.maximum,
+    }
+    for name, fn in cases.items():
+        torch.testing.assert_close(run_native(fn, x, r).cpu(), fn(x, r), rtol=0, atol=0, equal_nan=True,
+                                   msg=lambda m: f"{name}: {m}")
+    _check_half_alpha(x, r)
 
 
 def test_short_rows_integer_division_by_zero_raises():

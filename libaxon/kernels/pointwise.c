@@ -175,7 +175,12 @@ static axon_status_t pw_alpha(const pw_op_t *op, axon_scalar_t v, axon_dtype_t c
         return axon_fail(AXON_ERROR_INVALID_ARG, "%s: alpha has dtype %s; expected float64, int64, bool or complex128",
                          op->name, axon_dtype_name(v.dtype));
     if (axon_dtype_is_floating(compute)) {
-        pw_slot(c, 0, v.dtype == AXON_FLOAT64 ? v.f : (double)(v.dtype == AXON_BOOL ? v.i != 0 : v.i), 0);
+        double alpha = v.dtype == AXON_FLOAT64 ? v.f : (double)(v.dtype == AXON_BOOL ? v.i != 0 : v.i);
+        /* PyTorch's CPU loops take alpha in the tensors' dtype (then compute in float): 0.7 is 0.7001953125 in
+         * float16 */
+        if (compute == AXON_FLOAT16) alpha = axon_f16_to_f32(axon_f32_to_f16((float)alpha));
+        if (compute == AXON_BFLOAT16) alpha = axon_bf16_to_f32(axon_f32_to_bf16((float)alpha));
+        pw_slot(c, 0, alpha, 0);
         return AXON_OK;
     }
     if (v.dtype == AXON_FLOAT64)
@@ -252,10 +257,20 @@ static void pw_binary_params(axon_binary_op_t op, const axon_op_params_t *p, pw_
     }
 }
 
+/* Whether a number operand is first rounded to a float16 or bfloat16 compute dtype, as PyTorch's CPU kernels take
+ * it: in the tensors' dtype through TensorIterator's common dtype (x + 0.3 adds 0.30029296875 in float16; x < 0.3,
+ * x % 0.3, x ** 1.3 likewise), except mul and the divisions, which read the original number in float
+ * (original_scalar_value), and the ternary ops (lerp's weight). */
+static int pw_number_rounds(const pw_op_t *op) {
+    if (op->flags & PW_BOOL_RESULT) return 1;
+    return op->arity == 2 && op->op != AXON_BINARY_MUL && op->op != AXON_BINARY_DIV &&
+           op->op != AXON_BINARY_DIV_FLOOR && op->op != AXON_BINARY_DIV_TRUNC;
+}
+
 /* A number operand as the work value of its load dtype. Floating compute keeps the number in float32 (float64 for
- * float64), PyTorch's opmath scalar; `round` (the bool-result ops) first rounds it to the compute dtype, as PyTorch
- * does when it compares. Integer and bool compute take it with the copy rules. */
-static axon_status_t pw_number(const pw_op_t *op, int k, axon_scalar_t v, axon_dtype_t load, int round,
+ * float64), PyTorch's opmath scalar, rounded first to a half compute dtype where pw_number_rounds says so. Integer
+ * and bool compute take it with the copy rules. */
+static axon_status_t pw_number(const pw_op_t *op, int k, axon_scalar_t v, axon_dtype_t load, axon_dtype_t compute,
                                pw_value_t *out) {
     memset(out, 0, sizeof *out);
     union {
@@ -280,9 +295,13 @@ static axon_status_t pw_number(const pw_op_t *op, int k, axon_scalar_t v, axon_d
                          "complex128", op->name, operand_names[k], axon_dtype_name(v.dtype));
     }
     double f = v.dtype == AXON_FLOAT64 ? v.f : (double)(v.dtype == AXON_BOOL ? v.i != 0 : v.i);
-    if (load == AXON_FLOAT64) {
+    if ((compute == AXON_FLOAT16 || compute == AXON_BFLOAT16) && pw_number_rounds(op)) {
+        const float r = v.dtype == AXON_INT64 ? (float)v.i : (float)f; /* c10's Half and BFloat16 convert from float */
+        out->f = compute == AXON_FLOAT16 ? axon_f16_to_f32(axon_f32_to_f16(r)) : axon_bf16_to_f32(axon_f32_to_bf16(r));
+        if (load == AXON_FLOAT64) out->d = out->f;
+    } else if (load == AXON_FLOAT64) {
         out->d = f;
-    } else if (load == AXON_FLOAT32 || (axon_dtype_is_floating(load) && !round)) {
+    } else if (axon_dtype_is_floating(load)) {
         out->f = v.dtype == AXON_INT64 ? (float)v.i : (float)f;
     } else {
         union {
@@ -380,21 +399,33 @@ static axon_status_t pw_launch(axon_stream_t s, const pw_op_t *op, const axon_te
                              operand_names[k], pw_describe(desc, sizeof desc, out, ins, op->arity, p));
     }
 
-    const pw_loop_fn f32_loop = pw_f16_as_f32(op, compute, out, ins, n);
+    /* float16 arithmetic on the conversion instructions in one pass; other float16 ops from PW_F16_AS_F32_MIN
+     * elements as float32 between two conversion passes */
+    const pw_loop_fn f16c_loop = compute == AXON_FLOAT16 && op->arity == 2 ? axon_pw_f16c_binary(op->op) : NULL;
+    const pw_loop_fn f32_loop = f16c_loop ? NULL : pw_f16_as_f32(op, compute, out, ins, n);
     const int as_f32 = f32_loop != NULL;
     pw_args_t a;
     memset(&a, 0, sizeof a);
-    a.loop = as_f32 ? f32_loop : loop;
+    a.loop = f16c_loop ? f16c_loop : as_f32 ? f32_loop : loop;
     a.name = op->name;
     a.arity = op->arity;
     a.compute = as_f32 ? AXON_FLOAT32 : compute;
-    if (op->arity == 2 && PW_COMPLEX_COLUMN(compute) < 0) a.row_loop = axon_pw_binary_row_loops[op->op][a.compute];
+    if (op->arity == 2 && PW_COMPLEX_COLUMN(compute) < 0)
+        a.row_loop = f16c_loop ? axon_pw_f16c_binary_rows(op->op) : axon_pw_binary_row_loops[op->op][a.compute];
     a.result = op->flags & PW_BOOL_RESULT                                        ? AXON_BOOL
                : (op->flags & PW_REAL_OF_COMPLEX) && compute == AXON_COMPLEX64  ? AXON_FLOAT32
                : (op->flags & PW_REAL_OF_COMPLEX) && compute == AXON_COMPLEX128 ? AXON_FLOAT64
                                                                                 : a.compute;
     a.out = *out;
     if ((op->flags & PW_ALPHA) && (st = pw_alpha(op, p->alpha, compute, &a.ctx)) != AXON_OK) return st;
+    /* float add and sub with alpha other than 1: one rounding, as PyTorch's CPU loops (the float16 loops on the
+     * conversion instructions do it for any alpha) */
+    const int sub = op->arity == 2 && op->op == AXON_BINARY_SUB;
+    if (op->arity == 2 && (op->op == AXON_BINARY_ADD || sub) && !f16c_loop &&
+        axon_pw_binary_alpha_loops[sub][a.compute] != NULL && a.ctx.pd[0] != 1.0) {
+        a.loop = axon_pw_binary_alpha_loops[sub][a.compute];
+        a.row_loop = NULL;
+    }
     if (op->arity == 1) pw_unary_params((axon_unary_op_t)op->op, p, &a.ctx);
     if (op->arity == 2) pw_binary_params((axon_binary_op_t)op->op, p, &a.ctx);
     if (op->arity == 3 && op->op == AXON_TERNARY_ADDR) pw_slot(&a.ctx, 1, p->beta, axon_f64_to_i64(p->beta));
@@ -412,7 +443,7 @@ static axon_status_t pw_launch(axon_stream_t s, const pw_op_t *op, const axon_te
             continue;
         }
         a.scalar |= 1u << k;
-        st = pw_number(op, k, p->operand[k], a.load[k], (op->flags & PW_BOOL_RESULT) != 0, &a.value[k]);
+        st = pw_number(op, k, p->operand[k], a.load[k], compute, &a.value[k]);
         if (st != AXON_OK) return st;
     }
     if (n == 0) return AXON_OK;

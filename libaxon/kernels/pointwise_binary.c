@@ -223,6 +223,10 @@ PW_INTS(PW_INT_HELPERS, _)
 
 PW_FLOATS(PW_B2R, add, (x + p0 * y)) /* p0 alpha */
 PW_FLOATS(PW_B2R, sub, (x - p0 * y))
+/* add and sub with an alpha other than 1: PyTorch's CPU loops compute x + alpha * y with one rounding (vec::fmadd,
+ * in float for the half types), and a quarter of the results were one unit off; with alpha 1 both forms are x + y. */
+PW_FLOATS(PW_B2, add_alpha, (fma(p0, y, x)))
+PW_FLOATS(PW_B2, sub_alpha, (fma(-p0, y, x)))
 PW_FLOATS(PW_B2R, mul, (x * y))
 PW_FLOATS(PW_B2R, div, (x / y))
 /* div_floor, remainder and fmod of the float dtypes: pointwise_fmod.c */
@@ -441,6 +445,8 @@ PW_B2(nextafter, (pw_nextafter_half(x, y, 1)), AXON_BFLOAT16, bf16, uint16_t, fl
 #define PW_FD(op) PW_DOUBLES(PW_ENTRY, op)
 #define PW_FMOD_ENTRY(op, DE, dn, T, WT, UT) [DE] = axon_pw_fmod_##op##_##dn,
 #define PW_FMOD_ENTRIES(op) PW_FLOATS(PW_FMOD_ENTRY, op)
+
+const pw_loop_fn axon_pw_binary_alpha_loops[2][AXON_DTYPE_COUNT] = {{PW_F(add_alpha)}, {PW_F(sub_alpha)}};
 
 const pw_loop_fn axon_pw_binary_loops[AXON_BINARY_COUNT][AXON_DTYPE_COUNT] = {
     [AXON_BINARY_ADD] = {PW_ALL(add)},

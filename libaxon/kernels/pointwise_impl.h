@@ -51,9 +51,16 @@ typedef int (*pw_row_loop_fn)(const pw_rows_t *rows, const pw_ctx_t *ctx);
 /* The loop tables (pointwise_unary.c, _binary.c, _ternary.c): NULL where the op is not defined for the dtype. */
 extern const pw_loop_fn axon_pw_unary_loops[AXON_UNARY_COUNT][AXON_DTYPE_COUNT];
 extern const pw_loop_fn axon_pw_binary_loops[AXON_BINARY_COUNT][AXON_DTYPE_COUNT];
+/* Float add ([0]) and sub ([1]) when alpha is not 1: x + alpha * y rounded once, as PyTorch's CPU loops. */
+extern const pw_loop_fn axon_pw_binary_alpha_loops[2][AXON_DTYPE_COUNT];
 /* The binary ops that also have a pw_row_loop_fn (the float arithmetic); NULL elsewhere. */
 extern const pw_row_loop_fn axon_pw_binary_row_loops[AXON_BINARY_COUNT][AXON_DTYPE_COUNT];
 extern const pw_loop_fn axon_pw_ternary_loops[AXON_TERNARY_COUNT][AXON_DTYPE_COUNT];
+
+/* float16 add, sub, mul and div on the conversion instructions (pointwise_f16c.c), for op an axon_binary_op_t: NULL
+ * for other ops or where the CPU has no F16C. A drop-in for the op's float16 loop, with the same bits. */
+pw_loop_fn axon_pw_f16c_binary(int op);
+pw_row_loop_fn axon_pw_f16c_binary_rows(int op); /* their row forms, likewise */
 
 /* The complex loops (pointwise_complex.c), column 0 for complex64 and 1 for complex128: the real tables leave the
  * complex dtypes' columns empty, and the op's table entry is looked up here instead (pw_loop_of in pointwise.c). */

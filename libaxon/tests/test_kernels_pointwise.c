@@ -376,10 +376,12 @@ static long double backward_ref_f(int op, long double g, long double y, const ax
 #undef R
 }
 
-/* `work` rounds to the type the kernel computes in (float32 for halves): div_trunc truncates a rounded quotient. */
-static long double binary_ref_f(int op, long double x, long double y, const axon_op_params_t *p, axon_dtype_t work,
-                                long double *scale) {
+/* `work` rounds to the type the kernel computes in (float32 for halves): div_trunc truncates a rounded quotient.
+ * Alpha is taken in the tensors' dtype d, as PyTorch's CPU loops take it (-0.3 is -0.30078125 in bfloat16). */
+static long double binary_ref_f(int op, long double x, long double y, const axon_op_params_t *p, axon_dtype_t d,
+                                axon_dtype_t work, long double *scale) {
     long double alpha = p->alpha.dtype == AXON_FLOAT64 ? p->alpha.f : (long double)p->alpha.i;
+    if (ref_is_half(d)) alpha = ref_round(d, ref_round(AXON_FLOAT32, alpha));
     *scale = fmaxl(fabsl(x), fabsl(y));
     switch (op) {
     case AXON_BINARY_ADD: *scale = fabsl(x) + fabsl(alpha * y); return x + alpha * y;
@@ -659,7 +661,7 @@ static int check_pair(const kc_dev_t *k, int arity, const op_case_t *c, axon_dty
                                                                 : ref_load_f(d, e[0]);
             long double y = arity > 1 ? ref_load_f(d, e[1]) : 0, z = arity > 2 ? ref_load_f(d, e[2]) : 0;
             long double scale = fabsl(x), want = arity == 1   ? unary_ref_f(c->op, x, p)
-                                                : arity == 2 ? binary_ref_f(c->op, x, y, p, work, &scale)
+                                                : arity == 2 ? binary_ref_f(c->op, x, y, p, d, work, &scale)
                                                              : ternary_ref_f(c->op, x, y, z, p, work, &scale);
             long double got = c->bool_result ? (long double)ref_load_i(AXON_BOOL, g) : ref_load_f(d, g);
             ok = c->bool_result ? got == want : close_enough(d, c->tol, got, want, scale, x);
