@@ -521,6 +521,19 @@ def test_scatter_add_names_the_first_bad_index_of_a_long_row_and_writes_nothing(
     assert_exact(x, torch.zeros(2, 1000))
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.int16, torch.float32, torch.float64], ids=str)
+def test_gather_along_rows_names_a_bad_index(dtype):
+    # the dense gather loops (2-, 4- and 8-byte elements, index and out contiguous), and an out-of-range index
+    # named (gather takes no negative indices, as on CPU) before anything is read through it
+    x = sample(dtype, (6, 300))
+    idx = torch.randint(0, 300, (6, 77), generator=torch.Generator().manual_seed(5))
+    same(native(lambda t, i: t.gather(1, i), x, idx), x.gather(1, idx))
+    same(native(lambda t, i: t.gather(0, i), x, idx[:, :5] % 6), x.gather(0, idx[:, :5] % 6))
+    idx[4, 50] = 300
+    with pytest.raises((RuntimeError, IndexError), match="index 300 is out of bounds for dimension 1 with size 300"):
+        x.to("axon").gather(1, idx.to("axon")).cpu()
+
+
 # ---- cat's row path: each input's dense block copied into out's rows in one launch ----
 
 @pytest.mark.parametrize("dim", [0, 1, 2, -1])

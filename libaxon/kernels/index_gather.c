@@ -209,7 +209,7 @@ struct gather_job {
     _Atomic int64_t first_bad;       /* smallest visit position of an out-of-range index; INT64_MAX if none */
 };
 
-/* The common gather, 4- or 8-byte elements with out and an int64 index contiguous along the run: plain element
+/* The common gather, 2-, 4- or 8-byte elements with out and an int64 index contiguous along the run: plain element
  * loops, the one along in's contiguous dim (sx 0, sd 1: gather along the last dim) without multiplies. A check and
  * early exit per element measured faster than checking a block first and vectorizing (GCC's gathers) on AMD Zen 4.
  * Returns the position of the first out-of-range index, or -1. Strides in elements. */
@@ -231,6 +231,7 @@ struct gather_job {
         }                                                                                                          \
         return -1;                                                                                                 \
     }
+GATHER_DENSE(gather_dense2, uint16_t)
 GATHER_DENSE(gather_dense4, uint32_t)
 GATHER_DENSE(gather_dense8, uint64_t)
 #undef GATHER_DENSE
@@ -247,12 +248,14 @@ static void gather_run(void *ctx, char *const *ptr, const int64_t *stride, int64
     const int64_t size = j->size, wrap = j->wrap ? size : 0;
     const int is64 = j->is64;
     int64_t bad = -1;
-    if (is64 && si == 8 && so == (int64_t)es && (es == 4 || es == 8)) {
-        const int64_t ex = es == 4 ? 4 : 8;
-        bad = es == 4 ? gather_dense4((uint32_t *)ptr[0], (const int64_t *)ptr[1], (const uint32_t *)ptr[2], sx / ex,
-                                      sd / ex, n, size, wrap)
-                      : gather_dense8((uint64_t *)ptr[0], (const int64_t *)ptr[1], (const uint64_t *)ptr[2], sx / ex,
-                                      sd / ex, n, size, wrap);
+    if (is64 && si == 8 && so == (int64_t)es && (es == 2 || es == 4 || es == 8)) {
+        const int64_t ex = (int64_t)es;
+        bad = es == 2   ? gather_dense2((uint16_t *)ptr[0], (const int64_t *)ptr[1], (const uint16_t *)ptr[2],
+                                        sx / ex, sd / ex, n, size, wrap)
+              : es == 4 ? gather_dense4((uint32_t *)ptr[0], (const int64_t *)ptr[1], (const uint32_t *)ptr[2],
+                                        sx / ex, sd / ex, n, size, wrap)
+                        : gather_dense8((uint64_t *)ptr[0], (const int64_t *)ptr[1], (const uint64_t *)ptr[2],
+                                        sx / ex, sd / ex, n, size, wrap);
         if (bad >= 0) axon_ix_note_first(&j->first_bad, pos + bad);
         return;
     }
