@@ -1,0 +1,96 @@
+"""Kernel times against torch CPU for cases where a kernel, not the per-op overhead, decides: float16 arithmetic,
+numbers and alpha in half ops, conversions, gathers and transposes of 1- and 2-byte elements.
+
+    python benchmarks/kernel_times.py [--threads N] [cases...]
+
+axon: libaxon's own kernel time (its trace, the smallest of 20 calls, best of 3 rounds; no host overhead); cpu: torch
+CPU's wall time per call (best of 7 rounds of 10 calls). Both on the same thread count (AXON_THREADS is set from
+--threads). Compare two libaxon builds by swapping the installed library between runs (docs/benchmarks.md).
+"""
+
+import argparse
+import os
+import time
+
+
+def cases():
+    import torch
+    import torch.nn.functional as F
+
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.randn(1024, 1024, generator=g), torch.randn(1024, 1024, generator=g)
+    row, img = torch.randn(1024, generator=g), torch.randn(8, 32, 64, 64, generator=g)
+    idx = torch.randint(0, 1024, (1024, 64), generator=g)
+    h, b = torch.float16, torch.bfloat16
+    return {
+        "float16 x * 2.0": (lambda x: x * 2.0, (x.to(h),)),
+        "float16 x + y": (lambda x, y: x + y, (x.to(h), y.to(h))),
+        "float16 x * s[:, None]": (lambda x, r: x * r[:, None], (x.to(h), row.to(h))),
+        "float16 x - 0.3": (lambda x: x - 0.3, (x.to(h),)),
+        "float16 mse_loss": (lambda x, y: F.mse_loss(x, y), (x.to(h), y.to(h))),
+        "float16 x.double()": (lambda x: x.double(), (x.to(h),)),
+        "float16 gather dim 1": (lambda x, i: x.gather(1, i), (x.to(h), idx)),
+        "float16 .t().contiguous()": (lambda x: x.t().contiguous(), (x.to(h),)),
+        "bfloat16 .t().contiguous()": (lambda x: x.t().contiguous(), (x.to(b),)),
+        "uint8 .t().contiguous()": (lambda x: x.t().contiguous(), ((x * 50).to(torch.uint8),)),
+        "uint8 to channels_last": (lambda x: x.contiguous(memory_format=torch.channels_last),
+                                   ((img * 50).to(torch.uint8),)),
+        "float32 add alpha=0.7": (lambda x, y: torch.add(x, y, alpha=0.7), (x, y)),
+    }
+
+
+def best_wall_us(fn, reps=10, rounds=7):
+    best = float("inf")
+    for _ in range(rounds):
+        t = time.perf_counter()
+        for _ in range(reps):
+            fn()
+        best = min(best, (time.perf_counter() - t) / reps * 1e6)
+    return best
+
+
+def kernel_us(fn, calls=20, rounds=3):
+    import torch
+    from torch_axon import _C
+
+    for _ in range(3):
+        fn()
+    torch.axon.synchronize()
+    best = float("inf")
+    for _ in range(rounds):
+        _C._trace_clear()
+        _C._trace_enable(True)
+        for _ in range(calls):
+            fn()
+        torch.axon.synchronize()
+        _C._trace_enable(False)
+        per_kernel: dict = {}
+        for rec in _C._trace_records():
+            per_kernel.setdefault(rec[0], []).append((rec[4] - rec[3]) / 1e3)
+        best = min(best, sum(min(v) * (len(v) // calls) for v in per_kernel.values()))
+    return best
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("cases", nargs="*", help="cases to run (default all)")
+    p.add_argument("--threads", type=int, default=1)
+    args = p.parse_args()
+    os.environ["AXON_THREADS"] = str(args.threads)
+    import torch
+
+    import torch_axon  # noqa: F401
+
+    torch.set_num_threads(args.threads)
+    table = cases()
+    print(f"{args.threads} thread(s); microseconds")
+    print("| case | cpu | axon kernel | axon / cpu |\n|---|---|---|---|")
+    for name in args.cases or table:
+        fn, inputs = table[name]
+        dev = [t.to("axon") for t in inputs]
+        c, a = best_wall_us(lambda: fn(*inputs)), kernel_us(lambda: fn(*dev))
+        print(f"| {name} | {c:.0f} | {a:.0f} | {a / c:.2f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
