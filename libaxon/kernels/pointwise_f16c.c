@@ -53,7 +53,8 @@ PF_LOOP(div, x / y)
 
 /* The row form (pw_row_loop_fn): g rows of R halves, one float value per row as operand `which`. */
 #define PF_ROWS(op, EXPR)                                                                                        \
-    __attribute__((target("avx2,fma,f16c"))) static int pw_f16c_rows_##op(const pw_rows_t *rows, const pw_ctx_t *ctx) { \
+    __attribute__((target("avx2,fma,f16c"))) static int pw_f16c_rows_##op(const pw_rows_t *rows,                 \
+                                                                            const pw_ctx_t *ctx) {               \
         const float p0 = ctx->pf[0];                                                                             \
         const __m256 pv = _mm256_set1_ps(p0);                                                                    \
         (void)pv;                                                                                                \

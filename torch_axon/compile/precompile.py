@@ -92,6 +92,17 @@ def _unique_global_names() -> None:
     bytecode_transformation._unique_id_counter = itertools.count(random.SystemRandom().randrange(1 << 24, 1 << 48))
 
 
+def _patch(owner, name: str, wrap) -> bool:
+    """Replaces owner.<name> by wrap(original), once per process (enable() may run again); whether it did."""
+    original = getattr(owner, name)
+    if getattr(original, "_axon_patched", False):
+        return False
+    patched = functools.wraps(original)(wrap(original))
+    patched._axon_patched = True
+    setattr(owner, name, patched)
+    return True
+
+
 def _load_guards_once() -> None:
     # With caching_precompile on, Dynamo's CheckFunctionManager builds a frame's guards twice: once for a filter
     # that drops the guards a package cannot hold (ID_MATCH and the like), then again with those it kept. A saved
@@ -99,17 +110,14 @@ def _load_guards_once() -> None:
     # off for the call: MiniLM's warm start (1694 guards) took 280 ms, 215 of them in torch.compile(); 210 and 145.
     from torch._dynamo import package
 
-    load = package.load_guard_manager
-    if getattr(load, "_axon_once", False):
-        return
+    def wrap(load):
+        def load_guard_manager(*args, **kwargs):
+            with torch._dynamo.config.patch(caching_precompile=False):
+                return load(*args, **kwargs)
 
-    @functools.wraps(load)
-    def load_guard_manager(*args, **kwargs):
-        with torch._dynamo.config.patch(caching_precompile=False):
-            return load(*args, **kwargs)
+        return load_guard_manager
 
-    load_guard_manager._axon_once = True
-    package.load_guard_manager = load_guard_manager
+    _patch(package, "load_guard_manager", wrap)
 
 
 def _name_property_code() -> None:
@@ -121,22 +129,19 @@ def _name_property_code() -> None:
     # (`fget.__code__`), which the loader's attribute walk (_lookup_code) follows as it is.
     from torch._dynamo import package
 
-    find = package._get_code_source
-    if getattr(find, "_axon_properties", False):
-        return
+    def wrap(find):
+        def get_code_source(code: types.CodeType) -> tuple[str, str]:
+            try:
+                return find(code)
+            except package.PackageError:
+                named = _property_accessor(code)
+                if named is None:
+                    raise
+                return named
 
-    @functools.wraps(find)
-    def get_code_source(code: types.CodeType) -> tuple[str, str]:
-        try:
-            return find(code)
-        except package.PackageError:
-            named = _property_accessor(code)
-            if named is None:
-                raise
-            return named
+        return get_code_source
 
-    get_code_source._axon_properties = True
-    package._get_code_source = get_code_source
+    _patch(package, "_get_code_source", wrap)
 
 
 def _allow_bypassed_frames() -> None:
@@ -148,18 +153,15 @@ def _allow_bypassed_frames() -> None:
     # frame compiles in each process as it does without warm start, the rest of the package still loads.
     from torch._dynamo.guards import CheckFunctionManager
 
-    init = CheckFunctionManager.__init__
-    if getattr(init, "_axon_bypass", False):
-        return
+    def wrap(init):
+        def __init__(self, f_code, output_graph, *args, **kwargs):
+            init(self, f_code, output_graph, *args, **kwargs)
+            if self.guards_state is None and kwargs.get("save_guards") and getattr(output_graph, "package", 0) is None:
+                self.guards_state = b""
 
-    @functools.wraps(init)
-    def __init__(self, f_code, output_graph, *args, **kwargs):
-        init(self, f_code, output_graph, *args, **kwargs)
-        if self.guards_state is None and kwargs.get("save_guards") and getattr(output_graph, "package", 0) is None:
-            self.guards_state = b""
+        return __init__
 
-    __init__._axon_bypass = True
-    CheckFunctionManager.__init__ = __init__
+    _patch(CheckFunctionManager, "__init__", wrap)
 
 
 def _save_later_frames() -> None:
@@ -172,19 +174,16 @@ def _save_later_frames() -> None:
 
     from torch._dynamo.package import CompilePackage
 
-    add = CompilePackage.add_guarded_code
-    if getattr(add, "_axon_dirty", False):
-        return
+    def wrap(add):
+        def add_guarded_code(self, *args, **kwargs):
+            global _dirty
+            add(self, *args, **kwargs)
+            _dirty = True
 
-    @functools.wraps(add)
-    def add_guarded_code(self, *args, **kwargs):
-        global _dirty
-        add(self, *args, **kwargs)
-        _dirty = True
+        return add_guarded_code
 
-    add_guarded_code._axon_dirty = True
-    CompilePackage.add_guarded_code = add_guarded_code
-    atexit.register(_save_at_exit)
+    if _patch(CompilePackage, "add_guarded_code", wrap):
+        atexit.register(_save_at_exit)
 
 
 def _save_at_exit() -> None:
