@@ -83,8 +83,9 @@ PF_ROWS(sub, fmaf(-p0, y, x))
 PF_ROWS(mul, x * y)
 PF_ROWS(div, x / y)
 
+/* The loops are built for AVX2 with FMA and F16C (AMD's Piledriver has the last two without AVX2). */
 static int pf_supported(void) {
-    return axon_convert_f16_level() > 0 && __builtin_cpu_supports("fma");
+    return axon_convert_f16_level() > 0 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
 
 pw_row_loop_fn axon_pw_f16c_binary_rows(int op) {
