@@ -178,8 +178,7 @@ static axon_status_t pw_alpha(const pw_op_t *op, axon_scalar_t v, axon_dtype_t c
         double alpha = v.dtype == AXON_FLOAT64 ? v.f : (double)(v.dtype == AXON_BOOL ? v.i != 0 : v.i);
         /* PyTorch's CPU loops take alpha in the tensors' dtype (then compute in float): 0.7 is 0.7001953125 in
          * float16 */
-        if (compute == AXON_FLOAT16) alpha = axon_f16_to_f32(axon_f32_to_f16((float)alpha));
-        if (compute == AXON_BFLOAT16) alpha = axon_bf16_to_f32(axon_f32_to_bf16((float)alpha));
+        if (compute == AXON_FLOAT16 || compute == AXON_BFLOAT16) alpha = axon_round_to(compute, alpha);
         pw_slot(c, 0, alpha, 0);
         return AXON_OK;
     }
@@ -297,7 +296,7 @@ static axon_status_t pw_number(const pw_op_t *op, int k, axon_scalar_t v, axon_d
     double f = v.dtype == AXON_FLOAT64 ? v.f : (double)(v.dtype == AXON_BOOL ? v.i != 0 : v.i);
     if ((compute == AXON_FLOAT16 || compute == AXON_BFLOAT16) && pw_number_rounds(op)) {
         const float r = v.dtype == AXON_INT64 ? (float)v.i : (float)f; /* c10's Half and BFloat16 convert from float */
-        out->f = compute == AXON_FLOAT16 ? axon_f16_to_f32(axon_f32_to_f16(r)) : axon_bf16_to_f32(axon_f32_to_bf16(r));
+        out->f = (float)axon_round_to(compute, r);
         if (load == AXON_FLOAT64) out->d = out->f;
     } else if (load == AXON_FLOAT64) {
         out->d = f;

@@ -2,9 +2,9 @@
  * register, the op, and the result rounded back to float16 (to nearest even), one pass over the data. The generic
  * float16 loops widen and round by bit arithmetic, and the float32 loop between two conversion passes (pointwise.c's
  * pw_f16_as_f32) costs three passes: x * 2.0 on a million halves took 1.5x torch CPU's time that way on a Zen 3.
- * The bits are those of both other paths: the op in float32 on exact widenings, rounded once (the sources build
- * with -ffp-contract=off, so x + alpha * y is not fused here either). A signaling NaN comes back quiet, as from the
- * conversion passes and from PyTorch's vectorized loops. */
+ * The bits are those of the other paths: the op in float32 on exact widenings, rounded once to float16; x + alpha * y
+ * as one fused multiply-add, as pointwise_binary.c's alpha loops and PyTorch's vectorized loops compute it (with
+ * alpha 1, x + y). A signaling NaN comes back quiet, as from the conversion passes and from PyTorch's loops. */
 #include <math.h>
 
 #include "pointwise_impl.h"

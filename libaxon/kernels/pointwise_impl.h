@@ -58,7 +58,7 @@ extern const pw_row_loop_fn axon_pw_binary_row_loops[AXON_BINARY_COUNT][AXON_DTY
 extern const pw_loop_fn axon_pw_ternary_loops[AXON_TERNARY_COUNT][AXON_DTYPE_COUNT];
 
 /* float16 add, sub, mul and div on the conversion instructions (pointwise_f16c.c), for op an axon_binary_op_t: NULL
- * for other ops or where the CPU has no F16C. A drop-in for the op's float16 loop, with the same bits. */
+ * for other ops or where the CPU lacks F16C, FMA or AVX2. A drop-in for the op's float16 loop, with the same bits. */
 pw_loop_fn axon_pw_f16c_binary(int op);
 pw_row_loop_fn axon_pw_f16c_binary_rows(int op); /* their row forms, likewise */
 

@@ -195,12 +195,11 @@ def _property_accessor(code: types.CodeType) -> tuple[str, str] | None:
     """(qualified name of the property, path from it to code) when code is a property accessor's, else None."""
     import inspect
 
-    module = inspect.getmodule(code)
     *owner_path, name = code.co_qualname.split(".")
-    owner: Any = module
+    owner: Any = inspect.getmodule(code)
     for part in owner_path:
         owner = getattr(owner, part, None)
-    if module is None or not inspect.isclass(owner) or not isinstance(owner.__dict__.get(name), property):
+    if not inspect.isclass(owner) or not isinstance(owner.__dict__.get(name), property):
         return None
     prop = owner.__dict__[name]
     for accessor in ("fget", "fset", "fdel"):
