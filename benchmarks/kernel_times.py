@@ -36,6 +36,33 @@ def cases():
         "uint8 to channels_last": (lambda x: x.contiguous(memory_format=torch.channels_last),
                                    ((img * 50).to(torch.uint8),)),
         "float32 add alpha=0.7": (lambda x, y: torch.add(x, y, alpha=0.7), (x, y)),
+        **norm_cases(g),
+    }
+
+
+def norm_cases(g):
+    """Normalizations and sums over a dimension: rows of a transformer's width, the images of a small CNN."""
+    import torch
+    import torch.nn.functional as F
+
+    x, w, bias = torch.randn(2048, 768, generator=g), torch.randn(768, generator=g), torch.randn(768, generator=g)
+    mean, rstd = (t.float() for t in torch.ops.aten.native_layer_norm(x, [768], w, bias, 1e-5)[1:])
+    img, cw = torch.randn(16, 64, 32, 32, generator=g), torch.randn(64, generator=g)
+    h, b = torch.float16, torch.bfloat16
+    ln_bwd = torch.ops.aten.native_layer_norm_backward
+    return {
+        "float32 layer_norm": (lambda x, w, b: F.layer_norm(x, (768,), w, b), (x, w, bias)),
+        "float32 layer_norm backward": (lambda go, x, m, r, w, b: ln_bwd(go, x, [768], m, r, w, b, [True] * 3),
+                                        (x.flip(0), x, mean, rstd, w, bias)),
+        "bfloat16 layer_norm": (lambda x, w, b: F.layer_norm(x, (768,), w, b), (x.to(b), w.to(b), bias.to(b))),
+        "float32 rms_norm": (lambda x, w: F.rms_norm(x, (768,), w), (x, w)),
+        "float16 sum(1)": (lambda x: x.sum(1), (x.to(h),)),
+        "bfloat16 sum(0)": (lambda x: x.sum(0), (x.to(b),)),
+        "bfloat16 mean(1)": (lambda x: x.mean(1), (x.to(b),)),
+        "bfloat16 group_norm": (lambda x, w: F.group_norm(x, 8, w, w), (img.to(b), cw.to(b))),
+        "bfloat16 batch_norm train": (lambda x, w: F.batch_norm(x, None, None, w, w, training=True),
+                                      (img.to(b), cw.to(b))),
+        "float32 batch_norm train": (lambda x, w: F.batch_norm(x, None, None, w, w, training=True), (img, cw)),
     }
 
 

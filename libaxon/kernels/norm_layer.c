@@ -5,7 +5,9 @@
  * per pass, so row length is unbounded. The variance is two-pass (mean first, then the squared deviations) rather
  * than sum(x^2) - mean^2, which cancels catastrophically for rows with a large mean. grad_weight and grad_bias are
  * sums over rows: they run as a second parallel loop over blocks of columns, each block summing every row in row
- * order, so no partial sums need merging and the result is the same for any thread count. */
+ * order, so no partial sums need merging and the result is the same for any thread count. Rows of float32, float16
+ * and bfloat16 (the models' dtypes) take loops that read floats (in place, or through float buffers) and vectorize;
+ * float64 and mixed dtypes the general one through float64 chunks. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,6 +15,7 @@
 #include "axon/norm.h"
 #include "axon/stream.h"
 #include "internal.h"
+#include "gemm_impl.h"
 #include "kernels_impl.h"
 
 #define LN_CHUNK 1024
@@ -20,9 +23,10 @@
 
 typedef struct ln_args {
     int rms;
-    int f32;                     /* forward with float32 in, out, weight and bias: ln_forward_row_float in place */
-    int half;                    /* forward with float16 or bfloat16 in and out, rows of up to LN_HALF_ROW: the same
-                                    through float buffers */
+    int f32;                     /* float32 in, out (or grad_in and grad_out), weight and bias: the rows in place
+                                    (ln_forward_row_float, ln_backward_row_float) */
+    int half;                    /* float16 or bfloat16 in and out (grad_out and grad_in), rows of up to LN_HALF_ROW:
+                                    the same through float buffers */
     int64_t rows, n;
     double eps;
     /* Forward: out, in, w, b, mean, rstd. Backward: gi, go, in, w, mean, rstd, gw, gb. NULL = absent. */
@@ -31,7 +35,7 @@ typedef struct ln_args {
     size_t es_out, es_mean, es_rstd, es_gw, es_gb, es_in, es_go, es_w, es_b;
     axon_convert_fn ld_in, ld_go, ld_w, ld_b, ld_mean, ld_rstd;
     axon_convert_fn st_out, st_mean, st_rstd, st_gw, st_gb;
-    axon_convert_fn in_to_float, w_to_float, b_to_float, out_from_float; /* half's conversions */
+    axon_convert_fn in_to_float, go_to_float, w_to_float, b_to_float, out_from_float; /* half's conversions */
 } ln_args_t;
 
 static int64_t ln_min(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -172,6 +176,181 @@ static void ln_forward_range(void *ctx, int64_t begin, int64_t end, int slot) {
     for (int64_t r = begin; r < end; r++) ln_forward_row(a, r);
 }
 
+/* The sums of ln_backward_row_float's first pass, over g * w or g alone (w NULL): parts[0] of g * w, parts[1] of
+ * g * w * (x - mean). Inline with w a constant NULL or not, so each loop has no test per element. */
+static inline __attribute__((always_inline)) void ln_backward_sums(const float *x, const float *g, const float *w,
+                                                                   int64_t n, double mean, double *s1, double *s2) {
+    const int64_t bulk = n - n % LN_PARTS;
+    double p1[LN_PARTS] = {0}, p2[LN_PARTS] = {0};
+    for (int64_t i = 0; i < bulk; i += LN_PARTS)
+        for (int k = 0; k < LN_PARTS; k++) {
+            const double gw = w ? (double)g[i + k] * (double)w[i + k] : (double)g[i + k];
+            p1[k] += gw, p2[k] += gw * ((double)x[i + k] - mean);
+        }
+    for (int64_t i = bulk; i < n; i++) {
+        const double gw = w ? (double)g[i] * (double)w[i] : (double)g[i];
+        p1[i - bulk] += gw, p2[i - bulk] += gw * ((double)x[i] - mean);
+    }
+    *s1 = axon_parts_total(p1), *s2 = axon_parts_total(p2);
+}
+
+/* ln_backward_row for rows read as float: grad_in = rstd * (g*w - c1 - (x - mean) * c2). The sums in float64, in
+ * LN_PARTS partial sums, which vectorize (ln_backward_row's run in one); each element in float, 8 lanes per vector,
+ * with x - mean taken against the mean split in two floats (as ln_forward_row_float), so a few ulp of the terms'
+ * magnitudes, as torch CPU's float loop. The generic path converted every chunk through stack buffers twice per row
+ * and took 4-5x torch CPU's time; each element in float64 still took 1.2x. */
+AXON_CLONES static void ln_backward_row_float(const ln_args_t *a, const float *x, const float *g, const float *w,
+                                              float *gi, int64_t r) {
+    const int64_t n = a->n;
+    const double mean = a->rms ? 0.0 : ln_scalar(a->ld_mean, a->mean, a->es_mean, r);
+    const double rstd = ln_scalar(a->ld_rstd, a->rstd, a->es_rstd, r);
+    double s1, s2;
+    if (w) ln_backward_sums(x, g, w, n, mean, &s1, &s2);
+    else ln_backward_sums(x, g, NULL, n, mean, &s1, &s2);
+    const double c1 = a->rms ? 0.0 : s1 / (double)n, c2 = s2 * rstd * rstd / (double)n;
+    const float mhi = (float)mean, mlo = (float)(mean - (double)mhi), rs = (float)rstd;
+    /* g*w - c1 with the product exact (an FMA) and c1 in two floats: a row of zero variance (rstd = 1/sqrt(eps), the
+     * difference scaled up 300-fold) keeps its gradient's bits to a few ulp. */
+    const float c1hi = (float)c1, c1lo = (float)(c1 - (double)c1hi), f2 = (float)c2;
+    if (w)
+        for (int64_t i = 0; i < n; i++)
+            gi[i] = rs * ((fmaf(g[i], w[i], -c1hi) - c1lo) - ((x[i] - mhi) - mlo) * f2);
+    else
+        for (int64_t i = 0; i < n; i++) gi[i] = rs * (((g[i] - c1hi) - c1lo) - ((x[i] - mhi) - mlo) * f2);
+}
+
+/* The float paths' backward (a->f32 or a->half) in row blocks: each block computes its rows' grad_in and its own
+ * sums of grad_weight and grad_bias in one pass over x and grad_out (a second pass over columns re-read both from
+ * memory and took 2x torch CPU's time for its part, 3x on 2 threads, whose column blocks read each row in pieces).
+ * Blocks are fixed by the row count alone (LN_BLOCKS of them at most), and their sums are added in block order
+ * (ln_block_sums_range), so the result is the same for any thread count. Each element's term in float (x_hat with
+ * the mean split in two floats, as the rows'), summed over runs of LN_COL_RUN rows in float, the runs into the
+ * block's float64 sums: torch CPU sums a thread's rows in float, so this is the more exact of the two. */
+#define LN_BLOCKS 32
+#define LN_COL_RUN 8
+
+static int64_t ln_block_rows(int64_t rows) { return rows <= LN_BLOCKS ? 1 : (rows + LN_BLOCKS - 1) / LN_BLOCKS; }
+
+/* The block's accumulators in the scratch: float64 sums (grad_weight's, grad_bias's), then float runs (the same). */
+typedef struct ln_block_acc {
+    double *sw, *sb;
+    float *rw, *rb;
+} ln_block_acc_t;
+
+static ln_block_acc_t ln_block_acc(const ln_args_t *a, double *scratch, int64_t nblocks, int64_t blk) {
+    ln_block_acc_t acc;
+    acc.sw = scratch + blk * a->n * 2, acc.sb = acc.sw + a->n;
+    acc.rw = (float *)(void *)(scratch + nblocks * a->n * 2) + blk * a->n * 2, acc.rb = acc.rw + a->n;
+    return acc;
+}
+
+/* Add row r's terms (x and g its row, as float) into the runs. */
+AXON_CLONES static void ln_block_add_row(const ln_args_t *a, const ln_block_acc_t *acc, const float *x, const float *g,
+                                        int64_t r) {
+    const int64_t n = a->n;
+    float *restrict rw = acc->rw, *restrict rb = acc->rb;
+    if (a->gb)
+        for (int64_t i = 0; i < n; i++) rb[i] += g[i];
+    if (!a->gw) return;
+    const double mean = a->rms ? 0.0 : ln_scalar(a->ld_mean, a->mean, a->es_mean, r);
+    const float mhi = (float)mean, mlo = (float)(mean - (double)mhi);
+    const float rs = (float)ln_scalar(a->ld_rstd, a->rstd, a->es_rstd, r);
+    for (int64_t i = 0; i < n; i++) rw[i] = fmaf(g[i], ((x[i] - mhi) - mlo) * rs, rw[i]);
+}
+
+AXON_CLONES static void ln_block_flush(const ln_args_t *a, const ln_block_acc_t *acc) {
+    const int64_t n = a->n;
+    for (int64_t i = 0; i < n; i++) acc->sw[i] += (double)acc->rw[i], acc->sb[i] += (double)acc->rb[i];
+    memset(acc->rw, 0, sizeof(float) * (size_t)n);
+    memset(acc->rb, 0, sizeof(float) * (size_t)n);
+}
+
+typedef struct ln_blocks_job {
+    const ln_args_t *a;
+    double *scratch;             /* NULL: no weight or bias gradient wanted */
+    int64_t nblocks, block_rows;
+} ln_blocks_job_t;
+
+/* Block blk's rows; buf: the half path's four row buffers of LN_HALF_ROW floats (x, grad_out, weight converted once
+ * by the caller, grad_in), NULL for float32 (read and written in place). */
+static void ln_block_run(const ln_blocks_job_t *j, int64_t blk, float *buf) {
+    const ln_args_t *a = j->a;
+    const int64_t n = a->n, r0 = blk * j->block_rows, r1 = ln_min(r0 + j->block_rows, a->rows);
+    const float *w = buf ? (a->w ? buf + 2 * LN_HALF_ROW : NULL) : (const float *)(const void *)a->w;
+    ln_block_acc_t acc = {0};
+    if (j->scratch) {
+        acc = ln_block_acc(a, j->scratch, j->nblocks, blk);
+        memset(acc.sw, 0, sizeof(double) * (size_t)n * 2);
+        memset(acc.rw, 0, sizeof(float) * (size_t)n * 2);
+    }
+    for (int64_t r = r0; r < r1; r++) {
+        const float *x = (const float *)(const void *)a->in + r * n, *g = (const float *)(const void *)a->go + r * n;
+        float *gi = a->out ? (float *)(void *)a->out + r * n : NULL;
+        if (buf) {
+            a->in_to_float((char *)buf, 1, a->in + r * n * (int64_t)a->es_in, 1, n), x = buf;
+            a->go_to_float((char *)(buf + LN_HALF_ROW), 1, a->go + r * n * (int64_t)a->es_go, 1, n);
+            g = buf + LN_HALF_ROW, gi = buf + 3 * LN_HALF_ROW;
+        }
+        if (a->out) {
+            ln_backward_row_float(a, x, g, w, gi, r);
+            if (buf) a->out_from_float(a->out + r * n * (int64_t)a->es_out, 1, (const char *)gi, 1, n);
+        }
+        if (!j->scratch) continue;
+        ln_block_add_row(a, &acc, x, g, r);
+        if ((r - r0) % LN_COL_RUN == LN_COL_RUN - 1 || r == r1 - 1) ln_block_flush(a, &acc);
+    }
+}
+
+static void ln_blocks_range(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    const ln_blocks_job_t *j = ctx;
+    const ln_args_t *a = j->a;
+    if (!a->half) {
+        for (int64_t blk = begin; blk < end; blk++) ln_block_run(j, blk, NULL);
+        return;
+    }
+    float buf[4 * LN_HALF_ROW]; /* 64 KiB of a worker's stack, as the forward's half path */
+    if (a->w) a->w_to_float((char *)(buf + 2 * LN_HALF_ROW), 1, a->w, 1, a->n);
+    for (int64_t blk = begin; blk < end; blk++) ln_block_run(j, blk, buf);
+}
+
+/* Columns [begin, end) of grad_weight and grad_bias: the blocks' sums in block order. */
+static void ln_block_sums_range(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    const ln_blocks_job_t *j = ctx;
+    const ln_args_t *a = j->a;
+    double sw[LN_CHUNK], sb[LN_CHUNK];
+    for (int64_t c0 = begin; c0 < end; c0 += LN_CHUNK) {
+        const int64_t m = ln_min(LN_CHUNK, end - c0);
+        memset(sw, 0, sizeof(double) * (size_t)m);
+        memset(sb, 0, sizeof(double) * (size_t)m);
+        for (int64_t blk = 0; blk < j->nblocks; blk++) {
+            const ln_block_acc_t acc = ln_block_acc(a, j->scratch, j->nblocks, blk);
+            for (int64_t i = 0; i < m; i++) sw[i] += acc.sw[c0 + i], sb[i] += acc.sb[c0 + i];
+        }
+        if (a->gw) a->st_gw(a->gw + c0 * (int64_t)a->es_gw, 1, (const char *)sw, 1, m);
+        if (a->gb) a->st_gb(a->gb + c0 * (int64_t)a->es_gb, 1, (const char *)sb, 1, m);
+    }
+}
+
+/* The float paths' backward; 0 when the scratch for the column sums could not be had (the caller falls back to
+ * the general path's passes). */
+static int ln_backward_blocks(const ln_args_t *a, const axon_exec_t *ex) {
+    ln_blocks_job_t j = {a, NULL, 0, ln_block_rows(a->rows)};
+    j.nblocks = (a->rows + j.block_rows - 1) / j.block_rows;
+    const size_t bytes = (size_t)j.nblocks * (size_t)a->n * (2 * sizeof(double) + 2 * sizeof(float));
+    if ((a->gw || a->gb) && (j.scratch = axon_gemm_scratch(AXON_GEMM_SCRATCH_PACK, bytes ? bytes : 1)) == NULL)
+        return 0;
+    axon_parallel_for(ex->pool, 0, j.nblocks, 1, ln_blocks_range, &j);
+    if (j.scratch) {
+        int64_t cgrain = AXON_KERNEL_GRAIN / (j.nblocks > 0 ? j.nblocks : 1);
+        cgrain = (cgrain + 63) / 64 * 64; /* blocks of columns do not share cache lines of grad_weight */
+        axon_parallel_for(ex->pool, 0, a->n, cgrain, ln_block_sums_range, &j);
+        axon_gemm_scratch_done(AXON_GEMM_SCRATCH_PACK, j.scratch);
+    }
+    return 1;
+}
+
 static void ln_backward_range(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
     for (int64_t r = begin; r < end; r++) ln_backward_row(ctx, r);
@@ -209,6 +388,7 @@ static axon_status_t ln_kernel(const void *args, const axon_exec_t *ex) {
         axon_parallel_for(ex->pool, 0, a->rows, grain, ln_forward_range, (void *)a);
         return AXON_OK;
     }
+    if ((a->f32 || a->half) && ln_backward_blocks(a, ex)) return AXON_OK;
     if (a->out) axon_parallel_for(ex->pool, 0, a->rows, grain, ln_backward_range, (void *)a);
     if (a->gw || a->gb) {
         /* A column block is a multiple of 64 so that blocks do not share cache lines of grad_weight. */
@@ -306,13 +486,16 @@ static axon_status_t ln_launch(axon_stream_t s, const char *name, int rms, int b
     a.ld_in = ln_ld(t[LN_IN]), a.ld_go = ln_ld(t[LN_GO]), a.ld_w = ln_ld(t[LN_W]), a.ld_b = ln_ld(t[LN_B]);
     a.ld_mean = ln_ld(t[LN_MEAN]), a.ld_rstd = ln_ld(t[LN_RSTD]);
     a.st_out = ln_st(t[LN_OUT]), a.st_gw = ln_st(t[LN_GW]), a.st_gb = ln_st(t[LN_GB]);
-    a.f32 = !backward && t[LN_IN]->dtype == AXON_FLOAT32 && t[LN_OUT]->dtype == AXON_FLOAT32 &&
-            (!t[LN_W] || t[LN_W]->dtype == AXON_FLOAT32) && (!t[LN_B] || t[LN_B]->dtype == AXON_FLOAT32);
+    /* The float paths: forward's in and out, backward's in, grad_out and grad_in (when wanted) of one dtype. */
     const axon_dtype_t h = t[LN_IN]->dtype;
-    a.half = !backward && (h == AXON_FLOAT16 || h == AXON_BFLOAT16) && t[LN_OUT]->dtype == h && n <= LN_HALF_ROW &&
-             ln_floatish(t[LN_W]) && ln_floatish(t[LN_B]);
-    if (a.half) {
+    const int same = (!t[LN_OUT] || t[LN_OUT]->dtype == h) && (!backward || t[LN_GO]->dtype == h);
+    a.f32 = h == AXON_FLOAT32 && same && (!t[LN_W] || t[LN_W]->dtype == AXON_FLOAT32) &&
+            (!t[LN_B] || t[LN_B]->dtype == AXON_FLOAT32);
+    a.half = (h == AXON_FLOAT16 || h == AXON_BFLOAT16) && same && n <= LN_HALF_ROW && ln_floatish(t[LN_W]) &&
+             ln_floatish(t[LN_B]);
+    if (h == AXON_FLOAT16 || h == AXON_BFLOAT16) {
         a.in_to_float = axon_convert_get(h, AXON_FLOAT32), a.out_from_float = axon_convert_get(AXON_FLOAT32, h);
+        if (backward) a.go_to_float = a.in_to_float;
         if (t[LN_W]) a.w_to_float = axon_convert_get(t[LN_W]->dtype, AXON_FLOAT32);
         if (t[LN_B]) a.b_to_float = axon_convert_get(t[LN_B]->dtype, AXON_FLOAT32);
     }
