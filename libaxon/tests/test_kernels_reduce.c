@@ -1,6 +1,6 @@
 /* axon_kernel_reduce: every op and dtype against a long double reference, over inner, outer, middle, several and all
- * dimensions, on transposed, sliced and reversed views, on shapes that take the split and outer paths; float32
- * accuracy over 1M elements; empty reductions; NaN propagation; var/std corrections.
+ * dimensions, on transposed, sliced, reversed and expanded views, on shapes that take the split and outer paths;
+ * float32 accuracy over 1M elements; empty reductions; NaN propagation; var/std corrections.
  * Tolerances (rr_tol): relative 1e-12 for float64, 2e-6 for float32, 2^-10 for float16, 2^-7 for bfloat16, of
  * max(|result|, sum of |terms|); integer and bool results exact. */
 #include <complex.h>
@@ -39,6 +39,10 @@ static const layout_t layouts[] = {
     {"transposed", 3, {9, 7, 6}, {1, 9, 63}, 0},
     {"sliced", 3, {6, 7, 4}, {63, 9, 2}, 1},
     {"reversed", 3, {6, 7, 9}, {63, 9, -1}, 8},
+    /* expanded views (stride 0): reductions over copies of one element and beside them */
+    {"expanded dim 0", 3, {6, 7, 9}, {0, 9, 1}, 0},
+    {"expanded dim 1", 3, {6, 7, 9}, {63, 0, 1}, 0},
+    {"expanded dim 2", 3, {6, 7, 9}, {63, 9, 0}, 0},
 };
 
 /* Run op over the dims in mask of the view (sizes, strides, off) of host buffer h (hn elements, dtype d) into a
