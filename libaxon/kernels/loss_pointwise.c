@@ -37,7 +37,7 @@ typedef struct pl_args {
     const char *in, *target, *weight, *gout;
     size_t es_out, es_in, es_t, es_w, es_g;
     axon_convert_fn ld_in, ld_t, ld_w, ld_g, st_out;
-    int mse_f32;                 /* mse with every operand float32: pl_mse_f32 */
+    int f32;                     /* mse, smooth L1 or Huber with every operand float32: pl_f32 */
 } pl_args_t;
 
 typedef struct pl_job {
@@ -104,7 +104,8 @@ static void pl_scan_range(void *ctx, int64_t begin, int64_t end, int slot) {
     }
 }
 
-/* x[k] = each element's loss (or gradient), weighted: one loop per op, so the op is not switched on per element. */
+/* x[k] = each element's loss (or gradient), weighted: one loop per op and direction, so the op is not switched on
+ * per element and the loops vectorize (smooth L1 and Huber through a switch per element took 9x torch CPU's time). */
 #define PL_VALUES(EXPR)                                                                                          \
     for (int64_t k = 0; k < m; k++) {                                                                            \
         const double gk = per_element_g ? g[k] : g0;                                                             \
@@ -115,50 +116,59 @@ AXON_CLONES static void pl_values(const pl_args_t *a, double g0, int per_element
                                   const double *restrict t, const double *restrict w, const double *restrict g,
                                   int64_t m) {
     const double p = a->param;
-    if (!a->backward && a->op == AXON_PLOSS_MSE) {
-        PL_VALUES(pl_loss(AXON_PLOSS_MSE, x[k], t[k], p))
-    } else if (a->backward && a->op == AXON_PLOSS_MSE) {
-        PL_VALUES(pl_grad(AXON_PLOSS_MSE, x[k], t[k], p, gk))
-    } else if (a->backward) {
-        PL_VALUES(pl_grad(a->op, x[k], t[k], p, gk))
-    } else {
-        PL_VALUES(pl_loss(a->op, x[k], t[k], p))
+#define PL_OP(OP)                                                                                                \
+    case OP:                                                                                                     \
+        if (a->backward) {                                                                                       \
+            PL_VALUES(pl_grad(OP, x[k], t[k], p, gk))                                                            \
+        } else {                                                                                                 \
+            PL_VALUES(pl_loss(OP, x[k], t[k], p))                                                                \
+        }                                                                                                        \
+        break;
+    switch (a->op) {
+        PL_OP(AXON_PLOSS_MSE)
+        PL_OP(AXON_PLOSS_SMOOTH_L1)
+        PL_OP(AXON_PLOSS_HUBER)
+    default:
+        PL_OP(AXON_PLOSS_BCE)
     }
+#undef PL_OP
 }
 
-/* float32 mse, the common case, in one pass over [lo, hi): the same float64 values as pl_values (x and t widen
- * exactly; there is no weight to multiply by), summed into the same parts (chunks are whole multiples of the parts,
- * so only the block's end has a tail) or rounded once into out, without the stack copies and conversion calls. */
-AXON_CLONES static void pl_mse_f32(const pl_args_t *a, double g0, int64_t lo, int64_t hi, double *part) {
+/* float32 mse, smooth L1 and Huber (no weight), the common cases, in one pass over [lo, hi): the same float64
+ * values as pl_values (x and t widen exactly), summed into the same parts (chunks are whole multiples of the parts,
+ * so only the block's end has a tail) or rounded once into out, without the stack copies and conversion calls. Inline
+ * with op a constant (pl_f32). */
+static inline __attribute__((always_inline)) void pl_f32_op(const pl_args_t *a, axon_ploss_t op, double g0,
+                                                             int64_t lo, int64_t hi, double *part) {
     const float *restrict x = (const float *)a->in + lo, *restrict t = (const float *)a->target + lo;
     const int64_t m = hi - lo;
+    const double p = a->param;
     if (!a->backward && a->red != AXON_LOSS_NONE) {
         double acc[AXON_PARTS];
         memcpy(acc, part, sizeof acc);
         int64_t i = 0;
         for (; i + AXON_PARTS <= m; i += AXON_PARTS)
-            for (int k = 0; k < AXON_PARTS; k++) {
-                const double d = (double)x[i + k] - (double)t[i + k];
-                acc[k] += d * d;
-            }
-        for (int k = 0; i < m; i++, k++) {
-            const double d = (double)x[i] - (double)t[i];
-            acc[k] += d * d;
-        }
+            for (int k = 0; k < AXON_PARTS; k++) acc[k] += pl_loss(op, (double)x[i + k], (double)t[i + k], p);
+        for (int k = 0; i < m; i++, k++) acc[k] += pl_loss(op, (double)x[i], (double)t[i], p);
         memcpy(part, acc, sizeof acc);
         return;
     }
     float *restrict o = (float *)a->out + lo;
     if (!a->backward) {
-        for (int64_t i = 0; i < m; i++) {
-            const double d = (double)x[i] - (double)t[i];
-            o[i] = (float)(d * d);
-        }
+        for (int64_t i = 0; i < m; i++) o[i] = (float)pl_loss(op, (double)x[i], (double)t[i], p);
     } else if (a->red == AXON_LOSS_NONE) {
         const float *restrict g = (const float *)a->gout + lo;
-        for (int64_t i = 0; i < m; i++) o[i] = (float)(2.0 * ((double)x[i] - (double)t[i]) * (double)g[i]);
+        for (int64_t i = 0; i < m; i++) o[i] = (float)pl_grad(op, (double)x[i], (double)t[i], p, (double)g[i]);
     } else {
-        for (int64_t i = 0; i < m; i++) o[i] = (float)(2.0 * ((double)x[i] - (double)t[i]) * g0);
+        for (int64_t i = 0; i < m; i++) o[i] = (float)pl_grad(op, (double)x[i], (double)t[i], p, g0);
+    }
+}
+
+AXON_CLONES static void pl_f32(const pl_args_t *a, double g0, int64_t lo, int64_t hi, double *part) {
+    switch (a->op) {
+    case AXON_PLOSS_MSE: pl_f32_op(a, AXON_PLOSS_MSE, g0, lo, hi, part); break;
+    case AXON_PLOSS_SMOOTH_L1: pl_f32_op(a, AXON_PLOSS_SMOOTH_L1, g0, lo, hi, part); break;
+    default: pl_f32_op(a, AXON_PLOSS_HUBER, g0, lo, hi, part); break;
     }
 }
 
@@ -172,8 +182,8 @@ static void pl_range(void *ctx, int64_t begin, int64_t end, int slot) {
         int64_t lo, hi;
         pl_bounds(j, b, &lo, &hi);
         double acc[AXON_PARTS] = {0};
-        if (a->mse_f32) {
-            pl_mse_f32(a, j->g, lo, hi, acc);
+        if (a->f32) {
+            pl_f32(a, j->g, lo, hi, acc);
             j->part[b] = axon_parts_total(acc);
             continue;
         }
@@ -301,7 +311,7 @@ static axon_status_t pl_launch(axon_stream_t s, axon_ploss_t op, int backward, c
         g.es_g = axon_dtype_size(gout->dtype);
         g.ld_g = axon_convert_get(gout->dtype, AXON_FLOAT64);
     }
-    g.mse_f32 = op == AXON_PLOSS_MSE && in->dtype == AXON_FLOAT32 && target->dtype == AXON_FLOAT32 &&
+    g.f32 = op != AXON_PLOSS_BCE && in->dtype == AXON_FLOAT32 && target->dtype == AXON_FLOAT32 &&
                 out->dtype == AXON_FLOAT32 && (!backward || gout->dtype == AXON_FLOAT32);
     axon_launch_t l = {pl_kernel, &g, sizeof g, name, (uint64_t)n * (g.es_in + g.es_t + g.es_w + g.es_out)};
     return axon_stream_launch(s, &l);
