@@ -14,6 +14,8 @@ static uint32_t rnd(void) {
     return rng_state >> 8;
 }
 
+/* Every diagonal through a [3, 4, 6] tensor and both far ends of int64, out of place and in place, from a view with
+ * its batch dimension last in memory (element by element) and from a contiguous one (whole pieces of rows). */
 static void test_triangles_match_reference_for_every_diagonal(void) {
     kc_dev_t k = kc_open(3);
     REQUIRE(k.rt);
@@ -21,25 +23,34 @@ static void test_triangles_match_reference_for_every_diagonal(void) {
     int32_t in[B * R * C], out[B * R * C], inplace[B * R * C];
     for (int i = 0; i < B * R * C; i++) in[i] = (int32_t)rnd() | 1;
     const int64_t sz[3] = {B, R, C};
-    for (int upper = 0; upper < 2; upper++)
-        for (int64_t diag = -5; diag <= 7; diag++) {
-            /* in viewed with its batch dimension last in memory: in[b, r, c] = buf[(r * C + c) * B + b] */
-            const int64_t st[3] = {1, C * B, B};
-            axon_tensor_t ti = kc_tensor(in, AXON_INT32, 3, sz, st), to = kc_tensor(out, AXON_INT32, 3, sz, NULL);
-            CHECK_OK(axon_kernel_triangle(k.s, &to, &ti, diag, upper));
-            memcpy(inplace, in, sizeof in);
-            axon_tensor_t tp = kc_tensor(inplace, AXON_INT32, 3, sz, st);
-            CHECK_OK(axon_kernel_triangle(k.s, &tp, &tp, diag, upper));
-            CHECK_OK(axon_stream_sync(k.s));
-            for (int b = 0; b < B; b++)
-                for (int r = 0; r < R; r++)
-                    for (int c = 0; c < C; c++) {
-                        int keep = upper ? c - r >= diag : c - r <= diag;
-                        int32_t v = in[(r * C + c) * B + b];
-                        CHECK(out[(b * R + r) * C + c] == (keep ? v : 0));
-                        CHECK(inplace[(r * C + c) * B + b] == (keep ? v : 0));
-                    }
-        }
+    int64_t diags[15] = {INT64_MIN, INT64_MAX};
+    for (int i = 2; i < 15; i++) diags[i] = i - 7; /* -5 .. 7 */
+    for (int contiguous = 0; contiguous < 2; contiguous++)
+        for (int upper = 0; upper < 2; upper++)
+            for (int di = 0; di < 15; di++) {
+                const int64_t diag = diags[di];
+                /* batch last: in[b, r, c] = buf[(r * C + c) * B + b]; contiguous: buf[(b * R + r) * C + c] */
+                const int64_t st_last[3] = {1, C * B, B}, st_rows[3] = {R * C, C, 1};
+                const int64_t *st = contiguous ? st_rows : st_last;
+                axon_tensor_t ti = kc_tensor(in, AXON_INT32, 3, sz, st), to = kc_tensor(out, AXON_INT32, 3, sz, NULL);
+                CHECK_OK(axon_kernel_triangle(k.s, &to, &ti, diag, upper));
+                memcpy(inplace, in, sizeof in);
+                axon_tensor_t tp = kc_tensor(inplace, AXON_INT32, 3, sz, st);
+                CHECK_OK(axon_kernel_triangle(k.s, &tp, &tp, diag, upper));
+                CHECK_OK(axon_stream_sync(k.s));
+                int bad = 0;
+                for (int b = 0; b < B; b++)
+                    for (int r = 0; r < R; r++)
+                        for (int c = 0; c < C; c++) {
+                            int keep = upper ? (diag <= c - r) : (c - r <= diag);
+                            const int at = contiguous ? (b * R + r) * C + c : (r * C + c) * B + b;
+                            bad += out[(b * R + r) * C + c] != (keep ? in[at] : 0);
+                            bad += inplace[at] != (keep ? in[at] : 0);
+                        }
+                if (bad) fprintf(stderr, "  %s diag %lld contiguous %d\n", upper ? "triu" : "tril", (long long)diag,
+                                 contiguous);
+                CHECK_EQ_I64(bad, 0);
+            }
     axon_runtime_destroy(k.rt);
 }
 
