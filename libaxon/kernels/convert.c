@@ -200,7 +200,7 @@ typedef struct axon_bytes16 {
         T *restrict d = (T *)dst;                                                                              \
         const T *restrict s = (const T *)src;                                                                  \
         if (ds == 1 && ss == 1) {                                                                              \
-            memcpy(d, s, (size_t)n * sizeof(T));                                                               \
+            axon_move_bytes(d, s, (size_t)n * sizeof(T));                                                      \
         } else if (ss == 0 && ds == 1) {                                                                       \
             const T v = s[0];                                                                                  \
             if (copy_bytes_uniform(src, sizeof(T))) {                                                          \

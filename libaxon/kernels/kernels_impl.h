@@ -10,6 +10,7 @@
 #include "axon/kernels.h"
 #include "axon/pool.h"
 #include "axon/tensor.h"
+#include "internal.h"
 
 /* Hot element-wise loops (pointwise ops, conversions, softmax rows) are compiled three times, for AVX-512
  * (x86-64-v4), AVX2 (x86-64-v3) and the x86-64 baseline, and the dynamic loader picks one by the CPU's features
@@ -178,7 +179,7 @@ static inline axon_tensor_t axon_tensor_row_major(const axon_tensor_t *t) {
  * bytes as two overlapping fixed-size moves, a few loads and stores instead of a call. d and s must not overlap. */
 static inline void axon_copy_bytes_short(char *d, const char *s, size_t n) {
     if (n > 64) {
-        memcpy(d, s, n);
+        axon_move_bytes(d, s, n);
     } else if (n >= 32) {
         memcpy(d, s, 32), memcpy(d + n - 32, s + n - 32, 32);
     } else if (n >= 16) {

@@ -57,7 +57,7 @@ static void copy_range(void *arg, int64_t begin, int64_t end, int slot) {
     const struct copy_job *j = arg;
     for (int64_t c = begin; c < end; c++) {
         size_t off = (size_t)c * j->chunk, len = j->n - off < j->chunk ? j->n - off : j->chunk;
-        memcpy(j->dst + off, j->src + off, len);
+        axon_move_bytes(j->dst + off, j->src + off, len);
     }
 }
 

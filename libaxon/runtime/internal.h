@@ -25,6 +25,10 @@ axon_status_t axon_vfail(axon_status_t s, const char *fmt, va_list ap);
     ((cond) ? (void)0 : axon_assert_fail(#cond, __FILE__, __LINE__))
 __attribute__((noreturn)) void axon_assert_fail(const char *expr, const char *file, int line);
 
+/* memcpy of n bytes between non-overlapping ranges, avoiding a slow case of glibc's on AMD Zen 3 (move_bytes.c):
+ * for moves of tensor data (copies, cat, raw device copies). */
+void axon_move_bytes(void *dst, const void *src, size_t n);
+
 /* ---- the runtime and its devices (runtime.c) ---- */
 
 struct axon_device {

@@ -864,6 +864,38 @@ static void test_short_rows_fill_a_padded_interior(void) {
     axon_runtime_destroy(k.rt);
 }
 
+/* Contiguous runs whose destination lies 0-100 bytes after the source modulo a page, across the sizes where
+ * glibc's memcpy switches to `rep movsb` (2112 bytes) and where move_bytes.c takes over from it (2048): every byte
+ * lands, and the bytes around the destination stay as they were. Host memory, page-aligned, one allocation. */
+static void test_runs_a_few_bytes_ahead_of_their_source_move_every_byte(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    enum { SRC_AT = 64, DST_AT = 32 * 4096, CAP = DST_AT + 80000 };
+    unsigned char *buf = aligned_alloc(4096, CAP), *want = malloc(CAP);
+    REQUIRE(buf && want);
+    const int64_t sizes[] = {1, 100, 2047, 2048, 2049, 4084, 70000};
+    const int aheads[] = {0, 1, 4, 12, 31, 32, 63, 64, 100};
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
+        for (size_t ai = 0; ai < sizeof aheads / sizeof aheads[0]; ai++) {
+            const int64_t n = sizes[si];
+            const int64_t at = DST_AT + SRC_AT + aheads[ai]; /* dst - src = 32 pages + the ahead bytes */
+            for (int64_t i = 0; i < CAP; i++) buf[i] = (unsigned char)(i * 131 + 7 + (int64_t)ai);
+            memcpy(want, buf, CAP);
+            memcpy(want + at, buf + SRC_AT, (size_t)n);
+            axon_tensor_t ts = kc_tensor(buf + SRC_AT, AXON_UINT8, 1, &n, NULL);
+            axon_tensor_t td = kc_tensor(buf + at, AXON_UINT8, 1, &n, NULL);
+            CHECK_OK(axon_kernel_copy(k.s, &td, &ts));
+            CHECK_OK(axon_stream_sync(k.s));
+            const int64_t bad = kc_first_diff(buf, want, CAP);
+            if (bad >= 0)
+                fprintf(stderr, "  %lld bytes %d ahead: first wrong byte at %lld\n", (long long)n, aheads[ai],
+                        (long long)bad);
+            CHECK_EQ_I64(bad, -1);
+        }
+    free(buf), free(want);
+    axon_runtime_destroy(k.rt);
+}
+
 int main(void) {
     RUN(test_every_dtype_pair_converts_like_the_reference);
     RUN(test_hand_checked_conversions);
@@ -881,5 +913,6 @@ int main(void) {
     RUN(test_float16_to_float32_and_float64_over_every_bit_pattern);
     RUN(test_same_dtype_transposes_move_every_element);
     RUN(test_short_rows_fill_a_padded_interior);
+    RUN(test_runs_a_few_bytes_ahead_of_their_source_move_every_byte);
     return check_report();
 }
