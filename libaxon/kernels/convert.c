@@ -213,6 +213,8 @@ typedef struct axon_bytes16 {
             for (int64_t i = 0; i < n; i++) d[i * ds] = v;                                                     \
         } else if (ds == 1 && ss == 2) { /* one part of complex values: a constant stride vectorizes */         \
             for (int64_t i = 0; i < n; i++) d[i] = s[2 * i];                                                   \
+        } else if (ds == 1 && ss == -1) { /* a flip of the last dim: reversed vectors, not one element a time */ \
+            for (int64_t i = 0; i < n; i++) d[i] = s[-i];                                                      \
         } else {                                                                                               \
             for (int64_t i = 0; i < n; i++) d[i * ds] = s[i * ss];                                             \
         }                                                                                                      \
