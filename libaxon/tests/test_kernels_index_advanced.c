@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "../kernels/dtype.h"
 #include "axon/index_advanced.h"
 #include "kernels_check.h"
 
@@ -114,6 +115,50 @@ static void test_index_put_accumulate_is_in_order_and_thread_count_independent(v
             if ((id[n] < 0 ? id[n] + V : id[n]) == r) last = n;
         for (int d = 0; d < D; d++) CHECK(x1[r * D + d] == (last < 0 ? -1.0f : v[last * D + d]));
     }
+}
+
+/* float16 and bfloat16 x.index_put_((i,), v, accumulate=True) with repeats, into dense rows (a vector loop) and
+ * rows of stride 2 (one element at a time), on 1 and 4 threads: each update is added in order and rounded to the
+ * half type, as torch CPU's += does; the reference adds in float64 and rounds (the same value). */
+static void test_index_put_accumulate_rounds_each_half_update_in_order(void) {
+    enum { V = 5, D = 40, N = 300 };
+    static uint16_t v[N * D], x[2 * V * D], want[2 * V * D];
+    static int64_t id[N];
+    for (int i = 0; i < N; i++) id[i] = (int64_t)(rnd() % V);
+    const axon_dtype_t dts[2] = {AXON_BFLOAT16, AXON_FLOAT16};
+    for (int di = 0; di < 2; di++)
+        for (int step = 1; step <= 2; step++)
+            for (int threads = 1; threads <= 4; threads += 3) {
+                const int bf = dts[di] == AXON_BFLOAT16;
+                for (int i = 0; i < N * D; i++) {
+                    const float f = (float)((int)(rnd() % 2001) - 1000) / 37.0f;
+                    v[i] = bf ? axon_f32_to_bf16(f) : axon_f32_to_f16(f);
+                }
+                for (int i = 0; i < 2 * V * D; i++)
+                    x[i] = want[i] = bf ? axon_f32_to_bf16((float)i) : axon_f32_to_f16((float)i);
+                for (int n = 0; n < N; n++)
+                    for (int d = 0; d < D; d++) {
+                        uint16_t *w = &want[id[n] * D * step + d * step];
+                        const double a = bf ? axon_bf16_to_f32(*w) : axon_f16_to_f32(*w);
+                        const double b = bf ? axon_bf16_to_f32(v[n * D + d]) : axon_f16_to_f32(v[n * D + d]);
+                        *w = bf ? axon_f64_to_bf16(a + b) : axon_f64_to_f16(a + b);
+                    }
+                kc_dev_t k = kc_open(threads);
+                REQUIRE(k.rt);
+                axon_tensor_t td = T2(x, dts[di], N, D), tv = T2(v, dts[di], N, D);
+                td.strides[0] = 0, td.strides[1] = step;
+                axon_tensor_t idx = T2(id, AXON_INT64, N, D);
+                idx.strides[0] = 1, idx.strides[1] = 0;
+                const int64_t sizes[1] = {V}, strides[1] = {(int64_t)D * step};
+                CHECK_OK(axon_kernel_index_put(k.s, &td, &tv, &idx, 1, sizes, strides, 1));
+                CHECK_OK(axon_stream_sync(k.s));
+                axon_runtime_destroy(k.rt);
+                const int64_t bad = kc_first_diff(x, want, sizeof x);
+                if (bad >= 0)
+                    fprintf(stderr, "  %s step %d threads %d: first wrong byte %lld\n", axon_dtype_name(dts[di]), step,
+                            threads, (long long)bad);
+                CHECK_EQ_I64(bad, -1);
+            }
 }
 
 static void test_index_put_accumulate_bool_is_or_and_int8_wraps(void) {
@@ -301,6 +346,7 @@ int main(void) {
     RUN(test_index_of_a_transposed_view_matches_reference);
     RUN(test_index_put_accumulate_is_in_order_and_thread_count_independent);
     RUN(test_index_put_accumulate_bool_is_or_and_int8_wraps);
+    RUN(test_index_put_accumulate_rounds_each_half_update_in_order);
     RUN(test_out_of_range_index_fails_at_sync_and_writes_nothing);
     RUN(test_nonzero_and_masked_ops_follow_row_major_order_of_strided_inputs);
     RUN(test_nonzero_static_keeps_the_first_rows_and_fills_the_rest);
