@@ -21,10 +21,10 @@
 typedef struct bn_args {
     int training, backward;
     int cl;                     /* in, out (grad_out, grad_in) channels-last: (n, c, s) at (n * S + s) * C + c */
-    int f32;                    /* float32 images: bn_cl_row_f32, or (contiguous training backward)
-                                   bn_backward_channel_f32 */
-    int floats;                 /* contiguous forward of float32, float16 or bfloat16 (in and out the same dtype):
-                                   bn_forward_channel_float */
+    int f32;                    /* channels-last float32 images: bn_cl_row_f32 */
+    int floats;                 /* contiguous forward, or training backward, of float32, float16 or bfloat16 (in,
+                                   out, grad_out, grad_in of one dtype): bn_forward_channel_float,
+                                   bn_backward_channel_float */
     axon_convert_fn in_to_float, out_from_float; /* its conversions for the halves (NULL for float32) */
     int64_t n, c, s;
     double momentum, eps;
@@ -195,29 +195,35 @@ AXON_CLONES static void bn_backward_channel(const bn_args_t *a, int64_t c) {
     }
 }
 
-/* bn_backward_channel for float32 in, grad_out and grad_in, in training, on typed runs instead of chunks converted
- * through stack buffers (1.7-2.7x torch CPU's time that way): the sums in float64 as there, spread over BN_PARTS
- * partial sums (element e of a run into part e % BN_PARTS) for independent chains of adds; grad_in in float32
+/* bn_backward_channel in training for float32, float16 and bfloat16 in, grad_out and grad_in of one dtype
+ * (a->floats), on runs read as float (float32 in place, halves converted BN_FLOAT_CHUNK at a time) instead of chunks
+ * converted into float64 (1.7-2.7x torch CPU's time for float32 that way, 3-4x for bfloat16): the sums in float64 as
+ * there, spread over BN_PARTS partial sums (element e of a run into part e % BN_PARTS; chunks are whole multiples of
+ * the parts, so a run's order does not depend on its dtype) for independent chains of adds; grad_in in float
  * (8 lanes, no conversions) with the mean split in two floats as group norm does (norm_group.c). */
 #define BN_PARTS 32
-AXON_CLONES static void bn_backward_channel_f32(const bn_args_t *a, int64_t c) {
+_Static_assert(BN_FLOAT_CHUNK % BN_PARTS == 0, "chunks keep a run's parts in step");
+AXON_CLONES static void bn_backward_channel_float(const bn_args_t *a, int64_t c) {
+    float xb[BN_FLOAT_CHUNK], gb[BN_FLOAT_CHUNK], ob[BN_FLOAT_CHUNK];
     const double count = (double)(a->n * a->s);
     const double mean = axon_norm_get(&a->mean, c, 0.0), inv = axon_norm_get(&a->inv, c, 0.0);
-    const int64_t bulk = a->s - a->s % BN_PARTS;
     double pg[BN_PARTS] = {0}, pd[BN_PARTS] = {0}, sum_g = 0.0, dot = 0.0;
-    for (int64_t n = 0; n < a->n; n++) {
-        const int64_t base = (n * a->c + c) * a->s;
-        const float *x = (const float *)a->in.p + base, *g = (const float *)a->go.p + base;
-        for (int64_t i = 0; i < bulk; i += BN_PARTS)
-            for (int q = 0; q < BN_PARTS; q++) {
-                pg[q] += (double)g[i + q];
-                pd[q] += (double)g[i + q] * ((double)x[i + q] - mean);
+    for (int64_t n = 0; n < a->n; n++)
+        for (int64_t j = 0; j < a->s; j += BN_FLOAT_CHUNK) {
+            const int64_t base = (n * a->c + c) * a->s + j, m = bn_min(BN_FLOAT_CHUNK, a->s - j);
+            const int64_t bulk = m - m % BN_PARTS;
+            const float *x = bn_floats(&a->in, a->in_to_float, xb, base, m);
+            const float *g = bn_floats(&a->go, a->in_to_float, gb, base, m);
+            for (int64_t i = 0; i < bulk; i += BN_PARTS)
+                for (int q = 0; q < BN_PARTS; q++) {
+                    pg[q] += (double)g[i + q];
+                    pd[q] += (double)g[i + q] * ((double)x[i + q] - mean);
+                }
+            for (int64_t i = bulk; i < m; i++) {
+                pg[i - bulk] += (double)g[i];
+                pd[i - bulk] += (double)g[i] * ((double)x[i] - mean);
             }
-        for (int64_t i = bulk; i < a->s; i++) {
-            pg[i - bulk] += (double)g[i];
-            pd[i - bulk] += (double)g[i] * ((double)x[i] - mean);
         }
-    }
     for (int q = 0; q < BN_PARTS; q++) sum_g += pg[q], dot += pd[q];
     axon_norm_put(&a->gw, c, dot * inv);
     axon_norm_put(&a->gb, c, sum_g);
@@ -225,19 +231,23 @@ AXON_CLONES static void bn_backward_channel_f32(const bn_args_t *a, int64_t c) {
     const double w = axon_norm_get(&a->w, c, 1.0), gmean = sum_g / count, k = dot * inv * inv / count;
     const float gm = (float)gmean, kf = (float)k, sc = (float)(inv * w);
     const float mhi = (float)mean, mlo = (float)(mean - (double)mhi);
-    for (int64_t n = 0; n < a->n; n++) {
-        const int64_t base = (n * a->c + c) * a->s;
-        const float *x = (const float *)a->in.p + base, *g = (const float *)a->go.p + base;
-        float *dx = (float *)a->out.p + base;
-        for (int64_t i = 0; i < a->s; i++) dx[i] = ((g[i] - gm) - ((x[i] - mhi) - mlo) * kf) * sc;
-    }
+    for (int64_t n = 0; n < a->n; n++)
+        for (int64_t j = 0; j < a->s; j += BN_FLOAT_CHUNK) {
+            const int64_t base = (n * a->c + c) * a->s + j, m = bn_min(BN_FLOAT_CHUNK, a->s - j);
+            const float *x = bn_floats(&a->in, a->in_to_float, xb, base, m);
+            const float *g = bn_floats(&a->go, a->in_to_float, gb, base, m);
+            float *dx = a->out_from_float ? ob : (float *)(void *)a->out.p + base;
+            for (int64_t i = 0; i < m; i++) dx[i] = ((g[i] - gm) - ((x[i] - mhi) - mlo) * kf) * sc;
+            if (a->out_from_float)
+                a->out_from_float(a->out.p + base * (int64_t)a->out.es, 1, (const char *)ob, 1, m);
+        }
 }
 
 static void bn_range(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
     const bn_args_t *a = ctx;
     for (int64_t c = begin; c < end; c++) {
-        if (a->backward && a->f32) bn_backward_channel_f32(a, c);
+        if (a->backward && a->floats) bn_backward_channel_float(a, c);
         else if (a->backward) bn_backward_channel(a, c);
         else if (a->floats) bn_forward_channel_float(a, c);
         else bn_forward_channel(a, c);
@@ -528,8 +538,13 @@ axon_status_t axon_kernel_batch_norm_backward(axon_stream_t s, const axon_tensor
     a.out = axon_norm_ref(grad_in), a.in = axon_norm_ref(in), a.go = axon_norm_ref(grad_out);
     a.w = axon_norm_ref(weight), a.mean = axon_norm_ref(mean), a.inv = axon_norm_ref(invstd);
     a.gw = axon_norm_ref(grad_weight), a.gb = axon_norm_ref(grad_bias);
-    a.f32 = (a.cl || a.training) && in->dtype == AXON_FLOAT32 && grad_out->dtype == AXON_FLOAT32 &&
+    a.f32 = a.cl && in->dtype == AXON_FLOAT32 && grad_out->dtype == AXON_FLOAT32 &&
             (!grad_in || grad_in->dtype == AXON_FLOAT32);
+    const axon_dtype_t h = in->dtype;
+    a.floats = !a.cl && a.training && (h == AXON_FLOAT32 || h == AXON_FLOAT16 || h == AXON_BFLOAT16) &&
+               grad_out->dtype == h && (!grad_in || grad_in->dtype == h);
+    if (a.floats && h != AXON_FLOAT32)
+        a.in_to_float = axon_convert_get(h, AXON_FLOAT32), a.out_from_float = axon_convert_get(AXON_FLOAT32, h);
     if (n * sp == 0 && c > 0 && (grad_weight || grad_bias)) {
         /* No elements: the sums are zero, but grad_weight and grad_bias still have C values to write. */
         a.n = 1, a.s = 0;
