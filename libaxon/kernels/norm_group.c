@@ -18,10 +18,10 @@ typedef struct gn_args {
     int backward;
     int f32;                    /* float32 tensors: gn_forward_row_f32 (in, out, weight, bias) or gn_backward_row_f32
                                  * (in, grad_out, weight, grad_in) */
-    int half;                   /* forward of float16 or bfloat16 in and out, rows of up to GN_HALF_ROW and up to
-                                 * GN_HALF_CHANNELS channels: gn_forward_row_float through buffers */
+    int half;                   /* float16 or bfloat16 in and out (grad_out and grad_in), rows of up to GN_HALF_ROW
+                                 * and up to GN_HALF_CHANNELS channels: gn_half_rows, through buffers */
     axon_convert_fn in_to_float, w_to_float, b_to_float, out_from_float; /* half's conversions */
-    double *ab;                 /* gn_backward_row_f32's channel sums, in the command's own copy of the args */
+    double *ab;                 /* gn_backward_row_float's channel sums, in the command's own copy of the args */
     int64_t n, c, s, groups, d; /* d = channels per group */
     double eps;
     /* Forward: out, in, w, b, mean, rstd. Backward: out = grad_in, in, go, w, mean, rstd, gw, gb. */
@@ -129,14 +129,15 @@ static void gn_backward_row(const gn_args_t *a, int64_t r) {
     }
 }
 
-/* gn_backward_row for float32 in and grad_out (weight and grad_in float32 or absent), without stack buffers: one
+/* gn_backward_row for rows read as float: float32 in and grad_out (weight and grad_in float32 or absent) in place
+ * (gn_backward_row_f32), float16 and bfloat16 through buffers (gn_half_rows; through float64 chunks a bfloat16
+ * backward took 4x torch CPU's time). x and g are row r's, dx its grad_in (NULL: not wanted; it may be x). One
  * pass sums each channel's run, A = sum of g and B = sum of g * x (float64, in GN_PARTS partial sums as the forward),
  * kept in a->ab for the channel gradients; the row's two sums follow from them, s1 = sum of w A and
  * s2 = rstd * sum of w (B - mean A); a second pass writes grad_in. */
-AXON_CLONES static void gn_backward_row_f32(const gn_args_t *a, int64_t r) {
+AXON_CLONES static void gn_backward_row_float(const gn_args_t *a, int64_t r, const float *x, const float *g,
+                                              const float *w, float *dx) {
     const int64_t len = a->d * a->s, c0 = (r % a->groups) * a->d, bulk = a->s - a->s % GN_PARTS;
-    const float *x = (const float *)a->in.p + r * len, *g = (const float *)a->go.p + r * len;
-    const float *w = (const float *)a->w.p;
     const double mean = axon_norm_get(&a->mean, r, 0.0), rstd = axon_norm_get(&a->rstd, r, 0.0);
     double *ab = a->ab + 2 * (r / a->groups * a->c + c0);
     double s1 = 0.0, s2 = 0.0;
@@ -151,14 +152,13 @@ AXON_CLONES static void gn_backward_row_f32(const gn_args_t *a, int64_t r) {
         const double wk = w ? (double)w[c0 + k] : 1.0;
         s1 += wk * sa, s2 += wk * (sb - mean * sa);
     }
-    if (a->out.p == NULL) return;
+    if (dx == NULL) return;
     s2 *= rstd;
     const double c1 = s1 / (double)len, c2 = s2 / (double)len;
     /* grad_in = rstd * w * g - (x - mean) * rstd^2 * c2 - rstd * c1, in float32 as the forward's output (the mean
      * split in two floats): within a few ulp of the sum of the three terms' magnitudes. */
     const float mhi = (float)mean, mlo = (float)(mean - (double)mhi);
     const float e = (float)(rstd * rstd * c2), f = (float)(rstd * c1);
-    float *dx = (float *)a->out.p + r * len;
     for (int64_t k = 0; k < a->d; k++) {
         const float ak = (float)(rstd * (w ? (double)w[c0 + k] : 1.0));
         const float *xk = x + k * a->s, *gk = g + k * a->s;
@@ -167,7 +167,14 @@ AXON_CLONES static void gn_backward_row_f32(const gn_args_t *a, int64_t r) {
     }
 }
 
-/* grad_weight and grad_bias of channels [begin, end) from gn_backward_row_f32's sums, over n in order. */
+static void gn_backward_row_f32(const gn_args_t *a, int64_t r) {
+    const int64_t len = a->d * a->s;
+    gn_backward_row_float(a, r, (const float *)(const void *)a->in.p + r * len,
+                          (const float *)(const void *)a->go.p + r * len, (const float *)(const void *)a->w.p,
+                          a->out.p ? (float *)(void *)a->out.p + r * len : NULL);
+}
+
+/* grad_weight and grad_bias of channels [begin, end) from gn_backward_row_float's sums, over n in order. */
 static void gn_channels_f32(void *ctx, int64_t begin, int64_t end, int slot) {
     (void)slot;
     const gn_args_t *a = ctx;
@@ -184,7 +191,8 @@ static void gn_channels_f32(void *ctx, int64_t begin, int64_t end, int slot) {
     }
 }
 
-/* The forward of half rows: the weight and bias converted once per range, each row in and out through a buffer. */
+/* Half rows, forward or backward: the weight and bias converted once per range, each row in and out through
+ * buffers (the backward's grad_in written over its x buffer, element by element). */
 static void gn_half_rows(const gn_args_t *a, int64_t begin, int64_t end) {
     float x[GN_HALF_ROW], y[GN_HALF_ROW], w[GN_HALF_CHANNELS], b[GN_HALF_CHANNELS];
     const int64_t len = a->d * a->s;
@@ -192,6 +200,12 @@ static void gn_half_rows(const gn_args_t *a, int64_t begin, int64_t end) {
     if (a->b.p) a->b_to_float((char *)b, 1, a->b.p, 1, a->c);
     for (int64_t r = begin; r < end; r++) {
         a->in_to_float((char *)x, 1, a->in.p + r * len * (int64_t)a->in.es, 1, len);
+        if (a->backward) {
+            a->in_to_float((char *)y, 1, a->go.p + r * len * (int64_t)a->go.es, 1, len);
+            gn_backward_row_float(a, r, x, y, a->w.p ? w : NULL, a->out.p ? x : NULL);
+            if (a->out.p) a->out_from_float(a->out.p + r * len * (int64_t)a->out.es, 1, (const char *)x, 1, len);
+            continue;
+        }
         gn_forward_row_float(a, r, x, y, a->w.p ? w : NULL, a->b.p ? b : NULL);
         a->out_from_float(a->out.p + r * len * (int64_t)a->out.es, 1, (const char *)y, 1, len);
     }
@@ -241,7 +255,7 @@ static axon_status_t gn_kernel(const void *args, const axon_exec_t *ex) {
     gn_args_t a = *(const gn_args_t *)args;
     const int64_t len = a.d * a.s > 0 ? a.d * a.s : 1, per_c = a.n * a.s > 0 ? a.n * a.s : 1;
     const int64_t rgrain = AXON_KERNEL_GRAIN / len, cgrain = AXON_KERNEL_GRAIN / per_c;
-    if (a.backward && a.f32) {
+    if (a.backward && (a.f32 || a.half)) {
         /* the rows' channel sums, which the channel gradients reuse: 2 per (n, channel) */
         if ((a.ab = malloc((size_t)(2 * a.n * a.c + 1) * sizeof(double))) == NULL)
             return axon_fail(AXON_ERROR_OUT_OF_MEMORY, "group_norm_backward: host scratch for %lld channel sums",
@@ -343,6 +357,13 @@ axon_status_t axon_kernel_group_norm_backward(axon_stream_t s, const axon_tensor
     a.gw = axon_norm_ref(grad_weight), a.gb = axon_norm_ref(grad_bias);
     a.f32 = in->dtype == AXON_FLOAT32 && grad_out->dtype == AXON_FLOAT32 &&
             (!weight || weight->dtype == AXON_FLOAT32) && (!grad_in || grad_in->dtype == AXON_FLOAT32);
+    const axon_dtype_t h = in->dtype;
+    a.half = (h == AXON_FLOAT16 || h == AXON_BFLOAT16) && grad_out->dtype == h && (!grad_in || grad_in->dtype == h) &&
+             a.d * a.s <= GN_HALF_ROW && a.c <= GN_HALF_CHANNELS && gn_floatish(weight);
+    if (a.half) {
+        a.in_to_float = axon_convert_get(h, AXON_FLOAT32), a.out_from_float = axon_convert_get(AXON_FLOAT32, h);
+        if (weight) a.w_to_float = axon_convert_get(weight->dtype, AXON_FLOAT32);
+    }
     axon_launch_t l = {gn_kernel, &a, sizeof a, op, (uint64_t)axon_tensor_numel(in) * 3u * axon_dtype_size(in->dtype)};
     return axon_stream_launch(s, &l);
 }
