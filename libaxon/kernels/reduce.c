@@ -253,6 +253,8 @@ axon_status_t axon_kernel_reduce(axon_stream_t s, axon_reduce_op_t op, const axo
     } else if (in->dtype != wd) {
         a.load = axon_convert_get(in->dtype, wd);
     }
+    if (a.op.kind == RD_SUM && !a.pre && wd == AXON_FLOAT32)
+        a.half_sum = in->dtype == AXON_BFLOAT16 ? RD_HALF_BF16 : in->dtype == AXON_FLOAT16 ? RD_HALF_F16 : RD_HALF_NONE;
     a.store = axon_convert_get(wd, out->dtype);
     a.in_esize = axon_dtype_size(in->dtype);
     a.w_esize = axon_dtype_size(wd);

@@ -13,6 +13,7 @@
  * No chunk boundary depends on the thread count, so neither does any result. */
 #include <string.h>
 
+#include "dtype.h"
 #include "internal.h"
 #include "reduce_impl.h"
 
@@ -249,11 +250,41 @@ static void rd_rows_push(rd_rows_t *r) {
     r->rows = 0;
 }
 
+/* acc[j] += row r's element j for nrows rows of n float16 or bfloat16 values, pitch bytes apart, widened inline: the
+ * sums rd_load and vfold give row by row (the same adds in the same order), without a conversion call and a pass
+ * through the row buffer per row of each lane block (2.6x torch CPU's time for a bfloat16 sum over dim 0). */
+static inline __attribute__((always_inline)) void rd_vsum_half(const int kind, float *restrict acc, const char *rows,
+                                                               int64_t pitch, int64_t nrows, int64_t n) {
+    for (int64_t r = 0; r < nrows; r++) {
+        const void *row = rows + r * pitch;
+        for (int64_t j = 0; j < n; j++) acc[j] += axon_fk_load(kind, row, j);
+    }
+}
+
+AXON_CLONES static void rd_vsum_bf16(float *acc, const char *rows, int64_t pitch, int64_t nrows, int64_t n) {
+    rd_vsum_half(AXON_FK_BF16, acc, rows, pitch, nrows, n);
+}
+
+AXON_CLONES static void rd_vsum_f16(float *acc, const char *rows, int64_t pitch, int64_t nrows, int64_t n) {
+    rd_vsum_half(AXON_FK_F16, acc, rows, pitch, nrows, n);
+}
+
 static void rd_rows_run(void *ctx, char *const *ptr, const int64_t *stride, int64_t n, int64_t pos) {
     (void)pos;
     rd_rows_t *r = ctx;
     const rd_args_t *a = r->a;
     const int64_t step = stride[0] * (int64_t)a->in_esize;
+    if (a->half_sum && r->lane_stride == 1) { /* half rows summed into float lanes: the in-place branch, widened */
+        for (int64_t i = 0; i < n;) {
+            int64_t m = RD_ROW_BLOCK - r->rows < n - i ? RD_ROW_BLOCK - r->rows : n - i;
+            (a->half_sum == RD_HALF_BF16 ? rd_vsum_bf16 : rd_vsum_f16)((float *)(void *)r->blk, ptr[0] + i * step,
+                                                                        step, m, r->width);
+            i += m;
+            r->rows += m;
+            if (r->rows == RD_ROW_BLOCK) rd_rows_push(r);
+        }
+        return;
+    }
     if (a->load == NULL && r->lane_stride == 1) { /* rows of W in place: up to the block's end in one call */
         for (int64_t i = 0; i < n;) {
             int64_t m = RD_ROW_BLOCK - r->rows < n - i ? RD_ROW_BLOCK - r->rows : n - i;

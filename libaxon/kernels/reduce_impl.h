@@ -149,7 +149,11 @@ typedef struct rd_args {
     int64_t items;               /* RD_PATH_OUTER: (kept run, lane block) pairs */
     int64_t group;               /* RD_PATH_OUTER: rows of in per row of red (1, or red folds them as one) */
     int64_t rows;                /* RD_PATH_OUTER: rows of red, count / group */
+    int half_sum;                /* RD_SUM of float16 (RD_HALF_F16) or bfloat16 (RD_HALF_BF16) into float32 lanes:
+                                    OUTER widens rows inline (reduce_exec.c) */
 } rd_args_t;
+
+enum { RD_HALF_NONE, RD_HALF_BF16, RD_HALF_F16 };
 
 /* Chunking limits, fixed so that the plan never depends on the thread count. */
 #define RD_MAX_PARTIALS 256          /* SPLIT: partial states per launch */
