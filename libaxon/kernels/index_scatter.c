@@ -196,6 +196,29 @@ AXON_CLONES static void scatter_sum_line_f32(float *o, const int64_t *restrict i
     }
 }
 
+/* The same for float16 and bfloat16 lines: ix_sum_f16's and ix_sum_bf16's arithmetic (in float, rounded once per
+ * update) inline, where a call per element through ix_combine_fn took 1.5x torch CPU's time for a bfloat16 gather's
+ * backward. */
+static inline __attribute__((always_inline)) void scatter_sum_line_half(const int kind, uint16_t *o,
+                                                                        const int64_t *restrict ix, const uint16_t *s,
+                                                                        int64_t n, int64_t os, int64_t size,
+                                                                        float alpha, int64_t skip) {
+    for (int64_t k = 0; k < n; k++) {
+        const int64_t v = ix[k] + (ix[k] < 0 ? size : 0);
+        if (v != skip) axon_fk_store(kind, o, v * os, axon_fk_load(kind, o, v * os) + axon_fk_load(kind, s, k) * alpha);
+    }
+}
+
+AXON_CLONES static void scatter_sum_line_bf16(uint16_t *o, const int64_t *restrict ix, const uint16_t *s, int64_t n,
+                                              int64_t os, int64_t size, float alpha, int64_t skip) {
+    scatter_sum_line_half(AXON_FK_BF16, o, ix, s, n, os, size, alpha, skip);
+}
+
+AXON_CLONES static void scatter_sum_line_f16(uint16_t *o, const int64_t *restrict ix, const uint16_t *s, int64_t n,
+                                             int64_t os, int64_t size, float alpha, int64_t skip) {
+    scatter_sum_line_half(AXON_FK_F16_SCALAR, o, ix, s, n, os, size, alpha, skip);
+}
+
 static void scatter_run(void *ctx, char *const *ptr, const int64_t *stride, int64_t n, int64_t pos) {
     (void)pos;
     const struct scatter_job *j = ctx;
@@ -218,6 +241,14 @@ static void scatter_run(void *ctx, char *const *ptr, const int64_t *stride, int6
         for (int64_t r = 0; r < n; r++)
             scatter_sum_line_f32((float *)(ptr[0] + r * so), (const int64_t *)(ptr[1] + r * si),
                                  (const float *)(ptr[2] + r * ss), j->len, os / 4, size, alpha.f, skip);
+        return;
+    }
+    if ((lines_outer || si == 0) && (fn == ix_sum_bf16 || fn == ix_sum_f16) && is64 && is == 8 && ks == 2 &&
+        os % 2 == 0) {
+        for (int64_t r = 0; r < n; r++)
+            (fn == ix_sum_bf16 ? scatter_sum_line_bf16 : scatter_sum_line_f16)(
+                (uint16_t *)(void *)(ptr[0] + r * so), (const int64_t *)(const void *)(ptr[1] + r * si),
+                (const uint16_t *)(const void *)(ptr[2] + r * ss), j->len, os / 2, size, alpha.f, skip);
         return;
     }
     for (int64_t q = 0; q < outer; q++)

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "../kernels/dtype.h"
 #include "kernels_check.h"
 
 static axon_tensor_t T2(void *p, axon_dtype_t d, int64_t a, int64_t b) {
@@ -255,6 +256,51 @@ static void test_sums_along_the_last_dim_match_the_in_order_reference(void) {
         CHECK(memcmp(out, want, sizeof(float) * R * C) == 0);
     }
     free(out), free(want), free(src), free(ix);
+    axon_runtime_destroy(k.rt);
+}
+
+/* The same for float16 and bfloat16 (their own inline loops): each update in float, rounded to the half type, in
+ * index order; bitwise the reference, which rounds through float64 (the same half for two halves' float result). */
+static void test_half_sums_along_the_last_dim_match_the_in_order_reference(void) {
+    enum { R = 16, C = 1000 };
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    static uint16_t out[R * C], want[R * C], src[R * C];
+    static int64_t ix[R * C];
+    const axon_dtype_t dts[2] = {AXON_BFLOAT16, AXON_FLOAT16};
+    for (int di = 0; di < 2; di++)
+        for (int pass = 0; pass < 2; pass++) {
+            const int bf = dts[di] == AXON_BFLOAT16;
+            const float alpha = pass ? 0.37f : 1.0f;
+            for (int64_t i = 0; i < R * C; i++) {
+                const float f = (float)rnd() / (float)(1 << 24) - 0.5f;
+                src[i] = bf ? axon_f32_to_bf16(f) : axon_f32_to_f16(f);
+                ix[i] = (int64_t)(rnd() % 200) - 100;
+                out[i] = want[i] = bf ? axon_f32_to_bf16((float)(i % 7)) : axon_f32_to_f16((float)(i % 7));
+            }
+            for (int64_t r = 0; r < R; r++)
+                for (int64_t c = 0; c < C; c++) {
+                    const int64_t v = pass ? ix[c] : ix[r * C + c];
+                    uint16_t *d = &want[r * C + (v < 0 ? v + C : v)];
+                    const float a = bf ? axon_bf16_to_f32(*d) : axon_f16_to_f32(*d);
+                    const float b = bf ? axon_bf16_to_f32(src[r * C + c]) : axon_f16_to_f32(src[r * C + c]);
+                    const double sum = (double)a + (double)(b * alpha);
+                    *d = bf ? axon_f64_to_bf16(sum) : axon_f64_to_f16(sum);
+                }
+            axon_tensor_t to = T2(out, dts[di], R, C), ts = T2(src, dts[di], R, C);
+            axon_tensor_t tx = T2(ix, AXON_INT64, R, C), tx1 = T1(ix, AXON_INT64, C);
+            if (pass)
+                CHECK_OK(axon_kernel_index_add(k.s, &to, 1, &tx1, &ts, axon_scalar_float(alpha), AXON_INDEX_WRAP));
+            else
+                CHECK_OK(axon_kernel_scatter(k.s, AXON_SCATTER_SUM, &to, 1, &tx, &ts, axon_scalar_int(0),
+                                             AXON_INDEX_WRAP));
+            CHECK_OK(axon_stream_sync(k.s));
+            const int64_t bad = kc_first_diff(out, want, sizeof out);
+            if (bad >= 0)
+                fprintf(stderr, "  %s %s: first wrong byte %lld\n", axon_dtype_name(dts[di]),
+                        pass ? "index_add" : "scatter", (long long)bad);
+            CHECK_EQ_I64(bad, -1);
+        }
     axon_runtime_destroy(k.rt);
 }
 
@@ -572,6 +618,7 @@ int main(void) {
     RUN(test_scatter_reduce_without_self_and_index_reduce);
     RUN(test_index_add_scales_by_alpha_and_accumulates_repeats);
     RUN(test_sums_along_the_last_dim_match_the_in_order_reference);
+    RUN(test_half_sums_along_the_last_dim_match_the_in_order_reference);
     RUN(test_embedding_backward_is_deterministic_and_skips_padding);
     RUN(test_out_of_range_index_fails_at_sync_and_in_place_ops_write_nothing);
     RUN(test_masked_fill_broadcasts_the_mask);
