@@ -1,11 +1,12 @@
 """Kernel times against torch CPU for cases where a kernel, not the per-op overhead, decides: float16 arithmetic,
-numbers and alpha in half ops, conversions, gathers and transposes of 1- and 2-byte elements.
+numbers and alpha in half ops, conversions, gathers and transposes of 1- and 2-byte elements, normalizations and
+sums over a dimension, backward kernels and the copies training adds.
 
     python benchmarks/kernel_times.py [--threads N] [cases...]
 
-axon: libaxon's own kernel time (its trace, the smallest of 20 calls, best of 3 rounds; no host overhead); cpu: torch
-CPU's wall time per call (best of 7 rounds of 10 calls). Both on the same thread count (AXON_THREADS is set from
---threads). Compare two libaxon builds by swapping the installed library between runs (docs/benchmarks.md).
+axon: libaxon's own kernel time (its trace: the kernels of one call summed, the smallest of 20 calls, best of 3
+rounds; no host overhead); cpu: torch CPU's wall time per call (best of 7 rounds of 10 calls). Both on the same
+thread count (AXON_THREADS is set from --threads). Compare two libaxon builds by swapping the installed library between runs (docs/benchmarks.md).
 """
 
 import argparse
@@ -37,6 +38,43 @@ def cases():
                                    ((img * 50).to(torch.uint8),)),
         "float32 add alpha=0.7": (lambda x, y: torch.add(x, y, alpha=0.7), (x, y)),
         **norm_cases(g),
+        **training_cases(g),
+    }
+
+
+def training_cases(g):
+    """Backward kernels and the copies and sums autograd adds, the paths benchmarks/train_ops.py found far behind."""
+    import torch
+
+    A = torch.ops.aten
+    b = torch.bfloat16
+    x, y = torch.randn(2048, 1024, generator=g), torch.randn(2048, 1024, generator=g)
+    img, cw = torch.randn(16, 64, 32, 32, generator=g).to(b), torch.randn(64, generator=g).to(b)
+    gn = A.native_group_norm(img, cw, cw, 16, 64, 1024, 8, 1e-5)
+    bn = A.native_batch_norm(img, cw, cw, None, None, True, 0.1, 1e-5)
+    rows, idx = torch.randn(4096, 256, generator=g).to(b), torch.randint(0, 4096, (2048,), generator=g)
+    cols = torch.randint(0, 1024, (1024, 256), generator=g)
+    one = torch.ones((), dtype=torch.float32)
+    return {
+        "float32 sum over an expanded dim": (lambda x: x.expand(4, 2048, 1024).sum(0), (x,)),
+        "float32 smooth_l1_loss backward": (lambda g, x, y: A.smooth_l1_loss_backward(g, x, y, 1, 1.0), (one, x, y)),
+        "float32 tril": (lambda x: x.tril(), (x,)),
+        "float32 roll(3, 1)": (lambda x: x.roll(3, 1), (x,)),
+        "float32 flip(1)": (lambda x: x.flip(1), (x,)),
+        "bfloat16 group_norm backward": (
+            lambda go, x, m, r, w: A.native_group_norm_backward(go, x, m, r, w, 16, 64, 1024, 8, [True] * 3),
+            (img.flip(0), img, gn[1], gn[2], cw),
+        ),
+        "bfloat16 batch_norm backward": (
+            lambda go, x, w, m, r: A.native_batch_norm_backward(go, x, w, None, None, m, r, True, 1e-5, [True] * 3),
+            (img.flip(0), img, cw, bn[1], bn[2]),
+        ),
+        "bfloat16 x.index_put_(i, v, accumulate)": (
+            lambda x, i, v: x.index_put((i,), v, accumulate=True), (rows, idx, rows[:2048].flip(0))
+        ),
+        "bfloat16 scatter_add along dim 1": (
+            lambda x, i, s: x.scatter_add(1, i, s), (x[:1024].to(b), cols, y[:1024, :256].to(b))
+        ),
     }
 
 
@@ -91,10 +129,10 @@ def kernel_us(fn, calls=20, rounds=3):
             fn()
         torch.axon.synchronize()
         _C._trace_enable(False)
-        per_kernel: dict = {}
-        for rec in _C._trace_records():
-            per_kernel.setdefault(rec[0], []).append((rec[4] - rec[3]) / 1e3)
-        best = min(best, sum(min(v) * (len(v) // calls) for v in per_kernel.values()))
+        # each call launches the same kernels in the same order: a call's time is the sum over its records
+        times = [(rec[4] - rec[3]) / 1e3 for rec in _C._trace_records()]
+        per = len(times) // calls
+        best = min(best, min(sum(times[c * per:(c + 1) * per]) for c in range(calls)))
     return best
 
 
