@@ -6,7 +6,8 @@ sums over a dimension, backward kernels and the copies training adds.
 
 axon: libaxon's own kernel time (its trace: the kernels of one call summed, the smallest of 20 calls, best of 3
 rounds; no host overhead); cpu: torch CPU's wall time per call (best of 7 rounds of 10 calls). Both on the same
-thread count (AXON_THREADS is set from --threads). Compare two libaxon builds by swapping the installed library between runs (docs/benchmarks.md).
+thread count (AXON_THREADS is set from --threads). Compare two libaxon builds by swapping the installed library
+between runs (docs/benchmarks.md).
 """
 
 import argparse
