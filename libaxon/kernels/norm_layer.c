@@ -3,11 +3,12 @@
  * Rows are contiguous runs of n = normalized elements. The forward and grad_input run one row per step, rows in
  * parallel; each row is re-read chunk by chunk (converted into float64 on the stack: kernels never allocate), once
  * per pass, so row length is unbounded. The variance is two-pass (mean first, then the squared deviations) rather
- * than sum(x^2) - mean^2, which cancels catastrophically for rows with a large mean. grad_weight and grad_bias are
- * sums over rows: they run as a second parallel loop over blocks of columns, each block summing every row in row
- * order, so no partial sums need merging and the result is the same for any thread count. Rows of float32, float16
- * and bfloat16 (the models' dtypes) take loops that read floats (in place, or through float buffers) and vectorize;
- * float64 and mixed dtypes the general one through float64 chunks. */
+ * than sum(x^2) - mean^2, which cancels catastrophically for rows with a large mean. Rows of float32, float16 and
+ * bfloat16 (the models' dtypes) take loops that read floats (in place, or through float buffers) and vectorize;
+ * float64 and mixed dtypes the general one through float64 chunks. grad_weight and grad_bias are sums over rows: on
+ * the float paths each block of rows (fixed by the row count) sums its own, added in block order afterwards; on the
+ * general path a second parallel loop over blocks of columns sums every row in row order. Either way the result is
+ * the same for any thread count. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
