@@ -255,6 +255,7 @@ axon_status_t axon_kernel_reduce(axon_stream_t s, axon_reduce_op_t op, const axo
     }
     if (a.op.kind == RD_SUM && !a.pre && wd == AXON_FLOAT32)
         a.half_sum = in->dtype == AXON_BFLOAT16 ? RD_HALF_BF16 : in->dtype == AXON_FLOAT16 ? RD_HALF_F16 : RD_HALF_NONE;
+    a.half_fold = a.half_sum ? axon_rd_half_fold(a.half_sum) : NULL;
     a.store = axon_convert_get(wd, out->dtype);
     a.in_esize = axon_dtype_size(in->dtype);
     a.w_esize = axon_dtype_size(wd);

@@ -68,6 +68,14 @@ static void rd_walk_fold(rd_walk_t *k, const void *x, int64_t n) {
     rd_cascade_push(k->a, &k->c, &st);
 }
 
+/* The same for n halves of a->half_fold's dtype in place: the state rd_walk_fold gives them converted. */
+static void rd_walk_fold_halves(rd_walk_t *k, const void *x, int64_t n) {
+    rd_state_t st;
+    memset(&st, 0, sizeof st);
+    st.a.f = k->a->half_fold(x, n);
+    rd_cascade_push(k->a, &k->c, &st);
+}
+
 /* Load n elements at stride (in elements) into buf[dst_at..] as W values. */
 static void rd_load(const rd_args_t *a, unsigned char *dst, unsigned char *tmp, const char *src, int64_t stride,
                     int64_t n) {
@@ -113,12 +121,12 @@ static void rd_reduce_one(rd_walk_t *k, char *base, int64_t r0, int64_t r1, rd_s
     k->c.top = 0;
     k->fill = 0;
     char *b = base + a->red_shift;
-    if (a->red.ndim == 1 && a->load == NULL && a->red.strides[0][0] == 1) {
-        /* one contiguous run of W per output: every block folded in place, the last partial one too (the same
-         * blocks rd_walk_run would fold, without copying that one into buf first) */
+    if (a->red.ndim == 1 && (a->load == NULL || a->half_fold) && a->red.strides[0][0] == 1) {
+        /* one contiguous run of W (or of halves) per output: every block folded in place, the last partial one too
+         * (the same blocks rd_walk_run would fold, without copying that one into buf first) */
         const char *p = b + r0 * (int64_t)a->in_esize;
         for (int64_t n = r1 - r0; n > 0; n -= RD_BLOCK, p += RD_BLOCK * (int64_t)a->in_esize)
-            rd_walk_fold(k, p, n < RD_BLOCK ? n : RD_BLOCK);
+            (a->half_fold ? rd_walk_fold_halves : rd_walk_fold)(k, p, n < RD_BLOCK ? n : RD_BLOCK);
     } else if (a->red.ndim == 1) { /* one run per output: skip the iterator */
         int64_t s = a->red.strides[0][0];
         char *ptr[AXON_ITER_MAX_TENSORS] = {b + r0 * s * (int64_t)a->in_esize};
@@ -145,8 +153,8 @@ static void rd_store_state(const rd_args_t *a, const rd_state_t *st, char *out) 
 _Static_assert(RD_ROWS_AT_ONCE <= RD_BLOCK, "rd_walk_t.buf holds the rows' values");
 
 static int rd_rows_in_place(const rd_args_t *a) {
-    return rd_kind_is_simple(a->op.kind) && a->red.ndim == 1 && a->load == NULL && a->red.strides[0][0] == 1 &&
-           a->count <= RD_BLOCK;
+    return rd_kind_is_simple(a->op.kind) && a->red.ndim == 1 && (a->load == NULL || a->half_fold) &&
+           a->red.strides[0][0] == 1 && a->count <= RD_BLOCK;
 }
 
 static void rd_inner_outputs(void *ctx, char *const *ptr, const int64_t *stride, int64_t n, int64_t pos) {
@@ -157,7 +165,13 @@ static void rd_inner_outputs(void *ctx, char *const *ptr, const int64_t *stride,
         const int64_t pitch = stride[0] * (int64_t)a->in_esize;
         for (int64_t j = 0; j < n; j += RD_ROWS_AT_ONCE) {
             int64_t m = n - j < RD_ROWS_AT_ONCE ? n - j : RD_ROWS_AT_ONCE;
-            k->w->fold_rows(&a->op, k->buf, ptr[0] + j * pitch + a->red_shift, pitch, m, a->count);
+            const char *rows = ptr[0] + j * pitch + a->red_shift;
+            if (a->half_fold) {
+                float *sums = (float *)(void *)k->buf;
+                for (int64_t r = 0; r < m; r++) sums[r] = a->half_fold(rows + r * pitch, a->count);
+            } else {
+                k->w->fold_rows(&a->op, k->buf, rows, pitch, m, a->count);
+            }
             k->w->vfinish(&a->op, k->buf, m, a->count);
             a->store(ptr[1] + j * stride[1] * (int64_t)a->out_esize, stride[1], (const char *)k->buf, 1, m);
         }

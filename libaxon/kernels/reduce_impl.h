@@ -126,6 +126,14 @@ typedef enum rd_path {
     RD_PATH_OUTER,   /* a kept dim is in's fastest: rows folded lane-wise into vectors of outputs */
 } rd_path_t;
 
+enum { RD_HALF_NONE, RD_HALF_BF16, RD_HALF_F16 };
+
+/* rd_lanes_f32's RD_SUM of n float16 or bfloat16 values widened in registers (reduce_half.c): the same bits as
+ * converting them into a float block and folding it. */
+typedef float (*rd_half_fold_fn)(const void *x, int64_t n);
+/* The fold for a->half_sum on this CPU, or NULL (no AVX2, or float16 without F16C). */
+rd_half_fold_fn axon_rd_half_fold(int half_sum);
+
 typedef struct rd_args {
     rd_op_t op;
     rd_path_t path;
@@ -151,9 +159,8 @@ typedef struct rd_args {
     int64_t rows;                /* RD_PATH_OUTER: rows of red, count / group */
     int half_sum;                /* RD_SUM of float16 (RD_HALF_F16) or bfloat16 (RD_HALF_BF16) into float32 lanes:
                                     OUTER widens rows inline (reduce_exec.c) */
+    rd_half_fold_fn half_fold;   /* NULL, or half_sum's blocks folded from storage (INNER, SPLIT) */
 } rd_args_t;
-
-enum { RD_HALF_NONE, RD_HALF_BF16, RD_HALF_F16 };
 
 /* Chunking limits, fixed so that the plan never depends on the thread count. */
 #define RD_MAX_PARTIALS 256          /* SPLIT: partial states per launch */

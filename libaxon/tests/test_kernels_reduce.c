@@ -271,6 +271,72 @@ static void test_rows_fold_in_the_documented_lane_order(void) {
     axon_runtime_destroy(k.rt);
 }
 
+/* float16 and bfloat16 sums (and means) add their values widened to float in float32's order, bitwise: rows around
+ * the lane count and the block size (one block, several blocks), read in place and with a stride of 2, and a full
+ * reduction (the split path), against the same reduction of the widened values in float32 (whose lane order the
+ * test above pins). A float32 out keeps every bit of the sum. */
+static void test_half_sums_fold_their_widened_values_in_float_order(void) {
+    kc_dev_t k = kc_open(2);
+    REQUIRE(k.rt);
+    static const int64_t lens[] = {1, 7, 63, 64, 65, 127, 1000, 2047, 2048, 2049, 5000, 70001};
+    static const axon_dtype_t dts[] = {AXON_FLOAT16, AXON_BFLOAT16};
+    const int64_t R = 5;
+    for (size_t di = 0; di < 2; di++)
+        for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
+            for (int mean = 0; mean < 2; mean++) {
+                const axon_dtype_t d = dts[di];
+                const int64_t n = lens[li], numel = R * n;
+                uint16_t *h = malloc(2 * (size_t)numel), *ht = calloc(2 * (size_t)numel, 2);
+                float *f = malloc(sizeof(float) * (size_t)numel);
+                for (int64_t i = 0; i < numel; i++) {
+                    rr_set(d, h, i, ldexpl((long double)((int)(rr_rand() % 2001) - 1000) / 1000,
+                                              (int)(rr_rand() % 9) - 4));
+                    f[i] = (float)rr_get(d, h, i);
+                    ht[2 * i] = h[i];
+                }
+                void *dh = rr_upload(&k, d, h, numel), *dht = rr_upload(&k, d, ht, 2 * numel);
+                void *df = rr_upload(&k, AXON_FLOAT32, f, numel), *dout = rr_upload(&k, AXON_FLOAT32, NULL, 3 * R + 2);
+                const int64_t sz[2] = {R, n}, spaced[2] = {2 * n, 2}, osz[2] = {R, 1}, one[2] = {1, 1};
+                axon_tensor_t in = kc_tensor(dh, d, 2, sz, NULL), ins = kc_tensor(dht, d, 2, sz, spaced);
+                axon_tensor_t inf = kc_tensor(df, AXON_FLOAT32, 2, sz, NULL);
+                float *o = dout;
+                axon_tensor_t out = kc_tensor(o, AXON_FLOAT32, 2, osz, NULL);
+                axon_tensor_t outs = kc_tensor(o + R, AXON_FLOAT32, 2, osz, NULL);
+                axon_tensor_t outf = kc_tensor(o + 2 * R, AXON_FLOAT32, 2, osz, NULL);
+                axon_tensor_t all = kc_tensor(o + 3 * R, AXON_FLOAT32, 2, one, NULL);
+                axon_tensor_t allf = kc_tensor(o + 3 * R + 1, AXON_FLOAT32, 2, one, NULL);
+                const axon_reduce_op_t op = mean ? AXON_REDUCE_MEAN : AXON_REDUCE_SUM;
+                CHECK_OK(axon_kernel_reduce(k.s, op, &out, &in, NULL));
+                CHECK_OK(axon_kernel_reduce(k.s, op, &outs, &ins, NULL));
+                CHECK_OK(axon_kernel_reduce(k.s, op, &outf, &inf, NULL));
+                CHECK_OK(axon_kernel_reduce(k.s, op, &all, &in, NULL));
+                CHECK_OK(axon_kernel_reduce(k.s, op, &allf, &inf, NULL));
+                float got[3 * 5 + 2];
+                CHECK(kc_download(&k, got, dout, sizeof got));
+                for (int64_t r = 0; r < R; r++) {
+                    const int same = memcmp(&got[r], &got[2 * R + r], 4) == 0;
+                    const int same_s = memcmp(&got[R + r], &got[2 * R + r], 4) == 0;
+                    if (!same || !same_s)
+                        fprintf(stderr, "  %s %s n %lld row %lld: in place %s, strided %s (float32 %.9g)\n",
+                                axon_dtype_name(d), axon_reduce_op_name(op), (long long)n, (long long)r,
+                                same ? "ok" : "differs", same_s ? "ok" : "differs", (double)got[2 * R + r]);
+                    CHECK(same && same_s);
+                }
+                if (memcmp(&got[3 * R], &got[3 * R + 1], 4) != 0)
+                    fprintf(stderr, "  %s %s of all %lld: %.9g against float32's %.9g\n", axon_dtype_name(d),
+                            axon_reduce_op_name(op), (long long)numel, (double)got[3 * R], (double)got[3 * R + 1]);
+                CHECK(memcmp(&got[3 * R], &got[3 * R + 1], 4) == 0);
+                axon_mem_free(k.dev, dh);
+                axon_mem_free(k.dev, dht);
+                axon_mem_free(k.dev, df);
+                axon_mem_free(k.dev, dout);
+                free(h);
+                free(ht);
+                free(f);
+            }
+    axon_runtime_destroy(k.rt);
+}
+
 /* float32 sums of 1M values stay within 1e-5 of the float64 reference, relative to the sum of |x|, for a full
  * reduction, a column reduction (outer path) and positive values (where sequential float32 drifts most). */
 static void test_float32_sum_of_1m_elements_is_accurate(void) {
@@ -856,6 +922,7 @@ int main(void) {
     RUN(test_every_op_and_dtype_over_every_layout_matches_reference);
     RUN(test_split_and_outer_paths_match_reference);
     RUN(test_rows_fold_in_the_documented_lane_order);
+    RUN(test_half_sums_fold_their_widened_values_in_float_order);
     RUN(test_float32_sum_of_1m_elements_is_accurate);
     RUN(test_empty_reductions_give_identities_or_name_the_op);
     RUN(test_nan_propagates_through_every_path);
