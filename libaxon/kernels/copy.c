@@ -119,6 +119,11 @@ static void copy_tiles(void *ctx, int64_t begin, int64_t end, int slot) {
  * as moving the row (or more: 16-element rows of a float -> half cast took 2x CPU's time through the runs). */
 #define COPY_SHORT_ROW_BYTES 2048
 
+/* Rows moved as bytes prefetch the row this many rows ahead along dimension 1: in a transpose of rows (a head
+ * permute) consecutive rows lie far apart in src, which the hardware prefetcher does not follow (bfloat16
+ * [8, 256, 12, 64].permute(0, 2, 1, 3), 128-byte rows, 1 thread, a Zen 3: 176 -> 141 us). */
+#define COPY_ROWS_AHEAD 8
+
 /* Rows [begin, end) of dimension 0, each moved inline when both sides are contiguous along it in one dtype, filled
  * when src is broadcast along it, else by the pair's conversion loop. The outer coordinates are stepped like an
  * odometer on local pointers: for rows of a few bytes the stepping is most of the cost. */
@@ -136,7 +141,10 @@ AXON_CLONES static void copy_rows(void *ctx, int64_t begin, int64_t end, int slo
     }
     char *dp = axon_iter_at(it, 0, begin * n);
     const char *sp = axon_iter_at(it, 1, begin * n);
+    const int64_t ahead = it->ndim > 1 ? COPY_ROWS_AHEAD * it->strides[1][1] * ses : 0, row_bytes = n * ses;
     for (int64_t r = begin; r < end; r++) {
+        if (bytes)
+            for (int64_t o = 0; o < row_bytes; o += 64) __builtin_prefetch(sp + ahead + o);
         if (bytes)
             axon_copy_bytes_short(dp, sp, (size_t)(n * des));
         else if (fill)
