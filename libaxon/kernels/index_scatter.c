@@ -219,6 +219,40 @@ AXON_CLONES static void scatter_sum_line_f16(uint16_t *o, const int64_t *restric
     scatter_sum_line_half(AXON_FK_F16_SCALAR, o, ix, s, n, os, size, alpha, skip);
 }
 
+/* Float sums in the other order: updates k outer, the n lines of the run inner (a scatter_add along dim 0, whose
+ * index rows are contiguous across the lines), ix_sum_f32's, ix_sum_f16's and ix_sum_bf16's arithmetic inline in a
+ * clone per ISA: a call per element through ix_combine_fn, with float16's rounding in bit arithmetic, took 11 ns per
+ * update (3.5x torch CPU's time), and float32 in the generic loop with its per-element branches 1.8x. */
+static inline __attribute__((always_inline)) void scatter_sum_cross_half(const int kind, char *o, const char *x,
+                                                                         const char *src, int64_t len, int64_t n,
+                                                                         const int64_t *step, int is64, int64_t size,
+                                                                         float alpha, int64_t skip) {
+    const int64_t so = step[0], si = step[1], ss = step[2], os = step[3], is = step[4], ks = step[5];
+    for (int64_t k = 0; k < len; k++)
+        for (int64_t r = 0; r < n; r++) {
+            int64_t v = ix_load(x + k * is + r * si, is64);
+            v += v < 0 ? size : 0;
+            if (v == skip) continue;
+            char *d = o + r * so + v * os;
+            axon_fk_store(kind, d, 0, axon_fk_load(kind, d, 0) + axon_fk_load(kind, src + k * ks + r * ss, 0) * alpha);
+        }
+}
+
+AXON_CLONES static void scatter_sum_cross_f32(char *o, const char *x, const char *src, int64_t len, int64_t n,
+                                              const int64_t *step, int is64, int64_t size, float alpha, int64_t skip) {
+    scatter_sum_cross_half(AXON_FK_F32, o, x, src, len, n, step, is64, size, alpha, skip);
+}
+
+AXON_CLONES static void scatter_sum_cross_bf16(char *o, const char *x, const char *src, int64_t len, int64_t n,
+                                               const int64_t *step, int is64, int64_t size, float alpha, int64_t skip) {
+    scatter_sum_cross_half(AXON_FK_BF16, o, x, src, len, n, step, is64, size, alpha, skip);
+}
+
+AXON_CLONES static void scatter_sum_cross_f16(char *o, const char *x, const char *src, int64_t len, int64_t n,
+                                              const int64_t *step, int is64, int64_t size, float alpha, int64_t skip) {
+    scatter_sum_cross_half(AXON_FK_F16_SCALAR, o, x, src, len, n, step, is64, size, alpha, skip);
+}
+
 static void scatter_run(void *ctx, char *const *ptr, const int64_t *stride, int64_t n, int64_t pos) {
     (void)pos;
     const struct scatter_job *j = ctx;
@@ -249,6 +283,13 @@ static void scatter_run(void *ctx, char *const *ptr, const int64_t *stride, int6
             (fn == ix_sum_bf16 ? scatter_sum_line_bf16 : scatter_sum_line_f16)(
                 (uint16_t *)(void *)(ptr[0] + r * so), (const int64_t *)(const void *)(ptr[1] + r * si),
                 (const uint16_t *)(const void *)(ptr[2] + r * ss), j->len, os / 2, size, alpha.f, skip);
+        return;
+    }
+    if (!lines_outer && (fn == ix_sum_f32 || fn == ix_sum_bf16 || fn == ix_sum_f16)) {
+        const int64_t step[6] = {so, si, ss, os, is, ks};
+        (fn == ix_sum_f32    ? scatter_sum_cross_f32
+         : fn == ix_sum_bf16 ? scatter_sum_cross_bf16
+                             : scatter_sum_cross_f16)(ptr[0], ptr[1], ptr[2], j->len, n, step, is64, size, alpha.f, skip);
         return;
     }
     for (int64_t q = 0; q < outer; q++)

@@ -260,8 +260,9 @@ static void test_sums_along_the_last_dim_match_the_in_order_reference(void) {
 }
 
 /* The same for float16 and bfloat16 (their own inline loops): each update in float, rounded to the half type, in
- * index order; bitwise the reference, which rounds through float64 (the same half for two halves' float result). */
-static void test_half_sums_along_the_last_dim_match_the_in_order_reference(void) {
+ * index order; bitwise the reference, which rounds through float64 (the same half for two halves' float result).
+ * Pass 2 scatters along dim 0 (the loop with the updates outer and the columns inner). */
+static void test_half_sums_along_either_dim_match_the_in_order_reference(void) {
     enum { R = 16, C = 1000 };
     kc_dev_t k = kc_open(2);
     REQUIRE(k.rt);
@@ -269,19 +270,19 @@ static void test_half_sums_along_the_last_dim_match_the_in_order_reference(void)
     static int64_t ix[R * C];
     const axon_dtype_t dts[2] = {AXON_BFLOAT16, AXON_FLOAT16};
     for (int di = 0; di < 2; di++)
-        for (int pass = 0; pass < 2; pass++) {
-            const int bf = dts[di] == AXON_BFLOAT16;
-            const float alpha = pass ? 0.37f : 1.0f;
+        for (int pass = 0; pass < 3; pass++) {
+            const int bf = dts[di] == AXON_BFLOAT16, dim0 = pass == 2;
+            const float alpha = pass == 1 ? 0.37f : 1.0f;
             for (int64_t i = 0; i < R * C; i++) {
                 const float f = (float)rnd() / (float)(1 << 24) - 0.5f;
                 src[i] = bf ? axon_f32_to_bf16(f) : axon_f32_to_f16(f);
-                ix[i] = (int64_t)(rnd() % 200) - 100;
+                ix[i] = dim0 ? (int64_t)(rnd() % (2 * R)) - R : (int64_t)(rnd() % 200) - 100;
                 out[i] = want[i] = bf ? axon_f32_to_bf16((float)(i % 7)) : axon_f32_to_f16((float)(i % 7));
             }
             for (int64_t r = 0; r < R; r++)
                 for (int64_t c = 0; c < C; c++) {
-                    const int64_t v = pass ? ix[c] : ix[r * C + c];
-                    uint16_t *d = &want[r * C + (v < 0 ? v + C : v)];
+                    const int64_t v = pass == 1 ? ix[c] : ix[r * C + c];
+                    uint16_t *d = dim0 ? &want[(v < 0 ? v + R : v) * C + c] : &want[r * C + (v < 0 ? v + C : v)];
                     const float a = bf ? axon_bf16_to_f32(*d) : axon_f16_to_f32(*d);
                     const float b = bf ? axon_bf16_to_f32(src[r * C + c]) : axon_f16_to_f32(src[r * C + c]);
                     const double sum = (double)a + (double)(b * alpha);
@@ -289,16 +290,16 @@ static void test_half_sums_along_the_last_dim_match_the_in_order_reference(void)
                 }
             axon_tensor_t to = T2(out, dts[di], R, C), ts = T2(src, dts[di], R, C);
             axon_tensor_t tx = T2(ix, AXON_INT64, R, C), tx1 = T1(ix, AXON_INT64, C);
-            if (pass)
+            if (pass == 1)
                 CHECK_OK(axon_kernel_index_add(k.s, &to, 1, &tx1, &ts, axon_scalar_float(alpha), AXON_INDEX_WRAP));
             else
-                CHECK_OK(axon_kernel_scatter(k.s, AXON_SCATTER_SUM, &to, 1, &tx, &ts, axon_scalar_int(0),
+                CHECK_OK(axon_kernel_scatter(k.s, AXON_SCATTER_SUM, &to, dim0 ? 0 : 1, &tx, &ts, axon_scalar_int(0),
                                              AXON_INDEX_WRAP));
             CHECK_OK(axon_stream_sync(k.s));
             const int64_t bad = kc_first_diff(out, want, sizeof out);
             if (bad >= 0)
                 fprintf(stderr, "  %s %s: first wrong byte %lld\n", axon_dtype_name(dts[di]),
-                        pass ? "index_add" : "scatter", (long long)bad);
+                        pass == 1 ? "index_add" : dim0 ? "scatter along dim 0" : "scatter", (long long)bad);
             CHECK_EQ_I64(bad, -1);
         }
     axon_runtime_destroy(k.rt);
@@ -618,7 +619,7 @@ int main(void) {
     RUN(test_scatter_reduce_without_self_and_index_reduce);
     RUN(test_index_add_scales_by_alpha_and_accumulates_repeats);
     RUN(test_sums_along_the_last_dim_match_the_in_order_reference);
-    RUN(test_half_sums_along_the_last_dim_match_the_in_order_reference);
+    RUN(test_half_sums_along_either_dim_match_the_in_order_reference);
     RUN(test_embedding_backward_is_deterministic_and_skips_padding);
     RUN(test_out_of_range_index_fails_at_sync_and_in_place_ops_write_nothing);
     RUN(test_masked_fill_broadcasts_the_mask);
