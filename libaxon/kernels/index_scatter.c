@@ -238,6 +238,9 @@ static inline __attribute__((always_inline)) void scatter_sum_cross_half(const i
         }
 }
 
+typedef void (*scatter_cross_fn)(char *o, const char *x, const char *src, int64_t len, int64_t n, const int64_t *step,
+                                 int is64, int64_t size, float alpha, int64_t skip);
+
 AXON_CLONES static void scatter_sum_cross_f32(char *o, const char *x, const char *src, int64_t len, int64_t n,
                                               const int64_t *step, int is64, int64_t size, float alpha, int64_t skip) {
     scatter_sum_cross_half(AXON_FK_F32, o, x, src, len, n, step, is64, size, alpha, skip);
@@ -287,9 +290,10 @@ static void scatter_run(void *ctx, char *const *ptr, const int64_t *stride, int6
     }
     if (!lines_outer && (fn == ix_sum_f32 || fn == ix_sum_bf16 || fn == ix_sum_f16)) {
         const int64_t step[6] = {so, si, ss, os, is, ks};
-        (fn == ix_sum_f32    ? scatter_sum_cross_f32
-         : fn == ix_sum_bf16 ? scatter_sum_cross_bf16
-                             : scatter_sum_cross_f16)(ptr[0], ptr[1], ptr[2], j->len, n, step, is64, size, alpha.f, skip);
+        const scatter_cross_fn cross = fn == ix_sum_f32    ? scatter_sum_cross_f32
+                                       : fn == ix_sum_bf16 ? scatter_sum_cross_bf16
+                                                           : scatter_sum_cross_f16;
+        cross(ptr[0], ptr[1], ptr[2], j->len, n, step, is64, size, alpha.f, skip);
         return;
     }
     for (int64_t q = 0; q < outer; q++)

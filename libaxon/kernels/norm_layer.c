@@ -36,7 +36,7 @@ typedef struct ln_args {
     size_t es_out, es_mean, es_rstd, es_gw, es_gb, es_in, es_go, es_w, es_b;
     axon_convert_fn ld_in, ld_go, ld_w, ld_b, ld_mean, ld_rstd;
     axon_convert_fn st_out, st_mean, st_rstd, st_gw, st_gb;
-    axon_convert_fn in_to_float, go_to_float, w_to_float, b_to_float, out_from_float; /* half's conversions */
+    axon_convert_fn in_to_float, w_to_float, b_to_float, out_from_float; /* half's (grad_out has in's dtype) */
 } ln_args_t;
 
 static int64_t ln_min(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -289,7 +289,7 @@ static void ln_block_run(const ln_blocks_job_t *j, int64_t blk, float *buf) {
         float *gi = a->out ? (float *)(void *)a->out + r * n : NULL;
         if (buf) {
             a->in_to_float((char *)buf, 1, a->in + r * n * (int64_t)a->es_in, 1, n), x = buf;
-            a->go_to_float((char *)(buf + LN_HALF_ROW), 1, a->go + r * n * (int64_t)a->es_go, 1, n);
+            a->in_to_float((char *)(buf + LN_HALF_ROW), 1, a->go + r * n * (int64_t)a->es_go, 1, n);
             g = buf + LN_HALF_ROW, gi = buf + 3 * LN_HALF_ROW;
         }
         if (a->out) {
@@ -496,7 +496,6 @@ static axon_status_t ln_launch(axon_stream_t s, const char *name, int rms, int b
              ln_floatish(t[LN_B]);
     if (h == AXON_FLOAT16 || h == AXON_BFLOAT16) {
         a.in_to_float = axon_convert_get(h, AXON_FLOAT32), a.out_from_float = axon_convert_get(AXON_FLOAT32, h);
-        if (backward) a.go_to_float = a.in_to_float;
         if (t[LN_W]) a.w_to_float = axon_convert_get(t[LN_W]->dtype, AXON_FLOAT32);
         if (t[LN_B]) a.b_to_float = axon_convert_get(t[LN_B]->dtype, AXON_FLOAT32);
     }
