@@ -226,3 +226,27 @@ def test_importing_torch_axon_before_torch_works(python):
     proc = python("import torch_axon, torch\nprint(torch.zeros(1, device='axon').device)")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["axon:0"]
+
+
+_BACKWARD_THREAD = (
+    "import threading, torch\n"
+    "x = torch.ones(4, device='axon', requires_grad=True)\n"
+    "seen = []\n"
+    "x.register_hook(lambda g: seen.append(threading.get_ident()))\n"
+    "(x * 2).sum().backward()\n"
+    "print(torch.autograd.is_multithreading_enabled(), seen == [threading.get_ident()], x.grad.cpu().tolist())"
+)
+
+
+def test_backward_runs_on_the_calling_thread(python):
+    # PyTorch's device worker thread costs two thread hand-offs per backward call; torch_axon turns it off for the
+    # thread that imported it (docs/device.md, AXON_AUTOGRAD_DEVICE_THREADS)
+    proc = python(_BACKWARD_THREAD)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["False", "True", "[2.0,", "2.0,", "2.0,", "2.0]"]
+
+
+def test_autograd_device_threads_can_be_kept(python):
+    proc = python(_BACKWARD_THREAD, env={"AXON_AUTOGRAD_DEVICE_THREADS": "1"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["True", "False", "[2.0,", "2.0,", "2.0,", "2.0]"]
