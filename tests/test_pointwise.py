@@ -603,9 +603,10 @@ def _halves_with_specials(n, seed):
 
 @pytest.mark.parametrize("n", [300, 4099])
 def test_float16_ops_round_once_as_cpu(n):
-    # float16 add, sub, mul and div run on the conversion instructions (eight lanes, then a tail); from 1024
-    # elements other float16 ops run the float32 loop between conversion passes; below, the float16 loop: either way
-    # each result is the float result rounded once, CPU's bits exactly
+    # float16 add, sub, mul and div, relu, leaky_relu and hardswish and their backward forms run on the conversion
+    # instructions (eight lanes, then a tail); from 1024 elements other float16 ops run the float32 loop between
+    # conversion passes; below, the float16 loop: either way each result is the float result rounded once, CPU's
+    # bits exactly
     a, b = _halves_with_specials(n, 11), _halves_with_specials(n, 12)
     c = torch.rand(n, generator=torch.Generator().manual_seed(13)) > 0.5
     cases = {
@@ -614,10 +615,22 @@ def test_float16_ops_round_once_as_cpu(n):
         "mul number": lambda x, y: x * 0.3, "maximum": torch.maximum, "minimum": torch.minimum,
         "lt": lambda x, y: x < y, "eq": lambda x, y: x == y, "neg": lambda x, y: -x, "abs": lambda x, y: x.abs(),
         "clamp": lambda x, y: x.clamp(-2.5, 3.0), "transposed": lambda x, y: x.view(-1, 1).expand(-1, 3).t() * 2,
+        "relu": lambda x, y: torch.relu(x), "leaky_relu": lambda x, y: torch.nn.functional.leaky_relu(x, 0.1),
+        "hardswish": lambda x, y: torch.nn.functional.hardswish(x),
+        "threshold_backward": lambda x, y: torch.ops.aten.threshold_backward(y, x, 0.5),
+        "relu's backward": lambda x, y: torch.ops.aten.threshold_backward(y, x, 0),
+        "leaky_relu_backward": lambda x, y: torch.ops.aten.leaky_relu_backward(y, x, 0.1, False),
+        # CPU's scalar tail passes the gradient through where the input is NaN, its vector loop does not (axon's)
+        "hardswish_backward": lambda x, y: torch.ops.aten.hardswish_backward(y, x.nan_to_num(0.0, float("inf"),
+                                                                                             float("-inf"))),
     }
     for name, fn in cases.items():
         want, got = fn(a, b), run_native(fn, a, b).cpu()
         torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True, msg=lambda m: f"{name}: {m}")
+        if want.dtype == torch.float16 and ("relu" in name or "hardswish" in name or "threshold" in name):
+            # the activations' signed zeros too (assert_close takes -0 for 0): the same bits, NaNs apart
+            same = (got.view(torch.int16) == want.view(torch.int16)) | (got.isnan() & want.isnan())
+            assert bool(same.all()), f"{name}: bits differ at {(~same).nonzero().flatten()[:5].tolist()}"
     want = torch.where(c, a, b)
     torch.testing.assert_close(run_native(torch.where, c, a, b).cpu(), want, rtol=0, atol=0, equal_nan=True)
     got = a.to("axon")

@@ -398,9 +398,12 @@ static axon_status_t pw_launch(axon_stream_t s, const pw_op_t *op, const axon_te
                              operand_names[k], pw_describe(desc, sizeof desc, out, ins, op->arity, p));
     }
 
-    /* float16 arithmetic on the conversion instructions in one pass; other float16 ops from PW_F16_AS_F32_MIN
-     * elements as float32 between two conversion passes */
-    const pw_loop_fn f16c_loop = compute == AXON_FLOAT16 && op->arity == 2 ? axon_pw_f16c_binary(op->op) : NULL;
+    /* float16 arithmetic and the common activations on the conversion instructions in one pass; other float16 ops
+     * from PW_F16_AS_F32_MIN elements as float32 between two conversion passes */
+    const pw_loop_fn f16c_loop = compute != AXON_FLOAT16 ? NULL
+                                 : op->arity == 2        ? axon_pw_f16c_binary(op->op)
+                                 : op->arity == 1        ? axon_pw_f16c_unary(op->op)
+                                                         : NULL;
     const pw_loop_fn f32_loop = f16c_loop ? NULL : pw_f16_as_f32(op, compute, out, ins, n);
     const int as_f32 = f32_loop != NULL;
     pw_args_t a;
