@@ -154,6 +154,35 @@ static const ix_rowsum_fn ix_rowsum[AXON_DTYPE_COUNT] = {
     ix_rowsum_f32, ix_rowsum_f64, ix_rowsum_f16, ix_rowsum_bf16, ix_rowsum_i8,
     ix_rowsum_u8,  ix_rowsum_i16, ix_rowsum_i32, ix_rowsum_i64,  ix_rowsum_b8, NULL, NULL};
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+/* ix_rowsum_f16 on the conversion instructions: eight halves widened in a register, x + y * alpha as a product and a
+ * sum (no fused multiply-add, as the plain loop), rounded to nearest even: the same bits. The plain loop's float16
+ * conversions in bit arithmetic took 1336 us for index_select's backward (index_add of 4096 rows of 512) on 2
+ * threads, torch CPU's whole training step 1557. */
+__attribute__((target("avx2,f16c"))) static void ix_rowsum_f16_f16c(char *d, const char *s, int64_t n,
+                                                                    const ix_alpha_t *al) {
+    const __m256 alpha = _mm256_set1_ps(al->f);
+    int64_t c = 0;
+    for (; c + 8 <= n; c += 8) {
+        const __m256 x = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(d + 2 * c)));
+        const __m256 y = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(s + 2 * c)));
+        const __m256 r = _mm256_add_ps(x, _mm256_mul_ps(y, alpha));
+        const __m128i h = _mm256_cvtps_ph(r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        _mm_storeu_si128((__m128i *)(void *)(d + 2 * c), h);
+    }
+    if (c < n) ix_rowsum_f16(d + 2 * c, s + 2 * c, n - c, al);
+}
+#endif
+
+/* The row sum for dtype d on this CPU, or NULL. */
+static ix_rowsum_fn ix_rowsum_for(axon_dtype_t d) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (d == AXON_FLOAT16 && axon_convert_f16_level() > 0 && __builtin_cpu_supports("avx2")) return ix_rowsum_f16_f16c;
+#endif
+    return ix_rowsum[d];
+}
+
 struct scatter_args {
     axon_tensor_t out;
     axon_tensor_t index;             /* the positions p: out's ndim, at most out's sizes apart from dim */
@@ -390,7 +419,7 @@ static int scatter_rows(const struct scatter_args *a, axon_pool_t pool) {
     int64_t inner_out, inner_src, outer = 1;
     const int64_t es = (int64_t)axon_dtype_size(a->out.dtype);
     const int copy = a->reduce == AXON_SCATTER_NONE;
-    if ((!copy && (a->reduce != AXON_SCATTER_SUM || !ix_rowsum[a->out.dtype])) || !a->has_src || x->ndim > 1 ||
+    if ((!copy && (a->reduce != AXON_SCATTER_SUM || !ix_rowsum_for(a->out.dtype))) || !a->has_src || x->ndim > 1 ||
         axon_tensor_numel(x) != a->index.sizes[dim])
         return 0;
     for (int d = 0; d < a->out.ndim; d++) {
@@ -405,7 +434,7 @@ static int scatter_rows(const struct scatter_args *a, axon_pool_t pool) {
         inner_out != inner_src || inner_out * es < IX_ROW_MIN_BYTES)
         return 0;
     struct scatter_rows_job j = {a,
-                                 copy ? NULL : ix_rowsum[a->out.dtype],
+                                 copy ? NULL : ix_rowsum_for(a->out.dtype),
                                  outer,
                                  inner_out,
                                  es,

@@ -261,7 +261,8 @@ static void test_sums_along_the_last_dim_match_the_in_order_reference(void) {
 
 /* The same for float16 and bfloat16 (their own inline loops): each update in float, rounded to the half type, in
  * index order; bitwise the reference, which rounds through float64 (the same half for two halves' float result).
- * Pass 2 scatters along dim 0 (the loop with the updates outer and the columns inner). */
+ * Pass 2 scatters along dim 0 (the loop with the updates outer and the columns inner), pass 3 index_adds whole rows
+ * along dim 0 (the row path; float16 on the conversion instructions where the CPU has them). */
 static void test_half_sums_along_either_dim_match_the_in_order_reference(void) {
     enum { R = 16, C = 1000 };
     kc_dev_t k = kc_open(2);
@@ -270,9 +271,9 @@ static void test_half_sums_along_either_dim_match_the_in_order_reference(void) {
     static int64_t ix[R * C];
     const axon_dtype_t dts[2] = {AXON_BFLOAT16, AXON_FLOAT16};
     for (int di = 0; di < 2; di++)
-        for (int pass = 0; pass < 3; pass++) {
-            const int bf = dts[di] == AXON_BFLOAT16, dim0 = pass == 2;
-            const float alpha = pass == 1 ? 0.37f : 1.0f;
+        for (int pass = 0; pass < 4; pass++) {
+            const int bf = dts[di] == AXON_BFLOAT16, dim0 = pass >= 2, rows = pass == 3;
+            const float alpha = pass == 1 || rows ? 0.37f : 1.0f;
             for (int64_t i = 0; i < R * C; i++) {
                 const float f = (float)rnd() / (float)(1 << 24) - 0.5f;
                 src[i] = bf ? axon_f32_to_bf16(f) : axon_f32_to_f16(f);
@@ -281,7 +282,7 @@ static void test_half_sums_along_either_dim_match_the_in_order_reference(void) {
             }
             for (int64_t r = 0; r < R; r++)
                 for (int64_t c = 0; c < C; c++) {
-                    const int64_t v = pass == 1 ? ix[c] : ix[r * C + c];
+                    const int64_t v = pass == 1 ? ix[c] : rows ? ix[r] : ix[r * C + c];
                     uint16_t *d = dim0 ? &want[(v < 0 ? v + R : v) * C + c] : &want[r * C + (v < 0 ? v + C : v)];
                     const float a = bf ? axon_bf16_to_f32(*d) : axon_f16_to_f32(*d);
                     const float b = bf ? axon_bf16_to_f32(src[r * C + c]) : axon_f16_to_f32(src[r * C + c]);
@@ -290,8 +291,11 @@ static void test_half_sums_along_either_dim_match_the_in_order_reference(void) {
                 }
             axon_tensor_t to = T2(out, dts[di], R, C), ts = T2(src, dts[di], R, C);
             axon_tensor_t tx = T2(ix, AXON_INT64, R, C), tx1 = T1(ix, AXON_INT64, C);
+            axon_tensor_t txr = T1(ix, AXON_INT64, R);
             if (pass == 1)
                 CHECK_OK(axon_kernel_index_add(k.s, &to, 1, &tx1, &ts, axon_scalar_float(alpha), AXON_INDEX_WRAP));
+            else if (rows)
+                CHECK_OK(axon_kernel_index_add(k.s, &to, 0, &txr, &ts, axon_scalar_float(alpha), AXON_INDEX_WRAP));
             else
                 CHECK_OK(axon_kernel_scatter(k.s, AXON_SCATTER_SUM, &to, dim0 ? 0 : 1, &tx, &ts, axon_scalar_int(0),
                                              AXON_INDEX_WRAP));
@@ -299,7 +303,8 @@ static void test_half_sums_along_either_dim_match_the_in_order_reference(void) {
             const int64_t bad = kc_first_diff(out, want, sizeof out);
             if (bad >= 0)
                 fprintf(stderr, "  %s %s: first wrong byte %lld\n", axon_dtype_name(dts[di]),
-                        pass == 1 ? "index_add" : dim0 ? "scatter along dim 0" : "scatter", (long long)bad);
+                        pass == 1 ? "index_add" : rows ? "index_add of rows" : dim0 ? "scatter along dim 0" : "scatter",
+                        (long long)bad);
             CHECK_EQ_I64(bad, -1);
         }
     axon_runtime_destroy(k.rt);
