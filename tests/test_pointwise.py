@@ -592,22 +592,24 @@ def test_short_rows_in_place_with_one_value_per_row(row, dtype):
         check_close(got, getattr(x.clone(), name)(s))
 
 
-def _halves_with_specials(n, seed):
-    """n float16 values: normals over the whole range, subnormals, zeros of both signs, infinities and NaNs."""
+def _halves_with_specials(n, seed, dtype=torch.float16):
+    """n float16 or bfloat16 values: any bits (normals over the whole range, subnormals, infinities, NaNs of every
+    payload), zeros of both signs."""
     g = torch.Generator().manual_seed(seed)
     bits = torch.randint(0, 1 << 16, (n,), generator=g, dtype=torch.int32).to(torch.int16)
-    x = bits.view(torch.float16).clone()
+    x = bits.view(dtype).clone()
     x[:8] = torch.tensor([0.0, -0.0, float("inf"), float("-inf"), float("nan"), 6e-8, -6e-8, 65504.0])
     return x
 
 
-@pytest.mark.parametrize("n", [300, 4099])
-def test_float16_ops_round_once_as_cpu(n):
-    # float16 add, sub, mul and div, relu, leaky_relu and hardswish and their backward forms run on the conversion
-    # instructions (eight lanes, then a tail); from 1024 elements other float16 ops run the float32 loop between
-    # conversion passes; below, the float16 loop: either way each result is the float result rounded once, CPU's
-    # bits exactly
-    a, b = _halves_with_specials(n, 11), _halves_with_specials(n, 12)
+@pytest.mark.parametrize("n", [300, 4099, 4105])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_half_ops_round_once_as_cpu(dtype, n):
+    # float16 and bfloat16 add, sub, mul and div, relu, leaky_relu and hardswish and their backward forms run in one
+    # AVX2 pass (sixteen lanes, eight, then a tail: 4099 and 4105 end in each); from 1024 elements other float16 ops
+    # run the float32 loop between conversion passes; below, the 16-bit loops: either way each result is the float
+    # result rounded once, CPU's bits exactly
+    a, b = _halves_with_specials(n, 11, dtype), _halves_with_specials(n, 12, dtype)
     c = torch.rand(n, generator=torch.Generator().manual_seed(13)) > 0.5
     cases = {
         "add": lambda x, y: x + y, "sub": lambda x, y: x - y, "mul": lambda x, y: x * y, "div": lambda x, y: x / y,
@@ -627,7 +629,7 @@ def test_float16_ops_round_once_as_cpu(n):
     for name, fn in cases.items():
         want, got = fn(a, b), run_native(fn, a, b).cpu()
         torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True, msg=lambda m: f"{name}: {m}")
-        if want.dtype == torch.float16 and ("relu" in name or "hardswish" in name or "threshold" in name):
+        if want.dtype == dtype and ("relu" in name or "hardswish" in name or "threshold" in name):
             # the activations' signed zeros too (assert_close takes -0 for 0): the same bits, NaNs apart
             same = (got.view(torch.int16) == want.view(torch.int16)) | (got.isnan() & want.isnan())
             assert bool(same.all()), f"{name}: bits differ at {(~same).nonzero().flatten()[:5].tolist()}"
@@ -671,11 +673,12 @@ def test_half_ops_with_a_number_take_it_as_cpu(dtype, n):
                                    msg=lambda m: f"{name}: {m}")
 
 
-@pytest.mark.parametrize("R", [37, 64, 1000])
-def test_float16_rows_with_one_value_per_row_as_cpu(R):
-    # x * s[:, None] and the like: the row loop (on the conversion instructions for the four arithmetic ops), with
-    # the row's value as either operand, CPU's bits exactly
-    x, r = _halves_with_specials(24 * R, 21).view(24, R), _halves_with_specials(24, 22)[:, None]
+@pytest.mark.parametrize("R", [37, 45, 64, 1000])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_half_rows_with_one_value_per_row_as_cpu(dtype, R):
+    # x * s[:, None] and the like: the row loop (one AVX2 pass for the four arithmetic ops: sixteen lanes, eight,
+    # then a tail), with the row's value as either operand, CPU's bits exactly
+    x, r = _halves_with_specials(24 * R, 21, dtype).view(24, R), _halves_with_specials(24, 22, dtype)[:, None]
     cases = {
         "mul": lambda x, r: x * r, "value over": lambda x, r: r / x, "over value": lambda x, r: x / r,
         "value minus": lambda x, r: r - x, "maximum": torch.maximum,

@@ -398,22 +398,21 @@ static axon_status_t pw_launch(axon_stream_t s, const pw_op_t *op, const axon_te
                              operand_names[k], pw_describe(desc, sizeof desc, out, ins, op->arity, p));
     }
 
-    /* float16 arithmetic and the common activations on the conversion instructions in one pass; other float16 ops
-     * from PW_F16_AS_F32_MIN elements as float32 between two conversion passes */
-    const pw_loop_fn f16c_loop = compute != AXON_FLOAT16 ? NULL
-                                 : op->arity == 2        ? axon_pw_f16c_binary(op->op)
-                                 : op->arity == 1        ? axon_pw_f16c_unary(op->op)
-                                                         : NULL;
-    const pw_loop_fn f32_loop = f16c_loop ? NULL : pw_f16_as_f32(op, compute, out, ins, n);
+    /* float16 and bfloat16 arithmetic and the common activations in one AVX2 pass; other float16 ops from
+     * PW_F16_AS_F32_MIN elements as float32 between two conversion passes */
+    const pw_loop_fn half_loop = op->arity == 2   ? axon_pw_half_binary(op->op, compute)
+                                 : op->arity == 1 ? axon_pw_half_unary(op->op, compute)
+                                                  : NULL;
+    const pw_loop_fn f32_loop = half_loop ? NULL : pw_f16_as_f32(op, compute, out, ins, n);
     const int as_f32 = f32_loop != NULL;
     pw_args_t a;
     memset(&a, 0, sizeof a);
-    a.loop = f16c_loop ? f16c_loop : as_f32 ? f32_loop : loop;
+    a.loop = half_loop ? half_loop : as_f32 ? f32_loop : loop;
     a.name = op->name;
     a.arity = op->arity;
     a.compute = as_f32 ? AXON_FLOAT32 : compute;
     if (op->arity == 2 && PW_COMPLEX_COLUMN(compute) < 0)
-        a.row_loop = f16c_loop ? axon_pw_f16c_binary_rows(op->op) : axon_pw_binary_row_loops[op->op][a.compute];
+        a.row_loop = half_loop ? axon_pw_half_binary_rows(op->op, compute) : axon_pw_binary_row_loops[op->op][a.compute];
     a.result = op->flags & PW_BOOL_RESULT                                        ? AXON_BOOL
                : (op->flags & PW_REAL_OF_COMPLEX) && compute == AXON_COMPLEX64  ? AXON_FLOAT32
                : (op->flags & PW_REAL_OF_COMPLEX) && compute == AXON_COMPLEX128 ? AXON_FLOAT64
@@ -421,9 +420,9 @@ static axon_status_t pw_launch(axon_stream_t s, const pw_op_t *op, const axon_te
     a.out = *out;
     if ((op->flags & PW_ALPHA) && (st = pw_alpha(op, p->alpha, compute, &a.ctx)) != AXON_OK) return st;
     /* float add and sub with alpha other than 1: one rounding, as PyTorch's CPU loops (the float16 loops on the
-     * conversion instructions do it for any alpha) */
+     * one-pass loops do it for any alpha) */
     const int sub = op->arity == 2 && op->op == AXON_BINARY_SUB;
-    if (op->arity == 2 && (op->op == AXON_BINARY_ADD || sub) && !f16c_loop &&
+    if (op->arity == 2 && (op->op == AXON_BINARY_ADD || sub) && !half_loop &&
         axon_pw_binary_alpha_loops[sub][a.compute] != NULL && a.ctx.pd[0] != 1.0) {
         a.loop = axon_pw_binary_alpha_loops[sub][a.compute];
         a.row_loop = NULL;

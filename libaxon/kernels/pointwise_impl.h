@@ -57,12 +57,12 @@ extern const pw_loop_fn axon_pw_binary_alpha_loops[2][AXON_DTYPE_COUNT];
 extern const pw_row_loop_fn axon_pw_binary_row_loops[AXON_BINARY_COUNT][AXON_DTYPE_COUNT];
 extern const pw_loop_fn axon_pw_ternary_loops[AXON_TERNARY_COUNT][AXON_DTYPE_COUNT];
 
-/* float16 add, sub, mul, div, threshold_backward, leaky_relu_backward and hardswish_backward on the conversion
- * instructions (pointwise_f16c.c), for op an axon_binary_op_t: NULL for other ops or where the CPU lacks F16C, FMA or
- * AVX2. A drop-in for the op's float16 loop, with the same bits. */
-pw_loop_fn axon_pw_f16c_binary(int op);
-pw_row_loop_fn axon_pw_f16c_binary_rows(int op); /* their row forms, likewise */
-pw_loop_fn axon_pw_f16c_unary(int op);        /* relu, leaky_relu, hardswish likewise, or NULL */
+/* float16 and bfloat16 add, sub, mul, div, threshold_backward, leaky_relu_backward and hardswish_backward in one AVX2
+ * pass (pointwise_half_avx2.c), for op an axon_binary_op_t and t the compute dtype: NULL for other ops and dtypes or
+ * where the CPU lacks AVX2, FMA or F16C. A drop-in for the op's 16-bit loop, with the same bits. */
+pw_loop_fn axon_pw_half_binary(int op, axon_dtype_t t);
+pw_row_loop_fn axon_pw_half_binary_rows(int op, axon_dtype_t t); /* their row forms, likewise */
+pw_loop_fn axon_pw_half_unary(int op, axon_dtype_t t);           /* relu, leaky_relu, hardswish likewise, or NULL */
 
 /* The complex loops (pointwise_complex.c), column 0 for complex64 and 1 for complex128: the real tables leave the
  * complex dtypes' columns empty, and the op's table entry is looked up here instead (pw_loop_of in pointwise.c). */
