@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "axon/loss.h"
+#include "../kernels/dtype.h"
 #include "kernels_check.h"
 
 /* A float32 or float64 device buffer of n elements with host mirror. */
@@ -17,6 +18,15 @@ typedef struct lt_buf {
     void *dev;
 } lt_buf_t;
 
+/* Element i of raw storage of a float dtype, widened. */
+static double lt_value(axon_dtype_t dt, const char *raw, int64_t i) {
+    const uint16_t *h = (const uint16_t *)(const void *)raw;
+    return dt == AXON_FLOAT32   ? ((const float *)(const void *)raw)[i]
+           : dt == AXON_FLOAT64 ? ((const double *)(const void *)raw)[i]
+           : dt == AXON_FLOAT16 ? axon_f16_to_f32(h[i])
+                                : axon_bf16_to_f32(h[i]);
+}
+
 static lt_buf_t lt_make(const kc_dev_t *k, axon_dtype_t dt, int64_t n, const double *vals) {
     lt_buf_t b = {dt, n, calloc((size_t)(n ? n : 1), sizeof(double)), NULL};
     size_t es = axon_dtype_size(dt);
@@ -24,8 +34,10 @@ static lt_buf_t lt_make(const kc_dev_t *k, axon_dtype_t dt, int64_t n, const dou
     for (int64_t i = 0; i < n; i++) {
         b.host[i] = vals ? vals[i] : 0.0;
         if (dt == AXON_FLOAT32) ((float *)(void *)raw)[i] = (float)b.host[i];
-        else ((double *)(void *)raw)[i] = b.host[i];
-        if (dt == AXON_FLOAT32) b.host[i] = (float)b.host[i];
+        else if (dt == AXON_FLOAT64) ((double *)(void *)raw)[i] = b.host[i];
+        else
+            ((uint16_t *)(void *)raw)[i] = dt == AXON_FLOAT16 ? axon_f64_to_f16(b.host[i]) : axon_f64_to_bf16(b.host[i]);
+        b.host[i] = lt_value(dt, raw, i); /* what the device holds */
     }
     b.dev = kc_upload(k, raw, (size_t)(n ? n : 1) * es);
     free(raw);
@@ -38,7 +50,7 @@ static int lt_pull(const kc_dev_t *k, lt_buf_t *b) {
     char *raw = calloc((size_t)(b->n ? b->n : 1), es);
     int ok = kc_download(k, raw, b->dev, (size_t)b->n * es);
     for (int64_t i = 0; ok && i < b->n; i++)
-        b->host[i] = b->dt == AXON_FLOAT32 ? ((float *)(void *)raw)[i] : ((double *)(void *)raw)[i];
+        b->host[i] = lt_value(b->dt, raw, i);
     free(raw);
     return ok;
 }
@@ -276,7 +288,8 @@ static double ref_grad(axon_ploss_t op, double x, double t, double p) {
 
 static int check_ploss(const kc_dev_t *k, axon_dtype_t dt, axon_ploss_t op, int64_t n, int weighted,
                        axon_loss_reduction_t red, double p) {
-    const double tol = dt == AXON_FLOAT32 ? 2e-5 : 1e-11;
+    /* 16-bit results: the reference on the stored inputs, within an ulp or so of the type (and of float's sums) */
+    const double tol = dt == AXON_FLOAT32 ? 2e-5 : dt == AXON_FLOAT16 ? 1.5e-3 : dt == AXON_BFLOAT16 ? 1e-2 : 1e-11;
     unsigned seed = (unsigned)(n * 3 + op * 11 + red);
     double *x = malloc((size_t)n * sizeof *x), *t = malloc((size_t)n * sizeof *t), *w = malloc((size_t)n * sizeof *w);
     double *go = malloc((size_t)n * sizeof *go);
@@ -319,12 +332,16 @@ static int check_ploss(const kc_dev_t *k, axon_dtype_t dt, axon_ploss_t op, int6
 static void test_pointwise_losses_match_reference_forward_and_backward(void) {
     kc_dev_t k = kc_open(4);
     REQUIRE(k.rt);
-    const axon_dtype_t dts[2] = {AXON_FLOAT32, AXON_FLOAT64};
+    const axon_dtype_t dts[4] = {AXON_FLOAT32, AXON_FLOAT64, AXON_FLOAT16, AXON_BFLOAT16};
     const int64_t sizes[4] = {1, 37, 1000, 70001};
-    for (int d = 0; d < 2; d++)
+    for (int d = 0; d < 4; d++)
         for (int op = 0; op < AXON_PLOSS_COUNT; op++)
             for (int si = 0; si < 4; si++)
                 for (int red = 0; red < AXON_LOSS_REDUCTION_COUNT; red++) {
+                    /* 16-bit types: BCE's gradient at x = 1 (1e12) and float16 sums of 70001 losses overflow */
+                    const int half = dts[d] == AXON_FLOAT16 || dts[d] == AXON_BFLOAT16;
+                    if (half && (op == AXON_PLOSS_BCE || (dts[d] == AXON_FLOAT16 && red == AXON_LOSS_SUM && si == 3)))
+                        continue;
                     double p = op == AXON_PLOSS_SMOOTH_L1 ? 0.7 : op == AXON_PLOSS_HUBER ? 1.3 : 0.0;
                     CHECK(!check_ploss(&k, dts[d], (axon_ploss_t)op, sizes[si], 0, (axon_loss_reduction_t)red, p));
                     if (op == AXON_PLOSS_BCE)
