@@ -79,7 +79,8 @@ def check_module(make, x, dtype, train=True, steps=2):
 
 BN_CASES = [(nn.BatchNorm1d, (8, 3)), (nn.BatchNorm1d, (4, 3, 7)), (nn.BatchNorm2d, (4, 3, 5, 6)),
             (nn.BatchNorm3d, (2, 4, 3, 3, 2)),
-            (nn.BatchNorm2d, (2, 3, 50, 45))]  # runs of 2250: a whole float chunk (2048) and a rest
+            (nn.BatchNorm2d, (2, 3, 50, 45)),  # runs of 2250: a whole float chunk (2048) and a rest
+            (nn.BatchNorm2d, (2, 2, 200, 180))]  # 72000 per channel: 16-bit training reads runs, not a widened channel
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
