@@ -196,3 +196,11 @@ def test_empty_batch_gives_an_empty_result(dtype):
     torch_axon.reset_fallback_stats()
     assert F.interpolate(x, scale_factor=2, mode="bilinear").shape == (0, 3, 8, 8)
     assert torch_axon.fallback_stats() == {}
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("width,size", [(4000, (3, 100)), (700, (9, 1400))], ids=["wide-down", "wide-up"])
+def test_half_bilinear_rows_wide_and_narrow_spans_match_cpu(width, size, dtype):
+    # 16-bit bilinear rows widen the source columns a chunk of 256 outputs reads (at most 1024 of them); a
+    # downsampling chunk that reads more keeps the per-element loop. Both, forward and backward.
+    check(lambda x: F.interpolate(x, size=size, mode="bilinear"), sample((1, 2, 5, width), dtype))
