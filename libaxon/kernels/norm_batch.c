@@ -111,28 +111,43 @@ static inline const float *bn_run(const bn_args_t *a, const axon_norm_ref_t *r, 
     return bn_floats(r, a->in_to_float, buf, (n * a->c + c) * a->s + j, m);
 }
 
-AXON_CLONES static double bn_float_sum(const bn_args_t *a, int64_t c, const float *chan, double shift, int square) {
-    float buf[BN_FLOAT_CHUNK];
-    double part[BN_FLOAT_PARTS] = {0};
-    for (int64_t n = 0; n < a->n; n++) {
-        for (int64_t j = 0; j < a->s; j += BN_FLOAT_CHUNK) {
-            const int64_t m = bn_min(BN_FLOAT_CHUNK, a->s - j), bulk = m - m % BN_FLOAT_PARTS;
-            const float *x = bn_run(a, &a->in, chan, buf, c, n, j, m);
-            if (square) {
-                for (int64_t i = 0; i < bulk; i += BN_FLOAT_PARTS)
-                    for (int k = 0; k < BN_FLOAT_PARTS; k++)
-                        part[k] += ((double)x[i + k] - shift) * ((double)x[i + k] - shift);
-                for (int64_t i = bulk; i < m; i++) part[i - bulk] += ((double)x[i] - shift) * ((double)x[i] - shift);
-            } else {
-                for (int64_t i = 0; i < bulk; i += BN_FLOAT_PARTS)
-                    for (int k = 0; k < BN_FLOAT_PARTS; k++) part[k] += (double)x[i + k];
-                for (int64_t i = bulk; i < m; i++) part[i - bulk] += (double)x[i];
-            }
-        }
-    }
-    double t = 0.0;
-    for (int k = 0; k < BN_FLOAT_PARTS; k++) t += part[k];
+/* The sum of channel c's values (or of their squared distances to shift) over BN_FLOAT_PARTS partial sums of type
+ * ACC: float64 for float32 data, float for float16 and bfloat16 (PyTorch's CPU kernels sum 16-bit statistics in
+ * float; eight lanes where float64 has four). */
+#define BN_FLOAT_SUM(ACC)                                                                                        \
+    float buf[BN_FLOAT_CHUNK];                                                                                   \
+    ACC part[BN_FLOAT_PARTS] = {0};                                                                              \
+    const ACC sh = (ACC)shift;                                                                                   \
+    for (int64_t n = 0; n < a->n; n++) {                                                                         \
+        for (int64_t j = 0; j < a->s; j += BN_FLOAT_CHUNK) {                                                     \
+            const int64_t m = bn_min(BN_FLOAT_CHUNK, a->s - j), bulk = m - m % BN_FLOAT_PARTS;                   \
+            const float *x = bn_run(a, &a->in, chan, buf, c, n, j, m);                                           \
+            if (square) {                                                                                        \
+                for (int64_t i = 0; i < bulk; i += BN_FLOAT_PARTS)                                               \
+                    for (int k = 0; k < BN_FLOAT_PARTS; k++)                                                     \
+                        part[k] += ((ACC)x[i + k] - sh) * ((ACC)x[i + k] - sh);                                  \
+                for (int64_t i = bulk; i < m; i++) part[i - bulk] += ((ACC)x[i] - sh) * ((ACC)x[i] - sh);        \
+            } else {                                                                                             \
+                for (int64_t i = 0; i < bulk; i += BN_FLOAT_PARTS)                                               \
+                    for (int k = 0; k < BN_FLOAT_PARTS; k++) part[k] += (ACC)x[i + k];                           \
+                for (int64_t i = bulk; i < m; i++) part[i - bulk] += (ACC)x[i];                                  \
+            }                                                                                                    \
+        }                                                                                                        \
+    }                                                                                                            \
+    double t = 0.0;                                                                                              \
+    for (int k = 0; k < BN_FLOAT_PARTS; k++) t += (double)part[k];                                               \
     return t;
+AXON_CLONES static double bn_float_sum_f64(const bn_args_t *a, int64_t c, const float *chan, double shift,
+                                           int square) {
+    BN_FLOAT_SUM(double)
+}
+AXON_CLONES static double bn_float_sum_f32(const bn_args_t *a, int64_t c, const float *chan, double shift,
+                                           int square) {
+    BN_FLOAT_SUM(float)
+}
+#undef BN_FLOAT_SUM
+static double bn_float_sum(const bn_args_t *a, int64_t c, const float *chan, double shift, int square) {
+    return a->in_to_float ? bn_float_sum_f32(a, c, chan, shift, square) : bn_float_sum_f64(a, c, chan, shift, square);
 }
 
 AXON_CLONES static void bn_forward_channel_float(const bn_args_t *a, int64_t c, const float *chan) {
@@ -210,11 +225,14 @@ AXON_CLONES static void bn_backward_channel(const bn_args_t *a, int64_t c) {
  * (8 lanes, no conversions) with the mean split in two floats as group norm does (norm_group.c). */
 #define BN_PARTS 32
 _Static_assert(BN_FLOAT_CHUNK % BN_PARTS == 0, "chunks keep a run's parts in step");
-AXON_CLONES static void bn_backward_channel_float(const bn_args_t *a, int64_t c, const float *cx, const float *cg) {
-    float xb[BN_FLOAT_CHUNK], gb[BN_FLOAT_CHUNK], ob[BN_FLOAT_CHUNK];
-    const double count = (double)(a->n * a->s);
-    const double mean = axon_norm_get(&a->mean, c, 0.0), inv = axon_norm_get(&a->inv, c, 0.0);
-    double pg[BN_PARTS] = {0}, pd[BN_PARTS] = {0}, sum_g = 0.0, dot = 0.0;
+
+/* The sums of grad_out and of grad_out times the centred input over channel c, in float64 over BN_PARTS partial
+ * sums (in float for 16-bit data, as the forward statistics are, grad_weight of a float32 weight drifted by up to
+ * 2e-5 from the float64 reference: the gradients keep float64). */
+AXON_CLONES static void bn_grad_sums(const bn_args_t *a, int64_t c, const float *cx, const float *cg, double mean,
+                                     double *sum_g, double *dot) {
+    float xb[BN_FLOAT_CHUNK], gb[BN_FLOAT_CHUNK];
+    double pg[BN_PARTS] = {0}, pd[BN_PARTS] = {0};
     for (int64_t n = 0; n < a->n; n++)
         for (int64_t j = 0; j < a->s; j += BN_FLOAT_CHUNK) {
             const int64_t m = bn_min(BN_FLOAT_CHUNK, a->s - j), bulk = m - m % BN_PARTS;
@@ -230,7 +248,14 @@ AXON_CLONES static void bn_backward_channel_float(const bn_args_t *a, int64_t c,
                 pd[i - bulk] += (double)g[i] * ((double)x[i] - mean);
             }
         }
-    for (int q = 0; q < BN_PARTS; q++) sum_g += pg[q], dot += pd[q];
+    for (int q = 0; q < BN_PARTS; q++) *sum_g += pg[q], *dot += pd[q];
+}
+AXON_CLONES static void bn_backward_channel_float(const bn_args_t *a, int64_t c, const float *cx, const float *cg) {
+    float xb[BN_FLOAT_CHUNK], gb[BN_FLOAT_CHUNK], ob[BN_FLOAT_CHUNK];
+    const double count = (double)(a->n * a->s);
+    const double mean = axon_norm_get(&a->mean, c, 0.0), inv = axon_norm_get(&a->inv, c, 0.0);
+    double sum_g = 0.0, dot = 0.0;
+    bn_grad_sums(a, c, cx, cg, mean, &sum_g, &dot);
     axon_norm_put(&a->gw, c, dot * inv);
     axon_norm_put(&a->gb, c, sum_g);
     if (!a->out.p) return;
