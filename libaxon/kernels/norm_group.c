@@ -73,21 +73,35 @@ static void gn_forward_row(const gn_args_t *a, int64_t r) {
 #define GN_PARTS 32
 #define GN_HALF_ROW 16384     /* floats: the half rows' two buffers are 128 KiB of a worker's (8 MiB) stack */
 #define GN_HALF_CHANNELS 2048
+/* The row's sum (shift 0, square 0) or sum of squared distances to shift, in GN_PARTS partial sums of type ACC:
+ * float64 for float32 rows, float for float16 and bfloat16 ones (PyTorch's CPU kernels sum 16-bit statistics in
+ * float; eight lanes where float64 has four). */
+#define GN_ROW_SUM(ACC)                                                                                          \
+    const int64_t bulk = len - len % GN_PARTS;                                                                   \
+    const ACC sh = (ACC)shift;                                                                                   \
+    ACC part[GN_PARTS] = {0};                                                                                    \
+    double t = 0.0;                                                                                              \
+    if (square) {                                                                                                \
+        for (int64_t i = 0; i < bulk; i += GN_PARTS)                                                             \
+            for (int k = 0; k < GN_PARTS; k++) part[k] += ((ACC)x[i + k] - sh) * ((ACC)x[i + k] - sh);          \
+        for (int64_t i = bulk; i < len; i++) part[i - bulk] += ((ACC)x[i] - sh) * ((ACC)x[i] - sh);              \
+    } else {                                                                                                     \
+        for (int64_t i = 0; i < bulk; i += GN_PARTS)                                                             \
+            for (int k = 0; k < GN_PARTS; k++) part[k] += (ACC)x[i + k];                                         \
+        for (int64_t i = bulk; i < len; i++) part[i - bulk] += (ACC)x[i];                                        \
+    }                                                                                                            \
+    for (int k = 0; k < GN_PARTS; k++) t += (double)part[k];                                                     \
+    return t;
+AXON_CLONES static double gn_row_sum_f64(const float *x, int64_t len, double shift, int square) { GN_ROW_SUM(double) }
+AXON_CLONES static double gn_row_sum_f32(const float *x, int64_t len, double shift, int square) { GN_ROW_SUM(float) }
+#undef GN_ROW_SUM
+
 AXON_CLONES static void gn_forward_row_float(const gn_args_t *a, int64_t r, const float *x, float *y, const float *w,
                                              const float *b) {
-    const int64_t len = a->d * a->s, bulk = len - len % GN_PARTS, c0 = (r % a->groups) * a->d;
-    double part[GN_PARTS] = {0}, sum = 0.0, ss = 0.0;
-    for (int64_t i = 0; i < bulk; i += GN_PARTS)
-        for (int k = 0; k < GN_PARTS; k++) part[k] += (double)x[i + k];
-    for (int64_t i = bulk; i < len; i++) part[i - bulk] += (double)x[i];
-    for (int k = 0; k < GN_PARTS; k++) sum += part[k];
-    const double mean = sum / (double)len;
-    memset(part, 0, sizeof part);
-    for (int64_t i = 0; i < bulk; i += GN_PARTS)
-        for (int k = 0; k < GN_PARTS; k++) part[k] += ((double)x[i + k] - mean) * ((double)x[i + k] - mean);
-    for (int64_t i = bulk; i < len; i++) part[i - bulk] += ((double)x[i] - mean) * ((double)x[i] - mean);
-    for (int k = 0; k < GN_PARTS; k++) ss += part[k];
-    const double rstd = 1.0 / sqrt(ss / (double)len + a->eps);
+    const int64_t len = a->d * a->s, c0 = (r % a->groups) * a->d;
+    double (*row_sum)(const float *, int64_t, double, int) = a->half ? gn_row_sum_f32 : gn_row_sum_f64;
+    const double mean = row_sum(x, len, 0.0, 0) / (double)len;
+    const double rstd = 1.0 / sqrt(row_sum(x, len, mean, 1) / (double)len + a->eps);
     axon_norm_put(&a->mean, r, mean);
     axon_norm_put(&a->rstd, r, rstd);
     /* The output in float32, 8 lanes per vector with no conversions (in float64 this loop was half the kernel's
