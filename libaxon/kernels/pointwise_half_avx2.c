@@ -61,7 +61,9 @@ PF_TARGET static inline __m256i pf_round_bf16(__m256 v) {
 }
 
 /* One loop per op and type: sm bit 0 when a is a number (a float in in[0]), bit 1 when b is (pw_loop_fn's
- * contract); x and y are eight lanes (__m256) or one float in the tail, p0 the op's alpha. */
+ * contract); in EXPR and PF_VEC_op, x and y are eight lanes (__m256; two vectors per sixteen values) or one float in
+ * the tail, p0 the op's alpha. In-place ops (out the same as a or b) are safe: each vector is loaded before the
+ * store of its own elements. */
 #define PF_LOOP_T(T, op, EXPR)                                                                                   \
     PF_TARGET static int pw_##T##_##op(char *o, const char *const *in, unsigned sm, int64_t n,                  \
                                        const pw_ctx_t *ctx) {                                                   \
