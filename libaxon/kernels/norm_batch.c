@@ -91,11 +91,11 @@ AXON_CLONES static void bn_forward_channel(const bn_args_t *a, int64_t c) {
 }
 
 /* bn_forward_channel for contiguous float32, float16 and bfloat16 images (a->floats): runs read as float (float32 in
- * place, halves converted BN_FLOAT_CHUNK at a time), the statistics in float64 over BN_FLOAT_PARTS partial sums, and
- * the output in float with the mean split in two floats, as group norm's (norm_group.c). Through float64 chunks a
- * float16 [8, 32, 64, 64] image took 4x torch CPU's time in inference. */
+ * place, halves converted BN_FLOAT_CHUNK at a time), the statistics over AXON_NORM_PARTS partial sums (bn_float_sum),
+ * and the output in float with the mean split in two floats, as group norm's (norm_group.c). Through float64 chunks
+ * a float16 [8, 32, 64, 64] image took 4x torch CPU's time in inference. */
 #define BN_FLOAT_CHUNK 2048
-#define BN_FLOAT_PARTS 32
+_Static_assert(BN_FLOAT_CHUNK % AXON_NORM_PARTS == 0, "chunks leave no tail but at a run's end");
 static inline const float *bn_floats(const axon_norm_ref_t *r, axon_convert_fn to_float, float *buf, int64_t at,
                                      int64_t m) {
     if (!to_float) return (const float *)(const void *)r->p + at;
@@ -111,39 +111,26 @@ static inline const float *bn_run(const bn_args_t *a, const axon_norm_ref_t *r, 
     return bn_floats(r, a->in_to_float, buf, (n * a->c + c) * a->s + j, m);
 }
 
-/* The sum of channel c's values (or of their squared distances to shift) over BN_FLOAT_PARTS partial sums of type
- * ACC: float64 for float32 data, float for float16 and bfloat16 (PyTorch's CPU kernels sum 16-bit statistics in
- * float; eight lanes where float64 has four). */
-#define BN_FLOAT_SUM(ACC)                                                                                        \
+/* The sum of channel c's values (or of their squared distances to shift) over AXON_NORM_PARTS partial sums: float64
+ * for float32 data, float for float16 and bfloat16 (axon_norm_run_sum_f32). */
+#define BN_FLOAT_SUM(ACC, RUN_SUM)                                                                               \
     float buf[BN_FLOAT_CHUNK];                                                                                   \
-    ACC part[BN_FLOAT_PARTS] = {0};                                                                              \
-    const ACC sh = (ACC)shift;                                                                                   \
-    for (int64_t n = 0; n < a->n; n++) {                                                                         \
+    ACC part[AXON_NORM_PARTS] = {0};                                                                             \
+    for (int64_t n = 0; n < a->n; n++)                                                                           \
         for (int64_t j = 0; j < a->s; j += BN_FLOAT_CHUNK) {                                                     \
-            const int64_t m = bn_min(BN_FLOAT_CHUNK, a->s - j), bulk = m - m % BN_FLOAT_PARTS;                   \
-            const float *x = bn_run(a, &a->in, chan, buf, c, n, j, m);                                           \
-            if (square) {                                                                                        \
-                for (int64_t i = 0; i < bulk; i += BN_FLOAT_PARTS)                                               \
-                    for (int k = 0; k < BN_FLOAT_PARTS; k++)                                                     \
-                        part[k] += ((ACC)x[i + k] - sh) * ((ACC)x[i + k] - sh);                                  \
-                for (int64_t i = bulk; i < m; i++) part[i - bulk] += ((ACC)x[i] - sh) * ((ACC)x[i] - sh);        \
-            } else {                                                                                             \
-                for (int64_t i = 0; i < bulk; i += BN_FLOAT_PARTS)                                               \
-                    for (int k = 0; k < BN_FLOAT_PARTS; k++) part[k] += (ACC)x[i + k];                           \
-                for (int64_t i = bulk; i < m; i++) part[i - bulk] += (ACC)x[i];                                  \
-            }                                                                                                    \
+            const int64_t m = bn_min(BN_FLOAT_CHUNK, a->s - j);                                                  \
+            RUN_SUM(part, bn_run(a, &a->in, chan, buf, c, n, j, m), m, shift, square);                           \
         }                                                                                                        \
-    }                                                                                                            \
     double t = 0.0;                                                                                              \
-    for (int k = 0; k < BN_FLOAT_PARTS; k++) t += (double)part[k];                                               \
+    for (int k = 0; k < AXON_NORM_PARTS; k++) t += (double)part[k];                                              \
     return t;
 AXON_CLONES static double bn_float_sum_f64(const bn_args_t *a, int64_t c, const float *chan, double shift,
                                            int square) {
-    BN_FLOAT_SUM(double)
+    BN_FLOAT_SUM(double, axon_norm_run_sum_f64)
 }
 AXON_CLONES static double bn_float_sum_f32(const bn_args_t *a, int64_t c, const float *chan, double shift,
                                            int square) {
-    BN_FLOAT_SUM(float)
+    BN_FLOAT_SUM(float, axon_norm_run_sum_f32)
 }
 #undef BN_FLOAT_SUM
 static double bn_float_sum(const bn_args_t *a, int64_t c, const float *chan, double shift, int square) {

@@ -70,31 +70,24 @@ static void gn_forward_row(const gn_args_t *a, int64_t r) {
  * sums spread over GN_PARTS running partial sums (element i into part i % GN_PARTS, the tail into the first parts in
  * order; gn_forward_row uses fewer, so these are not its bits). The order depends on the row length alone, not on
  * the thread count. */
-#define GN_PARTS 32
+#define GN_PARTS AXON_NORM_PARTS
 #define GN_HALF_ROW 16384     /* floats: the half rows' two buffers are 128 KiB of a worker's (8 MiB) stack */
 #define GN_HALF_CHANNELS 2048
-/* The row's sum (shift 0, square 0) or sum of squared distances to shift, in GN_PARTS partial sums of type ACC:
- * float64 for float32 rows, float for float16 and bfloat16 ones (PyTorch's CPU kernels sum 16-bit statistics in
- * float; eight lanes where float64 has four). */
-#define GN_ROW_SUM(ACC)                                                                                          \
-    const int64_t bulk = len - len % GN_PARTS;                                                                   \
-    const ACC sh = (ACC)shift;                                                                                   \
-    ACC part[GN_PARTS] = {0};                                                                                    \
-    double t = 0.0;                                                                                              \
-    if (square) {                                                                                                \
-        for (int64_t i = 0; i < bulk; i += GN_PARTS)                                                             \
-            for (int k = 0; k < GN_PARTS; k++) part[k] += ((ACC)x[i + k] - sh) * ((ACC)x[i + k] - sh);          \
-        for (int64_t i = bulk; i < len; i++) part[i - bulk] += ((ACC)x[i] - sh) * ((ACC)x[i] - sh);              \
-    } else {                                                                                                     \
-        for (int64_t i = 0; i < bulk; i += GN_PARTS)                                                             \
-            for (int k = 0; k < GN_PARTS; k++) part[k] += (ACC)x[i + k];                                         \
-        for (int64_t i = bulk; i < len; i++) part[i - bulk] += (ACC)x[i];                                        \
-    }                                                                                                            \
-    for (int k = 0; k < GN_PARTS; k++) t += (double)part[k];                                                     \
+/* The row's sum (shift 0, square 0) or sum of squared distances to shift: float64 parts for float32 rows, float
+ * for float16 and bfloat16 ones (axon_norm_run_sum_f32). */
+AXON_CLONES static double gn_row_sum_f64(const float *x, int64_t len, double shift, int square) {
+    double part[AXON_NORM_PARTS] = {0}, t = 0.0;
+    axon_norm_run_sum_f64(part, x, len, shift, square);
+    for (int k = 0; k < AXON_NORM_PARTS; k++) t += part[k];
     return t;
-AXON_CLONES static double gn_row_sum_f64(const float *x, int64_t len, double shift, int square) { GN_ROW_SUM(double) }
-AXON_CLONES static double gn_row_sum_f32(const float *x, int64_t len, double shift, int square) { GN_ROW_SUM(float) }
-#undef GN_ROW_SUM
+}
+AXON_CLONES static double gn_row_sum_f32(const float *x, int64_t len, double shift, int square) {
+    float part[AXON_NORM_PARTS] = {0};
+    double t = 0.0;
+    axon_norm_run_sum_f32(part, x, len, shift, square);
+    for (int k = 0; k < AXON_NORM_PARTS; k++) t += (double)part[k];
+    return t;
+}
 
 AXON_CLONES static void gn_forward_row_float(const gn_args_t *a, int64_t r, const float *x, float *y, const float *w,
                                              const float *b) {

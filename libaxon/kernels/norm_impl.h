@@ -48,6 +48,29 @@ static inline void axon_norm_store(const axon_norm_ref_t *r, const double *buf, 
 
 static inline void axon_norm_put(const axon_norm_ref_t *r, int64_t i, double v) { axon_norm_store(r, &v, i, 1); }
 
+/* A run x[0, m) added into AXON_NORM_PARTS partial sums (element i into part i % AXON_NORM_PARTS, the tail into the
+ * first parts in order): its values, or (square) their squared distances to shift. One copy per accumulator:
+ * float64, and float for 16-bit data's statistics (PyTorch's CPU kernels sum those in float; eight lanes where float64
+ * has four). Inline, so each caller's clone vectorizes it. */
+#define AXON_NORM_PARTS 32
+#define AXON_NORM_RUN_SUM(NAME, ACC)                                                                             \
+    static inline void NAME(ACC *restrict part, const float *restrict x, int64_t m, double shift, int square) {  \
+        const int64_t bulk = m - m % AXON_NORM_PARTS;                                                            \
+        const ACC sh = (ACC)shift;                                                                               \
+        if (square) {                                                                                            \
+            for (int64_t i = 0; i < bulk; i += AXON_NORM_PARTS)                                                  \
+                for (int k = 0; k < AXON_NORM_PARTS; k++) part[k] += ((ACC)x[i + k] - sh) * ((ACC)x[i + k] - sh); \
+            for (int64_t i = bulk; i < m; i++) part[i - bulk] += ((ACC)x[i] - sh) * ((ACC)x[i] - sh);            \
+        } else {                                                                                                 \
+            for (int64_t i = 0; i < bulk; i += AXON_NORM_PARTS)                                                  \
+                for (int k = 0; k < AXON_NORM_PARTS; k++) part[k] += (ACC)x[i + k];                              \
+            for (int64_t i = bulk; i < m; i++) part[i - bulk] += (ACC)x[i];                                      \
+        }                                                                                                        \
+    }
+AXON_NORM_RUN_SUM(axon_norm_run_sum_f64, double)
+AXON_NORM_RUN_SUM(axon_norm_run_sum_f32, float)
+#undef AXON_NORM_RUN_SUM
+
 /* Check optional operand t of op: a well-formed descriptor (dst or src), float32/64/16 or bfloat16, contiguous,
  * and with exactly shape's sizes when shape is not NULL, else `numel` elements in any shape. Messages read
  * "op: role ...". */

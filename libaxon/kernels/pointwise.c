@@ -412,15 +412,16 @@ static axon_status_t pw_launch(axon_stream_t s, const pw_op_t *op, const axon_te
     a.arity = op->arity;
     a.compute = as_f32 ? AXON_FLOAT32 : compute;
     if (op->arity == 2 && PW_COMPLEX_COLUMN(compute) < 0)
-        a.row_loop = half_loop ? axon_pw_half_binary_rows(op->op, compute) : axon_pw_binary_row_loops[op->op][a.compute];
+        a.row_loop = half_loop ? axon_pw_half_binary_rows(op->op, compute)
+                               : axon_pw_binary_row_loops[op->op][a.compute];
     a.result = op->flags & PW_BOOL_RESULT                                        ? AXON_BOOL
                : (op->flags & PW_REAL_OF_COMPLEX) && compute == AXON_COMPLEX64  ? AXON_FLOAT32
                : (op->flags & PW_REAL_OF_COMPLEX) && compute == AXON_COMPLEX128 ? AXON_FLOAT64
                                                                                 : a.compute;
     a.out = *out;
     if ((op->flags & PW_ALPHA) && (st = pw_alpha(op, p->alpha, compute, &a.ctx)) != AXON_OK) return st;
-    /* float add and sub with alpha other than 1: one rounding, as PyTorch's CPU loops (the float16 loops on the
-     * one-pass loops do it for any alpha) */
+    /* float add and sub with alpha other than 1: one rounding, as PyTorch's CPU loops (the 16-bit one-pass loops do
+     * it for any alpha) */
     const int sub = op->arity == 2 && op->op == AXON_BINARY_SUB;
     if (op->arity == 2 && (op->op == AXON_BINARY_ADD || sub) && !half_loop &&
         axon_pw_binary_alpha_loops[sub][a.compute] != NULL && a.ctx.pd[0] != 1.0) {
