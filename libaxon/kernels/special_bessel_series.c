@@ -36,12 +36,16 @@ double(exp)(double) PW_SIMD;
 #endif
 
 #define BJ_BLOCK 64
+_Static_assert(BJ_BLOCK % AXON_CHEBYSHEV_LANES == 0, "blocks of whole lane groups");
 #define BJ_SPLIT 8.0  /* J, Y, I */
 #define BJ_K_SPLIT 2.0
 #define BJ_2_PI 0.63661977236758134308 /* 2 / pi */
 #define BJ_SQRT_PI 1.7724538509055160273
 
-#define BJ_SERIES(c, t) AXON_CHEBYSHEV(c, t)
+/* Each form is one or two series over one series variable t (BJ_T_form of the form's argument a), finished per
+ * element (BJ_DONE_form of a and the series' values sa, sb); BJ_FORM runs a form over a whole block, each series
+ * through axon_chebyshev_lanes, so that the series' dependent FMAs interleave across 16 values. */
+#define BJ_J0_TINY 0x1p-26 /* J0 = 1 - x^2 / 4 + ... rounds to 1 below it, where the series may be a rounding off */
 
 /* The series variable of each region: z = x^2 over [0, 64] and w = 64 / x^2 over [0, 1], mapped onto [-1, 1]. */
 static inline __attribute__((always_inline)) double bj_t_small(double x) { return x * x * (1.0 / 32) - 1; }
@@ -57,102 +61,162 @@ static inline __attribute__((always_inline)) bj_hankel_t bj_hankel(double a) {
     return (bj_hankel_t){s + c, s - c, 1 / (BJ_SQRT_PI * sqrt(a))};
 }
 
-/* J0 = 1 - x^2 / 4 + ... rounds to 1 below 2^-26, where the series may be a rounding error off: 1 there. */
-static inline __attribute__((always_inline)) double bj_j0_of(double x, double t) {
-    return fabs(x) < 0x1p-26 ? 1.0 : BJ_SERIES(bessel_j0_small, t);
-}
-static inline __attribute__((always_inline)) double bj_j0_small(double x) { return bj_j0_of(x, bj_t_small(x)); }
-static inline __attribute__((always_inline)) double bj_j1_small(double x) {
-    return x * BJ_SERIES(bessel_j1_small, bj_t_small(x));
-}
-static inline __attribute__((always_inline)) double bj_y0_small(double x) {
-    const double t = bj_t_small(x);
-    return BJ_2_PI * (log(x) - M_LN2) * bj_j0_of(x, t) + BJ_SERIES(bessel_y0_small, t);
-}
-static inline __attribute__((always_inline)) double bj_y1_small(double x) {
-    const double t = bj_t_small(x), j1 = x * BJ_SERIES(bessel_j1_small, t);
-    return BJ_2_PI * ((log(x) - M_LN2) * j1 - 1 / x) + x * BJ_SERIES(bessel_y1_small, t);
-}
+/* J0, J1, Y0, Y1 below 8: series in z = x^2 of J0, J1 / x, and of Y0, Y1 less their logarithmic and pole parts. */
+#define BJ_T_j0_small(a) bj_t_small(a)
+#define BJ_A_j0_small bessel_j0_small
+#define BJ_TWO_j0_small 0
+#define BJ_DONE_j0_small(a, sa, sb) (fabs(a) < BJ_J0_TINY ? 1.0 : (sa))
+#define BJ_T_j1_small(a) bj_t_small(a)
+#define BJ_A_j1_small bessel_j1_small
+#define BJ_TWO_j1_small 0
+#define BJ_DONE_j1_small(a, sa, sb) ((a) * (sa))
+#define BJ_T_y0_small(a) bj_t_small(a)
+#define BJ_A_y0_small bessel_j0_small
+#define BJ_B_y0_small bessel_y0_small
+#define BJ_TWO_y0_small 1
+#define BJ_DONE_y0_small(a, sa, sb) (BJ_2_PI * (log(a) - M_LN2) * BJ_DONE_j0_small(a, sa, 0) + (sb))
+#define BJ_T_y1_small(a) bj_t_small(a)
+#define BJ_A_y1_small bessel_j1_small
+#define BJ_B_y1_small bessel_y1_small
+#define BJ_TWO_y1_small 1
+#define BJ_DONE_y1_small(a, sa, sb) (BJ_2_PI * ((log(a) - M_LN2) * ((a) * (sa)) - 1 / (a)) + (a) * (sb))
 
-static inline __attribute__((always_inline)) double bj_j0_large(double x) {
-    const double a = fabs(x), t = bj_t_large(a);
-    const double p = BJ_SERIES(bessel_p0_large, t), q = BJ_SERIES(bessel_q0_large, t) / a;
+/* From 8 on, Hankel's form with series for P and x Q in 64 / x^2 (J1 is odd). */
+static inline __attribute__((always_inline)) double bj_j0_large(double x, double p, double xq) {
+    const double a = fabs(x), q = xq / a;
     const bj_hankel_t h = bj_hankel(a);
     return h.k * (p * h.sum - q * h.diff);
 }
-static inline __attribute__((always_inline)) double bj_j1_large(double x) {
-    const double a = fabs(x), t = bj_t_large(a);
-    const double p = BJ_SERIES(bessel_p1_large, t), q = BJ_SERIES(bessel_q1_large, t) / a;
+static inline __attribute__((always_inline)) double bj_j1_large(double x, double p, double xq) {
+    const double a = fabs(x), q = xq / a;
     const bj_hankel_t h = bj_hankel(a);
     const double r = h.k * (p * h.diff + q * h.sum);
-    return x < 0 ? -r : r; /* J1 is odd */
+    return x < 0 ? -r : r;
 }
-static inline __attribute__((always_inline)) double bj_y0_large(double x) {
-    const double t = bj_t_large(x);
-    const double p = BJ_SERIES(bessel_p0_large, t), q = BJ_SERIES(bessel_q0_large, t) / x;
+static inline __attribute__((always_inline)) double bj_y0_large(double x, double p, double xq) {
+    const double q = xq / x;
     const bj_hankel_t h = bj_hankel(x);
     return h.k * (p * h.diff + q * h.sum);
 }
-static inline __attribute__((always_inline)) double bj_y1_large(double x) {
-    const double t = bj_t_large(x);
-    const double p = BJ_SERIES(bessel_p1_large, t), q = BJ_SERIES(bessel_q1_large, t) / x;
+static inline __attribute__((always_inline)) double bj_y1_large(double x, double p, double xq) {
+    const double q = xq / x;
     const bj_hankel_t h = bj_hankel(x);
     return h.k * (q * h.diff - p * h.sum);
 }
+#define BJ_T_j0_large(a) bj_t_large(fabs(a))
+#define BJ_A_j0_large bessel_p0_large
+#define BJ_B_j0_large bessel_q0_large
+#define BJ_TWO_j0_large 1
+#define BJ_DONE_j0_large(a, sa, sb) bj_j0_large(a, sa, sb)
+#define BJ_T_j1_large(a) bj_t_large(fabs(a))
+#define BJ_A_j1_large bessel_p1_large
+#define BJ_B_j1_large bessel_q1_large
+#define BJ_TWO_j1_large 1
+#define BJ_DONE_j1_large(a, sa, sb) bj_j1_large(a, sa, sb)
+#define BJ_T_y0_large(a) bj_t_large(a)
+#define BJ_A_y0_large bessel_p0_large
+#define BJ_B_y0_large bessel_q0_large
+#define BJ_TWO_y0_large 1
+#define BJ_DONE_y0_large(a, sa, sb) bj_y0_large(a, sa, sb)
+#define BJ_T_y1_large(a) bj_t_large(a)
+#define BJ_A_y1_large bessel_p1_large
+#define BJ_B_y1_large bessel_q1_large
+#define BJ_TWO_y1_large 1
+#define BJ_DONE_y1_large(a, sa, sb) bj_y1_large(a, sa, sb)
 
-/* e^-|x| I0, I1 and I0, I1 (both even or odd as their order). */
-static inline __attribute__((always_inline)) double bj_i0e_small(double x) {
-    return BJ_SERIES(bessel_i0e_small, fabs(x) * 0.25 - 1);
-}
-static inline __attribute__((always_inline)) double bj_i1e_small(double x) {
-    const double a = fabs(x), r = a * BJ_SERIES(bessel_i1e_small, a * 0.25 - 1);
-    return x < 0 ? -r : r; /* +0 at -0, as PyTorch */
-}
-static inline __attribute__((always_inline)) double bj_i0e_large(double x) {
-    const double a = fabs(x);
-    return BJ_SERIES(bessel_i0e_large, 16 / a - 1) / sqrt(a);
-}
-static inline __attribute__((always_inline)) double bj_i1e_large(double x) {
-    const double a = fabs(x), r = BJ_SERIES(bessel_i1e_large, 16 / a - 1) / sqrt(a);
-    return x < 0 ? -r : r;
-}
+/* e^-|x| I0 and e^-|x| I1 (even and odd as their order, +0 at -0 as PyTorch): series in |x| below 8 (of I1 / x),
+ * and of sqrt(|x|) e^-|x| I in 8 / |x| from 8 on. */
+#define BJ_ODD(x, r) ((x) < 0 ? -(r) : (r))
+#define BJ_T_i0e_small(a) (fabs(a) * 0.25 - 1)
+#define BJ_A_i0e_small bessel_i0e_small
+#define BJ_TWO_i0e_small 0
+#define BJ_DONE_i0e_small(a, sa, sb) (sa)
+#define BJ_T_i1e_small(a) (fabs(a) * 0.25 - 1)
+#define BJ_A_i1e_small bessel_i1e_small
+#define BJ_TWO_i1e_small 0
+#define BJ_DONE_i1e_small(a, sa, sb) BJ_ODD(a, fabs(a) * (sa))
+#define BJ_T_i0e_large(a) (16 / fabs(a) - 1)
+#define BJ_A_i0e_large bessel_i0e_large
+#define BJ_TWO_i0e_large 0
+#define BJ_DONE_i0e_large(a, sa, sb) ((sa) / sqrt(fabs(a)))
+#define BJ_T_i1e_large(a) (16 / fabs(a) - 1)
+#define BJ_A_i1e_large bessel_i1e_large
+#define BJ_TWO_i1e_large 0
+#define BJ_DONE_i1e_large(a, sa, sb) BJ_ODD(a, (sa) / sqrt(fabs(a)))
 /* scaled * e^|x|, as e^(|x|/2) twice: I0 and I1 overflow past 713.98, e^|x| alone at 709.78 */
 static inline __attribute__((always_inline)) double bj_unscale(double scaled, double x) {
     const double h = exp(fabs(x) * 0.5);
     return scaled * h * h;
 }
-/* I0 and I1 run the scaled forms and unscale in the block's last loop (BJ_FIX_i0, _i1): GCC vectorizes the call to
- * exp there, in a loop of its own, and not inside the forms' loops. */
-#define bj_i0_small bj_i0e_small
-#define bj_i0_large bj_i0e_large
-#define bj_i1_small bj_i1e_small
-#define bj_i1_large bj_i1e_large
 
-/* K0, K1 below x = 2 (x > 0; t for z = x^2 over [0, 4]) and e^x K0, K1 from 2 on. */
-static inline __attribute__((always_inline)) double bj_k0_below2(double x) {
-    const double t = x * x * 0.5 - 1;
-    return BJ_SERIES(bessel_k_k0_small, t) - (log(x) - M_LN2) * BJ_SERIES(bessel_k_i0_small, t);
-}
-static inline __attribute__((always_inline)) double bj_k1_below2(double x) {
-    const double t = x * x * 0.5 - 1;
-    return 1 / x + (log(x) - M_LN2) * (x * BJ_SERIES(bessel_k_i1_small, t)) + x * BJ_SERIES(bessel_k_k1_small, t);
-}
-static inline __attribute__((always_inline)) double bj_k0e_above2(double x) {
-    return BJ_SERIES(bessel_k0e_large, 4 / x - 1) / sqrt(x);
-}
-static inline __attribute__((always_inline)) double bj_k1e_above2(double x) {
-    return BJ_SERIES(bessel_k1e_large, 4 / x - 1) / sqrt(x);
-}
-/* Each K op's forms give K below the split and e^x K above; the block's last loop (BJ_FIX) multiplies by e^-x or
- * e^x where its op needs it, so that exp is called in a loop of its own (see I0 above). */
-#define bj_k0_small bj_k0_below2
-#define bj_k0_large bj_k0e_above2
-#define bj_k1_small bj_k1_below2
-#define bj_k1_large bj_k1e_above2
-#define bj_k0e_small bj_k0_below2
-#define bj_k0e_large bj_k0e_above2
-#define bj_k1e_small bj_k1_below2
-#define bj_k1e_large bj_k1e_above2
+/* K0, K1 below x = 2 (x > 0; t for z = x^2 over [0, 4]): series of I0, I1 / x and of K0, K1 less their logarithmic
+ * and pole parts; e^x K0, K1 from 2 on, series in 2 / x. */
+#define BJ_T_k0_below2(a) ((a) * (a) * 0.5 - 1)
+#define BJ_A_k0_below2 bessel_k_k0_small
+#define BJ_B_k0_below2 bessel_k_i0_small
+#define BJ_TWO_k0_below2 1
+#define BJ_DONE_k0_below2(a, sa, sb) ((sa) - (log(a) - M_LN2) * (sb))
+#define BJ_T_k1_below2(a) ((a) * (a) * 0.5 - 1)
+#define BJ_A_k1_below2 bessel_k_i1_small
+#define BJ_B_k1_below2 bessel_k_k1_small
+#define BJ_TWO_k1_below2 1
+#define BJ_DONE_k1_below2(a, sa, sb) (1 / (a) + (log(a) - M_LN2) * ((a) * (sa)) + (a) * (sb))
+#define BJ_T_k0e_above2(a) (4 / (a) - 1)
+#define BJ_A_k0e_above2 bessel_k0e_large
+#define BJ_TWO_k0e_above2 0
+#define BJ_DONE_k0e_above2(a, sa, sb) ((sa) / sqrt(a))
+#define BJ_T_k1e_above2(a) (4 / (a) - 1)
+#define BJ_A_k1e_above2 bessel_k1e_large
+#define BJ_TWO_k1e_above2 0
+#define BJ_DONE_k1e_above2(a, sa, sb) ((sa) / sqrt(a))
+#define BJ_B_j0_small BJ_A_j0_small /* unused: one series */
+#define BJ_B_j1_small BJ_A_j1_small
+#define BJ_B_i0e_small BJ_A_i0e_small
+#define BJ_B_i1e_small BJ_A_i1e_small
+#define BJ_B_i0e_large BJ_A_i0e_large
+#define BJ_B_i1e_large BJ_A_i1e_large
+#define BJ_B_k0e_above2 BJ_A_k0e_above2
+#define BJ_B_k1e_above2 BJ_A_k1e_above2
+
+/* r[i] = form at a[i] over a block (BJ_FORM expands form first: BJ_SMALL_fn names one). */
+#define BJ_FORM(form, a, r) BJ_FORM_(form, a, r)
+#define BJ_FORM_(form, a, r)                                                                                   \
+    do {                                                                                                       \
+        double t_[BJ_BLOCK], sa_[BJ_BLOCK], sb_[BJ_BLOCK];                                                     \
+        for (int i = 0; i < BJ_BLOCK; i++) t_[i] = BJ_T_##form(a[i]);                                          \
+        AXON_CHEBYSHEV_BLOCK(BJ_A_##form, t_, sa_, BJ_BLOCK);                                                  \
+        if (BJ_TWO_##form) AXON_CHEBYSHEV_BLOCK(BJ_B_##form, t_, sb_, BJ_BLOCK);                               \
+        else memset(sb_, 0, sizeof sb_);                                                                       \
+        for (int i = 0; i < BJ_BLOCK; i++) r[i] = BJ_DONE_##form(a[i], sa_[i], sb_[i]);                        \
+    } while (0)
+
+/* Each function's forms below and from its split on; I0 and I1 run the scaled forms and unscale in the block's last
+ * loop (BJ_FIX_i0, _i1), and each K op's forms give K below the split and e^x K above, scaled in that loop too
+ * (BJ_FIX): GCC vectorizes the call to exp there, in a loop of its own, and not inside the forms' loops. */
+#define BJ_SMALL_j0 j0_small
+#define BJ_LARGE_j0 j0_large
+#define BJ_SMALL_j1 j1_small
+#define BJ_LARGE_j1 j1_large
+#define BJ_SMALL_y0 y0_small
+#define BJ_LARGE_y0 y0_large
+#define BJ_SMALL_y1 y1_small
+#define BJ_LARGE_y1 y1_large
+#define BJ_SMALL_i0 i0e_small
+#define BJ_LARGE_i0 i0e_large
+#define BJ_SMALL_i1 i1e_small
+#define BJ_LARGE_i1 i1e_large
+#define BJ_SMALL_i0e i0e_small
+#define BJ_LARGE_i0e i0e_large
+#define BJ_SMALL_i1e i1e_small
+#define BJ_LARGE_i1e i1e_large
+#define BJ_SMALL_k0 k0_below2
+#define BJ_LARGE_k0 k0e_above2
+#define BJ_SMALL_k1 k1_below2
+#define BJ_LARGE_k1 k1e_above2
+#define BJ_SMALL_k0e k0_below2
+#define BJ_LARGE_k0e k0e_above2
+#define BJ_SMALL_k1e k1_below2
+#define BJ_LARGE_k1e k1e_above2
 /* K's values off its domain, as PyTorch's: NaN below 0, inf at 0 (either sign), 0 at inf. */
 #define BJ_K_DOMAIN(x, r) ((x) != (x) || (x) < 0 ? NAN : (x) == 0 ? INFINITY : (x) == INFINITY ? 0.0 : (r))
 
@@ -203,20 +267,19 @@ static inline __attribute__((always_inline)) double bj_k1e_above2(double x) {
 #define BJ_BLOCK_FN(fn)                                                                                        \
     static inline __attribute__((always_inline)) void bj_block_##fn(const double *restrict x,                  \
                                                                     double *restrict r) {                      \
+        double a[BJ_BLOCK], rl[BJ_BLOCK];                                                                      \
         int small = 0, large = 0;                                                                              \
         for (int i = 0; i < BJ_BLOCK; i++) {                                                                   \
+            a[i] = BJ_ARG_##fn(x[i]);                                                                          \
             small |= fabs(x[i]) <= BJ_SPLIT_##fn;                                                              \
             large |= !(fabs(x[i]) <= BJ_SPLIT_##fn);                                                           \
         }                                                                                                      \
-        if (!large)                                                                                            \
-            for (int i = 0; i < BJ_BLOCK; i++) r[i] = bj_##fn##_small(BJ_ARG_##fn(x[i]));                      \
-        else if (!small)                                                                                       \
-            for (int i = 0; i < BJ_BLOCK; i++) r[i] = bj_##fn##_large(BJ_ARG_##fn(x[i]));                      \
-        else                                                                                                   \
-            for (int i = 0; i < BJ_BLOCK; i++) {                                                               \
-                const double s = bj_##fn##_small(BJ_ARG_##fn(x[i])), l = bj_##fn##_large(BJ_ARG_##fn(x[i]));   \
-                r[i] = fabs(x[i]) <= BJ_SPLIT_##fn ? s : l;                                                    \
-            }                                                                                                  \
+        if (small) BJ_FORM(BJ_SMALL_##fn, a, r);                                                               \
+        if (large && !small) BJ_FORM(BJ_LARGE_##fn, a, r);                                                     \
+        if (large && small) {                                                                                  \
+            BJ_FORM(BJ_LARGE_##fn, a, rl);                                                                     \
+            for (int i = 0; i < BJ_BLOCK; i++) r[i] = fabs(x[i]) <= BJ_SPLIT_##fn ? r[i] : rl[i];              \
+        }                                                                                                      \
         for (int i = 0; i < BJ_BLOCK; i++) r[i] = BJ_FIX_##fn(x[i], r[i]);                                     \
     }
 

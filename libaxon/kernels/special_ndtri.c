@@ -22,29 +22,38 @@ double(log)(double) PW_SIMD;
 #endif
 
 #define ND_BLOCK 64
+_Static_assert(ND_BLOCK % AXON_CHEBYSHEV_LANES == 0, "blocks of whole lane groups");
 #define ND_Q_CENTRAL 0.3
 
-/* The central range: q C(q^2), q^2 over [0, 0.09]. */
-static inline __attribute__((always_inline)) double nd_central(double q) {
-    return q * AXON_CHEBYSHEV(ndtri_central, q * q * (2 / 0.09) - 1);
+/* The series variables of the central range (q^2 over [0, 0.09]) and of the tails' three ranges of s. */
+static inline __attribute__((always_inline)) double nd_t_central(double q) { return q * q * (2 / 0.09) - 1; }
+static inline __attribute__((always_inline)) double nd_t_tail1(double s) {
+    return (2 * s - (NDTRI_S_CENTRAL + 4)) / (4 - NDTRI_S_CENTRAL);
 }
-/* The tails for a = min(p, 1 - p) given s = sqrt(-2 ln a): ndtri(a) (negative). */
-static inline __attribute__((always_inline)) double nd_tail1(double s) {
-    return AXON_CHEBYSHEV(ndtri_tail1, (2 * s - (NDTRI_S_CENTRAL + 4)) / (4 - NDTRI_S_CENTRAL)) - s;
-}
-static inline __attribute__((always_inline)) double nd_tail2(double s) {
-    return AXON_CHEBYSHEV(ndtri_tail2, (s - 6) * 0.5) - s;
-}
-static inline __attribute__((always_inline)) double nd_tail3(double s) {
+static inline __attribute__((always_inline)) double nd_t_tail2(double s) { return (s - 6) * 0.5; }
+static inline __attribute__((always_inline)) double nd_t_tail3(double s) {
     const double lo = 1 / 38.7, hi = 1.0 / 8;
-    return AXON_CHEBYSHEV(ndtri_tail3, (2 / s - (lo + hi)) / (hi - lo)) - s;
+    return (2 / s - (lo + hi)) / (hi - lo);
 }
 
+/* One tail range's values over the block into r where `in_range` holds: its series at t = T(s) is a correction to
+ * -s, and the tails' values are ndtri(a), negated above the median. */
+#define ND_TAIL(coefs, T, in_range)                                                                             \
+    do {                                                                                                        \
+        for (int i = 0; i < ND_BLOCK; i++) t[i] = T(s[i]);                                                      \
+        AXON_CHEBYSHEV_BLOCK(coefs, t, v, ND_BLOCK);                                                            \
+        for (int i = 0; i < ND_BLOCK; i++) {                                                                    \
+            const double y = v[i] - s[i];                                                                       \
+            r[i] = fabs(q[i]) > ND_Q_CENTRAL && (in_range) ? (q[i] > 0 ? -y : y) : r[i];                        \
+        }                                                                                                       \
+    } while (0)
+
 /* A block into r: ndtri(p) given, per element, p itself (for the domain), q = p - 1/2 and a = min(p, 1 - p), each
- * exact (the central range needs q, the tails a, only where they apply). */
+ * exact (the central range needs q, the tails a, only where they apply): the central range q C(q^2), and in the
+ * tails a correction to -s, s = sqrt(-2 ln a). */
 static inline __attribute__((always_inline)) void nd_block(const double *restrict p, const double *restrict q,
                                                            const double *restrict a, double *restrict r) {
-    double s[ND_BLOCK];
+    double s[ND_BLOCK], t[ND_BLOCK], v[ND_BLOCK];
     int central = 0, t1 = 0, t2 = 0, t3 = 0;
     for (int i = 0; i < ND_BLOCK; i++) {
         s[i] = sqrt(-2 * log(a[i]));
@@ -55,27 +64,18 @@ static inline __attribute__((always_inline)) void nd_block(const double *restric
         t3 |= !c & (s[i] > 8);
     }
     for (int i = 0; i < ND_BLOCK; i++) r[i] = 0;
-    if (central)
-        for (int i = 0; i < ND_BLOCK; i++) r[i] = fabs(q[i]) <= ND_Q_CENTRAL ? nd_central(q[i]) : r[i];
-    /* the tails' values are ndtri(a): negated above the median */
-    if (t1)
-        for (int i = 0; i < ND_BLOCK; i++) {
-            const double v = nd_tail1(s[i]);
-            r[i] = fabs(q[i]) > ND_Q_CENTRAL && s[i] <= 4 ? (q[i] > 0 ? -v : v) : r[i];
-        }
-    if (t2)
-        for (int i = 0; i < ND_BLOCK; i++) {
-            const double v = nd_tail2(s[i]);
-            r[i] = fabs(q[i]) > ND_Q_CENTRAL && s[i] > 4 && s[i] <= 8 ? (q[i] > 0 ? -v : v) : r[i];
-        }
-    if (t3)
-        for (int i = 0; i < ND_BLOCK; i++) {
-            const double v = nd_tail3(s[i]);
-            r[i] = fabs(q[i]) > ND_Q_CENTRAL && s[i] > 8 ? (q[i] > 0 ? -v : v) : r[i];
-        }
+    if (central) {
+        for (int i = 0; i < ND_BLOCK; i++) t[i] = nd_t_central(q[i]);
+        AXON_CHEBYSHEV_BLOCK(ndtri_central, t, v, ND_BLOCK);
+        for (int i = 0; i < ND_BLOCK; i++) r[i] = fabs(q[i]) <= ND_Q_CENTRAL ? q[i] * v[i] : r[i];
+    }
+    if (t1) ND_TAIL(ndtri_tail1, nd_t_tail1, s[i] <= 4);
+    if (t2) ND_TAIL(ndtri_tail2, nd_t_tail2, s[i] > 4 && s[i] <= 8);
+    if (t3) ND_TAIL(ndtri_tail3, nd_t_tail3, s[i] > 8);
     for (int i = 0; i < ND_BLOCK; i++)
         r[i] = p[i] == 0 ? -INFINITY : p[i] == 1 ? INFINITY : p[i] >= 0 && p[i] <= 1 ? r[i] : NAN;
 }
+#undef ND_TAIL
 
 /* The inputs of nd_block for ndtri(p): p - 1/2 is exact, and so is 1 - p for p >= 1/2. */
 static inline __attribute__((always_inline)) void nd_ndtri_block(const double *restrict x, double *restrict p,
