@@ -41,6 +41,8 @@ typedef struct rdim_args {
     int is_complex;              /* scans only: work type complex128 (lines only, never lanes) */
     int lanes;                   /* lane-wise: lines of a run are neighbours in memory */
     int f32_line;                /* arg reduction of float32 lines with unit stride: rdim_arg_line_f32 */
+    int f32_scan_arg;            /* cummax, cummin of float32 lines, values and indices with unit strides:
+                                    rdim_scan_arg_f32 */
     axon_iter_t kept;            /* tensor 0 in, 1 indices or out, 2 values (when present) */
     int64_t len;                 /* size along dim */
     int64_t dstride[3];          /* strides along dim, in elements */
@@ -176,8 +178,35 @@ static void rdim_scan_arg(const rdim_args_t *a, rdim_buf_t *buf, int64_t m, int6
     }
 }
 
+/* rdim_scan_arg on a float32 line read and written in place (x into values v, indices idx, all with unit stride),
+ * instead of double blocks converted both ways and one strided index copy per element (1.2-1.5x torch CPU's time
+ * for a [1024, 1024] cummax). The update stays a branch: a running extreme rarely moves, so the branch predicts and
+ * the loop runs at its stores' pace, where a select would chain each element's compare to the last one's. */
+#define RDIM_SCAN_ARG_F32(NAME, GE)                                                                               \
+    AXON_CLONES static void NAME(const float *restrict x, float *restrict v, int64_t *restrict idx, int64_t n) { \
+        float best = x[0];                                                                                        \
+        int64_t bi = 0;                                                                                           \
+        for (int64_t k = 0; k < n; k++) {                                                                         \
+            const float e = x[k];                                                                                 \
+            if (__builtin_expect(e != e || (best == best && GE(e, best)), 0)) best = e, bi = k;                   \
+            v[k] = best;                                                                                          \
+            idx[k] = bi;                                                                                          \
+        }                                                                                                         \
+    }
+#define RDIM_GE(e, b) ((e) >= (b))
+#define RDIM_LE(e, b) ((e) <= (b))
+RDIM_SCAN_ARG_F32(rdim_cummax_f32, RDIM_GE)
+RDIM_SCAN_ARG_F32(rdim_cummin_f32, RDIM_LE)
+#undef RDIM_GE
+#undef RDIM_LE
+#undef RDIM_SCAN_ARG_F32
+
 /* One line: p[k] points at tensor k's element 0 of the line. */
 static void rdim_line(const rdim_args_t *a, char *const *p) {
+    if (a->f32_scan_arg) {
+        (a->is_max ? rdim_cummax_f32 : rdim_cummin_f32)((const float *)p[0], (float *)p[2], (int64_t *)p[1], a->len);
+        return;
+    }
     if (a->is_complex) {
         rdim_line_complex(a, p);
         return;
@@ -497,6 +526,8 @@ axon_status_t axon_kernel_cumulative_extreme(axon_stream_t s, axon_arg_reduce_op
     const axon_tensor_t *ts[3] = {in, out_indices, out_values};
     rdim_setup(&a, 3, ts, dim);
     a.lanes = 0;
+    a.f32_scan_arg = in->dtype == AXON_FLOAT32 && out_values->dtype == AXON_FLOAT32 && a.dstride[0] == 1 &&
+                     a.dstride[1] == 1 && a.dstride[2] == 1;
     axon_launch_t l = {rdim_kernel, &a, sizeof a, name,
                        (uint64_t)axon_tensor_numel(in) * (a.es[0] + a.es[2] + 8)};
     return axon_stream_launch(s, &l);
