@@ -585,8 +585,8 @@ AXON_CLONES static void GS_NAME(gs_forward_range_)(void *ctx, int64_t begin, int
 #define GS_GIN_ADD(k, j, g) (a->interp == AXON_GRID_NEAREST ? (g) : bl->w[k][j] * (g))
 
 /* The fk kind of a float32, float16 or bfloat16 dtype, or -1. */
-#ifndef GS_HALF_KIND
-#define GS_HALF_KIND(d)                                                                                        \
+#ifndef GS_FK_KIND
+#define GS_FK_KIND(d)                                                                                        \
     ((d) == AXON_FLOAT32 ? AXON_FK_F32 : (d) == AXON_FLOAT16 ? AXON_FK_F16 : (d) == AXON_BFLOAT16 ? AXON_FK_BF16 : -1)
 #endif
 /* grad_in over planes [begin, end) (plane = n * C + c): zero each, then scatter its grad_out in point order (each
@@ -598,7 +598,7 @@ AXON_CLONES static void GS_NAME(gs_grad_in_range_)(void *ctx, int64_t begin, int
     blk.n = 0;
     for (int64_t q = begin; q < end; q++) axon_spatial_zero(a->dt_gin, a->gin, q * a->isz, a->isz);
     /* float32 grad_in (the glue's for the half types too, which would round at every addition) */
-    const int f32 = a->dt_gin == AXON_FLOAT32 && GS_HALF_KIND(a->dt_out) != -1;
+    const int f32 = a->dt_gin == AXON_FLOAT32 && GS_FK_KIND(a->dt_out) != -1;
     for (int64_t q0 = begin; q0 < end;) {
         const int64_t n = q0 / a->C, q1 = (n + 1) * a->C < end ? (n + 1) * a->C : end;
         for (int64_t p0 = 0; p0 < a->osz; p0 += GS_BLOCK) {
@@ -607,7 +607,7 @@ AXON_CLONES static void GS_NAME(gs_grad_in_range_)(void *ctx, int64_t begin, int
             for (int64_t q = q0; q < q1; q++) {
                 if (f32) {
                     const void *go = (const char *)a->gout + (q * a->osz + p0) * (int64_t)axon_dtype_size(a->dt_out);
-                    const int kind = GS_HALF_KIND(a->dt_out);
+                    const int kind = GS_FK_KIND(a->dt_out);
                     float *gi = (float *)a->gin + q * a->isz;
                     for (int64_t j = 0; j < m; j++) {
                         const GS_T g = kind == AXON_FK_F32   ? (GS_T)axon_fk_load(AXON_FK_F32, go, j)
@@ -645,7 +645,7 @@ AXON_CLONES static void GS_NAME(gs_grad_grid_range_)(void *ctx, int64_t begin, i
     blk.n = 0;
     GS_T acc[3][GS_BLOCK], v[GS_BLOCK], g[GS_BLOCK];
     const int f32 = a->dt_in == AXON_FLOAT32 && a->dt_out == AXON_FLOAT32;
-    const int half = a->dt_in == a->dt_out && a->dt_in != AXON_FLOAT32 ? GS_HALF_KIND(a->dt_in) : -1;
+    const int half = a->dt_in == a->dt_out && a->dt_in != AXON_FLOAT32 ? GS_FK_KIND(a->dt_in) : -1;
     for (int64_t b = begin; b < end; b++) {
         const int64_t n = b / a->nblk, p0 = b % a->nblk * GS_BLOCK;
         const int64_t m = a->osz - p0 < GS_BLOCK ? a->osz - p0 : GS_BLOCK;

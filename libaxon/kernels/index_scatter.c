@@ -252,7 +252,7 @@ AXON_CLONES static void scatter_sum_line_f16(uint16_t *o, const int64_t *restric
  * index rows are contiguous across the lines), ix_sum_f32's, ix_sum_f16's and ix_sum_bf16's arithmetic inline in a
  * clone per ISA: a call per element through ix_combine_fn, with float16's rounding in bit arithmetic, took 11 ns per
  * update (3.5x torch CPU's time), and float32 in the generic loop with its per-element branches 1.8x. */
-static inline __attribute__((always_inline)) void scatter_sum_cross_half(const int kind, char *o, const char *x,
+static inline __attribute__((always_inline)) void scatter_sum_cross(const int kind, char *o, const char *x,
                                                                          const char *src, int64_t len, int64_t n,
                                                                          const int64_t *step, int is64, int64_t size,
                                                                          float alpha, int64_t skip) {
@@ -272,17 +272,17 @@ typedef void (*scatter_cross_fn)(char *o, const char *x, const char *src, int64_
 
 AXON_CLONES static void scatter_sum_cross_f32(char *o, const char *x, const char *src, int64_t len, int64_t n,
                                               const int64_t *step, int is64, int64_t size, float alpha, int64_t skip) {
-    scatter_sum_cross_half(AXON_FK_F32, o, x, src, len, n, step, is64, size, alpha, skip);
+    scatter_sum_cross(AXON_FK_F32, o, x, src, len, n, step, is64, size, alpha, skip);
 }
 
 AXON_CLONES static void scatter_sum_cross_bf16(char *o, const char *x, const char *src, int64_t len, int64_t n,
                                                const int64_t *step, int is64, int64_t size, float alpha, int64_t skip) {
-    scatter_sum_cross_half(AXON_FK_BF16, o, x, src, len, n, step, is64, size, alpha, skip);
+    scatter_sum_cross(AXON_FK_BF16, o, x, src, len, n, step, is64, size, alpha, skip);
 }
 
 AXON_CLONES static void scatter_sum_cross_f16(char *o, const char *x, const char *src, int64_t len, int64_t n,
                                               const int64_t *step, int is64, int64_t size, float alpha, int64_t skip) {
-    scatter_sum_cross_half(AXON_FK_F16_SCALAR, o, x, src, len, n, step, is64, size, alpha, skip);
+    scatter_sum_cross(AXON_FK_F16_SCALAR, o, x, src, len, n, step, is64, size, alpha, skip);
 }
 
 static void scatter_run(void *ctx, char *const *ptr, const int64_t *stride, int64_t n, int64_t pos) {
