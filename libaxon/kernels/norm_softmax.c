@@ -226,16 +226,19 @@ static void sm_rows_float(const sm_args_t *a, int64_t r0, int64_t r1) {
         }
         return;
     }
+    /* as many whole rows per conversion as the buffers hold: short rows (attention's 128) converted one by one
+     * paid three conversion calls per row */
     float x[SM_HALF_ROW], y[SM_HALF_ROW], o[SM_HALF_ROW];
-    for (int64_t r = r0; r < r1; r++) {
-        a->to_float_a((char *)x, 1, a->a + r * n * (int64_t)a->es_a, 1, n);
-        if (a->backward) {
-            a->to_float_b((char *)y, 1, a->b + r * n * (int64_t)a->es_b, 1, n);
-            sm_row_f32_backward(a, x, y, o, n);
-        } else {
-            sm_row_f32(a, x, o, n);
+    const int64_t group = SM_HALF_ROW / n;
+    for (int64_t r = r0; r < r1; r += group) {
+        const int64_t rows = r1 - r < group ? r1 - r : group, m = rows * n;
+        a->to_float_a((char *)x, 1, a->a + r * n * (int64_t)a->es_a, 1, m);
+        if (a->backward) a->to_float_b((char *)y, 1, a->b + r * n * (int64_t)a->es_b, 1, m);
+        for (int64_t k = 0; k < rows; k++) {
+            if (a->backward) sm_row_f32_backward(a, x + k * n, y + k * n, o + k * n, n);
+            else sm_row_f32(a, x + k * n, o + k * n, n);
         }
-        a->from_float(a->out + r * n * (int64_t)a->es_out, 1, (const char *)o, 1, n);
+        a->from_float(a->out + r * n * (int64_t)a->es_out, 1, (const char *)o, 1, m);
     }
 }
 
