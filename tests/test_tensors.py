@@ -181,6 +181,24 @@ def test_copy_of_non_contiguous_tensors_is_exact_in_both_directions(dtype):
 
 
 @all_dtypes
+def test_copy_with_a_narrow_fastest_dimension_is_exact(dtype):
+    # dst's fastest dimension has 2-7 elements and src steps far along it: an image into channels-last, a [n, k]
+    # transpose, pixel_shuffle's pairs (the copy runs along src's fastest dimension instead)
+    x = sample(dtype, (2, 3, 40, 33))
+    a = x.to("axon")
+    assert_exact(a.permute(0, 2, 3, 1).contiguous(), x.permute(0, 2, 3, 1).contiguous())
+    assert_exact(a.permute(0, 2, 3, 1)[:, 1::3, ::2].contiguous(), x.permute(0, 2, 3, 1)[:, 1::3, ::2].contiguous())
+    for k in (2, 3, 7):
+        t = sample(dtype, (k, 301), seed=k)
+        assert_exact(t.to("axon").t().contiguous(), t.t().contiguous())
+        dst = torch.zeros(301, k + 1, dtype=dtype, device="axon")[:, :k]  # a strided destination
+        dst.copy_(t.to("axon").t())
+        assert_exact(dst, t.t())
+    if dtype.is_floating_point and not dtype.is_complex:  # with a conversion
+        assert_exact(a.permute(0, 2, 3, 1).to(torch.float64), x.permute(0, 2, 3, 1).to(torch.float64))
+
+
+@all_dtypes
 def test_copy_within_axon_is_exact(dtype):
     a = sample(dtype, (4, 6)).to("axon")
     assert_exact(a.clone(), a.cpu())

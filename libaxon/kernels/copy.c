@@ -163,7 +163,8 @@ AXON_CLONES static void copy_rows(void *ctx, int64_t begin, int64_t end, int slo
 static int64_t abs64(int64_t v) { return v < 0 ? -v : v; }
 
 /* Set up the tiled path if src's fastest dimension is not dimension 0 and dimension 0 strides src by at least a
- * cache line. Moves that dimension to position 1. Returns 1 if tiling applies. */
+ * cache line. Moves that dimension to position 1. Returns 1 if tiling applies (0 when dimension 0 is narrow, with
+ * src's fastest dimension moved to position 0). */
 static int copy_plan_tiles(struct copy_job *j) {
     axon_iter_t *it = &j->it;
     if (it->ndim < 2 || it->strides[1][0] == 0) return 0;
@@ -173,9 +174,13 @@ static int copy_plan_tiles(struct copy_job *j) {
         if (s != 0 && (best < 0 || s < abs64(it->strides[1][best]))) best = d;
     }
     if (best < 0 || abs64(it->strides[1][best]) >= abs64(it->strides[1][0])) return 0;
-    if (abs64(it->strides[1][0]) * (int64_t)it->esize[1] < 64 || it->sizes[0] < 8 || it->sizes[best] < 8) return 0;
-    /* Rotate `best` down to position 1; the outer dimensions keep their relative order. */
-    for (int d = best; d > 1; d--) {
+    if (abs64(it->strides[1][0]) * (int64_t)it->esize[1] < 64 || it->sizes[best] < 8) return 0;
+    /* A narrow dimension 0 (an RGB image into channels-last, pixel_shuffle's pairs) makes no tile: rotate `best`
+     * down to position 0 instead, so that runs follow src and write dst a few elements apart, not a conversion call
+     * per few elements each reading a new line of src (1.4x torch CPU's time for [32, 3, 224, 224]). */
+    const int narrow = it->sizes[0] < 8;
+    /* Rotate `best` down to position 1 (0 when narrow); the outer dimensions keep their relative order. */
+    for (int d = best; d > (narrow ? 0 : 1); d--) {
         int64_t t = it->sizes[d];
         it->sizes[d] = it->sizes[d - 1];
         it->sizes[d - 1] = t;
@@ -185,6 +190,7 @@ static int copy_plan_tiles(struct copy_job *j) {
             it->strides[k][d - 1] = t;
         }
     }
+    if (narrow) return 0;
     /* 64 x 64 tiles of 4-byte elements: 16 KiB per side, so both sides fit in a 48 KiB L1 together. */
     size_t es = it->esize[0] > it->esize[1] ? it->esize[0] : it->esize[1];
     j->tile = es <= 4 ? 64 : 32;
