@@ -5,26 +5,12 @@
 
 #include <math.h>
 
-/* sum_k c_k T_k(t) by Clenshaw's recurrence, whose rounding error stays near sum |c_k| ulps for |t| <= 1. fma keeps
- * one set of bits whether the compiler fuses or not. */
-static inline __attribute__((always_inline)) double axon_chebyshev(const double *c, int n, double t) {
-    const double t2 = 2 * t;
-    double b1 = 0, b2 = 0;
-#pragma GCC unroll 40 /* every series fully: the element loops around it vectorize only then */
-    for (int k = n - 1; k >= 1; k--) {
-        const double b = fma(t2, b1, c[k] - b2);
-        b2 = b1;
-        b1 = b;
-    }
-    return fma(t, b1, c[0] - b2);
-}
-/* The series of a static array c. */
-#define AXON_CHEBYSHEV(c, t) axon_chebyshev((c), (int)(sizeof(c) / sizeof((c)[0])), (t))
-
-/* axon_chebyshev of len values (a multiple of AXON_CHEBYSHEV_LANES), r[i] at t[i], with the same bits: the terms
- * run outermost over AXON_CHEBYSHEV_LANES values at a time, so that each step is 16 independent recurrences (four
- * AVX2 vectors) instead of one chain of dependent FMAs per vector, whose 4-cycle latency bounded the element loops
- * (a 30-term series over 64 doubles: 3.9 -> 2.2 ns a value on Zen 3; 8 lanes gave 3.0, 32 spilled, 4.2). */
+/* r[i] = sum_k c_k T_k(t[i]) for len values (a multiple of AXON_CHEBYSHEV_LANES) by Clenshaw's recurrence, whose
+ * rounding error stays near sum |c_k| ulps for |t| <= 1; fma keeps one set of bits whether the compiler fuses or not.
+ * The terms run outermost over AXON_CHEBYSHEV_LANES values at a time, so that each step is 16 independent
+ * recurrences (four AVX2 vectors) instead of one chain of dependent FMAs per vector, whose 4-cycle latency bounded
+ * the element loops (a 30-term series over 64 doubles: 3.9 -> 2.2 ns a value on Zen 3; 8 lanes gave 3.0, 32 spilled,
+ * 4.2). Every series is unrolled fully (the pragma). */
 #define AXON_CHEBYSHEV_LANES 16
 static inline __attribute__((always_inline)) void axon_chebyshev_lanes(const double *c, int n, const double *t,
                                                                        double *r, int len) {
@@ -42,6 +28,7 @@ static inline __attribute__((always_inline)) void axon_chebyshev_lanes(const dou
     }
 }
 /* The series of a static array c over a block. */
-#define AXON_CHEBYSHEV_BLOCK(c, t, r, len) axon_chebyshev_lanes((c), (int)(sizeof(c) / sizeof((c)[0])), (t), (r), (len))
+#define AXON_CHEBYSHEV_BLOCK(c, t, r, len) \
+    axon_chebyshev_lanes((c), (int)(sizeof(c) / sizeof((c)[0])), (t), (r), (len))
 
 #endif
